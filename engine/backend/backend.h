@@ -1,0 +1,156 @@
+#pragma once
+// The backend contract: every op a layer, the loss, the scaler or an optimizer needs.
+// The CPU backend (backend/cpu) is the oracle; the CUDA backend (backend/cuda) must
+// match it within per-dtype tolerances. All tensors passed to one call live on the
+// backend's device. Unless a comment says otherwise, inputs may be fp32, fp16 or bf16:
+// they are widened exactly, arithmetic runs in fp32, and each output is rounded
+// (round-to-nearest-even) to its own dtype. That is how tensor cores behave and it is
+// what makes fp16 underflow and overflow real rather than simulated.
+#include "engine/backend/geometry.h"
+#include "engine/tensor/tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace mantissa {
+
+enum class Activation : std::uint8_t { Relu, Gelu, Tanh, Sigmoid };
+
+enum class Transpose : std::uint8_t { No, Yes };
+
+// The op families a backend may or may not support for a dtype (see Backend::supports).
+enum class Op : std::uint8_t {
+    Gemm, Conv2d, BatchNorm, Activation, Pooling, Dropout, Elementwise, SoftmaxCrossEntropy, Cast, MultiTensor
+};
+
+struct LossResult {
+    float meanLoss = 0;          // mean cross-entropy over the batch, fp32
+    std::int64_t correct = 0;    // samples whose arg-max equals the label
+};
+
+// Batch-norm statistics. Running statistics and the saved batch statistics are
+// always fp32: a variance accumulated in fp16 loses the small differences it measures.
+struct BatchNormState {
+    Tensor runningMean, runningVar; // [C] fp32, updated in training
+    Tensor savedMean, savedInvStd;  // [C] fp32, written by a training forward, read by backward
+};
+
+// One parameter as an optimizer step sees it.
+struct OptimizerSlot {
+    Tensor* master = nullptr;       // fp32 master weights, or the 16-bit weights in a pure mode
+    const Tensor* grad = nullptr;   // fp32, already unscaled and clipped
+    Tensor* state1 = nullptr;       // momentum / Adam m, in master's dtype
+    Tensor* state2 = nullptr;       // Adam v, in master's dtype (unused by SGD)
+    Tensor* working = nullptr;      // low-precision copy refreshed from master, or nullptr
+    bool decay = true;              // weight decay applies (false for biases and norms)
+};
+
+struct SgdSettings {
+    float momentum = 0, weightDecay = 0;
+    bool nesterov = false;
+};
+
+struct AdamSettings {
+    float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f, weightDecay = 0;
+    bool decoupledDecay = false; // AdamW
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // "cpu (OpenBLAS, 2 threads)", "cuda:0 (NVIDIA H100)": shown to users and stored with runs.
+    virtual std::string name() const = 0;
+    virtual Device device() const = 0;
+    // Whether `op` runs for tensors of `dtype`; callers turn false into an UnsupportedError.
+    virtual bool supports(Op op, DType dtype) const = 0;
+
+    // --- memory -----------------------------------------------------------------
+    // Uninitialised tensor on this device.
+    virtual Tensor empty(const Shape& shape, DType dtype) = 0;
+    virtual void fill(Tensor& t, float value) = 0;
+    // Host floats into `dst`, rounded to dst's dtype; and back.
+    virtual void upload(const float* host, Tensor& dst) = 0;
+    virtual void download(const Tensor& src, float* host) = 0;
+    // Elementwise conversion between any two dtypes (same element count).
+    virtual void cast(const Tensor& src, Tensor& dst) = 0;
+    // Peak bytes allocated through this backend since the last reset.
+    virtual std::size_t peakBytes() const = 0;
+    virtual void resetPeakBytes() = 0;
+
+    // --- dense algebra ------------------------------------------------------------
+    // C[m,n] = alpha * op(A) op(B) + beta * C, row-major. A and B share a dtype (the compute
+    // type); products accumulate in fp32; C is rounded to its dtype. With beta != 0 the
+    // previous C is read back at its own precision.
+    virtual void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                      const Tensor& a, const Tensor& b, float beta, Tensor& c) = 0;
+    // y[r, :] += bias for every row r (y is [rows, cols], bias is [cols]).
+    virtual void addRowBias(Tensor& y, const Tensor& bias) = 0;
+    // dbias[c] = sum over rows of dy[r, c], accumulated in fp32.
+    virtual void rowBiasGrad(const Tensor& dy, Tensor& dbias) = 0;
+
+    // --- convolution (NCHW) ---------------------------------------------------------
+    virtual void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                               const ConvGeometry& g) = 0;
+    virtual void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g) = 0;
+    // dw (and dbias when given) from the saved input and the output gradient.
+    virtual void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
+                                      const ConvGeometry& g) = 0;
+
+    // --- batch norm: x is [N, C] or [N, C, H, W]; gamma and beta are fp32 [C] -------
+    virtual void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                  BatchNormState& state, bool training, float momentum, float epsilon) = 0;
+    virtual void batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const BatchNormState& state, Tensor& dx, Tensor& dgamma, Tensor& dbeta) = 0;
+
+    // --- activations ------------------------------------------------------------------
+    virtual void activationForward(Activation kind, const Tensor& x, Tensor& y) = 0;
+    // dx from the forward input x, its output y and dy (each kind uses what it needs).
+    virtual void activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                    Tensor& dx) = 0;
+
+    // --- pooling (NCHW) -----------------------------------------------------------------
+    // argmax is an fp32-typed scratch tensor the size of y holding flat input offsets per plane.
+    virtual void maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g) = 0;
+    virtual void maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g) = 0;
+    virtual void avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g) = 0;
+    virtual void avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometry& g) = 0;
+
+    // --- dropout: mask is fp32 {0, 1/(1-p)}, drawn from (seed, counter) so runs repeat ---
+    virtual void dropoutForward(const Tensor& x, Tensor& y, Tensor& mask, float p, std::uint64_t seed,
+                                std::uint64_t counter) = 0;
+    virtual void dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx) = 0;
+
+    // --- elementwise --------------------------------------------------------------------
+    // out = a + b (residual connections); out may alias a.
+    virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+
+    // --- loss ---------------------------------------------------------------------------
+    // Fused, numerically stable softmax + cross-entropy, entirely in fp32 whatever the logits'
+    // dtype. labels: fp32 [N] holding class indices. When dlogits is given it receives
+    // lossScale * (softmax - onehot) / N, rounded to its dtype.
+    virtual LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
+                                           Tensor* dlogits) = 0;
+
+    // --- multi-tensor ops over all parameters ----------------------------------------------
+    // master[i] = float(grads[i]) * invScale for every tensor; returns the index of the first
+    // tensor (in the order given) that held a non-finite value, or -1. Non-finite tensors are
+    // still written so that statistics can look at them.
+    virtual int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                                      float invScale) = 0;
+    // Sum of squares of every element of every tensor, accumulated in double.
+    virtual double sumOfSquares(std::span<const Tensor* const> tensors) = 0;
+    virtual void scaleInPlace(std::span<Tensor* const> tensors, float factor) = 0;
+    // One optimizer update over all slots: arithmetic in fp32, state and master rounded to
+    // master's dtype, then the working copy (if any) refreshed from master in the same pass.
+    virtual void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) = 0;
+    virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
+                          std::int64_t step) = 0;
+};
+
+// The CPU backend; always available.
+std::unique_ptr<Backend> makeCpuBackend(int threads = 0);
+
+} // namespace mantissa

@@ -1,0 +1,101 @@
+#include "engine/backend/cpu/cpu_backend.h"
+
+#include "engine/numerics/conversions.h"
+#include "engine/util/check.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <cblas.h>
+#include <omp.h>
+
+namespace mantissa {
+
+std::unique_ptr<Backend> makeCpuBackend(int threads)
+{
+    return std::make_unique<CpuBackend>(threads);
+}
+
+CpuBackend::CpuBackend(int threads)
+    : m_threads(threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())))
+{
+    // OpenBLAS runs the GEMMs and OpenMP the loops around them; both get the same budget so
+    // that neither oversubscribes the cores while the other waits.
+    openblas_set_num_threads(m_threads);
+    omp_set_num_threads(m_threads);
+}
+
+std::string CpuBackend::name() const
+{
+    return "cpu (OpenBLAS, " + std::to_string(m_threads) + (m_threads == 1 ? " thread" : " threads") +
+           (conversionsAreVectorised() ? ", F16C" : "") + ")";
+}
+
+bool CpuBackend::supports(Op, DType) const
+{
+    return true; // every op runs in every dtype: 16-bit inputs are widened, results rounded
+}
+
+Tensor CpuBackend::empty(const Shape& shape, DType dtype)
+{
+    const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtypeSize(dtype);
+    auto storage = allocateHostStorage(bytes);
+    const std::size_t live = m_liveBytes.fetch_add(bytes) + bytes;
+    std::size_t peak = m_peakBytes.load();
+    while (live > peak && !m_peakBytes.compare_exchange_weak(peak, live)) {}
+    // Count the bytes back out when the storage dies. The backend outlives its tensors
+    // (the Trainer owns both and destroys tensors first).
+    auto* liveCounter = &m_liveBytes;
+    storage->release = [liveCounter, bytes](void* p) {
+        liveCounter->fetch_sub(bytes);
+        std::free(p);
+    };
+    return Tensor(shape, dtype, std::move(storage));
+}
+
+void CpuBackend::fill(Tensor& t, float value)
+{
+    const auto n = static_cast<std::size_t>(t.numel());
+    if (t.dtype() == DType::F32) {
+        std::fill_n(t.f32(), n, value);
+        return;
+    }
+    const float rounded = roundToDType(value, t.dtype());
+    std::uint16_t bits;
+    narrowFromFloat(&rounded, &bits, 1, t.dtype());
+    std::fill_n(t.u16(), n, bits);
+}
+
+void CpuBackend::upload(const float* host, Tensor& dst)
+{
+    narrowFromFloat(host, dst.data(), static_cast<std::size_t>(dst.numel()), dst.dtype());
+}
+
+void CpuBackend::download(const Tensor& src, float* host)
+{
+    widenToFloat(src.data(), src.dtype(), host, static_cast<std::size_t>(src.numel()));
+}
+
+void CpuBackend::cast(const Tensor& src, Tensor& dst)
+{
+    MANTISSA_ASSERT(src.numel() == dst.numel());
+    const auto n = static_cast<std::size_t>(src.numel());
+    if (src.dtype() == dst.dtype()) {
+        if (src.data() != dst.data())
+            std::memcpy(dst.data(), src.data(), src.bytes());
+        return;
+    }
+    if (src.dtype() == DType::F32) {
+        narrowFromFloat(src.f32(), dst.data(), n, dst.dtype());
+    } else if (dst.dtype() == DType::F32) {
+        widenToFloat(src.data(), src.dtype(), dst.f32(), n);
+    } else { // fp16 <-> bf16 goes through fp32, which holds both exactly
+        std::vector<float> tmp(n);
+        widenToFloat(src.data(), src.dtype(), tmp.data(), n);
+        narrowFromFloat(tmp.data(), dst.data(), n, dst.dtype());
+    }
+}
+
+} // namespace mantissa

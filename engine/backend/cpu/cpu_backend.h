@@ -1,0 +1,75 @@
+#pragma once
+// The CPU backend: OpenBLAS sgemm for dense algebra, F16C for conversions, OpenMP for
+// the remaining loops. It is the oracle every other backend is tested against.
+// Its member functions are defined across one file per op family in this folder.
+#include "engine/backend/backend.h"
+
+#include <atomic>
+
+namespace mantissa {
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(int threads);
+
+    std::string name() const override;
+    Device device() const override { return {DeviceKind::Cpu, 0}; }
+    bool supports(Op op, DType dtype) const override;
+    int threads() const { return m_threads; }
+
+    Tensor empty(const Shape& shape, DType dtype) override;
+    void fill(Tensor& t, float value) override;
+    void upload(const float* host, Tensor& dst) override;
+    void download(const Tensor& src, float* host) override;
+    void cast(const Tensor& src, Tensor& dst) override;
+    std::size_t peakBytes() const override { return m_peakBytes.load(); }
+    void resetPeakBytes() override { m_peakBytes = m_liveBytes.load(); }
+
+    void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+              const Tensor& a, const Tensor& b, float beta, Tensor& c) override;
+    void addRowBias(Tensor& y, const Tensor& bias) override;
+    void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
+
+    void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                       const ConvGeometry& g) override;
+    void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g) override;
+    void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
+                              const ConvGeometry& g) override;
+
+    void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                          BatchNormState& state, bool training, float momentum, float epsilon) override;
+    void batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
+                           Tensor& dx, Tensor& dgamma, Tensor& dbeta) override;
+
+    void activationForward(Activation kind, const Tensor& x, Tensor& y) override;
+    void activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
+                            Tensor& dx) override;
+
+    void maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g) override;
+    void maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g) override;
+    void avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g) override;
+    void avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometry& g) override;
+
+    void dropoutForward(const Tensor& x, Tensor& y, Tensor& mask, float p, std::uint64_t seed,
+                        std::uint64_t counter) override;
+    void dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx) override;
+
+    void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+
+    LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
+                                   Tensor* dlogits) override;
+
+    int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                              float invScale) override;
+    double sumOfSquares(std::span<const Tensor* const> tensors) override;
+    void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;
+    void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) override;
+    void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, std::int64_t step) override;
+
+private:
+    int m_threads;
+    std::atomic<std::size_t> m_liveBytes{0};
+    std::atomic<std::size_t> m_peakBytes{0};
+};
+
+} // namespace mantissa

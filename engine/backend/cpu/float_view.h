@@ -1,0 +1,39 @@
+#pragma once
+// Helpers that let CPU kernels work in fp32 whatever a tensor's storage type:
+// FloatInput widens a 16-bit tensor into scratch (fp32 tensors are used in place);
+// FloatOutput hands out an fp32 buffer and rounds it into the tensor on commit().
+#include "engine/tensor/tensor.h"
+
+#include <vector>
+
+namespace mantissa::cpu {
+
+class FloatInput {
+public:
+    explicit FloatInput(const Tensor& t);
+    const float* data() const { return m_data; }
+    std::size_t size() const { return m_size; }
+
+private:
+    std::vector<float> m_scratch;
+    const float* m_data = nullptr;
+    std::size_t m_size = 0;
+};
+
+class FloatOutput {
+public:
+    // With `load`, the buffer starts with the tensor's current values (for accumulation).
+    FloatOutput(Tensor& t, bool load = false);
+    float* data() { return m_data; }
+    std::size_t size() const { return m_size; }
+    // Rounds the fp32 results into the tensor's dtype (a no-op for fp32 tensors).
+    void commit();
+
+private:
+    Tensor& m_tensor;
+    std::vector<float> m_scratch;
+    float* m_data = nullptr;
+    std::size_t m_size = 0;
+};
+
+} // namespace mantissa::cpu

@@ -1,0 +1,65 @@
+// Tensor-core semantics on the CPU: inputs are already in the compute type (16-bit
+// tensors hold exactly representable values), sgemm multiplies and accumulates in fp32,
+// and the result is rounded to C's storage type.
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/float_view.h"
+#include "engine/util/check.h"
+
+#include <cblas.h>
+
+namespace mantissa {
+
+void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                      const Tensor& a, const Tensor& b, float beta, Tensor& c)
+{
+    MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n);
+    MANTISSA_ASSERT(a.dtype() == b.dtype());
+    cpu::FloatInput fa(a);
+    cpu::FloatInput fb(b);
+    cpu::FloatOutput fc(c, beta != 0.0f);
+    const auto transA = ta == Transpose::Yes ? CblasTrans : CblasNoTrans;
+    const auto transB = tb == Transpose::Yes ? CblasTrans : CblasNoTrans;
+    const auto lda = static_cast<blasint>(ta == Transpose::Yes ? m : k);
+    const auto ldb = static_cast<blasint>(tb == Transpose::Yes ? k : n);
+    cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(),
+                static_cast<blasint>(n));
+    fc.commit();
+}
+
+void CpuBackend::addRowBias(Tensor& y, const Tensor& bias)
+{
+    const std::int64_t cols = bias.numel();
+    const std::int64_t rows = y.numel() / cols;
+    cpu::FloatInput fb(bias);
+    cpu::FloatOutput fy(y, true);
+    float* out = fy.data();
+    const float* b = fb.data();
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+    for (std::int64_t r = 0; r < rows; ++r) {
+        float* row = out + r * cols;
+        for (std::int64_t c = 0; c < cols; ++c)
+            row[c] += b[c];
+    }
+    fy.commit();
+}
+
+void CpuBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
+{
+    const std::int64_t cols = dbias.numel();
+    const std::int64_t rows = dy.numel() / cols;
+    cpu::FloatInput fdy(dy);
+    cpu::FloatOutput fdb(dbias);
+    float* out = fdb.data();
+    const float* g = fdy.data();
+    for (std::int64_t c = 0; c < cols; ++c)
+        out[c] = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* row = g + r * cols;
+        for (std::int64_t c = 0; c < cols; ++c)
+            out[c] += row[c];
+    }
+    fdb.commit();
+}
+
+} // namespace mantissa

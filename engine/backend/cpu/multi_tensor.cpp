@@ -1,0 +1,133 @@
+// Multi-tensor ops over all parameters: unscale-and-check, norms, optimizer updates.
+// Updates run in fp32 arithmetic; state and weights are rounded to the master's dtype,
+// which is fp32 in mixed precision and 16-bit in the pure modes, where small updates
+// vanish against the weight's precision; that is the failure mixed precision fixes.
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/float_view.h"
+#include "engine/util/check.h"
+
+#include <cmath>
+#include <optional>
+
+namespace mantissa {
+
+int CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                                      float invScale)
+{
+    MANTISSA_ASSERT(grads.size() == fp32Grads.size());
+    int firstNonFinite = -1;
+    for (std::size_t t = 0; t < grads.size(); ++t) {
+        Tensor& out = *fp32Grads[t];
+        MANTISSA_ASSERT(out.dtype() == DType::F32 && out.numel() == grads[t]->numel());
+        cast(*grads[t], out);
+        float* g = out.f32();
+        const auto n = out.numel();
+        bool finite = true;
+#pragma omp parallel for schedule(static) reduction(&& : finite) if (n > 65536)
+        for (std::int64_t i = 0; i < n; ++i) {
+            g[i] *= invScale;
+            finite = finite && std::isfinite(g[i]);
+        }
+        if (!finite && firstNonFinite < 0)
+            firstNonFinite = static_cast<int>(t);
+    }
+    return firstNonFinite;
+}
+
+double CpuBackend::sumOfSquares(std::span<const Tensor* const> tensors)
+{
+    double total = 0;
+    for (const Tensor* t : tensors) {
+        cpu::FloatInput f(*t);
+        const float* p = f.data();
+        const auto n = static_cast<std::int64_t>(f.size());
+        double sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (n > 65536)
+        for (std::int64_t i = 0; i < n; ++i)
+            sum += static_cast<double>(p[i]) * p[i];
+        total += sum;
+    }
+    return total;
+}
+
+void CpuBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
+{
+    for (Tensor* t : tensors) {
+        cpu::FloatOutput f(*t, true);
+        float* p = f.data();
+        const auto n = static_cast<std::int64_t>(f.size());
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (std::int64_t i = 0; i < n; ++i)
+            p[i] *= factor;
+        f.commit();
+    }
+}
+
+void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr)
+{
+    for (const OptimizerSlot& slot : slots) {
+        MANTISSA_ASSERT(slot.grad->dtype() == DType::F32);
+        cpu::FloatOutput w(*slot.master, true);
+        const float* g = slot.grad->f32();
+        const float decay = slot.decay ? s.weightDecay : 0.0f;
+        const bool useMomentum = s.momentum != 0.0f;
+        std::optional<cpu::FloatOutput> buf;
+        if (useMomentum)
+            buf.emplace(*slot.state1, true);
+        float* pw = w.data();
+        float* pb = useMomentum ? buf->data() : nullptr;
+        const auto n = static_cast<std::int64_t>(w.size());
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (std::int64_t i = 0; i < n; ++i) {
+            float d = g[i] + decay * pw[i];
+            if (useMomentum) {
+                pb[i] = s.momentum * pb[i] + d;
+                d = s.nesterov ? d + s.momentum * pb[i] : pb[i];
+            }
+            pw[i] -= lr * d;
+        }
+        w.commit();
+        if (buf)
+            buf->commit();
+        if (slot.working)
+            cast(*slot.master, *slot.working);
+    }
+}
+
+void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, std::int64_t step)
+{
+    const float correction1 = 1.0f - std::pow(s.beta1, static_cast<float>(step));
+    const float correction2 = 1.0f - std::pow(s.beta2, static_cast<float>(step));
+    for (const OptimizerSlot& slot : slots) {
+        MANTISSA_ASSERT(slot.grad->dtype() == DType::F32);
+        cpu::FloatOutput w(*slot.master, true);
+        cpu::FloatOutput m(*slot.state1, true);
+        cpu::FloatOutput v(*slot.state2, true);
+        const float* g = slot.grad->f32();
+        const float decay = slot.decay ? s.weightDecay : 0.0f;
+        float* pw = w.data();
+        float* pm = m.data();
+        float* pv = v.data();
+        const auto n = static_cast<std::int64_t>(w.size());
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (std::int64_t i = 0; i < n; ++i) {
+            float gi = g[i];
+            if (s.decoupledDecay)
+                pw[i] -= lr * decay * pw[i];
+            else
+                gi += decay * pw[i];
+            pm[i] = s.beta1 * pm[i] + (1.0f - s.beta1) * gi;
+            pv[i] = s.beta2 * pv[i] + (1.0f - s.beta2) * gi * gi;
+            const float mHat = pm[i] / correction1;
+            const float vHat = pv[i] / correction2;
+            pw[i] -= lr * mHat / (std::sqrt(vHat) + s.epsilon);
+        }
+        w.commit();
+        m.commit();
+        v.commit();
+        if (slot.working)
+            cast(*slot.master, *slot.working);
+    }
+}
+
+} // namespace mantissa

@@ -1,0 +1,115 @@
+#pragma once
+// The run config: model + data + optimizer + schedule + precision + training settings.
+// One JSON file drives the GUI, the CLI and the tests; docs/config.md documents every field.
+#include "engine/numerics/dtype.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mantissa {
+
+enum class PrecisionMode : std::uint8_t { Fp32, Fp16, MixedFp16, MixedBf16, Bf16 };
+std::string precisionModeName(PrecisionMode mode); // "fp32", "fp16", "mixed-fp16", "mixed-bf16", "bf16"
+std::optional<PrecisionMode> parsePrecisionMode(const std::string& text);
+// The 16-bit type of a mode (fp32 for Fp32).
+DType lowPrecisionType(PrecisionMode mode);
+// Pure modes keep weights, gradients and optimizer state in the 16-bit type.
+bool isPureLowPrecision(PrecisionMode mode);
+
+// A per-layer precision override: Auto follows the run's mode.
+enum class LayerPrecision : std::uint8_t { Auto, Fp32, Fp16, Bf16 };
+
+struct LayerSpec {
+    std::string type;            // linear, conv2d, batchnorm, relu, gelu, tanh, sigmoid, maxpool,
+                                 // avgpool, dropout, flatten, residual
+    std::int64_t units = 0;      // linear
+    std::int64_t filters = 0;    // conv2d
+    std::int64_t kernel = 3;     // conv2d, pools
+    std::int64_t stride = 1;     // conv2d (pools default to their kernel)
+    std::int64_t padding = 0;    // conv2d, pools
+    bool bias = true;            // linear, conv2d
+    std::string activation;      // optional fused activation after linear/conv2d: relu|gelu|tanh|sigmoid
+    float rate = 0.5f;           // dropout probability
+    float epsilon = 1e-5f, momentum = 0.1f; // batchnorm
+    std::string init;            // "" (He/Xavier by activation) | "normal:STD" | "uniform:A"
+    LayerPrecision precision = LayerPrecision::Auto;
+    std::vector<LayerSpec> body; // residual: the layers of the residual branch
+    std::string shortcut = "identity"; // residual: identity | projection (1x1 conv or linear)
+};
+
+struct ModelSpec {
+    std::vector<std::int64_t> input{1, 28, 28}; // per-sample shape (C, H, W) or (features)
+    std::int64_t classes = 10;
+    std::vector<LayerSpec> layers;
+};
+
+struct DataSpec {
+    std::string dataset = "fashion-mnist"; // fashion-mnist | mnist | synthetic
+    std::string directory;                 // "" = default (MANTISSA_DATA_DIR or the Debian path)
+    float validationSplit = 0;             // fraction of the training set held out
+    bool normalize = true;                 // subtract the mean, divide by the std of the train set
+    std::int64_t limitTrain = 0, limitTest = 0; // 0 = all; smaller for quick runs and tests
+    std::int64_t syntheticTrain = 8192, syntheticTest = 1024; // synthetic dataset sizes
+};
+
+struct OptimizerSpec {
+    std::string type = "sgd"; // sgd | adam | adamw
+    float lr = 0.05f;
+    float momentum = 0.9f;
+    bool nesterov = false;
+    float weightDecay = 0;
+    float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
+    float gradClipNorm = 0; // 0 = no clipping; applied to unscaled gradients
+};
+
+struct ScheduleSpec {
+    std::string type = "constant";      // constant | step | cosine | one-cycle
+    std::vector<int> milestones;        // step: epochs at which lr *= gamma
+    float gamma = 0.1f;
+    std::int64_t warmupSteps = 0;       // linear warm-up from 0, combines with any type
+    float minLr = 0;                    // cosine floor
+    float maxLr = 0;                    // one-cycle peak (0 = 10x lr)
+    float pctStart = 0.3f;              // one-cycle: fraction of steps spent rising
+};
+
+struct LossScaleSpec {
+    std::string type = "auto"; // auto (dynamic for mixed-fp16, none otherwise) | none | static | dynamic
+    float value = 128;          // static
+    float initial = 65536;      // dynamic: 2^16
+    float growthFactor = 2, backoffFactor = 0.5f;
+    std::int64_t growthInterval = 2000;
+    int hysteresis = 1;         // consecutive overflows before backing off (PyTorch 1, DeepSpeed 2)
+    float minScale = 1.0f / 65536.0f, maxScale = 16777216.0f; // 2^-16 .. 2^24
+};
+
+struct TrainingSpec {
+    std::int64_t batchSize = 128;
+    int epochs = 1;
+    std::int64_t maxSteps = 0;  // 0 = no limit
+    std::uint64_t seed = 42;
+    std::string device = "auto"; // auto | cpu | cuda | cuda:N
+    int threads = 0;             // CPU threads, 0 = all cores
+    std::int64_t evalBatchSize = 1000;
+};
+
+struct RunConfig {
+    std::string name;           // preset name or file stem
+    std::string description;
+    ModelSpec model;
+    DataSpec data;
+    OptimizerSpec optimizer;
+    ScheduleSpec schedule;
+    PrecisionMode precision = PrecisionMode::Fp32;
+    LossScaleSpec lossScale;
+    TrainingSpec training;
+};
+
+// Parses JSON text; `origin` (a file path or preset name) prefixes every error message.
+// Throws ConfigError naming the field at fault.
+RunConfig parseRunConfig(const std::string& json, const std::string& origin);
+RunConfig loadRunConfigFile(const std::string& path);
+std::string runConfigToJson(const RunConfig& config, int indent = 2);
+
+} // namespace mantissa

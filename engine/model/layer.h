@@ -1,0 +1,66 @@
+#pragma once
+// A layer with explicit forward and backward. Forward returns a context that backward
+// consumes, so saved activations have an owner and a lifetime.
+#include "engine/backend/backend.h"
+#include "engine/model/parameter.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mantissa {
+
+// What a forward pass saves for backward; each layer defines its own.
+struct LayerContext {
+    virtual ~LayerContext() = default;
+};
+
+struct ForwardResult {
+    Tensor output;
+    std::unique_ptr<LayerContext> context; // may be null when backward needs nothing
+};
+
+// Runtime state shared by all layers of one pass.
+struct PassState {
+    Backend& backend;
+    bool training = true;
+    std::uint64_t seed = 0;   // for dropout masks
+    std::uint64_t step = 0;   // for dropout masks
+};
+
+class Layer {
+public:
+    virtual ~Layer() = default;
+
+    // "linear", "conv2d", ...: the spec's type name.
+    virtual std::string type() const = 0;
+    // Output shape for a batched input shape (shapes were validated when the model was built).
+    virtual Shape outputShape(const Shape& input) const = 0;
+    // The dtype this layer computes and stores its output in.
+    DType computeType() const { return m_computeType; }
+    void setComputeType(DType t) { m_computeType = t; }
+
+    // Creates parameters (working, grad and fp32 grad tensors) on `backend`. masterType is fp32
+    // except in pure low-precision runs. Initialisation draws from `seed`.
+    virtual void createParameters(Backend& backend, DType masterType, std::uint64_t seed) {}
+    virtual std::vector<Parameter*> parameters() { return {}; }
+    // Non-trainable state saved in checkpoints (batch-norm running statistics).
+    virtual std::vector<std::pair<std::string, Tensor*>> buffers() { return {}; }
+
+    // x arrives already in computeType(). Backward writes parameter gradients (grad) and
+    // returns dx in computeType().
+    virtual ForwardResult forward(PassState& pass, const Tensor& x) = 0;
+    virtual Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) = 0;
+
+    // Name prefix for parameters, "3.linear".
+    const std::string& name() const { return m_name; }
+    void setName(std::string name) { m_name = std::move(name); }
+
+private:
+    DType m_computeType = DType::F32;
+    std::string m_name;
+};
+
+using LayerPtr = std::unique_ptr<Layer>;
+
+} // namespace mantissa

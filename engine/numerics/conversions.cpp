@@ -1,0 +1,148 @@
+#include "engine/numerics/conversions.h"
+
+#include "engine/numerics/reference_conversions.h"
+
+#include <cstring>
+#if defined(__F16C__) && defined(__AVX2__)
+#include <immintrin.h>
+#define MANTISSA_VECTOR_CONVERSIONS 1
+#endif
+
+namespace mantissa {
+
+#ifdef MANTISSA_VECTOR_CONVERSIONS
+namespace {
+
+// fp32 bits -> bf16 bits in the low 16 bits of each 32-bit lane (round to nearest even, NaN quietened).
+inline __m256i bfloat16Lanes(__m256i x)
+{
+    const __m256i absx = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
+    const __m256i isNan = _mm256_cmpgt_epi32(absx, _mm256_set1_epi32(0x7f800000));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i quietNan = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+    return _mm256_blendv_epi8(rounded, quietNan, isNan);
+}
+
+inline __m128i packLowHalves(__m256i lanes)
+{
+    const __m256i packed = _mm256_packus_epi32(lanes, lanes);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0b1000));
+}
+
+} // namespace
+#endif
+
+void floatToHalf(const float* src, std::uint16_t* dst, std::size_t n)
+{
+    std::size_t i = 0;
+#ifdef MANTISSA_VECTOR_CONVERSIONS
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    }
+#endif
+    for (; i < n; ++i)
+        dst[i] = reference::floatToHalfBits(src[i]);
+}
+
+void halfToFloat(const std::uint16_t* src, float* dst, std::size_t n)
+{
+    std::size_t i = 0;
+#ifdef MANTISSA_VECTOR_CONVERSIONS
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+#endif
+    for (; i < n; ++i)
+        dst[i] = reference::halfBitsToFloat(src[i]);
+}
+
+void floatToBFloat16(const float* src, std::uint16_t* dst, std::size_t n)
+{
+    std::size_t i = 0;
+#ifdef MANTISSA_VECTOR_CONVERSIONS
+    for (; i + 8 <= n; i += 8) {
+        const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(src + i));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), packLowHalves(bfloat16Lanes(x)));
+    }
+#endif
+    for (; i < n; ++i)
+        dst[i] = reference::floatToBFloat16Bits(src[i]);
+}
+
+void bfloat16ToFloat(const std::uint16_t* src, float* dst, std::size_t n)
+{
+    std::size_t i = 0;
+#ifdef MANTISSA_VECTOR_CONVERSIONS
+    for (; i + 8 <= n; i += 8) {
+        const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+    }
+#endif
+    for (; i < n; ++i)
+        dst[i] = reference::bfloat16BitsToFloat(src[i]);
+}
+
+void narrowFromFloat(const float* src, void* dst, std::size_t n, DType dstType)
+{
+    switch (dstType) {
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::F16: floatToHalf(src, static_cast<std::uint16_t*>(dst), n); return;
+    case DType::BF16: floatToBFloat16(src, static_cast<std::uint16_t*>(dst), n); return;
+    }
+}
+
+void widenToFloat(const void* src, DType srcType, float* dst, std::size_t n)
+{
+    switch (srcType) {
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::F16: halfToFloat(static_cast<const std::uint16_t*>(src), dst, n); return;
+    case DType::BF16: bfloat16ToFloat(static_cast<const std::uint16_t*>(src), dst, n); return;
+    }
+}
+
+void roundThrough(float* data, std::size_t n, DType type)
+{
+    if (type == DType::F32)
+        return;
+    std::size_t i = 0;
+#ifdef MANTISSA_VECTOR_CONVERSIONS
+    if (type == DType::F16) {
+        for (; i + 8 <= n; i += 8) {
+            const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(data + i), _MM_FROUND_TO_NEAREST_INT);
+            _mm256_storeu_ps(data + i, _mm256_cvtph_ps(h));
+        }
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            const __m256i lanes = bfloat16Lanes(_mm256_castps_si256(_mm256_loadu_ps(data + i)));
+            _mm256_storeu_ps(data + i, _mm256_castsi256_ps(_mm256_slli_epi32(lanes, 16)));
+        }
+    }
+#endif
+    for (; i < n; ++i)
+        data[i] = roundToDType(data[i], type);
+}
+
+float roundToDType(float value, DType type)
+{
+    switch (type) {
+    case DType::F32: return value;
+    case DType::F16: return reference::halfBitsToFloat(reference::floatToHalfBits(value));
+    case DType::BF16: return reference::bfloat16BitsToFloat(reference::floatToBFloat16Bits(value));
+    }
+    return value;
+}
+
+bool conversionsAreVectorised()
+{
+#ifdef MANTISSA_VECTOR_CONVERSIONS
+    return true;
+#else
+    return false;
+#endif
+}
+
+} // namespace mantissa
