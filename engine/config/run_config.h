@@ -25,6 +25,7 @@ struct LayerSpec {
     std::string type;            // linear, conv2d, batchnorm, relu, gelu, tanh, sigmoid, maxpool,
                                  // avgpool, dropout, flatten, residual
     std::int64_t units = 0;      // linear
+    std::int64_t inputs = 0;     // linear: expected input features (0 = inferred); catches shape drift
     std::int64_t filters = 0;    // conv2d
     std::int64_t kernel = 3;     // conv2d, pools
     std::int64_t stride = 1;     // conv2d (pools default to their kernel)

@@ -26,6 +26,9 @@ struct PassState {
     bool training = true;
     std::uint64_t seed = 0;   // for dropout masks
     std::uint64_t step = 0;   // for dropout masks
+    // False for the first layer: nothing consumes the gradient of the input data, so its
+    // backward may skip computing dx (and return an undefined tensor).
+    bool inputGradNeeded = true;
 };
 
 class Layer {
@@ -51,6 +54,14 @@ public:
     // returns dx in computeType().
     virtual ForwardResult forward(PassState& pass, const Tensor& x) = 0;
     virtual Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) = 0;
+
+    // --- facts for the model editor and reports (per sample, for the validated input shape) ---
+    virtual std::int64_t parameterCount() const { return 0; }
+    // Multiply-adds count as two FLOPs; forward only.
+    virtual std::int64_t flopsPerSample() const { return 0; }
+    // The GEMM/conv extents that tensor cores want as multiples of 8 (batch excluded), with
+    // what each one is, e.g. {{"in features", 784}, {"out features", 1024}}.
+    virtual std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const { return {}; }
 
     // Name prefix for parameters, "3.linear".
     const std::string& name() const { return m_name; }

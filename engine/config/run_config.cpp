@@ -1,0 +1,348 @@
+// JSON <-> RunConfig. Parsing is strict: an unknown field is an error naming it, because a
+// misspelt "momentun" that silently trains with the default is worse than a refusal.
+#include "engine/config/run_config.h"
+
+#include "engine/util/check.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace mantissa {
+
+using nlohmann::json;
+
+std::string precisionModeName(PrecisionMode mode)
+{
+    switch (mode) {
+    case PrecisionMode::Fp32: return "fp32";
+    case PrecisionMode::Fp16: return "fp16";
+    case PrecisionMode::MixedFp16: return "mixed-fp16";
+    case PrecisionMode::MixedBf16: return "mixed-bf16";
+    case PrecisionMode::Bf16: return "bf16";
+    }
+    return "?";
+}
+
+std::optional<PrecisionMode> parsePrecisionMode(const std::string& text)
+{
+    for (auto mode : {PrecisionMode::Fp32, PrecisionMode::Fp16, PrecisionMode::MixedFp16, PrecisionMode::MixedBf16,
+                      PrecisionMode::Bf16})
+        if (precisionModeName(mode) == text)
+            return mode;
+    return std::nullopt;
+}
+
+DType lowPrecisionType(PrecisionMode mode)
+{
+    switch (mode) {
+    case PrecisionMode::Fp16:
+    case PrecisionMode::MixedFp16: return DType::F16;
+    case PrecisionMode::Bf16:
+    case PrecisionMode::MixedBf16: return DType::BF16;
+    case PrecisionMode::Fp32: break;
+    }
+    return DType::F32;
+}
+
+bool isPureLowPrecision(PrecisionMode mode)
+{
+    return mode == PrecisionMode::Fp16 || mode == PrecisionMode::Bf16;
+}
+
+namespace {
+
+std::string layerPrecisionName(LayerPrecision p)
+{
+    switch (p) {
+    case LayerPrecision::Fp32: return "fp32";
+    case LayerPrecision::Fp16: return "fp16";
+    case LayerPrecision::Bf16: return "bf16";
+    case LayerPrecision::Auto: break;
+    }
+    return "auto";
+}
+
+// Reads fields of one JSON object, remembering which were consumed so that leftovers
+// (misspellings) can be reported with their path.
+class ObjectReader {
+public:
+    ObjectReader(const json& object, std::string path, const std::string& origin)
+        : m_object(object), m_path(std::move(path)), m_origin(origin)
+    {
+        if (!object.is_object())
+            fail(m_path, "expected an object");
+    }
+
+    template <typename T>
+    void read(const char* key, T& target)
+    {
+        m_seen.insert(key);
+        auto it = m_object.find(key);
+        if (it == m_object.end() || it->is_null())
+            return;
+        try {
+            target = it->get<T>();
+        } catch (const json::exception&) {
+            fail(field(key), std::string("has the wrong type (") + it->type_name() + ")");
+        }
+    }
+
+    const json* child(const char* key)
+    {
+        m_seen.insert(key);
+        auto it = m_object.find(key);
+        return it == m_object.end() || it->is_null() ? nullptr : &*it;
+    }
+
+    void finish() const
+    {
+        for (auto it = m_object.begin(); it != m_object.end(); ++it)
+            if (!m_seen.contains(it.key()))
+                fail(field(it.key()), "is not a known field");
+    }
+
+    std::string field(const std::string& key) const { return m_path.empty() ? key : m_path + "." + key; }
+    [[noreturn]] void fail(const std::string& where, const std::string& what) const
+    {
+        throw ConfigError(m_origin + ": " + where + " " + what);
+    }
+
+private:
+    const json& m_object;
+    std::string m_path;
+    const std::string& m_origin;
+    std::set<std::string> m_seen;
+};
+
+LayerSpec parseLayer(const json& j, const std::string& path, const std::string& origin)
+{
+    LayerSpec layer;
+    ObjectReader r(j, path, origin);
+    r.read("type", layer.type);
+    if (layer.type.empty())
+        r.fail(path, "has no \"type\"");
+    r.read("units", layer.units);
+    r.read("inputs", layer.inputs);
+    r.read("filters", layer.filters);
+    r.read("kernel", layer.kernel);
+    r.read("stride", layer.stride);
+    r.read("padding", layer.padding);
+    r.read("bias", layer.bias);
+    r.read("activation", layer.activation);
+    r.read("rate", layer.rate);
+    r.read("epsilon", layer.epsilon);
+    r.read("momentum", layer.momentum);
+    r.read("init", layer.init);
+    r.read("shortcut", layer.shortcut);
+    std::string precision = "auto";
+    r.read("precision", precision);
+    if (precision == "auto") layer.precision = LayerPrecision::Auto;
+    else if (precision == "fp32") layer.precision = LayerPrecision::Fp32;
+    else if (precision == "fp16") layer.precision = LayerPrecision::Fp16;
+    else if (precision == "bf16") layer.precision = LayerPrecision::Bf16;
+    else r.fail(r.field("precision"), "is \"" + precision + "\"; expected auto, fp32, fp16 or bf16");
+    if (const json* body = r.child("layers")) {
+        if (!body->is_array())
+            r.fail(r.field("layers"), "must be an array of layers");
+        for (std::size_t i = 0; i < body->size(); ++i)
+            layer.body.push_back(parseLayer((*body)[i], r.field("layers") + "[" + std::to_string(i) + "]", origin));
+    }
+    r.finish();
+    return layer;
+}
+
+json layerToJson(const LayerSpec& l)
+{
+    json j;
+    j["type"] = l.type;
+    const LayerSpec d; // defaults are omitted so configs stay short and readable
+    if (l.units) j["units"] = l.units;
+    if (l.inputs) j["inputs"] = l.inputs;
+    if (l.filters) j["filters"] = l.filters;
+    const bool windowed = l.type == "conv2d" || l.type == "maxpool" || l.type == "avgpool";
+    if (windowed) {
+        j["kernel"] = l.kernel;
+        j["stride"] = l.stride;
+        j["padding"] = l.padding;
+    }
+    if (l.bias != d.bias) j["bias"] = l.bias;
+    if (!l.activation.empty()) j["activation"] = l.activation;
+    if (l.type == "dropout") j["rate"] = l.rate;
+    if (l.type == "batchnorm") {
+        j["epsilon"] = l.epsilon;
+        j["momentum"] = l.momentum;
+    }
+    if (!l.init.empty()) j["init"] = l.init;
+    if (l.precision != LayerPrecision::Auto) j["precision"] = layerPrecisionName(l.precision);
+    if (l.type == "residual") {
+        j["shortcut"] = l.shortcut;
+        j["layers"] = json::array();
+        for (const auto& b : l.body)
+            j["layers"].push_back(layerToJson(b));
+    }
+    return j;
+}
+
+} // namespace
+
+RunConfig parseRunConfig(const std::string& text, const std::string& origin)
+{
+    json root;
+    try {
+        root = json::parse(text);
+    } catch (const json::parse_error& e) {
+        throw ConfigError(origin + ": not valid JSON: " + e.what());
+    }
+    RunConfig c;
+    ObjectReader r(root, "", origin);
+    r.read("name", c.name);
+    r.read("description", c.description);
+
+    if (const json* m = r.child("model")) {
+        ObjectReader mr(*m, "model", origin);
+        mr.read("input", c.model.input);
+        mr.read("classes", c.model.classes);
+        if (const json* layers = mr.child("layers")) {
+            if (!layers->is_array())
+                mr.fail("model.layers", "must be an array");
+            for (std::size_t i = 0; i < layers->size(); ++i)
+                c.model.layers.push_back(parseLayer((*layers)[i], "model.layers[" + std::to_string(i) + "]", origin));
+        }
+        mr.finish();
+    } else {
+        r.fail("model", "is missing");
+    }
+
+    if (const json* d = r.child("data")) {
+        ObjectReader dr(*d, "data", origin);
+        dr.read("dataset", c.data.dataset);
+        dr.read("directory", c.data.directory);
+        dr.read("validation_split", c.data.validationSplit);
+        dr.read("normalize", c.data.normalize);
+        dr.read("limit_train", c.data.limitTrain);
+        dr.read("limit_test", c.data.limitTest);
+        dr.read("synthetic_train", c.data.syntheticTrain);
+        dr.read("synthetic_test", c.data.syntheticTest);
+        dr.finish();
+    }
+
+    if (const json* o = r.child("optimizer")) {
+        ObjectReader orr(*o, "optimizer", origin);
+        orr.read("type", c.optimizer.type);
+        orr.read("lr", c.optimizer.lr);
+        orr.read("momentum", c.optimizer.momentum);
+        orr.read("nesterov", c.optimizer.nesterov);
+        orr.read("weight_decay", c.optimizer.weightDecay);
+        orr.read("beta1", c.optimizer.beta1);
+        orr.read("beta2", c.optimizer.beta2);
+        orr.read("epsilon", c.optimizer.epsilon);
+        orr.read("grad_clip_norm", c.optimizer.gradClipNorm);
+        orr.finish();
+    }
+
+    if (const json* s = r.child("schedule")) {
+        ObjectReader sr(*s, "schedule", origin);
+        sr.read("type", c.schedule.type);
+        sr.read("milestones", c.schedule.milestones);
+        sr.read("gamma", c.schedule.gamma);
+        sr.read("warmup_steps", c.schedule.warmupSteps);
+        sr.read("min_lr", c.schedule.minLr);
+        sr.read("max_lr", c.schedule.maxLr);
+        sr.read("pct_start", c.schedule.pctStart);
+        sr.finish();
+    }
+
+    if (const json* p = r.child("precision")) {
+        ObjectReader pr(*p, "precision", origin);
+        std::string mode = "fp32";
+        pr.read("mode", mode);
+        const auto parsed = parsePrecisionMode(mode);
+        if (!parsed)
+            pr.fail("precision.mode", "is \"" + mode + "\"; expected fp32, fp16, mixed-fp16, mixed-bf16 or bf16");
+        c.precision = *parsed;
+        if (const json* ls = pr.child("loss_scale")) {
+            ObjectReader lr(*ls, "precision.loss_scale", origin);
+            lr.read("type", c.lossScale.type);
+            lr.read("value", c.lossScale.value);
+            lr.read("initial", c.lossScale.initial);
+            lr.read("growth_factor", c.lossScale.growthFactor);
+            lr.read("backoff_factor", c.lossScale.backoffFactor);
+            lr.read("growth_interval", c.lossScale.growthInterval);
+            lr.read("hysteresis", c.lossScale.hysteresis);
+            lr.read("min", c.lossScale.minScale);
+            lr.read("max", c.lossScale.maxScale);
+            lr.finish();
+        }
+        pr.finish();
+    }
+
+    if (const json* t = r.child("training")) {
+        ObjectReader tr(*t, "training", origin);
+        tr.read("batch_size", c.training.batchSize);
+        tr.read("epochs", c.training.epochs);
+        tr.read("max_steps", c.training.maxSteps);
+        tr.read("seed", c.training.seed);
+        tr.read("device", c.training.device);
+        tr.read("threads", c.training.threads);
+        tr.read("eval_batch_size", c.training.evalBatchSize);
+        tr.finish();
+    }
+    r.finish();
+
+    if (c.training.batchSize <= 0)
+        throw ConfigError(origin + ": training.batch_size must be positive (got " + std::to_string(c.training.batchSize) + ")");
+    if (c.training.epochs <= 0 && c.training.maxSteps <= 0)
+        throw ConfigError(origin + ": training.epochs must be positive (got " + std::to_string(c.training.epochs) + ")");
+    return c;
+}
+
+RunConfig loadRunConfigFile(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+        throw ConfigError(path + ": cannot open the config file (does it exist and is it readable?)");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return parseRunConfig(buffer.str(), path);
+}
+
+std::string runConfigToJson(const RunConfig& c, int indent)
+{
+    json j;
+    j["name"] = c.name;
+    if (!c.description.empty())
+        j["description"] = c.description;
+    j["model"]["input"] = c.model.input;
+    j["model"]["classes"] = c.model.classes;
+    j["model"]["layers"] = json::array();
+    for (const auto& l : c.model.layers)
+        j["model"]["layers"].push_back(layerToJson(l));
+    j["data"] = {{"dataset", c.data.dataset}, {"directory", c.data.directory},
+                 {"validation_split", c.data.validationSplit}, {"normalize", c.data.normalize},
+                 {"limit_train", c.data.limitTrain}, {"limit_test", c.data.limitTest},
+                 {"synthetic_train", c.data.syntheticTrain}, {"synthetic_test", c.data.syntheticTest}};
+    j["optimizer"] = {{"type", c.optimizer.type}, {"lr", c.optimizer.lr}, {"momentum", c.optimizer.momentum},
+                      {"nesterov", c.optimizer.nesterov}, {"weight_decay", c.optimizer.weightDecay},
+                      {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
+                      {"epsilon", c.optimizer.epsilon}, {"grad_clip_norm", c.optimizer.gradClipNorm}};
+    j["schedule"] = {{"type", c.schedule.type}, {"milestones", c.schedule.milestones},
+                     {"gamma", c.schedule.gamma}, {"warmup_steps", c.schedule.warmupSteps},
+                     {"min_lr", c.schedule.minLr}, {"max_lr", c.schedule.maxLr},
+                     {"pct_start", c.schedule.pctStart}};
+    const LossScaleSpec& ls = c.lossScale;
+    j["precision"] = {{"mode", precisionModeName(c.precision)},
+                      {"loss_scale", {{"type", ls.type}, {"value", ls.value}, {"initial", ls.initial},
+                                      {"growth_factor", ls.growthFactor}, {"backoff_factor", ls.backoffFactor},
+                                      {"growth_interval", ls.growthInterval}, {"hysteresis", ls.hysteresis},
+                                      {"min", ls.minScale}, {"max", ls.maxScale}}}};
+    j["training"] = {{"batch_size", c.training.batchSize}, {"epochs", c.training.epochs},
+                     {"max_steps", c.training.maxSteps}, {"seed", c.training.seed},
+                     {"device", c.training.device}, {"threads", c.training.threads},
+                     {"eval_batch_size", c.training.evalBatchSize}};
+    return j.dump(indent);
+}
+
+} // namespace mantissa

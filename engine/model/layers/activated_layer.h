@@ -1,0 +1,32 @@
+#pragma once
+// A layer followed by a fused activation ("activation": "relu" on a linear or conv2d
+// spec). It reports the inner layer's type so the editor shows one row per spec entry.
+#include "engine/model/layers/activation_layer.h"
+
+namespace mantissa {
+
+class ActivatedLayer final : public Layer {
+public:
+    ActivatedLayer(LayerPtr inner, Activation kind);
+
+    std::string type() const override { return m_inner->type(); }
+    Shape outputShape(const Shape& input) const override { return m_inner->outputShape(input); }
+    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    std::vector<Parameter*> parameters() override { return m_inner->parameters(); }
+    std::vector<std::pair<std::string, Tensor*>> buffers() override { return m_inner->buffers(); }
+    ForwardResult forward(PassState& pass, const Tensor& x) override;
+    Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
+    std::int64_t parameterCount() const override { return m_inner->parameterCount(); }
+    std::int64_t flopsPerSample() const override { return m_inner->flopsPerSample(); }
+    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override
+    {
+        return m_inner->tensorCoreExtents();
+    }
+    Layer& inner() { return *m_inner; }
+
+private:
+    LayerPtr m_inner;
+    ActivationLayer m_activation;
+};
+
+} // namespace mantissa

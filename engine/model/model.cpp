@@ -1,0 +1,98 @@
+#include "engine/model/model.h"
+
+#include "engine/model/layer_factory.h"
+#include "engine/model/model_validation.h"
+#include "engine/util/check.h"
+
+namespace mantissa {
+
+DType layerComputeType(PrecisionMode mode, LayerPrecision override)
+{
+    switch (override) {
+    case LayerPrecision::Fp32: return DType::F32;
+    case LayerPrecision::Fp16: return DType::F16;
+    case LayerPrecision::Bf16: return DType::BF16;
+    case LayerPrecision::Auto: break;
+    }
+    return lowPrecisionType(mode);
+}
+
+Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed)
+    : m_input(spec.input), m_classes(spec.classes)
+{
+    const ModelReport report = validateModel(spec);
+    if (!report.valid())
+        throw ConfigError(report.error);
+    Shape shape(spec.input);
+    for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+        LayerPtr layer = createLayer(spec.layers[i], shape);
+        shape = perSampleOutput(*layer, shape);
+        layer->setName(std::to_string(i) + "." + layer->type());
+        const DType compute = layerComputeType(mode, spec.layers[i].precision);
+        layer->setComputeType(compute);
+        // Pure modes keep the weights themselves in 16 bits; every other mode keeps fp32 masters.
+        const DType master = isPureLowPrecision(mode) ? compute : DType::F32;
+        layer->createParameters(backend, master, seed);
+        m_layers.push_back(std::move(layer));
+    }
+    for (auto it = m_layers.rbegin(); it != m_layers.rend(); ++it) {
+        auto params = (*it)->parameters();
+        // Within a layer, backward writes the weight gradient before the bias gradient.
+        m_backwardOrder.insert(m_backwardOrder.end(), params.begin(), params.end());
+    }
+}
+
+ModelForward Model::forward(PassState& pass, const Tensor& x)
+{
+    ModelForward result;
+    result.contexts.reserve(m_layers.size());
+    Tensor activation = x;
+    for (auto& layer : m_layers) {
+        if (activation.dtype() != layer->computeType()) {
+            Tensor converted = pass.backend.empty(activation.shape(), layer->computeType());
+            pass.backend.cast(activation, converted);
+            activation = converted;
+        }
+        ForwardResult out = layer->forward(pass, activation);
+        activation = out.output;
+        result.contexts.push_back(std::move(out.context));
+    }
+    result.logits = activation;
+    return result;
+}
+
+void Model::backward(PassState& pass, const Tensor& dlogits, ModelForward& forward)
+{
+    Tensor gradient = dlogits;
+    for (std::size_t i = m_layers.size(); i-- > 0;) {
+        Layer& layer = *m_layers[i];
+        if (gradient.dtype() != layer.computeType()) {
+            Tensor converted = pass.backend.empty(gradient.shape(), layer.computeType());
+            pass.backend.cast(gradient, converted);
+            gradient = converted;
+        }
+        pass.inputGradNeeded = i > 0;
+        gradient = layer.backward(pass, gradient, forward.contexts[i].get());
+        forward.contexts[i].reset(); // free saved activations as early as possible
+    }
+    pass.inputGradNeeded = true;
+}
+
+std::vector<std::pair<std::string, Tensor*>> Model::buffers()
+{
+    std::vector<std::pair<std::string, Tensor*>> all;
+    for (auto& layer : m_layers)
+        for (auto& b : layer->buffers())
+            all.push_back(b);
+    return all;
+}
+
+std::vector<Layer*> Model::layers()
+{
+    std::vector<Layer*> out;
+    for (auto& l : m_layers)
+        out.push_back(l.get());
+    return out;
+}
+
+} // namespace mantissa

@@ -1,0 +1,46 @@
+#pragma once
+// A sequential model built from a validated spec, with its precision policy applied:
+// each layer computes in its own dtype and the model inserts the casts between layers.
+#include "engine/config/run_config.h"
+#include "engine/model/layer.h"
+
+#include <memory>
+#include <vector>
+
+namespace mantissa {
+
+struct ModelForward {
+    Tensor logits;
+    std::vector<std::unique_ptr<LayerContext>> contexts; // one per layer, consumed by backward
+};
+
+class Model {
+public:
+    // Validates the spec (ConfigError "layer 5 (linear): ..." on failure), builds the layers,
+    // applies `mode` and the per-layer overrides, and creates parameters on `backend`.
+    Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed);
+
+    // x: [N, input...] in any dtype; returns logits in the last layer's compute type.
+    ModelForward forward(PassState& pass, const Tensor& x);
+    // dlogits in the logits' dtype; writes every parameter's grad.
+    void backward(PassState& pass, const Tensor& dlogits, ModelForward& forward);
+
+    // Parameters in the order backward produces their gradients (last layer first): the
+    // order in which the first non-finite gradient is searched for.
+    const std::vector<Parameter*>& parametersInBackwardOrder() const { return m_backwardOrder; }
+    std::vector<std::pair<std::string, Tensor*>> buffers();
+    std::vector<Layer*> layers();
+    const Shape& inputShape() const { return m_input; }
+    std::int64_t classes() const { return m_classes; }
+
+private:
+    std::vector<LayerPtr> m_layers;
+    std::vector<Parameter*> m_backwardOrder;
+    Shape m_input;
+    std::int64_t m_classes;
+};
+
+// The dtype a layer computes in under `mode`, honouring its override.
+DType layerComputeType(PrecisionMode mode, LayerPrecision override);
+
+} // namespace mantissa
