@@ -5,19 +5,74 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 namespace mantissa {
+
+namespace {
+
+// Training allocates the same activation sizes every step. Large blocks from malloc come
+// from mmap and are returned with munmap, so every step would fault in fresh zeroed pages;
+// keeping freed blocks by size makes the steady state allocation-free.
+class HostBlockPool {
+public:
+    void* take(std::size_t rounded)
+    {
+        {
+            std::lock_guard lock(m_mutex);
+            auto it = m_free.find(rounded);
+            if (it != m_free.end() && !it->second.empty()) {
+                void* p = it->second.back();
+                it->second.pop_back();
+                return p;
+            }
+        }
+        return std::aligned_alloc(64, rounded);
+    }
+    void give(void* p, std::size_t rounded)
+    {
+        std::lock_guard lock(m_mutex);
+        m_free[rounded].push_back(p);
+    }
+    void trim()
+    {
+        std::lock_guard lock(m_mutex);
+        for (auto& [size, blocks] : m_free)
+            for (void* p : blocks)
+                std::free(p);
+        m_free.clear();
+    }
+
+private:
+    std::mutex m_mutex;
+    std::unordered_map<std::size_t, std::vector<void*>> m_free;
+};
+
+// Deliberately leaked: tensors held by static objects may die after any pool would.
+HostBlockPool& hostPool()
+{
+    static auto* pool = new HostBlockPool;
+    return *pool;
+}
+
+} // namespace
 
 std::shared_ptr<Storage> allocateHostStorage(std::size_t bytes)
 {
     auto storage = std::make_shared<Storage>();
-    const std::size_t rounded = ((bytes + 63) / 64) * 64;
-    storage->data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    const std::size_t rounded = bytes == 0 ? 64 : ((bytes + 63) / 64) * 64;
+    storage->data = hostPool().take(rounded);
     if (!storage->data)
         throw ResourceError("out of host memory: could not allocate " + std::to_string(bytes) + " bytes");
     storage->bytes = bytes;
-    storage->release = [](void* p) { std::free(p); };
+    storage->release = [rounded](void* p) { hostPool().give(p, rounded); };
     return storage;
+}
+
+void trimHostMemoryPool()
+{
+    hostPool().trim();
 }
 
 Tensor::Tensor(Shape shape, DType dtype, std::shared_ptr<Storage> storage)

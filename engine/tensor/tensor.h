@@ -75,7 +75,9 @@ private:
     std::shared_ptr<Storage> m_storage;
 };
 
-// Allocates `bytes` of 64-byte-aligned host memory.
+// Allocates `bytes` of 64-byte-aligned host memory from a pool of reused blocks.
 std::shared_ptr<Storage> allocateHostStorage(std::size_t bytes);
+// Returns the pool's free blocks to the system (after a run, for example).
+void trimHostMemoryPool();
 
 } // namespace mantissa

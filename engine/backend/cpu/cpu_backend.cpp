@@ -48,9 +48,9 @@ Tensor CpuBackend::empty(const Shape& shape, DType dtype)
     // Count the bytes back out when the storage dies. The backend outlives its tensors
     // (the Trainer owns both and destroys tensors first).
     auto* liveCounter = &m_liveBytes;
-    storage->release = [liveCounter, bytes](void* p) {
+    storage->release = [liveCounter, bytes, poolRelease = std::move(storage->release)](void* p) {
         liveCounter->fetch_sub(bytes);
-        std::free(p);
+        poolRelease(p);
     };
     return Tensor(shape, dtype, std::move(storage));
 }

@@ -4,7 +4,7 @@
 // FloatOutput hands out an fp32 buffer and rounds it into the tensor on commit().
 #include "engine/tensor/tensor.h"
 
-#include <vector>
+#include <memory>
 
 namespace mantissa::cpu {
 
@@ -15,7 +15,7 @@ public:
     std::size_t size() const { return m_size; }
 
 private:
-    std::vector<float> m_scratch;
+    std::shared_ptr<Storage> m_scratch;
     const float* m_data = nullptr;
     std::size_t m_size = 0;
 };
@@ -31,7 +31,7 @@ public:
 
 private:
     Tensor& m_tensor;
-    std::vector<float> m_scratch;
+    std::shared_ptr<Storage> m_scratch;
     float* m_data = nullptr;
     std::size_t m_size = 0;
 };
