@@ -1,0 +1,88 @@
+#include "engine/precision/loss_scaler.h"
+
+#include "engine/util/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace mantissa {
+
+namespace {
+
+void require(bool ok, const std::string& field, const std::string& what)
+{
+    if (!ok)
+        throw ConfigError("precision.loss_scale." + field + " " + what);
+}
+
+} // namespace
+
+LossScaler::LossScaler(const LossScaleSpec& spec, PrecisionMode mode) : m_spec(spec)
+{
+    std::string type = spec.type;
+    if (type == "auto")
+        type = mode == PrecisionMode::MixedFp16 ? "dynamic" : "none";
+    if (type == "none") {
+        m_kind = Kind::None;
+        m_state.scale = 1;
+    } else if (type == "static") {
+        require(std::isfinite(spec.value) && spec.value > 0, "value", "must be a positive number");
+        m_kind = Kind::Static;
+        m_state.scale = spec.value;
+    } else if (type == "dynamic") {
+        require(spec.initial > 0 && std::isfinite(spec.initial), "initial", "must be a positive number");
+        require(spec.growthFactor > 1, "growth_factor", "must be greater than 1");
+        require(spec.backoffFactor > 0 && spec.backoffFactor < 1, "backoff_factor", "must be between 0 and 1");
+        require(spec.growthInterval >= 1, "growth_interval", "must be at least 1");
+        require(spec.hysteresis >= 1, "hysteresis", "must be at least 1");
+        require(spec.minScale > 0 && spec.minScale <= spec.maxScale, "min", "must be positive and not above max");
+        m_kind = Kind::Dynamic;
+        m_state.scale = std::clamp(spec.initial, spec.minScale, spec.maxScale);
+        m_state.hysteresisLeft = spec.hysteresis;
+    } else {
+        throw ConfigError("precision.loss_scale.type is \"" + spec.type + "\"; expected auto, none, static or dynamic");
+    }
+}
+
+ScaleUpdate LossScaler::update(bool foundNonFinite)
+{
+    ScaleUpdate u{m_state.scale, m_state.scale};
+    if (m_kind != Kind::Dynamic)
+        return u;
+    if (foundNonFinite) {
+        m_state.goodSteps = 0;
+        // Hysteresis: tolerate a few overflows before backing off (DeepSpeed's delayed shift);
+        // 1 backs off at once, which is PyTorch's behaviour.
+        if (m_state.hysteresisLeft > 1) {
+            --m_state.hysteresisLeft;
+        } else {
+            m_state.scale = std::max(m_state.scale * m_spec.backoffFactor, m_spec.minScale);
+        }
+    } else {
+        if (++m_state.goodSteps >= m_spec.growthInterval) {
+            m_state.goodSteps = 0;
+            m_state.hysteresisLeft = m_spec.hysteresis;
+            m_state.scale = std::min(m_state.scale * m_spec.growthFactor, m_spec.maxScale);
+        }
+    }
+    u.after = m_state.scale;
+    return u;
+}
+
+std::string LossScaler::describe() const
+{
+    std::ostringstream out;
+    switch (m_kind) {
+    case Kind::None: return "none";
+    case Kind::Static: out << "static " << m_state.scale; break;
+    case Kind::Dynamic:
+        out << "dynamic (initial " << m_spec.initial << ", x" << m_spec.growthFactor << " every "
+            << m_spec.growthInterval << " steps, x" << m_spec.backoffFactor << " on overflow, hysteresis "
+            << m_spec.hysteresis << ")";
+        break;
+    }
+    return out.str();
+}
+
+} // namespace mantissa
