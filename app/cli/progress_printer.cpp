@@ -1,0 +1,99 @@
+#include "cli/progress_printer.h"
+
+#include <cmath>
+#include <string>
+
+namespace mantissa::cli {
+
+namespace {
+
+std::string formatDuration(double seconds)
+{
+    if (!std::isfinite(seconds) || seconds < 0)
+        return "--:--";
+    const auto total = static_cast<long>(seconds + 0.5);
+    char buffer[32];
+    if (total >= 3600)
+        std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", total / 3600, (total / 60) % 60, total % 60);
+    else
+        std::snprintf(buffer, sizeof buffer, "%02ld:%02ld", total / 60, total % 60);
+    return buffer;
+}
+
+} // namespace
+
+ProgressPrinter::ProgressPrinter(std::int64_t totalSteps, bool interactive, std::FILE* out)
+    : m_totalSteps(totalSteps), m_interactive(interactive), m_out(out)
+{
+}
+
+void ProgressPrinter::onStep(const StepRecord& record)
+{
+    if (std::isfinite(record.loss))
+        m_smoothedLoss = m_smoothedLoss == 0 ? record.loss : 0.95f * m_smoothedLoss + 0.05f * record.loss;
+    const auto now = std::chrono::steady_clock::now();
+    // Redraw at most ten times a second: a terminal is slower than a training step.
+    if (m_interactive && (now - m_lastDraw > std::chrono::milliseconds(100) || record.step == m_totalSteps)) {
+        m_lastDraw = now;
+        drawBar(record);
+    }
+}
+
+void ProgressPrinter::drawBar(const StepRecord& r)
+{
+    const double fraction = m_totalSteps > 0 ? static_cast<double>(r.step) / static_cast<double>(m_totalSteps) : 0;
+    constexpr int width = 28;
+    const int filled = static_cast<int>(fraction * width);
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar.append(static_cast<std::size_t>(width - filled), '.');
+    const double eta = r.step > 0 ? r.elapsedSeconds / static_cast<double>(r.step) * static_cast<double>(m_totalSteps - r.step) : NAN;
+    std::fprintf(m_out, "\r\033[K[%s] %3.0f%% step %lld/%lld  epoch %d  loss %.4f  scale %g  %.0f samples/s  ETA %s",
+                 bar.c_str(), fraction * 100, static_cast<long long>(r.step), static_cast<long long>(m_totalSteps),
+                 r.epoch, m_smoothedLoss, r.lossScale, r.samplesPerSecond, formatDuration(eta).c_str());
+    std::fflush(m_out);
+    m_barVisible = true;
+}
+
+void ProgressPrinter::clearBar()
+{
+    if (m_barVisible) {
+        std::fprintf(m_out, "\r\033[K");
+        m_barVisible = false;
+    }
+}
+
+void ProgressPrinter::onEpoch(const EpochRecord& r)
+{
+    clearBar();
+    std::fprintf(m_out, "epoch %d: train loss %.4f, train accuracy %.2f%%, test loss %.4f, test accuracy %.2f%% (%s)\n",
+                 r.epoch, r.trainLoss, r.trainAccuracy * 100, r.testLoss, r.testAccuracy * 100,
+                 formatDuration(r.wallSeconds).c_str());
+    std::fflush(m_out);
+}
+
+void ProgressPrinter::onEvent(const EventRecord& e)
+{
+    if (e.kind == EventKind::Overflow) {
+        // Overflow storms are common at the start of fp16 training; print the first few only.
+        if (++m_overflows <= 5) {
+            clearBar();
+            std::fprintf(m_out, "step %lld: non-finite gradient in %s; step skipped, loss scale %g -> %g\n",
+                         static_cast<long long>(e.step), e.parameter.c_str(), e.scaleBefore, e.scaleAfter);
+        } else if (m_overflows == 6) {
+            clearBar();
+            std::fprintf(m_out, "(further overflow steps are counted in the summary)\n");
+        }
+    } else if (e.kind == EventKind::Divergence || e.kind == EventKind::Error) {
+        clearBar();
+        std::fprintf(m_out, "%s at step %lld: %s\n", eventKindName(e.kind), static_cast<long long>(e.step),
+                     e.message.c_str());
+    }
+    std::fflush(m_out);
+}
+
+void ProgressPrinter::finish()
+{
+    clearBar();
+}
+
+} // namespace mantissa::cli

@@ -1,0 +1,18 @@
+#pragma once
+// The options shared by `train` and `compare`: where the config comes from and the
+// overrides a user types most often.
+#include "engine/config/run_config.h"
+
+#include <QCommandLineParser>
+
+namespace mantissa::cli {
+
+// Adds --preset, --precision, --loss-scale, --epochs, --max-steps, --batch-size, --seed,
+// --device, --threads, --data-dir, --limit-train, --limit-test to `parser`.
+void addTrainOptions(QCommandLineParser& parser);
+
+// Builds the run config from the preset or CONFIG.json positional argument and applies the
+// overrides. Throws ConfigError with a message naming the option at fault.
+RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringList& positional);
+
+} // namespace mantissa::cli

@@ -1,0 +1,52 @@
+#include "engine/backend/backend_factory.h"
+
+#include "engine/util/check.h"
+
+namespace mantissa {
+
+#ifdef MANTISSA_HAVE_CUDA
+// Defined in backend/cuda; returns nullptr and a reason when no usable GPU is present.
+std::unique_ptr<Backend> makeCudaBackend(int deviceIndex, std::string& whyNot);
+#endif
+
+bool cudaBackendBuilt()
+{
+#ifdef MANTISSA_HAVE_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
+BackendSelection selectBackend(const std::string& device, int cpuThreads)
+{
+    if (device == "cpu")
+        return {makeCpuBackend(cpuThreads), "training on the CPU as requested"};
+    const bool wantsCuda = device.rfind("cuda", 0) == 0;
+    if (device != "auto" && !wantsCuda)
+        throw ConfigError("training.device is \"" + device + "\"; expected auto, cpu, cuda or cuda:N");
+    int index = 0;
+    if (wantsCuda && device.size() > 4) {
+        if (device[4] != ':')
+            throw ConfigError("training.device is \"" + device + "\"; expected cuda or cuda:N");
+        try {
+            index = std::stoi(device.substr(5));
+        } catch (const std::exception&) {
+            throw ConfigError("training.device is \"" + device + "\"; the GPU index after 'cuda:' is not a number");
+        }
+    }
+    std::string whyNot;
+#ifdef MANTISSA_HAVE_CUDA
+    if (auto cuda = makeCudaBackend(index, whyNot)) {
+        std::string reason = "training on " + cuda->name();
+        return {std::move(cuda), std::move(reason)};
+    }
+#else
+    whyNot = "this build has no CUDA backend (configured with MANTISSA_WITH_CUDA=OFF or without a CUDA toolkit)";
+#endif
+    if (wantsCuda)
+        throw ResourceError("cannot train on " + device + ": " + whyNot);
+    return {makeCpuBackend(cpuThreads), whyNot + "; training on the CPU"};
+}
+
+} // namespace mantissa

@@ -1,0 +1,139 @@
+// Checkpoint files: one text header line, one JSON line describing every tensor, then the
+// tensors' values as little-endian fp32. Everything is stored in fp32 whatever the run's
+// precision, so a checkpoint moves freely between precision modes.
+#include "engine/train/trainer.h"
+
+#include "engine/util/check.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+
+namespace mantissa {
+
+namespace {
+
+constexpr const char* kMagic = "MANTISSA-CHECKPOINT 1";
+
+struct NamedTensor {
+    std::string name;
+    Tensor* tensor;
+};
+
+std::vector<NamedTensor> weightTensors(Model& model)
+{
+    std::vector<NamedTensor> out;
+    for (Parameter* p : model.parametersInBackwardOrder())
+        out.push_back({p->name, &p->master});
+    for (auto& [name, tensor] : model.buffers())
+        out.push_back({name, tensor});
+    return out;
+}
+
+std::vector<NamedTensor> optimizerTensors(Model& model)
+{
+    std::vector<NamedTensor> out;
+    for (Parameter* p : model.parametersInBackwardOrder()) {
+        if (p->state1.defined())
+            out.push_back({p->name + "#state1", &p->state1});
+        if (p->state2.defined())
+            out.push_back({p->name + "#state2", &p->state2});
+    }
+    return out;
+}
+
+} // namespace
+
+void Trainer::saveCheckpoint(const std::string& path) const
+{
+    auto& model = *m_model;
+    std::vector<NamedTensor> tensors = weightTensors(model);
+    for (auto& t : optimizerTensors(model))
+        tensors.push_back(t);
+    nlohmann::json header;
+    header["config"] = nlohmann::json::parse(runConfigToJson(m_config, -1));
+    const LossScalerState scaler = m_scaler.state();
+    header["scaler"] = {{"scale", scaler.scale}, {"good_steps", scaler.goodSteps}, {"hysteresis_left", scaler.hysteresisLeft}};
+    header["optimizer_steps"] = m_optimizer.stepCount();
+    header["tensors"] = nlohmann::json::array();
+    for (auto& t : tensors)
+        header["tensors"].push_back({{"name", t.name}, {"shape", t.tensor->shape().dims()}});
+
+    const std::string temporary = path + ".partial";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out)
+            throw IoError(path + ": cannot write the checkpoint (is the directory writable?)");
+        out << kMagic << '\n' << header.dump() << '\n';
+        for (auto& t : tensors) {
+            std::vector<float> values(static_cast<std::size_t>(t.tensor->numel()));
+            m_backend.download(*t.tensor, values.data());
+            out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+        }
+        if (!out.flush())
+            throw IoError(path + ": writing the checkpoint failed (disk full?)");
+    }
+    // Rename last, so a crash mid-write never leaves a truncated file under the real name.
+    if (std::rename(temporary.c_str(), path.c_str()) != 0)
+        throw IoError(path + ": cannot move the finished checkpoint into place");
+}
+
+void Trainer::loadCheckpoint(const std::string& path, bool weightsOnly)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw IoError(path + ": cannot open the checkpoint");
+    std::string magic, headerLine;
+    std::getline(in, magic);
+    if (magic != kMagic)
+        throw IoError(path + ": not a Mantissa checkpoint (bad header)");
+    std::getline(in, headerLine);
+    nlohmann::json header;
+    try {
+        header = nlohmann::json::parse(headerLine);
+    } catch (const nlohmann::json::exception&) {
+        throw IoError(path + ": the checkpoint's tensor table is corrupt");
+    }
+    std::map<std::string, Tensor*> targets;
+    for (auto& t : weightTensors(*m_model))
+        targets[t.name] = t.tensor;
+    if (!weightsOnly)
+        for (auto& t : optimizerTensors(*m_model))
+            targets[t.name] = t.tensor;
+
+    std::size_t loaded = 0;
+    for (const auto& entry : header.at("tensors")) {
+        const std::string name = entry.at("name");
+        const Shape shape(entry.at("shape").get<std::vector<std::int64_t>>());
+        std::vector<float> values(static_cast<std::size_t>(shape.numel()));
+        if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float))))
+            throw IoError(path + ": truncated while reading tensor " + name);
+        auto it = targets.find(name);
+        if (it == targets.end())
+            continue; // optimizer state when loading weights only
+        if (it->second->shape() != shape)
+            throw IoError(path + ": tensor " + name + " has shape " + shape.toString() + " in the checkpoint but " +
+                          it->second->shape().toString() + " in this model");
+        m_backend.upload(values.data(), *it->second);
+        ++loaded;
+    }
+    std::size_t expected = 0;
+    for (auto& [name, tensor] : targets)
+        expected += name.find('#') == std::string::npos || !weightsOnly ? 1 : 0;
+    if (loaded < expected)
+        throw IoError(path + ": the checkpoint lacks " + std::to_string(expected - loaded) +
+                      " of this model's tensors; was it saved from a different model?");
+    // Refresh the low-precision working copies from the loaded masters.
+    for (Parameter* p : m_params)
+        if (!p->working.sharesStorageWith(p->master))
+            m_backend.cast(p->master, p->working);
+    if (!weightsOnly) {
+        const auto& s = header.at("scaler");
+        m_scaler.restore({s.at("scale").get<float>(), s.at("good_steps").get<std::int64_t>(),
+                          s.at("hysteresis_left").get<int>()});
+        m_optimizer.setStepCount(header.at("optimizer_steps").get<std::int64_t>());
+    }
+}
+
+} // namespace mantissa

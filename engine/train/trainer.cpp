@@ -1,0 +1,301 @@
+#include "engine/train/trainer.h"
+
+#include "engine/data/batch_loader.h"
+#include "engine/util/check.h"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace mantissa {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Consecutive skipped steps after which a run is declared diverged: the scaler has had
+// every chance to recover by then (16 halvings take 2^16 down to 1).
+constexpr int kMaxConsecutiveSkips = 64;
+
+} // namespace
+
+const char* runStatusName(RunStatus status)
+{
+    switch (status) {
+    case RunStatus::Running: return "running";
+    case RunStatus::Finished: return "finished";
+    case RunStatus::Stopped: return "stopped";
+    case RunStatus::Diverged: return "diverged";
+    case RunStatus::Failed: return "failed";
+    }
+    return "?";
+}
+
+struct Trainer::StepOutcome {
+    float loss = 0;
+    std::int64_t correct = 0;
+    bool skipped = false;
+    bool lossFinite = true;
+    float gradNorm = 0;
+    std::string firstNonFinite;
+};
+
+Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data)
+    : m_config(config),
+      m_backend(backend),
+      m_data(data),
+      m_optimizer(config.optimizer),
+      m_schedule(config.schedule, config.optimizer.lr),
+      m_scaler(config.lossScale, config.precision)
+{
+    if (data.train.size() == 0)
+        throw DataError(data.train.name + ": the training set is empty");
+    if (Shape(config.model.input) != data.train.sampleShape)
+        throw ConfigError("model.input is " + Shape(config.model.input).toString() + " but " + data.train.name +
+                          " holds samples of " + data.train.sampleShape.toString());
+    if (config.model.classes < data.train.classes)
+        throw ConfigError("model.classes is " + std::to_string(config.model.classes) + " but " + data.train.name +
+                          " has " + std::to_string(data.train.classes) + " classes");
+    if (config.training.batchSize > data.train.size())
+        throw ConfigError("training.batch_size " + std::to_string(config.training.batchSize) + " is larger than " +
+                          data.train.name + " (" + std::to_string(data.train.size()) + " samples)");
+    m_model = std::make_unique<Model>(config.model, config.precision, backend, config.training.seed);
+    m_params = m_model->parametersInBackwardOrder();
+    m_optimizer.attach(backend, m_params);
+    m_stepsPerEpoch = data.train.size() / config.training.batchSize;
+    m_totalSteps = m_stepsPerEpoch * std::max(config.training.epochs, 1);
+    if (config.training.maxSteps > 0)
+        m_totalSteps = std::min(m_totalSteps, config.training.maxSteps);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::emit(const EventRecord& event)
+{
+    for (auto* o : m_observers)
+        o->onEvent(event);
+}
+
+Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels, std::int64_t batch,
+                                        std::int64_t step, int epoch)
+{
+    StepOutcome out;
+    Shape inputShape = Shape(m_config.model.input);
+    std::vector<std::int64_t> dims{batch};
+    dims.insert(dims.end(), inputShape.dims().begin(), inputShape.dims().end());
+    Tensor x = m_backend.empty(Shape(dims), DType::F32);
+    m_backend.upload(inputs, x);
+    Tensor y = m_backend.empty({batch}, DType::F32);
+    m_backend.upload(labels, y);
+
+    PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
+    ModelForward forward = m_model->forward(pass, x);
+    // dlogits is stored like the logits: in fp16 the scaled gradient is rounded here first.
+    Tensor dlogits = m_backend.empty(forward.logits.shape(), forward.logits.dtype());
+    const float scale = m_scaler.scale();
+    const LossResult loss = m_backend.softmaxCrossEntropy(forward.logits, y, scale, &dlogits);
+    out.loss = loss.meanLoss;
+    out.correct = loss.correct;
+    out.lossFinite = std::isfinite(loss.meanLoss);
+    if (!out.lossFinite) {
+        // Forward overflowed (or the weights are already non-finite): no gradient can help.
+        out.skipped = true;
+        out.gradNorm = NAN;
+        out.firstNonFinite = "loss (forward pass)";
+        return out;
+    }
+    m_model->backward(pass, dlogits, forward);
+
+    std::vector<const Tensor*> grads;
+    std::vector<Tensor*> fp32Grads;
+    for (Parameter* p : m_params) {
+        grads.push_back(&p->grad);
+        fp32Grads.push_back(&p->fp32Grad);
+    }
+    const int firstBad = m_backend.unscaleAndCheckFinite(grads, fp32Grads, 1.0f / scale);
+    if (firstBad >= 0) {
+        out.skipped = true;
+        out.gradNorm = NAN;
+        out.firstNonFinite = m_params[static_cast<std::size_t>(firstBad)]->name;
+        return out;
+    }
+    std::vector<const Tensor*> constGrads(fp32Grads.begin(), fp32Grads.end());
+    out.gradNorm = static_cast<float>(std::sqrt(m_backend.sumOfSquares(constGrads)));
+    const float clip = m_config.optimizer.gradClipNorm;
+    if (clip > 0 && out.gradNorm > clip)
+        m_backend.scaleInPlace(fp32Grads, clip / out.gradNorm);
+    const float lr = m_schedule.at(step, epoch, m_stepsPerEpoch, m_totalSteps);
+    m_optimizer.step(m_backend, m_params, lr);
+    return out;
+}
+
+Evaluation Trainer::evaluate(const Dataset& data)
+{
+    Evaluation result;
+    if (data.size() == 0)
+        return result;
+    BatchLoader loader(data, BatchLoaderOptions::evaluation(std::max<std::int64_t>(1, m_config.training.evalBatchSize)));
+    loader.startEpoch(0);
+    HostBatch batch;
+    double lossSum = 0;
+    std::int64_t correct = 0;
+    PassState pass{m_backend, false, m_config.training.seed, 0};
+    while (loader.next(batch)) {
+        Tensor x = m_backend.empty(batch.inputShape, DType::F32);
+        m_backend.upload(batch.inputs.data(), x);
+        Tensor y = m_backend.empty({batch.size}, DType::F32);
+        m_backend.upload(batch.labels.data(), y);
+        ModelForward forward = m_model->forward(pass, x);
+        const LossResult r = m_backend.softmaxCrossEntropy(forward.logits, y, 1.0f, nullptr);
+        lossSum += static_cast<double>(r.meanLoss) * static_cast<double>(batch.size);
+        correct += r.correct;
+        result.samples += batch.size;
+    }
+    result.loss = static_cast<float>(lossSum / static_cast<double>(result.samples));
+    result.accuracy = static_cast<float>(static_cast<double>(correct) / static_cast<double>(result.samples));
+    return result;
+}
+
+void Trainer::finishRun(RunSummary& summary, RunStatus status, const std::string& message)
+{
+    summary.status = status;
+    summary.message = message;
+    summary.finalLossScale = m_scaler.scale();
+    summary.peakBytes = m_backend.peakBytes();
+    EventRecord finished;
+    finished.kind = EventKind::Finished;
+    finished.step = summary.steps;
+    finished.message = runStatusName(status);
+    if (!message.empty())
+        finished.message += ": " + message;
+    emit(finished);
+}
+
+RunSummary Trainer::run()
+{
+    RunSummary summary;
+    const auto runStart = Clock::now();
+    double trainSeconds = 0;
+    std::int64_t trainedSamples = 0;
+    const std::int64_t batchSize = m_config.training.batchSize;
+    BatchLoader loader(m_data.train, BatchLoaderOptions::training(batchSize, m_config.training.seed));
+    HostBatch batch;
+    std::int64_t step = m_stepOffset;
+    int consecutiveSkips = 0;
+    const int epochs = std::max(m_config.training.epochs, 1);
+    m_backend.resetPeakBytes();
+    auto conclude = [&](RunStatus status, const std::string& message) {
+        summary.steps = step;
+        summary.trainSeconds = trainSeconds;
+        summary.samplesPerSecond = trainSeconds > 0 ? static_cast<double>(trainedSamples) / trainSeconds : 0;
+        summary.wallSeconds = secondsSince(runStart);
+        finishRun(summary, status, message);
+        return summary;
+    };
+
+    try {
+        for (int epoch = 1; epoch <= epochs && step < m_totalSteps; ++epoch) {
+            loader.startEpoch(epoch);
+            double epochLoss = 0;
+            std::int64_t epochCorrect = 0, epochSamples = 0, finiteSteps = 0;
+            while (step < m_totalSteps && loader.next(batch)) {
+                while (m_paused && !m_stopRequested)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                if (m_stopRequested)
+                    return conclude(RunStatus::Stopped, "stopped by the user at step " + std::to_string(step));
+                ++step;
+                const float scaleUsed = m_scaler.scale();
+                const auto stepStart = Clock::now();
+                StepOutcome outcome = trainStep(batch.inputs.data(), batch.labels.data(), batch.size, step, epoch);
+                const ScaleUpdate update = m_scaler.update(outcome.skipped);
+                const double stepSeconds = secondsSince(stepStart);
+                trainSeconds += stepSeconds;
+                trainedSamples += batch.size;
+
+                StepRecord record;
+                record.step = step;
+                record.epoch = epoch;
+                record.loss = outcome.loss;
+                record.learningRate = m_schedule.at(step, epoch, m_stepsPerEpoch, m_totalSteps);
+                record.lossScale = scaleUsed;
+                record.skipped = outcome.skipped;
+                record.gradNorm = outcome.gradNorm;
+                record.samplesPerSecond = static_cast<float>(static_cast<double>(batch.size) / stepSeconds);
+                record.elapsedSeconds = trainSeconds;
+                for (auto* o : m_observers)
+                    o->onStep(record);
+
+                if (outcome.skipped) {
+                    ++summary.skippedSteps;
+                    ++consecutiveSkips;
+                    EventRecord overflow;
+                    overflow.kind = EventKind::Overflow;
+                    overflow.step = step;
+                    overflow.scaleBefore = update.before;
+                    overflow.scaleAfter = update.after;
+                    overflow.parameter = outcome.firstNonFinite;
+                    emit(overflow);
+                } else {
+                    consecutiveSkips = 0;
+                    epochLoss += outcome.loss;
+                    epochCorrect += outcome.correct;
+                    epochSamples += batch.size;
+                    ++finiteSteps;
+                }
+                if (update.changed()) {
+                    EventRecord change;
+                    change.kind = EventKind::ScaleChange;
+                    change.step = step;
+                    change.scaleBefore = update.before;
+                    change.scaleAfter = update.after;
+                    emit(change);
+                }
+                const bool fp32Diverged = !outcome.lossFinite && m_config.precision == PrecisionMode::Fp32;
+                if (fp32Diverged || consecutiveSkips >= kMaxConsecutiveSkips) {
+                    const std::string why = fp32Diverged
+                        ? "the loss became non-finite at step " + std::to_string(step) + " in fp32; lower the learning rate"
+                        : std::to_string(consecutiveSkips) + " consecutive steps had non-finite gradients (last at " +
+                              outcome.firstNonFinite + "); the loss scale cannot recover";
+                    EventRecord divergence;
+                    divergence.kind = EventKind::Divergence;
+                    divergence.step = step;
+                    divergence.message = why;
+                    emit(divergence);
+                    return conclude(RunStatus::Diverged, why);
+                }
+            }
+            const Evaluation test = evaluate(m_data.test);
+            EpochRecord record;
+            record.epoch = epoch;
+            record.trainLoss = finiteSteps ? static_cast<float>(epochLoss / static_cast<double>(finiteSteps)) : NAN;
+            record.trainAccuracy = epochSamples ? static_cast<float>(static_cast<double>(epochCorrect) /
+                                                                     static_cast<double>(epochSamples))
+                                                : 0.0f;
+            record.testLoss = test.loss;
+            record.testAccuracy = test.accuracy;
+            record.wallSeconds = secondsSince(runStart);
+            for (auto* o : m_observers)
+                o->onEpoch(record);
+            summary.epochs = epoch;
+            summary.trainLoss = record.trainLoss;
+            summary.testLoss = test.loss;
+            summary.testAccuracy = test.accuracy;
+            summary.bestTestAccuracy = std::max(summary.bestTestAccuracy, test.accuracy);
+        }
+    } catch (const std::exception& e) {
+        EventRecord error;
+        error.kind = EventKind::Error;
+        error.step = step;
+        error.message = e.what();
+        emit(error);
+        return conclude(RunStatus::Failed, e.what());
+    }
+    return conclude(RunStatus::Finished, "");
+}
+
+} // namespace mantissa

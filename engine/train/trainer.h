@@ -1,0 +1,93 @@
+#pragma once
+// The step loop. The Trainer owns the model, optimizer, scaler and schedule for one run,
+// reports through TrainingObserver (plain structs, on the training thread), and is
+// stopped or paused through atomics from any thread.
+#include "engine/config/run_config.h"
+#include "engine/data/dataset.h"
+#include "engine/model/model.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/optim/optimizer.h"
+#include "engine/precision/loss_scaler.h"
+#include "engine/train/records.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mantissa {
+
+enum class RunStatus : std::uint8_t { Running, Finished, Stopped, Diverged, Failed };
+const char* runStatusName(RunStatus status); // "running", "finished", ...
+
+struct RunSummary {
+    RunStatus status = RunStatus::Running;
+    std::string message;             // why it stopped, for diverged/failed runs
+    float trainLoss = 0;             // mean over the last epoch's finite steps
+    float testLoss = 0, testAccuracy = 0, bestTestAccuracy = 0;
+    std::int64_t steps = 0, skippedSteps = 0;
+    int epochs = 0;                  // completed (or partially run) epochs
+    float finalLossScale = 1;
+    double samplesPerSecond = 0;     // training steps only, evaluation excluded
+    double trainSeconds = 0, wallSeconds = 0;
+    std::size_t peakBytes = 0;       // peak memory allocated through the backend
+};
+
+struct Evaluation {
+    float loss = 0, accuracy = 0;
+    std::int64_t samples = 0;
+};
+
+class Trainer {
+public:
+    // Builds the model (ConfigError on a bad spec) and everything the run needs. `data` must
+    // outlive the Trainer; so must `backend`.
+    Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data);
+    ~Trainer();
+
+    void addObserver(TrainingObserver* observer) { m_observers.push_back(observer); }
+    // Trains to completion, stop, divergence or failure. Never throws for training-time
+    // problems: they end the run with a status and a message (and an Error event).
+    RunSummary run();
+
+    // Thread-safe controls.
+    void requestStop() { m_stopRequested = true; }
+    void setPaused(bool paused) { m_paused = paused; }
+    bool isPaused() const { return m_paused; }
+
+    Evaluation evaluate(const Dataset& data);
+
+    // Checkpoints hold fp32 master weights, buffers, optimizer and scaler state.
+    void saveCheckpoint(const std::string& path) const;
+    // Loads a checkpoint from any precision into this run's precision. With weightsOnly the
+    // optimizer and scaler start fresh (fine-tuning an fp32 model in mixed-fp16, say).
+    void loadCheckpoint(const std::string& path, bool weightsOnly);
+
+    Model& model() { return *m_model; }
+    const RunConfig& config() const { return m_config; }
+    const LossScaler& scaler() const { return m_scaler; }
+    std::int64_t stepsPerEpoch() const { return m_stepsPerEpoch; }
+    std::int64_t totalSteps() const { return m_totalSteps; }
+
+private:
+    struct StepOutcome;
+    StepOutcome trainStep(const float* inputs, const float* labels, std::int64_t batch, std::int64_t step, int epoch);
+    void emit(const EventRecord& event);
+    void finishRun(RunSummary& summary, RunStatus status, const std::string& message);
+
+    RunConfig m_config;
+    Backend& m_backend;
+    const DatasetSplits& m_data;
+    std::unique_ptr<Model> m_model;
+    Optimizer m_optimizer;
+    LrSchedule m_schedule;
+    LossScaler m_scaler;
+    std::vector<Parameter*> m_params; // backward order
+    std::vector<TrainingObserver*> m_observers;
+    std::atomic<bool> m_stopRequested{false};
+    std::atomic<bool> m_paused{false};
+    std::int64_t m_stepsPerEpoch = 0, m_totalSteps = 0;
+    std::int64_t m_stepOffset = 0; // steps already done before a resumed checkpoint
+};
+
+} // namespace mantissa
