@@ -129,7 +129,7 @@ Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels
     const float clip = m_config.optimizer.gradClipNorm;
     if (clip > 0 && out.gradNorm > clip)
         m_backend.scaleInPlace(fp32Grads, clip / out.gradNorm);
-    const float lr = m_schedule.at(step, epoch, m_stepsPerEpoch, m_totalSteps);
+    const float lr = m_schedule.rate(step, epoch, m_stepsPerEpoch, m_totalSteps);
     m_optimizer.step(m_backend, m_params, lr);
     return out;
 }
@@ -221,7 +221,7 @@ RunSummary Trainer::run()
                 record.step = step;
                 record.epoch = epoch;
                 record.loss = outcome.loss;
-                record.learningRate = m_schedule.at(step, epoch, m_stepsPerEpoch, m_totalSteps);
+                record.learningRate = m_schedule.rate(step, epoch, m_stepsPerEpoch, m_totalSteps);
                 record.lossScale = scaleUsed;
                 record.skipped = outcome.skipped;
                 record.gradNorm = outcome.gradNorm;
