@@ -76,6 +76,7 @@ void expectDataError(const std::function<void()>& f, const std::vector<std::stri
         f();
         ADD_FAILURE() << "no DataError thrown";
     } catch (const DataError& e) {
+        // MANTISSA_SHOW_ERRORS=1 prints each message, to review the wording users will read.
         if (std::getenv("MANTISSA_SHOW_ERRORS"))
             std::printf("%s\n", e.what());
         for (const auto& part : parts)
