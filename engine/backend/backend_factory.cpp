@@ -42,6 +42,7 @@ BackendSelection selectBackend(const std::string& device, int cpuThreads)
         return {std::move(cuda), std::move(reason)};
     }
 #else
+    (void)index;
     whyNot = "this build has no CUDA backend (configured with MANTISSA_WITH_CUDA=OFF or without a CUDA toolkit)";
 #endif
     if (wantsCuda)

@@ -226,6 +226,9 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         dr.read("limit_test", c.data.limitTest);
         dr.read("synthetic_train", c.data.syntheticTrain);
         dr.read("synthetic_test", c.data.syntheticTest);
+        dr.read("synthetic_shape", c.data.syntheticShape);
+        dr.read("synthetic_classes", c.data.syntheticClasses);
+        dr.read("synthetic_noise", c.data.syntheticNoise);
         dr.finish();
     }
 
@@ -323,7 +326,9 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     j["data"] = {{"dataset", c.data.dataset}, {"directory", c.data.directory},
                  {"validation_split", c.data.validationSplit}, {"normalize", c.data.normalize},
                  {"limit_train", c.data.limitTrain}, {"limit_test", c.data.limitTest},
-                 {"synthetic_train", c.data.syntheticTrain}, {"synthetic_test", c.data.syntheticTest}};
+                 {"synthetic_train", c.data.syntheticTrain}, {"synthetic_test", c.data.syntheticTest},
+                 {"synthetic_shape", c.data.syntheticShape}, {"synthetic_classes", c.data.syntheticClasses},
+                 {"synthetic_noise", c.data.syntheticNoise}};
     j["optimizer"] = {{"type", c.optimizer.type}, {"lr", c.optimizer.lr}, {"momentum", c.optimizer.momentum},
                       {"nesterov", c.optimizer.nesterov}, {"weight_decay", c.optimizer.weightDecay},
                       {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},

@@ -53,6 +53,11 @@ struct DataSpec {
     bool normalize = true;                 // subtract the mean, divide by the std of the train set
     std::int64_t limitTrain = 0, limitTest = 0; // 0 = all; smaller for quick runs and tests
     std::int64_t syntheticTrain = 8192, syntheticTest = 1024; // synthetic dataset sizes
+    // Synthetic data has no files to take its shape from, so the spec carries it; the defaults
+    // match ModelSpec's so a default model trains on it. It must agree with model.input/classes.
+    std::vector<std::int64_t> syntheticShape{1, 28, 28}; // per-sample shape
+    std::int64_t syntheticClasses = 10;
+    float syntheticNoise = 1.0f; // std of the noise around each class prototype (prototypes have std 1)
 };
 
 struct OptimizerSpec {

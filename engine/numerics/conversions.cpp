@@ -2,6 +2,7 @@
 
 #include "engine/numerics/reference_conversions.h"
 
+#include <algorithm>
 #include <cstring>
 #if defined(__F16C__) && defined(__AVX2__)
 #include <immintrin.h>
@@ -86,8 +87,42 @@ void bfloat16ToFloat(const std::uint16_t* src, float* dst, std::size_t n)
         dst[i] = reference::bfloat16BitsToFloat(src[i]);
 }
 
+namespace {
+
+// Conversions of large tensors are split across threads: they sit on the critical path of
+// every 16-bit op on the CPU. Chunks are multiples of 8 so every chunk but the last stays
+// on the vector path.
+constexpr std::size_t kParallelChunk = 1 << 16;
+
+template <typename Convert>
+void forChunks(std::size_t n, Convert convert)
+{
+    if (n < 2 * kParallelChunk) {
+        convert(std::size_t{0}, n);
+        return;
+    }
+    const auto chunks = static_cast<std::int64_t>((n + kParallelChunk - 1) / kParallelChunk);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::size_t begin = static_cast<std::size_t>(c) * kParallelChunk;
+        convert(begin, std::min(n, begin + kParallelChunk) - begin);
+    }
+}
+
+} // namespace
+
 void narrowFromFloat(const float* src, void* dst, std::size_t n, DType dstType)
 {
+    if (dstType != DType::F32) {
+        auto* out = static_cast<std::uint16_t*>(dst);
+        forChunks(n, [&](std::size_t begin, std::size_t count) {
+            if (dstType == DType::F16)
+                floatToHalf(src + begin, out + begin, count);
+            else
+                floatToBFloat16(src + begin, out + begin, count);
+        });
+        return;
+    }
     switch (dstType) {
     case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case DType::F16: floatToHalf(src, static_cast<std::uint16_t*>(dst), n); return;
@@ -97,6 +132,16 @@ void narrowFromFloat(const float* src, void* dst, std::size_t n, DType dstType)
 
 void widenToFloat(const void* src, DType srcType, float* dst, std::size_t n)
 {
+    if (srcType != DType::F32) {
+        const auto* in = static_cast<const std::uint16_t*>(src);
+        forChunks(n, [&](std::size_t begin, std::size_t count) {
+            if (srcType == DType::F16)
+                halfToFloat(in + begin, dst + begin, count);
+            else
+                bfloat16ToFloat(in + begin, dst + begin, count);
+        });
+        return;
+    }
     switch (srcType) {
     case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case DType::F16: halfToFloat(static_cast<const std::uint16_t*>(src), dst, n); return;
@@ -108,6 +153,10 @@ void roundThrough(float* data, std::size_t n, DType type)
 {
     if (type == DType::F32)
         return;
+    if (n >= 2 * kParallelChunk) {
+        forChunks(n, [&](std::size_t begin, std::size_t count) { roundThrough(data + begin, count, type); });
+        return;
+    }
     std::size_t i = 0;
 #ifdef MANTISSA_VECTOR_CONVERSIONS
     if (type == DType::F16) {

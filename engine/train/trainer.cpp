@@ -75,7 +75,7 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
 
 Trainer::~Trainer() = default;
 
-void Trainer::emit(const EventRecord& event)
+void Trainer::publish(const EventRecord& event)
 {
     for (auto* o : m_observers)
         o->onEvent(event);
@@ -129,7 +129,7 @@ Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels
     const float clip = m_config.optimizer.gradClipNorm;
     if (clip > 0 && out.gradNorm > clip)
         m_backend.scaleInPlace(fp32Grads, clip / out.gradNorm);
-    const float lr = m_schedule.rate(step, epoch, m_stepsPerEpoch, m_totalSteps);
+    const float lr = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
     m_optimizer.step(m_backend, m_params, lr);
     return out;
 }
@@ -173,7 +173,7 @@ void Trainer::finishRun(RunSummary& summary, RunStatus status, const std::string
     finished.message = runStatusName(status);
     if (!message.empty())
         finished.message += ": " + message;
-    emit(finished);
+    publish(finished);
 }
 
 RunSummary Trainer::run()
@@ -221,7 +221,7 @@ RunSummary Trainer::run()
                 record.step = step;
                 record.epoch = epoch;
                 record.loss = outcome.loss;
-                record.learningRate = m_schedule.rate(step, epoch, m_stepsPerEpoch, m_totalSteps);
+                record.learningRate = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
                 record.lossScale = scaleUsed;
                 record.skipped = outcome.skipped;
                 record.gradNorm = outcome.gradNorm;
@@ -239,7 +239,7 @@ RunSummary Trainer::run()
                     overflow.scaleBefore = update.before;
                     overflow.scaleAfter = update.after;
                     overflow.parameter = outcome.firstNonFinite;
-                    emit(overflow);
+                    publish(overflow);
                 } else {
                     consecutiveSkips = 0;
                     epochLoss += outcome.loss;
@@ -253,7 +253,7 @@ RunSummary Trainer::run()
                     change.step = step;
                     change.scaleBefore = update.before;
                     change.scaleAfter = update.after;
-                    emit(change);
+                    publish(change);
                 }
                 const bool fp32Diverged = !outcome.lossFinite && m_config.precision == PrecisionMode::Fp32;
                 if (fp32Diverged || consecutiveSkips >= kMaxConsecutiveSkips) {
@@ -265,7 +265,7 @@ RunSummary Trainer::run()
                     divergence.kind = EventKind::Divergence;
                     divergence.step = step;
                     divergence.message = why;
-                    emit(divergence);
+                    publish(divergence);
                     return conclude(RunStatus::Diverged, why);
                 }
             }
@@ -292,7 +292,7 @@ RunSummary Trainer::run()
         error.kind = EventKind::Error;
         error.step = step;
         error.message = e.what();
-        emit(error);
+        publish(error);
         return conclude(RunStatus::Failed, e.what());
     }
     return conclude(RunStatus::Finished, "");

@@ -72,7 +72,7 @@ public:
 private:
     struct StepOutcome;
     StepOutcome trainStep(const float* inputs, const float* labels, std::int64_t batch, std::int64_t step, int epoch);
-    void emit(const EventRecord& event);
+    void publish(const EventRecord& event);
     void finishRun(RunSummary& summary, RunStatus status, const std::string& message);
 
     RunConfig m_config;

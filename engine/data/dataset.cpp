@@ -1,0 +1,246 @@
+#include "engine/data/dataset.h"
+
+#include "engine/data/idx_reader.h"
+#include "engine/data/permutation.h"
+#include "engine/data/synthetic.h"
+#include "engine/util/check.h"
+#include "engine/util/format_number.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+namespace mantissa {
+
+namespace {
+
+constexpr const char* kEnvDataDir = "MANTISSA_DATA_DIR";
+constexpr const char* kFileList = "train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                                  "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz";
+// Salt for the validation hold-out, so that it never shares a stream with an epoch order.
+constexpr std::uint64_t kValidationKey = 0x76616c6964ull; // "valid"
+
+bool isMnistFormat(const std::string& dataset) { return dataset == "fashion-mnist" || dataset == "mnist"; }
+
+std::string howToProvide(const std::string& dataset)
+{
+    return "set data.directory in the run config or the " + std::string(kEnvDataDir) +
+           " environment variable to a directory holding " + kFileList +
+           "; scripts/setup installs the Debian package dataset-fashion-mnist, which provides "
+           "/usr/share/datasets/fashion-mnist" +
+           (dataset == "mnist" ? " (MNIST itself has no Debian package: download its four files)" : "");
+}
+
+void checkDirectory(const DataDirectory& dir, const std::string& dataset)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const auto status = fs::status(dir.path, ec);
+    if (!fs::exists(status))
+        throw DataError(dataset + ": data directory " + dir.path + " (from " + dir.origin + ") does not exist; " +
+                        howToProvide(dataset));
+    if (!fs::is_directory(status))
+        throw DataError(dataset + ": data directory " + dir.path + " (from " + dir.origin + ") is not a directory; " +
+                        howToProvide(dataset));
+}
+
+// "<dir>/train-images-idx3-ubyte.gz", or the uncompressed file when only that exists.
+std::string findFile(const DataDirectory& dir, const std::string& stem)
+{
+    namespace fs = std::filesystem;
+    const fs::path gz = fs::path(dir.path) / (stem + ".gz");
+    const fs::path plain = fs::path(dir.path) / stem;
+    if (fs::exists(gz) || !fs::exists(plain))
+        return gz.string(); // when neither exists the caller reports the .gz name
+    return plain.string();
+}
+
+IdxArray readPart(const DataDirectory& dir, const std::string& dataset, const std::string& stem, int rank,
+                  std::string& path)
+{
+    path = findFile(dir, stem);
+    if (!std::filesystem::exists(path))
+        throw DataError(path + ": file not found (nor " + stem + " without .gz); the " + dataset +
+                        " directory (from " + dir.origin + ") must hold " + kFileList);
+    return readIdxFile(path, rank);
+}
+
+void checkRange(bool ok, const std::string& field, const std::string& problem)
+{
+    if (!ok)
+        throw ConfigError(field + ": " + problem);
+}
+
+} // namespace
+
+void validateDataSpec(const DataSpec& spec)
+{
+    checkRange(isMnistFormat(spec.dataset) || spec.dataset == "synthetic", "data.dataset",
+               "unknown dataset \"" + spec.dataset + "\"; expected fashion-mnist, mnist or synthetic");
+    checkRange(spec.validationSplit >= 0 && spec.validationSplit < 1, "data.validationSplit",
+               formatNumber(spec.validationSplit) + " is outside [0, 1)");
+    checkRange(spec.limitTrain >= 0, "data.limitTrain", "must be >= 0 (0 = all), got " + std::to_string(spec.limitTrain));
+    checkRange(spec.limitTest >= 0, "data.limitTest", "must be >= 0 (0 = all), got " + std::to_string(spec.limitTest));
+    if (spec.dataset != "synthetic")
+        return;
+    checkRange(spec.syntheticTrain > 0, "data.syntheticTrain", "must be > 0, got " + std::to_string(spec.syntheticTrain));
+    checkRange(spec.syntheticTest > 0, "data.syntheticTest", "must be > 0, got " + std::to_string(spec.syntheticTest));
+    const bool shapeOk = !spec.syntheticShape.empty() &&
+                         std::all_of(spec.syntheticShape.begin(), spec.syntheticShape.end(), [](auto d) { return d > 0; });
+    checkRange(shapeOk, "data.syntheticShape",
+               "must be a non-empty list of positive extents, got " + Shape(spec.syntheticShape).toString());
+    checkRange(spec.syntheticClasses >= 2, "data.syntheticClasses",
+               "must be >= 2, got " + std::to_string(spec.syntheticClasses));
+    checkRange(std::isfinite(spec.syntheticNoise) && spec.syntheticNoise >= 0, "data.syntheticNoise",
+               "must be a finite value >= 0, got " + formatNumber(spec.syntheticNoise));
+}
+
+DataDirectory resolveDataDirectory(const DataSpec& spec)
+{
+    if (!spec.directory.empty())
+        return {spec.directory, "data.directory"};
+    if (const char* env = std::getenv(kEnvDataDir); env && *env)
+        return {env, kEnvDataDir};
+    return {"/usr/share/datasets/" + spec.dataset, "the default for " + spec.dataset};
+}
+
+Dataset loadMnistFormat(const DataDirectory& directory, const std::string& dataset, bool train, std::int64_t limit)
+{
+    MANTISSA_ASSERT(isMnistFormat(dataset));
+    checkDirectory(directory, dataset);
+    const std::string prefix = train ? "train" : "t10k";
+    std::string imagesPath, labelsPath;
+    const IdxArray images = readPart(directory, dataset, prefix + "-images-idx3-ubyte", 3, imagesPath);
+    const IdxArray labels = readPart(directory, dataset, prefix + "-labels-idx1-ubyte", 1, labelsPath);
+    constexpr std::int64_t classes = 10;
+    checkIdxPair(images, imagesPath, labels, labelsPath, classes);
+
+    Dataset d;
+    d.name = dataset + (train ? "/train" : "/test");
+    d.classes = classes;
+    d.sampleShape = Shape{1, images.dims[1], images.dims[2]};
+    const std::int64_t count = limit > 0 ? std::min(limit, images.count()) : images.count();
+    const std::int64_t pixels = count * d.sampleSize();
+    d.inputs.resize(static_cast<std::size_t>(pixels));
+    constexpr float scale = 1.0f / 255.0f;
+    for (std::int64_t i = 0; i < pixels; ++i)
+        d.inputs[static_cast<std::size_t>(i)] = static_cast<float>(images.values[static_cast<std::size_t>(i)]) * scale;
+    d.labels.assign(labels.values.begin(), labels.values.begin() + count);
+    return d;
+}
+
+Normalization computeNormalization(const Dataset& data)
+{
+    if (data.inputs.empty())
+        return {};
+    // Sequential double sums: the statistics must not depend on the thread count, and a
+    // float sum over 47 million pixels would lose the digits it is after.
+    double sum = 0, sumSquares = 0;
+    for (float x : data.inputs) {
+        sum += x;
+        sumSquares += static_cast<double>(x) * x;
+    }
+    const double n = static_cast<double>(data.inputs.size());
+    const double mean = sum / n;
+    const double variance = std::max(0.0, sumSquares / n - mean * mean);
+    const double stddev = std::sqrt(variance);
+    // Constant data has no spread to divide by; centring it is all that can be done.
+    return {static_cast<float>(mean), stddev > 0 ? static_cast<float>(stddev) : 1.0f};
+}
+
+void applyNormalization(Dataset& data, const Normalization& norm)
+{
+    const float mean = norm.mean;
+    const float invStd = 1.0f / norm.std;
+    for (float& x : data.inputs)
+        x = (x - mean) * invStd;
+}
+
+Dataset holdOut(Dataset& data, std::int64_t count, std::uint64_t seed, const std::string& name)
+{
+    MANTISSA_ASSERT(count >= 0 && count <= data.size());
+    const std::vector<std::int64_t> order = seededPermutation(data.size(), {seed, kValidationKey});
+    std::vector<char> held(static_cast<std::size_t>(data.size()), 0);
+    for (std::int64_t i = 0; i < count; ++i)
+        held[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1;
+
+    Dataset out;
+    out.sampleShape = data.sampleShape;
+    out.classes = data.classes;
+    out.name = name;
+    const std::int64_t n = data.sampleSize();
+    out.inputs.reserve(static_cast<std::size_t>(count * n));
+    out.labels.reserve(static_cast<std::size_t>(count));
+    // Compact the kept samples in place, in order, while copying the held ones out.
+    std::int64_t kept = 0;
+    for (std::int64_t i = 0; i < data.size(); ++i) {
+        const float* x = data.sample(i);
+        if (held[static_cast<std::size_t>(i)]) {
+            out.inputs.insert(out.inputs.end(), x, x + n);
+            out.labels.push_back(data.labels[static_cast<std::size_t>(i)]);
+            continue;
+        }
+        if (kept != i) {
+            std::copy(x, x + n, data.inputs.data() + kept * n);
+            data.labels[static_cast<std::size_t>(kept)] = data.labels[static_cast<std::size_t>(i)];
+        }
+        ++kept;
+    }
+    keepFirst(data, kept);
+    return out;
+}
+
+void keepFirst(Dataset& data, std::int64_t limit)
+{
+    if (limit <= 0 || limit >= data.size())
+        return;
+    data.labels.resize(static_cast<std::size_t>(limit));
+    data.inputs.resize(static_cast<std::size_t>(limit * data.sampleSize()));
+    data.labels.shrink_to_fit();
+    data.inputs.shrink_to_fit();
+}
+
+DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
+{
+    validateDataSpec(spec);
+    DatasetSplits splits;
+    if (spec.dataset == "synthetic") {
+        // Sample i does not depend on the set's size, so generating only the first `limit`
+        // samples is the same as generating all and keeping the first `limit`.
+        const auto limited = [](std::int64_t size, std::int64_t limit) { return limit > 0 ? std::min(size, limit) : size; };
+        const Shape shape(spec.syntheticShape);
+        splits.train = makeSyntheticDataset(shape, spec.syntheticClasses, limited(spec.syntheticTrain, spec.limitTrain),
+                                            spec.syntheticNoise, seed, 0, "synthetic/train");
+        splits.test = makeSyntheticDataset(shape, spec.syntheticClasses, limited(spec.syntheticTest, spec.limitTest),
+                                           spec.syntheticNoise, seed, 1, "synthetic/test");
+    } else {
+        const DataDirectory dir = resolveDataDirectory(spec);
+        splits.directory = dir.path;
+        splits.train = loadMnistFormat(dir, spec.dataset, true, spec.limitTrain);
+        splits.test = loadMnistFormat(dir, spec.dataset, false, spec.limitTest);
+    }
+
+    if (spec.validationSplit > 0) {
+        const std::int64_t n = splits.train.size();
+        const auto count = std::max<std::int64_t>(1, std::llround(static_cast<double>(spec.validationSplit) * n));
+        if (count >= n)
+            throw ConfigError("data.validationSplit: holding out " + formatNumber(spec.validationSplit) + " of " +
+                              std::to_string(n) + " training samples leaves none to train on");
+        splits.validation = holdOut(splits.train, count, seed, spec.dataset + "/validation");
+    } else {
+        splits.validation.sampleShape = splits.train.sampleShape;
+        splits.validation.classes = splits.train.classes;
+        splits.validation.name = spec.dataset + "/validation";
+    }
+
+    if (spec.normalize) {
+        splits.normalization = computeNormalization(splits.train);
+        applyNormalization(splits.train, splits.normalization);
+        applyNormalization(splits.validation, splits.normalization);
+        applyNormalization(splits.test, splits.normalization);
+    }
+    return splits;
+}
+
+} // namespace mantissa

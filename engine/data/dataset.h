@@ -1,0 +1,75 @@
+#pragma once
+// In-memory datasets and the one entry point that builds the train/validation/test splits a
+// run trains on from its DataSpec: Fashion-MNIST, MNIST or synthetic data.
+#include "engine/config/run_config.h"
+#include "engine/tensor/shape.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mantissa {
+
+// Samples and labels on the host, sample-major, ready to be copied into batches.
+struct Dataset {
+    Shape sampleShape;          // per-sample shape, e.g. {1, 28, 28}
+    std::vector<float> inputs;  // size() * sampleSize() values
+    std::vector<float> labels;  // class index as float: the loss reads fp32 labels
+    std::int64_t classes = 0;
+    std::string name;           // "fashion-mnist/train": shown to users and in error messages
+
+    std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
+    std::int64_t sampleSize() const { return sampleShape.numel(); }
+    const float* sample(std::int64_t i) const { return inputs.data() + i * sampleSize(); }
+};
+
+// The affine map applied to every input: x' = (x - mean) / std.
+struct Normalization {
+    float mean = 0, std = 1;
+};
+
+struct DatasetSplits {
+    Dataset train;
+    Dataset validation;          // empty when DataSpec::validationSplit is 0
+    Dataset test;
+    Normalization normalization; // what was applied (identity when DataSpec::normalize is false)
+    std::string directory;       // where the files were read ("" for synthetic data)
+};
+
+// Builds the splits of `spec`: loads (or generates) the data, takes the first limitTrain /
+// limitTest samples, holds out the validation fraction (seeded by `seed`), then normalises
+// every split with the statistics of the remaining training samples only, so nothing about
+// the validation or test data leaks into training. Throws ConfigError for a bad spec and
+// DataError for missing or corrupt files.
+DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed);
+
+// Checks the fields of `spec`; ConfigError names the field ("data.validationSplit: ...").
+void validateDataSpec(const DataSpec& spec);
+
+// Where a dataset's files are read from, and which setting chose it (for messages).
+struct DataDirectory {
+    std::string path;
+    std::string origin; // "data.directory", "MANTISSA_DATA_DIR" or "the default for fashion-mnist"
+};
+// spec.directory, else $MANTISSA_DATA_DIR, else /usr/share/datasets/<dataset>
+// (the Debian package dataset-fashion-mnist installs /usr/share/datasets/fashion-mnist).
+DataDirectory resolveDataDirectory(const DataSpec& spec);
+
+// One split of an MNIST-format dataset ("fashion-mnist" or "mnist") from `directory`, which
+// holds train-images-idx3-ubyte.gz and friends (or their uncompressed forms). Pixels are
+// scaled to [0, 1]; `limit` > 0 keeps only the first `limit` samples.
+Dataset loadMnistFormat(const DataDirectory& directory, const std::string& dataset, bool train,
+                        std::int64_t limit = 0);
+
+// Mean and (population) standard deviation over every input value of `data`, in double.
+Normalization computeNormalization(const Dataset& data);
+void applyNormalization(Dataset& data, const Normalization& norm);
+
+// Moves a seeded-random `count` of `data`'s samples into the returned dataset; both keep
+// the samples' original relative order. The choice depends only on (seed, data.size(), count).
+Dataset holdOut(Dataset& data, std::int64_t count, std::uint64_t seed, const std::string& name);
+
+// Keeps only the first `limit` samples (no-op when limit <= 0 or limit >= size()).
+void keepFirst(Dataset& data, std::int64_t limit);
+
+} // namespace mantissa

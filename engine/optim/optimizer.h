@@ -1,0 +1,50 @@
+#pragma once
+// SGD (momentum, Nesterov, weight decay), Adam and AdamW over a model's parameters, with
+// PyTorch's semantics. The update itself is one multi-tensor backend call; this class owns
+// the choice of algorithm, the state tensors and Adam's step counter.
+#include "engine/backend/backend.h"
+#include "engine/config/run_config.h"
+#include "engine/model/parameter.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace mantissa {
+
+enum class OptimizerKind : std::uint8_t { Sgd, Adam, AdamW };
+
+class Optimizer {
+public:
+    // Throws ConfigError naming the field at fault (see validate()).
+    explicit Optimizer(const OptimizerSpec& spec);
+
+    // Checks type, lr, momentum, nesterov, weightDecay, betas, epsilon and gradClipNorm.
+    static void validate(const OptimizerSpec& spec);
+
+    OptimizerKind kind() const { return m_kind; }
+    const OptimizerSpec& spec() const { return m_spec; }
+    // State tensors per parameter: 0 (plain SGD), 1 (SGD with momentum) or 2 (Adam, AdamW).
+    int stateTensorCount() const;
+
+    // Allocates each parameter's state1/state2 (as many as the algorithm needs) in the dtype of
+    // its master weights and zero-fills them. Call once, before the first step or a checkpoint load.
+    void attach(Backend& backend, const std::vector<Parameter*>& params);
+
+    // One update with rate `lr` from each parameter's fp32Grad (already unscaled and clipped):
+    // master and state are rounded to master's dtype, and a working copy that does not share
+    // master's storage is refreshed from it. Advances stepCount().
+    void step(Backend& backend, std::span<Parameter* const> params, float lr);
+
+    // Steps taken so far; Adam's bias correction uses it, so checkpoints store and restore it.
+    std::int64_t stepCount() const { return m_steps; }
+    void setStepCount(std::int64_t steps);
+
+private:
+    OptimizerSpec m_spec;
+    OptimizerKind m_kind = OptimizerKind::Sgd;
+    std::int64_t m_steps = 0;
+    std::vector<OptimizerSlot> m_slots; // reused between steps
+};
+
+} // namespace mantissa
