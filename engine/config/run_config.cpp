@@ -165,7 +165,8 @@ json layerToJson(const LayerSpec& l)
     const bool windowed = l.type == "conv2d" || l.type == "maxpool" || l.type == "avgpool";
     if (windowed) {
         j["kernel"] = l.kernel;
-        j["stride"] = l.stride;
+        if (l.stride != d.stride) // an unset stride stays unset so that it keeps following the kernel
+            j["stride"] = l.stride;
         j["padding"] = l.padding;
     }
     if (l.bias != d.bias) j["bias"] = l.bias;

@@ -28,7 +28,8 @@ struct LayerSpec {
     std::int64_t inputs = 0;     // linear: expected input features (0 = inferred); catches shape drift
     std::int64_t filters = 0;    // conv2d
     std::int64_t kernel = 3;     // conv2d, pools
-    std::int64_t stride = 1;     // conv2d (pools default to their kernel)
+    std::int64_t stride = 0;     // conv2d, pools; 0 = the layer's default: 1 for conv2d, the kernel
+                                 // for pools (non-overlapping windows, as PyTorch and Keras do)
     std::int64_t padding = 0;    // conv2d, pools
     bool bias = true;            // linear, conv2d
     std::string activation;      // optional fused activation after linear/conv2d: relu|gelu|tanh|sigmoid

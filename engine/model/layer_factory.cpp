@@ -1,10 +1,17 @@
 #include "engine/model/layer_factory.h"
 
 #include "engine/model/layers/activated_layer.h"
+#include "engine/model/layers/batch_norm.h"
+#include "engine/model/layers/conv2d.h"
+#include "engine/model/layers/dropout.h"
 #include "engine/model/layers/flatten.h"
 #include "engine/model/layers/linear.h"
+#include "engine/model/layers/pool2d.h"
+#include "engine/model/layers/residual.h"
 #include "engine/util/check.h"
 
+#include <optional>
+#include <sstream>
 #include <vector>
 
 namespace mantissa {
@@ -36,6 +43,153 @@ LayerPtr createLinear(const LayerSpec& spec, const Shape& in)
     return wrapActivation(std::make_unique<Linear>(in[0], spec.units, spec.bias, spec.init, xavier), spec);
 }
 
+std::string number(std::int64_t v) { return std::to_string(v); }
+
+// 1.5 rather than std::to_string's 1.500000
+std::string number(float v)
+{
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
+
+// "28x28": the spatial extent of a per-sample image shape.
+std::string spatial(const Shape& image) { return number(image[1]) + "x" + number(image[2]); }
+
+void requireImage(const Shape& in)
+{
+    if (in.rank() != 3)
+        throw ConfigError("expects an image [channels, height, width] but receives " + in.toString() +
+                          (in.rank() == 1 ? "; place it before the flatten layer" : ""));
+}
+
+// Kernel, stride and padding of a sliding window; returns the stride with 0 resolved to
+// `defaultStride`.
+std::int64_t checkWindow(const LayerSpec& spec, std::int64_t defaultStride)
+{
+    if (spec.kernel <= 0)
+        throw ConfigError("kernel must be positive (got " + number(spec.kernel) + ")");
+    if (spec.stride < 0)
+        throw ConfigError("stride must be positive, or 0 for the default (got " + number(spec.stride) + ")");
+    if (spec.padding < 0)
+        throw ConfigError("padding must not be negative (got " + number(spec.padding) + ")");
+    return spec.stride == 0 ? defaultStride : spec.stride;
+}
+
+bool windowFits(const Shape& image, std::int64_t kernel, std::int64_t padding)
+{
+    return image[1] + 2 * padding >= kernel && image[2] + 2 * padding >= kernel;
+}
+
+LayerPtr createConv2d(const LayerSpec& spec, const Shape& in)
+{
+    if (spec.filters <= 0)
+        throw ConfigError("filters must be positive (got " + number(spec.filters) + ")");
+    requireImage(in);
+    const std::int64_t stride = checkWindow(spec, 1);
+    if (!windowFits(in, spec.kernel, spec.padding))
+        throw ConfigError("kernel " + number(spec.kernel) + " does not fit a " + spatial(in) +
+                          " input with padding " + number(spec.padding) + "; use a smaller kernel or more padding");
+    const bool xavier = spec.activation == "tanh" || spec.activation == "sigmoid";
+    return wrapActivation(std::make_unique<Conv2d>(in, spec.filters, spec.kernel, stride, spec.padding, spec.bias,
+                                                   spec.init, xavier),
+                          spec);
+}
+
+// Pools default to non-overlapping windows (stride = kernel), as PyTorch and Keras do, so
+// {"type": "maxpool", "kernel": 2} halves the image.
+LayerPtr createPool(PoolKind kind, const LayerSpec& spec, const Shape& in)
+{
+    requireImage(in);
+    const std::int64_t stride = checkWindow(spec, spec.kernel);
+    // The PyTorch rule: a window could otherwise lie entirely in the padding (max of nothing,
+    // average over zero inputs).
+    if (2 * spec.padding > spec.kernel)
+        throw ConfigError("padding " + number(spec.padding) + " is more than half the kernel " + number(spec.kernel) +
+                          "; a window could hold nothing but padding");
+    if (!windowFits(in, spec.kernel, spec.padding))
+        throw ConfigError("kernel " + number(spec.kernel) + " leaves no output (output size 0) for a " + spatial(in) +
+                          " input with padding " + number(spec.padding) + "; use a smaller kernel or remove a pooling layer");
+    return std::make_unique<Pool2d>(kind, in, spec.kernel, stride, spec.padding);
+}
+
+LayerPtr createBatchNorm(const LayerSpec& spec, const Shape& in)
+{
+    if (in.rank() != 1 && in.rank() != 3)
+        throw ConfigError("expects [channels] or [channels, height, width] but receives " + in.toString());
+    if (!(spec.momentum >= 0.0f && spec.momentum <= 1.0f))
+        throw ConfigError("momentum must be in [0, 1] (got " + number(spec.momentum) + ")");
+    if (!(spec.epsilon > 0.0f))
+        throw ConfigError("epsilon must be positive (got " + number(spec.epsilon) + ")");
+    return std::make_unique<BatchNorm>(in, spec.momentum, spec.epsilon);
+}
+
+LayerPtr createDropout(const LayerSpec& spec, const Shape& in)
+{
+    if (!(spec.rate >= 0.0f && spec.rate < 1.0f))
+        throw ConfigError("rate must be in [0, 1) (got " + number(spec.rate) +
+                          "); it is the probability of dropping a value");
+    return std::make_unique<Dropout>(spec.rate, in.numel());
+}
+
+std::optional<DType> precisionOverride(LayerPrecision p)
+{
+    switch (p) {
+    case LayerPrecision::Fp32: return DType::F32;
+    case LayerPrecision::Fp16: return DType::F16;
+    case LayerPrecision::Bf16: return DType::BF16;
+    case LayerPrecision::Auto: break;
+    }
+    return std::nullopt;
+}
+
+// The layer that maps the block's input to the body's output shape (of the same rank) on the
+// shortcut path. It has no bias: the body's output already carries one, or a batch norm.
+LayerPtr createProjection(const Shape& in, const Shape& out)
+{
+    if (in.rank() == 1)
+        return std::make_unique<Linear>(in[0], out[0], false, "", false);
+    // A 1x1 convolution with stride s maps an extent e to (e - 1) / s + 1.
+    for (std::int64_t s = 1; s <= std::max(in[1], in[2]); ++s)
+        if ((in[1] - 1) / s + 1 == out[1] && (in[2] - 1) / s + 1 == out[2])
+            return std::make_unique<Conv2d>(in, out[0], 1, s, 0, false, "", false);
+    throw ConfigError("no strided 1x1 projection maps " + in.toString() + " to " + out.toString() +
+                      "; make the body downsample by a whole stride");
+}
+
+LayerPtr createResidual(const LayerSpec& spec, const Shape& in)
+{
+    if (spec.body.empty())
+        throw ConfigError("has no layers; list the residual branch under \"layers\"");
+    if (spec.shortcut != "identity" && spec.shortcut != "projection")
+        throw ConfigError("shortcut \"" + spec.shortcut + "\" is unknown; expected identity or projection");
+    std::vector<LayerPtr> body;
+    std::vector<std::optional<DType>> overrides;
+    Shape shape = in;
+    for (std::size_t i = 0; i < spec.body.size(); ++i) {
+        const LayerSpec& child = spec.body[i];
+        try {
+            body.push_back(createLayer(child, shape));
+        } catch (const ConfigError& e) {
+            throw ConfigError("body layer " + std::to_string(i) + " (" + child.type + "): " + e.what());
+        }
+        shape = perSampleOutput(*body.back(), shape);
+        overrides.push_back(precisionOverride(child.precision));
+    }
+    if (shape.rank() != in.rank())
+        throw ConfigError("the body turns " + in.toString() + " into " + shape.toString() +
+                          "; a residual body must keep images as images (flatten after the block)");
+    LayerPtr projection;
+    if (spec.shortcut == "identity") {
+        if (shape != in)
+            throw ConfigError("the body maps " + in.toString() + " to " + shape.toString() +
+                              " but an identity shortcut needs equal shapes; use \"shortcut\": \"projection\"");
+    } else {
+        projection = createProjection(in, shape);
+    }
+    return std::make_unique<Residual>(std::move(body), std::move(overrides), std::move(projection), shape);
+}
+
 } // namespace
 
 Shape perSampleOutput(const Layer& layer, const Shape& inputPerSample)
@@ -50,6 +204,18 @@ LayerPtr createLayer(const LayerSpec& spec, const Shape& in)
 {
     if (spec.type == "linear")
         return createLinear(spec, in);
+    if (spec.type == "conv2d")
+        return createConv2d(spec, in);
+    if (spec.type == "batchnorm")
+        return createBatchNorm(spec, in);
+    if (spec.type == "maxpool")
+        return createPool(PoolKind::Max, spec, in);
+    if (spec.type == "avgpool")
+        return createPool(PoolKind::Avg, spec, in);
+    if (spec.type == "dropout")
+        return createDropout(spec, in);
+    if (spec.type == "residual")
+        return createResidual(spec, in);
     if (spec.type == "flatten")
         return std::make_unique<Flatten>();
     if (auto kind = parseActivation(spec.type))

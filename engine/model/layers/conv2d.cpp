@@ -1,0 +1,103 @@
+#include "engine/model/layers/conv2d.h"
+
+#include "engine/model/init.h"
+
+namespace mantissa {
+
+namespace {
+struct Conv2dContext final : LayerContext {
+    Tensor input;
+};
+} // namespace
+
+Conv2d::Conv2d(const Shape& input, std::int64_t filters, std::int64_t kernel, std::int64_t stride,
+               std::int64_t padding, bool bias, std::string init, bool xavier)
+    : m_hasBias(bias), m_init(std::move(init)), m_xavier(xavier)
+{
+    m_shape.inChannels = input[0];
+    m_shape.inH = input[1];
+    m_shape.inW = input[2];
+    m_shape.outChannels = filters;
+    m_shape.kH = m_shape.kW = kernel;
+    m_shape.strideH = m_shape.strideW = stride;
+    m_shape.padH = m_shape.padW = padding;
+    m_shape.outH = slidingOutput(m_shape.inH, kernel, stride, padding);
+    m_shape.outW = slidingOutput(m_shape.inW, kernel, stride, padding);
+}
+
+ConvGeometry Conv2d::geometry(std::int64_t batch) const
+{
+    ConvGeometry g = m_shape;
+    g.n = batch;
+    return g;
+}
+
+Shape Conv2d::outputShape(const Shape& input) const
+{
+    return {input[0], m_shape.outChannels, m_shape.outH, m_shape.outW};
+}
+
+void Conv2d::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
+{
+    const std::int64_t area = m_shape.kH * m_shape.kW;
+    const std::int64_t fanIn = m_shape.inChannels * area;
+    const InitRule fallback = m_xavier ? xavierNormal(fanIn, m_shape.outChannels * area) : heNormal(fanIn);
+    createParameter(m_weight, name() + ".weight", {m_shape.outChannels, m_shape.inChannels, m_shape.kH, m_shape.kW},
+                    backend, masterType, computeType(), parseInitRule(m_init, fallback), seed, true);
+    if (m_hasBias)
+        createParameter(m_bias, name() + ".bias", {m_shape.outChannels}, backend, masterType, computeType(),
+                        {InitRule::Kind::Constant, 0.0f}, seed, false);
+}
+
+std::vector<Parameter*> Conv2d::parameters()
+{
+    if (m_hasBias)
+        return {&m_weight, &m_bias};
+    return {&m_weight};
+}
+
+ForwardResult Conv2d::forward(PassState& pass, const Tensor& x)
+{
+    const ConvGeometry g = geometry(x.shape()[0]);
+    Tensor y = pass.backend.empty(outputShape(x.shape()), computeType());
+    pass.backend.conv2dForward(x, m_weight.working, m_hasBias ? &m_bias.working : nullptr, y, g);
+    auto context = std::make_unique<Conv2dContext>();
+    if (pass.training)
+        context->input = x;
+    return {y, std::move(context)};
+}
+
+Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context)
+{
+    auto& saved = static_cast<Conv2dContext&>(*context);
+    const ConvGeometry g = geometry(dy.shape()[0]);
+    // Like Linear's dW, the filter gradient is rounded to the compute type: fp16 underflow of
+    // small gradients happens here unless the loss scale lifted them.
+    pass.backend.conv2dBackwardFilter(saved.input, dy, m_weight.grad, m_hasBias ? &m_bias.grad : nullptr, g);
+    if (!pass.inputGradNeeded)
+        return {};
+    Tensor dx = pass.backend.empty(saved.input.shape(), computeType());
+    pass.backend.conv2dBackwardData(dy, m_weight.working, dx, g);
+    return dx;
+}
+
+std::int64_t Conv2d::parameterCount() const
+{
+    return m_shape.outChannels * m_shape.inChannels * m_shape.kH * m_shape.kW + (m_hasBias ? m_shape.outChannels : 0);
+}
+
+std::int64_t Conv2d::flopsPerSample() const
+{
+    // Every output value is a dot product of length inChannels * kH * kW (padding included,
+    // as an im2col GEMM computes it).
+    return 2 * m_shape.outChannels * m_shape.outH * m_shape.outW * m_shape.inChannels * m_shape.kH * m_shape.kW;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> Conv2d::tensorCoreExtents() const
+{
+    return {{"in channels", m_shape.inChannels},
+            {"out channels", m_shape.outChannels},
+            {"GEMM K (in channels x kernel area)", m_shape.inChannels * m_shape.kH * m_shape.kW}};
+}
+
+} // namespace mantissa

@@ -1,0 +1,36 @@
+#pragma once
+// 2-D convolution over NCHW images: y = conv(x, W) + b with W [filters, channels, k, k].
+// The backend lowers it to GEMMs with tensor-core semantics (inputs in the compute type,
+// fp32 accumulation), so its extents matter for alignment just as a linear layer's do.
+#include "engine/backend/geometry.h"
+#include "engine/model/layer.h"
+
+namespace mantissa {
+
+class Conv2d final : public Layer {
+public:
+    // `input` is the validated per-sample shape {channels, height, width}; `init` as for Linear.
+    Conv2d(const Shape& input, std::int64_t filters, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
+           bool bias, std::string init, bool xavier);
+
+    std::string type() const override { return "conv2d"; }
+    Shape outputShape(const Shape& input) const override;
+    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    std::vector<Parameter*> parameters() override;
+    ForwardResult forward(PassState& pass, const Tensor& x) override;
+    Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
+    std::int64_t parameterCount() const override;
+    std::int64_t flopsPerSample() const override;
+    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
+
+private:
+    ConvGeometry geometry(std::int64_t batch) const;
+
+    ConvGeometry m_shape; // per-sample geometry; n is set per batch
+    bool m_hasBias;
+    std::string m_init;
+    bool m_xavier;
+    Parameter m_weight, m_bias;
+};
+
+} // namespace mantissa

@@ -1,0 +1,30 @@
+#pragma once
+// Max or average pooling over k x k windows of NCHW images. Max pooling treats padding as
+// -inf; average pooling divides by the inputs inside the image (padding excluded).
+#include "engine/backend/geometry.h"
+#include "engine/model/layer.h"
+
+namespace mantissa {
+
+enum class PoolKind : std::uint8_t { Max, Avg };
+
+class Pool2d final : public Layer {
+public:
+    // `input` is the validated per-sample shape {channels, height, width}.
+    Pool2d(PoolKind kind, const Shape& input, std::int64_t kernel, std::int64_t stride, std::int64_t padding);
+
+    std::string type() const override { return m_kind == PoolKind::Max ? "maxpool" : "avgpool"; }
+    Shape outputShape(const Shape& input) const override;
+    ForwardResult forward(PassState& pass, const Tensor& x) override;
+    Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
+    // One comparison or addition per window element; no multiply-adds.
+    std::int64_t flopsPerSample() const override;
+
+private:
+    PoolGeometry geometry(std::int64_t batch) const;
+
+    PoolKind m_kind;
+    PoolGeometry m_shape; // per-sample geometry; n is set per batch
+};
+
+} // namespace mantissa

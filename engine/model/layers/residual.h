@@ -1,0 +1,39 @@
+#pragma once
+// A residual block: y = body(x) + shortcut(x). The shortcut is the identity, or a projection
+// (a 1x1 conv2d for images, a linear for feature vectors) that maps x to the body's output
+// shape. Sub-layers are named "<block>.<i>.<type>" ("3.residual.0.conv2d.weight") and the
+// projection "<block>.shortcut"; they compute in the block's type unless they override it.
+#include "engine/model/layer.h"
+
+#include <optional>
+
+namespace mantissa {
+
+class Residual final : public Layer {
+public:
+    // `overrides[i]` is the body layer's own compute type, if its spec sets one. `projection`
+    // is null for an identity shortcut. `output` is the per-sample output shape.
+    Residual(std::vector<LayerPtr> body, std::vector<std::optional<DType>> overrides, LayerPtr projection,
+             Shape output);
+
+    std::string type() const override { return "residual"; }
+    Shape outputShape(const Shape& input) const override;
+    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    // In the order backward writes the gradients (the projection, then the body from its last
+    // layer), as Model::parametersInBackwardOrder expects of every layer.
+    std::vector<Parameter*> parameters() override;
+    std::vector<std::pair<std::string, Tensor*>> buffers() override;
+    ForwardResult forward(PassState& pass, const Tensor& x) override;
+    Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
+    std::int64_t parameterCount() const override;
+    std::int64_t flopsPerSample() const override;
+    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
+
+private:
+    std::vector<LayerPtr> m_body;
+    std::vector<std::optional<DType>> m_overrides;
+    LayerPtr m_projection;
+    Shape m_output; // per sample
+};
+
+} // namespace mantissa

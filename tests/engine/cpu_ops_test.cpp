@@ -1,0 +1,428 @@
+// CPU ops against direct references: convolution against a naive double-precision loop on
+// shapes that are not multiples of 8 (and one large enough to be split into chunks), 16-bit
+// outputs against the rounded fp32 result, batch-norm statistics kept in fp32 for fp16 inputs,
+// max-pool ties, average pooling without the padding, and dropout masks that repeat.
+#include "engine/backend/backend.h"
+#include "engine/numerics/conversions.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace mantissa;
+
+namespace mantissa {
+void PrintTo(DType t, std::ostream* os) { *os << dtypeName(t); }
+} // namespace mantissa
+
+namespace {
+
+std::vector<float> randomValues(std::int64_t n, std::uint32_t seed, DType representableIn = DType::F32)
+{
+    std::mt19937 generator(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (float& x : v)
+        x = roundToDType(dist(generator), representableIn);
+    return v;
+}
+
+// --- naive convolution in double ---------------------------------------------------------------
+
+struct ConvCase {
+    std::string name;
+    std::int64_t n, c, h, w, oc, kH, kW, strideH, strideW, padH, padW;
+    bool bias;
+
+    ConvGeometry geometry() const
+    {
+        ConvGeometry g;
+        g.n = n, g.inChannels = c, g.inH = h, g.inW = w, g.outChannels = oc, g.kH = kH, g.kW = kW;
+        g.strideH = strideH, g.strideW = strideW, g.padH = padH, g.padW = padW;
+        g.outH = slidingOutput(h, kH, strideH, padH);
+        g.outW = slidingOutput(w, kW, strideW, padW);
+        return g;
+    }
+};
+
+// Test names in CTest show the case name instead of the bytes of the struct.
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
+
+// Calls f(b, o, oh, ow, c, ih, iw, kh, kw) for every in-bounds product of the convolution.
+template <typename F>
+void forEachProduct(const ConvGeometry& g, F f)
+{
+    for (std::int64_t b = 0; b < g.n; ++b)
+        for (std::int64_t o = 0; o < g.outChannels; ++o)
+            for (std::int64_t oh = 0; oh < g.outH; ++oh)
+                for (std::int64_t ow = 0; ow < g.outW; ++ow)
+                    for (std::int64_t c = 0; c < g.inChannels; ++c)
+                        for (std::int64_t kh = 0; kh < g.kH; ++kh)
+                            for (std::int64_t kw = 0; kw < g.kW; ++kw) {
+                                const std::int64_t ih = oh * g.strideH - g.padH + kh;
+                                const std::int64_t iw = ow * g.strideW - g.padW + kw;
+                                if (ih >= 0 && ih < g.inH && iw >= 0 && iw < g.inW)
+                                    f(b, o, oh, ow, c, ih, iw, kh, kw);
+                            }
+}
+
+// Each result with the sum of the magnitudes of its terms: the scale of fp32 rounding error.
+struct Reference {
+    std::vector<double> value, magnitude;
+    void resize(std::size_t n) { value.assign(n, 0.0), magnitude.assign(n, 0.0); }
+    void add(std::size_t i, double term) { value[i] += term, magnitude[i] += std::abs(term); }
+};
+
+struct NaiveConv {
+    Reference y, dx, dw, dbias;
+};
+
+NaiveConv naiveConv(const ConvGeometry& g, const std::vector<float>& x, const std::vector<float>& w,
+                    const std::vector<float>& bias, const std::vector<float>& dy)
+{
+    NaiveConv r;
+    r.y.resize(static_cast<std::size_t>(g.n * g.outChannels * g.outH * g.outW));
+    r.dx.resize(x.size());
+    r.dw.resize(w.size());
+    r.dbias.resize(static_cast<std::size_t>(g.outChannels));
+    auto xAt = [&](auto b, auto c, auto ih, auto iw) { return static_cast<std::size_t>(((b * g.inChannels + c) * g.inH + ih) * g.inW + iw); };
+    auto wAt = [&](auto o, auto c, auto kh, auto kw) { return static_cast<std::size_t>(((o * g.inChannels + c) * g.kH + kh) * g.kW + kw); };
+    auto yAt = [&](auto b, auto o, auto oh, auto ow) { return static_cast<std::size_t>(((b * g.outChannels + o) * g.outH + oh) * g.outW + ow); };
+    forEachProduct(g, [&](auto b, auto o, auto oh, auto ow, auto c, auto ih, auto iw, auto kh, auto kw) {
+        r.y.add(yAt(b, o, oh, ow), static_cast<double>(x[xAt(b, c, ih, iw)]) * w[wAt(o, c, kh, kw)]);
+        r.dx.add(xAt(b, c, ih, iw), static_cast<double>(dy[yAt(b, o, oh, ow)]) * w[wAt(o, c, kh, kw)]);
+        r.dw.add(wAt(o, c, kh, kw), static_cast<double>(dy[yAt(b, o, oh, ow)]) * x[xAt(b, c, ih, iw)]);
+    });
+    for (std::size_t i = 0; i < r.y.value.size(); ++i) {
+        const auto o = static_cast<std::size_t>((static_cast<std::int64_t>(i) / (g.outH * g.outW)) % g.outChannels);
+        if (!bias.empty())
+            r.y.add(i, bias[o]);
+        r.dbias.add(o, dy[i]);
+    }
+    return r;
+}
+
+// fp32 sums of n terms err by a few ulps of the sum of their magnitudes (the order differs
+// from the reference's); an indexing mistake errs by a whole term.
+void expectNear(const std::vector<float>& actual, const Reference& expected, const std::string& what)
+{
+    ASSERT_EQ(actual.size(), expected.value.size()) << what;
+    int reported = 0;
+    for (std::size_t i = 0; i < actual.size() && reported < 5; ++i) {
+        const double allowed = 1e-6 + 4e-7 * expected.magnitude[i];
+        if (!(std::abs(actual[i] - expected.value[i]) <= allowed)) {
+            ADD_FAILURE() << what << "[" << i << "] = " << actual[i] << ", expected " << expected.value[i];
+            ++reported;
+        }
+    }
+}
+
+class ConvAgainstNaive : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvAgainstNaive, ForwardAndBothBackwardsMatch)
+{
+    const ConvCase& cc = GetParam();
+    const ConvGeometry g = cc.geometry();
+    auto backend = makeCpuBackend(2);
+    const auto x = randomValues(g.n * g.inChannels * g.inH * g.inW, 1);
+    const auto w = randomValues(g.outChannels * g.inChannels * g.kH * g.kW, 2);
+    const auto bias = cc.bias ? randomValues(g.outChannels, 3) : std::vector<float>{};
+    const auto dy = randomValues(g.n * g.outChannels * g.outH * g.outW, 4);
+    const NaiveConv expected = naiveConv(g, x, w, bias, dy);
+
+    Tensor tx = Tensor::fromFloats({g.n, g.inChannels, g.inH, g.inW}, x);
+    Tensor tw = Tensor::fromFloats({g.outChannels, g.inChannels, g.kH, g.kW}, w);
+    Tensor tb = cc.bias ? Tensor::fromFloats({g.outChannels}, bias) : Tensor();
+    Tensor tdy = Tensor::fromFloats({g.n, g.outChannels, g.outH, g.outW}, dy);
+    Tensor y = backend->empty(tdy.shape(), DType::F32);
+    Tensor dx = backend->empty(tx.shape(), DType::F32);
+    Tensor dw = backend->empty(tw.shape(), DType::F32);
+    Tensor dbias = backend->empty({g.outChannels}, DType::F32);
+    backend->conv2dForward(tx, tw, cc.bias ? &tb : nullptr, y, g);
+    backend->conv2dBackwardData(tdy, tw, dx, g);
+    backend->conv2dBackwardFilter(tx, tdy, dw, &dbias, g);
+
+    expectNear(y.toFloats(), expected.y, "y");
+    expectNear(dx.toFloats(), expected.dx, "dx");
+    expectNear(dw.toFloats(), expected.dw, "dw");
+    expectNear(dbias.toFloats(), expected.dbias, "dbias");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ConvAgainstNaive,
+    ::testing::Values(
+        //      name              n   c   h   w  oc kH kW sH sW pH pW bias
+        ConvCase{"same3x3",        2,  3,  5,  5,  4, 3, 3, 1, 1, 1, 1, true},
+        ConvCase{"valid3x3s2",     3,  5,  7,  9,  7, 3, 3, 2, 2, 0, 0, true},
+        ConvCase{"mnistFirst",     2,  1, 28, 28, 32, 3, 3, 1, 1, 1, 1, true},
+        ConvCase{"pointwise",      2,  6,  6,  5,  3, 1, 1, 1, 1, 0, 0, false},
+        ConvCase{"pointwiseS2",    2,  6,  7,  7,  3, 1, 1, 2, 2, 0, 0, false},
+        ConvCase{"kernel5pad2s2",  2,  4,  9,  7,  5, 5, 5, 2, 2, 2, 2, true},
+        ConvCase{"kernel2s2pad1",  3,  3,  8,  8,  6, 2, 2, 2, 2, 1, 1, false},
+        ConvCase{"rectangular",    2,  2,  6,  7,  3, 3, 2, 2, 1, 1, 0, true},
+        ConvCase{"kernelIsInput",  2,  3,  4,  4,  5, 4, 4, 1, 1, 0, 0, true},
+        ConvCase{"stride3pad1",    1,  2, 10, 11,  3, 3, 3, 3, 3, 1, 1, true},
+        // Large enough to run in more than one chunk of images.
+        ConvCase{"severalChunks", 40, 16, 28, 28,  9, 3, 3, 1, 1, 1, 1, true}),
+    [](const ::testing::TestParamInfo<ConvCase>& info) { return info.param.name; });
+
+// 16-bit tensors hold exactly representable values and the GEMM accumulates in fp32, so a
+// 16-bit output must be the fp32 result rounded once: within one ulp of it (the sum order
+// is the same, so in practice equal).
+void expectWithinOneUlp(const std::vector<float>& actual16, const std::vector<float>& exact32, DType type,
+                        const std::string& what)
+{
+    ASSERT_EQ(actual16.size(), exact32.size());
+    const float epsilon = std::ldexp(1.0f, -dtypeLimits(type).mantissaBits);
+    int reported = 0;
+    for (std::size_t i = 0; i < exact32.size() && reported < 5; ++i) {
+        const float rounded = roundToDType(exact32[i], type);
+        const float ulp = std::max(std::abs(rounded) * epsilon, dtypeLimits(type).minSubnormal);
+        if (!(std::abs(actual16[i] - rounded) <= ulp)) {
+            ADD_FAILURE() << what << "[" << i << "] = " << actual16[i] << ", fp32 result rounded: " << rounded;
+            ++reported;
+        }
+    }
+}
+
+class ConvLowPrecision : public ::testing::TestWithParam<DType> {};
+
+TEST_P(ConvLowPrecision, OutputsAreTheFp32ResultRounded)
+{
+    const DType type = GetParam();
+    const ConvGeometry g = ConvCase{"", 3, 5, 9, 9, 7, 3, 3, 1, 1, 1, 1, true}.geometry();
+    auto backend = makeCpuBackend(2);
+    const auto x = randomValues(g.n * g.inChannels * g.inH * g.inW, 11, type);
+    const auto w = randomValues(g.outChannels * g.inChannels * 9, 12, type);
+    const auto bias = randomValues(g.outChannels, 13, type);
+    const auto dy = randomValues(g.n * g.outChannels * g.outH * g.outW, 14, type);
+    const Shape xs{g.n, g.inChannels, g.inH, g.inW}, ws{g.outChannels, g.inChannels, 3, 3};
+    const Shape ys{g.n, g.outChannels, g.outH, g.outW}, bs{g.outChannels};
+
+    auto run = [&](DType t) {
+        Tensor tx = Tensor::fromFloats(xs, x, t), tw = Tensor::fromFloats(ws, w, t);
+        Tensor tb = Tensor::fromFloats(bs, bias, t), tdy = Tensor::fromFloats(ys, dy, t);
+        Tensor y = backend->empty(ys, t), dx = backend->empty(xs, t), dw = backend->empty(ws, t);
+        Tensor db = backend->empty(bs, t);
+        backend->conv2dForward(tx, tw, &tb, y, g);
+        backend->conv2dBackwardData(tdy, tw, dx, g);
+        backend->conv2dBackwardFilter(tx, tdy, dw, &db, g);
+        return std::vector<std::vector<float>>{y.toFloats(), dx.toFloats(), dw.toFloats(), db.toFloats()};
+    };
+    const auto exact = run(DType::F32);
+    const auto low = run(type);
+    const char* names[] = {"y", "dx", "dw", "dbias"};
+    for (std::size_t i = 0; i < exact.size(); ++i)
+        expectWithinOneUlp(low[i], exact[i], type, names[i]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, ConvLowPrecision, ::testing::Values(DType::F16, DType::BF16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                             return std::string(dtypeName(info.param));
+                         });
+
+// --- batch norm ----------------------------------------------------------------------------------
+
+struct BatchNormTensors {
+    Tensor gamma, beta;
+    BatchNormState state;
+};
+
+BatchNormTensors batchNormTensors(Backend& backend, std::int64_t channels)
+{
+    BatchNormTensors t;
+    t.gamma = Tensor::fromFloats({channels}, std::vector<float>(static_cast<std::size_t>(channels), 1.0f));
+    t.beta = Tensor::zeros({channels});
+    t.state.runningMean = Tensor::zeros({channels});
+    t.state.runningVar = Tensor::fromFloats({channels}, std::vector<float>(static_cast<std::size_t>(channels), 1.0f));
+    t.state.savedMean = backend.empty({channels}, DType::F32);
+    t.state.savedInvStd = backend.empty({channels}, DType::F32);
+    return t;
+}
+
+TEST(BatchNorm, StatisticsStayFp32ForFp16Inputs)
+{
+    // 1000 + k/2 is exact in fp16 (its spacing there is 0.5), but the channel sum (~1e6)
+    // overflows fp16 and an fp16 variance would lose the spread of a few units entirely.
+    const std::int64_t n = 64, channels = 2, spatial = 16;
+    std::vector<float> x(static_cast<std::size_t>(n * channels * spatial));
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = 1000.0f + 0.5f * static_cast<float>((i * 7) % 9) + (((i / spatial) % channels) ? -24.0f : 0.0f);
+    std::vector<double> mean(channels, 0.0), var(channels, 0.0);
+    const double count = static_cast<double>(n * spatial);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        mean[(i / spatial) % channels] += x[i] / count;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::size_t c = (i / spatial) % channels;
+        var[c] += (x[i] - mean[c]) * (x[i] - mean[c]) / count;
+    }
+
+    auto backend = makeCpuBackend(2);
+    BatchNormTensors t = batchNormTensors(*backend, channels);
+    Tensor x16 = Tensor::fromFloats({n, channels, 4, 4}, x, DType::F16);
+    Tensor y = backend->empty(x16.shape(), DType::F16);
+    const float momentum = 0.1f, epsilon = 1e-5f;
+    backend->batchNormForward(x16, t.gamma, t.beta, y, t.state, true, momentum, epsilon);
+
+    for (std::size_t c = 0; c < channels; ++c) {
+        EXPECT_NEAR(t.state.savedMean.f32()[c], mean[c], 1e-6 * mean[c]) << "channel " << c;
+        EXPECT_NEAR(t.state.savedInvStd.f32()[c], 1.0 / std::sqrt(var[c] + epsilon), 1e-5) << "channel " << c;
+        // PyTorch's running statistics: momentum-weighted, unbiased variance.
+        EXPECT_NEAR(t.state.runningMean.f32()[c], momentum * mean[c], 1e-6 * mean[c]);
+        EXPECT_NEAR(t.state.runningVar.f32()[c], (1 - momentum) + momentum * var[c] * count / (count - 1), 1e-5);
+    }
+    // The normalised output is O(1) and must be right to fp16 precision, not swamped by 1000.
+    const auto out = y.toFloats();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::size_t c = (i / spatial) % channels;
+        const double expected = (x[i] - mean[c]) / std::sqrt(var[c] + epsilon);
+        ASSERT_NEAR(out[i], expected, 2e-3 * (1 + std::abs(expected))) << "element " << i;
+    }
+}
+
+TEST(BatchNorm, InferenceUsesRunningStatistics)
+{
+    auto backend = makeCpuBackend(2);
+    BatchNormTensors t = batchNormTensors(*backend, 3);
+    t.gamma = Tensor::fromFloats({3}, {2.0f, 1.0f, 0.5f});
+    t.beta = Tensor::fromFloats({3}, {0.0f, 1.0f, -1.0f});
+    t.state.runningMean = Tensor::fromFloats({3}, {1.0f, -2.0f, 0.5f});
+    t.state.runningVar = Tensor::fromFloats({3}, {4.0f, 1.0f, 0.25f});
+    const std::vector<float> x{3.0f, 0.0f, 0.5f, 1.0f, -2.0f, 1.0f};
+    Tensor tx = Tensor::fromFloats({2, 3}, x);
+    Tensor y = backend->empty({2, 3}, DType::F32);
+    backend->batchNormForward(tx, t.gamma, t.beta, y, t.state, false, 0.1f, 0.0f);
+    const std::vector<float> expected{2.0f, 3.0f, -1.0f, 0.0f, 1.0f, -0.5f};
+    const auto out = y.toFloats();
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        EXPECT_NEAR(out[i], expected[i], 1e-6f) << i;
+    EXPECT_EQ(t.state.runningMean.f32()[0], 1.0f) << "evaluation must not update the running statistics";
+}
+
+// --- pooling ---------------------------------------------------------------------------------------
+
+PoolGeometry poolGeometry(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                          std::int64_t stride, std::int64_t pad)
+{
+    PoolGeometry g;
+    g.n = n, g.channels = c, g.inH = h, g.inW = w, g.kH = k, g.kW = k;
+    g.strideH = stride, g.strideW = stride, g.padH = pad, g.padW = pad;
+    g.outH = slidingOutput(h, k, stride, pad);
+    g.outW = slidingOutput(w, k, stride, pad);
+    return g;
+}
+
+TEST(Pooling, MaxPoolTiesKeepTheFirstMaximumAndRouteTheWholeGradient)
+{
+    auto backend = makeCpuBackend(2);
+    // Two 2x2 windows: the first all equal, the second tied between its last two.
+    Tensor x = Tensor::fromFloats({1, 1, 2, 4}, {5, 5, 1, 2, 5, 5, 3, 3});
+    const PoolGeometry g = poolGeometry(1, 1, 2, 4, 2, 2, 0);
+    Tensor y = backend->empty({1, 1, 1, 2}, DType::F32), argmax = backend->empty({1, 1, 1, 2}, DType::F32);
+    backend->maxPoolForward(x, y, argmax, g);
+    EXPECT_EQ(y.toFloats(), (std::vector<float>{5, 3}));
+    EXPECT_EQ(argmax.toFloats(), (std::vector<float>{0, 6})); // row-major first: (0,0) and (1,2)
+    Tensor dy = Tensor::fromFloats({1, 1, 1, 2}, {1.5f, -2.0f});
+    Tensor dx = backend->empty(x.shape(), DType::F32);
+    backend->maxPoolBackward(dy, argmax, dx, g);
+    EXPECT_EQ(dx.toFloats(), (std::vector<float>{1.5f, 0, 0, 0, 0, 0, -2.0f, 0}));
+}
+
+TEST(Pooling, MaxPoolPaddingNeverWinsAndOverlapsAccumulate)
+{
+    auto backend = makeCpuBackend(2);
+    // All negative: a zero from the padding would win if padding were not -inf.
+    Tensor x = Tensor::fromFloats({1, 1, 3, 3}, {-9, -8, -7, -6, -1, -5, -4, -3, -2});
+    const PoolGeometry g = poolGeometry(1, 1, 3, 3, 3, 1, 1);
+    Tensor y = backend->empty({1, 1, 3, 3}, DType::F32), argmax = backend->empty({1, 1, 3, 3}, DType::F32);
+    backend->maxPoolForward(x, y, argmax, g);
+    EXPECT_EQ(y.toFloats(), std::vector<float>(9, -1.0f));
+    Tensor dy = Tensor::fromFloats({1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+    Tensor dx = backend->empty(x.shape(), DType::F32);
+    backend->maxPoolBackward(dy, argmax, dx, g);
+    EXPECT_EQ(dx.toFloats(), (std::vector<float>{0, 0, 0, 0, 9, 0, 0, 0, 0}));
+}
+
+TEST(Pooling, AvgPoolExcludesPadding)
+{
+    auto backend = makeCpuBackend(2);
+    Tensor x = Tensor::fromFloats({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+    const PoolGeometry g = poolGeometry(1, 1, 3, 3, 3, 2, 1);
+    Tensor y = backend->empty({1, 1, 2, 2}, DType::F32);
+    backend->avgPoolForward(x, y, g);
+    // Each corner window holds four real inputs: (1+2+4+5)/4 etc., not divided by 9.
+    EXPECT_EQ(y.toFloats(), (std::vector<float>{3, 4, 6, 7}));
+    Tensor dy = Tensor::fromFloats({1, 1, 2, 2}, {4, 8, 12, 16});
+    Tensor dx = backend->empty(x.shape(), DType::F32);
+    backend->avgPoolBackward(dy, dx, g);
+    EXPECT_EQ(dx.toFloats(), (std::vector<float>{1, 3, 2, 4, 10, 6, 3, 7, 4}));
+}
+
+// --- dropout ------------------------------------------------------------------------------------------
+
+std::vector<float> dropoutMask(Backend& backend, const Tensor& x, float p, std::uint64_t seed, std::uint64_t counter)
+{
+    Tensor y = backend.empty(x.shape(), DType::F32), mask = backend.empty(x.shape(), DType::F32);
+    backend.dropoutForward(x, y, mask, p, seed, counter);
+    return mask.toFloats();
+}
+
+TEST(Dropout, MaskRepeatsForASeedAndIsThreadIndependent)
+{
+    Tensor x = Tensor::fromFloats({1 << 17}, randomValues(1 << 17, 5));
+    auto single = makeCpuBackend(1);
+    const auto a = dropoutMask(*single, x, 0.3f, 42, 7);
+    auto dual = makeCpuBackend(2);
+    const auto b = dropoutMask(*dual, x, 0.3f, 42, 7);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, dropoutMask(*dual, x, 0.3f, 42, 8)) << "the counter must change the mask";
+    EXPECT_NE(a, dropoutMask(*dual, x, 0.3f, 43, 7)) << "the seed must change the mask";
+}
+
+TEST(Dropout, InvertedScalingKeepsTheMean)
+{
+    auto backend = makeCpuBackend(2);
+    const std::int64_t n = 1 << 18;
+    for (float p : {0.1f, 0.5f, 0.8f}) {
+        Tensor x = Tensor::fromFloats({n}, randomValues(n, 6));
+        Tensor y = backend->empty(x.shape(), DType::F32), mask = backend->empty(x.shape(), DType::F32);
+        backend->dropoutForward(x, y, mask, p, 1, 0);
+        const auto m = mask.toFloats();
+        const auto in = x.toFloats();
+        const auto out = y.toFloats();
+        double sum = 0;
+        std::int64_t dropped = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            const auto at = static_cast<std::size_t>(i);
+            ASSERT_TRUE(m[at] == 0.0f || m[at] == 1.0f / (1.0f - p)) << m[at];
+            ASSERT_EQ(out[at], in[at] * m[at]);
+            sum += m[at];
+            dropped += m[at] == 0.0f;
+        }
+        // Binomial: the dropped fraction's standard deviation is sqrt(p(1-p)/n) < 0.001.
+        EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(n), p, 0.005) << "p = " << p;
+        EXPECT_NEAR(sum / static_cast<double>(n), 1.0, 0.02) << "p = " << p;
+
+        Tensor dy = Tensor::fromFloats({n}, randomValues(n, 7));
+        Tensor dx = backend->empty(x.shape(), DType::F32);
+        backend->dropoutBackward(dy, mask, dx);
+        const auto g = dy.toFloats();
+        const auto d = dx.toFloats();
+        for (std::size_t i = 0; i < d.size(); i += 997)
+            ASSERT_EQ(d[i], g[i] * m[i]);
+    }
+}
+
+TEST(Dropout, RateZeroKeepsEverything)
+{
+    auto backend = makeCpuBackend(2);
+    Tensor x = Tensor::fromFloats({1000}, randomValues(1000, 8));
+    const auto m = dropoutMask(*backend, x, 0.0f, 3, 3);
+    EXPECT_EQ(m, std::vector<float>(1000, 1.0f));
+}
+
+} // namespace
