@@ -81,7 +81,14 @@ RunStore::RunStore(const QString& path, const StoreOptions& options)
     : m_connection(std::make_unique<Connection>(path, options.busyTimeoutMs))
 {
     prepareDatabase(*m_connection, options.quickCheck ? IntegrityCheck::Quick : IntegrityCheck::Skip);
-    markInterruptedRuns();
+    try {
+        markInterruptedRuns();
+    } catch (const StorageError& error) {
+        // Another writer holding the lock must not keep the database from opening for
+        // reading; the next open marks the runs instead.
+        if (error.kind() != StorageError::Kind::Locked)
+            throw;
+    }
 }
 
 RunStore::~RunStore() = default;
