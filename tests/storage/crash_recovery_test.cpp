@@ -6,10 +6,8 @@
 #include "storage/storage_error.h"
 #include "test_support.h"
 
-#include <QElapsedTimer>
 #include <QProcess>
 #include <QSqlQuery>
-#include <QSysInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
