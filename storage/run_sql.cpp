@@ -1,0 +1,89 @@
+#include "storage/run_sql.h"
+
+#include "storage/db_values.h"
+#include "storage/storage_error.h"
+
+#include <QDir>
+#include <QFileInfo>
+
+#include <algorithm>
+#include <array>
+
+namespace mantissa {
+
+QString finishRunSql()
+{
+    return QStringLiteral(
+        "UPDATE runs SET status = :status, finished_at = :finished_at, "
+        "wall_seconds = :wall_seconds, peak_memory_bytes = :peak_memory_bytes, "
+        "final_train_loss = :final_train_loss, best_test_accuracy = :best_test_accuracy, "
+        "final_test_accuracy = :final_test_accuracy, steps = :steps, "
+        "skipped_steps = :skipped_steps, final_loss_scale = :final_loss_scale, "
+        "samples_per_second = :samples_per_second, error_message = :error_message "
+        "WHERE id = :id");
+}
+
+void bindFinish(QSqlQuery& query, qint64 runId, const RunFinish& finish)
+{
+    const RunSummary& s = finish.summary;
+    query.bindValue(QStringLiteral(":status"), runStatusName(finish.status));
+    query.bindValue(QStringLiteral(":finished_at"), nowDbTime());
+    query.bindValue(QStringLiteral(":wall_seconds"), nullable(finish.wallSeconds));
+    query.bindValue(QStringLiteral(":peak_memory_bytes"), nullable(finish.peakMemoryBytes));
+    query.bindValue(QStringLiteral(":final_train_loss"), nullable(s.finalTrainLoss));
+    query.bindValue(QStringLiteral(":best_test_accuracy"), nullable(s.bestTestAccuracy));
+    query.bindValue(QStringLiteral(":final_test_accuracy"), nullable(s.finalTestAccuracy));
+    query.bindValue(QStringLiteral(":steps"), nullable(s.steps));
+    query.bindValue(QStringLiteral(":skipped_steps"), nullable(s.skippedSteps));
+    query.bindValue(QStringLiteral(":final_loss_scale"), nullable(s.finalLossScale));
+    query.bindValue(QStringLiteral(":samples_per_second"), nullable(s.samplesPerSecond));
+    query.bindValue(QStringLiteral(":error_message"), text(finish.errorMessage));
+    query.bindValue(QStringLiteral(":id"), runId);
+}
+
+QString storedCheckpointPath(const QString& databaseDirectory, const QString& filePath)
+{
+    const QString absolute = QFileInfo(filePath).absoluteFilePath();
+    const QString relative = QDir(databaseDirectory).relativeFilePath(absolute);
+    return relative.startsWith(QStringLiteral("../")) || QDir::isAbsolutePath(relative) ? absolute
+                                                                                      : relative;
+}
+
+std::optional<EventKind> parseEventKind(const QString& name)
+{
+    constexpr std::array kinds{EventKind::Overflow, EventKind::ScaleChange, EventKind::Divergence,
+                               EventKind::Finished, EventKind::Error};
+    for (EventKind kind : kinds) {
+        if (name == QLatin1String(eventKindName(kind)))
+            return kind;
+    }
+    return std::nullopt;
+}
+
+QString checkedRunName(const QString& databasePath, const QString& name)
+{
+    const QString trimmed = name.trimmed();
+    QString problem;
+    if (trimmed.isEmpty())
+        problem = QStringLiteral("a run name cannot be empty");
+    else if (trimmed.size() > 200)
+        problem = QStringLiteral("the run name \"%1...\" is longer than 200 characters").arg(trimmed.left(40));
+    else if (std::all_of(trimmed.begin(), trimmed.end(), [](QChar c) { return c.isDigit(); }))
+        problem = QStringLiteral("the run name \"%1\" is all digits, which would read as a run "
+                                 "id; add a letter").arg(trimmed);
+    if (!problem.isEmpty())
+        throw StorageError(StorageError::Kind::InvalidArgument, databasePath, problem);
+    return trimmed;
+}
+
+QString checkedTag(const QString& databasePath, const QString& tag)
+{
+    const QString trimmed = tag.trimmed();
+    if (trimmed.isEmpty() || trimmed.size() > 100) {
+        throw StorageError(StorageError::Kind::InvalidArgument, databasePath,
+                           QStringLiteral("a tag must have 1 to 100 characters (got \"%1\")").arg(tag));
+    }
+    return trimmed;
+}
+
+} // namespace mantissa

@@ -1,0 +1,82 @@
+#pragma once
+// RunStore: opens (creating, checking and migrating) a run database and is the API the
+// CLI and the GUI use to create, find, read, organise and delete runs. Training rows are
+// written by RunWriter on the training thread, through its own connection.
+//
+// A RunStore owns one QSqlDatabase connection, which belongs to the thread that created
+// the store: use it on that thread only, and give every other thread its own RunStore.
+// Reads are single statements (no transaction stays open between calls), so readers
+// never hold back the writer. Every method throws StorageError on failure.
+#include "engine/train/records.h"
+#include "storage/run_types.h"
+
+#include <QList>
+#include <QString>
+
+#include <memory>
+#include <optional>
+
+namespace mantissa {
+
+class Connection;
+
+struct StoreOptions {
+    int busyTimeoutMs = 5000; // how long a statement waits for another writer's lock
+    bool quickCheck = true;   // PRAGMA quick_check on open (about 0.1 s per million steps)
+};
+
+class RunStore {
+public:
+    // Opens or creates the database at `path`. Refuses, without modifying it, a file that
+    // is not SQLite, another application's database, a corrupt one or one with a newer
+    // schema; migrates an older schema forward; marks runs whose writer died "interrupted".
+    explicit RunStore(const QString& path, const StoreOptions& options = {});
+    ~RunStore();
+    RunStore(const RunStore&) = delete;
+    RunStore& operator=(const RunStore&) = delete;
+
+    QString path() const;      // absolute path of the database file
+    QString directory() const; // checkpoint paths are stored relative to it
+    static int schemaVersion();
+
+    // Runs. createRun() records this process as the writer (see RunWriter).
+    qint64 createRun(const NewRun& run);
+    void finishRun(qint64 runId, const RunFinish& finish);
+    QList<RunInfo> listRuns(const RunFilter& filter = {}) const; // newest first
+    RunInfo run(qint64 runId) const;
+    // By id ("12") or by unique name ("mlp-mixed-fp16-3"); names are never all digits.
+    RunInfo findRun(const QString& idOrName) const;
+    void renameRun(qint64 runId, const QString& newName);
+    void setNotes(qint64 runId, const QString& notes);
+    void addTag(qint64 runId, const QString& tag);    // adding a present tag does nothing
+    void removeTag(qint64 runId, const QString& tag); // removing an absent tag does nothing
+    // Deletes the run's rows, then its checkpoint files; returns the files that could not
+    // be removed. Refuses a run whose writer is still alive.
+    QStringList deleteRun(qint64 runId);
+    // Marks "running" runs whose writer is gone as "interrupted" (done on open; the GUI
+    // may call it again). Returns how many were marked.
+    int markInterruptedRuns();
+
+    // Rows of a run. steps() returns those with step > afterStep, so a plot can poll for
+    // new rows only.
+    StepSeries steps(qint64 runId, qint64 afterStep = 0) const;
+    QList<EpochRecord> epochs(qint64 runId) const;
+    QList<EventRecord> events(qint64 runId) const;
+    QList<CheckpointInfo> checkpoints(qint64 runId) const;
+    // `filePath` is stored relative to directory() when it lies inside it.
+    qint64 addCheckpoint(qint64 runId, const QString& filePath, qint64 step, int epoch);
+
+    // Comparison groups: runs trained to be compared side by side (fp32 vs fp16).
+    qint64 createGroup(const QString& name);
+    QList<GroupInfo> groups() const; // newest first
+    void setRunGroup(qint64 runId, std::optional<qint64> groupId);
+    QList<RunInfo> groupRuns(qint64 groupId) const;
+
+private:
+    void requireRun(qint64 runId) const;
+    void requireGroup(qint64 groupId) const;
+
+    std::unique_ptr<Connection> m_connection;
+};
+
+} // namespace mantissa

@@ -1,0 +1,255 @@
+// RunStore's read API: single SELECT statements, so that no read transaction outlives
+// a call (a long one would keep the WAL from being checkpointed while a run writes).
+#include "storage/run_store.h"
+
+#include "storage/connection.h"
+#include "storage/db_values.h"
+#include "storage/run_sql.h"
+#include "storage/storage_error.h"
+
+#include <QDir>
+
+#include <algorithm>
+
+namespace mantissa {
+
+namespace {
+
+// Tags come along as one string joined by the unit separator, to list runs in one query.
+const QString kRunColumns = QStringLiteral(
+    "id, name, status, created_at, finished_at, config_json, preset, precision, device, "
+    "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
+    "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
+    "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, "
+    "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
+
+RunInfo readRun(const QSqlQuery& q)
+{
+    RunInfo run;
+    int i = 0;
+    run.id = q.value(i++).toLongLong();
+    run.name = q.value(i++).toString();
+    run.status = parseRunStatus(q.value(i++).toString()).value_or(RunStatus::Failed);
+    run.createdAt = fromDbTime(q.value(i++));
+    run.finishedAt = fromDbTime(q.value(i++));
+    run.configJson = q.value(i++).toString();
+    run.preset = q.value(i++).toString();
+    run.precision = q.value(i++).toString();
+    run.device = q.value(i++).toString();
+    run.engineVersion = q.value(i++).toString();
+    run.wallSeconds = optionalDouble(q.value(i++));
+    run.peakMemoryBytes = optionalInt(q.value(i++));
+    run.notes = q.value(i++).toString();
+    run.groupId = optionalInt(q.value(i++));
+    RunSummary& s = run.summary;
+    s.finalTrainLoss = optionalDouble(q.value(i++));
+    s.bestTestAccuracy = optionalDouble(q.value(i++));
+    s.finalTestAccuracy = optionalDouble(q.value(i++));
+    s.steps = optionalInt(q.value(i++));
+    s.skippedSteps = optionalInt(q.value(i++));
+    s.finalLossScale = optionalDouble(q.value(i++));
+    s.samplesPerSecond = optionalDouble(q.value(i++));
+    run.errorMessage = q.value(i++).toString();
+    run.writerPid = q.value(i++).toLongLong();
+    run.writerHost = q.value(i++).toString();
+    run.heartbeatAt = fromDbTime(q.value(i++));
+    const QString tags = q.value(i++).toString();
+    if (!tags.isEmpty()) {
+        run.tags = tags.split(QChar(31));
+        run.tags.sort();
+    }
+    return run;
+}
+
+QList<RunInfo> readRuns(const Connection& connection, QSqlQuery& query, const QString& what)
+{
+    connection.exec(query, what);
+    QList<RunInfo> runs;
+    while (query.next())
+        runs << readRun(query);
+    return runs;
+}
+
+} // namespace
+
+QList<RunInfo> RunStore::listRuns(const RunFilter& filter) const
+{
+    QStringList where;
+    QVariantList values;
+    if (filter.status) {
+        where << QStringLiteral("status = ?");
+        values << runStatusName(*filter.status);
+    }
+    if (!filter.preset.isEmpty()) {
+        where << QStringLiteral("preset = ?");
+        values << filter.preset;
+    }
+    if (!filter.precision.isEmpty()) {
+        where << QStringLiteral("precision = ?");
+        values << filter.precision;
+    }
+    if (filter.groupId) {
+        where << QStringLiteral("group_id = ?");
+        values << *filter.groupId;
+    }
+    if (!filter.tag.isEmpty()) {
+        where << QStringLiteral("EXISTS (SELECT 1 FROM run_tags WHERE run_id = runs.id AND tag = ?)");
+        values << filter.tag;
+    }
+    QString sql = QStringLiteral("SELECT %1 FROM runs").arg(kRunColumns);
+    if (!where.isEmpty())
+        sql += QStringLiteral(" WHERE ") + where.join(QStringLiteral(" AND "));
+    sql += QStringLiteral(" ORDER BY created_at DESC, id DESC");
+    if (filter.limit > 0)
+        sql += QStringLiteral(" LIMIT %1").arg(filter.limit);
+    QSqlQuery query = m_connection->prepare(sql);
+    query.setForwardOnly(true);
+    for (const QVariant& value : values)
+        query.addBindValue(value);
+    return readRuns(*m_connection, query, QStringLiteral("listing runs"));
+}
+
+RunInfo RunStore::run(qint64 runId) const
+{
+    QSqlQuery query = m_connection->prepare(QStringLiteral("SELECT %1 FROM runs WHERE id = ?").arg(kRunColumns));
+    query.addBindValue(runId);
+    const QList<RunInfo> runs = readRuns(*m_connection, query, QStringLiteral("reading run %1").arg(runId));
+    if (runs.isEmpty()) {
+        throw StorageError(StorageError::Kind::NotFound, path(),
+                           QStringLiteral("there is no run with id %1").arg(runId));
+    }
+    return runs.front();
+}
+
+RunInfo RunStore::findRun(const QString& idOrName) const
+{
+    const QString key = idOrName.trimmed();
+    bool isId = false;
+    const qint64 id = key.toLongLong(&isId);
+    if (isId && std::all_of(key.begin(), key.end(), [](QChar c) { return c.isDigit(); }))
+        return run(id);
+    QSqlQuery query = m_connection->prepare(QStringLiteral("SELECT %1 FROM runs WHERE name = ?").arg(kRunColumns));
+    query.addBindValue(key);
+    const QList<RunInfo> runs = readRuns(*m_connection, query, QStringLiteral("finding run \"%1\"").arg(key));
+    if (runs.isEmpty()) {
+        throw StorageError(StorageError::Kind::NotFound, path(),
+                           QStringLiteral("there is no run named \"%1\"; give a run's name or id").arg(key));
+    }
+    return runs.front();
+}
+
+StepSeries RunStore::steps(qint64 runId, qint64 afterStep) const
+{
+    requireRun(runId);
+    QSqlQuery query = m_connection->prepare(QStringLiteral(
+        "SELECT step, epoch, loss, learning_rate, loss_scale, skipped, grad_norm, "
+        "samples_per_second, elapsed_seconds FROM steps WHERE run_id = ? AND step > ? ORDER BY step"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    query.addBindValue(afterStep);
+    m_connection->exec(query, QStringLiteral("reading the steps of run %1").arg(runId));
+    StepSeries s;
+    while (query.next()) {
+        s.step << query.value(0).toDouble();
+        s.epoch << query.value(1).toDouble();
+        s.loss << doubleOrNan(query.value(2));
+        s.learningRate << doubleOrNan(query.value(3));
+        s.lossScale << doubleOrNan(query.value(4));
+        s.skipped << query.value(5).toBool();
+        s.gradNorm << doubleOrNan(query.value(6));
+        s.samplesPerSecond << doubleOrNan(query.value(7));
+        s.elapsedSeconds << doubleOrNan(query.value(8));
+    }
+    return s;
+}
+
+QList<EpochRecord> RunStore::epochs(qint64 runId) const
+{
+    requireRun(runId);
+    QSqlQuery query = m_connection->prepare(QStringLiteral(
+        "SELECT epoch, train_loss, train_accuracy, test_loss, test_accuracy, wall_seconds "
+        "FROM epochs WHERE run_id = ? ORDER BY epoch"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    m_connection->exec(query, QStringLiteral("reading the epochs of run %1").arg(runId));
+    QList<EpochRecord> epochs;
+    while (query.next()) {
+        EpochRecord e;
+        e.epoch = query.value(0).toInt();
+        e.trainLoss = float(doubleOrNan(query.value(1)));
+        e.trainAccuracy = float(doubleOrNan(query.value(2)));
+        e.testLoss = float(doubleOrNan(query.value(3)));
+        e.testAccuracy = float(doubleOrNan(query.value(4)));
+        e.wallSeconds = doubleOrNan(query.value(5));
+        epochs << e;
+    }
+    return epochs;
+}
+
+QList<EventRecord> RunStore::events(qint64 runId) const
+{
+    requireRun(runId);
+    QSqlQuery query = m_connection->prepare(QStringLiteral(
+        "SELECT kind, step, scale_before, scale_after, parameter, message "
+        "FROM events WHERE run_id = ? ORDER BY step, id"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    m_connection->exec(query, QStringLiteral("reading the events of run %1").arg(runId));
+    QList<EventRecord> events;
+    while (query.next()) {
+        EventRecord e;
+        e.kind = parseEventKind(query.value(0).toString()).value_or(EventKind::Error);
+        e.step = query.value(1).toLongLong();
+        // NULL (events without a scale) reads back as the struct's default, 0.
+        e.scaleBefore = float(query.value(2).toDouble());
+        e.scaleAfter = float(query.value(3).toDouble());
+        e.parameter = query.value(4).toString().toStdString();
+        e.message = query.value(5).toString().toStdString();
+        events << e;
+    }
+    return events;
+}
+
+QList<CheckpointInfo> RunStore::checkpoints(qint64 runId) const
+{
+    requireRun(runId);
+    QSqlQuery query = m_connection->prepare(QStringLiteral(
+        "SELECT id, path, step, epoch, created_at FROM checkpoints WHERE run_id = ? ORDER BY step, id"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    m_connection->exec(query, QStringLiteral("reading the checkpoints of run %1").arg(runId));
+    const QDir base(directory());
+    QList<CheckpointInfo> checkpoints;
+    while (query.next()) {
+        CheckpointInfo c;
+        c.id = query.value(0).toLongLong();
+        c.path = query.value(1).toString();
+        c.absolutePath = QDir::cleanPath(base.absoluteFilePath(c.path));
+        c.step = query.value(2).toLongLong();
+        c.epoch = query.value(3).toInt();
+        c.createdAt = fromDbTime(query.value(4));
+        checkpoints << c;
+    }
+    return checkpoints;
+}
+
+QList<GroupInfo> RunStore::groups() const
+{
+    QSqlQuery query = m_connection->exec(
+        QStringLiteral("SELECT id, name, created_at FROM comparison_groups ORDER BY created_at DESC, id DESC"),
+        QStringLiteral("listing comparison groups"));
+    QList<GroupInfo> groups;
+    while (query.next())
+        groups << GroupInfo{query.value(0).toLongLong(), query.value(1).toString(), fromDbTime(query.value(2))};
+    return groups;
+}
+
+QList<RunInfo> RunStore::groupRuns(qint64 groupId) const
+{
+    requireGroup(groupId);
+    RunFilter filter;
+    filter.groupId = groupId;
+    return listRuns(filter);
+}
+
+} // namespace mantissa

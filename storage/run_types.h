@@ -1,0 +1,111 @@
+#pragma once
+// The value types of the run store: what a caller passes in to create and finish a run,
+// and what the read API hands back. Plain structs; RunStore and RunWriter do the work.
+#include <QDateTime>
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace mantissa {
+
+enum class RunStatus { Running, Finished, Stopped, Diverged, Failed, Interrupted };
+
+// "running", "finished", "stopped", "diverged", "failed", "interrupted": the strings
+// stored in runs.status (docs/storage.md).
+QString runStatusName(RunStatus status);
+std::optional<RunStatus> parseRunStatus(const QString& name);
+
+// The summary columns of a run. Unset fields are stored as NULL ("not known").
+struct RunSummary {
+    std::optional<double> finalTrainLoss;
+    std::optional<double> bestTestAccuracy;  // in [0, 1]
+    std::optional<double> finalTestAccuracy; // in [0, 1]
+    std::optional<qint64> steps;             // optimizer steps, skipped ones included
+    std::optional<qint64> skippedSteps;      // steps whose gradients were non-finite
+    std::optional<double> finalLossScale;
+    std::optional<double> samplesPerSecond;  // training throughput over the whole run
+};
+
+// What createRun() needs. Everything but the config may be empty.
+struct NewRun {
+    QString name;           // empty: generated as "<preset>-<precision>-<n>", e.g. "mlp-mixed-fp16-3"
+    QString configJson;     // the full run config (runConfigToJson), stored verbatim
+    QString preset;         // preset name or config file stem
+    QString precision;      // "fp32", "mixed-fp16", ... (precisionModeName)
+    QString device;         // "cpu: <model>" or "cuda: <gpu>, driver, CUDA and cuDNN versions"
+    QString engineVersion = QStringLiteral(MANTISSA_VERSION);
+    QStringList tags;
+    QString notes;
+    std::optional<qint64> groupId; // comparison group (RunStore::createGroup)
+};
+
+// What finishRun() / RunWriter::finish() record when a run ends.
+struct RunFinish {
+    RunStatus status = RunStatus::Finished; // anything but Running
+    RunSummary summary;
+    std::optional<double> wallSeconds;
+    std::optional<qint64> peakMemoryBytes;
+    QString errorMessage;
+};
+
+// One row of the runs table with its tags.
+struct RunInfo {
+    qint64 id = 0;
+    QString name;
+    RunStatus status = RunStatus::Running;
+    QDateTime createdAt, finishedAt; // UTC; finishedAt is invalid while running
+    QString configJson, preset, precision, device, engineVersion;
+    std::optional<double> wallSeconds;
+    std::optional<qint64> peakMemoryBytes;
+    QStringList tags; // sorted
+    QString notes;
+    std::optional<qint64> groupId;
+    RunSummary summary;
+    QString errorMessage;
+    // The process that writes (or wrote) the run: crash recovery uses them.
+    qint64 writerPid = 0;
+    QString writerHost;
+    QDateTime heartbeatAt; // last commit by the writer
+};
+
+// listRuns() filters; an empty field does not filter.
+struct RunFilter {
+    std::optional<RunStatus> status;
+    QString preset;
+    QString precision;
+    std::optional<qint64> groupId;
+    QString tag;
+    int limit = 0; // 0 = all
+};
+
+// Per-step rows as columns, ready for plotting: QCustomPlot and most plotting code take
+// QVector<double> keys and values, so every numeric column is double (exact for the
+// stored floats and for step counts below 2^53). Non-finite values read back as NaN
+// where SQLite stored NULL (SQLite turns NaN into NULL) and as +-inf otherwise.
+struct StepSeries {
+    QList<double> step, epoch, loss, learningRate, lossScale, gradNorm, samplesPerSecond,
+        elapsedSeconds;
+    QList<bool> skipped;
+
+    qsizetype size() const { return step.size(); }
+    bool isEmpty() const { return step.isEmpty(); }
+};
+
+struct CheckpointInfo {
+    qint64 id = 0;
+    QString path;         // as stored: relative to the database's directory when inside it
+    QString absolutePath; // resolved against the database's directory
+    qint64 step = 0;
+    int epoch = 0;
+    QDateTime createdAt;
+};
+
+struct GroupInfo {
+    qint64 id = 0;
+    QString name;
+    QDateTime createdAt;
+};
+
+} // namespace mantissa

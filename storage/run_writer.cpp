@@ -1,0 +1,394 @@
+#include "storage/run_writer.h"
+
+#include "storage/connection.h"
+#include "storage/db_values.h"
+#include "storage/process_liveness.h"
+#include "storage/run_sql.h"
+#include "storage/schema.h"
+#include "storage/storage_error.h"
+
+#include <QFileInfo>
+
+#include <cmath>
+
+namespace mantissa {
+
+namespace {
+
+constexpr int kStepColumns = 9;    // bound per step row; run_id is part of the SQL text
+constexpr int kMaxLockedCommits = 3; // then a held lock is a failure, not a hiccup
+
+QString stepInsertSql(qint64 runId, int rows)
+{
+    QString sql = QStringLiteral(
+        "INSERT OR REPLACE INTO steps (run_id, step, epoch, loss, learning_rate, loss_scale, "
+        "skipped, grad_norm, samples_per_second, elapsed_seconds) VALUES ");
+    const QString row = QStringLiteral("(%1, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(runId);
+    for (int i = 0; i < rows; ++i)
+        sql += (i == 0 ? QString() : QStringLiteral(", ")) + row;
+    return sql;
+}
+
+// Floats go in as doubles: exact, and a float QVariant is not bound as REAL by every Qt
+// version. A NaN is stored as NULL by SQLite.
+void bindStep(QSqlQuery& query, int first, const StepRecord& s)
+{
+    query.bindValue(first + 0, qlonglong(s.step));
+    query.bindValue(first + 1, s.epoch);
+    query.bindValue(first + 2, double(s.loss));
+    query.bindValue(first + 3, double(s.learningRate));
+    query.bindValue(first + 4, double(s.lossScale));
+    query.bindValue(first + 5, s.skipped ? 1 : 0);
+    query.bindValue(first + 6, double(s.gradNorm));
+    query.bindValue(first + 7, double(s.samplesPerSecond));
+    query.bindValue(first + 8, s.elapsedSeconds);
+}
+
+bool hasScale(EventKind kind)
+{
+    return kind == EventKind::Overflow || kind == EventKind::ScaleChange;
+}
+
+template <typename T>
+void fillIfUnset(std::optional<T>& field, const std::optional<T>& observed)
+{
+    if (!field)
+        field = observed;
+}
+
+} // namespace
+
+RunWriter::RunWriter(const QString& databasePath, qint64 runId, const WriterOptions& options)
+    : m_connection(std::make_unique<Connection>(databasePath, options.busyTimeoutMs)),
+      m_runId(runId), m_options(options),
+      m_databaseDirectory(QFileInfo(m_connection->path()).absolutePath())
+{
+    // The RunStore that created the run has checked the file's integrity already.
+    prepareDatabase(*m_connection, IntegrityCheck::Skip);
+    prepareStatements();
+    claimRun();
+    m_steps.reserve(std::min(options.maxBufferedSteps, 4096));
+    m_lastCommit = Clock::now();
+}
+
+RunWriter::~RunWriter()
+{
+    if (failed() && !m_failureRecorded)
+        markRunEnded(RunStatus::Failed, m_errorMessage);
+    if (!m_finished && !failed()) {
+        RunFinish interrupted;
+        interrupted.status = RunStatus::Interrupted;
+        interrupted.errorMessage = QStringLiteral("the run's writer was closed before the run finished");
+        finish(interrupted);
+    }
+}
+
+void RunWriter::prepareStatements()
+{
+    const Connection& c = *m_connection;
+    m_insertSteps = c.prepare(stepInsertSql(m_runId, kRowsPerInsert));
+    m_insertStep = c.prepare(stepInsertSql(m_runId, 1));
+    m_insertEpoch = c.prepare(QStringLiteral(
+        "INSERT OR REPLACE INTO epochs (run_id, epoch, train_loss, train_accuracy, test_loss, "
+        "test_accuracy, wall_seconds) VALUES (%1, ?, ?, ?, ?, ?, ?)").arg(m_runId));
+    m_insertEvent = c.prepare(QStringLiteral(
+        "INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter, message) "
+        "VALUES (%1, ?, ?, ?, ?, ?, ?)").arg(m_runId));
+    m_insertCheckpoint = c.prepare(QStringLiteral(
+        "INSERT INTO checkpoints (run_id, path, step, epoch, created_at) VALUES (%1, ?, ?, ?, ?)")
+                                       .arg(m_runId));
+    m_heartbeat = c.prepare(QStringLiteral("UPDATE runs SET heartbeat_at = ? WHERE id = %1").arg(m_runId));
+    m_begin = c.prepare(QStringLiteral("BEGIN IMMEDIATE"));
+    m_commit = c.prepare(QStringLiteral("COMMIT"));
+    m_rollback = c.prepare(QStringLiteral("ROLLBACK"));
+}
+
+void RunWriter::claimRun()
+{
+    const Connection& c = *m_connection;
+    const WriterIdentity self = currentWriterIdentity();
+    QSqlQuery claim = c.prepare(QStringLiteral(
+        "UPDATE runs SET writer_pid = ?, writer_host = ?, writer_boot = ?, writer_start = ?, "
+        "heartbeat_at = ? WHERE id = ? AND status = 'running'"));
+    for (const QVariant& value : {QVariant(self.pid), QVariant(self.host), QVariant(self.boot),
+                                  QVariant(self.startTicks), QVariant(nowDbTime()), QVariant(m_runId)}) {
+        claim.addBindValue(value);
+    }
+    c.exec(claim, QStringLiteral("claiming run %1 for writing").arg(m_runId));
+    if (claim.numRowsAffected() == 1)
+        return;
+    QSqlQuery status = c.prepare(QStringLiteral("SELECT status FROM runs WHERE id = ?"));
+    status.addBindValue(m_runId);
+    c.exec(status, QStringLiteral("reading run %1").arg(m_runId));
+    if (!status.next()) {
+        throw StorageError(StorageError::Kind::NotFound, c.path(),
+                           QStringLiteral("there is no run with id %1 to write").arg(m_runId));
+    }
+    throw StorageError(StorageError::Kind::InvalidArgument, c.path(),
+                       QStringLiteral("run %1 has already ended (status \"%2\"); create a new run "
+                                      "to train again")
+                           .arg(m_runId)
+                           .arg(status.value(0).toString()));
+}
+
+void RunWriter::onStep(const StepRecord& step)
+{
+    if (failed())
+        return;
+    try {
+        m_steps.push_back(step);
+    } catch (const std::bad_alloc&) {
+        fail(QStringLiteral("%1: out of memory buffering step rows").arg(m_connection->path()));
+        return;
+    }
+    observe(step);
+    if (qsizetype(m_steps.size()) >= m_options.maxBufferedSteps
+        || Clock::now() - m_lastCommit >= std::chrono::milliseconds(m_options.commitIntervalMs)) {
+        commit(nullptr);
+    }
+}
+
+void RunWriter::onEpoch(const EpochRecord& epoch)
+{
+    if (failed())
+        return;
+    m_epochs.push_back(epoch);
+    observe(epoch);
+    commit(nullptr);
+}
+
+void RunWriter::onEvent(const EventRecord& event)
+{
+    if (failed())
+        return;
+    m_events.push_back(event);
+    observe(event);
+    commit(nullptr);
+}
+
+void RunWriter::addCheckpoint(const QString& filePath, qint64 step, int epoch)
+{
+    if (failed())
+        return;
+    m_checkpoints.push_back({storedCheckpointPath(m_databaseDirectory, filePath), step, epoch, nowDbTime()});
+    commit(nullptr);
+}
+
+bool RunWriter::flush()
+{
+    return commit(nullptr);
+}
+
+bool RunWriter::finish(const RunFinish& finish)
+{
+    if (m_finished || failed())
+        return !failed();
+    RunFinish complete = finish;
+    const RunSummary observed = observedSummary();
+    RunSummary& s = complete.summary;
+    fillIfUnset(s.finalTrainLoss, observed.finalTrainLoss);
+    fillIfUnset(s.bestTestAccuracy, observed.bestTestAccuracy);
+    fillIfUnset(s.finalTestAccuracy, observed.finalTestAccuracy);
+    fillIfUnset(s.steps, observed.steps);
+    fillIfUnset(s.skippedSteps, observed.skippedSteps);
+    fillIfUnset(s.finalLossScale, observed.finalLossScale);
+    fillIfUnset(s.samplesPerSecond, observed.samplesPerSecond);
+    if (!complete.wallSeconds && m_lastElapsedSeconds > 0)
+        complete.wallSeconds = m_lastElapsedSeconds;
+    return commit(&complete);
+}
+
+QString RunWriter::errorMessage() const
+{
+    return failed() ? m_errorMessage : QString();
+}
+
+bool RunWriter::commit(const RunFinish* finish)
+{
+    if (failed())
+        return false;
+    for (;;) {
+        try {
+            m_connection->exec(m_begin, QStringLiteral("starting to write run %1").arg(m_runId));
+            writePending(finish);
+            m_connection->exec(m_commit, QStringLiteral("committing rows of run %1").arg(m_runId));
+            break;
+        } catch (const StorageError& error) {
+            rollback();
+            // A lock held past the timeout may be a reader's long `sqlite3` session: keep
+            // the rows and try again at the next commit, but only a few times running.
+            if (error.kind() == StorageError::Kind::Locked && ++m_lockedCommits < kMaxLockedCommits) {
+                if (finish)
+                    continue; // the last chance to write: wait again now
+                m_lastCommit = Clock::now();
+                return true;
+            }
+            fail(error.message());
+            return false;
+        } catch (const std::exception& error) {
+            rollback();
+            fail(QStringLiteral("%1: writing run %2 failed: %3")
+                     .arg(m_connection->path())
+                     .arg(m_runId)
+                     .arg(QString::fromLocal8Bit(error.what())));
+            return false;
+        }
+    }
+    m_committedSteps += qint64(m_steps.size());
+    ++m_commitCount;
+    m_lockedCommits = 0;
+    m_steps.clear();
+    m_epochs.clear();
+    m_events.clear();
+    m_checkpoints.clear();
+    m_lastCommit = Clock::now();
+    if (finish)
+        m_finished = true;
+    return true;
+}
+
+void RunWriter::writePending(const RunFinish* finish)
+{
+    const Connection& c = *m_connection;
+    writeSteps();
+    for (const EpochRecord& e : m_epochs) {
+        int i = 0;
+        m_insertEpoch.bindValue(i++, e.epoch);
+        for (double value : {double(e.trainLoss), double(e.trainAccuracy), double(e.testLoss),
+                             double(e.testAccuracy), e.wallSeconds}) {
+            m_insertEpoch.bindValue(i++, value);
+        }
+        c.exec(m_insertEpoch, QStringLiteral("writing epoch %1 of run %2").arg(e.epoch).arg(m_runId));
+    }
+    for (const EventRecord& e : m_events) {
+        m_insertEvent.bindValue(0, QString::fromLatin1(eventKindName(e.kind)));
+        m_insertEvent.bindValue(1, qlonglong(e.step));
+        m_insertEvent.bindValue(2, hasScale(e.kind) ? QVariant(double(e.scaleBefore)) : QVariant());
+        m_insertEvent.bindValue(3, hasScale(e.kind) ? QVariant(double(e.scaleAfter)) : QVariant());
+        m_insertEvent.bindValue(4, text(QString::fromStdString(e.parameter)));
+        m_insertEvent.bindValue(5, text(QString::fromStdString(e.message)));
+        c.exec(m_insertEvent, QStringLiteral("writing an event of run %1").arg(m_runId));
+    }
+    for (const PendingCheckpoint& p : m_checkpoints) {
+        m_insertCheckpoint.bindValue(0, p.path);
+        m_insertCheckpoint.bindValue(1, p.step);
+        m_insertCheckpoint.bindValue(2, p.epoch);
+        m_insertCheckpoint.bindValue(3, p.createdAt);
+        c.exec(m_insertCheckpoint, QStringLiteral("recording a checkpoint of run %1").arg(m_runId));
+    }
+    m_heartbeat.bindValue(0, nowDbTime());
+    c.exec(m_heartbeat, QStringLiteral("updating the heartbeat of run %1").arg(m_runId));
+    if (finish) {
+        QSqlQuery update = c.prepare(finishRunSql());
+        bindFinish(update, m_runId, *finish);
+        c.exec(update, QStringLiteral("finishing run %1").arg(m_runId));
+    }
+}
+
+void RunWriter::writeSteps()
+{
+    const Connection& c = *m_connection;
+    const QString what = QStringLiteral("writing steps of run %1").arg(m_runId);
+    const std::size_t n = m_steps.size();
+    std::size_t i = 0;
+    for (; i + kRowsPerInsert <= n; i += kRowsPerInsert) {
+        for (int row = 0; row < kRowsPerInsert; ++row)
+            bindStep(m_insertSteps, row * kStepColumns, m_steps[i + std::size_t(row)]);
+        c.exec(m_insertSteps, what);
+    }
+    for (; i < n; ++i) {
+        bindStep(m_insertStep, 0, m_steps[i]);
+        c.exec(m_insertStep, what);
+    }
+}
+
+void RunWriter::rollback()
+{
+    m_rollback.exec(); // fails harmlessly when SQLite already rolled back (SQLITE_FULL)
+}
+
+void RunWriter::fail(const QString& message)
+{
+    if (failed())
+        return;
+    m_errorMessage = message;
+    m_failed.store(true, std::memory_order_release);
+    // The rows cannot be stored; do not let them grow while the trainer winds down.
+    std::vector<StepRecord>().swap(m_steps);
+    m_epochs.clear();
+    m_events.clear();
+    m_checkpoints.clear();
+    m_failureRecorded = markRunEnded(RunStatus::Failed, message);
+}
+
+bool RunWriter::markRunEnded(RunStatus status, const QString& message)
+{
+    // Best effort: after a full disk or a broken file this update may fail as well, and
+    // then the next open marks the run interrupted instead.
+    QSqlQuery update(m_connection->database());
+    update.prepare(QStringLiteral("UPDATE runs SET status = ?, finished_at = ?, error_message = ? "
+                                  "WHERE id = ? AND status = 'running'"));
+    update.addBindValue(runStatusName(status));
+    update.addBindValue(nowDbTime());
+    update.addBindValue(text(message));
+    update.addBindValue(m_runId);
+    return update.exec();
+}
+
+void RunWriter::observe(const StepRecord& step)
+{
+    m_lastStep = std::max(m_lastStep, qint64(step.step));
+    if (step.skipped)
+        ++m_skippedSteps;
+    m_lastStepLoss = step.loss;
+    m_lastElapsedSeconds = std::max(m_lastElapsedSeconds, step.elapsedSeconds);
+    // A step's record holds the scale it used; an event at the same step holds the scale
+    // after it, which is later: positions 2k and 2k+1 order them.
+    if (2 * step.step >= m_finalLossScaleStep) {
+        m_finalLossScale = step.lossScale;
+        m_finalLossScaleStep = 2 * step.step;
+    }
+    if (step.samplesPerSecond > 0 && std::isfinite(step.samplesPerSecond)) {
+        m_inverseRateSum += 1.0 / step.samplesPerSecond;
+        ++m_rateCount;
+    }
+}
+
+void RunWriter::observe(const EpochRecord& epoch)
+{
+    m_finalTrainLoss = epoch.trainLoss;
+    m_lastElapsedSeconds = std::max(m_lastElapsedSeconds, epoch.wallSeconds);
+    m_finalTestAccuracy = epoch.testAccuracy;
+    if (!m_bestTestAccuracy || epoch.testAccuracy > *m_bestTestAccuracy)
+        m_bestTestAccuracy = epoch.testAccuracy;
+}
+
+void RunWriter::observe(const EventRecord& event)
+{
+    if (hasScale(event.kind) && 2 * event.step + 1 >= m_finalLossScaleStep) {
+        m_finalLossScale = event.scaleAfter;
+        m_finalLossScaleStep = 2 * event.step + 1;
+    }
+}
+
+RunSummary RunWriter::observedSummary() const
+{
+    RunSummary s;
+    if (m_lastStep > 0) {
+        s.steps = m_lastStep;
+        s.skippedSteps = m_skippedSteps;
+        s.finalTrainLoss = m_lastStepLoss;
+    }
+    if (m_finalTrainLoss)
+        s.finalTrainLoss = m_finalTrainLoss; // the epoch's mean beats one batch's loss
+    s.bestTestAccuracy = m_bestTestAccuracy;
+    s.finalTestAccuracy = m_finalTestAccuracy;
+    s.finalLossScale = m_finalLossScale;
+    // Every step has the same batch size, so the run's throughput (samples over time) is
+    // the harmonic mean of the per-step rates, not their arithmetic mean.
+    if (m_rateCount > 0)
+        s.samplesPerSecond = double(m_rateCount) / m_inverseRateSum;
+    return s;
+}
+
+} // namespace mantissa

@@ -1,0 +1,217 @@
+#include "storage/schema.h"
+
+#include "storage/connection.h"
+#include "storage/storage_error.h"
+
+#include <QStringList>
+
+#include <array>
+
+namespace mantissa {
+
+namespace {
+
+// The schema is built by this chain of migrations, also for a new database, so every
+// step runs on every fresh database and stays tested. Append a step to change the
+// schema; never edit a released one. Version N is reached by running migration N.
+const std::array<QStringList, kSchemaVersion> kMigrations{{
+    // 1: runs and the rows a training run produces.
+    {
+        QStringLiteral(R"(CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            status TEXT NOT NULL CHECK (status IN
+                ('running', 'finished', 'stopped', 'diverged', 'failed', 'interrupted')),
+            created_at TEXT NOT NULL,
+            finished_at TEXT,
+            config_json TEXT NOT NULL,
+            preset TEXT NOT NULL DEFAULT '',
+            precision TEXT NOT NULL DEFAULT '',
+            device TEXT NOT NULL DEFAULT '',
+            engine_version TEXT NOT NULL DEFAULT '',
+            wall_seconds REAL,
+            peak_memory_bytes INTEGER,
+            final_train_loss REAL,
+            best_test_accuracy REAL,
+            final_test_accuracy REAL,
+            steps INTEGER,
+            skipped_steps INTEGER,
+            final_loss_scale REAL,
+            samples_per_second REAL,
+            error_message TEXT NOT NULL DEFAULT ''))"),
+        QStringLiteral("CREATE INDEX runs_created_at ON runs (created_at)"),
+        // WITHOUT ROWID: rows are stored in (run_id, step) order, so reading one run's
+        // curve is a range scan and appending steps touches only the last pages.
+        QStringLiteral(R"(CREATE TABLE steps (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            step INTEGER NOT NULL,
+            epoch INTEGER NOT NULL,
+            loss REAL,
+            learning_rate REAL,
+            loss_scale REAL,
+            skipped INTEGER NOT NULL,
+            grad_norm REAL,
+            samples_per_second REAL,
+            elapsed_seconds REAL,
+            PRIMARY KEY (run_id, step)) WITHOUT ROWID)"),
+        QStringLiteral(R"(CREATE TABLE epochs (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            epoch INTEGER NOT NULL,
+            train_loss REAL,
+            train_accuracy REAL,
+            test_loss REAL,
+            test_accuracy REAL,
+            wall_seconds REAL,
+            PRIMARY KEY (run_id, epoch)) WITHOUT ROWID)"),
+        QStringLiteral(R"(CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL CHECK (kind IN
+                ('overflow', 'scale_change', 'divergence', 'finished', 'error')),
+            step INTEGER NOT NULL,
+            scale_before REAL,
+            scale_after REAL,
+            parameter TEXT NOT NULL DEFAULT '',
+            message TEXT NOT NULL DEFAULT ''))"),
+        QStringLiteral("CREATE INDEX events_run_step ON events (run_id, step)"),
+    },
+    // 2: organising runs: comparison groups, tags, notes.
+    {
+        QStringLiteral(R"(CREATE TABLE comparison_groups (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            created_at TEXT NOT NULL))"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN group_id INTEGER "
+                       "REFERENCES comparison_groups (id) ON DELETE SET NULL"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT ''"),
+        QStringLiteral("CREATE INDEX runs_group ON runs (group_id)"),
+        QStringLiteral(R"(CREATE TABLE run_tags (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            tag TEXT NOT NULL,
+            PRIMARY KEY (run_id, tag)) WITHOUT ROWID)"),
+        QStringLiteral("CREATE INDEX run_tags_tag ON run_tags (tag)"),
+    },
+    // 3: checkpoints, and who writes a run, so that a crashed writer's run can be told
+    // from a live one (crash recovery, process_liveness.h).
+    {
+        QStringLiteral(R"(CREATE TABLE checkpoints (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            epoch INTEGER NOT NULL,
+            created_at TEXT NOT NULL))"),
+        QStringLiteral("CREATE INDEX checkpoints_run_step ON checkpoints (run_id, step)"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN writer_pid INTEGER"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN writer_host TEXT"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN writer_boot TEXT"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN writer_start INTEGER"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN heartbeat_at TEXT"),
+    },
+}};
+
+int userVersion(const Connection& connection)
+{
+    return connection.scalar(QStringLiteral("PRAGMA user_version"),
+                             QStringLiteral("reading the schema version")).toInt();
+}
+
+// Read-only checks: nothing is written before they pass.
+void refuseForeignOrNewer(const Connection& connection, int version)
+{
+    const QString& path = connection.path();
+    if (version > kSchemaVersion) {
+        throw StorageError(StorageError::Kind::TooNew, path,
+                           QStringLiteral("database schema version %1 is newer than this build "
+                                          "of Mantissa supports (%2); upgrade Mantissa")
+                               .arg(version)
+                               .arg(kSchemaVersion));
+    }
+    const int applicationId = connection.scalar(QStringLiteral("PRAGMA application_id"),
+                                                QStringLiteral("reading the application id")).toInt();
+    QStringList tables;
+    if (version == 0) {
+        QSqlQuery query = connection.exec(
+            QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'table' "
+                           "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
+            QStringLiteral("listing tables"));
+        while (query.next())
+            tables << query.value(0).toString();
+    }
+    if ((applicationId != 0 && applicationId != kApplicationId) || !tables.isEmpty()) {
+        const QString what = tables.isEmpty() ? QStringLiteral("application id %1").arg(applicationId)
+                                              : QStringLiteral("tables %1").arg(tables.join(QStringLiteral(", ")));
+        throw StorageError(StorageError::Kind::NotMantissa, path,
+                           QStringLiteral("is an SQLite database of another application (%1), "
+                                          "not a Mantissa run database; it was left untouched; "
+                                          "choose another file with --db or MANTISSA_DB")
+                               .arg(what));
+    }
+}
+
+void quickCheck(const Connection& connection)
+{
+    QSqlQuery query = connection.exec(QStringLiteral("PRAGMA quick_check(5)"),
+                                      QStringLiteral("checking the database's integrity"));
+    QStringList problems;
+    while (query.next()) {
+        const QString line = query.value(0).toString();
+        if (line != QStringLiteral("ok"))
+            problems << line;
+    }
+    if (!problems.isEmpty()) {
+        throw StorageError(StorageError::Kind::Corrupt, connection.path(),
+                           QStringLiteral("the database is corrupt (PRAGMA quick_check: %1); "
+                                          "restore it from a backup (Mantissa does not modify it)")
+                               .arg(problems.join(QStringLiteral("; "))));
+    }
+}
+
+void setPragmas(const Connection& connection)
+{
+    const QString mode = connection.scalar(QStringLiteral("PRAGMA journal_mode = WAL"),
+                                           QStringLiteral("switching to WAL mode")).toString();
+    if (mode.compare(QStringLiteral("wal"), Qt::CaseInsensitive) != 0) {
+        throw StorageError(StorageError::Kind::Sql, connection.path(),
+                           QStringLiteral("cannot switch the database to WAL mode (it stays in "
+                                          "\"%1\" mode); is it on a network file system?")
+                               .arg(mode));
+    }
+    // In WAL mode NORMAL loses no committed transaction when the process dies (only on
+    // power loss or an OS crash), and spares an fsync per commit.
+    connection.exec(QStringLiteral("PRAGMA synchronous = NORMAL"), QStringLiteral("setting synchronous"));
+    connection.exec(QStringLiteral("PRAGMA foreign_keys = ON"), QStringLiteral("enabling foreign keys"));
+}
+
+void migrate(const Connection& connection)
+{
+    Transaction transaction(connection, QStringLiteral("migrating the schema"));
+    // Another process may have migrated between our first look and the lock.
+    const int version = userVersion(connection);
+    refuseForeignOrNewer(connection, version);
+    for (int next = version + 1; next <= kSchemaVersion; ++next) {
+        for (const QString& statement : kMigrations[next - 1]) {
+            connection.exec(statement, QStringLiteral("migrating the schema to version %1").arg(next));
+        }
+    }
+    connection.exec(QStringLiteral("PRAGMA user_version = %1").arg(kSchemaVersion),
+                    QStringLiteral("setting the schema version"));
+    connection.exec(QStringLiteral("PRAGMA application_id = %1").arg(kApplicationId),
+                    QStringLiteral("setting the application id"));
+    transaction.commit();
+}
+
+} // namespace
+
+void prepareDatabase(const Connection& connection, IntegrityCheck check)
+{
+    const int version = userVersion(connection);
+    refuseForeignOrNewer(connection, version);
+    if (check == IntegrityCheck::Quick)
+        quickCheck(connection);
+    setPragmas(connection);
+    if (version < kSchemaVersion)
+        migrate(connection);
+}
+
+} // namespace mantissa

@@ -1,0 +1,217 @@
+// The schema: creation, forward migration from older versions built by hand, and refusal
+// of a newer version without touching the file.
+#include "storage/run_store.h"
+#include "storage/run_writer.h"
+#include "storage/storage_error.h"
+#include "test_support.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace mantissa;
+using namespace mantissa::test;
+
+namespace {
+
+// Frozen copies of the released schemas, as an older Mantissa left them; never update
+// these to match schema.cpp.
+const QStringList kVersion1 = {
+    QStringLiteral(R"(CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL CHECK (status IN
+            ('running', 'finished', 'stopped', 'diverged', 'failed', 'interrupted')),
+        created_at TEXT NOT NULL, finished_at TEXT, config_json TEXT NOT NULL,
+        preset TEXT NOT NULL DEFAULT '', precision TEXT NOT NULL DEFAULT '',
+        device TEXT NOT NULL DEFAULT '', engine_version TEXT NOT NULL DEFAULT '',
+        wall_seconds REAL, peak_memory_bytes INTEGER, final_train_loss REAL,
+        best_test_accuracy REAL, final_test_accuracy REAL, steps INTEGER, skipped_steps INTEGER,
+        final_loss_scale REAL, samples_per_second REAL, error_message TEXT NOT NULL DEFAULT ''))"),
+    QStringLiteral("CREATE INDEX runs_created_at ON runs (created_at)"),
+    QStringLiteral(R"(CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        step INTEGER NOT NULL, epoch INTEGER NOT NULL, loss REAL, learning_rate REAL,
+        loss_scale REAL, skipped INTEGER NOT NULL, grad_norm REAL, samples_per_second REAL,
+        elapsed_seconds REAL, PRIMARY KEY (run_id, step)) WITHOUT ROWID)"),
+    QStringLiteral(R"(CREATE TABLE epochs (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        epoch INTEGER NOT NULL, train_loss REAL, train_accuracy REAL, test_loss REAL,
+        test_accuracy REAL, wall_seconds REAL, PRIMARY KEY (run_id, epoch)) WITHOUT ROWID)"),
+    QStringLiteral(R"(CREATE TABLE events (id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        kind TEXT NOT NULL CHECK (kind IN ('overflow', 'scale_change', 'divergence', 'finished', 'error')),
+        step INTEGER NOT NULL, scale_before REAL, scale_after REAL,
+        parameter TEXT NOT NULL DEFAULT '', message TEXT NOT NULL DEFAULT ''))"),
+    QStringLiteral("CREATE INDEX events_run_step ON events (run_id, step)"),
+};
+const QStringList kVersion2 = {
+    QStringLiteral("CREATE TABLE comparison_groups (id INTEGER PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL)"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN group_id INTEGER REFERENCES comparison_groups (id) ON DELETE SET NULL"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT ''"),
+    QStringLiteral("CREATE INDEX runs_group ON runs (group_id)"),
+    QStringLiteral(R"(CREATE TABLE run_tags (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        tag TEXT NOT NULL, PRIMARY KEY (run_id, tag)) WITHOUT ROWID)"),
+    QStringLiteral("CREATE INDEX run_tags_tag ON run_tags (tag)"),
+};
+
+// An old database with a finished run (steps 1..50, one epoch, one event) and a run an
+// old process left running.
+void buildOldDatabase(const QString& path, int version)
+{
+    RawDatabase db(path);
+    QStringList statements = kVersion1;
+    if (version >= 2)
+        statements += kVersion2;
+    statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
+               << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
+                                 "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
+                                 "'2024-01-01T10:00:00.000Z', '2024-01-01T10:05:00.000Z', '{}', 'old', 'fp32', 0.875)")
+               << QStringLiteral("INSERT INTO runs (id, name, status, created_at, config_json) "
+                                 "VALUES (2, 'old-fp32-2', 'running', '2024-01-02T10:00:00.000Z', '{}')")
+               << QStringLiteral("INSERT INTO epochs VALUES (1, 1, 0.5, 0.8, 0.6, 0.875, 300)")
+               << QStringLiteral("INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter) "
+                                 "VALUES (1, 'overflow', 7, 65536, 32768, 'fc1.weight')");
+    for (const QString& sql : statements) {
+        QString error;
+        QVERIFY2(db.exec(sql, &error), qPrintable(error + QStringLiteral(" in ") + sql));
+    }
+    QSqlQuery insert(db.database());
+    insert.prepare(QStringLiteral("INSERT INTO steps VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    for (qint64 n = 1; n <= 50; ++n) {
+        const StepRecord s = makeStep(n);
+        for (const QVariant& v : {QVariant(qlonglong(s.step)), QVariant(s.epoch), QVariant(double(s.loss)),
+                                  QVariant(double(s.learningRate)), QVariant(double(s.lossScale)),
+                                  QVariant(int(s.skipped)), QVariant(double(s.gradNorm)),
+                                  QVariant(double(s.samplesPerSecond)), QVariant(s.elapsedSeconds)}) {
+            insert.addBindValue(v);
+        }
+        QVERIFY(insert.exec());
+    }
+}
+
+} // namespace
+
+class SchemaTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void init() { QVERIFY(m_dir.isValid()); m_path = m_dir.filePath(QStringLiteral("runs.sqlite")); }
+    void cleanup() { QFile::remove(m_path); QFile::remove(m_path + "-wal"); QFile::remove(m_path + "-shm"); }
+
+    void createsCurrentSchema_data()
+    {
+        QTest::addColumn<QString>("table");
+        for (const char* table : {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags"})
+            QTest::newRow(table) << QString::fromLatin1(table);
+    }
+    void createsCurrentSchema()
+    {
+        QFETCH(QString, table);
+        { RunStore store(m_path); }
+        RawDatabase db(m_path);
+        QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
+        QCOMPARE(RunStore::schemaVersion(), 3);
+        QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
+        QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
+        QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%1'")
+                               .arg(table)).toInt(), 1);
+    }
+
+    void emptyFileBecomesDatabase()
+    {
+        { QFile file(m_path); QVERIFY(file.open(QIODevice::WriteOnly)); }
+        RunStore store(m_path);
+        QVERIFY(store.listRuns().isEmpty());
+    }
+
+    void migratesForward_data()
+    {
+        QTest::addColumn<int>("version");
+        QTest::newRow("from version 1") << 1;
+        QTest::newRow("from version 2") << 2;
+    }
+    void migratesForward()
+    {
+        QFETCH(int, version);
+        buildOldDatabase(m_path, version);
+        if (QTest::currentTestFailed())
+            return;
+        RunStore store(m_path);
+        {
+            RawDatabase db(m_path);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 3);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM checkpoints")).toInt(), 0);
+        }
+        const RunInfo old = store.findRun(QStringLiteral("old-fp32-1"));
+        QCOMPARE(old.status, RunStatus::Finished);
+        QCOMPARE(old.summary.bestTestAccuracy, std::optional<double>(0.875));
+        QCOMPARE(old.notes, QString());
+        QVERIFY(old.tags.isEmpty());
+        QVERIFY(!old.groupId);
+        const StepSeries steps = store.steps(old.id);
+        QCOMPARE(steps.size(), 50);
+        QString why;
+        QVERIFY2(isIntactPrefix(steps, &why), qPrintable(why));
+        QCOMPARE(store.epochs(old.id).size(), 1);
+        QCOMPARE(store.events(old.id).front().parameter, std::string("fc1.weight"));
+        // An old build recorded no writer, so nothing can be writing that run any more.
+        QCOMPARE(store.run(2).status, RunStatus::Interrupted);
+        // The new tables work on the migrated database.
+        store.addTag(old.id, QStringLiteral("baseline"));
+        store.setRunGroup(old.id, store.createGroup(QStringLiteral("fp32 vs fp16")));
+        store.addCheckpoint(old.id, m_dir.filePath(QStringLiteral("old.ckpt")), 50, 1);
+        QCOMPARE(store.run(old.id).tags, QStringList{QStringLiteral("baseline")});
+        QCOMPARE(store.checkpoints(old.id).size(), 1);
+        QCOMPARE(store.createRun(sampleRun()), qint64(3));
+    }
+
+    void refusesNewerVersion_data()
+    {
+        QTest::addColumn<int>("version");
+        QTest::addColumn<bool>("wal");
+        QTest::newRow("version 4") << 4 << false;
+        QTest::newRow("version 7") << 7 << false;
+        QTest::newRow("version 7, WAL") << 7 << true;
+        QTest::newRow("version 1000") << 1000 << false;
+    }
+    void refusesNewerVersion()
+    {
+        QFETCH(int, version);
+        QFETCH(bool, wal);
+        {
+            RawDatabase db(m_path);
+            if (wal)
+                QVERIFY(db.exec(QStringLiteral("PRAGMA journal_mode = WAL")));
+            QVERIFY(db.exec(QStringLiteral("CREATE TABLE runs (id INTEGER PRIMARY KEY, future_column TEXT)")));
+            QVERIFY(db.exec(QStringLiteral("INSERT INTO runs VALUES (1, 'from the future')")));
+            QVERIFY(db.exec(QStringLiteral("PRAGMA user_version = %1").arg(version)));
+        }
+        const FileSnapshot before = snapshot(m_path);
+        QTest::qWait(20); // so that a write would show in the modification time
+        const QString expected = QStringLiteral("%1: database schema version %2 is newer than this build "
+                                                "of Mantissa supports (3); upgrade Mantissa")
+                                     .arg(m_path)
+                                     .arg(version);
+        try {
+            RunStore store(m_path);
+            QFAIL("a newer schema was opened");
+        } catch (const StorageError& error) {
+            QCOMPARE(error.kind(), StorageError::Kind::TooNew);
+            QCOMPARE(error.message(), expected);
+            QCOMPARE(QString::fromStdString(error.what()), expected);
+        }
+        try {
+            RunWriter writer(m_path, 1);
+            QFAIL("a writer opened a newer schema");
+        } catch (const StorageError& error) {
+            QCOMPARE(error.kind(), StorageError::Kind::TooNew);
+        }
+        QVERIFY(snapshot(m_path) == before);
+        RawDatabase db(m_path);
+        QCOMPARE(db.scalar(QStringLiteral("SELECT future_column FROM runs")).toString(), QStringLiteral("from the future"));
+    }
+
+private:
+    QTemporaryDir m_dir;
+    QString m_path;
+};
+
+QTEST_GUILESS_MAIN(SchemaTest)
+#include "schema_test.moc"
