@@ -189,7 +189,16 @@ RunSummary Trainer::run()
     int consecutiveSkips = 0;
     const int epochs = std::max(m_config.training.epochs, 1);
     m_backend.resetPeakBytes();
+    double epochLoss = 0; // over the current epoch's finite steps
+    std::int64_t epochCorrect = 0, epochSamples = 0, finiteSteps = 0;
     auto conclude = [&](RunStatus status, const std::string& message) {
+        // A run cut short still reports what its weights are worth now.
+        if (status != RunStatus::Finished && status != RunStatus::Failed && summary.epochs == 0) {
+            const Evaluation test = evaluate(m_data.test);
+            summary.testLoss = test.loss;
+            summary.testAccuracy = test.accuracy;
+            summary.trainLoss = finiteSteps ? static_cast<float>(epochLoss / static_cast<double>(finiteSteps)) : NAN;
+        }
         summary.steps = step;
         summary.trainSeconds = trainSeconds;
         summary.samplesPerSecond = trainSeconds > 0 ? static_cast<double>(trainedSamples) / trainSeconds : 0;
@@ -201,8 +210,10 @@ RunSummary Trainer::run()
     try {
         for (int epoch = 1; epoch <= epochs && step < m_totalSteps; ++epoch) {
             loader.startEpoch(epoch);
-            double epochLoss = 0;
-            std::int64_t epochCorrect = 0, epochSamples = 0, finiteSteps = 0;
+            epochLoss = 0;
+            epochCorrect = 0;
+            epochSamples = 0;
+            finiteSteps = 0;
             while (step < m_totalSteps && loader.next(batch)) {
                 while (m_paused && !m_stopRequested)
                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -260,7 +271,10 @@ RunSummary Trainer::run()
                     const std::string why = fp32Diverged
                         ? "the loss became non-finite at step " + std::to_string(step) + " in fp32; lower the learning rate"
                         : std::to_string(consecutiveSkips) + " consecutive steps had non-finite gradients (last at " +
-                              outcome.firstNonFinite + "); the loss scale cannot recover";
+                              outcome.firstNonFinite + ")" +
+                              (m_scaler.kind() == LossScaler::Kind::Dynamic
+                                   ? "; the loss scale cannot recover"
+                                   : "; try mixed precision or dynamic loss scaling");
                     EventRecord divergence;
                     divergence.kind = EventKind::Divergence;
                     divergence.step = step;
