@@ -5,7 +5,6 @@
 #include <QCoreApplication>
 
 #include <cstdio>
-#include <cstring>
 
 namespace {
 
@@ -14,30 +13,31 @@ using CommandFunction = int (*)(const QStringList&);
 struct Command {
     const char* name;
     CommandFunction run;
-    const char* synopsis;
+    const char* arguments;
+    const char* summary;
 };
 
 constexpr Command kCommands[] = {
-    {"train", mantissa::cli::runTrainCommand, "(--preset NAME | CONFIG.json) [options]    train and record a run"},
-    {"compare", mantissa::cli::runCompareCommand, "(--preset NAME | CONFIG.json) --precisions fp32,mixed-fp16 [options]\n"
-                                                 "                                                 train once per precision, compare"},
-    {"runs", mantissa::cli::runRunsCommand, "[--status S] [--preset P] [--precision M] [--group G] [--limit N]\n"
-                                           "                                                 list runs, newest first"},
-    {"show", mantissa::cli::runShowCommand, "RUN                                  config, summary, epochs, events"},
-    {"export", mantissa::cli::runExportCommand, "RUN --format csv|json [-o FILE]    per-step and per-epoch rows"},
-    {"delete", mantissa::cli::runDeleteCommand, "RUN                                delete a run"},
-    {"note", mantissa::cli::runNoteCommand, "RUN TEXT                             set a run's notes"},
-    {"tag", mantissa::cli::runTagCommand, "RUN TAG... [--remove]                  tag a run"},
+    {"train", mantissa::cli::runTrainCommand, "(--preset NAME | CONFIG.json) [options]", "train a model and record the run"},
+    {"compare", mantissa::cli::runCompareCommand, "(--preset NAME | CONFIG.json) --precisions fp32,mixed-fp16 [options]",
+     "train once per precision in a comparison group; results table"},
+    {"runs", mantissa::cli::runRunsCommand, "[--status S] [--preset P] [--precision M] [--group G] [--tag T] [--limit N]",
+     "list the runs, newest first"},
+    {"show", mantissa::cli::runShowCommand, "RUN [--config]", "config, summary, epochs and events of a run"},
+    {"export", mantissa::cli::runExportCommand, "RUN --format csv|json [-o FILE]", "a run's per-step and per-epoch rows"},
+    {"delete", mantissa::cli::runDeleteCommand, "RUN", "delete a run and its checkpoints"},
+    {"note", mantissa::cli::runNoteCommand, "RUN TEXT [--append]", "set a run's notes"},
+    {"tag", mantissa::cli::runTagCommand, "RUN TAG... [--remove]", "tag a run (or untag it)"},
 };
 
 void printUsage(std::FILE* out)
 {
     std::fputs("usage: mantissa-cli COMMAND [options]   (mantissa-cli COMMAND --help for its options)\n\ncommands:\n", out);
     for (const Command& command : kCommands)
-        std::fprintf(out, "  %-7s %s\n", command.name, command.synopsis);
+        std::fprintf(out, "  %-8s %s\n           %s\n", command.name, command.arguments, command.summary);
     std::fputs("\nRUN is a run's id or name. Every command takes --db FILE; without it MANTISSA_DB, else\n"
                "~/.local/share/Mantissa/mantissa/runs.sqlite. Exit codes: 0 done, 1 a run diverged or\n"
-               "failed, 2 bad input, unknown run or unusable database.\n",
+               "failed (compare: failed), 2 bad input, unknown run or unusable database.\n",
                out);
 }
 

@@ -72,6 +72,10 @@ private slots:
         }
         QCOMPARE(QSet<QString>({runs[0].precision, runs[1].precision}), QSet<QString>({"fp32", "mixed-fp16"}));
         QCOMPARE(store.groups().first().name, QStringLiteral("tiny: fp32 vs mixed-fp16"));
+
+        const CliResult group = runCli({QStringLiteral("runs"), QStringLiteral("--group"), QString::number(groupId),
+                                        QStringLiteral("--db"), db});
+        QVERIFY2(group.exitCode == 0 && group.outLines().size() == 3, qPrintable(group.describe())); // header + 2
     }
 
     // Same precision twice: the same seed must give the same initial weights and data
