@@ -1,5 +1,6 @@
 // mantissa-cli: headless training and run management.
-#include "cli/train_command.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
 
 #include <QCoreApplication>
 
@@ -7,12 +8,37 @@
 
 namespace {
 
-void printUsage()
+using CommandFunction = int (*)(const QStringList&);
+
+struct Command {
+    const char* name;
+    CommandFunction run;
+    const char* arguments;
+    const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"train", mantissa::cli::runTrainCommand, "(--preset NAME | CONFIG.json) [options]", "train a model and record the run"},
+    {"compare", mantissa::cli::runCompareCommand, "(--preset NAME | CONFIG.json) --precisions fp32,mixed-fp16 [options]",
+     "train once per precision in a comparison group; results table"},
+    {"runs", mantissa::cli::runRunsCommand, "[--status S] [--preset P] [--precision M] [--group G] [--tag T] [--limit N]",
+     "list the runs, newest first"},
+    {"show", mantissa::cli::runShowCommand, "RUN [--config]", "config, summary, epochs and events of a run"},
+    {"export", mantissa::cli::runExportCommand, "RUN --format csv|json [-o FILE]", "a run's per-step and per-epoch rows"},
+    {"delete", mantissa::cli::runDeleteCommand, "RUN", "delete a run and its checkpoints"},
+    {"note", mantissa::cli::runNoteCommand, "RUN TEXT [--append]", "set a run's notes"},
+    {"tag", mantissa::cli::runTagCommand, "RUN TAG... [--remove]", "tag a run (or untag it)"},
+};
+
+void printUsage(std::FILE* out)
 {
-    std::fputs("usage: mantissa-cli COMMAND [options]\n\n"
-               "commands:\n"
-               "  train (--preset NAME | CONFIG.json) [options]   train a model (train --help for options)\n",
-               stderr);
+    std::fputs("usage: mantissa-cli COMMAND [options]   (mantissa-cli COMMAND --help for its options)\n\ncommands:\n", out);
+    for (const Command& command : kCommands)
+        std::fprintf(out, "  %-8s %s\n           %s\n", command.name, command.arguments, command.summary);
+    std::fputs("\nRUN is a run's id or name. Every command takes --db FILE; without it MANTISSA_DB, else\n"
+               "~/.local/share/Mantissa/mantissa/runs.sqlite. Exit codes: 0 done, 1 a run diverged or\n"
+               "failed (compare: failed), 2 bad input, unknown run or unusable database.\n",
+               out);
 }
 
 } // namespace
@@ -25,13 +51,19 @@ int main(int argc, char** argv)
     QCoreApplication::setApplicationVersion(MANTISSA_VERSION);
     QStringList arguments = QCoreApplication::arguments();
     if (arguments.size() < 2 || arguments[1] == "--help" || arguments[1] == "-h") {
-        printUsage();
-        return arguments.size() < 2 ? 2 : 0;
+        printUsage(arguments.size() < 2 ? stderr : stdout);
+        return arguments.size() < 2 ? mantissa::cli::kExitBadInput : mantissa::cli::kExitOk;
     }
-    const QString command = arguments.takeAt(1);
-    if (command == "train")
-        return mantissa::cli::runTrainCommand(arguments);
-    std::fprintf(stderr, "mantissa-cli: unknown command \"%s\"\n", qPrintable(command));
-    printUsage();
-    return 2;
+    if (arguments[1] == "--version") {
+        std::printf("mantissa-cli %s\n", MANTISSA_VERSION);
+        return mantissa::cli::kExitOk;
+    }
+    const QString name = arguments.takeAt(1);
+    for (const Command& command : kCommands) {
+        if (name == QLatin1String(command.name))
+            return command.run(arguments);
+    }
+    std::fprintf(stderr, "mantissa-cli: unknown command \"%s\"\n\n", qPrintable(name));
+    printUsage(stderr);
+    return mantissa::cli::kExitBadInput;
 }

@@ -15,7 +15,8 @@
 #include <QTest>
 
 using namespace mantissa;
-using namespace mantissa::test;
+using namespace mantissa::storage;
+using namespace mantissa::storage::test;
 
 namespace {
 
@@ -48,49 +49,6 @@ qint64 buildDatabase(const QString& path, int steps)
         writer.onStep(makeStep(n));
     writer.finish({});
     return id;
-}
-
-// A directory this process cannot create files in. Tests run as root in CI, and root
-// ignores permission bits, so as root we make the directory immutable (chattr +i), and
-// failing that use /proc, where no one can create files.
-struct ReadOnlyDirectory {
-    QString path;
-    QString technique;
-    bool canHoldDatabase = true; // false for /proc: no database can be put there first
-    std::function<void()> makeReadOnly;
-    std::function<void()> restore = [] {};
-};
-
-bool canCreateFileIn(const QString& directory)
-{
-    QFile probe(QDir(directory).filePath(QStringLiteral("probe")));
-    const bool created = probe.open(QIODevice::WriteOnly);
-    if (created)
-        probe.remove();
-    return created;
-}
-
-ReadOnlyDirectory readOnlyDirectory(const QString& path)
-{
-    QDir().mkpath(path);
-    if (!isRoot()) {
-        return {path, QStringLiteral("chmod 0555"), true,
-                [path] { QFile::setPermissions(path, QFile::ReadOwner | QFile::ExeOwner | QFile::ReadGroup |
-                                                         QFile::ExeGroup | QFile::ReadOther | QFile::ExeOther); },
-                [path] { QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner); }};
-    }
-    if (QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("+i"), path}) == 0) {
-        const bool works = !canCreateFileIn(path);
-        QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("-i"), path});
-        if (works) {
-            return {path, QStringLiteral("chattr +i"), true,
-                    [path] { QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("+i"), path}); },
-                    [path] { QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("-i"), path}); }};
-        }
-    }
-    if (!canCreateFileIn(QStringLiteral("/proc")))
-        return {QStringLiteral("/proc"), QStringLiteral("/proc"), false, [] {}};
-    return {};
 }
 
 } // namespace

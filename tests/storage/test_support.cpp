@@ -1,7 +1,9 @@
 #include "test_support.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QProcess>
 #include <QSqlError>
 #include <QSqlQuery>
 
@@ -11,7 +13,7 @@
 
 #include <unistd.h>
 
-namespace mantissa::test {
+namespace mantissa::storage::test {
 
 StepRecord makeStep(qint64 step)
 {
@@ -161,4 +163,40 @@ bool isRoot()
     return ::geteuid() == 0;
 }
 
-} // namespace mantissa::test
+namespace {
+
+bool canCreateFileIn(const QString& directory)
+{
+    QFile probe(QDir(directory).filePath(QStringLiteral("probe")));
+    const bool created = probe.open(QIODevice::WriteOnly);
+    if (created)
+        probe.remove();
+    return created;
+}
+
+} // namespace
+
+ReadOnlyDirectory readOnlyDirectory(const QString& path)
+{
+    QDir().mkpath(path);
+    if (!isRoot()) {
+        return {path, QStringLiteral("chmod 0555"), true,
+                [path] { QFile::setPermissions(path, QFile::ReadOwner | QFile::ExeOwner | QFile::ReadGroup |
+                                                         QFile::ExeGroup | QFile::ReadOther | QFile::ExeOther); },
+                [path] { QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner); }};
+    }
+    if (QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("+i"), path}) == 0) {
+        const bool works = !canCreateFileIn(path);
+        QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("-i"), path});
+        if (works) {
+            return {path, QStringLiteral("chattr +i"), true,
+                    [path] { QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("+i"), path}); },
+                    [path] { QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("-i"), path}); }};
+        }
+    }
+    if (!canCreateFileIn(QStringLiteral("/proc")))
+        return {QStringLiteral("/proc"), QStringLiteral("/proc"), false, [] {}};
+    return {};
+}
+
+} // namespace mantissa::storage::test

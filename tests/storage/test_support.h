@@ -11,7 +11,9 @@
 #include <QString>
 #include <QVariant>
 
-namespace mantissa::test {
+#include <functional>
+
+namespace mantissa::storage::test {
 
 // Step n of a synthetic run: every 97th step is skipped (NaN grad norm), every value is
 // a function of n.
@@ -52,6 +54,18 @@ struct FileSnapshot {
 };
 FileSnapshot snapshot(const QString& path);
 
+// A directory this process cannot create files in. Tests run as root in CI, and root
+// ignores permission bits, so as root the directory is made immutable (chattr +i), and
+// failing that /proc stands in, where no one can create files. An empty path: no way here.
+struct ReadOnlyDirectory {
+    QString path;
+    QString technique;
+    bool canHoldDatabase = true; // false for /proc: no database can be put there first
+    std::function<void()> makeReadOnly;
+    std::function<void()> restore = [] {};
+};
+ReadOnlyDirectory readOnlyDirectory(const QString& path);
+
 bool isRoot();
 
-} // namespace mantissa::test
+} // namespace mantissa::storage::test

@@ -1,0 +1,18 @@
+#pragma once
+// The subcommands of mantissa-cli, one file each. Every one takes the arguments with
+// argv[0] first and the command word removed, and returns the process exit code
+// (exit_codes.h).
+#include <QStringList>
+
+namespace mantissa::cli {
+
+int runTrainCommand(const QStringList& arguments);   // train_command.cpp
+int runCompareCommand(const QStringList& arguments); // compare_command.cpp
+int runRunsCommand(const QStringList& arguments);    // runs_command.cpp
+int runShowCommand(const QStringList& arguments);    // show_command.cpp
+int runExportCommand(const QStringList& arguments);  // export_command.cpp
+int runDeleteCommand(const QStringList& arguments);  // delete_command.cpp
+int runNoteCommand(const QStringList& arguments);    // note_command.cpp
+int runTagCommand(const QStringList& arguments);     // tag_command.cpp
+
+} // namespace mantissa::cli

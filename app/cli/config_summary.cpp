@@ -1,0 +1,116 @@
+#include "cli/config_summary.h"
+
+#include "engine/config/run_config.h"
+
+#include <exception>
+
+namespace mantissa::cli {
+
+namespace {
+
+QString shape(const std::vector<std::int64_t>& dims)
+{
+    QStringList parts;
+    for (std::int64_t d : dims)
+        parts << QString::number(d);
+    return parts.join(u'x');
+}
+
+QString layerText(const LayerSpec& layer)
+{
+    QString text = QString::fromStdString(layer.type);
+    if (layer.type == "linear")
+        text += QStringLiteral(" %1").arg(layer.units);
+    else if (layer.type == "conv2d")
+        text += QStringLiteral(" %1 %2x%2").arg(layer.filters).arg(layer.kernel);
+    else if (layer.type == "residual")
+        text += QStringLiteral("(%1 layers)").arg(layer.body.size());
+    if (!layer.activation.empty())
+        text += u' ' + QString::fromStdString(layer.activation);
+    if (layer.precision != LayerPrecision::Auto)
+        text += QStringLiteral(" [%1]").arg(layer.precision == LayerPrecision::Fp32   ? "fp32"
+                                            : layer.precision == LayerPrecision::Fp16 ? "fp16"
+                                                                                      : "bf16");
+    return text;
+}
+
+QString modelText(const ModelSpec& model)
+{
+    QStringList layers;
+    for (const LayerSpec& layer : model.layers)
+        layers << layerText(layer);
+    return QStringLiteral("%1 -> %2 -> %3 classes").arg(shape(model.input), layers.join(QStringLiteral(", "))).arg(model.classes);
+}
+
+QString dataText(const DataSpec& data)
+{
+    QString text = QString::fromStdString(data.dataset);
+    if (data.dataset == "synthetic")
+        text += QStringLiteral(" (%1 train, %2 test)").arg(data.syntheticTrain).arg(data.syntheticTest);
+    if (data.limitTrain > 0 || data.limitTest > 0)
+        text += QStringLiteral(", limited to %1 train, %2 test")
+                    .arg(data.limitTrain > 0 ? QString::number(data.limitTrain) : QStringLiteral("all"))
+                    .arg(data.limitTest > 0 ? QString::number(data.limitTest) : QStringLiteral("all"));
+    if (data.validationSplit > 0)
+        text += QStringLiteral(", validation split %1").arg(double(data.validationSplit));
+    return text;
+}
+
+QString optimizerText(const OptimizerSpec& optimizer, const ScheduleSpec& schedule)
+{
+    QString text = QStringLiteral("%1 lr %2").arg(QString::fromStdString(optimizer.type)).arg(double(optimizer.lr));
+    if (optimizer.type == "sgd" && optimizer.momentum > 0)
+        text += QStringLiteral(" momentum %1%2").arg(double(optimizer.momentum)).arg(optimizer.nesterov ? " (nesterov)" : "");
+    if (optimizer.weightDecay > 0)
+        text += QStringLiteral(" weight decay %1").arg(double(optimizer.weightDecay));
+    if (optimizer.gradClipNorm > 0)
+        text += QStringLiteral(" clip %1").arg(double(optimizer.gradClipNorm));
+    if (schedule.type != "constant")
+        text += QStringLiteral(", %1 schedule").arg(QString::fromStdString(schedule.type));
+    if (schedule.warmupSteps > 0)
+        text += QStringLiteral(", %1 warm-up steps").arg(schedule.warmupSteps);
+    return text;
+}
+
+QString precisionText(const RunConfig& config)
+{
+    QString text = QString::fromStdString(precisionModeName(config.precision)) + QStringLiteral(", loss scaling ") +
+                   QString::fromStdString(config.lossScale.type);
+    if (config.lossScale.type == "static")
+        text += QStringLiteral(" %1").arg(double(config.lossScale.value));
+    else if (config.lossScale.type == "dynamic" || (config.lossScale.type == "auto" && config.precision == PrecisionMode::MixedFp16))
+        text += QStringLiteral(" (initial %1, growth every %2 steps)")
+                    .arg(double(config.lossScale.initial))
+                    .arg(config.lossScale.growthInterval);
+    return text;
+}
+
+QString trainingText(const TrainingSpec& training)
+{
+    QString text = QStringLiteral("batch %1, %2 epoch%3").arg(training.batchSize).arg(training.epochs).arg(training.epochs == 1 ? "" : "s");
+    if (training.maxSteps > 0)
+        text += QStringLiteral(", at most %1 steps").arg(training.maxSteps);
+    text += QStringLiteral(", seed %1, device %2").arg(training.seed).arg(QString::fromStdString(training.device));
+    return text;
+}
+
+} // namespace
+
+QList<QPair<QString, QString>> summarizeConfig(const QString& configJson)
+{
+    try {
+        const RunConfig config = parseRunConfig(configJson.toStdString(), "the stored config");
+        return {
+            {QStringLiteral("model"), modelText(config.model)},
+            {QStringLiteral("data"), dataText(config.data)},
+            {QStringLiteral("optimizer"), optimizerText(config.optimizer, config.schedule)},
+            {QStringLiteral("precision"), precisionText(config)},
+            {QStringLiteral("training"), trainingText(config.training)},
+        };
+    } catch (const std::exception& error) {
+        return {{QStringLiteral("config"),
+                 QStringLiteral("not readable by this build (%1); `show --config` prints it").arg(QString::fromLocal8Bit(error.what()))}};
+    }
+}
+
+} // namespace mantissa::cli

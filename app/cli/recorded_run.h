@@ -1,0 +1,49 @@
+#pragma once
+// One training run recorded in the run database: the part `train` and `compare` share.
+// It creates the run (config, preset, precision, device, version, group), trains with a
+// RunWriter attached on this (the training) thread, and finishes the run with its status,
+// summary, wall time and peak memory. A writer that fails mid-run (disk full, database
+// gone) stops the trainer and the run ends "failed" with the writer's message.
+#include "engine/backend/backend.h"
+#include "engine/config/run_config.h"
+#include "engine/data/dataset.h"
+#include "engine/train/trainer.h"
+#include "storage/run_store.h"
+
+#include <QString>
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+
+namespace mantissa::cli {
+
+struct RecordingOptions {
+    QString name;                  // empty: "<config name>-<precision>-<n>"
+    std::optional<qint64> groupId; // comparison group
+    bool interactive = false;      // live progress bar on stderr
+};
+
+struct RecordedRun {
+    qint64 runId = 0;
+    QString name;
+    PrecisionMode precision = PrecisionMode::Fp32;
+    RunSummary summary;       // the engine's account of the run
+    storage::RunStatus status = storage::RunStatus::Running; // as recorded
+    QString message;          // why it diverged or failed; empty otherwise
+    bool recordingFailed = false; // the database stopped accepting rows
+
+    // 0 finished or stopped by the user, 1 diverged or failed (kExitRunFailed).
+    int exitCode() const;
+    // The JSON summary line: status, train_loss, test_accuracy, steps, skipped_steps,
+    // final_loss_scale, samples_per_s, wall_s, run_id (and message when there is one).
+    nlohmann::json toJson() const;
+};
+
+// Trains `config` as a new run in `store`. Throws (ConfigError, StorageError, ...) only
+// for problems found before training starts; then nothing but the run row exists, and it
+// is marked failed. Problems during training end up in the returned status.
+RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Backend& backend,
+                          const DatasetSplits& data, const RecordingOptions& options);
+
+} // namespace mantissa::cli

@@ -1,0 +1,76 @@
+#include "cli/run_format.h"
+
+#include <cmath>
+
+namespace mantissa::cli {
+
+namespace {
+const QString kUnknown = QStringLiteral("-");
+}
+
+QString formatSeconds(std::optional<double> seconds)
+{
+    if (!seconds || !std::isfinite(*seconds) || *seconds < 0)
+        return kUnknown;
+    if (*seconds < 60)
+        return QStringLiteral("%1 s").arg(*seconds, 0, 'f', *seconds < 10 ? 2 : 1);
+    const auto total = static_cast<qint64>(std::llround(*seconds));
+    const QString minutesSeconds = QStringLiteral("%1:%2").arg((total / 60) % 60, total >= 3600 ? 2 : 1, 10, QChar(u'0'))
+                                       .arg(total % 60, 2, 10, QChar(u'0'));
+    return total >= 3600 ? QStringLiteral("%1:%2").arg(total / 3600).arg(minutesSeconds) : minutesSeconds;
+}
+
+QString formatBytes(std::optional<qint64> bytes)
+{
+    if (!bytes || *bytes < 0)
+        return kUnknown;
+    constexpr double kMiB = 1024.0 * 1024.0;
+    const double value = double(*bytes);
+    if (value < kMiB)
+        return QStringLiteral("%1 KiB").arg(value / 1024.0, 0, 'f', 1);
+    if (value < 1024.0 * kMiB)
+        return QStringLiteral("%1 MiB").arg(value / kMiB, 0, 'f', 1);
+    return QStringLiteral("%1 GiB").arg(value / (1024.0 * kMiB), 0, 'f', 2);
+}
+
+QString formatPercent(std::optional<double> fraction)
+{
+    if (!fraction || std::isnan(*fraction))
+        return kUnknown;
+    return QStringLiteral("%1%").arg(*fraction * 100.0, 0, 'f', 2);
+}
+
+QString formatValue(std::optional<double> value, int significantDigits)
+{
+    if (!value)
+        return kUnknown;
+    if (std::isnan(*value))
+        return QStringLiteral("nan");
+    if (std::isinf(*value))
+        return *value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    return QString::number(*value, 'g', significantDigits);
+}
+
+QString formatCount(std::optional<qint64> count)
+{
+    return count ? QString::number(*count) : kUnknown;
+}
+
+QString formatRate(std::optional<double> samplesPerSecond)
+{
+    if (!samplesPerSecond || !std::isfinite(*samplesPerSecond))
+        return kUnknown;
+    return QStringLiteral("%1/s").arg(*samplesPerSecond, 0, 'f', 0);
+}
+
+QString formatLocalTime(const QDateTime& utc)
+{
+    return utc.isValid() ? utc.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")) : kUnknown;
+}
+
+QString formatSpeedup(double ratio)
+{
+    return std::isfinite(ratio) && ratio > 0 ? QStringLiteral("%1x").arg(ratio, 0, 'f', 2) : kUnknown;
+}
+
+} // namespace mantissa::cli

@@ -1,0 +1,20 @@
+#pragma once
+// How run values read on the terminal. A value the database does not know (NULL: a run
+// that never reached an evaluation) prints as "-", never as a misleading 0.
+#include <QDateTime>
+#include <QString>
+
+#include <optional>
+
+namespace mantissa::cli {
+
+QString formatSeconds(std::optional<double> seconds); // "8.4 s", "3:07", "1:02:09"
+QString formatBytes(std::optional<qint64> bytes);     // "412.5 MiB"
+QString formatPercent(std::optional<double> fraction); // 0.8751 -> "87.51%"
+QString formatValue(std::optional<double> value, int significantDigits = 5); // "0.43172", "65536", "nan"
+QString formatCount(std::optional<qint64> count);
+QString formatRate(std::optional<double> samplesPerSecond); // "25310/s"
+QString formatLocalTime(const QDateTime& utc);              // "2025-03-14 10:26:53", local time
+QString formatSpeedup(double ratio);                        // "1.84x"
+
+} // namespace mantissa::cli

@@ -1,0 +1,11 @@
+#pragma once
+// The RUN argument of show, export, delete, note and tag: a run id ("12") or its unique
+// name ("mlp-mixed-fp16-3"). An unknown run is a StorageError (NotFound) whose message
+// names the database, which the commands report with exit code 2.
+#include "storage/run_store.h"
+
+namespace mantissa::cli {
+
+storage::RunInfo lookUpRun(const storage::RunStore& store, const QString& idOrName);
+
+} // namespace mantissa::cli

@@ -1,0 +1,185 @@
+// mantissa-cli show RUN: one run in full: what it trained (the config in a few lines),
+// how it ended (status and summary), its epochs and its events, overflows first.
+#include "cli/command_line.h"
+#include "cli/commands.h"
+#include "cli/config_summary.h"
+#include "cli/exit_codes.h"
+#include "cli/run_format.h"
+#include "cli/run_lookup.h"
+#include "cli/text_table.h"
+
+#include <cstdio>
+
+namespace mantissa::cli {
+
+namespace {
+
+constexpr const char* kCommand = "show";
+constexpr int kListedOverflows = 10; // an fp16 run can have thousands; the first say the most
+
+void printField(const QString& label, const QString& value)
+{
+    std::printf("%-14s %s\n", qPrintable(label + u':'), qPrintable(value));
+}
+
+void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
+{
+    std::printf("run %lld: %s\n", static_cast<long long>(run.id), qPrintable(run.name));
+    printField(QStringLiteral("status"), storage::runStatusName(run.status));
+    if (!run.errorMessage.isEmpty())
+        printField(QStringLiteral("message"), run.errorMessage);
+    printField(QStringLiteral("created"), formatLocalTime(run.createdAt));
+    printField(QStringLiteral("finished"), formatLocalTime(run.finishedAt));
+    printField(QStringLiteral("preset"), run.preset.isEmpty() ? QStringLiteral("-") : run.preset);
+    printField(QStringLiteral("device"), run.device.isEmpty() ? QStringLiteral("-") : run.device);
+    printField(QStringLiteral("version"), run.engineVersion.isEmpty() ? QStringLiteral("-") : run.engineVersion);
+    if (run.groupId) {
+        QString group = QString::number(*run.groupId);
+        for (const storage::GroupInfo& info : store.groups()) {
+            if (info.id == *run.groupId)
+                group += QStringLiteral(" (%1)").arg(info.name);
+        }
+        printField(QStringLiteral("group"), group);
+    }
+    if (!run.tags.isEmpty())
+        printField(QStringLiteral("tags"), run.tags.join(QStringLiteral(", ")));
+    if (!run.notes.isEmpty())
+        printField(QStringLiteral("notes"), run.notes);
+}
+
+void printConfig(const storage::RunInfo& run)
+{
+    std::printf("\nconfig\n");
+    for (const auto& [label, text] : summarizeConfig(run.configJson))
+        printField(QStringLiteral("  ") + label, text);
+}
+
+void printSummary(const storage::RunInfo& run)
+{
+    const storage::RunSummary& s = run.summary;
+    std::printf("\nsummary\n");
+    printField(QStringLiteral("  steps"), QStringLiteral("%1 (%2 skipped)").arg(formatCount(s.steps), formatCount(s.skippedSteps)));
+    printField(QStringLiteral("  train loss"), formatValue(s.finalTrainLoss));
+    printField(QStringLiteral("  test acc"),
+               QStringLiteral("%1 final, %2 best").arg(formatPercent(s.finalTestAccuracy), formatPercent(s.bestTestAccuracy)));
+    printField(QStringLiteral("  loss scale"), formatValue(s.finalLossScale));
+    printField(QStringLiteral("  throughput"), formatRate(s.samplesPerSecond));
+    printField(QStringLiteral("  time"), formatSeconds(run.wallSeconds));
+    printField(QStringLiteral("  peak memory"), formatBytes(run.peakMemoryBytes));
+}
+
+void printEpochs(const QList<EpochRecord>& epochs)
+{
+    if (epochs.isEmpty()) {
+        std::printf("\nepochs: none completed\n");
+        return;
+    }
+    using Align = TextTable::Align;
+    TextTable table;
+    table.addColumn(QStringLiteral("epoch"), Align::Right);
+    table.addColumn(QStringLiteral("train loss"), Align::Right);
+    table.addColumn(QStringLiteral("train acc"), Align::Right);
+    table.addColumn(QStringLiteral("test loss"), Align::Right);
+    table.addColumn(QStringLiteral("test acc"), Align::Right);
+    table.addColumn(QStringLiteral("time"), Align::Right);
+    for (const EpochRecord& e : epochs) {
+        table.addRow({QString::number(e.epoch), formatValue(e.trainLoss), formatPercent(e.trainAccuracy),
+                      formatValue(e.testLoss), formatPercent(e.testAccuracy), formatSeconds(e.wallSeconds)});
+    }
+    std::printf("\nepochs\n");
+    table.print(stdout);
+}
+
+QString eventDetail(const EventRecord& e)
+{
+    switch (e.kind) {
+    case EventKind::Overflow:
+        return QStringLiteral("non-finite gradient in %1; loss scale %2 -> %3")
+            .arg(e.parameter.empty() ? QStringLiteral("?") : QString::fromStdString(e.parameter))
+            .arg(formatValue(e.scaleBefore), formatValue(e.scaleAfter));
+    case EventKind::ScaleChange:
+        return QStringLiteral("loss scale %1 -> %2").arg(formatValue(e.scaleBefore), formatValue(e.scaleAfter));
+    case EventKind::Divergence:
+    case EventKind::Finished:
+    case EventKind::Error:
+        break;
+    }
+    return QString::fromStdString(e.message);
+}
+
+void printEvents(const QList<EventRecord>& events)
+{
+    qsizetype overflows = 0, scaleChanges = 0;
+    for (const EventRecord& e : events) {
+        overflows += e.kind == EventKind::Overflow;
+        scaleChanges += e.kind == EventKind::ScaleChange;
+    }
+    std::printf("\nevents: %lld (%lld overflow, %lld loss-scale change)\n", static_cast<long long>(events.size()),
+                static_cast<long long>(overflows), static_cast<long long>(scaleChanges));
+    if (events.isEmpty())
+        return;
+    // Overflows first: the first ones show where fp16 runs out of range, and which
+    // parameter goes first. Loss-scale changes follow from them and are only counted.
+    using Align = TextTable::Align;
+    TextTable table;
+    table.addColumn(QStringLiteral("step"), Align::Right);
+    table.addColumn(QStringLiteral("kind"));
+    table.addColumn(QStringLiteral("detail"));
+    qsizetype listed = 0;
+    for (const EventRecord& e : events) {
+        if (e.kind == EventKind::Overflow && listed++ < kListedOverflows)
+            table.addRow({QString::number(e.step), QString::fromLatin1(eventKindName(e.kind)), eventDetail(e)});
+    }
+    for (const EventRecord& e : events) {
+        if (e.kind != EventKind::Overflow && e.kind != EventKind::ScaleChange)
+            table.addRow({QString::number(e.step), QString::fromLatin1(eventKindName(e.kind)), eventDetail(e)});
+    }
+    if (!table.isEmpty())
+        table.print(stdout);
+    if (overflows > kListedOverflows)
+        std::printf("(%lld more overflow events; `mantissa-cli export RUN --format json` has them all)\n",
+                    static_cast<long long>(overflows - kListedOverflows));
+}
+
+void printCheckpoints(const QList<storage::CheckpointInfo>& checkpoints)
+{
+    if (checkpoints.isEmpty())
+        return;
+    std::printf("\ncheckpoints\n");
+    for (const storage::CheckpointInfo& c : checkpoints)
+        std::printf("  step %lld (epoch %d): %s\n", static_cast<long long>(c.step), c.epoch, qPrintable(c.absolutePath));
+}
+
+} // namespace
+
+int runShowCommand(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Show a run: config, summary, epochs and events.");
+    parser.addPositionalArgument("run", "The run's id or name.", "RUN");
+    addDatabaseOption(parser);
+    parser.addOption({"config", "Print the run's full config JSON instead (a file `train` accepts)."});
+    if (const auto exit = parseCommandLine(parser, arguments, kCommand))
+        return *exit;
+    if (const auto exit = requirePositionals(parser, 1, kCommand, "RUN [--config]"))
+        return *exit;
+    try {
+        const auto store = openRunStore(parser);
+        const storage::RunInfo run = lookUpRun(*store, parser.positionalArguments().first());
+        if (parser.isSet("config")) {
+            std::printf("%s\n", qPrintable(run.configJson));
+            return kExitOk;
+        }
+        printHeader(*store, run);
+        printConfig(run);
+        printSummary(run);
+        printEpochs(store->epochs(run.id));
+        printEvents(store->events(run.id));
+        printCheckpoints(store->checkpoints(run.id));
+        return kExitOk;
+    } catch (const std::exception& error) {
+        return reportError(kCommand, error);
+    }
+}
+
+} // namespace mantissa::cli
