@@ -63,15 +63,10 @@ void checkGeometry(const PoolGeometry& g, const Tensor& input, const Tensor& out
 }
 
 // --- kernels --------------------------------------------------------------------------------
-// Each walks one output row at a time and, for every window offset (kh, kw) in row-major
-// order, updates the whole row at once: loops over a row vectorise, loops over one window
-// (four values for a 2x2 pool) do not.
+// Each computes one output row at a time, taking every window offset (kh, kw) in row-major
+// order across the whole row: loops along a row vectorise, a loop over one window (four
+// values for a 2x2 pool) does not.
 
-// One output row of max pooling: y[ow] and argmax[ow] for every ow, over the input rows
-// [h0, h1). `scratch` holds 2 * (outW + 8) floats. Windows are scanned in row-major order and a
-// value takes the window only when strictly greater (or a NaN over a number), so the first
-// maximum wins. On random data every comparison is a coin toss: a branch per comparison
-// mispredicts half the time, so the AVX2 path keeps eight windows in registers and blends.
 #if defined(__AVX2__)
 
 // src[0], src[stride], ... in the first `count` lanes (others 0), reading nothing past the
@@ -96,6 +91,11 @@ inline __m256 loadPrefix(const float* src, std::int64_t stride, std::int64_t cou
     return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), src, index, mask, 4);
 }
 
+// One output row of max pooling: y[ow] and argmax[ow] for every ow, over the input rows
+// [h0, h1); `scratch` holds 2 * (outW + 8) floats. A value takes a window only when strictly
+// greater (or a NaN over a number), so the first maximum wins. On random data every comparison
+// is a coin toss and a branch per comparison mispredicts half the time, so eight windows are
+// kept in registers and updated by blends.
 void maxPoolRow(const float* x, const PoolGeometry& g, const std::vector<ColumnRange>& columns, std::int64_t h0,
                 std::int64_t h1, float* scratch, float* y, float* argmax)
 {
@@ -150,6 +150,7 @@ void maxPoolRow(const float* x, const PoolGeometry& g, const std::vector<ColumnR
 
 #else
 
+// maxPoolRow for builds without AVX2: the same scan order, one output at a time.
 void maxPoolRow(const float* x, const PoolGeometry& g, const std::vector<ColumnRange>& columns, std::int64_t h0,
                 std::int64_t h1, float*, float* y, float* argmax)
 {
