@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -315,6 +316,105 @@ PoolGeometry poolGeometry(std::int64_t n, std::int64_t c, std::int64_t h, std::i
     g.outW = slidingOutput(w, k, stride, pad);
     return g;
 }
+
+struct PoolCase {
+    std::string name;
+    std::int64_t h, w, kernel, stride, pad;
+};
+
+void PrintTo(const PoolCase& c, std::ostream* os) { *os << c.name; }
+
+// The pools against a direct loop over each window, on random values drawn from a few
+// levels (so windows tie) with some NaNs, for widths that leave partial vectors.
+class PoolAgainstNaive : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(PoolAgainstNaive, MatchesDirectLoops)
+{
+    const PoolCase& pc = GetParam();
+    const std::int64_t n = 2, c = 3;
+    const PoolGeometry g = poolGeometry(n, c, pc.h, pc.w, pc.kernel, pc.stride, pc.pad);
+    std::mt19937 generator(21);
+    std::uniform_int_distribution<int> level(-3, 3);
+    std::vector<float> x(static_cast<std::size_t>(n * c * pc.h * pc.w));
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = i % 37 == 5 ? std::numeric_limits<float>::quiet_NaN() : 0.5f * static_cast<float>(level(generator));
+    const auto dy = randomValues(n * c * g.outH * g.outW, 22);
+    const std::int64_t in = pc.h * pc.w, out = g.outH * g.outW;
+
+    std::vector<float> maxY(static_cast<std::size_t>(n * c * out)), avgY(maxY.size()), where(maxY.size());
+    std::vector<double> maxDx(x.size(), 0.0), avgDx(x.size(), 0.0);
+    for (std::int64_t p = 0; p < n * c; ++p) {
+        for (std::int64_t oh = 0; oh < g.outH; ++oh) {
+            for (std::int64_t ow = 0; ow < g.outW; ++ow) {
+                float best = -std::numeric_limits<float>::infinity();
+                std::int64_t at = -1, count = 0;
+                double sum = 0;
+                for (std::int64_t ih = oh * g.strideH - g.padH; ih < oh * g.strideH - g.padH + g.kH; ++ih) {
+                    for (std::int64_t iw = ow * g.strideW - g.padW; iw < ow * g.strideW - g.padW + g.kW; ++iw) {
+                        if (ih < 0 || ih >= pc.h || iw < 0 || iw >= pc.w)
+                            continue;
+                        const float v = x[static_cast<std::size_t>(p * in + ih * pc.w + iw)];
+                        if (at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+                            best = v;
+                            at = ih * pc.w + iw;
+                        }
+                        sum += v;
+                        ++count;
+                    }
+                }
+                const auto o = static_cast<std::size_t>(p * out + oh * g.outW + ow);
+                maxY[o] = best;
+                where[o] = static_cast<float>(at);
+                avgY[o] = static_cast<float>(sum / static_cast<double>(count));
+                maxDx[static_cast<std::size_t>(p * in + at)] += dy[o];
+                for (std::int64_t ih = std::max<std::int64_t>(oh * g.strideH - g.padH, 0);
+                     ih < std::min(oh * g.strideH - g.padH + g.kH, pc.h); ++ih)
+                    for (std::int64_t iw = std::max<std::int64_t>(ow * g.strideW - g.padW, 0);
+                         iw < std::min(ow * g.strideW - g.padW + g.kW, pc.w); ++iw)
+                        avgDx[static_cast<std::size_t>(p * in + ih * pc.w + iw)] += dy[o] / static_cast<double>(count);
+            }
+        }
+    }
+
+    auto backend = makeCpuBackend(2);
+    Tensor tx = Tensor::fromFloats({n, c, pc.h, pc.w}, x);
+    Tensor tdy = Tensor::fromFloats({n, c, g.outH, g.outW}, dy);
+    Tensor y = backend->empty(tdy.shape(), DType::F32), argmax = backend->empty(tdy.shape(), DType::F32);
+    Tensor dx = backend->empty(tx.shape(), DType::F32);
+    backend->maxPoolForward(tx, y, argmax, g);
+    const auto gotY = y.toFloats(), gotWhere = argmax.toFloats();
+    for (std::size_t i = 0; i < maxY.size(); ++i) {
+        ASSERT_EQ(gotWhere[i], where[i]) << "argmax of output " << i;
+        ASSERT_TRUE(gotY[i] == maxY[i] || (std::isnan(gotY[i]) && std::isnan(maxY[i]))) << "max of output " << i;
+    }
+    backend->maxPoolBackward(tdy, argmax, dx, g);
+    const auto gotMaxDx = dx.toFloats();
+    for (std::size_t i = 0; i < x.size(); ++i)
+        ASSERT_NEAR(gotMaxDx[i], maxDx[i], 1e-6) << "max-pool dx " << i;
+
+    for (float& v : x) // averages of NaN are NaN; check them on numbers
+        v = std::isnan(v) ? 1.25f : v;
+    tx = Tensor::fromFloats({n, c, pc.h, pc.w}, x);
+    backend->avgPoolForward(tx, y, g);
+    const auto gotAvg = y.toFloats();
+    for (std::size_t i = 0; i < x.size() && i < avgY.size(); ++i) {
+        if (std::isnan(avgY[i]))
+            continue; // the reference averaged a NaN
+        ASSERT_NEAR(gotAvg[i], avgY[i], 1e-6) << "average of output " << i;
+    }
+    backend->avgPoolBackward(tdy, dx, g);
+    const auto gotAvgDx = dx.toFloats();
+    for (std::size_t i = 0; i < x.size(); ++i)
+        ASSERT_NEAR(gotAvgDx[i], avgDx[i], 1e-5) << "average-pool dx " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PoolAgainstNaive,
+    ::testing::Values(PoolCase{"k2s2", 28, 28, 2, 2, 0}, PoolCase{"k2s2OddWidth", 9, 23, 2, 2, 0},
+                      PoolCase{"k3s1p1", 11, 19, 3, 1, 1}, PoolCase{"k3s2p1", 13, 17, 3, 2, 1},
+                      PoolCase{"k2s3p1", 10, 20, 2, 3, 1}, PoolCase{"k4s4p2", 10, 10, 4, 4, 2},
+                      PoolCase{"k5s1p2", 7, 9, 5, 1, 2}, PoolCase{"k3s3", 31, 40, 3, 3, 0}),
+    [](const ::testing::TestParamInfo<PoolCase>& info) { return info.param.name; });
 
 TEST(Pooling, MaxPoolTiesKeepTheFirstMaximumAndRouteTheWholeGradient)
 {
