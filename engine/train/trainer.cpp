@@ -118,12 +118,9 @@ Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels
         out.gradNorm = NAN;
         out.gradAmax = INFINITY;
         out.firstNonFinite = "loss (forward pass)";
-        if (probe) {
-            out.location = probe->locateOverflow(true);
+        if (probe)
             out.numerics = probe->record(step);
-        } else {
-            out.location = locateOverflow(x, y, step, scale);
-        }
+        out.location = locateOverflow(x, y, step, scale);
         return out;
     }
     if (probe) {
@@ -147,7 +144,9 @@ Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels
         out.skipped = true;
         out.gradNorm = NAN;
         out.firstNonFinite = m_params[static_cast<std::size_t>(firstBad)]->name;
-        out.location = probe ? probe->locateOverflow(false) : locateOverflow(x, y, step, scale);
+        // Also on a sampled step: its probe saw the weight gradients in fp32, before they
+        // overflowed, so the passes run again on the tensors as the run stores them.
+        out.location = locateOverflow(x, y, step, scale);
         return out;
     }
     std::vector<const Tensor*> constGrads(fp32Grads.begin(), fp32Grads.end());
