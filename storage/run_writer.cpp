@@ -354,8 +354,8 @@ void RunWriter::writeNumerics()
             m_insertNumericsTensor.bindValue(i++, qlonglong(r.step));
             m_insertNumericsTensor.bindValue(i++, t.layerIndex);
             m_insertNumericsTensor.bindValue(i++, QString::fromLatin1(tensorKindName(t.kind)));
-            m_insertNumericsTensor.bindValue(i++, QString::fromStdString(t.tensor));
-            m_insertNumericsTensor.bindValue(i++, QString::fromStdString(t.layer));
+            m_insertNumericsTensor.bindValue(i++, text(QString::fromStdString(t.tensor)));
+            m_insertNumericsTensor.bindValue(i++, text(QString::fromStdString(t.layer)));
             m_insertNumericsTensor.bindValue(i++, dtypeText(t.dtype));
             m_insertNumericsTensor.bindValue(i++, dtypeText(t.target));
             m_insertNumericsTensor.bindValue(i++, qlonglong(s.count));
