@@ -63,6 +63,13 @@ public:
     QList<EpochRecord> epochs(qint64 runId) const;
     QList<EventRecord> events(qint64 runId) const;
     QList<CheckpointInfo> checkpoints(qint64 runId) const;
+
+    // The numerics lens (RunConfig::numerics). Sampled steps in ascending order; the
+    // per-layer statistics of one of them (NotFound when `step` was not sampled); one
+    // tensor's histograms over all sampled steps, e.g. ("1.linear.weight", WeightGrad).
+    QList<qint64> numericsSteps(qint64 runId) const;
+    NumericsRecord numerics(qint64 runId, qint64 step) const;
+    HistogramSeries histogramSeries(qint64 runId, const QString& tensor, TensorKind kind) const;
     // `filePath` is stored relative to directory() when it lies inside it.
     qint64 addCheckpoint(qint64 runId, const QString& filePath, qint64 step, int epoch);
 

@@ -4,6 +4,7 @@
 
 #include "storage/connection.h"
 #include "storage/db_values.h"
+#include "storage/histogram_blob.h"
 #include "storage/run_sql.h"
 #include "storage/storage_error.h"
 
@@ -143,7 +144,7 @@ StepSeries RunStore::steps(qint64 runId, qint64 afterStep) const
     requireRun(runId);
     QSqlQuery query = m_connection->prepare(QStringLiteral(
         "SELECT step, epoch, loss, learning_rate, loss_scale, skipped, grad_norm, "
-        "samples_per_second, elapsed_seconds FROM steps WHERE run_id = ? AND step > ? ORDER BY step"));
+        "samples_per_second, elapsed_seconds, grad_amax FROM steps WHERE run_id = ? AND step > ? ORDER BY step"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     query.addBindValue(afterStep);
@@ -159,6 +160,7 @@ StepSeries RunStore::steps(qint64 runId, qint64 afterStep) const
         s.gradNorm << doubleOrNan(query.value(6));
         s.samplesPerSecond << doubleOrNan(query.value(7));
         s.elapsedSeconds << doubleOrNan(query.value(8));
+        s.gradAmax << doubleOrNan(query.value(9));
     }
     return s;
 }
@@ -190,8 +192,9 @@ QList<EventRecord> RunStore::events(qint64 runId) const
 {
     requireRun(runId);
     QSqlQuery query = m_connection->prepare(QStringLiteral(
-        "SELECT kind, step, scale_before, scale_after, parameter, message "
-        "FROM events WHERE run_id = ? ORDER BY step, id"));
+        "SELECT kind, step, scale_before, scale_after, parameter, message, location_layer_index, "
+        "location_layer, location_kind, location_tensor, location_non_finite, location_count, "
+        "location_largest_finite FROM events WHERE run_id = ? ORDER BY step, id"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     m_connection->exec(query, QStringLiteral("reading the events of run %1").arg(runId));
@@ -205,6 +208,17 @@ QList<EventRecord> RunStore::events(qint64 runId) const
         e.scaleAfter = float(query.value(3).toDouble());
         e.parameter = query.value(4).toString().toStdString();
         e.message = query.value(5).toString().toStdString();
+        if (!query.value(6).isNull()) {
+            OverflowLocation where;
+            where.layerIndex = query.value(6).toInt();
+            where.layer = query.value(7).toString().toStdString();
+            where.kind = parseTensorKind(query.value(8).toString().toStdString()).value_or(TensorKind::WeightGrad);
+            where.tensor = query.value(9).toString().toStdString();
+            where.nonFiniteCount = query.value(10).toLongLong();
+            where.count = query.value(11).toLongLong();
+            where.largestFinite = float(query.value(12).toDouble());
+            e.location = where;
+        }
         events << e;
     }
     return events;
@@ -231,6 +245,89 @@ QList<CheckpointInfo> RunStore::checkpoints(qint64 runId) const
         checkpoints << c;
     }
     return checkpoints;
+}
+
+QList<qint64> RunStore::numericsSteps(qint64 runId) const
+{
+    requireRun(runId);
+    QSqlQuery query = m_connection->prepare(
+        QStringLiteral("SELECT step FROM numerics_steps WHERE run_id = ? ORDER BY step"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    m_connection->exec(query, QStringLiteral("reading the numerics steps of run %1").arg(runId));
+    QList<qint64> steps;
+    while (query.next())
+        steps << query.value(0).toLongLong();
+    return steps;
+}
+
+NumericsRecord RunStore::numerics(qint64 runId, qint64 step) const
+{
+    requireRun(runId);
+    const QString what = QStringLiteral("reading the numerics of step %1 of run %2").arg(step).arg(runId);
+    QSqlQuery head = m_connection->prepare(
+        QStringLiteral("SELECT loss_scale, scaled_gradients FROM numerics_steps WHERE run_id = ? AND step = ?"));
+    head.addBindValue(runId);
+    head.addBindValue(step);
+    m_connection->exec(head, what);
+    if (!head.next()) {
+        throw StorageError(StorageError::Kind::NotFound, path(),
+                           QStringLiteral("run %1 has no numerics at step %2; numericsSteps() lists "
+                                          "the sampled steps").arg(runId).arg(step));
+    }
+    NumericsRecord record;
+    record.step = step;
+    record.lossScale = float(head.value(0).toDouble());
+    record.scaledGradients = head.value(1).toBool();
+    QSqlQuery query = m_connection->prepare(QStringLiteral(
+        "SELECT layer_index, kind, tensor, layer, dtype, target_dtype, count, amax, zeros, underflow, "
+        "subnormal, overflow, non_finite, histogram FROM numerics_tensors WHERE run_id = ? AND step = ? "
+        "ORDER BY layer_index, CASE kind WHEN 'activation' THEN 0 WHEN 'activation_grad' THEN 1 "
+        "WHEN 'weight' THEN 2 ELSE 3 END, tensor"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    query.addBindValue(step);
+    m_connection->exec(query, what);
+    while (query.next()) {
+        TensorNumerics t;
+        int i = 0;
+        t.layerIndex = query.value(i++).toInt();
+        t.kind = parseTensorKind(query.value(i++).toString().toStdString()).value_or(TensorKind::Activation);
+        t.tensor = query.value(i++).toString().toStdString();
+        t.layer = query.value(i++).toString().toStdString();
+        t.dtype = parseDType(query.value(i++).toString().toStdString()).value_or(DType::F32);
+        t.target = parseDType(query.value(i++).toString().toStdString()).value_or(DType::F16);
+        TensorStats& s = t.stats;
+        s.count = query.value(i++).toLongLong();
+        s.amax = float(doubleOrNan(query.value(i++)));
+        for (std::int64_t* count : {&s.zeros, &s.underflow, &s.subnormal, &s.overflow, &s.nonFinite})
+            *count = query.value(i++).toLongLong();
+        s.histogram = decodeHistogram(query.value(i++).toByteArray());
+        record.tensors.push_back(std::move(t));
+    }
+    return record;
+}
+
+HistogramSeries RunStore::histogramSeries(qint64 runId, const QString& tensor, TensorKind kind) const
+{
+    requireRun(runId);
+    QSqlQuery query = m_connection->prepare(QStringLiteral(
+        "SELECT t.step, s.loss_scale, s.scaled_gradients, t.histogram FROM numerics_tensors t "
+        "JOIN numerics_steps s ON s.run_id = t.run_id AND s.step = t.step "
+        "WHERE t.run_id = ? AND t.tensor = ? AND t.kind = ? ORDER BY t.step"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    query.addBindValue(tensor);
+    query.addBindValue(QString::fromLatin1(tensorKindName(kind)));
+    m_connection->exec(query, QStringLiteral("reading the histograms of %1 in run %2").arg(tensor).arg(runId));
+    HistogramSeries series;
+    while (query.next()) {
+        series.step << query.value(0).toLongLong();
+        series.lossScale << query.value(1).toDouble();
+        series.scaledGradients << query.value(2).toBool();
+        series.counts << decodeHistogram(query.value(3).toByteArray());
+    }
+    return series;
 }
 
 QList<GroupInfo> RunStore::groups() const

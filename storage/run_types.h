@@ -1,6 +1,8 @@
 #pragma once
 // The value types of the run store: what a caller passes in to create and finish a run,
 // and what the read API hands back. Plain structs; RunStore and RunWriter do the work.
+#include "engine/numerics/tensor_stats.h"
+
 #include <QDateTime>
 #include <QList>
 #include <QString>
@@ -87,10 +89,22 @@ struct RunFilter {
 struct StepSeries {
     QList<double> step, epoch, loss, learningRate, lossScale, gradNorm, samplesPerSecond,
         elapsedSeconds;
+    QList<double> gradAmax; // NaN for steps recorded before schema version 4
     QList<bool> skipped;
 
     qsizetype size() const { return step.size(); }
     bool isEmpty() const { return step.isEmpty(); }
+};
+
+// One tensor's exponent histograms over a run's sampled steps: the data of a heatmap
+// (steps on x, binary exponent on y). counts[i] belongs to step[i].
+struct HistogramSeries {
+    QList<qint64> step;
+    QList<double> lossScale;
+    QList<bool> scaledGradients;
+    QList<ExponentHistogram> counts;
+
+    qsizetype size() const { return step.size(); }
 };
 
 struct CheckpointInfo {

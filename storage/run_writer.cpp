@@ -2,6 +2,7 @@
 
 #include "storage/connection.h"
 #include "storage/db_values.h"
+#include "storage/histogram_blob.h"
 #include "storage/process_liveness.h"
 #include "storage/run_sql.h"
 #include "storage/schema.h"
@@ -15,15 +16,15 @@ namespace mantissa::storage {
 
 namespace {
 
-constexpr int kStepColumns = 9;    // bound per step row; run_id is part of the SQL text
+constexpr int kStepColumns = 10;   // bound per step row; run_id is part of the SQL text
 constexpr int kMaxLockedCommits = 3; // then a held lock is a failure, not a hiccup
 
 QString stepInsertSql(qint64 runId, int rows)
 {
     QString sql = QStringLiteral(
         "INSERT OR REPLACE INTO steps (run_id, step, epoch, loss, learning_rate, loss_scale, "
-        "skipped, grad_norm, samples_per_second, elapsed_seconds) VALUES ");
-    const QString row = QStringLiteral("(%1, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(runId);
+        "skipped, grad_norm, samples_per_second, elapsed_seconds, grad_amax) VALUES ");
+    const QString row = QStringLiteral("(%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(runId);
     for (int i = 0; i < rows; ++i)
         sql += (i == 0 ? QString() : QStringLiteral(", ")) + row;
     return sql;
@@ -42,6 +43,13 @@ void bindStep(QSqlQuery& query, int first, const StepRecord& s)
     query.bindValue(first + 6, double(s.gradNorm));
     query.bindValue(first + 7, double(s.samplesPerSecond));
     query.bindValue(first + 8, s.elapsedSeconds);
+    query.bindValue(first + 9, double(s.gradAmax));
+}
+
+QString dtypeText(DType type)
+{
+    const std::string_view name = dtypeName(type);
+    return QString::fromLatin1(name.data(), qsizetype(name.size()));
 }
 
 bool hasScale(EventKind kind)
@@ -92,8 +100,16 @@ void RunWriter::prepareStatements()
         "INSERT OR REPLACE INTO epochs (run_id, epoch, train_loss, train_accuracy, test_loss, "
         "test_accuracy, wall_seconds) VALUES (%1, ?, ?, ?, ?, ?, ?)").arg(m_runId));
     m_insertEvent = c.prepare(QStringLiteral(
-        "INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter, message) "
-        "VALUES (%1, ?, ?, ?, ?, ?, ?)").arg(m_runId));
+        "INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter, message, "
+        "location_layer_index, location_layer, location_kind, location_tensor, location_non_finite, "
+        "location_count, location_largest_finite) VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(m_runId));
+    m_insertNumericsStep = c.prepare(QStringLiteral(
+        "INSERT OR REPLACE INTO numerics_steps (run_id, step, loss_scale, scaled_gradients) "
+        "VALUES (%1, ?, ?, ?)").arg(m_runId));
+    m_insertNumericsTensor = c.prepare(QStringLiteral(
+        "INSERT OR REPLACE INTO numerics_tensors (run_id, step, layer_index, kind, tensor, layer, dtype, "
+        "target_dtype, count, amax, zeros, underflow, subnormal, overflow, non_finite, histogram) "
+        "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(m_runId));
     m_insertCheckpoint = c.prepare(QStringLiteral(
         "INSERT INTO checkpoints (run_id, path, step, epoch, created_at) VALUES (%1, ?, ?, ?, ?)")
                                        .arg(m_runId));
@@ -145,6 +161,17 @@ void RunWriter::onStep(const StepRecord& step)
     if (qsizetype(m_steps.size()) >= m_options.maxBufferedSteps
         || Clock::now() - m_lastCommit >= std::chrono::milliseconds(m_options.commitIntervalMs)) {
         commit(nullptr);
+    }
+}
+
+void RunWriter::onNumerics(const NumericsRecord& numerics)
+{
+    if (failed())
+        return;
+    try {
+        m_numerics.push_back(numerics);
+    } catch (const std::bad_alloc&) {
+        fail(QStringLiteral("%1: out of memory buffering numerics rows").arg(m_connection->path()));
     }
 }
 
@@ -240,6 +267,7 @@ bool RunWriter::commit(const RunFinish* finish)
     m_steps.clear();
     m_epochs.clear();
     m_events.clear();
+    m_numerics.clear();
     m_checkpoints.clear();
     m_lastCommit = Clock::now();
     if (finish)
@@ -251,6 +279,7 @@ void RunWriter::writePending(const RunFinish* finish)
 {
     const Connection& c = *m_connection;
     writeSteps();
+    writeNumerics();
     for (const EpochRecord& e : m_epochs) {
         int i = 0;
         m_insertEpoch.bindValue(i++, e.epoch);
@@ -267,6 +296,14 @@ void RunWriter::writePending(const RunFinish* finish)
         m_insertEvent.bindValue(3, hasScale(e.kind) ? QVariant(double(e.scaleAfter)) : QVariant());
         m_insertEvent.bindValue(4, text(QString::fromStdString(e.parameter)));
         m_insertEvent.bindValue(5, text(QString::fromStdString(e.message)));
+        const std::optional<OverflowLocation>& where = e.location;
+        m_insertEvent.bindValue(6, where ? QVariant(where->layerIndex) : QVariant());
+        m_insertEvent.bindValue(7, where ? QVariant(QString::fromStdString(where->layer)) : QVariant());
+        m_insertEvent.bindValue(8, where ? QVariant(QString::fromLatin1(tensorKindName(where->kind))) : QVariant());
+        m_insertEvent.bindValue(9, where ? QVariant(QString::fromStdString(where->tensor)) : QVariant());
+        m_insertEvent.bindValue(10, where ? QVariant(qlonglong(where->nonFiniteCount)) : QVariant());
+        m_insertEvent.bindValue(11, where ? QVariant(qlonglong(where->count)) : QVariant());
+        m_insertEvent.bindValue(12, where ? QVariant(double(where->largestFinite)) : QVariant());
         c.exec(m_insertEvent, QStringLiteral("writing an event of run %1").arg(m_runId));
     }
     for (const PendingCheckpoint& p : m_checkpoints) {
@@ -302,6 +339,35 @@ void RunWriter::writeSteps()
     }
 }
 
+void RunWriter::writeNumerics()
+{
+    const Connection& c = *m_connection;
+    for (const NumericsRecord& r : m_numerics) {
+        const QString what = QStringLiteral("writing the numerics of step %1 of run %2").arg(r.step).arg(m_runId);
+        m_insertNumericsStep.bindValue(0, qlonglong(r.step));
+        m_insertNumericsStep.bindValue(1, double(r.lossScale));
+        m_insertNumericsStep.bindValue(2, r.scaledGradients ? 1 : 0);
+        c.exec(m_insertNumericsStep, what);
+        for (const TensorNumerics& t : r.tensors) {
+            const TensorStats& s = t.stats;
+            int i = 0;
+            m_insertNumericsTensor.bindValue(i++, qlonglong(r.step));
+            m_insertNumericsTensor.bindValue(i++, t.layerIndex);
+            m_insertNumericsTensor.bindValue(i++, QString::fromLatin1(tensorKindName(t.kind)));
+            m_insertNumericsTensor.bindValue(i++, text(QString::fromStdString(t.tensor)));
+            m_insertNumericsTensor.bindValue(i++, text(QString::fromStdString(t.layer)));
+            m_insertNumericsTensor.bindValue(i++, dtypeText(t.dtype));
+            m_insertNumericsTensor.bindValue(i++, dtypeText(t.target));
+            m_insertNumericsTensor.bindValue(i++, qlonglong(s.count));
+            m_insertNumericsTensor.bindValue(i++, double(s.amax));
+            for (std::int64_t count : {s.zeros, s.underflow, s.subnormal, s.overflow, s.nonFinite})
+                m_insertNumericsTensor.bindValue(i++, qlonglong(count));
+            m_insertNumericsTensor.bindValue(i++, encodeHistogram(s.histogram));
+            c.exec(m_insertNumericsTensor, what);
+        }
+    }
+}
+
 void RunWriter::rollback()
 {
     m_rollback.exec(); // fails harmlessly when SQLite already rolled back (SQLITE_FULL)
@@ -315,6 +381,7 @@ void RunWriter::fail(const QString& message)
     m_failed.store(true, std::memory_order_release);
     // The rows cannot be stored; do not let them grow while the trainer winds down.
     std::vector<StepRecord>().swap(m_steps);
+    std::vector<NumericsRecord>().swap(m_numerics);
     m_epochs.clear();
     m_events.clear();
     m_checkpoints.clear();

@@ -50,6 +50,8 @@ public:
     void onStep(const StepRecord& step) override;
     void onEpoch(const EpochRecord& epoch) override;
     void onEvent(const EventRecord& event) override;
+    // Buffered like steps: committed with them (a sampled step's rows arrive every N steps).
+    void onNumerics(const NumericsRecord& numerics) override;
     // Records a checkpoint file written by the trainer (stored relative to the database).
     void addCheckpoint(const QString& filePath, qint64 step, int epoch);
 
@@ -80,6 +82,7 @@ private:
     bool commit(const RunFinish* finish);
     void writePending(const RunFinish* finish);
     void writeSteps();
+    void writeNumerics();
     void fail(const QString& message);
     bool markRunEnded(RunStatus status, const QString& message);
     void rollback();
@@ -94,6 +97,7 @@ private:
     QSqlQuery m_insertSteps;  // kRowsPerInsert rows
     QSqlQuery m_insertStep;   // one row
     QSqlQuery m_insertEpoch, m_insertEvent, m_insertCheckpoint, m_heartbeat;
+    QSqlQuery m_insertNumericsStep, m_insertNumericsTensor;
     QSqlQuery m_begin, m_commit, m_rollback;
 
     struct PendingCheckpoint {
@@ -105,6 +109,7 @@ private:
     std::vector<StepRecord> m_steps;
     std::vector<EpochRecord> m_epochs;
     std::vector<EventRecord> m_events;
+    std::vector<NumericsRecord> m_numerics;
     std::vector<PendingCheckpoint> m_checkpoints;
     Clock::time_point m_lastCommit;
     int m_lockedCommits = 0; // consecutive commits that found the database locked

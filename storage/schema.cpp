@@ -108,6 +108,44 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
         QStringLiteral("ALTER TABLE runs ADD COLUMN writer_start INTEGER"),
         QStringLiteral("ALTER TABLE runs ADD COLUMN heartbeat_at TEXT"),
     },
+    // 4: the numerics lens: each step's largest unscaled gradient (loss-scale replay),
+    // where an overflow started, and per-layer statistics of sampled steps.
+    {
+        QStringLiteral("ALTER TABLE steps ADD COLUMN grad_amax REAL"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN location_layer_index INTEGER"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN location_layer TEXT"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN location_kind TEXT"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN location_tensor TEXT"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN location_non_finite INTEGER"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN location_count INTEGER"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN location_largest_finite REAL"),
+        QStringLiteral(R"(CREATE TABLE numerics_steps (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            step INTEGER NOT NULL,
+            loss_scale REAL NOT NULL,
+            scaled_gradients INTEGER NOT NULL,
+            PRIMARY KEY (run_id, step)) WITHOUT ROWID)"),
+        // WITHOUT ROWID in (run, step, layer) order: one step's table and one tensor's
+        // series over steps are both range scans of one run.
+        QStringLiteral(R"(CREATE TABLE numerics_tensors (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            step INTEGER NOT NULL,
+            layer_index INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('activation', 'activation_grad', 'weight', 'weight_grad')),
+            tensor TEXT NOT NULL,
+            layer TEXT NOT NULL,
+            dtype TEXT NOT NULL,
+            target_dtype TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            amax REAL,
+            zeros INTEGER NOT NULL,
+            underflow INTEGER NOT NULL,
+            subnormal INTEGER NOT NULL,
+            overflow INTEGER NOT NULL,
+            non_finite INTEGER NOT NULL,
+            histogram BLOB NOT NULL,
+            PRIMARY KEY (run_id, step, layer_index, kind, tensor)) WITHOUT ROWID)"),
+    },
 }};
 
 int userVersion(const Connection& connection)

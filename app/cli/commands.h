@@ -14,5 +14,7 @@ int runExportCommand(const QStringList& arguments);  // export_command.cpp
 int runDeleteCommand(const QStringList& arguments);  // delete_command.cpp
 int runNoteCommand(const QStringList& arguments);    // note_command.cpp
 int runTagCommand(const QStringList& arguments);     // tag_command.cpp
+int runNumericsCommand(const QStringList& arguments); // numerics_command.cpp
+int runReplayCommand(const QStringList& arguments);  // replay_command.cpp
 
 } // namespace mantissa::cli

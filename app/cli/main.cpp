@@ -28,6 +28,10 @@ constexpr Command kCommands[] = {
     {"delete", mantissa::cli::runDeleteCommand, "RUN", "delete a run and its checkpoints"},
     {"note", mantissa::cli::runNoteCommand, "RUN TEXT [--append]", "set a run's notes"},
     {"tag", mantissa::cli::runTagCommand, "RUN TAG... [--remove]", "tag a run (or untag it)"},
+    {"numerics", mantissa::cli::runNumericsCommand, "RUN [--layer NAME] [--step N] [--percentile P]",
+     "per-layer amax, zeros, underflow, subnormals, overflow and suggested loss scale at a sampled step"},
+    {"replay", mantissa::cli::runReplayCommand, "RUN",
+     "skipped steps and scales other loss-scale policies would have had on this run"},
 };
 
 void printUsage(std::FILE* out)

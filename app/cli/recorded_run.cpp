@@ -33,6 +33,11 @@ public:
         m_writer.onEvent(record);
         stopIfFailed();
     }
+    void onNumerics(const NumericsRecord& record) override
+    {
+        m_writer.onNumerics(record);
+        stopIfFailed();
+    }
 
 private:
     void stopIfFailed()

@@ -93,10 +93,18 @@ void printEpochs(const QList<EpochRecord>& epochs)
 QString eventDetail(const EventRecord& e)
 {
     switch (e.kind) {
-    case EventKind::Overflow:
-        return QStringLiteral("non-finite gradient in %1; loss scale %2 -> %3")
-            .arg(e.parameter.empty() ? QStringLiteral("?") : QString::fromStdString(e.parameter))
-            .arg(formatValue(e.scaleBefore), formatValue(e.scaleAfter));
+    case EventKind::Overflow: {
+        QString detail = QStringLiteral("non-finite gradient in %1; loss scale %2 -> %3")
+                             .arg(e.parameter.empty() ? QStringLiteral("?") : QString::fromStdString(e.parameter))
+                             .arg(formatValue(e.scaleBefore), formatValue(e.scaleAfter));
+        if (const auto& where = e.location) {
+            detail += QStringLiteral("; first non-finite: %1 %2 (%3 of %4 values, largest finite %5)")
+                          .arg(QString::fromStdString(where->tensor), QString::fromLatin1(tensorKindName(where->kind)),
+                               QString::number(where->nonFiniteCount), QString::number(where->count),
+                               formatValue(where->largestFinite, 4));
+        }
+        return detail;
+    }
     case EventKind::ScaleChange:
         return QStringLiteral("loss scale %1 -> %2").arg(formatValue(e.scaleBefore), formatValue(e.scaleAfter));
     case EventKind::Divergence:

@@ -36,6 +36,7 @@ void addTrainOptions(QCommandLineParser& parser)
         {"data-dir", "Directory holding the IDX files (default: MANTISSA_DATA_DIR or the Debian dataset).", "dir"},
         {"limit-train", "Use only the first N training samples.", "n"},
         {"limit-test", "Use only the first N test samples.", "n"},
+        {"numerics-every", "Per-layer numerics statistics every N steps (1 to 1000; 0 = off).", "n"},
     });
 }
 
@@ -77,6 +78,12 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
     }
     if (parser.isSet("epochs"))
         config.training.epochs = static_cast<int>(integerOption(parser, "epochs", 1));
+    if (parser.isSet("numerics-every")) {
+        const std::int64_t every = integerOption(parser, "numerics-every", 0);
+        if (every > 1000)
+            throw ConfigError("--numerics-every expects 0 (off) or 1 to 1000 steps, got " + std::to_string(every));
+        config.numerics.every = static_cast<int>(every);
+    }
     if (parser.isSet("max-steps"))
         config.training.maxSteps = integerOption(parser, "max-steps", 1);
     if (parser.isSet("batch-size"))

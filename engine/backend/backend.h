@@ -137,9 +137,11 @@ public:
     // --- multi-tensor ops over all parameters ----------------------------------------------
     // master[i] = float(grads[i]) * invScale for every tensor; returns the index of the first
     // tensor (in the order given) that held a non-finite value, or -1. Non-finite tensors are
-    // still written so that statistics can look at them.
+    // still written so that statistics can look at them. *absMax receives the largest |value|
+    // over all unscaled gradients (inf when any is non-finite): computed in the same pass, so
+    // that every step can record it for loss-scale replay (engine/lens/scaler_replay.h).
     virtual int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                      float invScale) = 0;
+                                      float invScale, float* absMax) = 0;
     // Sum of squares of every element of every tensor, accumulated in double.
     virtual double sumOfSquares(std::span<const Tensor* const> tensors) = 0;
     virtual void scaleInPlace(std::span<Tensor* const> tensors, float factor) = 0;

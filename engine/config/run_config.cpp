@@ -294,8 +294,17 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.read("eval_batch_size", c.training.evalBatchSize);
         tr.finish();
     }
+    if (const json* n = r.child("numerics")) {
+        ObjectReader nr(*n, "numerics", origin);
+        nr.read("every", c.numerics.every);
+        nr.read("scaled_gradients", c.numerics.scaledGradients);
+        nr.finish();
+    }
     r.finish();
 
+    if (c.numerics.every < 0 || c.numerics.every > 1000)
+        throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to 1000 steps (got " +
+                          std::to_string(c.numerics.every) + ")");
     if (c.training.batchSize <= 0)
         throw ConfigError(origin + ": training.batch_size must be positive (got " + std::to_string(c.training.batchSize) + ")");
     if (c.training.epochs <= 0 && c.training.maxSteps <= 0)
@@ -348,6 +357,7 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                      {"max_steps", c.training.maxSteps}, {"seed", c.training.seed},
                      {"device", c.training.device}, {"threads", c.training.threads},
                      {"eval_batch_size", c.training.evalBatchSize}};
+    j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     return j.dump(indent);
 }
 

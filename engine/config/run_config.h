@@ -101,6 +101,12 @@ struct TrainingSpec {
     std::int64_t evalBatchSize = 1000;
 };
 
+// The numerics lens: per-layer statistics every `every` steps (engine/lens).
+struct NumericsSpec {
+    int every = 0;                 // 0 = off, else 1..1000
+    bool scaledGradients = false;  // gradient histograms of the scaled values instead of the unscaled
+};
+
 struct RunConfig {
     std::string name;           // preset name or file stem
     std::string description;
@@ -111,6 +117,7 @@ struct RunConfig {
     PrecisionMode precision = PrecisionMode::Fp32;
     LossScaleSpec lossScale;
     TrainingSpec training;
+    NumericsSpec numerics;
 };
 
 // Parses JSON text; `origin` (a file path or preset name) prefixes every error message.

@@ -20,6 +20,18 @@ struct ForwardResult {
     std::unique_ptr<LayerContext> context; // may be null when backward needs nothing
 };
 
+// Sees every layer's tensors as a pass produces them. The numerics lens installs one on
+// sampled steps only (PassState::tap), so other steps pay one null check per layer.
+class LayerTap {
+public:
+    virtual ~LayerTap() = default;
+    // After layer `index`'s forward, with its output.
+    virtual void afterForward(std::size_t index, const Tensor& output) = 0;
+    // After layer `index`'s backward: its parameters' gradients are written, and
+    // inputGradient is its dx (undefined for the first layer, which computes none).
+    virtual void afterBackward(std::size_t index, const Tensor& inputGradient) = 0;
+};
+
 // Runtime state shared by all layers of one pass.
 struct PassState {
     Backend& backend;
@@ -29,6 +41,7 @@ struct PassState {
     // False for the first layer: nothing consumes the gradient of the input data, so its
     // backward may skip computing dx (and return an undefined tensor).
     bool inputGradNeeded = true;
+    LayerTap* tap = nullptr; // sees the model's top-level layers when set
 };
 
 class Layer {

@@ -47,7 +47,8 @@ ModelForward Model::forward(PassState& pass, const Tensor& x)
     ModelForward result;
     result.contexts.reserve(m_layers.size());
     Tensor activation = x;
-    for (auto& layer : m_layers) {
+    for (std::size_t i = 0; i < m_layers.size(); ++i) {
+        Layer* layer = m_layers[i].get();
         if (activation.dtype() != layer->computeType()) {
             Tensor converted = pass.backend.empty(activation.shape(), layer->computeType());
             pass.backend.cast(activation, converted);
@@ -56,6 +57,8 @@ ModelForward Model::forward(PassState& pass, const Tensor& x)
         ForwardResult out = layer->forward(pass, activation);
         activation = out.output;
         result.contexts.push_back(std::move(out.context));
+        if (pass.tap)
+            pass.tap->afterForward(i, activation);
     }
     result.logits = activation;
     return result;
@@ -74,6 +77,8 @@ void Model::backward(PassState& pass, const Tensor& dlogits, ModelForward& forwa
         pass.inputGradNeeded = i > 0;
         gradient = layer.backward(pass, gradient, forward.contexts[i].get());
         forward.contexts[i].reset(); // free saved activations as early as possible
+        if (pass.tap)
+            pass.tap->afterBackward(i, gradient);
     }
     pass.inputGradNeeded = true;
 }

@@ -14,4 +14,23 @@ const char* eventKindName(EventKind kind)
     return "?";
 }
 
+const char* tensorKindName(TensorKind kind)
+{
+    switch (kind) {
+    case TensorKind::Activation: return "activation";
+    case TensorKind::ActivationGrad: return "activation_grad";
+    case TensorKind::Weight: return "weight";
+    case TensorKind::WeightGrad: return "weight_grad";
+    }
+    return "?";
+}
+
+std::optional<TensorKind> parseTensorKind(const std::string& name)
+{
+    for (TensorKind kind : {TensorKind::Activation, TensorKind::ActivationGrad, TensorKind::Weight, TensorKind::WeightGrad})
+        if (name == tensorKindName(kind))
+            return kind;
+    return std::nullopt;
+}
+
 } // namespace mantissa

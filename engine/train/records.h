@@ -1,8 +1,13 @@
 #pragma once
 // What leaves the engine while it trains: small plain structs delivered through
 // TrainingObserver. Storage and the UI consume exactly these.
+#include "engine/numerics/dtype.h"
+#include "engine/numerics/tensor_stats.h"
+
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace mantissa {
 
@@ -16,6 +21,9 @@ struct StepRecord {
     float gradNorm = 0;             // global L2 norm of unscaled gradients (NaN/inf if skipped)
     float samplesPerSecond = 0;     // this step's throughput
     double elapsedSeconds = 0;      // since the run started, training time only
+    // Largest |g| over all unscaled gradients (inf when any was non-finite): with it any
+    // loss-scale policy can be replayed (engine/lens/scaler_replay.h).
+    float gradAmax = 0;
 };
 
 struct EpochRecord {
@@ -27,12 +35,48 @@ struct EpochRecord {
 
 enum class EventKind : std::uint8_t { Overflow, ScaleChange, Divergence, Finished, Error };
 
+// The four tensors the numerics lens measures per layer.
+enum class TensorKind : std::uint8_t { Activation, ActivationGrad, Weight, WeightGrad };
+const char* tensorKindName(TensorKind kind); // "activation", "activation_grad", "weight", "weight_grad"
+std::optional<TensorKind> parseTensorKind(const std::string& name);
+
+// Where a skipped step's first non-finite value was: the first tensor in backward order
+// (activation gradients and weight gradients as backward produced them), or in forward
+// order when the forward pass (the loss) was already non-finite.
+struct OverflowLocation {
+    int layerIndex = -1;          // 0-based index in model.layers
+    std::string layer;            // "3.linear"
+    TensorKind kind = TensorKind::WeightGrad;
+    std::string tensor;           // "3.linear.weight", or the layer name for activations
+    std::int64_t nonFiniteCount = 0, count = 0;
+    float largestFinite = 0;      // largest finite |x| in that tensor, as stored (scaled)
+};
+
+// One measured tensor of one sampled step (engine/lens/numerics_probe.h).
+struct TensorNumerics {
+    int layerIndex = 0;
+    std::string layer;            // "3.linear"
+    TensorKind kind = TensorKind::Activation;
+    std::string tensor;           // "3.linear.weight"; the layer name for (gradients of) activations
+    DType dtype = DType::F32;     // the dtype the tensor is stored in
+    DType target = DType::F16;    // the dtype the fractions are measured against
+    TensorStats stats;            // histogram and amax unscaled unless NumericsRecord::scaledGradients
+};
+
+struct NumericsRecord {
+    std::int64_t step = 0;
+    float lossScale = 1;          // the scale this step's backward used
+    bool scaledGradients = false; // gradient histograms and amax are of scaled values
+    std::vector<TensorNumerics> tensors; // by layer, then kind
+};
+
 struct EventRecord {
     EventKind kind = EventKind::Overflow;
     std::int64_t step = 0;
     float scaleBefore = 0, scaleAfter = 0; // Overflow and ScaleChange
     std::string parameter;                  // Overflow: first parameter whose gradient was non-finite
     std::string message;                    // Divergence, Finished (status), Error
+    std::optional<OverflowLocation> location; // Overflow: where the first non-finite value was
 };
 
 const char* eventKindName(EventKind kind);
@@ -43,6 +87,8 @@ public:
     virtual void onStep(const StepRecord&) {}
     virtual void onEpoch(const EpochRecord&) {}
     virtual void onEvent(const EventRecord&) {}
+    // Per-layer statistics of a sampled step (RunConfig::numerics), after its onStep.
+    virtual void onNumerics(const NumericsRecord&) {}
 };
 
 } // namespace mantissa

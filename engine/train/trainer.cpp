@@ -42,7 +42,10 @@ struct Trainer::StepOutcome {
     bool skipped = false;
     bool lossFinite = true;
     float gradNorm = 0;
+    float gradAmax = 0;
     std::string firstNonFinite;
+    std::optional<OverflowLocation> location;  // skipped steps
+    std::optional<NumericsRecord> numerics;    // sampled steps
 };
 
 Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data)
@@ -94,10 +97,17 @@ Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels
     m_backend.upload(labels, y);
 
     PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
+    const float scale = m_scaler.scale();
+    // Sampled steps only; every other step runs exactly as without the lens.
+    std::optional<NumericsProbe> probe;
+    if (isNumericsStep(step)) {
+        probe.emplace(*m_model, m_backend, probeSettings(scale, m_config.numerics.scaledGradients));
+        probe->measureWeights(); // the weights this step computes with, before the update
+        pass.tap = &*probe;
+    }
     ModelForward forward = m_model->forward(pass, x);
     // dlogits is stored like the logits: in fp16 the scaled gradient is rounded here first.
     Tensor dlogits = m_backend.empty(forward.logits.shape(), forward.logits.dtype());
-    const float scale = m_scaler.scale();
     const LossResult loss = m_backend.softmaxCrossEntropy(forward.logits, y, scale, &dlogits);
     out.loss = loss.meanLoss;
     out.correct = loss.correct;
@@ -106,10 +116,22 @@ Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels
         // Forward overflowed (or the weights are already non-finite): no gradient can help.
         out.skipped = true;
         out.gradNorm = NAN;
+        out.gradAmax = INFINITY;
         out.firstNonFinite = "loss (forward pass)";
+        if (probe)
+            out.numerics = probe->record(step);
+        out.location = locateOverflow(x, y, step, scale);
         return out;
     }
-    m_model->backward(pass, dlogits, forward);
+    if (probe) {
+        probe->measureLossGradient(dlogits);
+        GradientCapture capture(m_backend, m_params);
+        m_model->backward(pass, dlogits, forward);
+        capture.release();
+        out.numerics = probe->record(step);
+    } else {
+        m_model->backward(pass, dlogits, forward);
+    }
 
     std::vector<const Tensor*> grads;
     std::vector<Tensor*> fp32Grads;
@@ -117,11 +139,14 @@ Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels
         grads.push_back(&p->grad);
         fp32Grads.push_back(&p->fp32Grad);
     }
-    const int firstBad = m_backend.unscaleAndCheckFinite(grads, fp32Grads, 1.0f / scale);
+    const int firstBad = m_backend.unscaleAndCheckFinite(grads, fp32Grads, 1.0f / scale, &out.gradAmax);
     if (firstBad >= 0) {
         out.skipped = true;
         out.gradNorm = NAN;
         out.firstNonFinite = m_params[static_cast<std::size_t>(firstBad)]->name;
+        // Also on a sampled step: its probe saw the weight gradients in fp32, before they
+        // overflowed, so the passes run again on the tensors as the run stores them.
+        out.location = locateOverflow(x, y, step, scale);
         return out;
     }
     std::vector<const Tensor*> constGrads(fp32Grads.begin(), fp32Grads.end());
@@ -132,6 +157,48 @@ Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels
     const float lr = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
     m_optimizer.step(m_backend, m_params, lr);
     return out;
+}
+
+bool Trainer::isNumericsStep(std::int64_t step) const
+{
+    const int every = m_config.numerics.every;
+    return every > 0 && step % every == 0;
+}
+
+ProbeSettings Trainer::probeSettings(float scale, bool scaledGradients) const
+{
+    ProbeSettings settings;
+    // An fp32 run is measured against fp16: what would fp16 make of it.
+    settings.runTarget = m_config.precision == PrecisionMode::Fp32 ? DType::F16 : lowPrecisionType(m_config.precision);
+    settings.lossScale = scale;
+    settings.scaledGradients = scaledGradients;
+    return settings;
+}
+
+std::optional<OverflowLocation> Trainer::locateOverflow(const Tensor& x, const Tensor& y, std::int64_t step, float scale)
+{
+    // A training forward updates batch-norm running statistics: keep them as they were.
+    std::vector<std::pair<Tensor*, Tensor>> saved;
+    for (auto& [name, buffer] : m_model->buffers()) {
+        Tensor copy = m_backend.empty(buffer->shape(), buffer->dtype());
+        m_backend.cast(*buffer, copy);
+        saved.emplace_back(buffer, copy);
+    }
+    // Scaled: the largest finite magnitude is reported as the tensor held it.
+    NumericsProbe probe(*m_model, m_backend, probeSettings(scale, true));
+    PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
+    pass.tap = &probe;
+    ModelForward forward = m_model->forward(pass, x);
+    Tensor dlogits = m_backend.empty(forward.logits.shape(), forward.logits.dtype());
+    const LossResult loss = m_backend.softmaxCrossEntropy(forward.logits, y, scale, &dlogits);
+    const bool forwardFailed = !std::isfinite(loss.meanLoss);
+    if (!forwardFailed) {
+        probe.measureLossGradient(dlogits);
+        m_model->backward(pass, dlogits, forward);
+    }
+    for (auto& [buffer, copy] : saved)
+        m_backend.cast(copy, *buffer);
+    return probe.locateOverflow(forwardFailed);
 }
 
 Evaluation Trainer::evaluate(const Dataset& data)
@@ -238,8 +305,12 @@ RunSummary Trainer::run()
                 record.gradNorm = outcome.gradNorm;
                 record.samplesPerSecond = static_cast<float>(static_cast<double>(batch.size) / stepSeconds);
                 record.elapsedSeconds = trainSeconds;
+                record.gradAmax = outcome.gradAmax;
                 for (auto* o : m_observers)
                     o->onStep(record);
+                if (outcome.numerics)
+                    for (auto* o : m_observers)
+                        o->onNumerics(*outcome.numerics);
 
                 if (outcome.skipped) {
                     ++summary.skippedSteps;
@@ -250,6 +321,7 @@ RunSummary Trainer::run()
                     overflow.scaleBefore = update.before;
                     overflow.scaleAfter = update.after;
                     overflow.parameter = outcome.firstNonFinite;
+                    overflow.location = std::move(outcome.location);
                     publish(overflow);
                 } else {
                     consecutiveSkips = 0;

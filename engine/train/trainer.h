@@ -4,6 +4,7 @@
 // stopped or paused through atomics from any thread.
 #include "engine/config/run_config.h"
 #include "engine/data/dataset.h"
+#include "engine/lens/numerics_probe.h"
 #include "engine/model/model.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
@@ -12,6 +13,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,12 @@ public:
 private:
     struct StepOutcome;
     StepOutcome trainStep(const float* inputs, const float* labels, std::int64_t batch, std::int64_t step, int epoch);
+    bool isNumericsStep(std::int64_t step) const;
+    ProbeSettings probeSettings(float scale, bool scaledGradients) const;
+    // On a skipped step that was not sampled: runs the step's passes again with a probe
+    // (same batch, same dropout masks, batch-norm statistics restored) to find the first
+    // non-finite tensor. Skipped steps only, so a healthy run never pays for it.
+    std::optional<OverflowLocation> locateOverflow(const Tensor& x, const Tensor& y, std::int64_t step, float scale);
     void publish(const EventRecord& event);
     void finishRun(RunSummary& summary, RunStatus status, const std::string& message);
 

@@ -6,6 +6,8 @@
 #include "test_support.h"
 
 #include <QFile>
+
+#include <cmath>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -52,6 +54,18 @@ const QStringList kVersion2 = {
     QStringLiteral("CREATE INDEX run_tags_tag ON run_tags (tag)"),
 };
 
+const QStringList kVersion3 = {
+    QStringLiteral(R"(CREATE TABLE checkpoints (id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE, path TEXT NOT NULL,
+        step INTEGER NOT NULL, epoch INTEGER NOT NULL, created_at TEXT NOT NULL))"),
+    QStringLiteral("CREATE INDEX checkpoints_run_step ON checkpoints (run_id, step)"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN writer_pid INTEGER"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN writer_host TEXT"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN writer_boot TEXT"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN writer_start INTEGER"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN heartbeat_at TEXT"),
+};
+
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
@@ -60,6 +74,8 @@ void buildOldDatabase(const QString& path, int version)
     QStringList statements = kVersion1;
     if (version >= 2)
         statements += kVersion2;
+    if (version >= 3)
+        statements += kVersion3;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -99,7 +115,8 @@ private slots:
     void createsCurrentSchema_data()
     {
         QTest::addColumn<QString>("table");
-        for (const char* table : {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags"})
+        for (const char* table : {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags",
+                                  "numerics_steps", "numerics_tensors"})
             QTest::newRow(table) << QString::fromLatin1(table);
     }
     void createsCurrentSchema()
@@ -108,7 +125,7 @@ private slots:
         { RunStore store(m_path); }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 3);
+        QCOMPARE(RunStore::schemaVersion(), 4);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%1'")
@@ -127,6 +144,7 @@ private slots:
         QTest::addColumn<int>("version");
         QTest::newRow("from version 1") << 1;
         QTest::newRow("from version 2") << 2;
+        QTest::newRow("from version 3") << 3;
     }
     void migratesForward()
     {
@@ -137,8 +155,10 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 3);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 4);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM checkpoints")).toInt(), 0);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_tensors")).toInt(), 0);
+            QVERIFY(db.scalar(QStringLiteral("SELECT count(*) FROM steps WHERE grad_amax IS NOT NULL")).toInt() == 0);
         }
         const RunInfo old = store.findRun(QStringLiteral("old-fp32-1"));
         QCOMPARE(old.status, RunStatus::Finished);
@@ -161,13 +181,26 @@ private slots:
         QCOMPARE(store.run(old.id).tags, QStringList{QStringLiteral("baseline")});
         QCOMPARE(store.checkpoints(old.id).size(), 1);
         QCOMPARE(store.createRun(sampleRun()), qint64(3));
+        // Old rows read back without the version-4 values, and the lens's tables work.
+        QVERIFY(std::isnan(steps.gradAmax.front()));
+        QVERIFY(!store.events(old.id).front().location);
+        QVERIFY(store.numericsSteps(old.id).isEmpty());
+        {
+            RunWriter writer(m_path, 3);
+            NumericsRecord record;
+            record.step = 1;
+            record.tensors.push_back(TensorNumerics{});
+            writer.onNumerics(record);
+            QVERIFY(writer.flush());
+        }
+        QCOMPARE(store.numericsSteps(3), QList<qint64>{1});
     }
 
     void refusesNewerVersion_data()
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 4") << 4 << false;
+        QTest::newRow("version 5") << 5 << false;
         QTest::newRow("version 7") << 7 << false;
         QTest::newRow("version 7, WAL") << 7 << true;
         QTest::newRow("version 1000") << 1000 << false;
@@ -187,7 +220,7 @@ private slots:
         const FileSnapshot before = snapshot(m_path);
         QTest::qWait(20); // so that a write would show in the modification time
         const QString expected = QStringLiteral("%1: database schema version %2 is newer than this build "
-                                                "of Mantissa supports (3); upgrade Mantissa")
+                                                "of Mantissa supports (4); upgrade Mantissa")
                                      .arg(m_path)
                                      .arg(version);
         try {

@@ -60,7 +60,7 @@ public:
                                    Tensor* dlogits) override;
 
     int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                              float invScale) override;
+                              float invScale, float* absMax) override;
     double sumOfSquares(std::span<const Tensor* const> tensors) override;
     void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) override;

@@ -6,16 +6,18 @@
 #include "engine/backend/cpu/float_view.h"
 #include "engine/util/check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
 namespace mantissa {
 
 int CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                      float invScale)
+                                      float invScale, float* absMax)
 {
     MANTISSA_ASSERT(grads.size() == fp32Grads.size());
     int firstNonFinite = -1;
+    float amax = 0;
     for (std::size_t t = 0; t < grads.size(); ++t) {
         Tensor& out = *fp32Grads[t];
         MANTISSA_ASSERT(out.dtype() == DType::F32 && out.numel() == grads[t]->numel());
@@ -23,14 +25,20 @@ int CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std:
         float* g = out.f32();
         const auto n = out.numel();
         bool finite = true;
-#pragma omp parallel for schedule(static) reduction(&& : finite) if (n > 65536)
+        float tensorMax = 0;
+        // std::max(m, NaN) keeps m, so NaNs are caught by `finite` alone.
+#pragma omp parallel for schedule(static) reduction(&& : finite) reduction(max : tensorMax) if (n > 65536)
         for (std::int64_t i = 0; i < n; ++i) {
             g[i] *= invScale;
             finite = finite && std::isfinite(g[i]);
+            tensorMax = std::max(tensorMax, std::fabs(g[i]));
         }
+        amax = std::max(amax, tensorMax);
         if (!finite && firstNonFinite < 0)
             firstNonFinite = static_cast<int>(t);
     }
+    if (absMax)
+        *absMax = firstNonFinite >= 0 ? INFINITY : amax;
     return firstNonFinite;
 }
 

@@ -1,0 +1,114 @@
+#include "engine/lens/numerics_probe.h"
+
+#include <algorithm>
+
+namespace mantissa {
+
+NumericsProbe::NumericsProbe(Model& model, Backend& backend, const ProbeSettings& settings)
+    : m_layers(model.layers()), m_backend(backend), m_settings(settings),
+      m_gradientScale(settings.scaledGradients || settings.lossScale == 0 ? 1.0f : 1.0f / settings.lossScale)
+{
+}
+
+DType NumericsProbe::targetOf(std::size_t layer) const
+{
+    // A layer kept in fp32 by an override is measured against the run's type: what it
+    // would lose if it were not kept.
+    const DType compute = m_layers[layer]->computeType();
+    return compute == DType::F32 ? m_settings.runTarget : compute;
+}
+
+void NumericsProbe::add(std::size_t layer, TensorKind kind, std::string tensor, const Tensor& t, float histogramScale)
+{
+    TensorNumerics n;
+    n.layerIndex = static_cast<int>(layer);
+    n.layer = m_layers[layer]->name();
+    n.kind = kind;
+    n.tensor = std::move(tensor);
+    n.dtype = t.dtype();
+    n.target = targetOf(layer);
+    n.stats = measureTensor(m_backend, t, n.target, histogramScale);
+    m_measured.push_back(std::move(n));
+}
+
+void NumericsProbe::afterForward(std::size_t index, const Tensor& output)
+{
+    add(index, TensorKind::Activation, m_layers[index]->name() + ".output", output, 1.0f);
+}
+
+void NumericsProbe::afterBackward(std::size_t index, const Tensor& inputGradient)
+{
+    // Backward order within a layer: its parameter gradients come from the same dy as dx.
+    for (Parameter* p : m_layers[index]->parameters())
+        add(index, TensorKind::WeightGrad, p->name, p->grad, m_gradientScale);
+    if (inputGradient.defined())
+        add(index, TensorKind::ActivationGrad, m_layers[index]->name() + ".input_grad", inputGradient, m_gradientScale);
+}
+
+void NumericsProbe::measureLossGradient(const Tensor& dlogits)
+{
+    const std::size_t last = m_layers.size() - 1;
+    add(last, TensorKind::ActivationGrad, m_layers[last]->name() + ".output_grad", dlogits, m_gradientScale);
+}
+
+void NumericsProbe::measureWeights()
+{
+    for (std::size_t i = 0; i < m_layers.size(); ++i)
+        for (Parameter* p : m_layers[i]->parameters())
+            add(i, TensorKind::Weight, p->name, p->master, 1.0f);
+}
+
+NumericsRecord NumericsProbe::record(std::int64_t step) const
+{
+    NumericsRecord r;
+    r.step = step;
+    r.lossScale = m_settings.lossScale;
+    r.scaledGradients = m_settings.scaledGradients;
+    r.tensors = m_measured;
+    std::stable_sort(r.tensors.begin(), r.tensors.end(), [](const TensorNumerics& a, const TensorNumerics& b) {
+        return a.layerIndex != b.layerIndex ? a.layerIndex < b.layerIndex : a.kind < b.kind;
+    });
+    return r;
+}
+
+std::optional<OverflowLocation> NumericsProbe::locateOverflow(bool forwardFailed) const
+{
+    for (const TensorNumerics& n : m_measured) {
+        const bool wanted = forwardFailed ? n.kind == TensorKind::Activation
+                                          : n.kind == TensorKind::ActivationGrad || n.kind == TensorKind::WeightGrad;
+        if (!wanted || n.stats.nonFinite == 0)
+            continue;
+        OverflowLocation where;
+        where.layerIndex = n.layerIndex;
+        where.layer = n.layer;
+        where.kind = n.kind;
+        where.tensor = n.tensor;
+        where.nonFiniteCount = n.stats.nonFinite;
+        where.count = n.stats.count;
+        where.largestFinite = n.stats.amax;
+        return where;
+    }
+    return std::nullopt;
+}
+
+GradientCapture::GradientCapture(Backend& backend, const std::vector<Parameter*>& parameters) : m_backend(backend)
+{
+    for (Parameter* p : parameters) {
+        if (p->grad.dtype() == DType::F32)
+            continue;
+        Tensor wide = backend.empty(p->grad.shape(), DType::F32);
+        m_swapped.emplace_back(p, p->grad);
+        p->grad = wide;
+    }
+}
+
+void GradientCapture::release()
+{
+    for (auto& [p, real] : m_swapped) {
+        m_backend.cast(p->grad, real);
+        p->grad = real;
+    }
+    m_swapped.clear();
+}
+
+} // namespace mantissa

@@ -1,0 +1,67 @@
+#pragma once
+// The numerics lens on one step: a LayerTap that measures every layer's output, input
+// gradient and parameter gradients as the passes produce them, plus the weights, and
+// turns them into a NumericsRecord or, on a skipped step, the overflow's location.
+#include "engine/model/model.h"
+#include "engine/train/records.h"
+
+#include <optional>
+#include <vector>
+
+namespace mantissa {
+
+struct ProbeSettings {
+    DType runTarget = DType::F16;  // the run's 16-bit type (fp16 for an fp32 run: "what would fp16 do")
+    float lossScale = 1;           // the scale the step's backward used
+    bool scaledGradients = false;  // gradient histograms of the scaled values
+};
+
+class NumericsProbe final : public LayerTap {
+public:
+    NumericsProbe(Model& model, Backend& backend, const ProbeSettings& settings);
+
+    void afterForward(std::size_t index, const Tensor& output) override;
+    void afterBackward(std::size_t index, const Tensor& inputGradient) override;
+    // dlogits, the gradient the backward pass starts from (the last layer's output gradient).
+    void measureLossGradient(const Tensor& dlogits);
+    // Every parameter's master weights; call before the optimizer updates them.
+    void measureWeights();
+
+    // Tensors in the order they were measured (forward, then backward order).
+    const std::vector<TensorNumerics>& measured() const { return m_measured; }
+    // The step's record: tensors ordered by layer, then kind.
+    NumericsRecord record(std::int64_t step) const;
+    // The first tensor holding a non-finite value: in forward order when the forward pass
+    // failed (the loss was non-finite), else in backward order. nullopt when none did.
+    std::optional<OverflowLocation> locateOverflow(bool forwardFailed) const;
+
+private:
+    DType targetOf(std::size_t layer) const;
+    void add(std::size_t layer, TensorKind kind, std::string tensor, const Tensor& t, float histogramScale);
+
+    std::vector<Layer*> m_layers;
+    Backend& m_backend;
+    ProbeSettings m_settings;
+    float m_gradientScale; // applied to gradient histograms: 1 / loss scale, or 1 when scaled
+    std::vector<TensorNumerics> m_measured;
+};
+
+// On a sampled step, lets backward write each 16-bit parameter gradient into an fp32
+// tensor, so that the probe sees the values before rounding: what fp16 flushes to zero
+// is visible only there. release() rounds them into the real gradient tensors, which
+// gives the bits backward would have written (every backend op accumulates in fp32 and
+// rounds its output once), so sampling does not change training.
+class GradientCapture {
+public:
+    GradientCapture(Backend& backend, const std::vector<Parameter*>& parameters);
+    ~GradientCapture() { release(); }
+    GradientCapture(const GradientCapture&) = delete;
+    GradientCapture& operator=(const GradientCapture&) = delete;
+    void release();
+
+private:
+    Backend& m_backend;
+    std::vector<std::pair<Parameter*, Tensor>> m_swapped; // parameter, its real gradient tensor
+};
+
+} // namespace mantissa

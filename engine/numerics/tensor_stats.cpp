@@ -1,0 +1,166 @@
+#include "engine/numerics/tensor_stats.h"
+
+#include "engine/backend/backend.h"
+#include "engine/numerics/conversions.h"
+#include "engine/util/check.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <vector>
+
+namespace mantissa {
+
+namespace {
+
+constexpr std::uint32_t kAbsMask = 0x7fffffffu;
+constexpr std::uint32_t kInfBits = 0x7f800000u;
+// Values per task: large enough that the per-chunk histogram merge is noise, small
+// enough that a 16-bit chunk widened to fp32 stays in L1.
+constexpr std::size_t kChunk = 4096;
+
+// Largest |x| bit pattern in [0, inf) for which `holds` is true, given it is monotone
+// (true up to some point, false after).
+template <typename Predicate>
+std::uint32_t lastBitsWhere(Predicate holds)
+{
+    std::uint32_t lo = 0, hi = kInfBits; // holds(lo) is assumed, hi is the search bound
+    if (holds(hi))
+        return hi;
+    while (hi - lo > 1) {
+        const std::uint32_t mid = lo + (hi - lo) / 2;
+        (holds(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+RoundingThresholds computeThresholds(DType target)
+{
+    const float minNormal = dtypeLimits(target).minNormal;
+    auto rounded = [target](std::uint32_t bits) { return std::fabs(roundToDType(std::bit_cast<float>(bits), target)); };
+    RoundingThresholds t{};
+    t.underflowMax = lastBitsWhere([&](std::uint32_t b) { return rounded(b) == 0.0f; });
+    t.subnormalMax = lastBitsWhere([&](std::uint32_t b) { return rounded(b) < minNormal; });
+    t.overflowMin = lastBitsWhere([&](std::uint32_t b) { return !std::isinf(rounded(b)); }) + 1;
+    return t;
+}
+
+void measureChunk(const float* values, std::size_t n, const RoundingThresholds& t, float histogramScale,
+                  TensorStats& s)
+{
+    const bool rescale = histogramScale != 1.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t a = std::bit_cast<std::uint32_t>(values[i]) & kAbsMask;
+        if (a >= kInfBits) {
+            ++s.nonFinite;
+            ++s.histogram[kHistogramNonFiniteBin];
+            continue;
+        }
+        if (a == 0) {
+            ++s.zeros;
+            ++s.histogram[kHistogramZeroBin];
+            continue;
+        }
+        s.underflow += a <= t.underflowMax;
+        s.subnormal += a > t.underflowMax && a <= t.subnormalMax;
+        s.overflow += a >= t.overflowMin;
+        const float shown = rescale ? std::bit_cast<float>(a) * histogramScale : std::bit_cast<float>(a);
+        const std::uint32_t sb = std::bit_cast<std::uint32_t>(shown);
+        if (sb >= kInfBits) {
+            ++s.histogram[kHistogramNonFiniteBin];
+            continue;
+        }
+        s.amax = std::max(s.amax, shown);
+        // A zero here is a value the rescaling flushed in fp32: it belongs to the lowest bin.
+        ++s.histogram[static_cast<std::size_t>(histogramBinOfExponent(static_cast<int>(sb >> 23) - 127))];
+    }
+    s.count += static_cast<std::int64_t>(n);
+}
+
+// Splits [0, n) into chunks measured in parallel, each through `measure(begin, count, stats)`.
+template <typename Measure>
+TensorStats measureChunks(std::size_t n, Measure measure)
+{
+    TensorStats total;
+    const auto chunks = static_cast<std::int64_t>((n + kChunk - 1) / kChunk);
+#pragma omp parallel if (chunks > 16)
+    {
+        TensorStats local;
+#pragma omp for schedule(static) nowait
+        for (std::int64_t c = 0; c < chunks; ++c) {
+            const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
+            measure(begin, std::min(n, begin + kChunk) - begin, local);
+        }
+#pragma omp critical(mantissa_tensor_stats)
+        total.merge(local);
+    }
+    return total;
+}
+
+} // namespace
+
+int histogramBin(float value)
+{
+    const std::uint32_t a = std::bit_cast<std::uint32_t>(value) & kAbsMask;
+    if (a >= kInfBits)
+        return kHistogramNonFiniteBin;
+    if (a == 0)
+        return kHistogramZeroBin;
+    return histogramBinOfExponent(static_cast<int>(a >> 23) - 127);
+}
+
+void TensorStats::merge(const TensorStats& o)
+{
+    count += o.count;
+    amax = std::max(amax, o.amax);
+    zeros += o.zeros;
+    underflow += o.underflow;
+    subnormal += o.subnormal;
+    overflow += o.overflow;
+    nonFinite += o.nonFinite;
+    for (std::size_t i = 0; i < histogram.size(); ++i)
+        histogram[i] += o.histogram[i];
+}
+
+RoundingThresholds roundingThresholds(DType target)
+{
+    static const RoundingThresholds f32 = computeThresholds(DType::F32);
+    static const RoundingThresholds f16 = computeThresholds(DType::F16);
+    static const RoundingThresholds bf16 = computeThresholds(DType::BF16);
+    switch (target) {
+    case DType::F32: return f32;
+    case DType::F16: return f16;
+    case DType::BF16: return bf16;
+    }
+    return f32;
+}
+
+TensorStats measureValues(const float* values, std::size_t n, DType target, float histogramScale)
+{
+    const RoundingThresholds t = roundingThresholds(target);
+    return measureChunks(n, [&](std::size_t begin, std::size_t count, TensorStats& s) {
+        measureChunk(values + begin, count, t, histogramScale, s);
+    });
+}
+
+TensorStats measureTensor(Backend& backend, const Tensor& tensor, DType target, float histogramScale)
+{
+    const auto n = static_cast<std::size_t>(tensor.numel());
+    if (tensor.device().kind != DeviceKind::Cpu) {
+        std::vector<float> host(n);
+        backend.download(tensor, host.data());
+        return measureValues(host.data(), n, target, histogramScale);
+    }
+    if (tensor.dtype() == DType::F32)
+        return measureValues(tensor.f32(), n, target, histogramScale);
+    const RoundingThresholds t = roundingThresholds(target);
+    const std::uint16_t* words = tensor.u16();
+    const DType type = tensor.dtype();
+    return measureChunks(n, [&](std::size_t begin, std::size_t count, TensorStats& s) {
+        float wide[kChunk];
+        widenToFloat(words + begin, type, wide, count);
+        measureChunk(wide, count, t, histogramScale, s);
+    });
+}
+
+} // namespace mantissa
