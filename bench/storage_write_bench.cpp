@@ -19,6 +19,7 @@
 #include <thread>
 
 using namespace mantissa;
+using namespace mantissa::storage;
 
 namespace {
 

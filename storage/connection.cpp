@@ -8,7 +8,7 @@
 
 #include <atomic>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -140,4 +140,4 @@ void Transaction::commit()
     m_open = false;
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

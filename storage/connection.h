@@ -7,7 +7,7 @@
 #include <QSqlQuery>
 #include <QString>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 class StorageError;
 
@@ -55,4 +55,4 @@ private:
     bool m_open = true;
 };
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -5,7 +5,7 @@
 #include <QFile>
 #include <QFileInfo>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -68,4 +68,4 @@ void checkDatabaseFile(const QString& path)
     }
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -4,7 +4,7 @@
 // file into a database) and a missing or read-only directory gets a clear message.
 #include <QString>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 // Throws StorageError: NotFound (no such directory), NotSqlite (wrong header, a
 // directory), ReadOnly (a file or directory we may not write), Io (unreadable).
@@ -13,4 +13,4 @@ void checkDatabaseFile(const QString& path);
 // The 16 bytes every SQLite 3 database starts with.
 bool hasSqliteHeader(const QString& path);
 
-} // namespace mantissa
+} // namespace mantissa::storage

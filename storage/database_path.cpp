@@ -6,7 +6,7 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 QString defaultDatabasePath()
 {
@@ -37,4 +37,4 @@ QString resolveDatabasePath(const QString& cliOption)
     return absolute;
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

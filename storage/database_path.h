@@ -4,7 +4,7 @@
 // per-user default.
 #include <QString>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 // The per-user default: <AppDataLocation for org "Mantissa", app "mantissa">/runs.sqlite,
 // e.g. ~/.local/share/Mantissa/mantissa/runs.sqlite on Linux.
@@ -15,4 +15,4 @@ QString defaultDatabasePath();
 // it when it cannot be created.
 QString resolveDatabasePath(const QString& cliOption);
 
-} // namespace mantissa
+} // namespace mantissa::storage

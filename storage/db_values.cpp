@@ -2,7 +2,7 @@
 
 #include <limits>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 QString toDbTime(const QDateTime& time)
 {
@@ -45,4 +45,4 @@ double doubleOrNan(const QVariant& value)
     return value.isNull() ? std::numeric_limits<double>::quiet_NaN() : value.toDouble();
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -8,7 +8,7 @@
 
 #include <optional>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 QString toDbTime(const QDateTime& time);
 QString nowDbTime();
@@ -27,4 +27,4 @@ std::optional<double> optionalDouble(const QVariant& value);
 std::optional<qint64> optionalInt(const QVariant& value);
 double doubleOrNan(const QVariant& value);
 
-} // namespace mantissa
+} // namespace mantissa::storage

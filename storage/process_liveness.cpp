@@ -10,7 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -80,4 +80,4 @@ bool isWriterAlive(const WriterIdentity& writer, const QDateTime& heartbeat, con
     return true;
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

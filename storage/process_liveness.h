@@ -5,7 +5,7 @@
 #include <QDateTime>
 #include <QString>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 struct WriterIdentity {
     qint64 pid = 0;
@@ -28,4 +28,4 @@ constexpr qint64 kForeignHeartbeatTimeoutSeconds = 3600;
 bool isWriterAlive(const WriterIdentity& writer, const QDateTime& heartbeat,
                    const QDateTime& now = QDateTime::currentDateTimeUtc());
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -12,7 +12,7 @@
 #include <charconv>
 #include <cmath>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -261,4 +261,4 @@ QByteArray exportJson(const RunStore& store, qint64 runId)
     return text;
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

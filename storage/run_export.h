@@ -7,7 +7,7 @@
 #include <QByteArray>
 #include <QIODevice>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 class RunStore;
 
@@ -20,4 +20,4 @@ QByteArray exportCsv(const RunStore& store, qint64 runId, ExportTable table);
 void writeJson(const RunStore& store, qint64 runId, QIODevice& out);
 QByteArray exportJson(const RunStore& store, qint64 runId);
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -6,7 +6,7 @@
 
 #include <QList>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -99,4 +99,4 @@ bool isRunWriterAlive(const Connection& connection, qint64 runId)
     return query.next() && isAlive(readRunningRun(query));
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -4,7 +4,7 @@
 // "interrupted", unless its writer is still alive (process_liveness.h).
 #include <QtGlobal>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 class Connection;
 
@@ -14,4 +14,4 @@ int markInterruptedRuns(const Connection& connection);
 // Whether the recorded writer of a run may still be writing it.
 bool isRunWriterAlive(const Connection& connection, qint64 runId);
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <array>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 QString finishRunSql()
 {
@@ -86,4 +86,4 @@ QString checkedTag(const QString& databasePath, const QString& tag)
     return trimmed;
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -8,7 +8,7 @@
 
 #include <optional>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 // UPDATE of the runs row when a run ends; bindFinish() fills its placeholders.
 QString finishRunSql();
@@ -26,4 +26,4 @@ std::optional<EventKind> parseEventKind(const QString& name);
 QString checkedRunName(const QString& databasePath, const QString& name);
 QString checkedTag(const QString& databasePath, const QString& tag);
 
-} // namespace mantissa
+} // namespace mantissa::storage

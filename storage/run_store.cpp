@@ -12,7 +12,7 @@
 #include <QFileInfo>
 #include <QRegularExpression>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -110,7 +110,7 @@ int RunStore::schemaVersion()
 
 int RunStore::markInterruptedRuns()
 {
-    return mantissa::markInterruptedRuns(*m_connection);
+    return storage::markInterruptedRuns(*m_connection);
 }
 
 qint64 RunStore::createRun(const NewRun& run)
@@ -284,4 +284,4 @@ void RunStore::requireGroup(qint64 groupId) const
     }
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

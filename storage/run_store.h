@@ -16,7 +16,7 @@
 #include <memory>
 #include <optional>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 class Connection;
 
@@ -79,4 +79,4 @@ private:
     std::unique_ptr<Connection> m_connection;
 };
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -252,4 +252,4 @@ QList<RunInfo> RunStore::groupRuns(qint64 groupId) const
     return listRuns(filter);
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -2,7 +2,7 @@
 
 #include <array>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 constexpr std::array kStatuses{RunStatus::Running, RunStatus::Finished, RunStatus::Stopped,
@@ -31,4 +31,4 @@ std::optional<RunStatus> parseRunStatus(const QString& name)
     return std::nullopt;
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -8,7 +8,7 @@
 
 #include <optional>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 enum class RunStatus { Running, Finished, Stopped, Diverged, Failed, Interrupted };
 
@@ -108,4 +108,4 @@ struct GroupInfo {
     QDateTime createdAt;
 };
 
-} // namespace mantissa
+} // namespace mantissa::storage

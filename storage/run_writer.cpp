@@ -11,7 +11,7 @@
 
 #include <cmath>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -391,4 +391,4 @@ RunSummary RunWriter::observedSummary() const
     return s;
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -24,7 +24,7 @@
 #include <memory>
 #include <vector>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 class Connection;
 
@@ -127,4 +127,4 @@ private:
     std::optional<double> m_finalTrainLoss, m_bestTestAccuracy, m_finalTestAccuracy;
 };
 
-} // namespace mantissa
+} // namespace mantissa::storage

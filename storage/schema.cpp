@@ -7,7 +7,7 @@
 
 #include <array>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 namespace {
 
@@ -214,4 +214,4 @@ void prepareDatabase(const Connection& connection, IntegrityCheck check)
         migrate(connection);
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the schema version this build writes, and the checks and forward migrations
 // run on every open. docs/storage.md documents the tables.
-namespace mantissa {
+namespace mantissa::storage {
 
 class Connection;
 
@@ -18,4 +18,4 @@ enum class IntegrityCheck { Quick, Skip };
 // WAL and migrates it forward in one transaction.
 void prepareDatabase(const Connection& connection, IntegrityCheck check);
 
-} // namespace mantissa
+} // namespace mantissa::storage

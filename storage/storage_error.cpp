@@ -1,6 +1,6 @@
 #include "storage/storage_error.h"
 
-namespace mantissa {
+namespace mantissa::storage {
 
 static QString prefixed(const QString& path, const QString& problem)
 {
@@ -32,4 +32,4 @@ const char* storageErrorKindName(StorageError::Kind kind)
     return "?";
 }
 
-} // namespace mantissa
+} // namespace mantissa::storage

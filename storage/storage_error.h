@@ -8,7 +8,7 @@
 
 #include <QString>
 
-namespace mantissa {
+namespace mantissa::storage {
 
 class StorageError : public Error {
 public:
@@ -42,4 +42,4 @@ private:
 // "not_found", "read_only", ...: stable names for logs and tests.
 const char* storageErrorKindName(StorageError::Kind kind);
 
-} // namespace mantissa
+} // namespace mantissa::storage

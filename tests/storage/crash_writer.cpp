@@ -12,7 +12,8 @@
 #include <cstdio>
 
 using namespace mantissa;
-using namespace mantissa::test;
+using namespace mantissa::storage;
+using namespace mantissa::storage::test;
 
 int main(int argc, char** argv)
 {

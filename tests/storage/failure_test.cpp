@@ -15,7 +15,8 @@
 #include <QTest>
 
 using namespace mantissa;
-using namespace mantissa::test;
+using namespace mantissa::storage;
+using namespace mantissa::storage::test;
 
 namespace {
 

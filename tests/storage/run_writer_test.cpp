@@ -16,7 +16,8 @@
 #include <thread>
 
 using namespace mantissa;
-using namespace mantissa::test;
+using namespace mantissa::storage;
+using namespace mantissa::storage::test;
 
 class RunWriterTest : public QObject {
     Q_OBJECT

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-namespace mantissa::test {
+namespace mantissa::storage::test {
 
 StepRecord makeStep(qint64 step)
 {
@@ -161,4 +161,4 @@ bool isRoot()
     return ::geteuid() == 0;
 }
 
-} // namespace mantissa::test
+} // namespace mantissa::storage::test

@@ -11,7 +11,7 @@
 #include <QString>
 #include <QVariant>
 
-namespace mantissa::test {
+namespace mantissa::storage::test {
 
 // Step n of a synthetic run: every 97th step is skipped (NaN grad norm), every value is
 // a function of n.
@@ -54,4 +54,4 @@ FileSnapshot snapshot(const QString& path);
 
 bool isRoot();
 
-} // namespace mantissa::test
+} // namespace mantissa::storage::test
