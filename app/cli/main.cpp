@@ -1,9 +1,11 @@
 // mantissa-cli: headless training and run management.
+#include "cli/report_command.h"
 #include "cli/train_command.h"
 
 #include <QCoreApplication>
 
 #include <cstdio>
+#include <cstring>
 
 namespace {
 
@@ -11,7 +13,8 @@ void printUsage()
 {
     std::fputs("usage: mantissa-cli COMMAND [options]\n\n"
                "commands:\n"
-               "  train (--preset NAME | CONFIG.json) [options]   train a model (train --help for options)\n",
+               "  train (--preset NAME | CONFIG.json) [options]   train a model (train --help for options)\n"
+               "  report RUN [RUN...] -o FILE.pdf|.html|.md|.csv  write a report of runs (report --help)\n",
                stderr);
 }
 
@@ -19,6 +22,8 @@ void printUsage()
 
 int main(int argc, char** argv)
 {
+    if (argc > 1 && std::strcmp(argv[1], "report") == 0) // needs a QApplication, not a QCoreApplication
+        return mantissa::cli::runReportCommand(argc, argv);
     QCoreApplication app(argc, argv);
     QCoreApplication::setOrganizationName("Mantissa");
     QCoreApplication::setApplicationName("mantissa");
