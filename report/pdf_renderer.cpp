@@ -5,6 +5,7 @@
 #include "report/report_plots.h"
 
 #include <QAbstractTextDocumentLayout>
+#include <QDir>
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QPdfWriter>
@@ -238,6 +239,11 @@ private:
 
 void writePdf(const ReportDocument& document, const ReportData& data, const QString& path)
 {
+    const QFileInfo file(path);
+    if (!file.absoluteDir().exists())
+        throw IoError(QStringLiteral("%1: cannot write the report: the directory %2 does not exist")
+                          .arg(file.absoluteFilePath(), file.absolutePath())
+                          .toStdString());
     QPdfWriter writer(path);
     writer.setResolution(kResolution);
     writer.setPageSize(QPageSize(QPageSize::A4));
