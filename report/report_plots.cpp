@@ -32,7 +32,11 @@ QFont plotFont(double pointSize, bool bold = false)
 // Loss scales are powers of two: label them 2⁴, 2¹⁶, 2⁻³ rather than 16, 65536, 0.125.
 class Log2Ticker : public QCPAxisTickerLog {
 public:
-    Log2Ticker() { setLogBase(2); }
+    Log2Ticker()
+    {
+        setLogBase(2);
+        setSubTickCount(0); // linear sub-ticks between powers of two only clutter the axis
+    }
 
 protected:
     QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override
@@ -83,10 +87,19 @@ void frame(QCustomPlot& plot, const QString& title, const QString& xLabel, const
     plot.legend->setBorderPen(Qt::NoPen);
     plot.legend->setIconSize(22, 10);
     plot.axisRect()->insetLayout()->take(plot.legend);
-    plot.plotLayout()->addElement(2, 0, plot.legend);
+    // Centred between two empty cells that take the spare width.
+    auto* legendRow = new QCPLayoutGrid;
+    plot.plotLayout()->addElement(2, 0, legendRow);
+    legendRow->addElement(0, 0, new QCPLayoutElement(&plot));
+    legendRow->addElement(0, 1, plot.legend);
+    legendRow->addElement(0, 2, new QCPLayoutElement(&plot));
+    legendRow->setColumnStretchFactor(1, 0.001);
+    legendRow->setColumnSpacing(0);
     plot.legend->setFillOrder(QCPLegend::foColumnsFirst);
     plot.legend->setWrap(4);
     plot.legend->setMargins(QMargins(4, 0, 4, 2));
+    plot.legend->setColumnSpacing(18);
+    plot.plotLayout()->setMargins(QMargins(4, 2, 4, 6)); // nothing touches the image's edges
     plot.plotLayout()->setRowStretchFactor(0, 0.001);
     plot.plotLayout()->setRowStretchFactor(2, 0.001);
 }
@@ -181,7 +194,11 @@ void fillLoss(QCustomPlot& plot, const ReportData& data)
     for (int i = 0; i < data.runs.size(); ++i) {
         const RunData& run = data.runs[i];
         const XySeries steps = thinMinMax(run.steps.step, run.steps.loss, kMaxPlotPoints);
-        addGraph(plot, run.label + QStringLiteral(" train"), runPen(i, 0.8, Qt::SolidLine, 150), steps);
+        QCPGraph* raw = addGraph(plot, QString(), runPen(i, 0.6, Qt::SolidLine, 70), steps);
+        raw->removeFromLegend();
+        const QList<double> mean = movingMean(run.steps.loss, lossSmoothingWindow(run.steps.size()));
+        addGraph(plot, run.label + QStringLiteral(" train (mean)"), runPen(i, 1.4),
+                 thinMinMax(run.steps.step, mean, kMaxPlotPoints));
         QCPGraph* epochs = addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6),
                                     epochValuesAtSteps(run, &EpochRecord::testLoss));
         epochs->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, runColor(i), 5));
@@ -286,6 +303,11 @@ void fillThroughput(QCustomPlot& plot, const ReportData& data)
 }
 
 } // namespace
+
+int lossSmoothingWindow(qsizetype steps)
+{
+    return std::max(5, int(double(steps) * kLossSmoothingFraction));
+}
 
 void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const ReportData& data)
 {

@@ -15,6 +15,12 @@ namespace mantissa::report {
 
 // Step curves are thinned to about this many points per run before drawing.
 constexpr int kMaxPlotPoints = 1500;
+// The training loss is drawn per step (faint) and as a running mean over this fraction of
+// the steps (at least 5): about 60 independent points across the plot.
+constexpr double kLossSmoothingFraction = 1.0 / 60.0;
+
+// The window of that running mean for a run of `steps` steps.
+int lossSmoothingWindow(qsizetype steps);
 
 // Fills an empty `plot` with the curves of `kind` for every run in `data`, the title
 // `title`, labelled axes and the legend.

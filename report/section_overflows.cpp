@@ -9,6 +9,15 @@ namespace mantissa::report {
 
 namespace {
 
+QString times(int count)
+{
+    switch (count) {
+    case 1: return QStringLiteral("once");
+    case 2: return QStringLiteral("twice");
+    default: return QStringLiteral("%1 times").arg(count);
+    }
+}
+
 void appendRunOverflows(ReportDocument& document, const RunData& run)
 {
     const OverflowSummary summary = summarizeOverflows(run);
@@ -22,11 +31,12 @@ void appendRunOverflows(ReportDocument& document, const RunData& run)
     QString text = QStringLiteral("%1: %2 of %3 steps (%4) were skipped because a gradient was not finite.")
                        .arg(run.label, formatCount(summary.skippedSteps), formatCount(steps), formatPercent(share, 2));
     if (summary.scaleGrowths + summary.scaleBackoffs > 0)
-        text += QStringLiteral(" The loss scale grew %1 times and backed off %2 times, staying between %3 and %4; "
-                               "it ended at %5.")
-                    .arg(summary.scaleGrowths)
-                    .arg(summary.scaleBackoffs)
-                    .arg(formatScale(summary.minScale), formatScale(summary.maxScale),
+        text += QStringLiteral(" The loss scale %1 and %2, staying between %3 and %4; it ended at %5.")
+                    .arg(summary.scaleBackoffs ? QStringLiteral("backed off ") + times(summary.scaleBackoffs)
+                                               : QStringLiteral("never backed off"),
+                         summary.scaleGrowths ? QStringLiteral("grew ") + times(summary.scaleGrowths)
+                                              : QStringLiteral("never grew"),
+                         formatScale(summary.minScale), formatScale(summary.maxScale),
                          formatScale(run.info.summary.finalLossScale));
     document.paragraph(text);
 

@@ -2,6 +2,7 @@
 // stated in words; then the per-epoch evaluations.
 #include "report/comparison.h"
 #include "report/report_format.h"
+#include "report/report_plots.h"
 #include "report/report_sections.h"
 
 namespace mantissa::report {
@@ -139,8 +140,17 @@ void appendResults(ReportDocument& document, const ReportData& data)
 void appendPlots(ReportDocument& document, const ReportData& data)
 {
     document.heading(QStringLiteral("Plots"));
+    QList<int> windows;
+    for (const RunData& run : data.runs) {
+        if (!windows.contains(lossSmoothingWindow(run.steps.size())))
+            windows << lossSmoothingWindow(run.steps.size());
+    }
+    const QString window = windows.size() == 1 ? QStringLiteral("%1 steps").arg(windows.first())
+                                               : QStringLiteral("1/60 of each run's steps");
     document.plot(PlotKind::Loss, QStringLiteral("Loss"),
-                  QStringLiteral("Training loss of each step (line) and test loss after each epoch (markers)."));
+                  QStringLiteral("Training loss of each step (faint), its mean over %1 (line), and the test loss "
+                                 "after each epoch (markers).")
+                      .arg(window));
     document.plot(PlotKind::Accuracy, QStringLiteral("Accuracy"),
                   QStringLiteral("Training accuracy over each epoch (dashed) and test accuracy after it (solid)."));
     bool scaled = false;

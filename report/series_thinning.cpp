@@ -71,6 +71,27 @@ XySeries thinMean(const QList<double>& keys, const QList<double>& values, int bu
     return out;
 }
 
+QList<double> movingMean(const QList<double>& values, int window)
+{
+    const qsizetype n = values.size();
+    // Prefix sums of the finite values and of their count: O(n) for any window.
+    QList<double> sum(n + 1, 0.0), count(n + 1, 0.0);
+    for (qsizetype i = 0; i < n; ++i) {
+        const bool finite = std::isfinite(values[i]);
+        sum[i + 1] = sum[i] + (finite ? values[i] : 0.0);
+        count[i + 1] = count[i] + (finite ? 1.0 : 0.0);
+    }
+    const qsizetype half = std::max(window, 1) / 2;
+    QList<double> out;
+    out.reserve(n);
+    for (qsizetype i = 0; i < n; ++i) {
+        const qsizetype lo = std::max<qsizetype>(0, i - half), hi = std::min(n, i + half + 1);
+        const double c = count[hi] - count[lo];
+        out << (c > 0 ? (sum[hi] - sum[lo]) / c : std::numeric_limits<double>::quiet_NaN());
+    }
+    return out;
+}
+
 XySeries changePoints(const QList<double>& keys, const QList<double>& values)
 {
     XySeries out;

@@ -19,6 +19,10 @@ XySeries thinMinMax(const QList<double>& keys, const QList<double>& values, int 
 // for rates, whose per-step noise hides the trend.
 XySeries thinMean(const QList<double>& keys, const QList<double>& values, int buckets);
 
+// The mean of the finite values within `window` points centred on each point: a batch's
+// loss is noisy, and the trend is what two precisions are compared on.
+QList<double> movingMean(const QList<double>& values, int window);
+
 // A step function reduced to the points where its value changes, and the last point:
 // drawn as a left step line it is the same curve.
 XySeries changePoints(const QList<double>& keys, const QList<double>& values);

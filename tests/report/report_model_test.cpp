@@ -6,6 +6,7 @@
 #include "report/overflow_summary.h"
 #include "report/report_data.h"
 #include "report/report_format.h"
+#include "report/report_plots.h"
 #include "report/report_sections.h"
 #include "report/series_thinning.h"
 #include "synthetic_runs.h"
@@ -118,6 +119,12 @@ private slots:
         const XySeries mean = thinMean(keys, QList<double>(keys.size(), 3.0), 50);
         QCOMPARE(mean.keys.size(), 50);
         QCOMPARE(mean.values.first(), 3.0);
+
+        const double gap = std::numeric_limits<double>::quiet_NaN();
+        const QList<double> smooth = movingMean({1, 2, 3, gap, 5, 6}, 3);
+        QCOMPARE(smooth, (QList<double>{1.5, 2, 2.5, 4, 5.5, 5.5})); // NaN is skipped, not averaged in
+        QCOMPARE(lossSmoothingWindow(360), 6);
+        QCOMPARE(lossSmoothingWindow(60), 5);
 
         const XySeries steps = changePoints({1, 2, 3, 4, 5, 6}, {8, 8, 4, 4, 4, 8});
         QCOMPARE(steps.keys, (QList<double>{1, 3, 6}));
