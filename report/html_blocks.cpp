@@ -29,7 +29,7 @@ QString tableHtml(const ReportTable& table, HtmlDialect dialect)
         const QStringList& row = table.rows[r];
         for (qsizetype c = 0; c < row.size(); ++c) {
             QString cell = escapeHtml(row[c]);
-            if (r == table.boldRow)
+            if (r == table.boldRow && !cell.isEmpty())
                 cell = QStringLiteral("<b>%1</b>").arg(cell);
             html += QStringLiteral("<td%1>%2</td>").arg(alignment(c), cell);
         }
@@ -94,6 +94,7 @@ QString reportStyleSheet(HtmlDialect dialect)
             "h2 { font-size: 14pt; font-weight: bold; color: #1f3a5f; margin-top: 10pt; margin-bottom: 4pt; }"
             "h3 { font-size: 11pt; font-weight: bold; color: #1f3a5f; margin-top: 8pt; margin-bottom: 3pt; }"
             "p { margin-top: 2pt; margin-bottom: 4pt; }"
+            "p.subtitle { color: #555555; margin-bottom: 8pt; }"
             "p.caption { font-size: 7.5pt; color: #555555; margin-top: 2pt; margin-bottom: 6pt; }"
             "p.code { font-family: 'DejaVu Sans Mono', monospace; font-size: 7pt; white-space: pre-wrap; "
             "margin-top: 2pt; margin-bottom: 6pt; }"
@@ -104,20 +105,20 @@ QString reportStyleSheet(HtmlDialect dialect)
     }
     return QStringLiteral(
         "body { font-family: 'DejaVu Sans', 'Segoe UI', Helvetica, Arial, sans-serif; font-size: 14px; color: #1a1a1a;"
-        " max-width: 960px; margin: 24px auto; padding: 0 16px; line-height: 1.45; }"
-        "h1 { font-size: 28px; margin-bottom: 4px; }"
-        "h2 { font-size: 21px; color: #1f3a5f; border-bottom: 1px solid #c8d3df; padding-bottom: 3px; margin-top: 32px; }"
-        "h3 { font-size: 17px; color: #1f3a5f; margin-top: 22px; }"
-        ".subtitle { color: #555; margin-top: 0; }"
-        "table.data { border-collapse: collapse; width: 100%; margin: 6px 0; font-size: 13px; }"
-        "table.data th { background: #dde5ee; border-bottom: 1px solid #9fb2c6; }"
-        "table.data td, table.data th { padding: 4px 8px; }"
-        "table.data tbody tr:nth-child(even) { background: #f2f5f8; }"
-        ".caption, figcaption { font-size: 12px; color: #555; margin: 2px 0 14px 0; }"
-        ".notice { background: #fff4d6; border: 1px solid #d39e00; padding: 10px 12px; margin: 10px 0; font-weight: bold; }"
-        "figure { margin: 12px 0 20px 0; }"
-        "figure img { width: 100%; max-width: 880px; height: auto; border: 1px solid #e3e3e3; }"
-        "pre { background: #f6f8fa; border: 1px solid #e1e4e8; padding: 10px; font-size: 12px; overflow-x: auto; }"
+        " max-width: 960px; margin: 24px auto; padding: 0 16px; line-height: 1.45; }\n"
+        "h1 { font-size: 28px; margin-bottom: 4px; }\n"
+        "h2 { font-size: 21px; color: #1f3a5f; border-bottom: 1px solid #c8d3df; padding-bottom: 3px; margin-top: 32px; }\n"
+        "h3 { font-size: 17px; color: #1f3a5f; margin-top: 22px; }\n"
+        ".subtitle { color: #555; margin-top: 0; }\n"
+        "table.data { border-collapse: collapse; width: 100%; margin: 6px 0; font-size: 13px; }\n"
+        "table.data th { background: #dde5ee; border-bottom: 1px solid #9fb2c6; }\n"
+        "table.data td, table.data th { padding: 4px 8px; }\n"
+        "table.data tbody tr:nth-child(even) { background: #f2f5f8; }\n"
+        ".caption, figcaption { font-size: 12px; color: #555; margin: 2px 0 14px 0; }\n"
+        ".notice { background: #fff4d6; border: 1px solid #d39e00; padding: 10px 12px; margin: 10px 0; font-weight: bold; }\n"
+        "figure { margin: 12px 0 20px 0; }\n"
+        "figure img { width: 100%; max-width: 880px; height: auto; border: 1px solid #e3e3e3; }\n"
+        "pre { background: #f6f8fa; border: 1px solid #e1e4e8; padding: 10px; font-size: 12px; overflow-x: auto; }\n"
         "code { font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; }");
 }
 

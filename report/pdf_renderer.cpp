@@ -56,7 +56,7 @@ QList<Unit> groupUnits(const ReportDocument& document)
 {
     QList<Unit> units;
     Unit unit;
-    unit.before = QStringLiteral("<h1>%1</h1><p>%2</p>").arg(escapeHtml(document.title), escapeHtml(document.subtitle));
+    unit.before = QStringLiteral("<h1>%1</h1><p class=\"subtitle\">%2</p>").arg(escapeHtml(document.title), escapeHtml(document.subtitle));
     for (const ReportBlock& block : document.blocks) {
         if (block.kind == ReportBlock::Kind::Heading) {
             const bool onlyHeadings = unit.before.endsWith(QLatin1String("</h2>")) || unit.before.endsWith(QLatin1String("</h3>"));
@@ -192,7 +192,10 @@ private:
             m_painter.translate(m_page.left(), m_page.top() - i * pageHeight);
             QAbstractTextDocumentLayout::PaintContext context;
             context.palette.setColor(QPalette::Text, Qt::black);
-            context.clip = QRectF(0, i * pageHeight, m_page.width(), pageHeight);
+            // A hair inside the page: the layout draws every line that touches the clip, and
+            // the first line of the next page starts exactly on its bottom edge; drawn
+            // clipped, it would still be in the PDF's text (copy, search, pdftotext) twice.
+            context.clip = QRectF(0, i * pageHeight + 0.01, m_page.width(), pageHeight - 0.02);
             m_painter.setClipRect(context.clip);
             doc.documentLayout()->draw(&m_painter, context);
             m_painter.restore();

@@ -15,9 +15,10 @@ QString utcTime(const QDateTime& time)
 // Said on the first page, so that nobody takes a partial curve for a result.
 QString statusNotice(const RunData& run)
 {
-    const QString progress = QStringLiteral("%1 steps and %2 evaluated epochs")
-                                 .arg(formatCount(run.steps.size()))
-                                 .arg(run.epochs.size());
+    const QString progress = QStringLiteral("%1 step%2 and %3 evaluated epoch%4")
+                                 .arg(formatCount(run.steps.size()), run.steps.size() == 1 ? "" : "s")
+                                 .arg(run.epochs.size())
+                                 .arg(run.epochs.size() == 1 ? "" : "s");
     const QString why = run.info.errorMessage.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(run.info.errorMessage);
     switch (run.info.status) {
     case RunStatus::Running:
@@ -72,9 +73,23 @@ void appendOverview(ReportDocument& document, const ReportData& data)
             document.notice(notice);
     }
     document.table(runsTable(data), QStringLiteral("Database: %1").arg(data.databasePath));
+    // Runs recorded together often share their notes: say them once.
+    QStringList notes;
+    QList<QStringList> notedRuns;
     for (const RunData& run : data.runs) {
-        if (!run.info.notes.isEmpty())
-            document.paragraph(QStringLiteral("Notes on %1: %2").arg(run.info.name, run.info.notes));
+        if (run.info.notes.isEmpty())
+            continue;
+        const qsizetype at = notes.indexOf(run.info.notes);
+        if (at >= 0) {
+            notedRuns[at] << run.info.name;
+        } else {
+            notes << run.info.notes;
+            notedRuns << QStringList{run.info.name};
+        }
+    }
+    for (qsizetype i = 0; i < notes.size(); ++i)
+        document.paragraph(QStringLiteral("Notes on %1: %2").arg(notedRuns[i].join(QStringLiteral(" and ")), notes[i]));
+    for (const RunData& run : data.runs) {
         if (!run.info.tags.isEmpty())
             document.paragraph(QStringLiteral("Tags of %1: %2").arg(run.info.name, run.info.tags.join(QStringLiteral(", "))));
     }

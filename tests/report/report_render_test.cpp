@@ -9,6 +9,7 @@
 
 #include <QApplication>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QProcess>
 #include <QRegularExpression>
@@ -84,6 +85,10 @@ private slots:
         QVERIFY(text.contains(QStringLiteral("samples/s")));
         QVERIFY(text.contains(QStringLiteral("epoch")));
         QVERIFY(!text.contains(QChar(0xFB01)) && !text.contains(QChar(0xFB02))); // no fi/fl ligatures
+        // Each config's lines once, though the appendix flows across pages: a line on a page
+        // edge is drawn on one page only.
+        QCOMPARE(text.count(QStringLiteral("\"eval_batch_size\"")), data.runs.size());
+        QCOMPARE(text.count(QStringLiteral("\"training\": {")), data.runs.size());
 
         const QString firstPage = pdfText(path, 1);
         const bool interrupted = data.runs.last().info.status == storage::RunStatus::Interrupted;
@@ -181,6 +186,31 @@ private slots:
         for (const RunData& run : data.runs)
             epochRows += m_store->epochs(run.info.id).size();
         QCOMPARE(epochs.size() - 1, epochRows);
+    }
+
+    // A run just created (no rows yet) whose stored config no longer parses: every format
+    // still renders, says the run is running and why the layer table is missing.
+    void rendersARunWithoutRowsOrConfig()
+    {
+        storage::NewRun created;
+        created.name = QStringLiteral("bare-run");
+        created.configJson = QStringLiteral("{\"model\": not json");
+        created.precision = QStringLiteral("fp16");
+        const qint64 id = m_store->createRun(created);
+        const ReportData data = loadReportData(*m_store, {id});
+        QVERIFY(!data.runs.first().config);
+        QTemporaryDir dir;
+        for (ReportFormat format : {ReportFormat::Pdf, ReportFormat::Html, ReportFormat::Markdown, ReportFormat::Csv}) {
+            const QString path = dir.filePath(QStringLiteral("bare.%1").arg(int(format)));
+            QVERIFY(!writeReport(*m_store, data, path, format).isEmpty());
+            QVERIFY(QFileInfo(path).size() > 0);
+        }
+        if (QStandardPaths::findExecutable(QStringLiteral("pdftotext")).isEmpty())
+            QSKIP("pdftotext (poppler-utils) is not installed: scripts/setup installs it");
+        const QString firstPage = pdfText(dir.filePath(QStringLiteral("bare.%1").arg(int(ReportFormat::Pdf))), 1);
+        QVERIFY(firstPage.contains(QStringLiteral("is still running")));
+        QVERIFY(pdfText(dir.filePath(QStringLiteral("bare.%1").arg(int(ReportFormat::Pdf)))).simplified().contains(
+            QStringLiteral("does not parse")));
     }
 
     void unwritablePathIsAnIoError_data()
