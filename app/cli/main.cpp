@@ -1,10 +1,12 @@
 // mantissa-cli: headless training and run management.
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/report_command.h"
 
 #include <QCoreApplication>
 
 #include <cstdio>
+#include <cstring>
 
 namespace {
 
@@ -34,11 +36,17 @@ constexpr Command kCommands[] = {
      "skipped steps and scales other loss-scale policies would have had on this run"},
 };
 
+// `report` is dispatched before the QCoreApplication exists: it needs a QApplication to draw plots.
+constexpr const char* kReportUsage =
+    "  report   RUN [RUN...] -o FILE.pdf|.html|.md|.csv [--baseline RUN]\n"
+    "           a report of one run or a comparison (report --help)\n";
+
 void printUsage(std::FILE* out)
 {
     std::fputs("usage: mantissa-cli COMMAND [options]   (mantissa-cli COMMAND --help for its options)\n\ncommands:\n", out);
     for (const Command& command : kCommands)
         std::fprintf(out, "  %-8s %s\n           %s\n", command.name, command.arguments, command.summary);
+    std::fputs(kReportUsage, out);
     std::fputs("\nRUN is a run's id or name. Every command takes --db FILE; without it MANTISSA_DB, else\n"
                "~/.local/share/Mantissa/mantissa/runs.sqlite. Exit codes: 0 done, 1 a run diverged or\n"
                "failed (compare: failed), 2 bad input, unknown run or unusable database.\n",
@@ -49,6 +57,8 @@ void printUsage(std::FILE* out)
 
 int main(int argc, char** argv)
 {
+    if (argc > 1 && std::strcmp(argv[1], "report") == 0) // needs a QApplication, not a QCoreApplication
+        return mantissa::cli::runReportCommand(argc, argv);
     QCoreApplication app(argc, argv);
     QCoreApplication::setOrganizationName("Mantissa");
     QCoreApplication::setApplicationName("mantissa");

@@ -1,0 +1,86 @@
+#include "cli/report_command.h"
+
+#include "report/report_writer.h"
+#include "storage/database_path.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+
+#include <cstdio>
+
+namespace mantissa::cli {
+
+namespace {
+
+using namespace mantissa::report;
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+
+int fail(const QString& message)
+{
+    std::fprintf(stderr, "mantissa-cli report: %s\n", qPrintable(message));
+    return kExitBadInput;
+}
+
+} // namespace
+
+int runReportCommand(int argc, char** argv)
+{
+    // A report never shows a window: the offscreen platform renders the same fonts and
+    // pixels without a display, so the command works over ssh and in CI. An explicit
+    // QT_QPA_PLATFORM still wins.
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("Mantissa");
+    QApplication::setApplicationName("mantissa");
+    QApplication::setApplicationVersion(MANTISSA_VERSION);
+    QStringList arguments = QApplication::arguments();
+    arguments.removeAt(1); // "report"
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        "Write a report of one run, or a comparison of several: PDF, a self-contained HTML file, "
+        "Markdown with PNG plots beside it, or CSV of every step and epoch (FILE.csv and FILE-epochs.csv). "
+        "The format follows the output file's suffix.");
+    parser.addHelpOption();
+    parser.addPositionalArgument("runs", "Runs to report, by id or name; the first is the baseline of a comparison.",
+                                 "RUN [RUN...]");
+    parser.addOption({{"o", "output"}, "The report file: .pdf, .html, .md or .csv.", "FILE"});
+    parser.addOption({"baseline", "The run the others are compared with (added if not listed).", "RUN"});
+    parser.addOption({"db", "The run database (default: $MANTISSA_DB, else the per-user database).", "FILE"});
+    if (!parser.parse(arguments))
+        return fail(parser.errorText());
+    if (parser.isSet("help")) {
+        std::fputs(qPrintable(parser.helpText()), stdout);
+        return kExitOk;
+    }
+    const QStringList runs = parser.positionalArguments();
+    if (runs.isEmpty())
+        return fail(QStringLiteral("name at least one run (id or name); mantissa-cli report --help for usage"));
+    const QString output = parser.value("output");
+    if (output.isEmpty())
+        return fail(QStringLiteral("give the report file with -o FILE.pdf|.html|.md|.csv"));
+    const std::optional<ReportFormat> format = reportFormatForPath(output);
+    if (!format)
+        return fail(QStringLiteral("%1: unknown report format; use a .pdf, .html, .md or .csv file").arg(output));
+
+    try {
+        RunStore store(resolveDatabasePath(parser.value("db")));
+        QList<qint64> ids;
+        for (const QString& run : runs)
+            ids << store.findRun(run).id; // by id or name; StorageError names an unknown one
+        std::optional<qint64> baseline;
+        if (parser.isSet("baseline"))
+            baseline = store.findRun(parser.value("baseline")).id;
+        const ReportData data = loadReportData(store, ids, baseline);
+        for (const QString& file : writeReport(store, data, output, *format))
+            std::printf("%s\n", qPrintable(file));
+        return kExitOk;
+    } catch (const Error& e) {
+        return fail(QString::fromUtf8(e.what()));
+    }
+}
+
+} // namespace mantissa::cli

@@ -1,0 +1,65 @@
+#pragma once
+// Everything a report shows, read from the run store once: the runs (with their parsed
+// configs and model tables), their step, epoch and event rows, and the machine writing
+// the report. The renderers read only this, never the database.
+#include "engine/config/run_config.h"
+#include "engine/model/model_validation.h"
+#include "report/machine_info.h"
+#include "report/storage_names.h"
+
+#include <QDateTime>
+#include <QList>
+#include <QString>
+
+#include <optional>
+
+namespace mantissa::report {
+
+struct RunData {
+    RunInfo info;
+    std::optional<RunConfig> config; // unset when the stored JSON no longer parses
+    QString configError;             // why, when it does not
+    ModelReport model;               // the layer table; empty without a config
+    StepSeries steps;
+    QList<EpochRecord> epochs;
+    QList<EventRecord> events;
+    DeviceInfo device;
+    QString label; // legend and table label: the precision, or the name if two runs share it
+
+    // A run still training or cut off: its figures stop at the last committed step.
+    bool isIncomplete() const;
+    // From the summary, else counted from the step rows.
+    qint64 stepCount() const;
+    qint64 skippedStepCount() const;
+    // Final test accuracy, else that of the last evaluated epoch.
+    std::optional<double> finalTestAccuracy() const;
+    // Samples per second over the run: the summary, else the mean of the step rows.
+    std::optional<double> throughput() const;
+    std::optional<qint64> batchSize() const;
+    // Whether the run scaled its loss (static or dynamic): its final scale means something.
+    bool usesLossScaling() const;
+    // The final loss scale, or "none" for a run without loss scaling.
+    QString finalLossScaleText() const;
+    QString precision() const; // as stored, else from the config
+};
+
+struct ReportData {
+    QList<RunData> runs;
+    int baseline = 0; // index in runs of the run the others are measured against
+    MachineInfo machine;
+    QDateTime generatedAt; // UTC
+    QString databasePath;
+    QString mantissaVersion;
+
+    bool isComparison() const { return runs.size() > 1; }
+    const RunData& baselineRun() const { return runs[baseline]; }
+    // "mlp-fp32-1" or "mlp-fp32-1 vs mlp-mixed-fp16-2"
+    QString title() const;
+};
+
+// Reads runs `runIds` (in that order) from `store`. `baselineId`, when given and not among
+// them, is added in front. Throws StorageError (NotFound) for an unknown run.
+ReportData loadReportData(const RunStore& store, const QList<qint64>& runIds,
+                          std::optional<qint64> baselineId = std::nullopt);
+
+} // namespace mantissa::report

@@ -1,0 +1,102 @@
+#include "report/report_format.h"
+
+#include <cmath>
+
+namespace mantissa::report {
+
+QString notKnown()
+{
+    return QStringLiteral("–");
+}
+
+QString formatPercent(std::optional<double> fraction, int decimals)
+{
+    if (!fraction || !std::isfinite(*fraction))
+        return notKnown();
+    return QString::number(*fraction * 100.0, 'f', decimals) + QLatin1Char('%');
+}
+
+QString formatDuration(std::optional<double> seconds)
+{
+    if (!seconds || !std::isfinite(*seconds) || *seconds < 0)
+        return notKnown();
+    const double s = *seconds;
+    if (s < 60)
+        return QString::number(s, 'f', s < 10 ? 2 : 1) + QStringLiteral(" s");
+    const qint64 whole = std::llround(s);
+    if (whole < 3600)
+        return QStringLiteral("%1 min %2 s").arg(whole / 60).arg(whole % 60, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1 h %2 min").arg(whole / 3600).arg((whole % 3600) / 60, 2, 10, QLatin1Char('0'));
+}
+
+QString formatBytes(std::optional<qint64> bytes)
+{
+    if (!bytes || *bytes < 0)
+        return notKnown();
+    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = double(*bytes);
+    int unit = 0;
+    while (value >= 1024 && unit < 4) {
+        value /= 1024;
+        ++unit;
+    }
+    return QString::number(value, 'f', unit == 0 ? 0 : 1) + QLatin1Char(' ') + QLatin1String(units[unit]);
+}
+
+QString formatScale(std::optional<double> scale)
+{
+    if (!scale)
+        return notKnown();
+    if (!std::isfinite(*scale) || *scale <= 0)
+        return formatValue(scale);
+    const double exponent = std::log2(*scale);
+    const QString plain = QString::number(*scale, 'g', 8);
+    if (exponent == std::round(exponent))
+        return QStringLiteral("%1 (2^%2)").arg(plain).arg(qint64(exponent));
+    return plain;
+}
+
+QString formatRatio(double ratio)
+{
+    if (!std::isfinite(ratio))
+        return notKnown();
+    const int decimals = std::abs(ratio - 1.0) < 0.1 ? 2 : 1;
+    return QString::number(ratio, 'f', decimals) + QLatin1Char('x');
+}
+
+QString formatValue(std::optional<double> value, int significant)
+{
+    if (!value)
+        return notKnown();
+    if (std::isnan(*value))
+        return QStringLiteral("nan");
+    if (std::isinf(*value))
+        return *value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    return QString::number(*value, 'g', significant);
+}
+
+QString formatLoss(std::optional<double> value)
+{
+    if (!value || !std::isfinite(*value) || std::abs(*value) >= 10)
+        return formatValue(value, 5);
+    return QString::number(*value, 'f', 4);
+}
+
+QString formatCount(std::optional<qint64> count)
+{
+    if (!count)
+        return notKnown();
+    QString digits = QString::number(std::abs(*count));
+    for (qsizetype i = digits.size() - 3; i > 0; i -= 3)
+        digits.insert(i, QLatin1Char(','));
+    return *count < 0 ? QLatin1Char('-') + digits : digits;
+}
+
+QString formatThroughput(std::optional<double> samplesPerSecond)
+{
+    if (!samplesPerSecond || !std::isfinite(*samplesPerSecond))
+        return notKnown();
+    return formatCount(std::llround(*samplesPerSecond)) + QStringLiteral(" samples/s");
+}
+
+} // namespace mantissa::report

@@ -1,0 +1,359 @@
+#include "report/report_plots.h"
+
+#include "report/plot_palette.h"
+#include "report/series_thinning.h"
+
+#include <QBuffer>
+#include <QFontDatabase>
+#include <QPixmap>
+
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mantissa::report {
+
+namespace {
+
+// Overflow markers beyond this many per run are sampled evenly: a pure-fp16 run can skip
+// every step, and ten thousand markers draw as one smear anyway.
+constexpr int kMaxMarkers = 1000;
+
+QFont plotFont(double pointSize, bool bold = false)
+{
+    QFont font = QFontDatabase::systemFont(QFontDatabase::GeneralFont);
+    font.setPointSizeF(pointSize);
+    font.setBold(bold);
+    font.setStyleStrategy(QFont::PreferNoShaping); // no ligatures: PDF text stays searchable
+    return font;
+}
+
+// Loss scales are powers of two: label them 2⁴, 2¹⁶, 2⁻³ rather than 16, 65536, 0.125.
+class Log2Ticker : public QCPAxisTickerLog {
+public:
+    Log2Ticker()
+    {
+        setLogBase(2);
+        setSubTickCount(0); // linear sub-ticks between powers of two only clutter the axis
+    }
+
+protected:
+    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override
+    {
+        const double exponent = std::log2(tick);
+        if (std::abs(exponent - std::round(exponent)) > 1e-9)
+            return QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision);
+        static const QString superscripts = QStringLiteral("⁰¹²³⁴⁵⁶⁷⁸⁹");
+        QString text = QStringLiteral("2");
+        const QString digits = QString::number(qint64(std::round(exponent)));
+        for (QChar c : digits)
+            text += c == QLatin1Char('-') ? QStringLiteral("⁻") : QString(superscripts[c.digitValue()]);
+        return text;
+    }
+};
+
+void styleAxis(QCPAxis* axis, const QString& label)
+{
+    axis->setLabel(label);
+    axis->setLabelFont(plotFont(8.5));
+    axis->setTickLabelFont(plotFont(7.5));
+    axis->grid()->setPen(QPen(QColor(215, 215, 215), 0, Qt::SolidLine));
+    axis->grid()->setZeroLinePen(Qt::NoPen);
+    axis->setBasePen(QPen(QColor(90, 90, 90), 0));
+    axis->setTickPen(QPen(QColor(90, 90, 90), 0));
+    axis->setSubTickPen(QPen(QColor(90, 90, 90), 0));
+}
+
+// The title on top and the legend under the axes, in rows of four, so that no curve is
+// ever hidden behind the legend.
+void frame(QCustomPlot& plot, const QString& title, const QString& xLabel, const QString& yLabel)
+{
+    plot.setAntialiasedElements(QCP::aeAll);
+    plot.setNotAntialiasedElements(QCP::aeGrid | QCP::aeAxes);
+    styleAxis(plot.xAxis, xLabel);
+    styleAxis(plot.yAxis, yLabel);
+    plot.plotLayout()->insertRow(0);
+    auto* heading = new QCPTextElement(&plot, title, plotFont(10, true));
+    heading->setMargins(QMargins(0, 2, 0, 0));
+    plot.plotLayout()->addElement(0, 0, heading);
+    plot.plotLayout()->setRowSpacing(0);
+    // Only the left and bottom margins must fit tick labels; fixed ones elsewhere keep the
+    // axes close to the title and the legend.
+    plot.axisRect()->setAutoMargins(QCP::msLeft | QCP::msBottom);
+    plot.axisRect()->setMargins(QMargins(0, 6, 16, 0));
+    plot.legend->setVisible(true);
+    plot.legend->setFont(plotFont(7.5));
+    plot.legend->setBorderPen(Qt::NoPen);
+    plot.legend->setIconSize(22, 10);
+    plot.axisRect()->insetLayout()->take(plot.legend);
+    // Centred between two empty cells that take the spare width.
+    auto* legendRow = new QCPLayoutGrid;
+    plot.plotLayout()->addElement(2, 0, legendRow);
+    legendRow->addElement(0, 0, new QCPLayoutElement(&plot));
+    legendRow->addElement(0, 1, plot.legend);
+    legendRow->addElement(0, 2, new QCPLayoutElement(&plot));
+    legendRow->setColumnStretchFactor(1, 0.001);
+    legendRow->setColumnSpacing(0);
+    plot.legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot.legend->setWrap(4);
+    plot.legend->setMargins(QMargins(4, 0, 4, 2));
+    plot.legend->setColumnSpacing(18);
+    plot.plotLayout()->setMargins(QMargins(4, 2, 4, 6)); // nothing touches the image's edges
+    plot.plotLayout()->setRowStretchFactor(0, 0.001);
+    plot.plotLayout()->setRowStretchFactor(2, 0.001);
+}
+
+QCPGraph* addGraph(QCustomPlot& plot, const QString& name, const QPen& pen, const XySeries& series)
+{
+    QCPGraph* graph = plot.addGraph();
+    graph->setName(name);
+    graph->setPen(pen);
+    graph->setData(QVector<double>(series.keys), QVector<double>(series.values), true);
+    return graph;
+}
+
+QPen runPen(int run, double width, Qt::PenStyle style = Qt::SolidLine, int alpha = 255)
+{
+    QColor color = runColor(run);
+    color.setAlpha(alpha);
+    QPen pen(color, width, style);
+    pen.setCapStyle(Qt::FlatCap);
+    return pen;
+}
+
+// The step at which each epoch ended: where its evaluation belongs on a step axis.
+XySeries epochValuesAtSteps(const RunData& run, float EpochRecord::*field, double factor = 1.0)
+{
+    XySeries series;
+    for (const EpochRecord& epoch : run.epochs) {
+        double lastStep = -1;
+        for (qsizetype i = run.steps.size() - 1; i >= 0; --i) {
+            if (run.steps.epoch[i] == epoch.epoch) {
+                lastStep = run.steps.step[i];
+                break;
+            }
+            if (run.steps.epoch[i] < epoch.epoch)
+                break;
+        }
+        if (lastStep >= 0) {
+            series.keys << lastStep;
+            series.values << double(epoch.*field) * factor;
+        }
+    }
+    return series;
+}
+
+XySeries epochValues(const RunData& run, float EpochRecord::*field, double factor)
+{
+    XySeries series;
+    for (const EpochRecord& epoch : run.epochs) {
+        series.keys << epoch.epoch;
+        series.values << double(epoch.*field) * factor;
+    }
+    return series;
+}
+
+// Steps from the first to the last of any run, with a little room at both ends so that
+// markers on the first and last step are not cut in half by the axes.
+void setStepRange(QCPAxis* axis, const ReportData& data)
+{
+    double last = 1;
+    for (const RunData& run : data.runs) {
+        if (!run.steps.isEmpty())
+            last = std::max(last, run.steps.step.last());
+    }
+    axis->setRange(-0.015 * last, 1.02 * last);
+}
+
+// The upper end of a loss axis: high enough for the test losses and 99% of the training
+// steps, so that one early spike does not flatten every curve against the floor.
+double lossCeiling(const QList<double>& train, const QList<double>& test)
+{
+    QList<double> values;
+    for (double v : train) {
+        if (std::isfinite(v))
+            values << v;
+    }
+    double ceiling = 0;
+    if (!values.isEmpty()) {
+        const qsizetype at = std::min(values.size() - 1, qsizetype(double(values.size()) * 0.99));
+        std::nth_element(values.begin(), values.begin() + at, values.end());
+        ceiling = values[at];
+    }
+    for (double v : test) {
+        if (std::isfinite(v))
+            ceiling = std::max(ceiling, v);
+    }
+    return ceiling > 0 ? ceiling * 1.08 : 1.0;
+}
+
+void fillLoss(QCustomPlot& plot, const ReportData& data)
+{
+    QList<double> train, test;
+    for (int i = 0; i < data.runs.size(); ++i) {
+        const RunData& run = data.runs[i];
+        const XySeries steps = thinMinMax(run.steps.step, run.steps.loss, kMaxPlotPoints);
+        QCPGraph* raw = addGraph(plot, QString(), runPen(i, 0.6, Qt::SolidLine, 70), steps);
+        raw->removeFromLegend();
+        const QList<double> mean = movingMean(run.steps.loss, lossSmoothingWindow(run.steps.size()));
+        addGraph(plot, run.label + QStringLiteral(" train (mean)"), runPen(i, 1.4),
+                 thinMinMax(run.steps.step, mean, kMaxPlotPoints));
+        QCPGraph* epochs = addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6),
+                                    epochValuesAtSteps(run, &EpochRecord::testLoss));
+        epochs->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, runColor(i), 5));
+        train << steps.values;
+        for (const EpochRecord& e : run.epochs)
+            test << e.testLoss;
+    }
+    setStepRange(plot.xAxis, data);
+    plot.yAxis->setRange(0, lossCeiling(train, test));
+}
+
+void fillAccuracy(QCustomPlot& plot, const ReportData& data)
+{
+    double lo = 100, hi = 0, lastEpoch = 1;
+    for (int i = 0; i < data.runs.size(); ++i) {
+        const RunData& run = data.runs[i];
+        QCPGraph* test = addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6),
+                                  epochValues(run, &EpochRecord::testAccuracy, 100.0));
+        test->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, runColor(i), 5));
+        QCPGraph* train = addGraph(plot, run.label + QStringLiteral(" train"), runPen(i, 1.2, Qt::DashLine),
+                                   epochValues(run, &EpochRecord::trainAccuracy, 100.0));
+        train->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(runColor(i), 1.0), Qt::white, 5));
+        for (const EpochRecord& e : run.epochs) {
+            for (double v : {double(e.testAccuracy) * 100, double(e.trainAccuracy) * 100}) {
+                if (std::isfinite(v)) {
+                    lo = std::min(lo, v);
+                    hi = std::max(hi, v);
+                }
+            }
+            lastEpoch = std::max(lastEpoch, double(e.epoch));
+        }
+    }
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(1.0);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    plot.xAxis->setTicker(ticker);
+    plot.xAxis->setRange(0.5, lastEpoch + 0.5);
+    if (hi < lo) {
+        lo = 0;
+        hi = 100;
+    }
+    const double pad = std::max(1.0, (hi - lo) * 0.08);
+    plot.yAxis->setRange(std::max(0.0, lo - pad), std::min(100.0, hi + pad));
+}
+
+void fillLossScale(QCustomPlot& plot, const ReportData& data)
+{
+    plot.yAxis->setScaleType(QCPAxis::stLogarithmic);
+    plot.yAxis->setTicker(QSharedPointer<Log2Ticker>::create());
+    double lo = 0, hi = 0;
+    const auto extend = [&](double v) {
+        if (std::isfinite(v) && v > 0) {
+            lo = lo > 0 ? std::min(lo, v) : v;
+            hi = std::max(hi, v);
+        }
+    };
+    for (int i = 0; i < data.runs.size(); ++i) {
+        const RunData& run = data.runs[i];
+        QCPGraph* line = addGraph(plot, run.label, runPen(i, 1.4), changePoints(run.steps.step, run.steps.lossScale));
+        line->setLineStyle(QCPGraph::lsStepLeft);
+        for (double v : run.steps.lossScale)
+            extend(v);
+        QList<const EventRecord*> overflows;
+        for (const EventRecord& event : run.events) {
+            if (event.kind == EventKind::Overflow && event.scaleBefore > 0)
+                overflows << &event;
+        }
+        if (overflows.isEmpty())
+            continue;
+        XySeries markers;
+        const qsizetype stride = (overflows.size() + kMaxMarkers - 1) / kMaxMarkers;
+        for (qsizetype k = 0; k < overflows.size(); k += stride) {
+            markers.keys << double(overflows[k]->step);
+            markers.values << double(overflows[k]->scaleBefore);
+            extend(overflows[k]->scaleBefore);
+        }
+        QCPGraph* points = addGraph(plot, run.label + QStringLiteral(" overflow"), QPen(Qt::NoPen), markers);
+        points->setLineStyle(QCPGraph::lsNone);
+        points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QPen(runColor(i).darker(130), 1.3), Qt::NoBrush, 6));
+    }
+    setStepRange(plot.xAxis, data);
+    if (lo > 0)
+        plot.yAxis->setRange(lo / 2, hi * 2);
+    else
+        plot.yAxis->setRange(0.5, 2);
+}
+
+void fillThroughput(QCustomPlot& plot, const ReportData& data)
+{
+    double hi = 0;
+    for (int i = 0; i < data.runs.size(); ++i) {
+        const RunData& run = data.runs[i];
+        const XySeries rate = thinMean(run.steps.step, run.steps.samplesPerSecond, 120);
+        addGraph(plot, run.label, runPen(i, 1.4), rate);
+        for (double v : rate.values) {
+            if (std::isfinite(v))
+                hi = std::max(hi, v);
+        }
+    }
+    setStepRange(plot.xAxis, data);
+    plot.yAxis->setRange(0, hi > 0 ? hi * 1.12 : 1);
+}
+
+} // namespace
+
+int lossSmoothingWindow(qsizetype steps)
+{
+    return std::max(5, int(double(steps) * kLossSmoothingFraction));
+}
+
+void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const ReportData& data)
+{
+    switch (kind) {
+    case PlotKind::Loss:
+        frame(plot, title, QStringLiteral("step"), QStringLiteral("loss (cross-entropy)"));
+        fillLoss(plot, data);
+        break;
+    case PlotKind::Accuracy:
+        frame(plot, title, QStringLiteral("epoch"), QStringLiteral("accuracy (%)"));
+        fillAccuracy(plot, data);
+        break;
+    case PlotKind::LossScale:
+        frame(plot, title, QStringLiteral("step"), QStringLiteral("loss scale (log₂ axis)"));
+        fillLossScale(plot, data);
+        break;
+    case PlotKind::Throughput:
+        frame(plot, title, QStringLiteral("step"), QStringLiteral("samples/s"));
+        fillThroughput(plot, data);
+        break;
+    }
+}
+
+QByteArray renderPlotPng(PlotKind kind, const QString& title, const ReportData& data, QSize size, double scale)
+{
+    QCustomPlot plot;
+    plot.resize(size);
+    fillPlot(plot, kind, title, data);
+    const QPixmap pixmap = plot.toPixmap(size.width(), size.height(), scale);
+    QByteArray png;
+    QBuffer buffer(&png);
+    buffer.open(QIODevice::WriteOnly);
+    pixmap.save(&buffer, "PNG");
+    return png;
+}
+
+void drawPlot(QCPPainter& painter, PlotKind kind, const QString& title, const ReportData& data, QSize size)
+{
+    QCustomPlot plot;
+    plot.resize(size);
+    fillPlot(plot, kind, title, data);
+    painter.save();
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    plot.toPainter(&painter, size.width(), size.height());
+    painter.restore();
+}
+
+} // namespace mantissa::report

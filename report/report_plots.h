@@ -1,0 +1,36 @@
+#pragma once
+// The report's plots, drawn by an offscreen QCustomPlot (the widget is never shown, but
+// it needs a QApplication): loss (train per step, test per epoch), accuracy, the loss
+// scale on a log2 axis with overflow markers, and throughput; runs overlaid with a legend.
+#include "report/report_data.h"
+#include "report/report_document.h"
+
+#include <QByteArray>
+#include <QSize>
+
+class QCPPainter;
+class QCustomPlot;
+
+namespace mantissa::report {
+
+// Step curves are thinned to about this many points per run before drawing.
+constexpr int kMaxPlotPoints = 1500;
+// The training loss is drawn per step (faint) and as a running mean over this fraction of
+// the steps (at least 5): about 60 independent points across the plot.
+constexpr double kLossSmoothingFraction = 1.0 / 60.0;
+
+// The window of that running mean for a run of `steps` steps.
+int lossSmoothingWindow(qsizetype steps);
+
+// Fills an empty `plot` with the curves of `kind` for every run in `data`, the title
+// `title`, labelled axes and the legend.
+void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const ReportData& data);
+
+// PNG of the plot at `size` logical pixels, `scale` device pixels per logical pixel.
+QByteArray renderPlotPng(PlotKind kind, const QString& title, const ReportData& data, QSize size, double scale = 2.0);
+
+// Draws the plot as vectors through `painter` into the rectangle (0, 0, size) of its
+// current coordinate system; for the PDF.
+void drawPlot(QCPPainter& painter, PlotKind kind, const QString& title, const ReportData& data, QSize size);
+
+} // namespace mantissa::report

@@ -1,0 +1,138 @@
+// The model section: the layer table the editor shows (type, output shape, parameters,
+// FLOPs, the precision each layer computes in) and the totals.
+#include "engine/model/model.h"
+#include "report/report_format.h"
+#include "report/report_sections.h"
+
+namespace mantissa::report {
+
+namespace {
+
+QString describeLayer(const LayerSpec& spec)
+{
+    QStringList parts{QString::fromStdString(spec.type)};
+    if (spec.type == "linear")
+        parts << QString::number(spec.units);
+    else if (spec.type == "conv2d")
+        parts << QStringLiteral("%1, %2x%2").arg(spec.filters).arg(spec.kernel);
+    else if (spec.type == "maxpool" || spec.type == "avgpool")
+        parts << QStringLiteral("%1x%1").arg(spec.kernel);
+    else if (spec.type == "dropout")
+        parts << QString::number(double(spec.rate));
+    else if (spec.type == "residual")
+        parts << QStringLiteral("(%1 layers, %2 shortcut)").arg(spec.body.size()).arg(QString::fromStdString(spec.shortcut));
+    QString text = parts.join(QLatin1Char(' '));
+    if (!spec.activation.empty())
+        text += QStringLiteral(" + ") + QString::fromStdString(spec.activation);
+    return text;
+}
+
+// 1.86e6 -> "1.86 M": FLOPs and parameter totals span six orders of magnitude.
+QString withPrefix(double value)
+{
+    static const char* const prefixes[] = {"", " k", " M", " G", " T"};
+    int prefix = 0;
+    while (value >= 1000 && prefix < 4) {
+        value /= 1000;
+        ++prefix;
+    }
+    return QString::number(value, 'g', 3) + QLatin1String(prefixes[prefix]);
+}
+
+// Runs with the same model share one table; the key is what the table shows.
+QString modelKey(const RunData& run)
+{
+    QStringList key{QString::fromStdString(Shape(run.config->model.input).toString())};
+    for (const LayerSpec& layer : run.config->model.layers)
+        key << describeLayer(layer) << QString::number(int(layer.precision));
+    return key.join(QLatin1Char('|'));
+}
+
+void appendModelTable(ReportDocument& document, const QList<const RunData*>& runs)
+{
+    const RunData& first = *runs.first();
+    const ModelSpec& spec = first.config->model;
+    const ModelReport& model = first.model;
+    // One precision column per mode among the runs: what differs between fp32 and
+    // mixed-fp16 is exactly where each layer computes.
+    QList<PrecisionMode> modes;
+    for (const RunData* run : runs) {
+        if (!modes.contains(run->config->precision))
+            modes << run->config->precision;
+    }
+    ReportTable table;
+    table.header = {QStringLiteral("#"), QStringLiteral("Layer"), QStringLiteral("Output shape"),
+                    QStringLiteral("Parameters"), QStringLiteral("FLOPs/sample")};
+    table.numeric = {true, false, false, true, true};
+    for (PrecisionMode mode : modes) {
+        table.header << (modes.size() == 1 ? QStringLiteral("Computes in")
+                                           : QStringLiteral("In %1").arg(QString::fromStdString(precisionModeName(mode))));
+        table.numeric << false;
+    }
+    QStringList input{QString(), QStringLiteral("input"), QString::fromStdString(Shape(spec.input).toString())};
+    while (input.size() < table.header.size())
+        input << QString();
+    table.rows << input;
+    for (const LayerReport& layer : model.layers) {
+        const LayerSpec& layerSpec = spec.layers[size_t(layer.index)];
+        QStringList row{QString::number(layer.index + 1), describeLayer(layerSpec),
+                        layer.error.empty() ? QString::fromStdString(layer.outputShape.toString()) : QStringLiteral("invalid"),
+                        formatCount(layer.parameters), formatCount(layer.flopsPerSample)};
+        for (PrecisionMode mode : modes)
+            row << QString::fromUtf8(dtypeName(layerComputeType(mode, layerSpec.precision)));
+        table.rows << row;
+    }
+    QStringList total{QString(), QStringLiteral("Total"), QString(), formatCount(model.totalParameters),
+                      formatCount(model.totalFlopsPerSample)};
+    for (qsizetype i = 0; i < modes.size(); ++i)
+        total << QString();
+    table.rows << total;
+    table.boldRow = int(table.rows.size() - 1);
+
+    const QString caption =
+        QStringLiteral("%1 parameters (%2 as fp32), %3FLOP per sample forward, %4 activation values per sample. "
+                       "FLOPs count a multiply-add as two.")
+            .arg(withPrefix(double(model.totalParameters)), formatBytes(model.totalParameters * 4),
+                 withPrefix(double(model.totalFlopsPerSample)), withPrefix(double(model.activationValuesPerSample)));
+    document.table(table, caption);
+    if (!model.valid())
+        document.paragraph(QStringLiteral("The model does not validate: %1").arg(QString::fromStdString(model.error)));
+}
+
+} // namespace
+
+void appendModel(ReportDocument& document, const ReportData& data)
+{
+    document.heading(QStringLiteral("Model"));
+    QList<QString> keys;
+    QList<QList<const RunData*>> groups;
+    for (const RunData& run : data.runs) {
+        if (!run.config) {
+            document.paragraph(QStringLiteral("The config of %1 does not parse with this version of Mantissa (%2); "
+                                              "its layer table is not shown. The stored JSON is in the appendix.")
+                                   .arg(run.info.name, run.configError));
+            continue;
+        }
+        const QString key = modelKey(run);
+        const qsizetype at = keys.indexOf(key);
+        if (at >= 0) {
+            groups[at] << &run;
+        } else {
+            keys << key;
+            groups << QList<const RunData*>{&run};
+        }
+    }
+    for (const QList<const RunData*>& group : groups) {
+        if (groups.size() > 1) {
+            QStringList names;
+            for (const RunData* run : group)
+                names << run->label;
+            document.heading(QStringLiteral("Model of %1").arg(names.join(QStringLiteral(", "))), 2);
+        } else if (data.isComparison()) {
+            document.paragraph(QStringLiteral("Every run trains the same model."));
+        }
+        appendModelTable(document, group);
+    }
+}
+
+} // namespace mantissa::report

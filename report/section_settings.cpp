@@ -1,0 +1,140 @@
+// The settings section: what a reader needs to reproduce or judge the runs, one column
+// per run, and in a comparison the settings that differ named plainly.
+#include "engine/precision/loss_scaler.h"
+#include "engine/util/format_number.h"
+#include "report/report_format.h"
+#include "report/report_sections.h"
+
+namespace mantissa::report {
+
+namespace {
+
+QString number(double value)
+{
+    return QString::fromStdString(formatNumber(value));
+}
+
+QString lossScaling(const RunConfig& config)
+{
+    try {
+        return QString::fromStdString(LossScaler(config.lossScale, config.precision).describe());
+    } catch (const Error& e) {
+        return QStringLiteral("invalid: %1").arg(QString::fromUtf8(e.what()));
+    }
+}
+
+QString optimizer(const OptimizerSpec& o)
+{
+    QStringList parts{QString::fromStdString(o.type), QStringLiteral("lr ") + number(o.lr)};
+    if (o.type == "sgd") {
+        if (o.momentum != 0)
+            parts << QStringLiteral("momentum ") + number(o.momentum) + (o.nesterov ? QStringLiteral(" (Nesterov)") : QString());
+    } else {
+        parts << QStringLiteral("betas %1, %2").arg(number(o.beta1), number(o.beta2))
+              << QStringLiteral("eps ") + number(o.epsilon);
+    }
+    if (o.weightDecay != 0)
+        parts << QStringLiteral("weight decay ") + number(o.weightDecay);
+    if (o.gradClipNorm != 0)
+        parts << QStringLiteral("clip norm ") + number(o.gradClipNorm);
+    return parts.join(QStringLiteral(", "));
+}
+
+QString schedule(const ScheduleSpec& s, float lr)
+{
+    QString text = QString::fromStdString(s.type);
+    if (s.type == "step") {
+        QStringList epochs;
+        for (int milestone : s.milestones)
+            epochs << QString::number(milestone);
+        text += QStringLiteral(": x%1 at epochs %2").arg(number(s.gamma), epochs.join(QStringLiteral(", ")));
+    } else if (s.type == "cosine") {
+        text += QStringLiteral(" down to ") + number(s.minLr);
+    } else if (s.type == "one-cycle") {
+        text += QStringLiteral(": peak %1, rising for %2% of the steps")
+                    .arg(number(s.maxLr != 0 ? s.maxLr : 10 * lr), number(100 * s.pctStart));
+    }
+    if (s.warmupSteps > 0)
+        text += QStringLiteral("; linear warm-up over %1 steps").arg(formatCount(s.warmupSteps));
+    return text;
+}
+
+QString dataset(const DataSpec& d)
+{
+    QStringList parts{QString::fromStdString(d.dataset)};
+    if (d.dataset == "synthetic") {
+        parts << QStringLiteral("%1 train / %2 test samples").arg(formatCount(d.syntheticTrain), formatCount(d.syntheticTest))
+              << QStringLiteral("shape %1").arg(QString::fromStdString(Shape(d.syntheticShape).toString()))
+              << QStringLiteral("%1 classes, noise %2").arg(d.syntheticClasses).arg(number(d.syntheticNoise));
+    }
+    if (d.limitTrain > 0)
+        parts << QStringLiteral("first %1 training samples").arg(formatCount(d.limitTrain));
+    if (d.limitTest > 0)
+        parts << QStringLiteral("first %1 test samples").arg(formatCount(d.limitTest));
+    if (d.validationSplit > 0)
+        parts << QStringLiteral("%1% held out for validation").arg(number(100 * d.validationSplit));
+    parts << (d.normalize ? QStringLiteral("normalised") : QStringLiteral("not normalised"));
+    return parts.join(QStringLiteral(", "));
+}
+
+QString epochs(const TrainingSpec& t)
+{
+    QString text = QString::number(t.epochs);
+    if (t.maxSteps > 0)
+        text += QStringLiteral(" (at most %1 steps)").arg(formatCount(t.maxSteps));
+    return text;
+}
+
+QString device(const TrainingSpec& t)
+{
+    QString text = QString::fromStdString(t.device);
+    text += t.threads > 0 ? QStringLiteral(", %1 CPU threads").arg(t.threads) : QStringLiteral(", all CPU cores");
+    return text;
+}
+
+struct Setting {
+    const char* name;
+    QString (*value)(const RunConfig&);
+};
+
+const Setting kSettings[] = {
+    {"Precision mode", [](const RunConfig& c) { return QString::fromStdString(precisionModeName(c.precision)); }},
+    {"Loss scaling", [](const RunConfig& c) { return lossScaling(c); }},
+    {"Optimizer", [](const RunConfig& c) { return optimizer(c.optimizer); }},
+    {"LR schedule", [](const RunConfig& c) { return schedule(c.schedule, c.optimizer.lr); }},
+    {"Batch size", [](const RunConfig& c) { return formatCount(c.training.batchSize); }},
+    {"Epochs", [](const RunConfig& c) { return epochs(c.training); }},
+    {"Seed", [](const RunConfig& c) { return QString::number(c.training.seed); }},
+    {"Dataset", [](const RunConfig& c) { return dataset(c.data); }},
+    {"Device asked for", [](const RunConfig& c) { return device(c.training); }},
+};
+
+} // namespace
+
+void appendSettings(ReportDocument& document, const ReportData& data)
+{
+    document.heading(QStringLiteral("Settings"));
+    ReportTable table;
+    table.header << QStringLiteral("Setting");
+    for (const RunData& run : data.runs)
+        table.header << run.label;
+    QStringList differing;
+    for (const Setting& setting : kSettings) {
+        QStringList row{QString::fromLatin1(setting.name)};
+        for (const RunData& run : data.runs)
+            row << (run.config ? setting.value(*run.config) : notKnown());
+        if (row.mid(1).removeDuplicates() < row.size() - 2)
+            differing << QString::fromLatin1(setting.name).toLower();
+        table.rows << row;
+    }
+    document.table(table);
+    if (!data.isComparison())
+        return;
+    if (differing.isEmpty())
+        document.paragraph(QStringLiteral("The runs share every setting above."));
+    else
+        document.paragraph(QStringLiteral("The runs differ in: %1; every other setting is the same.")
+                               .arg(differing.join(QStringLiteral(", "))));
+}
+
+} // namespace mantissa::report

@@ -1,0 +1,279 @@
+// Every format, rendered for one run, for the comparison and for an interrupted run, then
+// read back: the PDF through pdftotext (section titles, precision modes, accuracies from
+// the database, the interrupted notice on page 1), the HTML for inline images and no
+// external reference, the Markdown for PNG files that exist, the CSV row by row.
+#include "report/report_data.h"
+#include "report/report_format.h"
+#include "report/report_writer.h"
+#include "synthetic_runs.h"
+
+#include <QApplication>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace mantissa;
+using namespace mantissa::report;
+using namespace mantissa::report::test;
+
+namespace {
+
+QByteArray readAll(const QString& path)
+{
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
+
+} // namespace
+
+class ReportRenderTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_sample = writeSampleDatabase(m_dir.filePath(QStringLiteral("runs.sqlite")));
+        m_store = std::make_unique<storage::RunStore>(m_sample.path);
+    }
+
+    void formatFollowsTheSuffix()
+    {
+        QCOMPARE(reportFormatForPath("a/b.PDF"), ReportFormat::Pdf);
+        QCOMPARE(reportFormatForPath("r.htm"), ReportFormat::Html);
+        QCOMPARE(reportFormatForPath("r.md"), ReportFormat::Markdown);
+        QCOMPARE(reportFormatForPath("r.csv"), ReportFormat::Csv);
+        QVERIFY(!reportFormatForPath("r.docx"));
+        QVERIFY(!reportFormatForPath("report"));
+    }
+
+    void pdf_data() { addRunSets(); }
+    void pdf()
+    {
+        if (QStandardPaths::findExecutable(QStringLiteral("pdftotext")).isEmpty())
+            QSKIP("pdftotext (poppler-utils) is not installed: scripts/setup installs it");
+        const ReportData data = load();
+        const QString path = m_dir.filePath(QString::fromLatin1(QTest::currentDataTag()).replace(' ', '-') + ".pdf");
+        QCOMPARE(writeReport(*m_store, data, path, ReportFormat::Pdf), QStringList{path});
+        QVERIFY(readAll(path).startsWith("%PDF-"));
+
+        const QString text = pdfText(path);
+        for (const char* section : {"Machine", "Model", "Settings", "Results", "Plots", "Overflow summary",
+                                    "Appendix: run configuration", "Loss scale", "Accuracy", "Throughput"}) {
+            if (QLatin1String(section) == QLatin1String("Loss scale") && !hasLossScaling(data))
+                continue;
+            QVERIFY2(text.contains(QLatin1String(section)), section);
+        }
+        for (const RunData& run : data.runs) {
+            QVERIFY2(text.contains(run.info.name), qPrintable(run.info.name));
+            QVERIFY2(text.contains(run.precision()), qPrintable(run.precision()));
+            // The final accuracy as the database has it, and every epoch's.
+            QVERIFY(run.info.summary.finalTestAccuracy || run.isIncomplete());
+            for (const EpochRecord& epoch : m_store->epochs(run.info.id)) {
+                const QString accuracy = formatPercent(epoch.testAccuracy, 2);
+                QVERIFY2(text.contains(accuracy), qPrintable(accuracy));
+            }
+        }
+        // Axis labels are text too: the plots are vectors, not pictures.
+        QVERIFY(text.contains(QStringLiteral("samples/s")));
+        QVERIFY(text.contains(QStringLiteral("epoch")));
+        QVERIFY(!text.contains(QChar(0xFB01)) && !text.contains(QChar(0xFB02))); // no fi/fl ligatures
+        // Each config's lines once, though the appendix flows across pages: a line on a page
+        // edge is drawn on one page only.
+        QCOMPARE(text.count(QStringLiteral("\"eval_batch_size\"")), data.runs.size());
+        QCOMPARE(text.count(QStringLiteral("\"training\": {")), data.runs.size());
+
+        const QString firstPage = pdfText(path, 1);
+        const bool interrupted = data.runs.last().info.status == storage::RunStatus::Interrupted;
+        QCOMPARE(firstPage.contains(QStringLiteral("was interrupted")), interrupted);
+        if (data.isComparison()) {
+            QVERIFY(text.contains(QStringLiteral("Speedup")));
+            QVERIFY(text.simplified().contains(QStringLiteral("skipped steps")));
+        }
+    }
+
+    void html_data() { addRunSets(); }
+    void html()
+    {
+        const ReportData data = load();
+        const QString path = m_dir.filePath(QString::fromLatin1(QTest::currentDataTag()).replace(' ', '-') + ".html");
+        QCOMPARE(writeReport(*m_store, data, path, ReportFormat::Html), QStringList{path});
+        const QString html = QString::fromUtf8(readAll(path));
+        QVERIFY(html.startsWith(QStringLiteral("<!DOCTYPE html>")));
+        QVERIFY(html.contains(QStringLiteral("<style>")));
+
+        static const QRegularExpression image(QStringLiteral("<img src=\"data:image/png;base64,([A-Za-z0-9+/=]+)\""));
+        int images = 0;
+        for (QRegularExpressionMatchIterator it = image.globalMatch(html); it.hasNext(); ++images) {
+            const QImage decoded = QImage::fromData(QByteArray::fromBase64(it.next().captured(1).toLatin1()), "PNG");
+            QVERIFY(!decoded.isNull());
+            QVERIFY(decoded.width() >= 860);
+        }
+        QCOMPARE(images, hasLossScaling(data) ? 4 : 3);
+        // Self-contained: nothing is fetched from anywhere.
+        static const QRegularExpression external(
+            QStringLiteral("<link|<script|<iframe|\\bsrc=\"(?!data:)|\\bhref=|url\\(|@import"),
+            QRegularExpression::CaseInsensitiveOption);
+        QVERIFY2(!external.match(html).hasMatch(), qPrintable(external.match(html).captured()));
+        for (const RunData& run : data.runs)
+            QVERIFY(html.contains(formatPercent(run.finalTestAccuracy(), 2)));
+    }
+
+    void markdown_data() { addRunSets(); }
+    void markdown()
+    {
+        const ReportData data = load();
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("report.md"));
+        const QStringList files = writeReport(*m_store, data, path, ReportFormat::Markdown);
+        QCOMPARE(files.first(), path);
+        const QString text = QString::fromUtf8(readAll(path));
+        QVERIFY(text.startsWith(QStringLiteral("# Mantissa")));
+        QVERIFY(text.contains(QStringLiteral("## Overflow summary")));
+        QVERIFY(text.contains(QStringLiteral("```json")));
+        static const QRegularExpression link(QStringLiteral("!\\[[^\\]]*\\]\\(([^)]+\\.png)\\)"));
+        QStringList linked;
+        for (QRegularExpressionMatchIterator it = link.globalMatch(text); it.hasNext();) {
+            const QString file = it.next().captured(1);
+            QVERIFY2(!QImage(dir.filePath(file)).isNull(), qPrintable(file));
+            linked << dir.filePath(file);
+        }
+        QCOMPARE(linked.size(), hasLossScaling(data) ? 4 : 3);
+        QCOMPARE(files.mid(1), linked);
+        // Pipe tables: the results table has a header rule with right-aligned numbers.
+        QVERIFY(text.contains(QStringLiteral("| ---: |")));
+    }
+
+    void csv_data() { addRunSets(); }
+    void csv()
+    {
+        const ReportData data = load();
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("rows.csv"));
+        const QStringList files = writeReport(*m_store, data, path, ReportFormat::Csv);
+        QCOMPARE(files, (QStringList{path, dir.filePath(QStringLiteral("rows-epochs.csv"))}));
+
+        QList<QByteArray> lines = readAll(path).split('\n');
+        QVERIFY(lines.last().isEmpty());
+        lines.removeLast();
+        QCOMPARE(lines.first(), QByteArray("run_id,run,step,epoch,loss,learning_rate,loss_scale,skipped,grad_norm,"
+                                           "samples_per_second,elapsed_seconds"));
+        qsizetype expected = 0;
+        for (const RunData& run : data.runs) {
+            const storage::StepSeries steps = m_store->steps(run.info.id);
+            expected += steps.size();
+            const QByteArray prefix = QByteArray::number(run.info.id) + ',' + run.info.name.toUtf8() + ',';
+            qsizetype rows = 0;
+            for (const QByteArray& line : lines)
+                rows += line.startsWith(prefix);
+            QCOMPARE(rows, steps.size()); // one row per stored step
+            const auto first = std::find_if(lines.cbegin(), lines.cend(), [&](const QByteArray& l) { return l.startsWith(prefix); });
+            QVERIFY(first->startsWith(prefix + "1,1,")); // step 1 of epoch 1 comes first
+        }
+        QCOMPARE(lines.size() - 1, expected);
+
+        QList<QByteArray> epochs = readAll(files[1]).split('\n');
+        epochs.removeAll(QByteArray());
+        QCOMPARE(epochs.first(), QByteArray("run_id,run,epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds"));
+        qsizetype epochRows = 0;
+        for (const RunData& run : data.runs)
+            epochRows += m_store->epochs(run.info.id).size();
+        QCOMPARE(epochs.size() - 1, epochRows);
+    }
+
+    // A run just created (no rows yet) whose stored config no longer parses: every format
+    // still renders, says the run is running and why the layer table is missing.
+    void rendersARunWithoutRowsOrConfig()
+    {
+        storage::NewRun created;
+        created.name = QStringLiteral("bare-run");
+        created.configJson = QStringLiteral("{\"model\": not json");
+        created.precision = QStringLiteral("fp16");
+        const qint64 id = m_store->createRun(created);
+        const ReportData data = loadReportData(*m_store, {id});
+        QVERIFY(!data.runs.first().config);
+        QTemporaryDir dir;
+        for (ReportFormat format : {ReportFormat::Pdf, ReportFormat::Html, ReportFormat::Markdown, ReportFormat::Csv}) {
+            const QString path = dir.filePath(QStringLiteral("bare.%1").arg(int(format)));
+            QVERIFY(!writeReport(*m_store, data, path, format).isEmpty());
+            QVERIFY(QFileInfo(path).size() > 0);
+        }
+        if (QStandardPaths::findExecutable(QStringLiteral("pdftotext")).isEmpty())
+            QSKIP("pdftotext (poppler-utils) is not installed: scripts/setup installs it");
+        const QString firstPage = pdfText(dir.filePath(QStringLiteral("bare.%1").arg(int(ReportFormat::Pdf))), 1);
+        QVERIFY(firstPage.contains(QStringLiteral("is still running")));
+        QVERIFY(pdfText(dir.filePath(QStringLiteral("bare.%1").arg(int(ReportFormat::Pdf)))).simplified().contains(
+            QStringLiteral("does not parse")));
+    }
+
+    void unwritablePathIsAnIoError_data()
+    {
+        QTest::addColumn<int>("format");
+        QTest::newRow("pdf") << int(ReportFormat::Pdf);
+        QTest::newRow("html") << int(ReportFormat::Html);
+        QTest::newRow("markdown") << int(ReportFormat::Markdown);
+        QTest::newRow("csv") << int(ReportFormat::Csv);
+    }
+
+    void unwritablePathIsAnIoError()
+    {
+        QFETCH(int, format);
+        const ReportData data = loadReportData(*m_store, {m_sample.fp32});
+        const QString path = m_dir.filePath(QStringLiteral("no-such-directory/report.out"));
+        try {
+            writeReport(*m_store, data, path, ReportFormat(format));
+            QFAIL("writing into a missing directory must fail");
+        } catch (const IoError& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("no-such-directory")), e.what());
+        }
+    }
+
+private:
+    void addRunSets()
+    {
+        QTest::addColumn<QList<qint64>>("runs");
+        QTest::newRow("single fp32") << QList<qint64>{m_sample.fp32};
+        QTest::newRow("single mixed") << QList<qint64>{m_sample.mixed};
+        QTest::newRow("comparison") << QList<qint64>{m_sample.fp32, m_sample.mixed};
+        QTest::newRow("with interrupted") << QList<qint64>{m_sample.fp32, m_sample.mixed, m_sample.interrupted};
+    }
+
+    ReportData load()
+    {
+        const QList<qint64> runs = *static_cast<QList<qint64>*>(QTest::qData("runs", qMetaTypeId<QList<qint64>>()));
+        return loadReportData(*m_store, runs);
+    }
+
+    static bool hasLossScaling(const ReportData& data)
+    {
+        return std::any_of(data.runs.cbegin(), data.runs.cend(), [](const RunData& run) { return run.usesLossScaling(); });
+    }
+
+    // The text of the PDF (or of one page), as a reader copying it would get it.
+    static QString pdfText(const QString& path, int page = 0)
+    {
+        QStringList arguments;
+        if (page > 0)
+            arguments << "-f" << QString::number(page) << "-l" << QString::number(page);
+        arguments << path << "-";
+        QProcess process;
+        process.start(QStringLiteral("pdftotext"), arguments);
+        if (!process.waitForFinished(30000) || process.exitCode() != 0)
+            return {};
+        return QString::fromUtf8(process.readAllStandardOutput());
+    }
+
+    QTemporaryDir m_dir;
+    SampleDatabase m_sample;
+    std::unique_ptr<storage::RunStore> m_store;
+};
+
+QTEST_MAIN(ReportRenderTest)
+#include "report_render_test.moc"

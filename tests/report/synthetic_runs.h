@@ -1,0 +1,46 @@
+#pragma once
+// Realistic runs written straight through RunStore and RunWriter, without training: the
+// shape of an mlp on Fashion-MNIST in fp32 and in mixed fp16 with dynamic loss scaling
+// (a falling, noisy loss; accuracy near 87% after three epochs; overflows at the start
+// and after each growth of the scale). Every value is a function of the spec, so a test
+// knows what the report must say.
+#include "storage/run_store.h"
+
+#include <QString>
+
+#include <optional>
+
+namespace mantissa::report::test {
+
+struct SyntheticRun {
+    QString name;
+    QString precision = QStringLiteral("fp32"); // fp32 | mixed-fp16
+    int epochs = 3;
+    int stepsPerEpoch = 120;
+    int stepsWritten = -1;  // fewer than epochs * stepsPerEpoch: the writer is closed early (interrupted)
+    double samplesPerSecond = 9000;
+    qint64 peakMemoryBytes = 0;
+    QString device = QStringLiteral("cpu (OpenBLAS, 2 threads, F16C): Intel(R) Xeon(R) CPU @ 2.20GHz");
+    QString notes;
+    std::optional<qint64> groupId;
+};
+
+// Test accuracy the synthetic run reports after epoch `epoch` (1-based).
+float syntheticTestAccuracy(const SyntheticRun& run, int epoch);
+// Steps of a mixed-fp16 run whose gradients overflow (skipped).
+bool isSyntheticOverflow(const SyntheticRun& run, qint64 step);
+
+// Writes the run into the database at `databasePath`; returns its id.
+qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run);
+
+struct SampleDatabase {
+    QString path;
+    qint64 fp32 = 0, mixed = 0, interrupted = 0, group = 0;
+    SyntheticRun fp32Spec, mixedSpec, interruptedSpec;
+};
+
+// fp32 and mixed-fp16 runs of 360 steps in one comparison group, and an interrupted
+// mixed-fp16 run of 180 steps, in a new database at `path`.
+SampleDatabase writeSampleDatabase(const QString& path);
+
+} // namespace mantissa::report::test
