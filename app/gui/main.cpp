@@ -1,0 +1,47 @@
+// mantissa: the GUI. Thin on purpose: the window is the Workbench widget from Mantissa::ui.
+#include "gui/main_window.h"
+#include "gui/screenshot_session.h"
+#include "ui/workbench.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+
+int main(int argc, char** argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("Mantissa");
+    QApplication::setApplicationName("mantissa");
+    QApplication::setApplicationVersion(MANTISSA_VERSION);
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Mixed-precision training workbench.");
+    parser.addHelpOption();
+    parser.addVersionOption();
+    QCommandLineOption config("config", "Open this run config JSON.", "FILE");
+    QCommandLineOption screenshot("screenshot", "Train a short run and a comparison, save grabs to DIR, quit.", "DIR");
+    QCommandLineOption preset("preset", "Preset for --screenshot (default mlp).", "NAME", "mlp");
+    QCommandLineOption steps("steps", "Steps per run for --screenshot (default 120).", "N", "120");
+    parser.addOptions({config, screenshot, preset, steps});
+    parser.process(app);
+
+    mantissa::gui::MainWindow window;
+    if (parser.isSet(screenshot)) {
+        mantissa::gui::ScreenshotOptions options;
+        options.directory = parser.value(screenshot);
+        options.preset = parser.value(preset);
+        options.steps = std::max(10, parser.value(steps).toInt());
+        window.resize(1600, 1000);
+        window.show();
+        auto* session = new mantissa::gui::ScreenshotSession(&window, options);
+        session->start();
+        return QApplication::exec();
+    }
+    window.restoreSettings();
+    if (parser.isSet(config)) {
+        QString error;
+        if (!window.workbench()->openConfig(parser.value(config), &error))
+            qWarning("%s", qPrintable(error));
+    }
+    window.show();
+    return QApplication::exec();
+}

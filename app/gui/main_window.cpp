@@ -1,0 +1,76 @@
+#include "gui/main_window.h"
+
+#include "engine/util/check.h"
+#include "ui/config_document.h"
+#include "ui/workbench.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QMenuBar>
+#include <QSettings>
+
+namespace mantissa::gui {
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_workbench(new ui::Workbench)
+{
+    setWindowTitle(tr("Mantissa — mixed-precision training workbench"));
+    setCentralWidget(m_workbench);
+    buildMenus();
+}
+
+void MainWindow::buildMenus()
+{
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addMenu(m_workbench->presetsMenu());
+    file->addAction(m_workbench->openAction());
+    file->addAction(m_workbench->saveAction());
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->addAction(m_workbench->undoAction());
+    edit->addAction(m_workbench->redoAction());
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    run->addAction(m_workbench->runAction());
+    run->addAction(m_workbench->pauseAction());
+    run->addAction(m_workbench->stopAction());
+    run->addSeparator();
+    run->addAction(m_workbench->compareAction());
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings settings;
+    restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+    m_workbench->restoreLayout(settings.value("workbench/layout").toByteArray());
+    const QString json = settings.value("workbench/lastConfig").toString();
+    if (!json.isEmpty()) {
+        try {
+            m_workbench->document()->load(parseRunConfig(json.toStdString(), "the last session's config"),
+                                          tr("Restore last config"));
+            m_workbench->document()->undoStack()->clear();
+        } catch (const Error&) {
+            // A config from an older version that no longer parses: start from the preset.
+        }
+    }
+}
+
+void MainWindow::saveSettings() const
+{
+    QSettings settings;
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/state", saveState());
+    settings.setValue("workbench/layout", m_workbench->saveLayout());
+    settings.setValue("workbench/lastConfig",
+                      QString::fromStdString(runConfigToJson(m_workbench->document()->config())));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    saveSettings();
+    event->accept();
+}
+
+} // namespace mantissa::gui

@@ -1,0 +1,31 @@
+#pragma once
+// The GUI's window: the Workbench as its central widget, its actions in menus, and the
+// window layout, last config and state kept in QSettings between sessions.
+#include <QMainWindow>
+
+namespace mantissa::ui {
+class Workbench;
+}
+
+namespace mantissa::gui {
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+
+    ui::Workbench* workbench() const { return m_workbench; }
+    // Restores geometry, layout and the last config (skipped for screenshots and tests).
+    void restoreSettings();
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildMenus();
+    void saveSettings() const;
+
+    ui::Workbench* m_workbench;
+};
+
+} // namespace mantissa::gui

@@ -1,0 +1,81 @@
+#include "gui/screenshot_session.h"
+
+#include "gui/main_window.h"
+#include "ui/config_document.h"
+#include "ui/run_controller.h"
+#include "ui/run_monitor.h"
+#include "ui/workbench.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QPixmap>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace mantissa::gui {
+
+ScreenshotSession::ScreenshotSession(MainWindow* window, ScreenshotOptions options)
+    : QObject(window), m_window(window), m_options(std::move(options))
+{
+}
+
+void ScreenshotSession::configure(const QString& preset)
+{
+    ui::Workbench* wb = m_window->workbench();
+    wb->loadPreset(preset);
+    RunConfig config = wb->document()->config();
+    config.training.maxSteps = m_options.steps;
+    config.data.limitTrain = m_options.limitTrain;
+    config.data.limitTest = m_options.limitTest;
+    wb->document()->apply(config, "screenshot settings");
+}
+
+void ScreenshotSession::start()
+{
+    QDir().mkpath(m_options.directory);
+    ui::Workbench* wb = m_window->workbench();
+    connect(wb->controller(), &ui::RunController::tick, this, &ScreenshotSession::onTick);
+    connect(wb, &ui::Workbench::runFinished, this, [this] {
+        if (m_phase != 0)
+            return;
+        m_phase = 1;
+        // Let the final replot land before grabbing.
+        QTimer::singleShot(300, this, [this] {
+            grab("workbench-finished.png");
+            configure(m_options.comparePreset);
+            m_window->workbench()->startComparison();
+        });
+    });
+    connect(wb, &ui::Workbench::comparisonFinished, this, [this] {
+        QTimer::singleShot(300, this, [this] {
+            grab("comparison.png");
+            QApplication::quit();
+        });
+    });
+    configure(m_options.preset);
+    if (!wb->startRun()) {
+        std::fprintf(stderr, "mantissa --screenshot: the %s preset cannot run\n", qPrintable(m_options.preset));
+        QApplication::exit(1);
+    }
+}
+
+void ScreenshotSession::onTick()
+{
+    const ui::RunRecording* r = m_window->workbench()->monitor()->recording();
+    if (m_phase == 0 && !m_grabbedRunning && r && r->step.size() >= m_options.steps / 2 && r->epoch.size() >= 1) {
+        m_grabbedRunning = true;
+        grab("workbench-running.png");
+    }
+}
+
+void ScreenshotSession::grab(const QString& name)
+{
+    const QString path = QDir(m_options.directory).filePath(name);
+    if (m_window->grab().save(path))
+        std::fprintf(stderr, "wrote %s\n", qPrintable(path));
+    else
+        std::fprintf(stderr, "could not write %s\n", qPrintable(path));
+}
+
+} // namespace mantissa::gui

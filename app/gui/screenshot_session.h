@@ -1,0 +1,37 @@
+#pragma once
+// `mantissa --screenshot DIR`: trains a short run and a precision comparison in the real
+// window and saves grabs of it (during the run, after it, and the comparison) as PNGs, so
+// the documentation's screenshots come from the program itself and can be regenerated.
+#include <QObject>
+#include <QString>
+
+namespace mantissa::gui {
+
+class MainWindow;
+
+struct ScreenshotOptions {
+    QString directory;
+    QString preset = "mlp";
+    QString comparePreset = "deep-mlp"; // its mixed-fp16 run shows loss-scale overflows
+    int steps = 120;
+    int limitTrain = 4096, limitTest = 1000;
+};
+
+class ScreenshotSession : public QObject {
+    Q_OBJECT
+public:
+    ScreenshotSession(MainWindow* window, ScreenshotOptions options);
+    void start();
+
+private:
+    void configure(const QString& preset);
+    void grab(const QString& name);
+    void onTick();
+
+    MainWindow* m_window;
+    ScreenshotOptions m_options;
+    bool m_grabbedRunning = false;
+    int m_phase = 0; // 0: single run, 1: comparison
+};
+
+} // namespace mantissa::gui

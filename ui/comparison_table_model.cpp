@@ -1,0 +1,98 @@
+#include "ui/comparison_table_model.h"
+
+#include "ui/model_editor.h"
+
+#include <QBrush>
+#include <QFont>
+
+namespace mantissa::ui {
+
+double speedup(const RunSummary& baseline, const RunSummary& run)
+{
+    if (baseline.trainSeconds <= 0 || run.trainSeconds <= 0)
+        return 0;
+    return baseline.trainSeconds / run.trainSeconds;
+}
+
+ComparisonTableModel::ComparisonTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void ComparisonTableModel::setRuns(QList<std::shared_ptr<const RunRecording>> runs)
+{
+    beginResetModel();
+    m_runs = std::move(runs);
+    m_baseline = 0;
+    endResetModel();
+}
+
+void ComparisonTableModel::setBaseline(int row)
+{
+    if (row < 0 || row >= m_runs.size() || row == m_baseline)
+        return;
+    m_baseline = row;
+    emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+}
+
+int ComparisonTableModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : static_cast<int>(m_runs.size());
+}
+
+int ComparisonTableModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant ComparisonTableModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case Run: return tr("Run");
+    case Precision: return tr("Precision");
+    case Batch: return tr("Batch");
+    case TestAccuracy: return tr("Test accuracy");
+    case TrainTime: return tr("Time to train");
+    case Speedup: return tr("Speedup");
+    case Skipped: return tr("Skipped steps");
+    case FinalScale: return tr("Final loss scale");
+    case PeakMemory: return tr("Peak memory");
+    default: return {};
+    }
+}
+
+QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid))
+        return {};
+    const RunRecording& r = *m_runs[index.row()];
+    if (role == Qt::FontRole && index.row() == m_baseline) {
+        QFont bold;
+        bold.setBold(true);
+        return bold;
+    }
+    if (role == Qt::ToolTipRole && index.column() == Speedup)
+        return tr("Training time of the baseline (%1) divided by this run's").arg(m_runs[m_baseline]->name);
+    if (role == Qt::TextAlignmentRole && index.column() >= Batch)
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    if (role != Qt::DisplayRole)
+        return {};
+    const bool done = r.summary.has_value();
+    switch (index.column()) {
+    case Run: return r.name;
+    case Precision: return QString::fromStdString(precisionModeName(r.config.precision));
+    case Batch: return static_cast<qlonglong>(r.config.training.batchSize);
+    case TestAccuracy: return r.testAccuracy.isEmpty() ? QString("—") : QString("%1%").arg(r.testAccuracy.last() * 100, 0, 'f', 2);
+    case TrainTime: return done ? QString("%1 s").arg(r.summary->trainSeconds, 0, 'f', 2) : QString("—");
+    case Speedup: {
+        const auto& base = m_runs[m_baseline]->summary;
+        const double s = done && base ? speedup(*base, *r.summary) : 0;
+        return s > 0 ? QString("%1×").arg(s, 0, 'f', 2) : QString("—");
+    }
+    case Skipped: return done ? static_cast<qlonglong>(r.summary->skippedSteps) : QVariant("—");
+    case FinalScale: return done ? QString::number(r.summary->finalLossScale, 'g', 6) : QString("—");
+    case PeakMemory: return done ? formatBytes(static_cast<double>(r.summary->peakBytes)) : QString("—");
+    default: return {};
+    }
+}
+
+} // namespace mantissa::ui

@@ -1,0 +1,175 @@
+#include "ui/comparison_view.h"
+
+#include "ui/comparison_table_model.h"
+#include "ui/config_diff.h"
+#include "ui/loss_scale_plot.h"
+#include "ui/plot_style.h"
+#include "ui/plot_widget.h"
+#include "ui/smoothing.h"
+
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableView>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+namespace mantissa::ui {
+
+ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent)
+{
+    m_heading = new QLabel(tr("No comparison yet: use \"Compare precisions\" to train the model in fp32 and in "
+                              "the chosen low precision with the same seed."));
+    m_heading->setObjectName("comparisonHeading");
+    m_heading->setWordWrap(true);
+    m_baseline = new QComboBox;
+    m_baseline->setObjectName("baseline");
+    m_baseline->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+
+    m_loss = new PlotWidget(tr("Train loss (smoothed)"));
+    m_loss->xAxis->setLabel(tr("step"));
+    m_loss->yAxis->setLabel(tr("cross-entropy loss"));
+    m_accuracy = new PlotWidget(tr("Test accuracy"));
+    m_accuracy->xAxis->setLabel(tr("epoch"));
+    m_accuracy->yAxis->setLabel(tr("accuracy (%)"));
+    m_accuracy->setLogToggleAllowed(false);
+    auto epochTicker = QSharedPointer<QCPAxisTickerFixed>::create();
+    epochTicker->setTickStep(1);
+    epochTicker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    m_accuracy->xAxis->setTicker(epochTicker);
+    m_accuracy->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+    m_scale = new LossScalePlot;
+
+    m_results = new ComparisonTableModel(this);
+    m_resultsView = new QTableView;
+    m_resultsView->setObjectName("comparisonResults");
+    m_resultsView->setModel(m_results);
+    m_resultsView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_resultsView->verticalHeader()->hide();
+    m_resultsView->setSelectionBehavior(QAbstractItemView::SelectRows);
+
+    m_diff = new QTableWidget;
+    m_diff->setObjectName("configDiff");
+    m_diff->verticalHeader()->hide();
+    m_diff->setEditTriggers(QAbstractItemView::NoEditTriggers);
+
+    connect(m_baseline, &QComboBox::currentIndexChanged, m_results, &ComparisonTableModel::setBaseline);
+
+    auto* top = new QHBoxLayout;
+    top->addWidget(m_heading, 1);
+    top->addWidget(new QLabel(tr("Baseline:")));
+    top->addWidget(m_baseline);
+
+    auto* plots = new QGridLayout;
+    plots->addWidget(m_loss, 0, 0);
+    plots->addWidget(m_accuracy, 0, 1);
+    plots->addWidget(m_scale, 0, 2);
+    auto* plotsWidget = new QWidget;
+    plotsWidget->setLayout(plots);
+
+    auto* tables = new QSplitter(Qt::Horizontal);
+    auto* resultsBox = new QWidget;
+    auto* resultsLayout = new QVBoxLayout(resultsBox);
+    resultsLayout->setContentsMargins(0, 0, 0, 0);
+    resultsLayout->addWidget(new QLabel(tr("<b>Results</b>")));
+    resultsLayout->addWidget(m_resultsView);
+    auto* diffBox = new QWidget;
+    auto* diffLayout = new QVBoxLayout(diffBox);
+    diffLayout->setContentsMargins(0, 0, 0, 0);
+    diffLayout->addWidget(new QLabel(tr("<b>Settings that differ</b>")));
+    diffLayout->addWidget(m_diff);
+    tables->addWidget(resultsBox);
+    tables->addWidget(diffBox);
+    tables->setStretchFactor(0, 3);
+    tables->setStretchFactor(1, 2);
+
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(plotsWidget);
+    split->addWidget(tables);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(top);
+    layout->addWidget(split, 1);
+}
+
+QList<PlotWidget*> ComparisonView::plots() const
+{
+    return {m_loss, m_accuracy, m_scale};
+}
+
+void ComparisonView::setRuns(QList<std::shared_ptr<const RunRecording>> runs)
+{
+    m_runs = std::move(runs);
+    m_results->setRuns(m_runs);
+    {
+        const QSignalBlocker blocker(m_baseline);
+        m_baseline->clear();
+        for (const auto& r : m_runs)
+            m_baseline->addItem(r->name);
+        m_baseline->setCurrentIndex(0);
+    }
+    QStringList names;
+    for (const auto& r : m_runs)
+        names << r->name;
+    m_heading->setText(tr("Comparing %1").arg(names.join(tr(" and "))));
+    rebuildPlots();
+    rebuildDiff();
+}
+
+void ComparisonView::rebuildPlots()
+{
+    m_loss->clearGraphs();
+    m_accuracy->clearGraphs();
+    m_scale->clearRuns();
+    // Overflow markers for the run that has them: with fp32 first, that is the low precision one.
+    int markerRun = -1;
+    for (int i = 0; i < m_runs.size() && markerRun < 0; ++i)
+        if (!m_runs[i]->overflows.isEmpty())
+            markerRun = i;
+    for (int i = 0; i < m_runs.size(); ++i) {
+        const RunRecording& r = *m_runs[i];
+        QCPGraph* loss = m_loss->addGraph();
+        loss->setName(r.name);
+        loss->setPen(seriesPen(i, 2));
+        loss->setData(r.step, smoothed(r.loss, 0.8), true);
+        QCPGraph* accuracy = m_accuracy->addGraph();
+        accuracy->setName(r.name);
+        accuracy->setPen(seriesPen(i, 2));
+        accuracy->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, seriesColor(i), 7));
+        QVector<double> percent;
+        for (double a : r.testAccuracy)
+            percent << a * 100;
+        accuracy->setData(r.epoch, percent, true);
+        m_scale->addRun(r.name, seriesColor(i), i == markerRun);
+        m_scale->sync(i, r);
+    }
+    for (PlotWidget* p : plots())
+        p->resetView();
+}
+
+void ComparisonView::rebuildDiff()
+{
+    QStringList jsons, headers{tr("Setting")};
+    for (const auto& r : m_runs) {
+        jsons << QString::fromStdString(runConfigToJson(r->config));
+        headers << r->name;
+    }
+    QList<ConfigDifference> diffs = diffConfigs(jsons);
+    m_diff->clear();
+    m_diff->setColumnCount(static_cast<int>(headers.size()));
+    m_diff->setHorizontalHeaderLabels(headers);
+    m_diff->setRowCount(static_cast<int>(diffs.size()));
+    for (int row = 0; row < diffs.size(); ++row) {
+        m_diff->setItem(row, 0, new QTableWidgetItem(diffs[row].key));
+        for (int col = 0; col < diffs[row].values.size(); ++col)
+            m_diff->setItem(row, col + 1, new QTableWidgetItem(diffs[row].values[col]));
+    }
+    m_diff->resizeColumnsToContents();
+}
+
+} // namespace mantissa::ui

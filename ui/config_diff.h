@@ -1,0 +1,19 @@
+#pragma once
+// The settings in which run configs differ, as dotted JSON paths ("precision.mode",
+// "model.layers[2].precision"), for the comparison view: showing only what differs is what
+// makes a comparison of two long configs readable.
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+namespace mantissa::ui {
+
+struct ConfigDifference {
+    QString key;          // "optimizer.lr"
+    QStringList values;   // one per config, "" where the key is absent
+};
+
+// Compares configs given as JSON text (runConfigToJson). Keys in sorted order.
+QList<ConfigDifference> diffConfigs(const QStringList& configJsons);
+
+} // namespace mantissa::ui

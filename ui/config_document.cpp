@@ -1,0 +1,54 @@
+#include "ui/config_document.h"
+
+#include "ui/config_edit_command.h"
+
+namespace mantissa::ui {
+
+ConfigDocument::ConfigDocument(QObject* parent) : QObject(parent)
+{
+    m_report = validateModel(m_config.model);
+}
+
+void ConfigDocument::apply(const RunConfig& next, const QString& description, const QString& mergeKey)
+{
+    m_undoStack.push(new ConfigEditCommand(this, m_config, next, description, mergeKey));
+}
+
+void ConfigDocument::load(const RunConfig& next, const QString& description)
+{
+    apply(next, description);
+}
+
+void ConfigDocument::setConfigFromUndo(const RunConfig& config, bool layersRestructured)
+{
+    m_config = config;
+    m_report = validateModel(m_config.model);
+    emit changed(layersRestructured);
+}
+
+QString ConfigDocument::runBlocker() const
+{
+    if (!m_report.valid())
+        return QString::fromStdString(m_report.error);
+    const TrainingSpec& t = m_config.training;
+    if (t.batchSize <= 0)
+        return tr("training.batch_size must be positive");
+    if (t.epochs <= 0 && t.maxSteps <= 0)
+        return tr("set a number of epochs or a maximum number of steps");
+    // The model's input must match the data it trains on; synthetic data carries its own shape.
+    if (m_config.data.dataset == "synthetic") {
+        if (m_config.data.syntheticShape != m_config.model.input)
+            return tr("data.synthetic_shape differs from model.input; set both to the same shape");
+    } else if (m_config.model.input != std::vector<std::int64_t>{1, 28, 28} || m_config.model.classes != 10) {
+        return tr("%1 has 1x28x28 images in 10 classes; set model.input to [1, 28, 28] and classes to 10")
+            .arg(QString::fromStdString(m_config.data.dataset));
+    }
+    return {};
+}
+
+bool sameLayerCount(const RunConfig& a, const RunConfig& b)
+{
+    return a.model.layers.size() == b.model.layers.size();
+}
+
+} // namespace mantissa::ui

@@ -1,0 +1,113 @@
+#include "ui/loss_scale_plot.h"
+
+#include <QToolTip>
+
+#include <algorithm>
+
+namespace mantissa::ui {
+
+LossScalePlot::LossScalePlot(QWidget* parent) : PlotWidget(tr("Loss scale"), parent)
+{
+    setLogToggleAllowed(false); // always logarithmic
+    yAxis->setScaleType(QCPAxis::stLogarithmic);
+    auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+    ticker->setLogBase(2);
+    yAxis->setTicker(ticker);
+    yAxis->setNumberFormat("gb"); // 2^16 reads better as 65536 than as 6.6e4
+    yAxis->setNumberPrecision(6);
+    yAxis->setLabel(tr("loss scale (log₂)"));
+    xAxis->setLabel(tr("step"));
+    setMouseTracking(true);
+    clearRuns();
+}
+
+void LossScalePlot::clearRuns()
+{
+    clearGraphs();
+    m_lines.clear();
+    m_markers.clear();
+    m_overflows = nullptr;
+    m_markerRun = -1;
+}
+
+QCPGraph* LossScalePlot::addRun(const QString& name, const QColor& color, bool markers)
+{
+    QCPGraph* line = addGraph();
+    line->setName(name);
+    QPen pen(color);
+    pen.setWidthF(1.6);
+    line->setPen(pen);
+    line->setLineStyle(QCPGraph::lsStepLeft);
+    m_lines << line;
+    if (markers && !m_overflows) {
+        m_markerRun = static_cast<int>(m_lines.size()) - 1;
+        m_overflows = addGraph();
+        m_overflows->setName(tr("overflow (skipped step)"));
+        m_overflows->setLineStyle(QCPGraph::lsNone);
+        m_overflows->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(200, 0, 0), 1.5),
+                                                     QBrush(QColor(255, 80, 80, 160)), 7));
+    }
+    return line;
+}
+
+void LossScalePlot::sync(int run, const RunRecording& recording)
+{
+    if (run < 0 || run >= m_lines.size())
+        return;
+    QCPGraph* line = m_lines[run];
+    const int have = line->dataCount();
+    if (recording.step.size() > have) {
+        line->addData(recording.step.mid(have), recording.lossScale.mid(have), true);
+        markDirty();
+    }
+    if (m_overflows && run == m_markerRun && recording.overflows.size() > m_markers.size()) {
+        QVector<double> keys, values;
+        for (qsizetype i = m_markers.size(); i < recording.overflows.size(); ++i) {
+            keys << recording.overflows[i].step;
+            values << recording.overflows[i].scaleBefore;
+            m_markers << recording.overflows[i];
+        }
+        m_overflows->addData(keys, values, true);
+        markDirty();
+    }
+}
+
+const OverflowMarker* LossScalePlot::markerAt(const QPointF& pixel) const
+{
+    constexpr double radius = 6; // pixels: a marker is 7 px across
+    const double lo = xAxis->pixelToCoord(pixel.x() - radius);
+    const double hi = xAxis->pixelToCoord(pixel.x() + radius);
+    auto first = std::lower_bound(m_markers.begin(), m_markers.end(), std::min(lo, hi),
+                                  [](const OverflowMarker& m, double step) { return m.step < step; });
+    const OverflowMarker* best = nullptr;
+    double bestDistance = radius * radius;
+    for (auto it = first; it != m_markers.end() && it->step <= std::max(lo, hi); ++it) {
+        const double dx = xAxis->coordToPixel(it->step) - pixel.x();
+        const double dy = yAxis->coordToPixel(it->scaleBefore) - pixel.y();
+        if (dx * dx + dy * dy <= bestDistance) {
+            bestDistance = dx * dx + dy * dy;
+            best = &*it;
+        }
+    }
+    return best;
+}
+
+void LossScalePlot::mouseMoveEvent(QMouseEvent* event)
+{
+    PlotWidget::mouseMoveEvent(event);
+    if (event->buttons() != Qt::NoButton)
+        return;
+    if (const OverflowMarker* m = markerAt(event->position())) {
+        QToolTip::showText(event->globalPosition().toPoint(),
+                           tr("Overflow at step %1\nscale %2 → %3\nfirst non-finite gradient: %4")
+                               .arg(static_cast<qlonglong>(m->step))
+                               .arg(m->scaleBefore, 0, 'g', 6)
+                               .arg(m->scaleAfter, 0, 'g', 6)
+                               .arg(m->parameter.isEmpty() ? tr("(unknown)") : m->parameter),
+                           this);
+    } else {
+        QToolTip::hideText();
+    }
+}
+
+} // namespace mantissa::ui

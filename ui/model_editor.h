@@ -1,0 +1,49 @@
+#pragma once
+// The model editor: the layer table, the buttons that add, remove, duplicate and move
+// layers, the validator's message under the table, and the model's totals.
+#include <QWidget>
+
+class QLabel;
+class QTableView;
+class QToolButton;
+
+namespace mantissa::ui {
+
+class ConfigDocument;
+class LayerTableModel;
+
+class ModelEditor : public QWidget {
+    Q_OBJECT
+public:
+    explicit ModelEditor(ConfigDocument* document, QWidget* parent = nullptr);
+
+    LayerTableModel* tableModel() const { return m_model; }
+    QTableView* tableView() const { return m_view; }
+    // The validator's message (empty while the model is valid) as shown under the table.
+    QString messageText() const;
+
+private:
+    void addLayer(const QString& type);
+    void removeLayer();
+    void duplicateLayer();
+    void moveLayer(int delta);
+    int currentRow() const;
+    void selectRow(int row);
+    void refresh();
+    void showRejection(const QString& message);
+
+    ConfigDocument* m_document;
+    LayerTableModel* m_model;
+    QTableView* m_view;
+    QLabel* m_message;
+    QLabel* m_totals;
+    QToolButton* m_remove;
+    QToolButton* m_duplicate;
+    QToolButton* m_up;
+    QToolButton* m_down;
+};
+
+// "1.2 MiB"
+QString formatBytes(double bytes);
+
+} // namespace mantissa::ui

@@ -1,0 +1,130 @@
+#include "ui/plot_widget.h"
+
+#include <QFileDialog>
+#include <QMenu>
+#include <QMessageBox>
+
+namespace mantissa::ui {
+
+PlotWidget::PlotWidget(const QString& title, QWidget* parent) : QCustomPlot(parent), m_title(title)
+{
+    setObjectName(title);
+    setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // Keep a readable size: the plot must stay legible in a 2x2 grid on a laptop screen.
+    setMinimumSize(320, 220);
+    plotLayout()->insertRow(0);
+    auto* heading = new QCPTextElement(this, title, QFont(font().family(), font().pointSize() + 1, QFont::Bold));
+    plotLayout()->addElement(0, 0, heading);
+    legend->setVisible(true);
+    legend->setBrush(QColor(255, 255, 255, 210));
+    legend->setBorderPen(QPen(QColor(180, 180, 180)));
+    QFont legendFont = font();
+    legendFont.setPointSize(std::max(7, font().pointSize() - 1));
+    legend->setFont(legendFont);
+    setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(this, &QWidget::customContextMenuRequested, this, &PlotWidget::showMenu);
+    // Adaptive sampling (on by default for QCPGraph) keeps tens of thousands of points cheap;
+    // antialiasing of many points is the expensive part, so it stays off for graphs.
+    setNotAntialiasedElements(QCP::aePlottables);
+}
+
+void PlotWidget::mousePressEvent(QMouseEvent* event)
+{
+    if (event->button() == Qt::LeftButton)
+        m_userView = true;
+    QCustomPlot::mousePressEvent(event);
+}
+
+void PlotWidget::wheelEvent(QWheelEvent* event)
+{
+    m_userView = true;
+    QCustomPlot::wheelEvent(event);
+}
+
+void PlotWidget::fitAxes()
+{
+    rescaleAxes(true);
+    // A flat series (constant loss scale) would give an empty range; open it up.
+    for (QCPAxis* axis : {yAxis, yAxis2}) {
+        if (!axis->visible())
+            continue;
+        QCPRange r = axis->range();
+        if (r.size() <= 0 || (axis->scaleType() == QCPAxis::stLogarithmic && r.upper / r.lower < 1.5))
+            axis->setRange(axis->scaleType() == QCPAxis::stLogarithmic ? QCPRange(r.lower / 2, r.upper * 2)
+                                                                      : QCPRange(r.lower - 0.5, r.upper + 0.5));
+        else if (axis->scaleType() == QCPAxis::stLinear)
+            axis->scaleRange(1.08, r.center());
+    }
+}
+
+void PlotWidget::fitIfAuto()
+{
+    if (!m_userView)
+        fitAxes();
+}
+
+void PlotWidget::resetView()
+{
+    m_userView = false;
+    fitAxes();
+    replot();
+}
+
+void PlotWidget::setLogY(bool on)
+{
+    m_logY = on;
+    yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (on)
+        yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    else
+        yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    fitAxes();
+    replot();
+}
+
+void PlotWidget::replotIfDirty()
+{
+    if (!m_dirty)
+        return;
+    m_dirty = false;
+    fitIfAuto();
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool PlotWidget::saveTo(const QString& path)
+{
+    if (path.endsWith(".pdf", Qt::CaseInsensitive))
+        return savePdf(path);
+    return savePng(path, 0, 0, 2.0); // twice the screen resolution, for slides and reports
+}
+
+void PlotWidget::saveWithDialog(const QString& suffix)
+{
+    const QString filter = suffix == "pdf" ? tr("PDF (*.pdf)") : tr("PNG image (*.png)");
+    QString name = m_title.toLower().replace(' ', '-').remove(QRegularExpression("[^a-z0-9-]"));
+    QString path = QFileDialog::getSaveFileName(this, tr("Save plot"), name + "." + suffix, filter);
+    if (path.isEmpty())
+        return;
+    if (!path.endsWith("." + suffix, Qt::CaseInsensitive))
+        path += "." + suffix;
+    if (!saveTo(path))
+        QMessageBox::warning(this, tr("Save plot"), tr("Could not write %1; is the folder writable?").arg(path));
+}
+
+void PlotWidget::showMenu(const QPoint& pos)
+{
+    QMenu menu(this);
+    menu.addAction(tr("Reset view"), this, &PlotWidget::resetView);
+    if (m_logToggleAllowed) {
+        QAction* log = menu.addAction(tr("Logarithmic y axis"));
+        log->setCheckable(true);
+        log->setChecked(m_logY);
+        connect(log, &QAction::toggled, this, &PlotWidget::setLogY);
+    }
+    menu.addSeparator();
+    menu.addAction(tr("Save as PNG…"), this, [this] { saveWithDialog("png"); });
+    menu.addAction(tr("Save as PDF…"), this, [this] { saveWithDialog("pdf"); });
+    menu.exec(mapToGlobal(pos));
+}
+
+} // namespace mantissa::ui

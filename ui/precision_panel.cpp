@@ -1,0 +1,114 @@
+#include "ui/precision_panel.h"
+
+#include "ui/number_spin_box.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace mantissa::ui {
+
+namespace {
+
+QString modeNote(PrecisionMode mode)
+{
+    switch (mode) {
+    case PrecisionMode::Fp32: return QObject::tr("Everything in fp32: the reference to compare against.");
+    case PrecisionMode::Fp16:
+        return QObject::tr("Pure fp16: weights, gradients and optimizer state in fp16. Small updates vanish "
+                           "and small gradients underflow; expect it to fail on deep models.");
+    case PrecisionMode::MixedFp16:
+        return QObject::tr("fp16 compute with fp32 master weights. Needs loss scaling: fp16 gradients below "
+                           "6e-8 flush to zero.");
+    case PrecisionMode::MixedBf16:
+        return QObject::tr("bf16 compute with fp32 master weights. bf16 has fp32's range, so no loss scaling.");
+    case PrecisionMode::Bf16: return QObject::tr("Pure bf16: 8 bits of mantissa, so small updates round away.");
+    }
+    return {};
+}
+
+} // namespace
+
+PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : ConfigForm(document, parent)
+{
+    auto* modeBox = new QGroupBox(tr("Precision"));
+    auto* modeForm = new QFormLayout(modeBox);
+    QStringList modes;
+    for (auto m : {PrecisionMode::Fp32, PrecisionMode::Fp16, PrecisionMode::MixedFp16, PrecisionMode::MixedBf16,
+                   PrecisionMode::Bf16})
+        modes << QString::fromStdString(precisionModeName(m));
+    m_mode = addCombo(modeForm, tr("Mode"), "precision.mode", modes, [](RunConfig& c, const QString& t) {
+        c.precision = parsePrecisionMode(t.toStdString()).value_or(PrecisionMode::Fp32);
+    });
+    m_modeNote = new QLabel;
+    m_modeNote->setWordWrap(true);
+    modeForm->addRow(m_modeNote);
+
+    auto* scaleBox = new QGroupBox(tr("Loss scaling"));
+    auto* form = new QFormLayout(scaleBox);
+    m_scaleType = addCombo(form, tr("Type"), "precision.loss_scale.type", {"auto", "none", "static", "dynamic"},
+                           [](RunConfig& c, const QString& t) { c.lossScale.type = t.toStdString(); });
+    m_scaleNote = new QLabel;
+    m_scaleNote->setWordWrap(true);
+    form->addRow(m_scaleNote);
+    m_static = addNumber(form, tr("Static value"), "precision.loss_scale.value", 1.0 / 65536, 1e9,
+                         [](RunConfig& c, double v) { c.lossScale.value = static_cast<float>(v); });
+    m_initial = addNumber(form, tr("Initial scale"), "precision.loss_scale.initial", 1.0 / 65536, 1e9,
+                          [](RunConfig& c, double v) { c.lossScale.initial = static_cast<float>(v); });
+    m_growth = addNumber(form, tr("Growth factor"), "precision.loss_scale.growth_factor", 1.0, 16.0,
+                         [](RunConfig& c, double v) { c.lossScale.growthFactor = static_cast<float>(v); });
+    m_backoff = addNumber(form, tr("Backoff factor"), "precision.loss_scale.backoff_factor", 0.01, 1.0,
+                          [](RunConfig& c, double v) { c.lossScale.backoffFactor = static_cast<float>(v); });
+    m_interval = addInteger(form, tr("Growth interval (steps)"), "precision.loss_scale.growth_interval", 1, 1000000,
+                            [](RunConfig& c, int v) { c.lossScale.growthInterval = v; });
+    m_hysteresis = addInteger(form, tr("Hysteresis (overflows)"), "precision.loss_scale.hysteresis", 1, 100,
+                              [](RunConfig& c, int v) { c.lossScale.hysteresis = v; });
+    m_min = addNumber(form, tr("Minimum scale"), "precision.loss_scale.min", 1e-10, 1e9,
+                      [](RunConfig& c, double v) { c.lossScale.minScale = static_cast<float>(v); });
+    m_max = addNumber(form, tr("Maximum scale"), "precision.loss_scale.max", 1e-10, 1e12,
+                      [](RunConfig& c, double v) { c.lossScale.maxScale = static_cast<float>(v); });
+    for (NumberSpinBox* s : {m_static, m_initial, m_min, m_max})
+        s->setMultiplicativeSteps(true); // scales live on powers of two
+    m_growth->setSingleStep(0.5);
+    m_backoff->setSingleStep(0.05);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(modeBox);
+    layout->addWidget(scaleBox);
+    layout->addStretch();
+    reload();
+}
+
+void PrecisionPanel::load(const RunConfig& c)
+{
+    m_mode->setCurrentText(QString::fromStdString(precisionModeName(c.precision)));
+    m_modeNote->setText(modeNote(c.precision));
+    const LossScaleSpec& ls = c.lossScale;
+    m_scaleType->setCurrentText(QString::fromStdString(ls.type));
+    QString type = QString::fromStdString(ls.type);
+    if (type == "auto") {
+        type = c.precision == PrecisionMode::MixedFp16 ? "dynamic" : "none";
+        m_scaleNote->setText(tr("auto: %1 for %2").arg(type, QString::fromStdString(precisionModeName(c.precision))));
+    } else {
+        m_scaleNote->setText(c.precision == PrecisionMode::Fp32 && type != "none"
+                                 ? tr("fp32 gradients do not underflow; scaling only costs a multiply")
+                                 : QString());
+    }
+    m_scaleNote->setVisible(!m_scaleNote->text().isEmpty());
+    m_static->setValue(ls.value);
+    m_initial->setValue(ls.initial);
+    m_growth->setValue(ls.growthFactor);
+    m_backoff->setValue(ls.backoffFactor);
+    m_interval->setValue(static_cast<int>(ls.growthInterval));
+    m_hysteresis->setValue(ls.hysteresis);
+    m_min->setValue(ls.minScale);
+    m_max->setValue(ls.maxScale);
+    m_static->setEnabled(type == "static");
+    for (QWidget* w : std::initializer_list<QWidget*>{m_initial, m_growth, m_backoff, m_interval, m_hysteresis, m_min, m_max})
+        w->setEnabled(type == "dynamic");
+}
+
+} // namespace mantissa::ui

@@ -1,0 +1,34 @@
+#pragma once
+// Precision mode and loss scaling (none, static, dynamic with its growth/backoff policy).
+#include "ui/config_form.h"
+
+class QComboBox;
+class QLabel;
+class QSpinBox;
+
+namespace mantissa::ui {
+
+class PrecisionPanel : public ConfigForm {
+    Q_OBJECT
+public:
+    explicit PrecisionPanel(ConfigDocument* document, QWidget* parent = nullptr);
+
+protected:
+    void load(const RunConfig& config) override;
+
+private:
+    QComboBox* m_mode;
+    QLabel* m_modeNote;
+    QComboBox* m_scaleType;
+    QLabel* m_scaleNote;
+    NumberSpinBox* m_static;
+    NumberSpinBox* m_initial;
+    NumberSpinBox* m_growth;
+    NumberSpinBox* m_backoff;
+    QSpinBox* m_interval;
+    QSpinBox* m_hysteresis;
+    NumberSpinBox* m_min;
+    NumberSpinBox* m_max;
+};
+
+} // namespace mantissa::ui

@@ -1,0 +1,70 @@
+#pragma once
+// The run monitor: train loss per step (raw, faint, behind an adjustable moving average),
+// test loss and accuracy per epoch, the loss scale with overflow markers, throughput and
+// learning rate. It shows one RunRecording and catches up with it on refresh(), which
+// the workbench calls from the run controller's timer: plots never redraw per step.
+#include "ui/run_recording.h"
+#include "ui/smoothing.h"
+
+#include <QWidget>
+
+#include <memory>
+
+class QCheckBox;
+class QCPGraph;
+class QLabel;
+class QSlider;
+
+namespace mantissa::ui {
+
+class LossScalePlot;
+class PlotWidget;
+
+class RunMonitor : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunMonitor(QWidget* parent = nullptr);
+
+    // Shows `recording` from scratch; later refresh() calls append what it gained.
+    void setRecording(std::shared_ptr<const RunRecording> recording);
+    const RunRecording* recording() const { return m_recording.get(); }
+    // Appends new data to the graphs and redraws the plots that changed.
+    void refresh();
+    // The moving-average weight in [0, 0.99] (0 = raw).
+    void setSmoothing(double weight);
+
+    PlotWidget* lossPlot() const { return m_loss; }
+    PlotWidget* accuracyPlot() const { return m_accuracy; }
+    LossScalePlot* scalePlot() const { return m_scale; }
+    PlotWidget* throughputPlot() const { return m_throughput; }
+    QList<PlotWidget*> plots() const;
+
+private:
+    void buildPlots();
+    void clearGraphs();
+    void syncSteps(const RunRecording& r);
+    void syncEpochs(const RunRecording& r);
+    void updateHeading();
+
+    std::shared_ptr<const RunRecording> m_recording;
+    QLabel* m_heading;
+    QSlider* m_smoothingSlider;
+    QCheckBox* m_logLoss;
+    PlotWidget* m_loss;
+    PlotWidget* m_accuracy;
+    LossScalePlot* m_scale;
+    PlotWidget* m_throughput;
+    QCPGraph* m_rawLoss = nullptr;
+    QCPGraph* m_smoothLoss = nullptr;
+    QCPGraph* m_testLoss = nullptr;
+    QCPGraph* m_testAccuracy = nullptr;
+    QCPGraph* m_trainAccuracy = nullptr;
+    QCPGraph* m_samplesPerSecond = nullptr;
+    QCPGraph* m_learningRate = nullptr;
+    EmaSmoother m_smoother{0.6};
+};
+
+// The one-line state of a recording: "running: step 120 of 480", "finished: test accuracy 84.1%".
+QString recordingStateText(const RunRecording& recording);
+
+} // namespace mantissa::ui

@@ -1,0 +1,45 @@
+#include "ui/run_recording.h"
+
+#include <QObject>
+
+namespace mantissa::ui {
+
+QString recordingName(const RunConfig& config)
+{
+    const QString name = config.name.empty() ? QObject::tr("run") : QString::fromStdString(config.name);
+    return name + " · " + QString::fromStdString(precisionModeName(config.precision));
+}
+
+void RunRecording::append(const RecordBatch& batch)
+{
+    if (batch.started)
+        start = batch.started;
+    for (const StepRecord& r : batch.steps) {
+        step.push_back(static_cast<double>(r.step));
+        loss.push_back(r.loss);
+        learningRate.push_back(r.learningRate);
+        lossScale.push_back(r.lossScale);
+        samplesPerSecond.push_back(r.samplesPerSecond);
+        m_lastStepOfEpoch[r.epoch] = static_cast<double>(r.step);
+    }
+    for (const EpochRecord& r : batch.epochs) {
+        epoch.push_back(r.epoch);
+        const auto last = m_lastStepOfEpoch.find(r.epoch);
+        epochEndStep.push_back(last != m_lastStepOfEpoch.end() ? last->second : 0.0);
+        trainLoss.push_back(r.trainLoss);
+        trainAccuracy.push_back(r.trainAccuracy);
+        testLoss.push_back(r.testLoss);
+        testAccuracy.push_back(r.testAccuracy);
+    }
+    for (const EventRecord& e : batch.events) {
+        if (e.kind == EventKind::Overflow)
+            overflows.push_back({static_cast<double>(e.step), e.scaleBefore, e.scaleAfter,
+                                 QString::fromStdString(e.parameter)});
+    }
+    if (batch.ended) {
+        summary = batch.ended;
+        failure = batch.failure;
+    }
+}
+
+} // namespace mantissa::ui

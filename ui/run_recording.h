@@ -1,0 +1,44 @@
+#pragma once
+// Everything one run produced, kept in columns ready for plotting: what the comparison
+// view overlays and what the monitor redraws when a finished run is shown again.
+#include "engine/config/run_config.h"
+#include "engine/train/trainer.h"
+#include "ui/record_buffer.h"
+
+#include <QString>
+#include <QVector>
+
+#include <map>
+#include <optional>
+
+namespace mantissa::ui {
+
+struct OverflowMarker {
+    double step = 0;
+    double scaleBefore = 0, scaleAfter = 0;
+    QString parameter;
+};
+
+struct RunRecording {
+    QString name;          // "mlp fp32"
+    RunConfig config;
+    std::optional<RunStartInfo> start;
+    // Per step.
+    QVector<double> step, loss, learningRate, lossScale, samplesPerSecond;
+    // Per epoch; epochEndStep is the last step of the epoch, to place test loss on step axes.
+    QVector<double> epoch, epochEndStep, trainLoss, trainAccuracy, testLoss, testAccuracy;
+    QVector<OverflowMarker> overflows;
+    std::optional<RunSummary> summary;
+    QString failure;
+
+    void append(const RecordBatch& batch);
+    bool finished() const { return summary.has_value(); }
+
+private:
+    std::map<int, double> m_lastStepOfEpoch;
+};
+
+// "mlp · mixed-fp16"
+QString recordingName(const RunConfig& config);
+
+} // namespace mantissa::ui

@@ -1,0 +1,94 @@
+#include "ui/training_worker.h"
+
+#include "engine/backend/backend_factory.h"
+#include "engine/data/dataset.h"
+#include "engine/train/trainer.h"
+#include "engine/util/check.h"
+#include "ui/record_buffer.h"
+
+namespace mantissa::ui {
+
+TrainingWorker::TrainingWorker(RecordBuffer* buffer) : m_buffer(buffer) {}
+
+void TrainingWorker::resetControls()
+{
+    m_stopRequested = false;
+    m_paused = false;
+}
+
+void TrainingWorker::requestStop()
+{
+    m_stopRequested = true;
+    std::lock_guard lock(m_trainerMutex);
+    if (m_trainer)
+        m_trainer->requestStop();
+}
+
+void TrainingWorker::setPaused(bool paused)
+{
+    m_paused = paused;
+    std::lock_guard lock(m_trainerMutex);
+    if (m_trainer)
+        m_trainer->setPaused(paused);
+}
+
+void TrainingWorker::train(const RunConfig& config)
+{
+    RunSummary failed;
+    failed.status = RunStatus::Failed;
+    try {
+        BackendSelection selection = selectBackend(config.training.device, config.training.threads);
+        const DatasetSplits data = loadDatasets(config.data, config.training.seed);
+        if (m_stopRequested) {
+            RunSummary stopped;
+            stopped.status = RunStatus::Stopped;
+            stopped.message = "stopped before training started";
+            m_buffer->markEnded(stopped);
+            return;
+        }
+        Trainer trainer(config, *selection.backend, data);
+        RunStartInfo info;
+        info.totalSteps = trainer.totalSteps();
+        info.stepsPerEpoch = trainer.stepsPerEpoch();
+        info.trainSamples = data.train.size();
+        info.testSamples = data.test.size();
+        info.device = QString::fromStdString(selection.backend->name());
+        info.deviceNote = QString::fromStdString(selection.reason);
+        info.scaler = QString::fromStdString(trainer.scaler().describe());
+        m_buffer->markStarted(info);
+        runTrainer(trainer);
+    } catch (const Error& e) {
+        failed.message = e.what();
+        m_buffer->markEnded(failed, QString::fromStdString(e.what()));
+    } catch (const std::exception& e) {
+        // Not a user error (bad_alloc, a bug): still reported, never a crash of the UI.
+        failed.message = e.what();
+        m_buffer->markEnded(failed, tr("unexpected error: %1").arg(e.what()));
+    }
+}
+
+void TrainingWorker::runTrainer(Trainer& trainer)
+{
+    trainer.addObserver(m_buffer);
+    // Unregisters the trainer however run() leaves, so stop() never reaches a dead one.
+    struct Registration {
+        TrainingWorker* worker;
+        ~Registration()
+        {
+            std::lock_guard lock(worker->m_trainerMutex);
+            worker->m_trainer = nullptr;
+        }
+    };
+    {
+        std::lock_guard lock(m_trainerMutex);
+        m_trainer = &trainer;
+        trainer.setPaused(m_paused);
+        if (m_stopRequested)
+            trainer.requestStop();
+    }
+    Registration registration{this};
+    const RunSummary summary = trainer.run();
+    m_buffer->markEnded(summary);
+}
+
+} // namespace mantissa::ui

@@ -1,0 +1,372 @@
+#include "ui/workbench.h"
+
+#include "engine/config/presets.h"
+#include "engine/util/check.h"
+#include "ui/comparison_view.h"
+#include "ui/config_document.h"
+#include "ui/error_banner.h"
+#include "ui/model_editor.h"
+#include "ui/precision_panel.h"
+#include "ui/run_controller.h"
+#include "ui/run_monitor.h"
+#include "ui/run_status_bar.h"
+#include "ui/training_panel.h"
+
+#include <QAction>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMessageBox>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QToolButton>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+namespace mantissa::ui {
+
+namespace {
+
+QScrollArea* scrolled(QWidget* widget)
+{
+    auto* area = new QScrollArea;
+    area->setWidget(widget);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    return area;
+}
+
+} // namespace
+
+Workbench::Workbench(QWidget* parent)
+    : QWidget(parent), m_document(new ConfigDocument(this)), m_controller(new RunController(this))
+{
+    createActions();
+    m_banner = new ErrorBanner;
+    m_status = new RunStatusBar;
+    m_splitter = new QSplitter(Qt::Horizontal);
+    m_splitter->setObjectName("workbenchSplitter");
+    m_splitter->addWidget(buildLeftSide());
+    m_splitter->addWidget(buildRightSide());
+    m_splitter->setStretchFactor(0, 2);
+    m_splitter->setStretchFactor(1, 3);
+    m_splitter->setChildrenCollapsible(false);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 0);
+    layout->addWidget(m_toolBar);
+    layout->addWidget(m_banner);
+    layout->addWidget(m_splitter, 1);
+    layout->addWidget(m_status);
+
+    connect(m_document, &ConfigDocument::changed, this, &Workbench::updateActions);
+    connect(m_controller, &RunController::runStarted, this, &Workbench::onRunStarted);
+    connect(m_controller, &RunController::recordsArrived, this, &Workbench::onRecords);
+    connect(m_controller, &RunController::runEnded, this, &Workbench::onRunEnded);
+    connect(m_controller, &RunController::sequenceEnded, this, &Workbench::onSequenceEnded);
+    connect(m_controller, &RunController::tick, m_monitor, &RunMonitor::refresh);
+
+    loadPreset("mlp");
+    m_document->undoStack()->clear(); // the initial preset is not an edit to undo
+    updateActions();
+}
+
+Workbench::~Workbench() = default;
+
+void Workbench::createActions()
+{
+    m_toolBar = new QToolBar;
+    m_toolBar->setObjectName("workbenchToolBar");
+    m_toolBar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+
+    m_presets = new QMenu(tr("Presets"), this);
+    for (const std::string& name : presetNames()) {
+        const QString preset = QString::fromStdString(name);
+        m_presets->addAction(preset, this, [this, preset] { loadPreset(preset); });
+    }
+    auto* presetButton = new QToolButton;
+    presetButton->setText(tr("Presets"));
+    presetButton->setMenu(m_presets);
+    presetButton->setPopupMode(QToolButton::InstantPopup);
+    m_toolBar->addWidget(presetButton);
+
+    m_open = m_toolBar->addAction(tr("Open…"), this, &Workbench::openWithDialog);
+    m_open->setShortcut(QKeySequence::Open);
+    m_save = m_toolBar->addAction(tr("Save…"), this, &Workbench::saveWithDialog);
+    m_save->setShortcut(QKeySequence::Save);
+    m_toolBar->addSeparator();
+    m_undo = m_document->undoStack()->createUndoAction(this, tr("Undo"));
+    m_undo->setShortcut(QKeySequence::Undo);
+    m_redo = m_document->undoStack()->createRedoAction(this, tr("Redo"));
+    m_redo->setShortcut(QKeySequence::Redo);
+    m_toolBar->addAction(m_undo);
+    m_toolBar->addAction(m_redo);
+    m_toolBar->addSeparator();
+
+    m_run = m_toolBar->addAction(tr("Run"), this, &Workbench::startRun);
+    m_run->setObjectName("runAction");
+    m_run->setShortcut(Qt::CTRL | Qt::Key_R);
+    m_pause = m_toolBar->addAction(tr("Pause"));
+    m_pause->setObjectName("pauseAction");
+    m_pause->setCheckable(true);
+    connect(m_pause, &QAction::toggled, this, [this](bool paused) {
+        m_controller->setPaused(paused);
+        m_pause->setText(paused ? tr("Resume") : tr("Pause"));
+        m_status->showMessage(paused ? tr("Paused; press Resume to continue.") : tr("Training…"));
+    });
+    m_stop = m_toolBar->addAction(tr("Stop"), m_controller, &RunController::stop);
+    m_stop->setObjectName("stopAction");
+    m_toolBar->addSeparator();
+    m_compare = m_toolBar->addAction(tr("Compare precisions"), this, &Workbench::startComparison);
+    m_compare->setObjectName("compareAction");
+    m_compare->setToolTip(tr("Train this config in fp32 and in its low precision with the same seed, "
+                             "then compare them"));
+}
+
+QWidget* Workbench::buildLeftSide()
+{
+    m_editor = new ModelEditor(m_document);
+    m_precision = new PrecisionPanel(m_document);
+    m_training = new TrainingPanel(m_document);
+    m_leftTabs = new QTabWidget;
+    m_leftTabs->setObjectName("leftTabs");
+    m_leftTabs->addTab(m_editor, tr("Model"));
+    m_leftTabs->addTab(scrolled(m_precision), tr("Precision"));
+    m_leftTabs->addTab(scrolled(m_training), tr("Training"));
+    return m_leftTabs;
+}
+
+QWidget* Workbench::buildRightSide()
+{
+    m_monitor = new RunMonitor;
+    m_comparison = new ComparisonView;
+    m_rightTabs = new QTabWidget;
+    m_rightTabs->setObjectName("rightTabs");
+    m_rightTabs->addTab(m_monitor, tr("Monitor"));
+    m_rightTabs->addTab(m_comparison, tr("Comparison"));
+    return m_rightTabs;
+}
+
+void Workbench::updateActions()
+{
+    const bool running = m_controller->isRunning();
+    const QString blocker = m_document->runBlocker();
+    const bool canRun = !running && blocker.isEmpty();
+    m_run->setEnabled(canRun);
+    m_compare->setEnabled(canRun);
+    m_pause->setEnabled(running);
+    m_stop->setEnabled(running);
+    m_run->setToolTip(running ? tr("A run is in progress") : blocker.isEmpty() ? tr("Train this config") : blocker);
+    if (!running) {
+        if (blocker.isEmpty())
+            m_status->clearMessage();
+        else
+            m_status->showMessage(tr("Cannot run: %1").arg(blocker));
+    }
+    // Editing the config mid-run would not affect the run; presets and files wait too.
+    m_open->setEnabled(!running);
+    m_presets->setEnabled(!running);
+}
+
+void Workbench::loadPreset(const QString& name)
+{
+    try {
+        m_document->load(presetConfig(name.toStdString()), tr("Load preset %1").arg(name));
+        m_status->showMessage(tr("Loaded preset %1").arg(name), 4000);
+    } catch (const Error& e) {
+        m_banner->showError(tr("Cannot load preset %1").arg(name), QString::fromStdString(e.what()));
+    }
+}
+
+bool Workbench::openConfig(const QString& path, QString* error)
+{
+    try {
+        RunConfig config = loadRunConfigFile(path.toStdString());
+        if (config.name.empty())
+            config.name = QFileInfo(path).completeBaseName().toStdString();
+        m_document->load(config, tr("Open %1").arg(QFileInfo(path).fileName()));
+        return true;
+    } catch (const Error& e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return false;
+    }
+}
+
+bool Workbench::saveConfig(const QString& path, QString* error)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+        if (error)
+            *error = tr("%1: cannot write (%2)").arg(path, file.errorString());
+        return false;
+    }
+    file.write(QByteArray::fromStdString(runConfigToJson(m_document->config())));
+    file.write("\n");
+    return true;
+}
+
+void Workbench::openWithDialog()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open run config"), {}, tr("Run configs (*.json)"));
+    QString error;
+    if (!path.isEmpty() && !openConfig(path, &error))
+        QMessageBox::warning(this, tr("Open run config"), error);
+}
+
+void Workbench::saveWithDialog()
+{
+    const QString suggested = QString::fromStdString(m_document->config().name) + ".json";
+    QString path = QFileDialog::getSaveFileName(this, tr("Save run config"), suggested, tr("Run configs (*.json)"));
+    if (path.isEmpty())
+        return;
+    if (!path.endsWith(".json"))
+        path += ".json";
+    QString error;
+    if (!saveConfig(path, &error))
+        QMessageBox::warning(this, tr("Save run config"), error);
+}
+
+bool Workbench::startRun()
+{
+    const QString blocker = m_document->runBlocker();
+    if (m_controller->isRunning() || !blocker.isEmpty()) {
+        m_status->showMessage(blocker.isEmpty() ? tr("A run is in progress") : tr("Cannot run: %1").arg(blocker));
+        return false;
+    }
+    m_comparing = false;
+    m_sequence.clear();
+    return m_controller->start({m_document->config()});
+}
+
+bool Workbench::startComparison()
+{
+    const QString blocker = m_document->runBlocker();
+    if (m_controller->isRunning() || !blocker.isEmpty()) {
+        m_status->showMessage(blocker.isEmpty() ? tr("A run is in progress") : tr("Cannot run: %1").arg(blocker));
+        return false;
+    }
+    RunConfig reference = m_document->config();
+    RunConfig low = reference;
+    reference.precision = PrecisionMode::Fp32;
+    reference.lossScale.type = "auto"; // fp32 needs no scaling; keep the reference honest
+    if (low.precision == PrecisionMode::Fp32)
+        low.precision = PrecisionMode::MixedFp16;
+    m_comparing = true;
+    m_sequence.clear();
+    return m_controller->start({reference, low});
+}
+
+QList<std::shared_ptr<const RunRecording>> Workbench::sessionRuns() const
+{
+    return m_session;
+}
+
+void Workbench::showComparison(QList<std::shared_ptr<const RunRecording>> runs)
+{
+    m_comparison->setRuns(std::move(runs));
+    m_rightTabs->setCurrentWidget(m_comparison);
+}
+
+void Workbench::onRunStarted(int index, const RunConfig& config)
+{
+    m_banner->hide();
+    m_current = std::make_shared<RunRecording>();
+    m_current->config = config;
+    m_current->name = recordingName(config);
+    m_monitor->setRecording(m_current);
+    m_rightTabs->setCurrentWidget(m_monitor);
+    const QString which = m_comparing ? tr(" (run %1 of 2)").arg(index + 1) : QString();
+    m_status->showMessage(tr("Loading data for %1%2…").arg(m_current->name, which));
+    m_status->showLoading(tr("loading data"));
+    {
+        const QSignalBlocker blocker(m_pause);
+        m_pause->setChecked(false);
+        m_pause->setText(tr("Pause"));
+    }
+    updateActions();
+}
+
+void Workbench::onRecords(const RecordBatch& batch)
+{
+    if (!m_current)
+        return;
+    m_current->append(batch);
+    if (batch.started)
+        m_status->showMessage(tr("Training %1 on %2 (%3 training samples; loss scaling: %4)")
+                                  .arg(m_current->name, batch.started->device)
+                                  .arg(batch.started->trainSamples)
+                                  .arg(batch.started->scaler));
+    if (!batch.steps.empty() && m_current->start) {
+        const StepRecord& last = batch.steps.back();
+        double rate = 0; // the batch's mean: one step's figure jitters too much to read
+        for (const StepRecord& s : batch.steps)
+            rate += s.samplesPerSecond;
+        rate /= static_cast<double>(batch.steps.size());
+        m_status->showProgress(last.step, m_current->start->totalSteps, rate, last.elapsedSeconds);
+    }
+}
+
+void Workbench::onRunEnded(int, const RunSummary& summary, const QString& failure)
+{
+    m_status->hideProgress();
+    if (!m_current)
+        return;
+    std::shared_ptr<const RunRecording> finished = m_current;
+    m_session << finished;
+    m_sequence << finished;
+    m_monitor->refresh();
+    const QString what = m_current->name;
+    switch (summary.status) {
+    case RunStatus::Failed:
+        m_banner->showError(tr("%1 could not train").arg(what),
+                            failure.isEmpty() ? QString::fromStdString(summary.message) : failure);
+        m_status->showMessage(tr("%1 failed").arg(what));
+        break;
+    case RunStatus::Diverged:
+        m_banner->showError(tr("%1 diverged").arg(what), QString::fromStdString(summary.message));
+        m_status->showMessage(tr("%1 diverged").arg(what));
+        break;
+    default:
+        m_status->showMessage(tr("%1: %2").arg(what, recordingStateText(*m_current)));
+        break;
+    }
+    emit runFinished(finished);
+    updateActions();
+}
+
+void Workbench::onSequenceEnded(bool completed)
+{
+    updateActions();
+    if (m_comparing && completed && m_sequence.size() >= 2) {
+        showComparison(m_sequence);
+        emit comparisonFinished();
+    }
+    m_comparing = false;
+}
+
+QByteArray Workbench::saveLayout() const
+{
+    QByteArray state;
+    QDataStream out(&state, QIODevice::WriteOnly);
+    out << m_splitter->saveState() << m_leftTabs->currentIndex() << m_rightTabs->currentIndex();
+    return state;
+}
+
+void Workbench::restoreLayout(const QByteArray& state)
+{
+    QDataStream in(state);
+    QByteArray splitter;
+    int left = 0, right = 0;
+    in >> splitter >> left >> right;
+    if (in.status() != QDataStream::Ok)
+        return;
+    m_splitter->restoreState(splitter);
+    m_leftTabs->setCurrentIndex(left);
+    m_rightTabs->setCurrentIndex(right);
+}
+
+} // namespace mantissa::ui

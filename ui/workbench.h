@@ -1,0 +1,116 @@
+#pragma once
+// The Workbench: the whole application as one embeddable widget. It holds the model editor,
+// the precision and training panels, the run monitor and the comparison view, runs training
+// on a worker thread through RunController, and offers its actions (run, pause, stop,
+// compare precisions, presets, open, save, undo, redo) for a host's menus and toolbars.
+#include "ui/run_recording.h"
+
+#include <QList>
+#include <QWidget>
+
+#include <memory>
+
+class QAction;
+class QMenu;
+class QSplitter;
+class QTabWidget;
+class QToolBar;
+
+namespace mantissa::ui {
+
+class ComparisonView;
+class ConfigDocument;
+class ErrorBanner;
+class ModelEditor;
+class PrecisionPanel;
+class RunController;
+class RunMonitor;
+class RunStatusBar;
+class TrainingPanel;
+struct RecordBatch;
+
+class Workbench : public QWidget {
+    Q_OBJECT
+public:
+    explicit Workbench(QWidget* parent = nullptr);
+    ~Workbench() override;
+
+    ConfigDocument* document() const { return m_document; }
+    RunController* controller() const { return m_controller; }
+    ModelEditor* modelEditor() const { return m_editor; }
+    PrecisionPanel* precisionPanel() const { return m_precision; }
+    TrainingPanel* trainingPanel() const { return m_training; }
+    RunMonitor* monitor() const { return m_monitor; }
+    ComparisonView* comparison() const { return m_comparison; }
+    RunStatusBar* statusBar() const { return m_status; }
+    ErrorBanner* banner() const { return m_banner; }
+    QToolBar* toolBar() const { return m_toolBar; }
+    QMenu* presetsMenu() const { return m_presets; }
+
+    QAction* runAction() const { return m_run; }
+    QAction* pauseAction() const { return m_pause; }
+    QAction* stopAction() const { return m_stop; }
+    QAction* compareAction() const { return m_compare; }
+    QAction* openAction() const { return m_open; }
+    QAction* saveAction() const { return m_save; }
+    QAction* undoAction() const { return m_undo; }
+    QAction* redoAction() const { return m_redo; }
+
+    // Config files and presets. Errors come back as a message naming the file and field.
+    void loadPreset(const QString& name);
+    bool openConfig(const QString& path, QString* error = nullptr);
+    bool saveConfig(const QString& path, QString* error = nullptr);
+
+    // Trains the current config; false (with the reason in the status bar) when it cannot.
+    bool startRun();
+    // Trains the current config in fp32 and then in its low precision (mixed-fp16 when the
+    // config is fp32), same seed and data order, then opens the comparison.
+    bool startComparison();
+    // Runs trained in this session, oldest first.
+    QList<std::shared_ptr<const RunRecording>> sessionRuns() const;
+    void showComparison(QList<std::shared_ptr<const RunRecording>> runs);
+
+    // Splitter and tab positions, for a host's QSettings.
+    QByteArray saveLayout() const;
+    void restoreLayout(const QByteArray& state);
+
+signals:
+    // A run ended (any status); `recording` holds everything it produced.
+    void runFinished(std::shared_ptr<const mantissa::ui::RunRecording> recording);
+    void comparisonFinished();
+
+private:
+    void createActions();
+    QWidget* buildLeftSide();
+    QWidget* buildRightSide();
+    void updateActions();
+    void openWithDialog();
+    void saveWithDialog();
+    void onRunStarted(int index, const RunConfig& config);
+    void onRecords(const RecordBatch& batch);
+    void onRunEnded(int index, const RunSummary& summary, const QString& failure);
+    void onSequenceEnded(bool completed);
+
+    ConfigDocument* m_document;
+    RunController* m_controller;
+    QToolBar* m_toolBar;
+    QMenu* m_presets;
+    ErrorBanner* m_banner;
+    ModelEditor* m_editor;
+    PrecisionPanel* m_precision;
+    TrainingPanel* m_training;
+    RunMonitor* m_monitor;
+    ComparisonView* m_comparison;
+    RunStatusBar* m_status;
+    QSplitter* m_splitter;
+    QTabWidget* m_leftTabs;
+    QTabWidget* m_rightTabs;
+    QAction *m_run, *m_pause, *m_stop, *m_compare, *m_open, *m_save, *m_undo, *m_redo;
+
+    std::shared_ptr<RunRecording> m_current;
+    QList<std::shared_ptr<const RunRecording>> m_session;
+    QList<std::shared_ptr<const RunRecording>> m_sequence; // runs of the current sequence
+    bool m_comparing = false;
+};
+
+} // namespace mantissa::ui
