@@ -83,6 +83,9 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent)
     diffLayout->addWidget(m_diff);
     tables->addWidget(resultsBox);
     tables->addWidget(diffBox);
+    // The results table has nine columns that all matter; the diff is usually one or two rows.
+    tables->setStretchFactor(0, 3);
+    tables->setStretchFactor(1, 1);
     tables->setStretchFactor(0, 3);
     tables->setStretchFactor(1, 2);
 

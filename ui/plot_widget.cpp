@@ -44,16 +44,36 @@ void PlotWidget::wheelEvent(QWheelEvent* event)
 void PlotWidget::fitAxes()
 {
     rescaleAxes(true);
-    // A flat series (constant loss scale) would give an empty range; open it up.
+    // A flat series (a constant learning rate or loss scale) has an empty range, which
+    // QCustomPlot answers by keeping the axis's old width; centre it on the data instead.
     for (QCPAxis* axis : {yAxis, yAxis2}) {
         if (!axis->visible())
             continue;
-        QCPRange r = axis->range();
-        if (r.size() <= 0 || (axis->scaleType() == QCPAxis::stLogarithmic && r.upper / r.lower < 1.5))
-            axis->setRange(axis->scaleType() == QCPAxis::stLogarithmic ? QCPRange(r.lower / 2, r.upper * 2)
-                                                                      : QCPRange(r.lower - 0.5, r.upper + 0.5));
-        else if (axis->scaleType() == QCPAxis::stLinear)
-            axis->scaleRange(1.08, r.center());
+        bool found = false;
+        QCPRange data;
+        for (int i = 0; i < plottableCount(); ++i) {
+            QCPAbstractPlottable* p = plottable(i);
+            if (p->valueAxis() != axis || !p->visible())
+                continue;
+            bool hasRange = false;
+            const QCPRange r = p->getValueRange(hasRange);
+            if (!hasRange)
+                continue;
+            data = found ? QCPRange(qMin(data.lower, r.lower), qMax(data.upper, r.upper)) : r;
+            found = true;
+        }
+        if (!found)
+            continue;
+        const bool log = axis->scaleType() == QCPAxis::stLogarithmic;
+        if (log && data.upper / data.lower < 1.5) {
+            axis->setRange(data.lower / 2, data.upper * 2);
+        } else if (!log && data.size() <= 1e-6 * qMax(1.0, qAbs(data.center()))) {
+            const double half = data.center() != 0 ? qAbs(data.center()) * 0.1 : 0.5;
+            axis->setRange(data.center() - half, data.center() + half);
+        } else if (!log) {
+            axis->setRange(data);
+            axis->scaleRange(1.08, data.center());
+        }
     }
 }
 
