@@ -1,0 +1,131 @@
+// The Workbench as a user drives it: edits with undo, validation blocking Run, a short run
+// filling the plots, pause and stop, and a responsive event loop while training.
+#include "ui/comparison_table_model.h"
+#include "ui/config_document.h"
+#include "ui/layer_table_model.h"
+#include "ui/model_editor.h"
+#include "ui/plot_widget.h"
+#include "ui/run_controller.h"
+#include "ui/run_monitor.h"
+#include "ui/workbench.h"
+
+#include <QAbstractItemModelTester>
+#include <QAction>
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QTimer>
+#include <QUndoStack>
+#include <QtTest>
+
+using namespace mantissa;
+using namespace mantissa::ui;
+
+namespace {
+
+// A quick, file-free run: synthetic 28x28 data with the mlp's shape.
+RunConfig quickConfig(const RunConfig& base, std::int64_t maxSteps)
+{
+    RunConfig c = base;
+    c.data.dataset = "synthetic";
+    c.data.syntheticShape = c.model.input;
+    c.data.syntheticClasses = c.model.classes;
+    c.data.syntheticTrain = 4096;
+    c.data.syntheticTest = 256;
+    c.training.maxSteps = maxSteps;
+    c.training.epochs = 1;
+    c.training.batchSize = 64;
+    c.training.threads = 1; // leave a core to the UI thread
+    return c;
+}
+
+} // namespace
+
+class WorkbenchTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void editingACellChangesTheSpecAndUndoRestoresIt()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        LayerTableModel* model = bench.modelEditor()->tableModel();
+        QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(bench.document()->config().model.layers[1].units, 1024);
+        QVERIFY(model->setData(model->index(1, LayerTableModel::Params), "units=512, activation=relu"));
+        QCOMPARE(bench.document()->config().model.layers[1].units, 512);
+        QVERIFY(model->data(model->index(1, LayerTableModel::OutputShape)).toString().contains("512"));
+        bench.document()->undoStack()->undo();
+        QCOMPARE(bench.document()->config().model.layers[1].units, 1024);
+        bench.document()->undoStack()->redo();
+        QCOMPARE(bench.document()->config().model.layers[1].units, 512);
+    }
+
+    void anInvalidLayerDisablesRunWithTheValidatorsMessage()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        QVERIFY(bench.runAction()->isEnabled());
+        LayerTableModel* model = bench.modelEditor()->tableModel();
+        QVERIFY(model->setData(model->index(3, LayerTableModel::Params), "units=7"));
+        QVERIFY(!bench.runAction()->isEnabled());
+        const QString reason = bench.document()->runBlocker();
+        QVERIFY2(reason.contains("layer 3 (linear)") && reason.contains("10 classes"), qPrintable(reason));
+        bench.document()->undoStack()->undo();
+        QVERIFY(bench.runAction()->isEnabled());
+    }
+
+    void aShortRunFillsThePlotsAndKeepsTheUiResponsive()
+    {
+        Workbench bench;
+        bench.resize(1400, 900);
+        bench.show();
+        bench.loadPreset("mlp");
+        bench.document()->apply(quickConfig(bench.document()->config(), 40), "quick run");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+
+        // Event-loop latency: a 10 ms timer whose late firings measure how long the UI
+        // thread was kept from its events.
+        QElapsedTimer clock;
+        qint64 last = 0, worst = 0;
+        QTimer probe;
+        probe.setInterval(10);
+        connect(&probe, &QTimer::timeout, this, [&] {
+            const qint64 now = clock.elapsed();
+            worst = std::max(worst, now - last - 10);
+            last = now;
+        });
+        QVERIFY(bench.startRun());
+        clock.start();
+        probe.start();
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+        probe.stop();
+        QVERIFY(ended.first().first().toBool());
+        QTRY_VERIFY(bench.monitor()->lossPlot()->graphCount() > 0);
+        int points = 0;
+        for (int i = 0; i < bench.monitor()->lossPlot()->graphCount(); ++i)
+            points = std::max(points, bench.monitor()->lossPlot()->graph(i)->dataCount());
+        QCOMPARE(points, 40);
+        qInfo("worst event-loop delay during the run: %lld ms", static_cast<long long>(worst));
+        QVERIFY2(worst < 50, qPrintable(QString("UI event loop blocked for %1 ms").arg(worst)));
+    }
+
+    void pauseHoldsTheRunAndStopEndsIt()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        bench.document()->apply(quickConfig(bench.document()->config(), 100000), "long run");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY(bench.pauseAction()->isEnabled());
+        bench.pauseAction()->trigger();
+        QVERIFY(bench.controller()->isPaused());
+        QCOMPARE(bench.pauseAction()->text(), QString("Resume"));
+        bench.stopAction()->trigger();
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 30000);
+        QVERIFY2(!ended.first().first().toBool(), "a stopped sequence does not complete");
+        QVERIFY(bench.runAction()->isEnabled());
+    }
+};
+
+QTEST_MAIN(WorkbenchTest)
+#include "workbench_test.moc"
