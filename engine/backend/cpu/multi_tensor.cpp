@@ -24,15 +24,19 @@ int CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std:
         cast(*grads[t], out);
         float* g = out.f32();
         const auto n = out.numel();
-        bool finite = true;
         float tensorMax = 0;
-        // std::max(m, NaN) keeps m, so NaNs are caught by `finite` alone.
-#pragma omp parallel for schedule(static) reduction(&& : finite) reduction(max : tensorMax) if (n > 65536)
+        // x * 0 is 0 for every finite x and NaN for inf or NaN, so one sum flags them all;
+        // unlike a short-circuit test it vectorises. std::max(m, NaN) keeps m, so NaNs are
+        // caught by the probe alone.
+        float nonFiniteProbe = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : nonFiniteProbe) reduction(max : tensorMax) if (n > 65536)
         for (std::int64_t i = 0; i < n; ++i) {
-            g[i] *= invScale;
-            finite = finite && std::isfinite(g[i]);
-            tensorMax = std::max(tensorMax, std::fabs(g[i]));
+            const float v = g[i] * invScale;
+            g[i] = v;
+            nonFiniteProbe += v * 0.0f;
+            tensorMax = std::max(tensorMax, std::fabs(v));
         }
+        const bool finite = nonFiniteProbe == 0.0f;
         amax = std::max(amax, tensorMax);
         if (!finite && firstNonFinite < 0)
             firstNonFinite = static_cast<int>(t);
@@ -50,7 +54,7 @@ double CpuBackend::sumOfSquares(std::span<const Tensor* const> tensors)
         const float* p = f.data();
         const auto n = static_cast<std::int64_t>(f.size());
         double sum = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sum) if (n > 65536)
+#pragma omp parallel for simd schedule(static) reduction(+ : sum) if (n > 65536)
         for (std::int64_t i = 0; i < n; ++i)
             sum += static_cast<double>(p[i]) * p[i];
         total += sum;
@@ -85,12 +89,16 @@ void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings
         float* pw = w.data();
         float* pb = useMomentum ? buf->data() : nullptr;
         const auto n = static_cast<std::int64_t>(w.size());
-#pragma omp parallel for schedule(static) if (n > 65536)
+        // Settings copied to locals: writes through pw could otherwise alias them, which
+        // stops the loop from vectorising.
+        const float momentum = s.momentum;
+        const bool nesterov = s.nesterov;
+#pragma omp parallel for simd schedule(static) if (n > 65536)
         for (std::int64_t i = 0; i < n; ++i) {
             float d = g[i] + decay * pw[i];
             if (useMomentum) {
-                pb[i] = s.momentum * pb[i] + d;
-                d = s.nesterov ? d + s.momentum * pb[i] : pb[i];
+                pb[i] = momentum * pb[i] + d;
+                d = nesterov ? d + momentum * pb[i] : pb[i];
             }
             pw[i] -= lr * d;
         }
