@@ -70,7 +70,9 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent)
     auto* plotsWidget = new QWidget;
     plotsWidget->setLayout(plots);
 
-    auto* tables = new QSplitter(Qt::Horizontal);
+    // Results above the diff, each full width: the results table has nine columns that all
+    // matter, and the diff is usually a row or two.
+    auto* tables = new QSplitter(Qt::Vertical);
     auto* resultsBox = new QWidget;
     auto* resultsLayout = new QVBoxLayout(resultsBox);
     resultsLayout->setContentsMargins(0, 0, 0, 0);
@@ -83,11 +85,8 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent)
     diffLayout->addWidget(m_diff);
     tables->addWidget(resultsBox);
     tables->addWidget(diffBox);
-    // The results table has nine columns that all matter; the diff is usually one or two rows.
-    tables->setStretchFactor(0, 3);
+    tables->setStretchFactor(0, 1);
     tables->setStretchFactor(1, 1);
-    tables->setStretchFactor(0, 3);
-    tables->setStretchFactor(1, 2);
 
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(plotsWidget);

@@ -35,6 +35,7 @@ void ScreenshotSession::start()
 {
     QDir().mkpath(m_options.directory);
     ui::Workbench* wb = m_window->workbench();
+    wb->setDatabasePath(m_options.database.isEmpty() ? m_scratch.filePath("runs.sqlite") : m_options.database);
     connect(wb->controller(), &ui::RunController::tick, this, &ScreenshotSession::onTick);
     connect(wb, &ui::Workbench::runFinished, this, [this] {
         if (m_phase != 0)
@@ -50,7 +51,11 @@ void ScreenshotSession::start()
     connect(wb, &ui::Workbench::comparisonFinished, this, [this] {
         QTimer::singleShot(300, this, [this] {
             grab("comparison.png");
-            QApplication::quit();
+            m_window->workbench()->showRunBrowser();
+            QTimer::singleShot(300, this, [this] {
+                grab("runs.png");
+                QApplication::quit();
+            });
         });
     });
     configure(m_options.preset);
@@ -65,7 +70,8 @@ void ScreenshotSession::onTick()
     const ui::RunRecording* r = m_window->workbench()->monitor()->recording();
     if (m_phase == 0 && !m_grabbedRunning && r && r->step.size() >= m_options.steps / 2 && r->epoch.size() >= 1) {
         m_grabbedRunning = true;
-        grab("workbench-running.png");
+        // The plots replot on the next event-loop pass (queued replot); grab after it.
+        QTimer::singleShot(100, this, [this] { grab("workbench-running.png"); });
     }
 }
 
