@@ -60,8 +60,10 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
     m_view->setItemDelegateForColumn(LayerTableModel::Type, new ComboDelegate(layerTypeNames(), this));
     m_view->setItemDelegateForColumn(LayerTableModel::Precision,
                                      new ComboDelegate(LayerTableModel::precisionNames(), this));
+    // Every column fits its contents (the parameters most of all: "units=1024, activation=relu"
+    // elided to "unit..." says nothing); the last one takes what width is left.
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_view->horizontalHeader()->setSectionResizeMode(LayerTableModel::Params, QHeaderView::Stretch);
+    m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
 
     m_message->setObjectName("modelMessage");

@@ -3,7 +3,6 @@
 #include "storage/run_store.h"
 #include "ui/run_status_bar.h"
 
-#include <QLocale>
 
 namespace mantissa::ui {
 
@@ -62,8 +61,8 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
     case Preset: return tr("Preset");
     case Precision: return tr("Precision");
     case Status: return tr("Status");
-    case BestAccuracy: return tr("Best test accuracy");
-    case Skipped: return tr("Skipped steps");
+    case BestAccuracy: return tr("Best accuracy");
+    case Skipped: return tr("Skipped");
     case Duration: return tr("Duration");
     case Created: return tr("Created");
     case Tags: return tr("Tags");
@@ -89,6 +88,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     const storage::RunInfo& r = m_runs[index.row()];
     if (role == RunIdRole)
         return r.id;
+    if (role == Qt::ToolTipRole && (index.column() == BestAccuracy || index.column() == Skipped)) {
+        return index.column() == BestAccuracy ? tr("Best test accuracy over the run's epochs")
+                                              : tr("Steps skipped because gradients overflowed");
+    }
     if (role == Qt::ToolTipRole) {
         if (index.column() == Status && !r.errorMessage.isEmpty())
             return r.errorMessage;
@@ -119,11 +122,15 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     case Duration:
         if (sorting)
             return r.wallSeconds.value_or(-1);
-        return r.wallSeconds ? formatDuration(*r.wallSeconds) : QString("—");
+        if (!r.wallSeconds)
+            return QString("—");
+        // Short test runs read as "0:00" in minutes; seconds say more.
+        return *r.wallSeconds < 60 ? QString("%1 s").arg(*r.wallSeconds, 0, 'f', 1) : formatDuration(*r.wallSeconds);
     case Created:
         if (sorting)
             return r.createdAt;
-        return QLocale().toString(r.createdAt.toLocalTime(), QLocale::ShortFormat);
+        // Sortable and short: runs of one afternoon differ in the minutes.
+        return r.createdAt.toLocalTime().toString("yyyy-MM-dd HH:mm");
     case Tags: return r.tags.join(", ");
     case Notes: return sorting ? r.notes : r.notes.section('\n', 0, 0);
     default: return {};

@@ -56,8 +56,8 @@ Workbench::Workbench(QWidget* parent)
     m_splitter->addWidget(buildRightSide());
     m_splitter->setStretchFactor(0, 2);
     m_splitter->setStretchFactor(1, 3);
-    // The layer table has eight columns; below ~640 px its right half is hidden.
-    m_splitter->setSizes({640, 960});
+    // The layer table has eight columns and needs ~720 px to show them all, parameters included.
+    m_splitter->setSizes({720, 880});
     m_splitter->setChildrenCollapsible(false);
 
     auto* layout = new QVBoxLayout(this);

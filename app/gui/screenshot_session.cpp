@@ -2,6 +2,7 @@
 
 #include "gui/main_window.h"
 #include "ui/config_document.h"
+#include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
 #include "ui/workbench.h"
@@ -45,13 +46,25 @@ void ScreenshotSession::start()
         QTimer::singleShot(300, this, [this] {
             grab("workbench-finished.png");
             configure(m_options.comparePreset);
+            // Mixed fp16 with a short growth interval, so the loss-scale plot shows the
+            // dynamic scaler growing (and backing off on overflow) within a short run.
+            RunConfig config = m_window->workbench()->document()->config();
+            config.precision = PrecisionMode::MixedFp16;
+            config.lossScale.type = "dynamic";
+            config.lossScale.growthInterval = 10;
+            m_window->workbench()->document()->apply(config, "screenshot comparison settings");
             m_window->workbench()->startComparison();
         });
     });
     connect(wb, &ui::Workbench::comparisonFinished, this, [this] {
         QTimer::singleShot(300, this, [this] {
             grab("comparison.png");
-            m_window->workbench()->showRunBrowser();
+            ui::Workbench* wb = m_window->workbench();
+            wb->showRunBrowser();
+            QList<qint64> pair; // the comparison's two runs, as a user would select them
+            for (const auto& run : wb->sessionRuns().mid(1))
+                pair << run->runId;
+            wb->runBrowser()->selectRuns(pair);
             QTimer::singleShot(300, this, [this] {
                 grab("runs.png");
                 QApplication::quit();

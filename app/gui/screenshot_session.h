@@ -14,7 +14,7 @@ struct ScreenshotOptions {
     QString directory;
     QString database; // empty: a temporary file
     QString preset = "mlp";
-    QString comparePreset = "deep-mlp"; // its mixed-fp16 run shows loss-scale overflows
+    QString comparePreset = "mlp";
     int steps = 120;
     int limitTrain = 4096, limitTest = 1000;
 };
