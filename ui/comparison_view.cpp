@@ -70,7 +70,9 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent)
     auto* plotsWidget = new QWidget;
     plotsWidget->setLayout(plots);
 
-    auto* tables = new QSplitter(Qt::Horizontal);
+    // Results above the diff, each full width: the results table has nine columns that all
+    // matter, and the diff is usually a row or two.
+    auto* tables = new QSplitter(Qt::Vertical);
     auto* resultsBox = new QWidget;
     auto* resultsLayout = new QVBoxLayout(resultsBox);
     resultsLayout->setContentsMargins(0, 0, 0, 0);
@@ -83,11 +85,8 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent)
     diffLayout->addWidget(m_diff);
     tables->addWidget(resultsBox);
     tables->addWidget(diffBox);
-    // The results table has nine columns that all matter; the diff is usually one or two rows.
-    tables->setStretchFactor(0, 3);
+    tables->setStretchFactor(0, 1);
     tables->setStretchFactor(1, 1);
-    tables->setStretchFactor(0, 3);
-    tables->setStretchFactor(1, 2);
 
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(plotsWidget);
@@ -136,19 +135,27 @@ void ComparisonView::rebuildPlots()
             markerRun = i;
     for (int i = 0; i < m_runs.size(); ++i) {
         const RunRecording& r = *m_runs[i];
+        // Runs after the first are dashed: curves that coincide (fp32 and a healthy mixed
+        // run often do) then still show both colours.
+        QPen pen = seriesPen(i, 2);
+        if (i > 0)
+            pen.setStyle(Qt::DashLine);
         QCPGraph* loss = m_loss->addGraph();
         loss->setName(r.name);
-        loss->setPen(seriesPen(i, 2));
+        loss->setPen(pen);
         loss->setData(r.step, smoothed(r.loss, 0.8), true);
         QCPGraph* accuracy = m_accuracy->addGraph();
         accuracy->setName(r.name);
-        accuracy->setPen(seriesPen(i, 2));
+        accuracy->setPen(pen);
         accuracy->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, seriesColor(i), 7));
         QVector<double> percent;
         for (double a : r.testAccuracy)
             percent << a * 100;
         accuracy->setData(r.epoch, percent, true);
-        m_scale->addRun(r.name, seriesColor(i), i == markerRun);
+        QCPGraph* scale = m_scale->addRun(r.name, seriesColor(i), i == markerRun);
+        QPen scalePen = scale->pen();
+        scalePen.setStyle(pen.style());
+        scale->setPen(scalePen);
         m_scale->sync(i, r);
     }
     for (PlotWidget* p : plots())

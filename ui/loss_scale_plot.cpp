@@ -2,19 +2,51 @@
 
 #include <QToolTip>
 
+#include <cmath>
+
 #include <algorithm>
 
 namespace mantissa::ui {
+
+namespace {
+
+// Labels powers of two as powers ("2¹⁶", "2⁻⁸"): loss scales are 2^k by construction, and
+// "1.04858·10⁶" hides that 2^20 is what the scaler chose.
+class Log2Ticker : public QCPAxisTickerLog {
+protected:
+    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override
+    {
+        const double exponent = std::log2(tick);
+        if (std::abs(exponent - std::round(exponent)) > 1e-9 || std::abs(exponent) < 5)
+            return QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision);
+        static const QString superscripts = QString::fromUtf8("⁰¹²³⁴⁵⁶⁷⁸⁹");
+        const auto k = static_cast<long long>(std::llround(exponent));
+        QString label = "2";
+        if (k < 0)
+            label += QString::fromUtf8("⁻");
+        for (QChar digit : QString::number(std::llabs(k)))
+            label += superscripts[digit.digitValue()];
+        return label;
+    }
+};
+
+} // namespace
 
 LossScalePlot::LossScalePlot(QWidget* parent) : PlotWidget(tr("Loss scale"), parent)
 {
     setLogToggleAllowed(false); // always logarithmic
     yAxis->setScaleType(QCPAxis::stLogarithmic);
-    auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+    auto ticker = QSharedPointer<Log2Ticker>::create();
     ticker->setLogBase(2);
     yAxis->setTicker(ticker);
-    yAxis->setNumberFormat("gb"); // 2^16 reads better as 65536 than as 6.6e4
+    yAxis->setNumberFormat("g");
     yAxis->setNumberPrecision(6);
+    // The legend goes under the plot: the scale hugs the top of the range (it grows until it
+    // overflows) and an fp32 line sits at the bottom, so no corner inside is free.
+    axisRect()->insetLayout()->take(legend);
+    plotLayout()->addElement(plotLayout()->rowCount(), 0, legend);
+    plotLayout()->setRowStretchFactor(plotLayout()->rowCount() - 1, 0.001);
+    legend->setFillOrder(QCPLegend::foRowsFirst); // one entry per line: run names are long
     yAxis->setLabel(tr("loss scale (log₂)"));
     xAxis->setLabel(tr("step"));
     setMouseTracking(true);

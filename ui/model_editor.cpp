@@ -19,7 +19,10 @@ namespace mantissa::ui {
 
 QString formatBytes(double bytes)
 {
-    return QLocale().formattedDataSize(static_cast<qint64>(bytes), 1, QLocale::DataSizeTraditionalFormat);
+    // A non-breaking space keeps "1.4 MB" together when the label wraps.
+    return QLocale()
+        .formattedDataSize(static_cast<qint64>(bytes), 1, QLocale::DataSizeTraditionalFormat)
+        .replace(' ', QChar(0x00A0));
 }
 
 ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
@@ -57,8 +60,10 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
     m_view->setItemDelegateForColumn(LayerTableModel::Type, new ComboDelegate(layerTypeNames(), this));
     m_view->setItemDelegateForColumn(LayerTableModel::Precision,
                                      new ComboDelegate(LayerTableModel::precisionNames(), this));
+    // Every column fits its contents (the parameters most of all: "units=1024, activation=relu"
+    // elided to "unit..." says nothing); the last one takes what width is left.
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_view->horizontalHeader()->setSectionResizeMode(LayerTableModel::Params, QHeaderView::Stretch);
+    m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
 
     m_message->setObjectName("modelMessage");
@@ -169,7 +174,7 @@ void ModelEditor::refresh()
     const QLocale locale;
     const double batch = static_cast<double>(m_document->config().training.batchSize);
     const double values = static_cast<double>(report.activationValuesPerSample) * batch;
-    m_totals->setText(tr("Parameters: %1   ·   FLOPs/sample: %2   ·   activations per batch of %3: %4 in fp32, %5 in fp16")
+    m_totals->setText(tr("Parameters: %1   ·   FLOPs/sample: %2\nActivations per batch of %3: %4 in fp32, %5 in fp16")
                           .arg(locale.toString(static_cast<qlonglong>(report.totalParameters)),
                                locale.toString(static_cast<qlonglong>(report.totalFlopsPerSample)))
                           .arg(static_cast<qlonglong>(batch))

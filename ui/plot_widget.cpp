@@ -11,7 +11,7 @@ PlotWidget::PlotWidget(const QString& title, QWidget* parent) : QCustomPlot(pare
     setObjectName(title);
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     // Keep a readable size: the plot must stay legible in a 2x2 grid on a laptop screen.
-    setMinimumSize(320, 220);
+    setMinimumSize(260, 200);
     plotLayout()->insertRow(0);
     auto* heading = new QCPTextElement(this, title, QFont(font().family(), font().pointSize() + 1, QFont::Bold));
     plotLayout()->addElement(0, 0, heading);
@@ -44,6 +44,20 @@ void PlotWidget::wheelEvent(QWheelEvent* event)
 void PlotWidget::fitAxes()
 {
     rescaleAxes(true);
+    // One point on the key axis (a single epoch) would leave QCustomPlot's old, arbitrary
+    // width around it; centre a width of two units on it instead.
+    bool keyFound = false;
+    QCPRange keys;
+    for (int i = 0; i < plottableCount(); ++i) {
+        bool hasRange = false;
+        const QCPRange r = plottable(i)->getKeyRange(hasRange);
+        if (!hasRange || !plottable(i)->visible())
+            continue;
+        keys = keyFound ? QCPRange(qMin(keys.lower, r.lower), qMax(keys.upper, r.upper)) : r;
+        keyFound = true;
+    }
+    if (keyFound && keys.size() <= 0)
+        xAxis->setRange(keys.center() - 1, keys.center() + 1);
     // A flat series (a constant learning rate or loss scale) has an empty range, which
     // QCustomPlot answers by keeping the axis's old width; centre it on the data instead.
     for (QCPAxis* axis : {yAxis, yAxis2}) {
@@ -67,6 +81,9 @@ void PlotWidget::fitAxes()
         const bool log = axis->scaleType() == QCPAxis::stLogarithmic;
         if (log && data.upper / data.lower < 1.5) {
             axis->setRange(data.lower / 2, data.upper * 2);
+        } else if (log) {
+            // A margin, so a line at the largest or smallest scale does not merge with the frame.
+            axis->setRange(data.lower / 1.5, data.upper * 1.5);
         } else if (!log && data.size() <= 1e-6 * qMax(1.0, qAbs(data.center()))) {
             const double half = data.center() != 0 ? qAbs(data.center()) * 0.1 : 0.5;
             axis->setRange(data.center() - half, data.center() + half);

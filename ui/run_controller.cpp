@@ -21,11 +21,12 @@ RunController::~RunController()
     m_thread.wait();
 }
 
-bool RunController::start(const QList<RunConfig>& configs)
+bool RunController::start(const QList<RunConfig>& configs, const RecordingTarget& target)
 {
     if (m_running || configs.isEmpty())
         return false;
     m_queue = configs;
+    m_target = target;
     m_index = -1;
     m_stopped = false;
     startNext();
@@ -41,7 +42,9 @@ void RunController::startNext()
     m_worker->resetControls();
     emit runStarted(m_index, config);
     TrainingWorker* worker = m_worker;
-    QMetaObject::invokeMethod(worker, [worker, config] { worker->train(config); }, Qt::QueuedConnection);
+    const RecordingTarget target = m_target;
+    QMetaObject::invokeMethod(worker, [worker, config, target] { worker->train(config, target); },
+                              Qt::QueuedConnection);
     m_timer.start();
 }
 

@@ -5,6 +5,7 @@
 // "Compare precisions" action trains fp32 and then the low precision, one after another).
 #include "engine/config/run_config.h"
 #include "ui/record_buffer.h"
+#include "ui/run_recorder.h"
 
 #include <QList>
 #include <QObject>
@@ -23,7 +24,8 @@ public:
     ~RunController() override;
 
     // Queues `configs` and starts the first; refused (returns false) while a run is active.
-    bool start(const QList<RunConfig>& configs);
+    // Every run of the sequence is recorded in `target`'s database when it names one.
+    bool start(const QList<RunConfig>& configs, const RecordingTarget& target = {});
     void setPaused(bool paused);
     // Stops the current run and drops the queued ones.
     void stop();
@@ -56,6 +58,7 @@ private:
     TrainingWorker* m_worker;
     QTimer m_timer;
     QList<RunConfig> m_queue;
+    RecordingTarget m_target;
     int m_index = -1;
     bool m_running = false;
     bool m_paused = false;

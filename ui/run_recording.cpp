@@ -12,8 +12,13 @@ QString recordingName(const RunConfig& config)
 
 void RunRecording::append(const RecordBatch& batch)
 {
-    if (batch.started)
+    if (batch.started) {
         start = batch.started;
+        if (batch.started->runId > 0) {
+            runId = batch.started->runId;
+            name = batch.started->runName;
+        }
+    }
     for (const StepRecord& r : batch.steps) {
         step.push_back(static_cast<double>(r.step));
         loss.push_back(r.loss);

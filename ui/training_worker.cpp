@@ -32,7 +32,7 @@ void TrainingWorker::setPaused(bool paused)
         m_trainer->setPaused(paused);
 }
 
-void TrainingWorker::train(const RunConfig& config)
+void TrainingWorker::train(const RunConfig& config, const RecordingTarget& target)
 {
     RunSummary failed;
     failed.status = RunStatus::Failed;
@@ -47,6 +47,11 @@ void TrainingWorker::train(const RunConfig& config)
             return;
         }
         Trainer trainer(config, *selection.backend, data);
+        // The run row is created only once config, data and model are known to be good, so
+        // a typo leaves no run behind (the CLI does the same).
+        std::unique_ptr<RunRecorder> recorder;
+        if (!target.databasePath.isEmpty())
+            recorder = std::make_unique<RunRecorder>(target, config, *selection.backend, trainer);
         RunStartInfo info;
         info.totalSteps = trainer.totalSteps();
         info.stepsPerEpoch = trainer.stepsPerEpoch();
@@ -55,8 +60,20 @@ void TrainingWorker::train(const RunConfig& config)
         info.device = QString::fromStdString(selection.backend->name());
         info.deviceNote = QString::fromStdString(selection.reason);
         info.scaler = QString::fromStdString(trainer.scaler().describe());
+        if (recorder) {
+            info.runId = recorder->runId();
+            info.runName = recorder->runName();
+        }
         m_buffer->markStarted(info);
-        runTrainer(trainer);
+        RunSummary summary = runTrainer(trainer, recorder.get());
+        QString recordingError;
+        if (recorder)
+            recordingError = recorder->finish(summary);
+        if (!recordingError.isEmpty()) {
+            summary.status = RunStatus::Failed;
+            summary.message = "recording the run failed: " + recordingError.toStdString();
+        }
+        m_buffer->markEnded(summary);
     } catch (const Error& e) {
         failed.message = e.what();
         m_buffer->markEnded(failed, QString::fromStdString(e.what()));
@@ -67,9 +84,11 @@ void TrainingWorker::train(const RunConfig& config)
     }
 }
 
-void TrainingWorker::runTrainer(Trainer& trainer)
+RunSummary TrainingWorker::runTrainer(Trainer& trainer, RunRecorder* recorder)
 {
     trainer.addObserver(m_buffer);
+    if (recorder)
+        trainer.addObserver(recorder);
     // Unregisters the trainer however run() leaves, so stop() never reaches a dead one.
     struct Registration {
         TrainingWorker* worker;
@@ -87,8 +106,7 @@ void TrainingWorker::runTrainer(Trainer& trainer)
             trainer.requestStop();
     }
     Registration registration{this};
-    const RunSummary summary = trainer.run();
-    m_buffer->markEnded(summary);
+    return trainer.run();
 }
 
 } // namespace mantissa::ui

@@ -3,6 +3,7 @@
 // Trainer and runs it, leaving every record in the RecordBuffer. Lives on a QThread;
 // train() is invoked there through a queued call, and blocks that thread until the run ends.
 #include "engine/config/run_config.h"
+#include "ui/run_recorder.h"
 
 #include <QObject>
 
@@ -24,7 +25,8 @@ public:
     explicit TrainingWorker(RecordBuffer* buffer);
 
     // Runs on the worker thread. Never throws: errors end the run with a failure message.
-    void train(const RunConfig& config);
+    // With a database in `target`, the run is recorded there as it trains.
+    void train(const RunConfig& config, const RecordingTarget& target);
 
     // Thread-safe, and effective even before the trainer exists (while data loads).
     void requestStop();
@@ -33,7 +35,7 @@ public:
     void resetControls();
 
 private:
-    void runTrainer(Trainer& trainer);
+    RunSummary runTrainer(Trainer& trainer, RunRecorder* recorder);
 
     RecordBuffer* m_buffer;
     std::atomic<bool> m_stopRequested{false};

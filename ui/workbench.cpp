@@ -2,14 +2,17 @@
 
 #include "engine/config/presets.h"
 #include "engine/util/check.h"
+#include "storage/run_store.h"
 #include "ui/comparison_view.h"
 #include "ui/config_document.h"
 #include "ui/error_banner.h"
 #include "ui/model_editor.h"
 #include "ui/precision_panel.h"
+#include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
 #include "ui/run_status_bar.h"
+#include "ui/stored_run.h"
 #include "ui/training_panel.h"
 
 #include <QAction>
@@ -53,8 +56,8 @@ Workbench::Workbench(QWidget* parent)
     m_splitter->addWidget(buildRightSide());
     m_splitter->setStretchFactor(0, 2);
     m_splitter->setStretchFactor(1, 3);
-    // The layer table has eight columns; below ~640 px its right half is hidden.
-    m_splitter->setSizes({640, 960});
+    // The layer table has eight columns and needs ~720 px to show them all, parameters included.
+    m_splitter->setSizes({720, 880});
     m_splitter->setChildrenCollapsible(false);
 
     auto* layout = new QVBoxLayout(this);
@@ -100,10 +103,21 @@ void Workbench::createActions()
     m_save = m_toolBar->addAction(tr("Save…"), this, &Workbench::saveWithDialog);
     m_save->setShortcut(QKeySequence::Save);
     m_toolBar->addSeparator();
-    m_undo = m_document->undoStack()->createUndoAction(this, tr("Undo"));
+    // Fixed labels, the edit in the tooltip: QUndoStack's own actions put "Undo Change
+    // precision.loss_scale.growth_interval" on the toolbar, which then jumps around.
+    QUndoStack* stack = m_document->undoStack();
+    m_undo = new QAction(tr("Undo"), this);
     m_undo->setShortcut(QKeySequence::Undo);
-    m_redo = m_document->undoStack()->createRedoAction(this, tr("Redo"));
+    m_undo->setEnabled(false);
+    connect(m_undo, &QAction::triggered, stack, &QUndoStack::undo);
+    connect(stack, &QUndoStack::canUndoChanged, m_undo, &QAction::setEnabled);
+    connect(stack, &QUndoStack::undoTextChanged, m_undo, [this](const QString& text) { m_undo->setToolTip(tr("Undo %1").arg(text)); });
+    m_redo = new QAction(tr("Redo"), this);
     m_redo->setShortcut(QKeySequence::Redo);
+    m_redo->setEnabled(false);
+    connect(m_redo, &QAction::triggered, stack, &QUndoStack::redo);
+    connect(stack, &QUndoStack::canRedoChanged, m_redo, &QAction::setEnabled);
+    connect(stack, &QUndoStack::redoTextChanged, m_redo, [this](const QString& text) { m_redo->setToolTip(tr("Redo %1").arg(text)); });
     m_toolBar->addAction(m_undo);
     m_toolBar->addAction(m_redo);
     m_toolBar->addSeparator();
@@ -145,10 +159,16 @@ QWidget* Workbench::buildRightSide()
 {
     m_monitor = new RunMonitor;
     m_comparison = new ComparisonView;
+    m_browser = new RunBrowser;
+    connect(m_browser, &RunBrowser::openRequested, this, &Workbench::openStoredRun);
+    connect(m_browser, &RunBrowser::compareRequested, this, &Workbench::compareStoredRuns);
+    connect(m_browser, &RunBrowser::storeError, this,
+            [this](const QString& message) { m_banner->showError(tr("Run database"), message); });
     m_rightTabs = new QTabWidget;
     m_rightTabs->setObjectName("rightTabs");
     m_rightTabs->addTab(m_monitor, tr("Monitor"));
     m_rightTabs->addTab(m_comparison, tr("Comparison"));
+    m_rightTabs->addTab(m_browser, tr("Runs"));
     return m_rightTabs;
 }
 
@@ -163,10 +183,12 @@ void Workbench::updateActions()
     m_stop->setEnabled(running);
     m_run->setToolTip(running ? tr("A run is in progress") : blocker.isEmpty() ? tr("Train this config") : blocker);
     if (!running) {
-        if (blocker.isEmpty())
-            m_status->clearMessage();
-        else
+        // Clear only our own "cannot run" note: a finished run's message must stay.
+        if (!blocker.isEmpty())
             m_status->showMessage(tr("Cannot run: %1").arg(blocker));
+        else if (m_showingBlocker)
+            m_status->clearMessage();
+        m_showingBlocker = !blocker.isEmpty();
     }
     // Editing the config mid-run would not affect the run; presets and files wait too.
     m_open->setEnabled(!running);
@@ -241,7 +263,7 @@ bool Workbench::startRun()
     }
     m_comparing = false;
     m_sequence.clear();
-    return m_controller->start({m_document->config()});
+    return m_controller->start({m_document->config()}, {databasePath(), std::nullopt});
 }
 
 bool Workbench::startComparison()
@@ -259,7 +281,18 @@ bool Workbench::startComparison()
         low.precision = PrecisionMode::MixedFp16;
     m_comparing = true;
     m_sequence.clear();
-    return m_controller->start({reference, low});
+    RecordingTarget target{databasePath(), std::nullopt};
+    if (m_store) {
+        // One comparison group, so the pair can be found and reported together later.
+        try {
+            target.groupId = m_store->createGroup(QString("%1: fp32 vs %2")
+                                                      .arg(QString::fromStdString(reference.name),
+                                                           QString::fromStdString(precisionModeName(low.precision))));
+        } catch (const std::exception& e) {
+            m_banner->showError(tr("Run database"), QString::fromLocal8Bit(e.what()));
+        }
+    }
+    return m_controller->start({reference, low}, target);
 }
 
 QList<std::shared_ptr<const RunRecording>> Workbench::sessionRuns() const
@@ -271,6 +304,11 @@ void Workbench::showComparison(QList<std::shared_ptr<const RunRecording>> runs)
 {
     m_comparison->setRuns(std::move(runs));
     m_rightTabs->setCurrentWidget(m_comparison);
+}
+
+void Workbench::showRunBrowser()
+{
+    m_rightTabs->setCurrentWidget(m_browser);
 }
 
 void Workbench::onRunStarted(int index, const RunConfig& config)
@@ -336,6 +374,7 @@ void Workbench::onRunEnded(int, const RunSummary& summary, const QString& failur
         m_status->showMessage(tr("%1: %2").arg(what, recordingStateText(*m_current)));
         break;
     }
+    m_browser->reload();
     emit runFinished(finished);
     updateActions();
 }
@@ -348,6 +387,59 @@ void Workbench::onSequenceEnded(bool completed)
         emit comparisonFinished();
     }
     m_comparing = false;
+}
+
+bool Workbench::setDatabasePath(const QString& path, QString* error)
+{
+    m_browser->setStore(nullptr);
+    m_store.reset();
+    if (path.isEmpty())
+        return true;
+    try {
+        m_store = std::make_unique<storage::RunStore>(path);
+    } catch (const std::exception& e) {
+        if (error)
+            *error = QString::fromLocal8Bit(e.what());
+        m_banner->showError(tr("Runs are not recorded"), QString::fromLocal8Bit(e.what()));
+        return false;
+    }
+    m_browser->setStore(m_store.get());
+    return true;
+}
+
+QString Workbench::databasePath() const
+{
+    return m_store ? m_store->path() : QString();
+}
+
+bool Workbench::openStoredRun(qint64 runId)
+{
+    if (!m_store)
+        return false;
+    try {
+        m_monitor->setRecording(loadStoredRun(*m_store, runId));
+    } catch (const std::exception& e) {
+        m_banner->showError(tr("Cannot open run %1").arg(runId), QString::fromLocal8Bit(e.what()));
+        return false;
+    }
+    m_rightTabs->setCurrentWidget(m_monitor);
+    return true;
+}
+
+bool Workbench::compareStoredRuns(const QList<qint64>& runIds)
+{
+    if (!m_store || runIds.size() < 2)
+        return false;
+    QList<std::shared_ptr<const RunRecording>> runs;
+    try {
+        for (qint64 id : runIds)
+            runs << loadStoredRun(*m_store, id);
+    } catch (const std::exception& e) {
+        m_banner->showError(tr("Cannot compare these runs"), QString::fromLocal8Bit(e.what()));
+        return false;
+    }
+    showComparison(runs);
+    return true;
 }
 
 QByteArray Workbench::saveLayout() const

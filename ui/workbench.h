@@ -16,9 +16,14 @@ class QSplitter;
 class QTabWidget;
 class QToolBar;
 
+namespace mantissa::storage {
+class RunStore;
+}
+
 namespace mantissa::ui {
 
 class ComparisonView;
+class RunBrowser;
 class ConfigDocument;
 class ErrorBanner;
 class ModelEditor;
@@ -42,6 +47,7 @@ public:
     TrainingPanel* trainingPanel() const { return m_training; }
     RunMonitor* monitor() const { return m_monitor; }
     ComparisonView* comparison() const { return m_comparison; }
+    RunBrowser* runBrowser() const { return m_browser; }
     RunStatusBar* statusBar() const { return m_status; }
     ErrorBanner* banner() const { return m_banner; }
     QToolBar* toolBar() const { return m_toolBar; }
@@ -69,6 +75,17 @@ public:
     // Runs trained in this session, oldest first.
     QList<std::shared_ptr<const RunRecording>> sessionRuns() const;
     void showComparison(QList<std::shared_ptr<const RunRecording>> runs);
+    void showRunBrowser();
+
+    // The run database every run is recorded in (created when missing). An empty path, or
+    // a file that cannot be opened (then false and `error` says why), records nothing.
+    bool setDatabasePath(const QString& path, QString* error = nullptr);
+    QString databasePath() const;
+    storage::RunStore* store() const { return m_store.get(); }
+    // Shows a recorded run in the monitor / recorded runs in the comparison, read back
+    // from the database. False (and the reason in the banner) when they cannot be read.
+    bool openStoredRun(qint64 runId);
+    bool compareStoredRuns(const QList<qint64>& runIds);
 
     // Splitter and tab positions, for a host's QSettings.
     QByteArray saveLayout() const;
@@ -101,6 +118,8 @@ private:
     TrainingPanel* m_training;
     RunMonitor* m_monitor;
     ComparisonView* m_comparison;
+    RunBrowser* m_browser;
+    std::unique_ptr<storage::RunStore> m_store;
     RunStatusBar* m_status;
     QSplitter* m_splitter;
     QTabWidget* m_leftTabs;
@@ -111,6 +130,7 @@ private:
     QList<std::shared_ptr<const RunRecording>> m_session;
     QList<std::shared_ptr<const RunRecording>> m_sequence; // runs of the current sequence
     bool m_comparing = false;
+    bool m_showingBlocker = false; // the status line shows why Run is disabled
 };
 
 } // namespace mantissa::ui

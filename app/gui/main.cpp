@@ -18,10 +18,12 @@ int main(int argc, char** argv)
     parser.addHelpOption();
     parser.addVersionOption();
     QCommandLineOption config("config", "Open this run config JSON.", "FILE");
+    QCommandLineOption database("db", "Record runs in this SQLite file (default: $MANTISSA_DB or the per-user one).",
+                                "FILE");
     QCommandLineOption screenshot("screenshot", "Train a short run and a comparison, save grabs to DIR, quit.", "DIR");
     QCommandLineOption preset("preset", "Preset for --screenshot (default mlp).", "NAME", "mlp");
     QCommandLineOption steps("steps", "Steps per run for --screenshot (default 120).", "N", "120");
-    parser.addOptions({config, screenshot, preset, steps});
+    parser.addOptions({config, database, screenshot, preset, steps});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -30,6 +32,9 @@ int main(int argc, char** argv)
         options.directory = parser.value(screenshot);
         options.preset = parser.value(preset);
         options.steps = std::max(10, parser.value(steps).toInt());
+        // Screenshots record into their own database unless told otherwise, so the run
+        // browser shows exactly the runs they made.
+        options.database = parser.value(database);
         window.resize(1600, 1000);
         window.show();
         auto* session = new mantissa::gui::ScreenshotSession(&window, options);
@@ -37,6 +42,7 @@ int main(int argc, char** argv)
         return QApplication::exec();
     }
     window.restoreSettings();
+    window.openDatabase(parser.value(database));
     if (parser.isSet(config)) {
         QString error;
         if (!window.workbench()->openConfig(parser.value(config), &error))

@@ -1,6 +1,7 @@
 #include "gui/main_window.h"
 
 #include "engine/util/check.h"
+#include "storage/database_path.h"
 #include "ui/config_document.h"
 #include "ui/workbench.h"
 
@@ -57,9 +58,25 @@ void MainWindow::restoreSettings()
     }
 }
 
+void MainWindow::openDatabase(const QString& cliPath)
+{
+    QString path = cliPath;
+    if (path.isEmpty() && qEnvironmentVariableIsEmpty("MANTISSA_DB"))
+        path = QSettings().value("storage/databasePath").toString();
+    try {
+        path = storage::resolveDatabasePath(path);
+    } catch (const std::exception& e) {
+        qWarning("%s", e.what());
+        return;
+    }
+    m_workbench->setDatabasePath(path); // reports a refusal in the workbench's banner
+}
+
 void MainWindow::saveSettings() const
 {
     QSettings settings;
+    if (!m_workbench->databasePath().isEmpty())
+        settings.setValue("storage/databasePath", m_workbench->databasePath());
     settings.setValue("window/geometry", saveGeometry());
     settings.setValue("window/state", saveState());
     settings.setValue("workbench/layout", m_workbench->saveLayout());

@@ -17,6 +17,9 @@ public:
     ui::Workbench* workbench() const { return m_workbench; }
     // Restores geometry, layout and the last config (skipped for screenshots and tests).
     void restoreSettings();
+    // Opens the run database: `cliPath` (--db), else the last one used, else $MANTISSA_DB
+    // or the per-user default. A database that cannot be opened is reported in the window.
+    void openDatabase(const QString& cliPath);
 
 protected:
     void closeEvent(QCloseEvent* event) override;

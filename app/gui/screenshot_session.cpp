@@ -2,6 +2,7 @@
 
 #include "gui/main_window.h"
 #include "ui/config_document.h"
+#include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
 #include "ui/workbench.h"
@@ -35,6 +36,7 @@ void ScreenshotSession::start()
 {
     QDir().mkpath(m_options.directory);
     ui::Workbench* wb = m_window->workbench();
+    wb->setDatabasePath(m_options.database.isEmpty() ? m_scratch.filePath("runs.sqlite") : m_options.database);
     connect(wb->controller(), &ui::RunController::tick, this, &ScreenshotSession::onTick);
     connect(wb, &ui::Workbench::runFinished, this, [this] {
         if (m_phase != 0)
@@ -44,13 +46,29 @@ void ScreenshotSession::start()
         QTimer::singleShot(300, this, [this] {
             grab("workbench-finished.png");
             configure(m_options.comparePreset);
+            // Mixed fp16 with a short growth interval, so the loss-scale plot shows the
+            // dynamic scaler growing (and backing off on overflow) within a short run.
+            RunConfig config = m_window->workbench()->document()->config();
+            config.precision = PrecisionMode::MixedFp16;
+            config.lossScale.type = "dynamic";
+            config.lossScale.growthInterval = 10;
+            m_window->workbench()->document()->apply(config, "screenshot comparison settings");
             m_window->workbench()->startComparison();
         });
     });
     connect(wb, &ui::Workbench::comparisonFinished, this, [this] {
         QTimer::singleShot(300, this, [this] {
             grab("comparison.png");
-            QApplication::quit();
+            ui::Workbench* wb = m_window->workbench();
+            wb->showRunBrowser();
+            QList<qint64> pair; // the comparison's two runs, as a user would select them
+            for (const auto& run : wb->sessionRuns().mid(1))
+                pair << run->runId;
+            wb->runBrowser()->selectRuns(pair);
+            QTimer::singleShot(300, this, [this] {
+                grab("runs.png");
+                QApplication::quit();
+            });
         });
     });
     configure(m_options.preset);
@@ -65,7 +83,8 @@ void ScreenshotSession::onTick()
     const ui::RunRecording* r = m_window->workbench()->monitor()->recording();
     if (m_phase == 0 && !m_grabbedRunning && r && r->step.size() >= m_options.steps / 2 && r->epoch.size() >= 1) {
         m_grabbedRunning = true;
-        grab("workbench-running.png");
+        // The plots replot on the next event-loop pass (queued replot); grab after it.
+        QTimer::singleShot(100, this, [this] { grab("workbench-running.png"); });
     }
 }
 

@@ -4,6 +4,7 @@
 // the documentation's screenshots come from the program itself and can be regenerated.
 #include <QObject>
 #include <QString>
+#include <QTemporaryDir>
 
 namespace mantissa::gui {
 
@@ -11,8 +12,9 @@ class MainWindow;
 
 struct ScreenshotOptions {
     QString directory;
+    QString database; // empty: a temporary file
     QString preset = "mlp";
-    QString comparePreset = "deep-mlp"; // its mixed-fp16 run shows loss-scale overflows
+    QString comparePreset = "mlp";
     int steps = 120;
     int limitTrain = 4096, limitTest = 1000;
 };
@@ -32,6 +34,7 @@ private:
     ScreenshotOptions m_options;
     bool m_grabbedRunning = false;
     int m_phase = 0; // 0: single run, 1: comparison
+    QTemporaryDir m_scratch;
 };
 
 } // namespace mantissa::gui

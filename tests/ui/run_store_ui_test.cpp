@@ -1,0 +1,199 @@
+// The workbench over a run database: runs are recorded as they train, the run browser
+// lists them (sort, filter, rename, notes, tags, delete) and opens one read back from
+// SQLite, and the comparison computes speedups and shows only the settings that differ.
+#include "storage/run_store.h"
+#include "ui/comparison_table_model.h"
+#include "ui/comparison_view.h"
+#include "ui/config_diff.h"
+#include "ui/config_document.h"
+#include "ui/plot_widget.h"
+#include "ui/run_browser.h"
+#include "ui/run_controller.h"
+#include "ui/run_list_model.h"
+#include "ui/run_monitor.h"
+#include "ui/workbench.h"
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace mantissa;
+using namespace mantissa::ui;
+
+namespace {
+
+// File-free and quick: synthetic data with the mlp's shape, one thread for training.
+RunConfig quickConfig(RunConfig c, std::int64_t maxSteps)
+{
+    c.data.dataset = "synthetic";
+    c.data.syntheticShape = c.model.input;
+    c.data.syntheticClasses = c.model.classes;
+    c.data.syntheticTrain = 2048;
+    c.data.syntheticTest = 256;
+    c.training.maxSteps = maxSteps;
+    c.training.epochs = 1;
+    c.training.batchSize = 64;
+    c.training.threads = 1;
+    return c;
+}
+
+std::shared_ptr<RunRecording> fakeRun(const QString& name, PrecisionMode precision, double trainSeconds)
+{
+    auto r = std::make_shared<RunRecording>();
+    r->name = name;
+    r->config.precision = precision;
+    RunSummary s;
+    s.status = RunStatus::Finished;
+    s.trainSeconds = trainSeconds;
+    r->summary = s;
+    return r;
+}
+
+} // namespace
+
+class RunStoreUiTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void aRunIsRecordedListedAndOpenedFromTheDatabase()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        RunListModel* runs = bench.runBrowser()->runModel();
+        QAbstractItemModelTester runTester(runs, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester proxyTester(bench.runBrowser()->proxyModel(),
+                                             QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(runs->rowCount(), 0);
+
+        bench.loadPreset("mlp");
+        bench.document()->apply(quickConfig(bench.document()->config(), 20), "quick run");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+
+        QCOMPARE(runs->rowCount(), 1);
+        const qint64 id = runs->runId(0);
+        QVERIFY(id > 0);
+        QCOMPARE(runs->data(runs->index(0, RunListModel::Status)).toString(), QString("finished"));
+        QCOMPARE(runs->data(runs->index(0, RunListModel::Precision)).toString(), QString("fp32"));
+        QVERIFY(runs->data(runs->index(0, RunListModel::BestAccuracy)).toString().endsWith('%'));
+
+        // Opening reads it back from SQLite into the monitor.
+        QVERIFY(bench.openStoredRun(id));
+        QVERIFY(bench.monitor()->recording()->runId == id);
+        QCOMPARE(bench.monitor()->recording()->step.size(), 20);
+        QCOMPARE(bench.monitor()->lossPlot()->graph(0)->dataCount(), 20);
+        QCOMPARE(bench.monitor()->accuracyPlot()->graph(0)->dataCount(), 1);
+
+        // Organising: rename in place, notes, tags; the filter finds by tag.
+        QVERIFY(runs->setData(runs->index(0, RunListModel::Name), "baseline-mlp"));
+        QCOMPARE(bench.store()->run(id).name, QString("baseline-mlp"));
+        QVERIFY(runs->setNotes(0, "first try"));
+        QVERIFY(runs->setTags(0, {"keep", "gui"}));
+        QCOMPARE(bench.store()->run(id).notes, QString("first try"));
+        QVERIFY(bench.store()->run(id).tags.contains("keep"));
+        bench.runBrowser()->proxyModel()->setFilterFixedString("keep");
+        QCOMPARE(bench.runBrowser()->proxyModel()->rowCount(), 1);
+        bench.runBrowser()->proxyModel()->setFilterFixedString("no-such-run");
+        QCOMPARE(bench.runBrowser()->proxyModel()->rowCount(), 0);
+        bench.runBrowser()->proxyModel()->setFilterFixedString({});
+
+        QVERIFY(runs->deleteRun(0));
+        QCOMPARE(runs->rowCount(), 0);
+        QCOMPARE(bench.store()->listRuns().size(), 0);
+    }
+
+    void comparePrecisionsRecordsAGroupAndComparesStoredRuns()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        bench.loadPreset("mlp");
+        bench.document()->apply(quickConfig(bench.document()->config(), 16), "quick run");
+        QSignalSpy compared(&bench, &Workbench::comparisonFinished);
+        QVERIFY(bench.startComparison());
+        QTRY_VERIFY_WITH_TIMEOUT(compared.count() == 1, 120000);
+        QCOMPARE(bench.comparison()->runCount(), 2);
+
+        const auto stored = bench.store()->listRuns();
+        QCOMPARE(stored.size(), 2);
+        QVERIFY(stored[0].groupId.has_value());
+        QCOMPARE(stored[0].groupId, stored[1].groupId);
+
+        QVERIFY(bench.compareStoredRuns({stored[1].id, stored[0].id}));
+        ComparisonTableModel* results = bench.comparison()->resultsModel();
+        QAbstractItemModelTester tester(results, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(results->rowCount(), 2);
+        QCOMPARE(results->data(results->index(0, ComparisonTableModel::Speedup)).toString(), QString("1.00×"));
+        QVERIFY(results->data(results->index(1, ComparisonTableModel::Speedup)).toString().endsWith("×"));
+        // Only what differs: the precision mode (and the run names), not the optimizer.
+        QTableWidget* diff = bench.comparison()->diffTable();
+        QStringList keys;
+        for (int row = 0; row < diff->rowCount(); ++row)
+            keys << diff->item(row, 0)->text();
+        QVERIFY2(keys.contains("precision.mode"), qPrintable(keys.join(", ")));
+        QVERIFY2(!keys.contains("optimizer.lr"), qPrintable(keys.join(", ")));
+    }
+
+    void speedupIsTheBaselinesTrainingTimeOverTheRuns_data()
+    {
+        QTest::addColumn<double>("baseline");
+        QTest::addColumn<double>("run");
+        QTest::addColumn<double>("expected");
+        QTest::newRow("twice as fast") << 10.0 << 5.0 << 2.0;
+        QTest::newRow("slower") << 4.0 << 8.0 << 0.5;
+        QTest::newRow("same") << 3.0 << 3.0 << 1.0;
+        QTest::newRow("unknown time") << 0.0 << 3.0 << 0.0;
+    }
+
+    void speedupIsTheBaselinesTrainingTimeOverTheRuns()
+    {
+        QFETCH(double, baseline);
+        QFETCH(double, run);
+        QFETCH(double, expected);
+        RunSummary a, b;
+        a.trainSeconds = baseline;
+        b.trainSeconds = run;
+        QCOMPARE(speedup(a, b), expected);
+    }
+
+    void theResultsTableFollowsTheChosenBaseline()
+    {
+        ComparisonTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setRuns({fakeRun("fp32", PrecisionMode::Fp32, 2.0), fakeRun("mixed", PrecisionMode::MixedFp16, 1.0)});
+        QCOMPARE(model.data(model.index(1, ComparisonTableModel::Speedup)).toString(), QString("2.00×"));
+        model.setBaseline(1);
+        QCOMPARE(model.data(model.index(0, ComparisonTableModel::Speedup)).toString(), QString("0.50×"));
+        QCOMPARE(model.data(model.index(1, ComparisonTableModel::Precision)).toString(), QString("mixed-fp16"));
+    }
+
+    void theConfigDiffListsOnlyDifferingKeys()
+    {
+        RunConfig a;
+        RunConfig b = a;
+        b.precision = PrecisionMode::MixedBf16;
+        LayerSpec relu;
+        relu.type = "relu";
+        b.model.layers.push_back(relu);
+        const QList<ConfigDifference> diffs = diffConfigs(
+            {QString::fromStdString(runConfigToJson(a)), QString::fromStdString(runConfigToJson(b))});
+        QStringList keys;
+        for (const ConfigDifference& d : diffs)
+            keys << d.key;
+        QVERIFY(keys.contains("precision.mode"));
+        QVERIFY(keys.contains("model.layers[0].type"));
+        QVERIFY(!keys.contains("optimizer.lr"));
+        const auto mode = std::find_if(diffs.begin(), diffs.end(), [](const auto& d) { return d.key == "precision.mode"; });
+        QCOMPARE(mode->values, QStringList({"fp32", "mixed-bf16"}));
+        QCOMPARE(diffs.back().values.size(), 2);
+    }
+};
+
+QTEST_MAIN(RunStoreUiTest)
+#include "run_store_ui_test.moc"

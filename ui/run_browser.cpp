@@ -1,0 +1,191 @@
+#include "ui/run_browser.h"
+
+#include "storage/run_store.h"
+#include "ui/run_list_model.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace mantissa::ui {
+
+RunBrowser::RunBrowser(QWidget* parent)
+    : QWidget(parent), m_model(new RunListModel(this)), m_proxy(new QSortFilterProxyModel(this)), m_where(new QLabel),
+      m_filter(new QLineEdit), m_view(new QTableView)
+{
+    m_proxy->setSourceModel(m_model);
+    m_proxy->setSortRole(RunListModel::SortRole);
+    m_proxy->setFilterKeyColumn(-1); // a filter matches name, preset, precision, status, tags or notes
+    m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    m_filter->setObjectName("runFilter");
+    m_filter->setPlaceholderText(tr("Filter runs (name, preset, precision, status, tag, notes)"));
+    m_filter->setClearButtonEnabled(true);
+    connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
+
+    m_view->setObjectName("runTable");
+    m_view->setModel(m_proxy);
+    m_view->setSortingEnabled(true);
+    m_view->sortByColumn(RunListModel::Created, Qt::DescendingOrder);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_view->setEditTriggers(QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
+    m_view->verticalHeader()->hide();
+    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setStretchLastSection(true);
+    connect(m_view, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+        if (index.column() != RunListModel::Name)
+            emit openRequested(m_proxy->data(index, RunListModel::RunIdRole).toLongLong());
+    });
+    connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunBrowser::updateButtons);
+    connect(m_model, &RunListModel::storeError, this, &RunBrowser::storeError);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &RunBrowser::updateButtons);
+
+    m_open = new QPushButton(tr("Open"));
+    m_compare = new QPushButton(tr("Compare selected"));
+    m_rename = new QPushButton(tr("Rename"));
+    m_notes = new QPushButton(tr("Notes…"));
+    m_tags = new QPushButton(tr("Tags…"));
+    m_delete = new QPushButton(tr("Delete"));
+    auto* refresh = new QPushButton(tr("Refresh"));
+    connect(m_open, &QPushButton::clicked, this, [this] {
+        const QList<qint64> ids = selectedRunIds();
+        if (!ids.isEmpty())
+            emit openRequested(ids.first());
+    });
+    connect(m_compare, &QPushButton::clicked, this, [this] { emit compareRequested(selectedRunIds()); });
+    connect(m_rename, &QPushButton::clicked, this, [this] {
+        const QModelIndex current = m_view->currentIndex();
+        if (current.isValid())
+            m_view->edit(m_proxy->index(current.row(), RunListModel::Name));
+    });
+    connect(m_notes, &QPushButton::clicked, this, &RunBrowser::editNotes);
+    connect(m_tags, &QPushButton::clicked, this, &RunBrowser::editTags);
+    connect(m_delete, &QPushButton::clicked, this, &RunBrowser::deleteSelected);
+    connect(refresh, &QPushButton::clicked, this, &RunBrowser::reload);
+
+    auto* top = new QHBoxLayout;
+    top->addWidget(m_filter, 1);
+    top->addWidget(refresh);
+    auto* buttons = new QHBoxLayout;
+    for (QPushButton* b : {m_open, m_compare, m_rename, m_notes, m_tags, m_delete})
+        buttons->addWidget(b);
+    buttons->addStretch();
+    m_where->setObjectName("databasePath");
+    m_where->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_where->setStyleSheet("color: palette(mid);");
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(top);
+    layout->addWidget(m_view, 1);
+    layout->addLayout(buttons);
+    layout->addWidget(m_where);
+    setStore(nullptr);
+}
+
+void RunBrowser::setStore(storage::RunStore* store)
+{
+    m_model->setStore(store);
+    m_where->setText(store ? tr("Database: %1").arg(store->path())
+                           : tr("No run database is open: runs are not recorded."));
+    updateButtons();
+}
+
+void RunBrowser::reload()
+{
+    const QList<qint64> selected = selectedRunIds();
+    m_model->reload();
+    selectRuns(selected);
+}
+
+QList<qint64> RunBrowser::selectedRunIds() const
+{
+    QList<qint64> ids;
+    for (const QModelIndex& index : m_view->selectionModel()->selectedRows())
+        ids << m_proxy->data(index, RunListModel::RunIdRole).toLongLong();
+    return ids;
+}
+
+void RunBrowser::selectRuns(const QList<qint64>& ids)
+{
+    QItemSelection selection;
+    for (qint64 id : ids) {
+        const int row = m_model->rowOfRun(id);
+        if (row < 0)
+            continue;
+        const QModelIndex proxyIndex = m_proxy->mapFromSource(m_model->index(row, 0));
+        if (proxyIndex.isValid())
+            selection.select(proxyIndex, proxyIndex.siblingAtColumn(RunListModel::ColumnCount - 1));
+    }
+    m_view->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+    updateButtons();
+}
+
+int RunBrowser::currentSourceRow() const
+{
+    const QModelIndexList rows = m_view->selectionModel()->selectedRows();
+    return rows.isEmpty() ? -1 : m_proxy->mapToSource(rows.first()).row();
+}
+
+void RunBrowser::updateButtons()
+{
+    const int selected = static_cast<int>(m_view->selectionModel()->selectedRows().size());
+    m_open->setEnabled(selected == 1);
+    m_compare->setEnabled(selected >= 2);
+    m_compare->setToolTip(selected >= 2 ? QString() : tr("Select two or more runs (Ctrl+click)"));
+    for (QPushButton* b : {m_rename, m_notes, m_tags})
+        b->setEnabled(selected == 1);
+    m_delete->setEnabled(selected >= 1);
+}
+
+void RunBrowser::editNotes()
+{
+    const int row = currentSourceRow();
+    if (row < 0)
+        return;
+    bool ok = false;
+    const QString notes = QInputDialog::getMultiLineText(this, tr("Notes"), tr("Notes on %1:").arg(m_model->run(row).name),
+                                                         m_model->run(row).notes, &ok);
+    if (ok)
+        m_model->setNotes(row, notes);
+}
+
+void RunBrowser::editTags()
+{
+    const int row = currentSourceRow();
+    if (row < 0)
+        return;
+    bool ok = false;
+    const QString text = QInputDialog::getText(this, tr("Tags"), tr("Tags of %1, separated by commas:").arg(m_model->run(row).name),
+                                               QLineEdit::Normal, m_model->run(row).tags.join(", "), &ok);
+    if (!ok)
+        return;
+    QStringList tags;
+    for (const QString& tag : text.split(',', Qt::SkipEmptyParts))
+        if (!tag.trimmed().isEmpty())
+            tags << tag.trimmed();
+    m_model->setTags(row, tags);
+}
+
+void RunBrowser::deleteSelected()
+{
+    const QList<qint64> ids = selectedRunIds();
+    if (ids.isEmpty())
+        return;
+    const auto answer = QMessageBox::question(this, tr("Delete runs"),
+                                              tr("Delete %n run(s) with their steps, epochs, events and checkpoints? "
+                                                 "This cannot be undone.", nullptr, static_cast<int>(ids.size())));
+    if (answer != QMessageBox::Yes)
+        return;
+    for (qint64 id : ids)
+        m_model->deleteRun(m_model->rowOfRun(id));
+}
+
+} // namespace mantissa::ui

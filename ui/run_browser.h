@@ -1,0 +1,56 @@
+#pragma once
+// The run browser: every run in the database, sortable and filterable, with open, compare,
+// rename, notes, tags and delete. Opening and comparing are the workbench's job; the
+// browser says which runs.
+#include <QList>
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSortFilterProxyModel;
+class QTableView;
+
+namespace mantissa::storage {
+class RunStore;
+}
+
+namespace mantissa::ui {
+
+class RunListModel;
+
+class RunBrowser : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunBrowser(QWidget* parent = nullptr);
+
+    void setStore(storage::RunStore* store);
+    void reload();
+    RunListModel* runModel() const { return m_model; }
+    QSortFilterProxyModel* proxyModel() const { return m_proxy; }
+    QTableView* view() const { return m_view; }
+    // Selected runs, in the view's order.
+    QList<qint64> selectedRunIds() const;
+    void selectRuns(const QList<qint64>& ids);
+
+signals:
+    void openRequested(qint64 runId);
+    void compareRequested(const QList<qint64>& runIds);
+    void storeError(const QString& message);
+
+private:
+    void updateButtons();
+    int currentSourceRow() const;
+    void editNotes();
+    void editTags();
+    void deleteSelected();
+
+    RunListModel* m_model;
+    QSortFilterProxyModel* m_proxy;
+    QLabel* m_where;
+    QLineEdit* m_filter;
+    QTableView* m_view;
+    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete;
+};
+
+} // namespace mantissa::ui

@@ -1,0 +1,221 @@
+#include "ui/run_list_model.h"
+
+#include "storage/run_store.h"
+#include "ui/run_status_bar.h"
+
+
+namespace mantissa::ui {
+
+RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void RunListModel::setStore(storage::RunStore* store)
+{
+    m_store = store;
+    reload();
+}
+
+void RunListModel::reload()
+{
+    QList<storage::RunInfo> runs;
+    if (m_store) {
+        try {
+            runs = m_store->listRuns();
+        } catch (const std::exception& e) {
+            emit storeError(QString::fromLocal8Bit(e.what()));
+        }
+    }
+    beginResetModel();
+    m_runs = std::move(runs);
+    endResetModel();
+}
+
+qint64 RunListModel::runId(int row) const
+{
+    return row >= 0 && row < m_runs.size() ? m_runs[row].id : 0;
+}
+
+int RunListModel::rowOfRun(qint64 id) const
+{
+    for (int row = 0; row < m_runs.size(); ++row)
+        if (m_runs[row].id == id)
+            return row;
+    return -1;
+}
+
+int RunListModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : static_cast<int>(m_runs.size());
+}
+
+int RunListModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case Name: return tr("Name");
+    case Preset: return tr("Preset");
+    case Precision: return tr("Precision");
+    case Status: return tr("Status");
+    case BestAccuracy: return tr("Best accuracy");
+    case Skipped: return tr("Skipped");
+    case Duration: return tr("Duration");
+    case Created: return tr("Created");
+    case Tags: return tr("Tags");
+    case Notes: return tr("Notes");
+    default: return {};
+    }
+}
+
+Qt::ItemFlags RunListModel::flags(const QModelIndex& index) const
+{
+    if (!index.isValid())
+        return Qt::NoItemFlags;
+    Qt::ItemFlags f = Qt::ItemIsSelectable | Qt::ItemIsEnabled;
+    if (index.column() == Name)
+        f |= Qt::ItemIsEditable;
+    return f;
+}
+
+QVariant RunListModel::data(const QModelIndex& index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid))
+        return {};
+    const storage::RunInfo& r = m_runs[index.row()];
+    if (role == RunIdRole)
+        return r.id;
+    if (role == Qt::ToolTipRole && (index.column() == BestAccuracy || index.column() == Skipped)) {
+        return index.column() == BestAccuracy ? tr("Best test accuracy over the run's epochs")
+                                              : tr("Steps skipped because gradients overflowed");
+    }
+    if (role == Qt::ToolTipRole) {
+        if (index.column() == Status && !r.errorMessage.isEmpty())
+            return r.errorMessage;
+        if (index.column() == Notes && !r.notes.isEmpty())
+            return r.notes;
+        return {};
+    }
+    if (role == Qt::TextAlignmentRole && (index.column() == BestAccuracy || index.column() == Skipped ||
+                                          index.column() == Duration))
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    const bool sorting = role == SortRole;
+    if (role != Qt::DisplayRole && role != Qt::EditRole && !sorting)
+        return {};
+    switch (index.column()) {
+    case Name: return r.name;
+    case Preset: return r.preset;
+    case Precision: return r.precision;
+    case Status: return storage::runStatusName(r.status);
+    case BestAccuracy:
+        if (sorting)
+            return r.summary.bestTestAccuracy.value_or(-1);
+        return r.summary.bestTestAccuracy ? QString("%1%").arg(*r.summary.bestTestAccuracy * 100, 0, 'f', 2)
+                                          : QString("—");
+    case Skipped:
+        if (sorting)
+            return r.summary.skippedSteps.value_or(-1);
+        return r.summary.skippedSteps ? QVariant(*r.summary.skippedSteps) : QVariant("—");
+    case Duration:
+        if (sorting)
+            return r.wallSeconds.value_or(-1);
+        if (!r.wallSeconds)
+            return QString("—");
+        // Short test runs read as "0:00" in minutes; seconds say more.
+        return *r.wallSeconds < 60 ? QString("%1 s").arg(*r.wallSeconds, 0, 'f', 1) : formatDuration(*r.wallSeconds);
+    case Created:
+        if (sorting)
+            return r.createdAt;
+        // Sortable and short: runs of one afternoon differ in the minutes.
+        return r.createdAt.toLocalTime().toString("yyyy-MM-dd HH:mm");
+    case Tags: return r.tags.join(", ");
+    case Notes: return sorting ? r.notes : r.notes.section('\n', 0, 0);
+    default: return {};
+    }
+}
+
+bool RunListModel::setData(const QModelIndex& index, const QVariant& value, int role)
+{
+    if (role != Qt::EditRole || !m_store || !checkIndex(index, CheckIndexOption::IndexIsValid) ||
+        index.column() != Name)
+        return false;
+    const QString name = value.toString().trimmed();
+    if (name == m_runs[index.row()].name)
+        return true;
+    try {
+        m_store->renameRun(m_runs[index.row()].id, name);
+    } catch (const std::exception& e) {
+        emit storeError(QString::fromLocal8Bit(e.what()));
+        return false;
+    }
+    refreshRow(index.row());
+    return true;
+}
+
+bool RunListModel::setNotes(int row, const QString& notes)
+{
+    if (!m_store || row < 0 || row >= m_runs.size())
+        return false;
+    try {
+        m_store->setNotes(m_runs[row].id, notes);
+    } catch (const std::exception& e) {
+        emit storeError(QString::fromLocal8Bit(e.what()));
+        return false;
+    }
+    refreshRow(row);
+    return true;
+}
+
+bool RunListModel::setTags(int row, const QStringList& tags)
+{
+    if (!m_store || row < 0 || row >= m_runs.size())
+        return false;
+    const qint64 id = m_runs[row].id;
+    try {
+        for (const QString& old : m_runs[row].tags)
+            if (!tags.contains(old))
+                m_store->removeTag(id, old);
+        for (const QString& tag : tags)
+            m_store->addTag(id, tag);
+    } catch (const std::exception& e) {
+        emit storeError(QString::fromLocal8Bit(e.what()));
+        refreshRow(row);
+        return false;
+    }
+    refreshRow(row);
+    return true;
+}
+
+bool RunListModel::deleteRun(int row)
+{
+    if (!m_store || row < 0 || row >= m_runs.size())
+        return false;
+    try {
+        const QStringList leftOver = m_store->deleteRun(m_runs[row].id);
+        if (!leftOver.isEmpty())
+            emit storeError(tr("The run was deleted, but these checkpoint files could not be removed: %1")
+                                .arg(leftOver.join(", ")));
+    } catch (const std::exception& e) {
+        emit storeError(QString::fromLocal8Bit(e.what()));
+        return false;
+    }
+    beginRemoveRows({}, row, row);
+    m_runs.removeAt(row);
+    endRemoveRows();
+    return true;
+}
+
+void RunListModel::refreshRow(int row)
+{
+    try {
+        m_runs[row] = m_store->run(m_runs[row].id);
+    } catch (const std::exception& e) {
+        emit storeError(QString::fromLocal8Bit(e.what()));
+    }
+    emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+}
+
+} // namespace mantissa::ui

@@ -1,0 +1,84 @@
+#include "ui/stored_run.h"
+
+#include "storage/run_store.h"
+
+#include <cmath>
+
+namespace mantissa::ui {
+
+namespace {
+
+RunStatus engineStatus(storage::RunStatus status)
+{
+    switch (status) {
+    case storage::RunStatus::Running: return RunStatus::Running;
+    case storage::RunStatus::Finished: return RunStatus::Finished;
+    case storage::RunStatus::Stopped: return RunStatus::Stopped;
+    case storage::RunStatus::Diverged: return RunStatus::Diverged;
+    case storage::RunStatus::Failed:
+    case storage::RunStatus::Interrupted: break;
+    }
+    return RunStatus::Failed;
+}
+
+std::vector<StepRecord> stepRecords(const storage::StepSeries& s)
+{
+    std::vector<StepRecord> steps(static_cast<std::size_t>(s.size()));
+    for (qsizetype i = 0; i < s.size(); ++i) {
+        StepRecord& r = steps[static_cast<std::size_t>(i)];
+        r.step = static_cast<std::int64_t>(s.step[i]);
+        r.epoch = static_cast<int>(s.epoch[i]);
+        r.loss = static_cast<float>(s.loss[i]);
+        r.learningRate = static_cast<float>(s.learningRate[i]);
+        r.lossScale = static_cast<float>(s.lossScale[i]);
+        r.skipped = s.skipped[i];
+        r.gradNorm = static_cast<float>(s.gradNorm[i]);
+        r.samplesPerSecond = static_cast<float>(s.samplesPerSecond[i]);
+        r.elapsedSeconds = s.elapsedSeconds[i];
+    }
+    return steps;
+}
+
+// The stored summary lacks the engine's training time; the last step's clock is exactly it.
+RunSummary engineSummary(const storage::RunInfo& info, const storage::StepSeries& steps)
+{
+    RunSummary s;
+    s.status = engineStatus(info.status);
+    s.message = info.errorMessage.toStdString();
+    s.trainLoss = static_cast<float>(info.summary.finalTrainLoss.value_or(NAN));
+    s.testAccuracy = static_cast<float>(info.summary.finalTestAccuracy.value_or(0));
+    s.bestTestAccuracy = static_cast<float>(info.summary.bestTestAccuracy.value_or(0));
+    s.steps = info.summary.steps.value_or(steps.size());
+    s.skippedSteps = info.summary.skippedSteps.value_or(0);
+    s.finalLossScale = static_cast<float>(info.summary.finalLossScale.value_or(1));
+    s.samplesPerSecond = info.summary.samplesPerSecond.value_or(0);
+    s.trainSeconds = steps.isEmpty() ? 0 : steps.elapsedSeconds.last();
+    s.wallSeconds = info.wallSeconds.value_or(0);
+    s.peakBytes = static_cast<std::size_t>(info.peakMemoryBytes.value_or(0));
+    return s;
+}
+
+} // namespace
+
+std::shared_ptr<RunRecording> loadStoredRun(const storage::RunStore& store, qint64 runId)
+{
+    const storage::RunInfo info = store.run(runId);
+    auto recording = std::make_shared<RunRecording>();
+    recording->runId = runId;
+    recording->name = info.name;
+    recording->config = parseRunConfig(info.configJson.toStdString(), "run " + info.name.toStdString());
+
+    const storage::StepSeries series = store.steps(runId);
+    RecordBatch batch;
+    batch.steps = stepRecords(series);
+    for (const EpochRecord& e : store.epochs(runId))
+        batch.epochs.push_back(e);
+    for (const EventRecord& e : store.events(runId))
+        batch.events.push_back(e);
+    if (info.status != storage::RunStatus::Running)
+        batch.ended = engineSummary(info, series);
+    recording->append(batch);
+    return recording;
+}
+
+} // namespace mantissa::ui
