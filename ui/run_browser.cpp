@@ -1,6 +1,7 @@
 #include "ui/run_browser.h"
 
 #include "storage/run_store.h"
+#include "ui/report_export.h"
 #include "ui/run_list_model.h"
 
 #include <QHBoxLayout>
@@ -10,6 +11,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
+#include <QFileDialog>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTableView>
@@ -54,6 +56,15 @@ RunBrowser::RunBrowser(QWidget* parent)
     m_notes = new QPushButton(tr("Notes…"));
     m_tags = new QPushButton(tr("Tags…"));
     m_delete = new QPushButton(tr("Delete"));
+    m_report = new QPushButton(tr("Export report…"));
+    m_report->setToolTip(tr("A PDF, HTML, Markdown or CSV report of the selected runs; the first is the baseline"));
+    m_export = new ReportExport(this);
+    connect(m_report, &QPushButton::clicked, this, &RunBrowser::exportWithDialog);
+    connect(m_export, &ReportExport::finished, this, &RunBrowser::updateButtons);
+    connect(m_export, &ReportExport::failed, this, [this](const QString& message) {
+        updateButtons();
+        emit storeError(tr("The report could not be written: %1").arg(message));
+    });
     auto* refresh = new QPushButton(tr("Refresh"));
     connect(m_open, &QPushButton::clicked, this, [this] {
         const QList<qint64> ids = selectedRunIds();
@@ -75,7 +86,7 @@ RunBrowser::RunBrowser(QWidget* parent)
     top->addWidget(m_filter, 1);
     top->addWidget(refresh);
     auto* buttons = new QHBoxLayout;
-    for (QPushButton* b : {m_open, m_compare, m_rename, m_notes, m_tags, m_delete})
+    for (QPushButton* b : {m_open, m_compare, m_rename, m_notes, m_tags, m_delete, m_report})
         buttons->addWidget(b);
     buttons->addStretch();
     m_where->setObjectName("databasePath");
@@ -93,6 +104,7 @@ RunBrowser::RunBrowser(QWidget* parent)
 void RunBrowser::setStore(storage::RunStore* store)
 {
     m_model->setStore(store);
+    m_databasePath = store ? store->path() : QString();
     m_where->setText(store ? tr("Database: %1").arg(store->path())
                            : tr("No run database is open: runs are not recorded."));
     updateButtons();
@@ -143,6 +155,31 @@ void RunBrowser::updateButtons()
     for (QPushButton* b : {m_rename, m_notes, m_tags})
         b->setEnabled(selected == 1);
     m_delete->setEnabled(selected >= 1);
+    m_report->setEnabled(selected >= 1 && !m_export->isBusy());
+}
+
+bool RunBrowser::exportReport(const QString& path)
+{
+    QString error;
+    if (m_databasePath.isEmpty()) {
+        emit storeError(tr("No run database is open."));
+        return false;
+    }
+    if (!m_export->start(m_databasePath, selectedRunIds(), path, &error)) {
+        emit storeError(error);
+        return false;
+    }
+    updateButtons();
+    return true;
+}
+
+void RunBrowser::exportWithDialog()
+{
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export report"), QString(),
+        tr("PDF (*.pdf);;HTML, one file (*.html);;Markdown with PNG plots (*.md);;CSV rows (*.csv)"));
+    if (!path.isEmpty())
+        exportReport(path);
 }
 
 void RunBrowser::editNotes()

@@ -17,6 +17,7 @@ class RunStore;
 
 namespace mantissa::ui {
 
+class ReportExport;
 class RunListModel;
 
 class RunBrowser : public QWidget {
@@ -32,6 +33,10 @@ public:
     // Selected runs, in the view's order.
     QList<qint64> selectedRunIds() const;
     void selectRuns(const QList<qint64>& ids);
+    // Writes a report of the selected runs (the first is the baseline) to `path`; the
+    // "Export report..." button asks for the path and calls this.
+    bool exportReport(const QString& path);
+    ReportExport* reportExport() const { return m_export; }
 
 signals:
     void openRequested(qint64 runId);
@@ -44,13 +49,16 @@ private:
     void editNotes();
     void editTags();
     void deleteSelected();
+    void exportWithDialog();
 
     RunListModel* m_model;
     QSortFilterProxyModel* m_proxy;
     QLabel* m_where;
     QLineEdit* m_filter;
     QTableView* m_view;
-    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete;
+    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete, *m_report;
+    ReportExport* m_export;
+    QString m_databasePath;
 };
 
 } // namespace mantissa::ui

@@ -8,6 +8,7 @@
 #include "ui/error_banner.h"
 #include "ui/model_editor.h"
 #include "ui/precision_panel.h"
+#include "ui/report_export.h"
 #include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
@@ -164,6 +165,13 @@ QWidget* Workbench::buildRightSide()
     connect(m_browser, &RunBrowser::compareRequested, this, &Workbench::compareStoredRuns);
     connect(m_browser, &RunBrowser::storeError, this,
             [this](const QString& message) { m_banner->showError(tr("Run database"), message); });
+    // Report export runs in the background: a busy bar while it reads and writes, then the files.
+    connect(m_browser->reportExport(), &ReportExport::progress, m_status, &RunStatusBar::showLoading);
+    connect(m_browser->reportExport(), &ReportExport::finished, this, [this](const QStringList& files) {
+        m_status->hideProgress();
+        m_status->showMessage(tr("Report written: %1").arg(files.join(", ")), 15000);
+    });
+    connect(m_browser->reportExport(), &ReportExport::failed, m_status, &RunStatusBar::hideProgress);
     m_rightTabs = new QTabWidget;
     m_rightTabs->setObjectName("rightTabs");
     m_rightTabs->addTab(m_monitor, tr("Monitor"));
