@@ -75,7 +75,7 @@ void appendModelTable(ReportDocument& document, const QList<const RunData*>& run
     table.rows << input;
     for (const LayerReport& layer : model.layers) {
         const LayerSpec& layerSpec = spec.layers[size_t(layer.index)];
-        QStringList row{QString::number(layer.index + 1), describeLayer(layerSpec),
+        QStringList row{QString::number(layer.index), describeLayer(layerSpec),
                         layer.error.empty() ? QString::fromStdString(layer.outputShape.toString()) : QStringLiteral("invalid"),
                         formatCount(layer.parameters), formatCount(layer.flopsPerSample)};
         for (PrecisionMode mode : modes)
