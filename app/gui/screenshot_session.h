@@ -17,6 +17,8 @@ struct ScreenshotOptions {
     QString comparePreset = "mlp";
     int steps = 120;
     int limitTrain = 4096, limitTest = 1000;
+    // Only the Numerics tab: the preset in mixed-fp16 with statistics, grabbed as numerics.png.
+    bool numericsOnly = false;
 };
 
 class ScreenshotSession : public QObject {
@@ -24,6 +26,7 @@ class ScreenshotSession : public QObject {
 public:
     ScreenshotSession(MainWindow* window, ScreenshotOptions options);
     void start();
+    void startNumerics();
 
 private:
     void configure(const QString& preset);
