@@ -182,7 +182,15 @@ void NumericsView::fillLayers(const NumericsRecord& first)
         if (m_layer->findText(layer) < 0)
             m_layer->addItem(layer);
     }
-    m_layer->setCurrentIndex(0);
+    // Start on the first layer with weights: the weight gradients of the first layers are
+    // the ones that fall below fp16's range (flatten or activation layers have none).
+    int start = 0;
+    for (const TensorNumerics& t : m_tensors)
+        if (t.kind == TensorKind::WeightGrad) {
+            start = m_layer->findText(QString::fromStdString(t.layer));
+            break;
+        }
+    m_layer->setCurrentIndex(std::max(start, 0));
 }
 
 qint64 NumericsView::selectedStep() const
@@ -231,6 +239,12 @@ void NumericsView::updateHeatmap()
     auto tensor = std::find_if(m_tensors.begin(), m_tensors.end(), [&](const TensorNumerics& t) {
         return QString::fromStdString(t.layer) == layer && t.kind == kind;
     });
+    if (m_store) {
+        m_note->setText(tensor == m_tensors.end()
+                            ? tr("%1 has no %2: choose another layer or tensor.").arg(layer, kindLabel(kind))
+                            : QString());
+        m_note->setVisible(!m_note->text().isEmpty());
+    }
     if (!m_store || tensor == m_tensors.end()) {
         m_plot->xAxis->setRange(0, 1);
         m_plot->replot();
