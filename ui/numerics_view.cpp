@@ -76,7 +76,8 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     m_plot->setMinimumHeight(260);
     m_plot->xAxis->setLabel(tr("step"));
     m_plot->yAxis->setLabel(tr("log2 |x| (binary exponent)"));
-    m_plot->yAxis->setRange(kHistogramMinExponent, kHistogramMaxExponent + 1);
+    // Room below the histogram's lowest bin for the loss-scaled fp16 floor (2^-24 / 2^16).
+    m_plot->yAxis->setRange(kHistogramMinExponent - 6, kHistogramMaxExponent + 1);
     m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
     m_map->setName(tr("fraction of values"));
     m_map->removeFromLegend();
@@ -110,8 +111,9 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     m_table->setModel(m_model);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->verticalHeader()->hide();
+    // Numbers keep their width; the long tensor names take what is left.
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->horizontalHeader()->setSectionResizeMode(NumericsTableModel::Tensor, QHeaderView::Stretch);
 
     auto* splitter = new QSplitter(Qt::Vertical);
     splitter->addWidget(m_plot);

@@ -60,6 +60,9 @@ void ScreenshotSession::startNumerics()
     RunConfig config = wb->document()->config();
     config.precision = PrecisionMode::MixedFp16;
     config.numerics.every = std::max(1, m_options.steps / 40);
+    // One epoch long enough for all the steps, so the heatmap spans the whole run.
+    config.training.epochs = 1;
+    config.data.limitTrain = m_options.steps * static_cast<int>(config.training.batchSize);
     wb->document()->apply(config, "numerics screenshot settings");
     if (!wb->startRun()) {
         std::fprintf(stderr, "mantissa --screenshot: the %s preset cannot run\n", qPrintable(m_options.preset));
