@@ -104,6 +104,9 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     m_plot->legend->setFont(legendFont);
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     connect(m_plot, &QCustomPlot::mousePress, this, &NumericsView::onPlotClicked);
+    m_stepMarker = new QCPItemStraightLine(m_plot);
+    m_stepMarker->setPen(QPen(QColor(0, 0, 0, 160), 1, Qt::DashDotLine));
+    m_stepMarker->setVisible(false);
 
     m_model = new NumericsTableModel(this);
     m_table = new QTableView;
@@ -226,6 +229,9 @@ void NumericsView::updateTable()
         m_table->scrollTo(m_model->index(row, 0));
     }
     // A marker on the heatmap at the step the table shows.
+    m_stepMarker->setVisible(step >= 0 && m_store);
+    m_stepMarker->point1->setCoords(static_cast<double>(step), 0);
+    m_stepMarker->point2->setCoords(static_cast<double>(step), 1);
     m_plot->replot();
 }
 

@@ -15,6 +15,7 @@
 class QCPColorMap;
 class QCPColorScale;
 class QCPGraph;
+class QCPItemStraightLine;
 class QComboBox;
 class QCustomPlot;
 class QLabel;
@@ -72,6 +73,7 @@ private:
     QCPColorMap* m_map;
     QCPColorScale* m_scale;
     QList<QCPGraph*> m_limitGraphs;
+    QCPItemStraightLine* m_stepMarker; // the step the table shows
     QTableView* m_table;
     NumericsTableModel* m_model;
     QString m_highlightedLayer;

@@ -3,11 +3,13 @@
 // measured tensor at the selected step.
 #include "storage/run_store.h"
 #include "ui/config_document.h"
+#include "ui/loss_scale_plot.h"
 #include "ui/numerics_table_model.h"
 #include "ui/numerics_view.h"
 #include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_list_model.h"
+#include "ui/run_monitor.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
@@ -101,6 +103,16 @@ private slots:
         QCOMPARE(view->selectedStep(), steps.front());
         QCOMPARE(view->layerCombo()->currentText(), layer);
         QVERIFY(view->tableModel()->data(view->tableModel()->index(0, 0), Qt::FontRole).value<QFont>().bold());
+
+        // An overflow marker clicked on the loss-scale plot jumps to its step and layer.
+        OverflowMarker marker;
+        marker.step = static_cast<double>(steps[1]) + 1;
+        marker.parameter = layer + ".weight";
+        view->selectStep(steps.last());
+        emit bench.monitor()->scalePlot()->overflowClicked(marker);
+        QCOMPARE(view->selectedStep(), steps[1]);
+        QCOMPARE(bench.findChild<QTabWidget*>("rightTabs")->currentWidget(), view);
+        QCOMPARE(view->layerCombo()->currentText(), layer);
 
         // Every kind renders without data errors.
         for (int k = 0; k < view->kindCombo()->count(); ++k) {
