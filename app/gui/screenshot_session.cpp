@@ -39,6 +39,8 @@ void ScreenshotSession::configure(const QString& preset)
 void ScreenshotSession::startNumerics()
 {
     ui::Workbench* wb = m_window->workbench();
+    // Mixed-fp16 first (numerics.png), then pure fp16 (numerics-fp16.png): the pair shows
+    // the loss scale lifting the gradients that pure fp16 loses.
     connect(wb, &ui::Workbench::runFinished, this, [this] {
         QTimer::singleShot(300, this, [this] {
             ui::Workbench* wb = m_window->workbench();
@@ -47,18 +49,26 @@ void ScreenshotSession::startNumerics()
             view->kindCombo()->setCurrentIndex(view->kindCombo()->findData(static_cast<int>(TensorKind::WeightGrad)));
             if (!view->steps().isEmpty())
                 view->selectStep(view->steps().last());
-            auto* tabs = wb->findChild<QTabWidget*>("rightTabs");
-            if (tabs)
+            if (auto* tabs = wb->findChild<QTabWidget*>("rightTabs"))
                 tabs->setCurrentWidget(view);
             QTimer::singleShot(300, this, [this] {
-                grab("numerics.png");
-                QApplication::quit();
+                grab(m_phase == 0 ? "numerics.png" : "numerics-fp16.png");
+                if (m_phase++ == 0)
+                    startNumericsRun(PrecisionMode::Fp16);
+                else
+                    QApplication::quit();
             });
         });
     });
+    startNumericsRun(PrecisionMode::MixedFp16);
+}
+
+void ScreenshotSession::startNumericsRun(PrecisionMode precision)
+{
+    ui::Workbench* wb = m_window->workbench();
     configure(m_options.preset);
     RunConfig config = wb->document()->config();
-    config.precision = PrecisionMode::MixedFp16;
+    config.precision = precision;
     config.numerics.every = std::max(1, m_options.steps / 40);
     // One epoch long enough for all the steps, so the heatmap spans the whole run.
     config.training.epochs = 1;

@@ -2,6 +2,8 @@
 // `mantissa --screenshot DIR`: trains a short run and a precision comparison in the real
 // window and saves grabs of it (during the run, after it, and the comparison) as PNGs, so
 // the documentation's screenshots come from the program itself and can be regenerated.
+#include "engine/config/run_config.h"
+
 #include <QObject>
 #include <QString>
 #include <QTemporaryDir>
@@ -26,17 +28,18 @@ class ScreenshotSession : public QObject {
 public:
     ScreenshotSession(MainWindow* window, ScreenshotOptions options);
     void start();
-    void startNumerics();
 
 private:
     void configure(const QString& preset);
+    void startNumerics();
+    void startNumericsRun(PrecisionMode precision);
     void grab(const QString& name);
     void onTick();
 
     MainWindow* m_window;
     ScreenshotOptions m_options;
     bool m_grabbedRunning = false;
-    int m_phase = 0; // 0: single run, 1: comparison
+    int m_phase = 0; // 0: single run, 1: comparison (--numerics: 0 mixed-fp16, 1 fp16)
     QTemporaryDir m_scratch;
 };
 
