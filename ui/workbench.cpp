@@ -164,10 +164,11 @@ QWidget* Workbench::buildRightSide()
     m_numerics = new NumericsView;
     m_numerics->setObjectName("numerics");
     connect(m_monitor->scalePlot(), &LossScalePlot::overflowClicked, this, [this](const OverflowMarker& m) {
-        // The marker names the first non-finite parameter ("3.linear.weight"); its layer is
-        // the name without the last component.
+        // The overflow's localised layer; else the first non-finite parameter's
+        // ("3.linear.weight"), which is the name without its last component.
         const qsizetype dot = m.parameter.lastIndexOf('.');
-        m_numerics->selectStep(static_cast<qint64>(m.step), dot > 0 ? m.parameter.left(dot) : m.parameter);
+        const QString layer = !m.layer.isEmpty() ? m.layer : dot > 0 ? m.parameter.left(dot) : m.parameter;
+        m_numerics->selectStep(static_cast<qint64>(m.step), layer);
         m_rightTabs->setCurrentWidget(m_numerics);
     });
     m_comparison = new ComparisonView;
