@@ -4,6 +4,7 @@
 #include "storage/run_store.h"
 #include "ui/numerics_table_model.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -60,6 +61,10 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
         m_kind->addItem(kindLabel(kind), static_cast<int>(kind));
     m_step = new QComboBox;
     m_step->setObjectName("numericsStep");
+    m_scaled = new QCheckBox(tr("Gradients as scaled"));
+    m_scaled->setObjectName("numericsScaled");
+    m_scaled->setToolTip(tr("Show gradients multiplied by the loss scale, as the run stored them in fp16, "
+                            "instead of their true (unscaled) magnitudes."));
     m_note = new QLabel;
     m_note->setWordWrap(true);
 
@@ -68,6 +73,7 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     chooser->addWidget(m_layer, 1);
     chooser->addWidget(new QLabel(tr("Tensor")));
     chooser->addWidget(m_kind, 1);
+    chooser->addWidget(m_scaled);
     chooser->addWidget(new QLabel(tr("Table at step")));
     chooser->addWidget(m_step);
 
@@ -131,6 +137,7 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
 
     connect(m_layer, &QComboBox::currentIndexChanged, this, &NumericsView::updateHeatmap);
     connect(m_kind, &QComboBox::currentIndexChanged, this, &NumericsView::updateHeatmap);
+    connect(m_scaled, &QCheckBox::toggled, this, &NumericsView::updateHeatmap);
     connect(m_step, &QComboBox::currentIndexChanged, this, &NumericsView::updateTable);
     clear(tr("Open a run with statistics (Training → Statistics every N steps) to see its numerics."));
 }
@@ -273,16 +280,29 @@ void NumericsView::updateHeatmap()
     m_map->data()->setSize(n, kHistogramExponentBins);
     m_map->data()->setRange(QCPRange(first, n > 1 ? last : first + 1e-9),
                             QCPRange(kHistogramMinExponent + 0.5, kHistogramMaxExponent + 0.5));
+    // Rows to move a column by to show it the other way (scaled <-> unscaled): the loss
+    // scale is a power of two, so this is exact; bins pushed past either end are dropped.
+    const bool wantScaled = isGradient(kind) && m_scaled->isChecked();
+    const auto log2Scale = [&](int i) {
+        return series.lossScale[i] > 0 ? static_cast<int>(std::lround(std::log2(series.lossScale[i]))) : 0;
+    };
     for (int x = 0; x < n; ++x) {
         const ExponentHistogram& h = series.counts[x];
+        const bool storedScaled = isGradient(kind) && series.scaledGradients[x];
+        const int shift = (int(wantScaled) - int(storedScaled)) * log2Scale(x);
         double total = 0;
         for (std::uint32_t c : h)
             total += c;
         for (int y = 0; y < kHistogramExponentBins; ++y) {
-            const double f = total > 0 ? h[static_cast<std::size_t>(y + 1)] / total : 0;
+            const int from = y - shift;
+            const double f = total > 0 && from >= 0 && from < kHistogramExponentBins
+                                 ? h[static_cast<std::size_t>(from + 1)] / total
+                                 : 0;
             m_map->data()->setCell(x, y, f >= kMinFraction ? f : std::nan(""));
         }
     }
+    m_plot->yAxis->setLabel(wantScaled ? tr("log2 |x| × loss scale (binary exponent)")
+                                       : tr("log2 |x| (binary exponent)"));
     m_plot->xAxis->setRange(first - halfCell, last + halfCell);
     drawLimits(first - halfCell, last + halfCell);
 
@@ -292,9 +312,8 @@ void NumericsView::updateHeatmap()
     if (isGradient(kind)) {
         QVector<double> keys, floor, bottom;
         for (int i = 0; i < n; ++i) {
-            // Histograms of scaled gradients already include the shift.
-            const double shift =
-                series.scaledGradients[i] || series.lossScale[i] <= 0 ? 0 : std::log2(series.lossScale[i]);
+            // Shown scaled, the values already include the shift: the floor is fp16's own.
+            const double shift = wantScaled ? 0 : log2Scale(i);
             keys << static_cast<double>(series.step[i]);
             floor << kFp16MinSubnormalLog2 - shift;
             bottom << kHistogramMinExponent;
@@ -304,7 +323,8 @@ void NumericsView::updateHeatmap()
         base->setPen(Qt::NoPen);
         base->removeFromLegend();
         QCPGraph* reach = m_plot->addGraph();
-        reach->setName(tr("fp16 floor after loss scaling (2^-24 / scale): lost below"));
+        reach->setName(wantScaled ? tr("lost in fp16: below 2^-24 as stored")
+                                  : tr("fp16 floor after loss scaling (2^-24 / scale): lost below"));
         reach->setData(keys, floor);
         reach->setLineStyle(QCPGraph::lsStepLeft);
         reach->setPen(QPen(QColor(0, 170, 255), 2));

@@ -16,6 +16,7 @@ class QCPColorMap;
 class QCPColorScale;
 class QCPGraph;
 class QCPItemStraightLine;
+class QCheckBox;
 class QComboBox;
 class QCustomPlot;
 class QLabel;
@@ -51,6 +52,8 @@ public:
     QComboBox* layerCombo() const { return m_layer; }
     QComboBox* kindCombo() const { return m_kind; }
     QComboBox* stepCombo() const { return m_step; }
+    // Gradients as the run stored them (multiplied by the loss scale) instead of unscaled.
+    QCheckBox* scaledCheck() const { return m_scaled; }
 
 private:
     void fillLayers(const NumericsRecord& first);
@@ -68,6 +71,7 @@ private:
     QComboBox* m_layer;
     QComboBox* m_kind;
     QComboBox* m_step;
+    QCheckBox* m_scaled;
     QLabel* m_note;
     QCustomPlot* m_plot;
     QCPColorMap* m_map;

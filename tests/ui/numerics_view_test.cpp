@@ -13,6 +13,7 @@
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QTabWidget>
@@ -87,6 +88,11 @@ private slots:
             for (int y = 0; y < view->colorMap()->data()->valueSize(); ++y)
                 anyData = anyData || view->colorMap()->data()->cell(x, y) > 0;
         QVERIFY(anyData);
+
+        // Shown as scaled: still one column per step, with the floor at fp16's own.
+        view->scaledCheck()->setChecked(true);
+        QCOMPARE(view->colorMap()->data()->keySize(), static_cast<int>(steps.size()));
+        view->scaledCheck()->setChecked(false);
 
         // The table: one row per measured tensor at the selected step.
         view->selectStep(steps.last() + 2); // nearest sampled step
