@@ -1,5 +1,7 @@
 #include "ui/loss_scale_plot.h"
 
+#include <optional>
+
 #include <QToolTip>
 
 #include <cmath>
@@ -122,6 +124,16 @@ const OverflowMarker* LossScalePlot::markerAt(const QPointF& pixel) const
         }
     }
     return best;
+}
+
+void LossScalePlot::mousePressEvent(QMouseEvent* event)
+{
+    // Copy before the base class runs: a click may start a drag that replots.
+    const OverflowMarker* hit = event->button() == Qt::LeftButton ? markerAt(event->position()) : nullptr;
+    const std::optional<OverflowMarker> marker = hit ? std::optional<OverflowMarker>(*hit) : std::nullopt;
+    PlotWidget::mousePressEvent(event);
+    if (marker)
+        emit overflowClicked(*marker);
 }
 
 void LossScalePlot::mouseMoveEvent(QMouseEvent* event)

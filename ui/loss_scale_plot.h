@@ -22,8 +22,13 @@ public:
     // The marker under `pixel` (within a few pixels), or nullptr.
     const OverflowMarker* markerAt(const QPointF& pixel) const;
 
+signals:
+    // A click on an overflow marker (the Numerics tab jumps to its step and layer).
+    void overflowClicked(const mantissa::ui::OverflowMarker& marker);
+
 protected:
     void mouseMoveEvent(QMouseEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
 
 private:
     QList<QCPGraph*> m_lines;

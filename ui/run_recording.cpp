@@ -39,7 +39,8 @@ void RunRecording::append(const RecordBatch& batch)
     for (const EventRecord& e : batch.events) {
         if (e.kind == EventKind::Overflow)
             overflows.push_back({static_cast<double>(e.step), e.scaleBefore, e.scaleAfter,
-                                 QString::fromStdString(e.parameter)});
+                                 QString::fromStdString(e.parameter),
+                                 e.location ? QString::fromStdString(e.location->layer) : QString()});
     }
     if (batch.ended) {
         summary = batch.ended;

@@ -17,6 +17,7 @@ struct OverflowMarker {
     double step = 0;
     double scaleBefore = 0, scaleAfter = 0;
     QString parameter;
+    QString layer; // where the first non-finite value was (EventRecord::location), if known
 };
 
 struct RunRecording {

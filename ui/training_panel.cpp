@@ -117,6 +117,10 @@ QWidget* TrainingPanel::buildTraining()
     form->addRow(tr("Device"), m_device);
     m_threads = addInteger(form, tr("CPU threads (0 = all)"), "training.threads", 0, 1024,
                            [](RunConfig& c, int v) { c.training.threads = v; });
+    // The numerics lens (Numerics tab): per-layer statistics cost a pass over every tensor,
+    // so they are sampled, not taken every step.
+    m_numericsEvery = addInteger(form, tr("Statistics every N steps (0 = off)"), "numerics.every", 0, 1000,
+                                 [](RunConfig& c, int v) { c.numerics.every = v; });
     return box;
 }
 
@@ -223,6 +227,7 @@ void TrainingPanel::load(const RunConfig& c)
     const int device = m_device->findData(QString::fromStdString(t.device));
     m_device->setCurrentIndex(device >= 0 ? device : 0);
     m_threads->setValue(t.threads);
+    m_numericsEvery->setValue(c.numerics.every);
 
     const DataSpec& d = c.data;
     m_dataset->setCurrentText(QString::fromStdString(d.dataset));

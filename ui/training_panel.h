@@ -51,6 +51,7 @@ private:
     QLabel* m_batchNote;
     QSpinBox* m_epochs;
     QSpinBox* m_maxSteps;
+    QSpinBox* m_numericsEvery;
     QSpinBox* m_seed;
     QComboBox* m_device;
     QSpinBox* m_threads;

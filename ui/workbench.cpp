@@ -6,7 +6,9 @@
 #include "ui/comparison_view.h"
 #include "ui/config_document.h"
 #include "ui/error_banner.h"
+#include "ui/loss_scale_plot.h"
 #include "ui/model_editor.h"
+#include "ui/numerics_view.h"
 #include "ui/precision_panel.h"
 #include "ui/report_export.h"
 #include "ui/run_browser.h"
@@ -159,6 +161,16 @@ QWidget* Workbench::buildLeftSide()
 QWidget* Workbench::buildRightSide()
 {
     m_monitor = new RunMonitor;
+    m_numerics = new NumericsView;
+    m_numerics->setObjectName("numerics");
+    connect(m_monitor->scalePlot(), &LossScalePlot::overflowClicked, this, [this](const OverflowMarker& m) {
+        // The overflow's localised layer; else the first non-finite parameter's
+        // ("3.linear.weight"), which is the name without its last component.
+        const qsizetype dot = m.parameter.lastIndexOf('.');
+        const QString layer = !m.layer.isEmpty() ? m.layer : dot > 0 ? m.parameter.left(dot) : m.parameter;
+        m_numerics->selectStep(static_cast<qint64>(m.step), layer);
+        m_rightTabs->setCurrentWidget(m_numerics);
+    });
     m_comparison = new ComparisonView;
     m_browser = new RunBrowser;
     connect(m_browser, &RunBrowser::openRequested, this, &Workbench::openStoredRun);
@@ -175,6 +187,7 @@ QWidget* Workbench::buildRightSide()
     m_rightTabs = new QTabWidget;
     m_rightTabs->setObjectName("rightTabs");
     m_rightTabs->addTab(m_monitor, tr("Monitor"));
+    m_rightTabs->addTab(m_numerics, tr("Numerics"));
     m_rightTabs->addTab(m_comparison, tr("Comparison"));
     m_rightTabs->addTab(m_browser, tr("Runs"));
     return m_rightTabs;
@@ -326,6 +339,7 @@ void Workbench::onRunStarted(int index, const RunConfig& config)
     m_current->config = config;
     m_current->name = recordingName(config);
     m_monitor->setRecording(m_current);
+    m_numerics->clear(tr("The per-layer statistics of %1 appear here when it ends.").arg(m_current->name));
     m_rightTabs->setCurrentWidget(m_monitor);
     const QString which = m_comparing ? tr(" (run %1 of 2)").arg(index + 1) : QString();
     m_status->showMessage(tr("Loading data for %1%2…").arg(m_current->name, which));
@@ -383,6 +397,9 @@ void Workbench::onRunEnded(int, const RunSummary& summary, const QString& failur
         break;
     }
     m_browser->reload();
+    // Numerics records do not travel through the RecordBuffer: the tab reads the run back
+    // from the database once the recorder has written it.
+    showNumerics(finished->runId);
     emit runFinished(finished);
     updateActions();
 }
@@ -426,12 +443,26 @@ bool Workbench::openStoredRun(qint64 runId)
         return false;
     try {
         m_monitor->setRecording(loadStoredRun(*m_store, runId));
+        m_numerics->setRun(m_store.get(), runId);
     } catch (const std::exception& e) {
         m_banner->showError(tr("Cannot open run %1").arg(runId), QString::fromLocal8Bit(e.what()));
         return false;
     }
     m_rightTabs->setCurrentWidget(m_monitor);
     return true;
+}
+
+void Workbench::showNumerics(qint64 runId)
+{
+    if (!m_store || runId <= 0) {
+        m_numerics->clear(tr("This run was not recorded in a run database, so its statistics cannot be shown."));
+        return;
+    }
+    try {
+        m_numerics->setRun(m_store.get(), runId);
+    } catch (const std::exception& e) {
+        m_numerics->clear(tr("Cannot read the statistics of run %1: %2").arg(runId).arg(QString::fromLocal8Bit(e.what())));
+    }
 }
 
 bool Workbench::compareStoredRuns(const QList<qint64>& runIds)

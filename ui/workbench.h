@@ -27,6 +27,7 @@ class RunBrowser;
 class ConfigDocument;
 class ErrorBanner;
 class ModelEditor;
+class NumericsView;
 class PrecisionPanel;
 class RunController;
 class RunMonitor;
@@ -46,6 +47,7 @@ public:
     PrecisionPanel* precisionPanel() const { return m_precision; }
     TrainingPanel* trainingPanel() const { return m_training; }
     RunMonitor* monitor() const { return m_monitor; }
+    NumericsView* numerics() const { return m_numerics; }
     ComparisonView* comparison() const { return m_comparison; }
     RunBrowser* runBrowser() const { return m_browser; }
     RunStatusBar* statusBar() const { return m_status; }
@@ -107,6 +109,7 @@ private:
     void onRecords(const RecordBatch& batch);
     void onRunEnded(int index, const RunSummary& summary, const QString& failure);
     void onSequenceEnded(bool completed);
+    void showNumerics(qint64 runId);
 
     ConfigDocument* m_document;
     RunController* m_controller;
@@ -117,6 +120,7 @@ private:
     PrecisionPanel* m_precision;
     TrainingPanel* m_training;
     RunMonitor* m_monitor;
+    NumericsView* m_numerics;
     ComparisonView* m_comparison;
     RunBrowser* m_browser;
     std::unique_ptr<storage::RunStore> m_store;

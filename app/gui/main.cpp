@@ -23,7 +23,8 @@ int main(int argc, char** argv)
     QCommandLineOption screenshot("screenshot", "Train a short run and a comparison, save grabs to DIR, quit.", "DIR");
     QCommandLineOption preset("preset", "Preset for --screenshot (default mlp).", "NAME", "mlp");
     QCommandLineOption steps("steps", "Steps per run for --screenshot (default 120).", "N", "120");
-    parser.addOptions({config, database, screenshot, preset, steps});
+    QCommandLineOption numerics("numerics", "With --screenshot: only the Numerics tab of the preset in mixed-fp16.");
+    parser.addOptions({config, database, screenshot, preset, steps, numerics});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -32,6 +33,7 @@ int main(int argc, char** argv)
         options.directory = parser.value(screenshot);
         options.preset = parser.value(preset);
         options.steps = std::max(10, parser.value(steps).toInt());
+        options.numericsOnly = parser.isSet(numerics);
         // Screenshots record into their own database unless told otherwise, so the run
         // browser shows exactly the runs they made.
         options.database = parser.value(database);

@@ -2,16 +2,20 @@
 
 #include "gui/main_window.h"
 #include "ui/config_document.h"
+#include "ui/numerics_view.h"
 #include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
 #include "ui/workbench.h"
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QPixmap>
+#include <QTabWidget>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace mantissa::gui {
@@ -32,11 +36,59 @@ void ScreenshotSession::configure(const QString& preset)
     wb->document()->apply(config, "screenshot settings");
 }
 
+void ScreenshotSession::startNumerics()
+{
+    ui::Workbench* wb = m_window->workbench();
+    // Mixed-fp16 first (numerics.png), then pure fp16 (numerics-fp16.png): the pair shows
+    // the loss scale lifting the gradients that pure fp16 loses.
+    connect(wb, &ui::Workbench::runFinished, this, [this] {
+        QTimer::singleShot(300, this, [this] {
+            ui::Workbench* wb = m_window->workbench();
+            ui::NumericsView* view = wb->numerics();
+            // Weight gradients of the first linear layer: the ones that fall furthest.
+            view->kindCombo()->setCurrentIndex(view->kindCombo()->findData(static_cast<int>(TensorKind::WeightGrad)));
+            if (!view->steps().isEmpty())
+                view->selectStep(view->steps().last());
+            if (auto* tabs = wb->findChild<QTabWidget*>("rightTabs"))
+                tabs->setCurrentWidget(view);
+            QTimer::singleShot(300, this, [this] {
+                grab(m_phase == 0 ? "numerics.png" : "numerics-fp16.png");
+                if (m_phase++ == 0)
+                    startNumericsRun(PrecisionMode::Fp16);
+                else
+                    QApplication::quit();
+            });
+        });
+    });
+    startNumericsRun(PrecisionMode::MixedFp16);
+}
+
+void ScreenshotSession::startNumericsRun(PrecisionMode precision)
+{
+    ui::Workbench* wb = m_window->workbench();
+    configure(m_options.preset);
+    RunConfig config = wb->document()->config();
+    config.precision = precision;
+    config.numerics.every = std::max(1, m_options.steps / 40);
+    // One epoch long enough for all the steps, so the heatmap spans the whole run.
+    config.training.epochs = 1;
+    config.data.limitTrain = m_options.steps * static_cast<int>(config.training.batchSize);
+    wb->document()->apply(config, "numerics screenshot settings");
+    if (!wb->startRun()) {
+        std::fprintf(stderr, "mantissa --screenshot: the %s preset cannot run\n", qPrintable(m_options.preset));
+        QApplication::exit(1);
+    }
+}
+
 void ScreenshotSession::start()
 {
     QDir().mkpath(m_options.directory);
     ui::Workbench* wb = m_window->workbench();
     wb->setDatabasePath(m_options.database.isEmpty() ? m_scratch.filePath("runs.sqlite") : m_options.database);
+    if (m_options.numericsOnly) {
+        startNumerics();
+        return;
+    }
     connect(wb->controller(), &ui::RunController::tick, this, &ScreenshotSession::onTick);
     connect(wb, &ui::Workbench::runFinished, this, [this] {
         if (m_phase != 0)

@@ -2,6 +2,8 @@
 // `mantissa --screenshot DIR`: trains a short run and a precision comparison in the real
 // window and saves grabs of it (during the run, after it, and the comparison) as PNGs, so
 // the documentation's screenshots come from the program itself and can be regenerated.
+#include "engine/config/run_config.h"
+
 #include <QObject>
 #include <QString>
 #include <QTemporaryDir>
@@ -17,6 +19,8 @@ struct ScreenshotOptions {
     QString comparePreset = "mlp";
     int steps = 120;
     int limitTrain = 4096, limitTest = 1000;
+    // Only the Numerics tab: the preset in mixed-fp16 with statistics, grabbed as numerics.png.
+    bool numericsOnly = false;
 };
 
 class ScreenshotSession : public QObject {
@@ -27,13 +31,15 @@ public:
 
 private:
     void configure(const QString& preset);
+    void startNumerics();
+    void startNumericsRun(PrecisionMode precision);
     void grab(const QString& name);
     void onTick();
 
     MainWindow* m_window;
     ScreenshotOptions m_options;
     bool m_grabbedRunning = false;
-    int m_phase = 0; // 0: single run, 1: comparison
+    int m_phase = 0; // 0: single run, 1: comparison (--numerics: 0 mixed-fp16, 1 fp16)
     QTemporaryDir m_scratch;
 };
 

@@ -1,0 +1,151 @@
+// The Numerics tab: a GUI run with statistics every 5 steps is recorded, opened back from
+// the run database, and shows one heatmap column per sampled step and one table row per
+// measured tensor at the selected step.
+#include "storage/run_store.h"
+#include "ui/config_document.h"
+#include "ui/loss_scale_plot.h"
+#include "ui/numerics_table_model.h"
+#include "ui/numerics_view.h"
+#include "ui/run_browser.h"
+#include "ui/run_controller.h"
+#include "ui/run_list_model.h"
+#include "ui/run_monitor.h"
+#include "ui/workbench.h"
+
+#include <QAbstractItemModelTester>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <qcustomplot.h>
+
+using namespace mantissa;
+using namespace mantissa::ui;
+
+namespace {
+
+// File-free and quick: synthetic data with the mlp's shape, one thread for training.
+RunConfig quickConfig(RunConfig c, std::int64_t maxSteps)
+{
+    c.data.dataset = "synthetic";
+    c.data.syntheticShape = c.model.input;
+    c.data.syntheticClasses = c.model.classes;
+    c.data.syntheticTrain = 2048;
+    c.data.syntheticTest = 256;
+    c.training.maxSteps = maxSteps;
+    c.training.epochs = 1;
+    c.training.batchSize = 64;
+    c.training.threads = 1;
+    c.numerics.every = 5;
+    return c;
+}
+
+} // namespace
+
+class NumericsViewTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void aRecordedRunShowsItsNumerics()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        NumericsView* view = bench.numerics();
+        QVERIFY(view);
+        QAbstractItemModelTester tester(view->tableModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+
+        bench.loadPreset("mlp");
+        bench.document()->apply(quickConfig(bench.document()->config(), 20), "quick run");
+        QCOMPARE(bench.document()->config().numerics.every, 5);
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+
+        // The finished GUI run already fills the tab, read back from the database.
+        QVERIFY(!view->steps().isEmpty());
+
+        RunListModel* runs = bench.runBrowser()->runModel();
+        QCOMPARE(runs->rowCount(), 1);
+        const qint64 id = runs->runId(0);
+        const QList<qint64> steps = bench.store()->numericsSteps(id);
+        QVERIFY(steps.size() >= 3); // 20 steps, every 5
+
+        view->clear();
+        QVERIFY(bench.openStoredRun(id));
+        QCOMPARE(view->steps(), steps);
+        QVERIFY(view->layerCombo()->count() > 0);
+
+        // Weight gradients of the first layer: one heatmap column per sampled step.
+        view->kindCombo()->setCurrentIndex(view->kindCombo()->findData(static_cast<int>(TensorKind::WeightGrad)));
+        QCOMPARE(view->colorMap()->data()->keySize(), static_cast<int>(steps.size()));
+        bool anyData = false;
+        for (int x = 0; x < view->colorMap()->data()->keySize(); ++x)
+            for (int y = 0; y < view->colorMap()->data()->valueSize(); ++y)
+                anyData = anyData || view->colorMap()->data()->cell(x, y) > 0;
+        QVERIFY(anyData);
+
+        // Shown as scaled: still one column per step, with the floor at fp16's own.
+        view->scaledCheck()->setChecked(true);
+        QCOMPARE(view->colorMap()->data()->keySize(), static_cast<int>(steps.size()));
+        view->scaledCheck()->setChecked(false);
+
+        // The table: one row per measured tensor at the selected step.
+        view->selectStep(steps.last() + 2); // nearest sampled step
+        QCOMPARE(view->selectedStep(), steps.last());
+        const NumericsRecord record = bench.store()->numerics(id, steps.last());
+        QVERIFY(!record.tensors.empty());
+        QCOMPARE(view->tableModel()->rowCount(), static_cast<int>(record.tensors.size()));
+        QCOMPARE(view->tableModel()->columnCount(), static_cast<int>(NumericsTableModel::ColumnCount));
+        QVERIFY(!view->tableModel()->data(view->tableModel()->index(0, NumericsTableModel::Amax)).toString().isEmpty());
+
+        // Highlighting a layer marks its rows bold.
+        const QString layer = QString::fromStdString(record.tensors.front().layer);
+        view->selectStep(steps.front(), layer);
+        QCOMPARE(view->selectedStep(), steps.front());
+        QCOMPARE(view->layerCombo()->currentText(), layer);
+        QVERIFY(view->tableModel()->data(view->tableModel()->index(0, 0), Qt::FontRole).value<QFont>().bold());
+
+        // An overflow marker clicked on the loss-scale plot jumps to its step and layer.
+        OverflowMarker marker;
+        marker.step = static_cast<double>(steps[1]) + 1;
+        marker.parameter = layer + ".weight";
+        view->selectStep(steps.last());
+        emit bench.monitor()->scalePlot()->overflowClicked(marker);
+        QCOMPARE(view->selectedStep(), steps[1]);
+        QCOMPARE(bench.findChild<QTabWidget*>("rightTabs")->currentWidget(), view);
+        QCOMPARE(view->layerCombo()->currentText(), layer);
+
+        // Every kind renders without data errors.
+        for (int k = 0; k < view->kindCombo()->count(); ++k) {
+            view->kindCombo()->setCurrentIndex(k);
+            QVERIFY(view->colorMap()->data()->keySize() <= static_cast<int>(steps.size()));
+        }
+    }
+
+    void aRunWithoutStatisticsLeavesTheTabEmpty()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        bench.loadPreset("mlp");
+        RunConfig c = quickConfig(bench.document()->config(), 4);
+        c.numerics.every = 0;
+        bench.document()->apply(c, "quick run");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+        const qint64 id = bench.runBrowser()->runModel()->runId(0);
+        QVERIFY(bench.openStoredRun(id));
+        QVERIFY(bench.numerics()->steps().isEmpty());
+        QCOMPARE(bench.numerics()->tableModel()->rowCount(), 0);
+    }
+};
+
+QTEST_MAIN(NumericsViewTest)
+#include "numerics_view_test.moc"

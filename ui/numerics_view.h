@@ -1,0 +1,86 @@
+#pragma once
+// The Numerics tab: what the run's low precision made of every layer's tensors on the
+// sampled steps (RunConfig::numerics). A heatmap of one chosen tensor (step on x, binary
+// exponent of |x| on y, colour = fraction of its values in that binade) with the fp16
+// limits and the loss scale's reach drawn across it, and a per-layer table at the
+// selected step. Reads from the run database, for a finished run opened from the run
+// browser and for a GUI run once it has ended (the live record stream does not carry
+// numerics records, so the tab fills when the run is written, not during it).
+#include "engine/train/records.h"
+#include "storage/run_types.h"
+
+#include <QList>
+#include <QWidget>
+
+class QCPColorMap;
+class QCPColorScale;
+class QCPGraph;
+class QCPItemStraightLine;
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QMouseEvent;
+class QTableView;
+
+namespace mantissa::storage {
+class RunStore;
+}
+
+namespace mantissa::ui {
+
+class NumericsTableModel;
+
+class NumericsView : public QWidget {
+    Q_OBJECT
+public:
+    explicit NumericsView(QWidget* parent = nullptr);
+
+    // Reads run `runId`'s statistics; an empty view (with a note why) when it has none.
+    // Throws what the store throws.
+    void setRun(const storage::RunStore* store, qint64 runId);
+    void clear(const QString& note = {});
+
+    // Selects the sampled step nearest `step` and, when known, marks `layer`'s rows.
+    void selectStep(qint64 step, const QString& layer = {});
+    qint64 selectedStep() const;
+    const QList<qint64>& steps() const { return m_steps; }
+
+    QCustomPlot* heatmap() const { return m_plot; }
+    QCPColorMap* colorMap() const { return m_map; }
+    NumericsTableModel* tableModel() const { return m_model; }
+    QComboBox* layerCombo() const { return m_layer; }
+    QComboBox* kindCombo() const { return m_kind; }
+    QComboBox* stepCombo() const { return m_step; }
+    // Gradients as the run stored them (multiplied by the loss scale) instead of unscaled.
+    QCheckBox* scaledCheck() const { return m_scaled; }
+
+private:
+    void fillLayers(const NumericsRecord& first);
+    void updateHeatmap();
+    void updateTable();
+    void drawLimits(double firstStep, double lastStep);
+    void onPlotClicked(QMouseEvent* event);
+
+    const storage::RunStore* m_store = nullptr;
+    qint64 m_runId = 0;
+    QList<qint64> m_steps;
+    // (layer, kind) -> tensor name, from the first sampled step.
+    QList<TensorNumerics> m_tensors;
+
+    QComboBox* m_layer;
+    QComboBox* m_kind;
+    QComboBox* m_step;
+    QCheckBox* m_scaled;
+    QLabel* m_note;
+    QCustomPlot* m_plot;
+    QCPColorMap* m_map;
+    QCPColorScale* m_scale;
+    QList<QCPGraph*> m_limitGraphs;
+    QCPItemStraightLine* m_stepMarker; // the step the table shows
+    QTableView* m_table;
+    NumericsTableModel* m_model;
+    QString m_highlightedLayer;
+};
+
+} // namespace mantissa::ui
