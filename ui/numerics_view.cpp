@@ -184,6 +184,40 @@ void NumericsView::setRun(const storage::RunStore* store, qint64 runId)
     updateTable();
 }
 
+void NumericsView::follow(const storage::RunStore* store, qint64 runId)
+{
+    clear(tr("Run %1 is training: its per-layer statistics appear here from the first sampled step.").arg(runId));
+    m_store = store;
+    m_runId = runId;
+    refresh();
+}
+
+bool NumericsView::refresh()
+{
+    if (!m_store || m_runId <= 0)
+        return false;
+    const QList<qint64> steps = m_store->numericsSteps(m_runId);
+    if (steps.size() <= m_steps.size())
+        return false;
+    const bool first = m_steps.isEmpty();
+    const bool onLatest = m_step->currentIndex() == m_step->count() - 1;
+    if (first) {
+        m_note->hide();
+        fillLayers(m_store->numerics(m_runId, steps.front()));
+    }
+    {
+        const QSignalBlocker blocker(m_step);
+        for (qsizetype i = m_steps.size(); i < steps.size(); ++i)
+            m_step->addItem(QString::number(steps[i]), steps[i]);
+        if (first || onLatest)
+            m_step->setCurrentIndex(m_step->count() - 1);
+    }
+    m_steps = steps;
+    updateHeatmap();
+    updateTable();
+    return true;
+}
+
 void NumericsView::fillLayers(const NumericsRecord& first)
 {
     m_tensors = QList<TensorNumerics>(first.tensors.begin(), first.tensors.end());

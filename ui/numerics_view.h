@@ -4,8 +4,9 @@
 // exponent of |x| on y, colour = fraction of its values in that binade) with the fp16
 // limits and the loss scale's reach drawn across it, and a per-layer table at the
 // selected step. Reads from the run database, for a finished run opened from the run
-// browser and for a GUI run once it has ended (the live record stream does not carry
-// numerics records, so the tab fills when the run is written, not during it).
+// browser and, live, for a GUI run while it trains: the numerics records are large and do
+// not travel through the RecordBuffer, so the tab follows the run's rows as the writer
+// commits them (at least once a second) and takes the new steps on refresh().
 #include "engine/train/records.h"
 #include "storage/run_types.h"
 
@@ -40,6 +41,13 @@ public:
     // Throws what the store throws.
     void setRun(const storage::RunStore* store, qint64 runId);
     void clear(const QString& note = {});
+    // Follows run `runId` while it trains: shows what is written so far, then takes the
+    // steps written since on each refresh(). Throws what the store throws.
+    void follow(const storage::RunStore* store, qint64 runId);
+    // Reads the sampled steps written since the last look; true when new ones arrived.
+    // A table showing the latest step moves on to the new latest. Throws what the store throws.
+    bool refresh();
+    qint64 runId() const { return m_runId; }
 
     // Selects the sampled step nearest `step` and, when known, marks `layer`'s rows.
     void selectStep(qint64 step, const QString& layer = {});

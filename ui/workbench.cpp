@@ -27,6 +27,7 @@
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTabWidget>
+#include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
 #include <QUndoStack>
@@ -190,6 +191,14 @@ QWidget* Workbench::buildRightSide()
     m_rightTabs->addTab(m_numerics, tr("Numerics"));
     m_rightTabs->addTab(m_comparison, tr("Comparison"));
     m_rightTabs->addTab(m_browser, tr("Runs"));
+    // The writer commits at least once a second, so looking more often finds nothing new.
+    m_numericsPoll = new QTimer(this);
+    m_numericsPoll->setInterval(1000);
+    connect(m_numericsPoll, &QTimer::timeout, this, &Workbench::pollNumerics);
+    connect(m_rightTabs, &QTabWidget::currentChanged, this, [this] {
+        if (m_numericsPoll->isActive())
+            pollNumerics();
+    });
     return m_rightTabs;
 }
 
@@ -339,7 +348,14 @@ void Workbench::onRunStarted(int index, const RunConfig& config)
     m_current->config = config;
     m_current->name = recordingName(config);
     m_monitor->setRecording(m_current);
-    m_numerics->clear(tr("The per-layer statistics of %1 appear here when it ends.").arg(m_current->name));
+    m_numerics->clear(config.numerics.every > 0
+                          ? tr("The per-layer statistics of %1 appear here from its first sampled step.")
+                                .arg(m_current->name)
+                          : tr("%1 records no per-layer statistics: set Training → Statistics every N steps "
+                               "before training to see them here.")
+                                .arg(m_current->name));
+    if (config.numerics.every > 0)
+        m_numericsPoll->start();
     m_rightTabs->setCurrentWidget(m_monitor);
     const QString which = m_comparing ? tr(" (run %1 of 2)").arg(index + 1) : QString();
     m_status->showMessage(tr("Loading data for %1%2…").arg(m_current->name, which));
@@ -375,6 +391,7 @@ void Workbench::onRecords(const RecordBatch& batch)
 void Workbench::onRunEnded(int, const RunSummary& summary, const QString& failure)
 {
     m_status->hideProgress();
+    m_numericsPoll->stop();
     if (!m_current)
         return;
     std::shared_ptr<const RunRecording> finished = m_current;
@@ -397,8 +414,8 @@ void Workbench::onRunEnded(int, const RunSummary& summary, const QString& failur
         break;
     }
     m_browser->reload();
-    // Numerics records do not travel through the RecordBuffer: the tab reads the run back
-    // from the database once the recorder has written it.
+    // The last sampled steps may have been committed after the last poll: read the run
+    // back whole now that the recorder has written all of it.
     showNumerics(finished->runId);
     emit runFinished(finished);
     updateActions();
@@ -443,6 +460,8 @@ bool Workbench::openStoredRun(qint64 runId)
         return false;
     try {
         m_monitor->setRecording(loadStoredRun(*m_store, runId));
+        // The tab shows the opened run now, no longer the one training.
+        m_numericsPoll->stop();
         m_numerics->setRun(m_store.get(), runId);
     } catch (const std::exception& e) {
         m_banner->showError(tr("Cannot open run %1").arg(runId), QString::fromLocal8Bit(e.what()));
@@ -459,9 +478,33 @@ void Workbench::showNumerics(qint64 runId)
         return;
     }
     try {
-        m_numerics->setRun(m_store.get(), runId);
+        // Followed live: take the steps committed since the last poll and keep the user's
+        // choice of layer, tensor and step.
+        if (m_numerics->runId() == runId)
+            m_numerics->refresh();
+        else
+            m_numerics->setRun(m_store.get(), runId);
     } catch (const std::exception& e) {
         m_numerics->clear(tr("Cannot read the statistics of run %1: %2").arg(runId).arg(QString::fromLocal8Bit(e.what())));
+    }
+}
+
+void Workbench::pollNumerics()
+{
+    // Reading and drawing the heatmap costs the UI thread a few milliseconds: only while
+    // the tab is in view; switching to it catches up.
+    if (!m_store || !m_current || m_current->runId <= 0 || !m_numerics->isVisible())
+        return;
+    try {
+        if (m_numerics->runId() != m_current->runId)
+            m_numerics->follow(m_store.get(), m_current->runId);
+        else
+            m_numerics->refresh();
+    } catch (const std::exception& e) {
+        m_numericsPoll->stop();
+        m_numerics->clear(tr("Cannot read the statistics of run %1: %2")
+                              .arg(m_current->runId)
+                              .arg(QString::fromLocal8Bit(e.what())));
     }
 }
 

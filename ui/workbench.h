@@ -14,6 +14,7 @@ class QAction;
 class QMenu;
 class QSplitter;
 class QTabWidget;
+class QTimer;
 class QToolBar;
 
 namespace mantissa::storage {
@@ -110,6 +111,7 @@ private:
     void onRunEnded(int index, const RunSummary& summary, const QString& failure);
     void onSequenceEnded(bool completed);
     void showNumerics(qint64 runId);
+    void pollNumerics();
 
     ConfigDocument* m_document;
     RunController* m_controller;
@@ -121,6 +123,7 @@ private:
     TrainingPanel* m_training;
     RunMonitor* m_monitor;
     NumericsView* m_numerics;
+    QTimer* m_numericsPoll; // while a run trains and the Numerics tab is shown
     ComparisonView* m_comparison;
     RunBrowser* m_browser;
     std::unique_ptr<storage::RunStore> m_store;

@@ -60,6 +60,20 @@ void ScreenshotSession::startNumerics()
             });
         });
     });
+    // Halfway through the mixed-fp16 run, the tab as it fills live (numerics-live.png).
+    connect(wb->controller(), &ui::RunController::tick, this, [this] {
+        ui::Workbench* wb = m_window->workbench();
+        const ui::RunRecording* r = wb->monitor()->recording();
+        if (m_phase != 0 || m_grabbedRunning || !r || static_cast<int>(r->step.size()) < m_options.steps * 2 / 3)
+            return;
+        m_grabbedRunning = true;
+        ui::NumericsView* view = wb->numerics();
+        if (auto* tabs = wb->findChild<QTabWidget*>("rightTabs"))
+            tabs->setCurrentWidget(view);
+        view->kindCombo()->setCurrentIndex(view->kindCombo()->findData(static_cast<int>(TensorKind::WeightGrad)));
+        // Showing the tab reads what the writer has committed so far at once.
+        QTimer::singleShot(150, this, [this] { grab("numerics-live.png"); });
+    });
     startNumericsRun(PrecisionMode::MixedFp16);
 }
 

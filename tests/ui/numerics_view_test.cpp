@@ -127,6 +127,45 @@ private slots:
         }
     }
 
+    void theTabFillsLiveWhileTheRunTrains()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        bench.resize(1400, 900);
+        bench.show();
+        NumericsView* view = bench.numerics();
+        bench.loadPreset("mlp");
+        // Long enough that it is still training when the checks below are done; stopped then.
+        RunConfig c = quickConfig(bench.document()->config(), 100000);
+        c.training.epochs = 1000;
+        bench.document()->apply(c, "long run");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        bench.findChild<QTabWidget*>("rightTabs")->setCurrentWidget(view);
+
+        // Steps appear while the run is still going, read from what the writer committed.
+        QTRY_VERIFY_WITH_TIMEOUT(!view->steps().isEmpty(), 30000);
+        QVERIFY(bench.controller()->isRunning());
+        QVERIFY(view->layerCombo()->count() > 0);
+        QVERIFY(view->tableModel()->rowCount() > 0);
+        const qsizetype seen = view->steps().size();
+        // ... and keep coming: the heatmap grows a column per new sampled step, and the
+        // table follows the latest step.
+        QTRY_VERIFY_WITH_TIMEOUT(view->steps().size() > seen + 2, 30000);
+        QVERIFY(bench.controller()->isRunning());
+        QCOMPARE(view->selectedStep(), view->steps().last());
+        view->kindCombo()->setCurrentIndex(view->kindCombo()->findData(static_cast<int>(TensorKind::WeightGrad)));
+        QCOMPARE(view->colorMap()->data()->keySize(), static_cast<int>(view->steps().size()));
+
+        bench.controller()->stop();
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 30000);
+        // After the end the tab holds every sampled step the database has.
+        const qint64 id = bench.runBrowser()->runModel()->runId(0);
+        QCOMPARE(view->steps(), bench.store()->numericsSteps(id));
+    }
+
     void aRunWithoutStatisticsLeavesTheTabEmpty()
     {
         QTemporaryDir dir;
