@@ -31,6 +31,13 @@ void NumericsTableModel::setRecord(const NumericsRecord& record)
     endResetModel();
 }
 
+void NumericsTableModel::setPercentile(double fraction)
+{
+    m_percentile = fraction;
+    if (!m_record.tensors.empty())
+        emit dataChanged(index(0, SuggestedScale), index(rowCount() - 1, SuggestedScale));
+}
+
 void NumericsTableModel::setHighlightedLayer(const QString& layer)
 {
     if (layer == m_highlighted)
@@ -75,6 +82,8 @@ QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
         case Underflow: return percent(s.fraction(s.underflow));
         case Subnormal: return percent(s.fraction(s.subnormal));
         case Overflow: return percent(s.fraction(s.overflow + s.nonFinite));
+        case ScaleUsed:
+            return isGradient(t.kind) ? QString::number(m_record.lossScale, 'g', 6) : QString::fromUtf8("—");
         case SuggestedScale: {
             // The loss scale only acts on gradients; weights and activations get none.
             if (!isGradient(t.kind))
@@ -82,7 +91,7 @@ QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
             const int shift = m_record.scaledGradients && m_record.lossScale > 0
                                   ? -static_cast<int>(std::lround(std::log2(m_record.lossScale)))
                                   : 0;
-            const auto suggestion = suggestLossScale(s.histogram, kSuggestionPercentile, t.target, shift);
+            const auto suggestion = suggestLossScale(s.histogram, m_percentile, t.target, shift);
             if (!suggestion)
                 return QString::fromUtf8("—");
             const QString scale = QString::number(suggestion->suggested, 'g', 6);
@@ -118,9 +127,13 @@ QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
         return {};
     case Qt::ToolTipRole:
         if (index.column() == SuggestedScale)
-            return tr("The scale that lifts the 1st percentile of nonzero |g| into the normal range "
-                      "without overflowing the largest value; the run used %1 at this step.")
+            return tr("The scale that lifts the %1 percentile of nonzero |g| into fp16's normal range "
+                      "without overflowing the largest value; the run used %2 at this step.")
+                .arg(100.0 * m_percentile, 0, 'g', 3)
                 .arg(m_record.lossScale);
+        if (index.column() == ScaleUsed)
+            return tr("The loss scale the run's scaler used at this step (gradients are multiplied by it "
+                      "before they are stored in the low precision).");
         return {};
     default: return {};
     }
@@ -138,6 +151,7 @@ QVariant NumericsTableModel::headerData(int section, Qt::Orientation orientation
     case Underflow: return tr("% underflow");
     case Subnormal: return tr("% subnormal");
     case Overflow: return tr("% overflow");
+    case ScaleUsed: return tr("Scale used");
     case SuggestedScale: return tr("Suggested scale");
     default: return {};
     }

@@ -12,12 +12,16 @@ namespace mantissa::ui {
 class NumericsTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Layer, Tensor, Amax, Zeros, Underflow, Subnormal, Overflow, SuggestedScale, ColumnCount };
+    enum Column { Layer, Tensor, Amax, Zeros, Underflow, Subnormal, Overflow, ScaleUsed, SuggestedScale, ColumnCount };
 
     explicit NumericsTableModel(QObject* parent = nullptr);
 
     void setRecord(const NumericsRecord& record);
     const NumericsRecord& record() const { return m_record; }
+    // The fraction (0, 1) of nonzero gradient magnitudes the suggested scale lifts into
+    // fp16's normal range; 0.01 (the 1st percentile) unless chosen.
+    void setPercentile(double fraction);
+    double percentile() const { return m_percentile; }
     // Rows of this layer are drawn bold (the layer an overflow was localised to).
     void setHighlightedLayer(const QString& layer);
     // The first row of `layer`, or -1.
@@ -31,9 +35,7 @@ public:
 private:
     NumericsRecord m_record;
     QString m_highlighted;
+    double m_percentile = 0.01;
 };
-
-// Percentile of nonzero gradient magnitudes the suggested scale lifts into the normal range.
-constexpr double kSuggestionPercentile = 0.01;
 
 } // namespace mantissa::ui

@@ -6,6 +6,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -65,6 +66,15 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     m_scaled->setObjectName("numericsScaled");
     m_scaled->setToolTip(tr("Show gradients multiplied by the loss scale, as the run stored them in fp16, "
                             "instead of their true (unscaled) magnitudes."));
+    m_percentile = new QDoubleSpinBox;
+    m_percentile->setObjectName("numericsPercentile");
+    m_percentile->setRange(0.01, 50);
+    m_percentile->setDecimals(2);
+    m_percentile->setValue(1);
+    m_percentile->setSuffix(tr(" %"));
+    m_percentile->setToolTip(tr("The suggested scale lifts this percentile of each tensor's nonzero gradient "
+                                "magnitudes into fp16's normal range (at least 2^-14) without overflowing "
+                                "its largest value. Lower keeps more of the small gradients."));
     m_note = new QLabel;
     m_note->setWordWrap(true);
 
@@ -76,6 +86,8 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     chooser->addWidget(m_scaled);
     chooser->addWidget(new QLabel(tr("Table at step")));
     chooser->addWidget(m_step);
+    chooser->addWidget(new QLabel(tr("Suggest for percentile")));
+    chooser->addWidget(m_percentile);
 
     m_plot = new QCustomPlot;
     m_plot->setObjectName("numericsHeatmap");
@@ -139,6 +151,8 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     connect(m_kind, &QComboBox::currentIndexChanged, this, &NumericsView::updateHeatmap);
     connect(m_scaled, &QCheckBox::toggled, this, &NumericsView::updateHeatmap);
     connect(m_step, &QComboBox::currentIndexChanged, this, &NumericsView::updateTable);
+    connect(m_percentile, &QDoubleSpinBox::valueChanged, this,
+            [this](double percent) { m_model->setPercentile(percent / 100.0); });
     clear(tr("Open a run with statistics (Training → Statistics every N steps) to see its numerics."));
 }
 

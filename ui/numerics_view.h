@@ -19,6 +19,7 @@ class QCPGraph;
 class QCPItemStraightLine;
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QCustomPlot;
 class QLabel;
 class QMouseEvent;
@@ -62,6 +63,8 @@ public:
     QComboBox* stepCombo() const { return m_step; }
     // Gradients as the run stored them (multiplied by the loss scale) instead of unscaled.
     QCheckBox* scaledCheck() const { return m_scaled; }
+    // The percentile (in %) of nonzero |g| the table's suggested scales lift into range.
+    QDoubleSpinBox* percentileSpin() const { return m_percentile; }
 
 private:
     void fillLayers(const NumericsRecord& first);
@@ -80,6 +83,7 @@ private:
     QComboBox* m_kind;
     QComboBox* m_step;
     QCheckBox* m_scaled;
+    QDoubleSpinBox* m_percentile;
     QLabel* m_note;
     QCustomPlot* m_plot;
     QCPColorMap* m_map;

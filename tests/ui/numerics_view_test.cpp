@@ -1,6 +1,7 @@
 // The Numerics tab: a GUI run with statistics every 5 steps is recorded, opened back from
 // the run database, and shows one heatmap column per sampled step and one table row per
 // measured tensor at the selected step.
+#include "engine/lens/what_if.h"
 #include "storage/run_store.h"
 #include "ui/config_document.h"
 #include "ui/loss_scale_plot.h"
@@ -15,6 +16,8 @@
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QSet>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -102,6 +105,31 @@ private slots:
         QCOMPARE(view->tableModel()->rowCount(), static_cast<int>(record.tensors.size()));
         QCOMPARE(view->tableModel()->columnCount(), static_cast<int>(NumericsTableModel::ColumnCount));
         QVERIFY(!view->tableModel()->data(view->tableModel()->index(0, NumericsTableModel::Amax)).toString().isEmpty());
+
+        // The what-if: beside each gradient, the scale the run used and the scale that would
+        // lift the chosen percentile into fp16's normal range; a new percentile re-suggests.
+        int gradRow = -1;
+        for (int r = 0; r < static_cast<int>(record.tensors.size()) && gradRow < 0; ++r)
+            if (record.tensors[static_cast<std::size_t>(r)].kind == TensorKind::WeightGrad)
+                gradRow = r;
+        QVERIFY(gradRow >= 0);
+        const auto cell = [&](int column) {
+            return view->tableModel()->data(view->tableModel()->index(gradRow, column)).toString();
+        };
+        QCOMPARE(cell(NumericsTableModel::ScaleUsed), QString::number(record.lossScale, 'g', 6));
+        const TensorNumerics& g = record.tensors[static_cast<std::size_t>(gradRow)];
+        const int shift = record.scaledGradients ? -static_cast<int>(std::lround(std::log2(record.lossScale))) : 0;
+        QSet<QString> suggestions; // the percentile must change the answer for this to test anything
+        for (double percent : {1.0, 0.01, 50.0}) {
+            view->percentileSpin()->setValue(percent);
+            suggestions << cell(NumericsTableModel::SuggestedScale);
+            const auto expected = suggestLossScale(g.stats.histogram, percent / 100.0, g.target, shift);
+            QVERIFY(expected.has_value());
+            QVERIFY2(cell(NumericsTableModel::SuggestedScale).startsWith(QString::number(expected->suggested, 'g', 6)),
+                     qPrintable(cell(NumericsTableModel::SuggestedScale)));
+        }
+        QVERIFY(suggestions.size() > 1);
+        view->percentileSpin()->setValue(1.0);
 
         // Highlighting a layer marks its rows bold.
         const QString layer = QString::fromStdString(record.tensors.front().layer);
