@@ -31,7 +31,7 @@ int runTrainCommand(const QStringList& arguments)
         const RunConfig config = runConfigFromOptions(parser, parser.positionalArguments());
         // The database first: a file we cannot use should fail before minutes of data loading.
         const auto store = openRunStore(parser);
-        BackendSelection selection = selectBackend(config.training.device, config.training.threads);
+        BackendSelection selection = selectBackend(config.training);
         std::fprintf(stderr, "%s: %s, batch %lld, %s; %s\n", config.name.c_str(),
                      precisionModeName(config.precision).c_str(), static_cast<long long>(config.training.batchSize),
                      selection.backend->name().c_str(), selection.reason.c_str());

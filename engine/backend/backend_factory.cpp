@@ -5,8 +5,10 @@
 namespace mantissa {
 
 #ifdef MANTISSA_HAVE_CUDA
-// Defined in backend/cuda; returns nullptr and a reason when no usable GPU is present.
-std::unique_ptr<Backend> makeCudaBackend(int deviceIndex, std::string& whyNot);
+// Defined in backend/cuda/cuda_factory.cpp; return nullptr / nothing and a reason when no
+// usable GPU is present.
+std::unique_ptr<Backend> makeCudaBackend(int deviceIndex, const CudaOptions& options, std::string& whyNot);
+GpuInventory listCudaDevices();
 #endif
 
 bool cudaBackendBuilt()
@@ -18,7 +20,7 @@ bool cudaBackendBuilt()
 #endif
 }
 
-BackendSelection selectBackend(const std::string& device, int cpuThreads)
+BackendSelection selectBackend(const std::string& device, int cpuThreads, const CudaOptions& cuda)
 {
     if (device == "cpu")
         return {makeCpuBackend(cpuThreads), "training on the CPU as requested"};
@@ -37,17 +39,39 @@ BackendSelection selectBackend(const std::string& device, int cpuThreads)
     }
     std::string whyNot;
 #ifdef MANTISSA_HAVE_CUDA
-    if (auto cuda = makeCudaBackend(index, whyNot)) {
-        std::string reason = "training on " + cuda->name();
-        return {std::move(cuda), std::move(reason)};
+    if (auto gpu = makeCudaBackend(index, cuda, whyNot)) {
+        std::string reason = "training on " + gpu->name();
+        return {std::move(gpu), std::move(reason)};
     }
 #else
     (void)index;
+    (void)cuda;
     whyNot = "this build has no CUDA backend (configured with MANTISSA_WITH_CUDA=OFF or without a CUDA toolkit)";
 #endif
     if (wantsCuda)
         throw ResourceError("cannot train on " + device + ": " + whyNot);
     return {makeCpuBackend(cpuThreads), whyNot + "; training on the CPU"};
+}
+
+} // namespace mantissa
+
+namespace mantissa {
+
+BackendSelection selectBackend(const TrainingSpec& training)
+{
+    CudaOptions cuda;
+    cuda.tf32 = training.tf32;
+    cuda.convWorkspaceBytes = static_cast<std::size_t>(training.cudnnWorkspaceMiB) << 20;
+    return selectBackend(training.device, training.threads, cuda);
+}
+
+GpuInventory listGpus()
+{
+#ifdef MANTISSA_HAVE_CUDA
+    return listCudaDevices();
+#else
+    return {{}, "this build has no CUDA backend"};
+#endif
 }
 
 } // namespace mantissa

@@ -2,9 +2,13 @@
 // Turns a device request ("auto", "cpu", "cuda", "cuda:1") into a backend, saying which
 // and why, so that users are never left guessing where their run trained.
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda_options.h"
+#include "engine/config/run_config.h"
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mantissa {
 
@@ -15,9 +19,26 @@ struct BackendSelection {
 
 // Throws ResourceError when an explicitly requested device is unusable, ConfigError when
 // the request is malformed.
-BackendSelection selectBackend(const std::string& device, int cpuThreads);
+BackendSelection selectBackend(const std::string& device, int cpuThreads, const CudaOptions& cuda = {});
+// The same for a run's training settings (device, threads, tf32, cuDNN workspace).
+BackendSelection selectBackend(const TrainingSpec& training);
 
 // Whether this build contains the CUDA backend.
 bool cudaBackendBuilt();
+
+struct GpuDevice {
+    int index = 0;
+    std::string name;          // "NVIDIA H100 80GB HBM3"
+    std::size_t memoryBytes = 0;
+    int computeMajor = 0, computeMinor = 0;
+};
+
+struct GpuInventory {
+    std::vector<GpuDevice> devices;
+    std::string whyNone; // set when `devices` is empty: "no CUDA driver found", ...
+};
+
+// The GPUs this build could train on; never throws.
+GpuInventory listGpus();
 
 } // namespace mantissa

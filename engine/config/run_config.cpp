@@ -291,6 +291,8 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.read("seed", c.training.seed);
         tr.read("device", c.training.device);
         tr.read("threads", c.training.threads);
+        tr.read("tf32", c.training.tf32);
+        tr.read("cudnn_workspace_mib", c.training.cudnnWorkspaceMiB);
         tr.read("eval_batch_size", c.training.evalBatchSize);
         tr.finish();
     }
@@ -305,6 +307,9 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
     if (c.numerics.every < 0 || c.numerics.every > 1000)
         throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to 1000 steps (got " +
                           std::to_string(c.numerics.every) + ")");
+    if (c.training.cudnnWorkspaceMiB < 0 || c.training.cudnnWorkspaceMiB > 65536)
+        throw ConfigError(origin + ": training.cudnn_workspace_mib must be 0 to 65536 (got " +
+                          std::to_string(c.training.cudnnWorkspaceMiB) + ")");
     if (c.training.batchSize <= 0)
         throw ConfigError(origin + ": training.batch_size must be positive (got " + std::to_string(c.training.batchSize) + ")");
     if (c.training.epochs <= 0 && c.training.maxSteps <= 0)
@@ -356,6 +361,7 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     j["training"] = {{"batch_size", c.training.batchSize}, {"epochs", c.training.epochs},
                      {"max_steps", c.training.maxSteps}, {"seed", c.training.seed},
                      {"device", c.training.device}, {"threads", c.training.threads},
+                     {"tf32", c.training.tf32}, {"cudnn_workspace_mib", c.training.cudnnWorkspaceMiB},
                      {"eval_batch_size", c.training.evalBatchSize}};
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     return j.dump(indent);

@@ -98,6 +98,8 @@ struct TrainingSpec {
     std::uint64_t seed = 42;
     std::string device = "auto"; // auto | cpu | cuda | cuda:N
     int threads = 0;             // CPU threads, 0 = all cores
+    bool tf32 = false;           // GPU: fp32 GEMMs and convolutions on TF32 tensor cores
+    int cudnnWorkspaceMiB = 256; // GPU: scratch memory a convolution algorithm may use
     std::int64_t evalBatchSize = 1000;
 };
 

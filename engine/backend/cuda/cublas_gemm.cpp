@@ -1,0 +1,69 @@
+// GEMM through cublasGemmEx with tensor-core semantics: fp16/bf16 inputs multiply on tensor
+// cores and accumulate in fp32, C is rounded once to its own dtype. fp32 inputs run in true
+// fp32 (CUBLAS_COMPUTE_32F) unless the run asked for TF32.
+//
+// Row-major to cuBLAS's column-major: a row-major matrix read column-major is its
+// transpose, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T with the operands
+// swapped and each transpose flag kept.
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/kernels.h"
+#include "engine/util/check.h"
+
+#include <cuda_runtime_api.h>
+#include <library_types.h>
+
+namespace mantissa::cuda {
+
+namespace {
+
+cudaDataType_t cudaTypeOf(DType dtype)
+{
+    switch (dtype) {
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+    }
+}
+
+// cuBLAS multiplies 16-bit inputs into a 16-bit C of the same type or into fp32, and fp32
+// inputs only into fp32; other pairs go through an fp32 C and a cast.
+bool cublasWritesDirectly(DType inputs, DType output)
+{
+    return output == DType::F32 || output == inputs;
+}
+
+} // namespace
+
+void CudaBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                       const Tensor& a, const Tensor& b, float beta, Tensor& c)
+{
+    MANTISSA_ASSERT(a.dtype() == b.dtype());
+    MANTISSA_ASSERT(a.numel() == m * k && b.numel() == k * n && c.numel() == m * n);
+    if (m == 0 || n == 0)
+        return;
+    Tensor target = c;
+    const bool direct = cublasWritesDirectly(a.dtype(), c.dtype());
+    if (!direct) {
+        target = empty(Shape{m, n}, DType::F32);
+        if (beta != 0)
+            cast(c, target); // the previous C read at its own precision, as the contract says
+    }
+    const cublasOperation_t opA = ta == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t opB = tb == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const auto lda = static_cast<int>(ta == Transpose::Yes ? m : k);
+    const auto ldb = static_cast<int>(tb == Transpose::Yes ? k : n);
+    const bool fp32Inputs = a.dtype() == DType::F32;
+    const cublasComputeType_t compute =
+        fp32Inputs && m_options.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    checkCublas(cublasGemmEx(m_cublas, opB, opA, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                             &alpha, b.data(), cudaTypeOf(b.dtype()), ldb, a.data(), cudaTypeOf(a.dtype()), lda,
+                             &beta, target.data(), cudaTypeOf(target.dtype()), static_cast<int>(n), compute,
+                             CUBLAS_GEMM_DEFAULT),
+                "cublasGemmEx");
+    if (!direct)
+        cast(target, c);
+}
+
+} // namespace mantissa::cuda

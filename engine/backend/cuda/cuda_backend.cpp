@@ -1,0 +1,444 @@
+// CudaBackend: memory, transfers, and the ops that map one-to-one onto Mantissa's kernels.
+// GEMM lives in cublas_gemm.cpp, convolution in cudnn_conv.cpp.
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include "engine/backend/cuda/conv_plans.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/device_memory.h"
+#include "engine/backend/cuda/kernels.h"
+#include "engine/numerics/conversions.h"
+#include "engine/util/check.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace mantissa::cuda {
+
+namespace {
+
+std::string versionText(int v) // CUDA's 13000 -> "13.0"
+{
+    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string describeDevice(int device)
+{
+    cudaDeviceProp prop{};
+    checkCuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    const std::size_t cudnn = cudnnGetVersion();
+    return "cuda:" + std::to_string(device) + " (" + prop.name + ", sm_" + std::to_string(prop.major) +
+           std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB, driver " +
+           versionText(driver) + ", CUDA " + versionText(runtime) + ", cuDNN " + std::to_string(cudnn / 10000) + "." +
+           std::to_string((cudnn % 10000) / 100) + "." + std::to_string(cudnn % 100) + ")";
+}
+
+TensorRef refOf(const Tensor& t)
+{
+    return {const_cast<void*>(t.data()), t.numel(), t.dtype()};
+}
+
+std::int64_t largest(const std::vector<TensorRef>& refs)
+{
+    std::int64_t n = 0;
+    for (const TensorRef& r : refs)
+        n = std::max(n, r.n);
+    return n;
+}
+
+} // namespace
+
+CudaBackend::CudaBackend(int device, const CudaOptions& options)
+    : m_device(device), m_options(options), m_name(describeDevice(device)), m_memory(DeviceMemory::create(device))
+{
+    cudaDeviceProp prop{};
+    checkCuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    m_bf16TensorCores = prop.major >= 8;
+    checkCublas(cublasCreate(&m_cublas), "cublasCreate");
+    checkCublas(cublasSetStream(m_cublas, stream()), "cublasSetStream");
+    // Split-K GEMMs with a 16-bit C may otherwise sum their partial products in 16 bits;
+    // tensor-core semantics are fp32 accumulation all the way, rounded once.
+    checkCublas(cublasSetMathMode(m_cublas, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION), "cublasSetMathMode");
+    checkCudnn(cudnnCreate(&m_cudnn), "cudnnCreate");
+    checkCudnn(cudnnSetStream(m_cudnn, stream()), "cudnnSetStream");
+    m_conv = std::make_unique<ConvPlans>(m_cudnn, options, m_bf16TensorCores);
+}
+
+CudaBackend::~CudaBackend()
+{
+    cudaStreamSynchronize(stream());
+    m_conv.reset();
+    m_refs = {};
+    m_scratch = {};
+    if (m_pinned)
+        cudaFreeHost(m_pinned);
+    if (m_cudnn)
+        cudnnDestroy(m_cudnn);
+    if (m_cublas)
+        cublasDestroy(m_cublas);
+}
+
+cudaStream_t CudaBackend::stream() const
+{
+    return m_memory->stream();
+}
+
+void CudaBackend::synchronize()
+{
+    checkCuda(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+}
+
+void CudaBackend::checkLaunch(const char* what)
+{
+    checkCuda(cudaGetLastError(), what);
+}
+
+bool CudaBackend::supports(Op, DType) const
+{
+    // Every op runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80, mixed
+    // input and output types) goes through exact fp32 widening (see cudnn_conv.cpp).
+    return true;
+}
+
+Tensor CudaBackend::empty(const Shape& shape, DType dtype)
+{
+    return Tensor(shape, dtype, m_memory->allocate(static_cast<std::size_t>(shape.numel()) * dtypeSize(dtype)));
+}
+
+void CudaBackend::fill(Tensor& t, float value)
+{
+    launchFill(t.data(), t.dtype(), t.numel(), value, stream());
+    checkLaunch("fill");
+}
+
+void CudaBackend::upload(const float* host, Tensor& dst)
+{
+    // Rounded on the host (the same conversions as the CPU backend), then copied: a
+    // pageable copy returns once the source is staged, so the buffer may go at once.
+    const auto n = static_cast<std::size_t>(dst.numel());
+    if (dst.dtype() == DType::F32) {
+        checkCuda(cudaMemcpyAsync(dst.data(), host, n * sizeof(float), cudaMemcpyHostToDevice, stream()),
+                  "upload");
+        return;
+    }
+    std::vector<std::uint16_t> narrow(n);
+    narrowFromFloat(host, narrow.data(), n, dst.dtype());
+    checkCuda(cudaMemcpyAsync(dst.data(), narrow.data(), n * 2, cudaMemcpyHostToDevice, stream()), "upload");
+}
+
+void CudaBackend::download(const Tensor& src, float* host)
+{
+    const auto n = static_cast<std::size_t>(src.numel());
+    if (src.dtype() == DType::F32) {
+        checkCuda(cudaMemcpyAsync(host, src.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream()),
+                  "download");
+        synchronize();
+        return;
+    }
+    std::vector<std::uint16_t> narrow(n);
+    checkCuda(cudaMemcpyAsync(narrow.data(), src.data(), n * 2, cudaMemcpyDeviceToHost, stream()), "download");
+    synchronize();
+    widenToFloat(narrow.data(), src.dtype(), host, n);
+}
+
+void CudaBackend::cast(const Tensor& src, Tensor& dst)
+{
+    MANTISSA_ASSERT(src.numel() == dst.numel());
+    launchCast(src.data(), src.dtype(), dst.data(), dst.dtype(), src.numel(), stream());
+    checkLaunch("cast");
+}
+
+std::size_t CudaBackend::peakBytes() const
+{
+    return m_memory->peakBytes();
+}
+
+void CudaBackend::resetPeakBytes()
+{
+    m_memory->resetPeak();
+}
+
+void* CudaBackend::scratch(std::size_t bytes)
+{
+    if (m_scratch.bytes() < bytes)
+        m_scratch = empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, DType::F32);
+    return m_scratch.data();
+}
+
+void* CudaBackend::pinned(std::size_t bytes)
+{
+    if (m_pinnedBytes < bytes) {
+        if (m_pinned)
+            checkCuda(cudaFreeHost(m_pinned), "cudaFreeHost");
+        m_pinned = nullptr;
+        checkCuda(cudaMallocHost(&m_pinned, bytes), "cudaMallocHost");
+        m_pinnedBytes = bytes;
+    }
+    return m_pinned;
+}
+
+const TensorRef* CudaBackend::uploadRefs(const std::vector<TensorRef>& refs)
+{
+    const std::size_t bytes = refs.size() * sizeof(TensorRef);
+    if (m_refs.bytes() < bytes)
+        m_refs = empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, DType::F32);
+    // Stream-ordered after the previous launch that read the array, so reuse is safe.
+    checkCuda(cudaMemcpyAsync(m_refs.data(), refs.data(), bytes, cudaMemcpyHostToDevice, stream()),
+              "multi-tensor descriptors");
+    return static_cast<const TensorRef*>(m_refs.data());
+}
+
+const SlotRef* CudaBackend::uploadSlots(const std::vector<SlotRef>& slots)
+{
+    const std::size_t bytes = slots.size() * sizeof(SlotRef);
+    if (m_refs.bytes() < bytes)
+        m_refs = empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, DType::F32);
+    checkCuda(cudaMemcpyAsync(m_refs.data(), slots.data(), bytes, cudaMemcpyHostToDevice, stream()),
+              "optimizer descriptors");
+    return static_cast<const SlotRef*>(m_refs.data());
+}
+
+void CudaBackend::addRowBias(Tensor& y, const Tensor& bias)
+{
+    const std::int64_t cols = bias.numel();
+    MANTISSA_ASSERT(cols > 0 && y.numel() % cols == 0);
+    launchAddRowBias(y.data(), y.dtype(), bias.data(), bias.dtype(), y.numel() / cols, cols, stream());
+    checkLaunch("addRowBias");
+}
+
+void CudaBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
+{
+    const std::int64_t cols = dbias.numel();
+    MANTISSA_ASSERT(cols > 0 && dy.numel() % cols == 0);
+    launchRowBiasGrad(dy.data(), dy.dtype(), dbias.data(), dbias.dtype(), dy.numel() / cols, cols, stream());
+    checkLaunch("rowBiasGrad");
+}
+
+namespace {
+
+struct BatchNormExtent {
+    std::int64_t batch, channels, plane;
+};
+
+BatchNormExtent extentOf(const Tensor& x)
+{
+    const Shape& s = x.shape();
+    MANTISSA_ASSERT(s.rank() == 2 || s.rank() == 4);
+    const std::int64_t plane = s.rank() == 4 ? s[2] * s[3] : 1;
+    return {s[0], s[1], plane};
+}
+
+} // namespace
+
+void CudaBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                   BatchNormState& state, bool training, float momentum, float epsilon)
+{
+    const BatchNormExtent e = extentOf(x);
+    launchBatchNormForward(x.data(), x.dtype(), gamma.f32(), beta.f32(), y.data(), y.dtype(),
+                           state.runningMean.f32(), state.runningVar.f32(), state.savedMean.f32(),
+                           state.savedInvStd.f32(), e.batch, e.channels, e.plane, training, momentum, epsilon,
+                           stream());
+    checkLaunch("batchNormForward");
+}
+
+void CudaBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const BatchNormState& state, Tensor& dx, Tensor& dgamma, Tensor& dbeta)
+{
+    const BatchNormExtent e = extentOf(x);
+    launchBatchNormBackward(x.data(), x.dtype(), dy.data(), dy.dtype(), gamma.f32(), state.savedMean.f32(),
+                            state.savedInvStd.f32(), dx.data(), dx.dtype(), dgamma.f32(), dbeta.f32(), e.batch,
+                            e.channels, e.plane, stream());
+    checkLaunch("batchNormBackward");
+}
+
+void CudaBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
+{
+    MANTISSA_ASSERT(x.numel() == y.numel());
+    launchActivationForward(kind, x.data(), x.dtype(), y.data(), y.dtype(), x.numel(), stream());
+    checkLaunch("activationForward");
+}
+
+void CudaBackend::activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                     Tensor& dx)
+{
+    MANTISSA_ASSERT(dy.numel() == dx.numel());
+    launchActivationBackward(kind, x.data(), x.dtype(), y.data(), y.dtype(), dy.data(), dy.dtype(), dx.data(),
+                             dx.dtype(), dx.numel(), stream());
+    checkLaunch("activationBackward");
+}
+
+void CudaBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g)
+{
+    launchMaxPoolForward(x.data(), x.dtype(), y.data(), y.dtype(), argmax.f32(), g, stream());
+    checkLaunch("maxPoolForward");
+}
+
+void CudaBackend::maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g)
+{
+    launchMaxPoolBackward(dy.data(), dy.dtype(), argmax.f32(), dx.data(), dx.dtype(), g, stream());
+    checkLaunch("maxPoolBackward");
+}
+
+void CudaBackend::avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g)
+{
+    launchAvgPoolForward(x.data(), x.dtype(), y.data(), y.dtype(), g, stream());
+    checkLaunch("avgPoolForward");
+}
+
+void CudaBackend::avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometry& g)
+{
+    launchAvgPoolBackward(dy.data(), dy.dtype(), dx.data(), dx.dtype(), g, stream());
+    checkLaunch("avgPoolBackward");
+}
+
+void CudaBackend::dropoutForward(const Tensor& x, Tensor& y, Tensor& mask, float p, std::uint64_t seed,
+                                 std::uint64_t counter)
+{
+    MANTISSA_ASSERT(p >= 0.0f && p < 1.0f && mask.dtype() == DType::F32);
+    MANTISSA_ASSERT(x.numel() <= (std::int64_t{1} << 32)); // indices are hashed as 32 bits
+    launchDropoutForward(x.data(), x.dtype(), y.data(), y.dtype(), mask.f32(), x.numel(), p,
+                         dropout::maskKey(seed, counter), stream());
+    checkLaunch("dropoutForward");
+}
+
+void CudaBackend::dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx)
+{
+    launchDropoutBackward(dy.data(), dy.dtype(), mask.f32(), dx.data(), dx.dtype(), dx.numel(), stream());
+    checkLaunch("dropoutBackward");
+}
+
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out)
+{
+    MANTISSA_ASSERT(a.numel() == b.numel() && a.numel() == out.numel());
+    launchAdd(a.data(), a.dtype(), b.data(), b.dtype(), out.data(), out.dtype(), out.numel(), stream());
+    checkLaunch("add");
+}
+
+LossResult CudaBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
+                                            Tensor* dlogits)
+{
+    const std::int64_t batch = logits.shape()[0];
+    const std::int64_t classes = logits.numel() / batch;
+    MANTISSA_ASSERT(labels.numel() == batch && labels.dtype() == DType::F32);
+    auto* sums = static_cast<char*>(scratch(16));
+    auto* lossSum = reinterpret_cast<double*>(sums);
+    auto* correct = reinterpret_cast<unsigned long long*>(sums + 8);
+    launchSoftmaxCrossEntropy(logits.data(), logits.dtype(), labels.f32(), batch, classes, lossScale,
+                              dlogits ? dlogits->data() : nullptr, dlogits ? dlogits->dtype() : DType::F32,
+                              lossSum, correct, stream());
+    checkLaunch("softmaxCrossEntropy");
+    auto* host = static_cast<char*>(pinned(16));
+    checkCuda(cudaMemcpyAsync(host, sums, 16, cudaMemcpyDeviceToHost, stream()), "softmaxCrossEntropy result");
+    synchronize();
+    double loss = 0;
+    unsigned long long right = 0;
+    std::memcpy(&loss, host, 8);
+    std::memcpy(&right, host + 8, 8);
+    return {static_cast<float>(loss / static_cast<double>(batch)), static_cast<std::int64_t>(right)};
+}
+
+int CudaBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                                       float invScale, float* absMax)
+{
+    MANTISSA_ASSERT(grads.size() == fp32Grads.size());
+    if (grads.empty()) {
+        if (absMax)
+            *absMax = 0;
+        return -1;
+    }
+    std::vector<TensorRef> refs;
+    refs.reserve(grads.size() * 2);
+    for (const Tensor* g : grads)
+        refs.push_back(refOf(*g));
+    for (Tensor* out : fp32Grads) {
+        MANTISSA_ASSERT(out->dtype() == DType::F32);
+        refs.push_back(refOf(*out));
+    }
+    const int count = static_cast<int>(grads.size());
+    const TensorRef* device = uploadRefs(refs);
+    auto* result = static_cast<char*>(scratch(8));
+    launchUnscaleAndCheckFinite(device, device + count, count, largest(refs), invScale,
+                                reinterpret_cast<int*>(result), reinterpret_cast<float*>(result + 4), stream());
+    checkLaunch("unscaleAndCheckFinite");
+    auto* host = static_cast<char*>(pinned(8));
+    checkCuda(cudaMemcpyAsync(host, result, 8, cudaMemcpyDeviceToHost, stream()), "finite check result");
+    synchronize();
+    int first = 0;
+    std::memcpy(&first, host, 4);
+    if (absMax)
+        std::memcpy(absMax, host + 4, 4);
+    return first < count ? first : -1;
+}
+
+double CudaBackend::sumOfSquares(std::span<const Tensor* const> tensors)
+{
+    if (tensors.empty())
+        return 0;
+    std::vector<TensorRef> refs;
+    for (const Tensor* t : tensors)
+        refs.push_back(refOf(*t));
+    const TensorRef* device = uploadRefs(refs);
+    auto* result = static_cast<double*>(scratch(8));
+    launchSumOfSquares(device, static_cast<int>(refs.size()), largest(refs), result, stream());
+    checkLaunch("sumOfSquares");
+    auto* host = static_cast<double*>(pinned(8));
+    checkCuda(cudaMemcpyAsync(host, result, 8, cudaMemcpyDeviceToHost, stream()), "sumOfSquares result");
+    synchronize();
+    return *host;
+}
+
+void CudaBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
+{
+    if (tensors.empty())
+        return;
+    std::vector<TensorRef> refs;
+    for (Tensor* t : tensors)
+        refs.push_back(refOf(*t));
+    launchScaleInPlace(uploadRefs(refs), static_cast<int>(refs.size()), largest(refs), factor, stream());
+    checkLaunch("scaleInPlace");
+}
+
+namespace {
+
+std::vector<SlotRef> slotRefs(std::span<const OptimizerSlot> slots, std::int64_t& largestSlot)
+{
+    std::vector<SlotRef> refs;
+    refs.reserve(slots.size());
+    largestSlot = 0;
+    const auto optional = [](const Tensor* t) { return t ? refOf(*t) : TensorRef{}; };
+    for (const OptimizerSlot& s : slots) {
+        MANTISSA_ASSERT(s.master && s.grad);
+        refs.push_back({refOf(*s.master), refOf(*s.grad), optional(s.state1), optional(s.state2),
+                        optional(s.working), s.decay});
+        largestSlot = std::max(largestSlot, s.master->numel());
+    }
+    return refs;
+}
+
+} // namespace
+
+void CudaBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr)
+{
+    if (slots.empty())
+        return;
+    std::int64_t maxElements = 0;
+    const std::vector<SlotRef> refs = slotRefs(slots, maxElements);
+    launchSgdStep(uploadSlots(refs), static_cast<int>(refs.size()), maxElements, s, lr, stream());
+    checkLaunch("sgdStep");
+}
+
+void CudaBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, std::int64_t step)
+{
+    if (slots.empty())
+        return;
+    std::int64_t maxElements = 0;
+    const std::vector<SlotRef> refs = slotRefs(slots, maxElements);
+    launchAdamStep(uploadSlots(refs), static_cast<int>(refs.size()), maxElements, s, lr, step, stream());
+    checkLaunch("adamStep");
+}
+
+} // namespace mantissa::cuda

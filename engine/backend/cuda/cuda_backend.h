@@ -1,0 +1,112 @@
+#pragma once
+// The CUDA implementation of the backend contract (engine/backend/backend.h): GEMMs through
+// cuBLAS on tensor cores (fp16/bf16 inputs, fp32 accumulation; fp32 in true fp32 unless
+// TF32 is asked for), convolutions through cuDNN with the algorithm cached per shape, and
+// Mantissa's own kernels (kernels.h) for everything else. One stream per backend; calls
+// return as soon as their work is queued, except those whose result the host needs
+// (download, the loss, the finite check, sums of squares).
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda_options.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mantissa::cuda {
+
+class DeviceMemory;
+class ConvPlans;
+struct TensorRef;
+struct SlotRef;
+
+class CudaBackend final : public Backend {
+public:
+    CudaBackend(int device, const CudaOptions& options);
+    ~CudaBackend() override;
+
+    std::string name() const override { return m_name; }
+    Device device() const override { return {DeviceKind::Cuda, m_device}; }
+    bool supports(Op op, DType dtype) const override;
+
+    Tensor empty(const Shape& shape, DType dtype) override;
+    void fill(Tensor& t, float value) override;
+    void upload(const float* host, Tensor& dst) override;
+    void download(const Tensor& src, float* host) override;
+    void cast(const Tensor& src, Tensor& dst) override;
+    std::size_t peakBytes() const override;
+    void resetPeakBytes() override;
+
+    void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+              const Tensor& a, const Tensor& b, float beta, Tensor& c) override;
+    void addRowBias(Tensor& y, const Tensor& bias) override;
+    void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
+
+    void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                       const ConvGeometry& g) override;
+    void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g) override;
+    void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
+                              const ConvGeometry& g) override;
+
+    void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                          BatchNormState& state, bool training, float momentum, float epsilon) override;
+    void batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
+                           Tensor& dx, Tensor& dgamma, Tensor& dbeta) override;
+
+    void activationForward(Activation kind, const Tensor& x, Tensor& y) override;
+    void activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
+                            Tensor& dx) override;
+
+    void maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g) override;
+    void maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g) override;
+    void avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g) override;
+    void avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometry& g) override;
+
+    void dropoutForward(const Tensor& x, Tensor& y, Tensor& mask, float p, std::uint64_t seed,
+                        std::uint64_t counter) override;
+    void dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx) override;
+
+    void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+
+    LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
+                                   Tensor* dlogits) override;
+
+    int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                              float invScale, float* absMax) override;
+    double sumOfSquares(std::span<const Tensor* const> tensors) override;
+    void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;
+    void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) override;
+    void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
+                  std::int64_t step) override;
+
+    cudaStream_t stream() const;
+    // Blocks until every queued call has run; throws what the device reported.
+    void synchronize();
+
+private:
+    // Device arrays of tensor descriptors for the multi-tensor kernels, regrown on demand.
+    const TensorRef* uploadRefs(const std::vector<TensorRef>& refs);
+    const SlotRef* uploadSlots(const std::vector<SlotRef>& slots);
+    // A device scratch area of at least `bytes`, valid until the next call that asks for one.
+    void* scratch(std::size_t bytes);
+    // A pinned host area for results the host waits for.
+    void* pinned(std::size_t bytes);
+    void checkLaunch(const char* what);
+
+    int m_device;
+    CudaOptions m_options;
+    std::string m_name;
+    std::shared_ptr<DeviceMemory> m_memory;
+    cublasHandle_t m_cublas = nullptr;
+    cudnnHandle_t m_cudnn = nullptr;
+    std::unique_ptr<ConvPlans> m_conv;
+    bool m_bf16TensorCores = false; // sm_80 and newer
+    Tensor m_refs, m_scratch;
+    void* m_pinned = nullptr;
+    std::size_t m_pinnedBytes = 0;
+};
+
+} // namespace mantissa::cuda
