@@ -159,14 +159,23 @@ void TrainingPanel::fillDevices()
 {
     m_device->addItem(tr("Automatic (GPU if available)"), "auto");
     m_device->addItem(tr("CPU"), "cpu");
-    m_device->addItem(tr("GPU (cuda:0)"), "cuda:0");
-    if (!cudaBackendBuilt()) {
+    const GpuInventory gpus = listGpus();
+    for (const GpuDevice& gpu : gpus.devices)
+        m_device->addItem(tr("GPU %1: %2 (%3 GiB)")
+                              .arg(gpu.index)
+                              .arg(QString::fromStdString(gpu.name))
+                              .arg(static_cast<double>(gpu.memoryBytes) / double(1 << 30), 0, 'f', 0),
+                          QString("cuda:%1").arg(gpu.index));
+    if (gpus.devices.empty()) {
         // Disabled rather than hidden, so users learn why there is no GPU to pick.
+        m_device->addItem(tr("GPU (cuda:0) — %1").arg(QString::fromStdString(gpus.whyNone)), "cuda:0");
         auto* model = qobject_cast<QStandardItemModel*>(m_device->model());
-        QStandardItem* gpu = model->item(2);
-        gpu->setEnabled(false);
-        gpu->setToolTip(tr("This build has no CUDA backend: configure with MANTISSA_WITH_CUDA=ON and a CUDA toolkit."));
-        gpu->setText(tr("GPU (cuda:0) — not in this build"));
+        QStandardItem* item = model->item(model->rowCount() - 1);
+        item->setEnabled(false);
+        item->setToolTip(cudaBackendBuilt()
+                             ? tr("No usable GPU: %1.").arg(QString::fromStdString(gpus.whyNone))
+                             : tr("This build has no CUDA backend: configure with MANTISSA_WITH_CUDA=ON and a CUDA "
+                                  "toolkit (docs/gpu.md)."));
     }
 }
 

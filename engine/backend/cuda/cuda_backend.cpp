@@ -273,6 +273,8 @@ void CudaBackend::activationBackward(Activation kind, const Tensor& x, const Ten
 
 void CudaBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g)
 {
+    MANTISSA_ASSERT(argmax.dtype() == DType::F32);
+    MANTISSA_ASSERT(g.inH * g.inW <= (std::int64_t{1} << 24)); // offsets are stored exactly as floats
     launchMaxPoolForward(x.data(), x.dtype(), y.data(), y.dtype(), argmax.f32(), g, stream());
     checkLaunch("maxPoolForward");
 }
