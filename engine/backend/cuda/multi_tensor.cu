@@ -1,0 +1,254 @@
+// Multi-tensor ops over every parameter in one launch: unscale-and-check, sum of squares,
+// scaling, and the SGD and Adam/AdamW steps. A 2-D grid: blockIdx.y picks a tensor, the x
+// blocks grid-stride over its elements, so one launch serves tensors of any sizes.
+//
+// Matches cpu/multi_tensor.cpp element for element: arithmetic in fp32 with the products the
+// CPU's build fuses written as fma (explicit_rounding.cuh); master and optimizer state are
+// loaded, updated in fp32 and rounded once to their own dtype at the end (16-bit in the pure
+// modes), and the working copy is refreshed from the rounded master in the same pass. Adam's
+// bias corrections are computed on the host with std::pow, exactly as the CPU does.
+//
+// Two results are accumulated with atomics: the first non-finite tensor and the absolute
+// maximum are integer atomics and repeat exactly; the sum of squares adds per-block double
+// partials in whatever order blocks finish, so its last bits can vary between runs (the CPU
+// also accumulates in double, in yet another order; the difference is far below what a
+// gradient-norm clip can see).
+#include "engine/backend/cuda/block_reduce.cuh"
+#include "engine/backend/cuda/device_numerics.cuh"
+#include "engine/backend/cuda/explicit_rounding.cuh"
+#include "engine/backend/cuda/kernels.h"
+
+#include <math_constants.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+namespace mantissa::cuda {
+
+namespace {
+
+// --- element formulas (host-callable so a host test can hold them to the CPU) ----------------
+
+struct SgdResult {
+    float weight, buffer;
+};
+
+// d = g + decay * w; with momentum b = momentum * b + d and d = Nesterov ? d + momentum * b : b;
+// w -= lr * d. `buffer` is ignored (and returned unchanged) without momentum.
+__host__ __device__ inline SgdResult sgdUpdate(float weight, float grad, float buffer, float decay,
+                                               const SgdSettings& s, float lr)
+{
+    float d = exact::fma(decay, weight, grad);
+    if (s.momentum != 0.0f) {
+        buffer = exact::fma(s.momentum, buffer, d);
+        d = s.nesterov ? exact::fma(s.momentum, buffer, d) : buffer;
+    }
+    return {exact::fma(-lr, d, weight), buffer};
+}
+
+struct AdamResult {
+    float weight, m, v;
+};
+
+// Adam with L2 decay folded into the gradient, or AdamW's decoupled decay applied to the
+// weight first; correction1/2 are 1 - beta^step.
+__host__ __device__ inline AdamResult adamUpdate(float weight, float grad, float m, float v, float decay,
+                                                 const AdamSettings& s, float lr, float correction1,
+                                                 float correction2)
+{
+    if (s.decoupledDecay)
+        weight = exact::fma(-exact::mul(lr, decay), weight, weight);
+    else
+        grad = exact::fma(decay, weight, grad);
+    m = exact::fma(s.beta1, m, exact::mul(1.0f - s.beta1, grad));
+    v = exact::fma(s.beta2, v, exact::mul(exact::mul(1.0f - s.beta2, grad), grad));
+    const float mHat = exact::div(m, correction1);
+    const float vHat = exact::div(v, correction2);
+    weight = exact::sub(weight, exact::div(exact::mul(lr, mHat), exact::add(exact::sqrt(vHat), s.epsilon)));
+    return {weight, m, v};
+}
+
+// --- launch shape ---------------------------------------------------------------------------------
+
+constexpr int kThreads = kThreadsPerBlock;
+constexpr int kMaxTensorsPerLaunch = 65535; // gridDim.y limit; the tensor loop covers the rest
+
+// Every tensor gets as many x blocks as the largest needs; the extra blocks of small tensors
+// exit at once, but not for free, so the x extent shrinks as tensors multiply (about 64k
+// blocks in all, never fewer than 64 per tensor).
+dim3 tensorGrid(int count, std::int64_t maxElements)
+{
+    const int y = std::min(count, kMaxTensorsPerLaunch);
+    const unsigned cap = std::max(64u, 65536u / static_cast<unsigned>(y));
+    return {std::min(blocksFor(maxElements, kThreads), cap), static_cast<unsigned>(y), 1};
+}
+
+__device__ __forceinline__ std::int64_t firstElement()
+{
+    return blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+}
+
+__device__ __forceinline__ std::int64_t elementStride()
+{
+    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
+// --- kernels ----------------------------------------------------------------------------------------
+
+__global__ void initUnscaleResults(int* firstNonFinite, float* absMax)
+{
+    if (firstNonFinite)
+        *firstNonFinite = INT_MAX;
+    if (absMax)
+        *absMax = 0.0f;
+}
+
+// A value's magnitude as an orderable bit pattern: for non-negative floats the unsigned bits
+// order as the values do. A non-finite value counts as +inf, whose bits exceed every finite
+// magnitude's, so one max both finds the largest magnitude and flags the tensor.
+constexpr unsigned kInfinityBits = 0x7f800000u;
+
+__global__ void unscaleKernel(const TensorRef* grads, const TensorRef* fp32Out, int count, float invScale,
+                              int* firstNonFinite, float* absMax)
+{
+    __shared__ unsigned slots[kReduceSlots];
+    for (int t = blockIdx.y; t < count; t += gridDim.y) {
+        const TensorRef in = grads[t];
+        const TensorRef out = fp32Out[t];
+        unsigned largest = 0;
+        for (std::int64_t i = firstElement(); i < in.n; i += elementStride()) {
+            const float v = exact::mul(loadAs(in.data, in.dtype, i), invScale);
+            storeAs(out.data, out.dtype, i, v);
+            largest = max(largest, isfinite(v) ? __float_as_uint(fabsf(v)) : kInfinityBits);
+        }
+        largest = blockReduce(largest, [](unsigned a, unsigned b) { return max(a, b); }, slots);
+        if (threadIdx.x == 0 && largest != 0) {
+            if (largest == kInfinityBits && firstNonFinite)
+                atomicMin(firstNonFinite, t);
+            if (absMax)
+                atomicMax(reinterpret_cast<unsigned*>(absMax), largest);
+        }
+    }
+}
+
+__global__ void sumOfSquaresKernel(const TensorRef* tensors, int count, double* result)
+{
+    __shared__ double slots[kReduceSlots];
+    for (int t = blockIdx.y; t < count; t += gridDim.y) {
+        const TensorRef tensor = tensors[t];
+        double sum = 0;
+        for (std::int64_t i = firstElement(); i < tensor.n; i += elementStride()) {
+            const double v = loadAs(tensor.data, tensor.dtype, i);
+            sum = exact::fma(v, v, sum);
+        }
+        sum = blockReduce(sum, [](double a, double b) { return a + b; }, slots);
+        if (threadIdx.x == 0 && sum != 0.0)
+            atomicAdd(result, sum);
+    }
+}
+
+__global__ void scaleKernel(const TensorRef* tensors, int count, float factor)
+{
+    for (int t = blockIdx.y; t < count; t += gridDim.y) {
+        const TensorRef tensor = tensors[t];
+        for (std::int64_t i = firstElement(); i < tensor.n; i += elementStride())
+            storeAs(tensor.data, tensor.dtype, i, exact::mul(loadAs(tensor.data, tensor.dtype, i), factor));
+    }
+}
+
+// The refreshed working copy is the master as stored (already rounded to its dtype), rounded
+// again to the working dtype: the CPU casts the committed master.
+__device__ __forceinline__ void storeWeight(const SlotRef& slot, std::int64_t i, float weight)
+{
+    storeAs(slot.master.data, slot.master.dtype, i, weight);
+    if (slot.working.data)
+        storeAs(slot.working.data, slot.working.dtype, i, roundedTo(slot.master.dtype, weight));
+}
+
+__global__ void sgdKernel(const SlotRef* slots, int count, SgdSettings settings, float lr)
+{
+    const bool useMomentum = settings.momentum != 0.0f;
+    for (int t = blockIdx.y; t < count; t += gridDim.y) {
+        const SlotRef slot = slots[t];
+        const float decay = slot.decay ? settings.weightDecay : 0.0f;
+        for (std::int64_t i = firstElement(); i < slot.master.n; i += elementStride()) {
+            const float buffer = useMomentum ? loadAs(slot.state1.data, slot.state1.dtype, i) : 0.0f;
+            const SgdResult r = sgdUpdate(loadAs(slot.master.data, slot.master.dtype, i),
+                                          loadAs(slot.grad.data, slot.grad.dtype, i), buffer, decay, settings, lr);
+            if (useMomentum)
+                storeAs(slot.state1.data, slot.state1.dtype, i, r.buffer);
+            storeWeight(slot, i, r.weight);
+        }
+    }
+}
+
+__global__ void adamKernel(const SlotRef* slots, int count, AdamSettings settings, float lr, float correction1,
+                           float correction2)
+{
+    for (int t = blockIdx.y; t < count; t += gridDim.y) {
+        const SlotRef slot = slots[t];
+        const float decay = slot.decay ? settings.weightDecay : 0.0f;
+        for (std::int64_t i = firstElement(); i < slot.master.n; i += elementStride()) {
+            const AdamResult r = adamUpdate(
+                loadAs(slot.master.data, slot.master.dtype, i), loadAs(slot.grad.data, slot.grad.dtype, i),
+                loadAs(slot.state1.data, slot.state1.dtype, i), loadAs(slot.state2.data, slot.state2.dtype, i),
+                decay, settings, lr, correction1, correction2);
+            storeAs(slot.state1.data, slot.state1.dtype, i, r.m);
+            storeAs(slot.state2.data, slot.state2.dtype, i, r.v);
+            storeWeight(slot, i, r.weight);
+        }
+    }
+}
+
+} // namespace
+
+void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count,
+                                 std::int64_t maxElements, float invScale, int* firstNonFinite, float* absMax,
+                                 cudaStream_t stream)
+{
+    initUnscaleResults<<<1, 1, 0, stream>>>(firstNonFinite, absMax);
+    if (count <= 0 || maxElements <= 0)
+        return;
+    unscaleKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(grads, fp32Out, count, invScale,
+                                                                           firstNonFinite, absMax);
+}
+
+void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result,
+                        cudaStream_t stream)
+{
+    cudaMemsetAsync(result, 0, sizeof(double), stream);
+    if (count <= 0 || maxElements <= 0)
+        return;
+    sumOfSquaresKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(tensors, count, result);
+}
+
+void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, float factor,
+                        cudaStream_t stream)
+{
+    if (count <= 0 || maxElements <= 0)
+        return;
+    scaleKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(tensors, count, factor);
+}
+
+void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, float lr,
+                   cudaStream_t stream)
+{
+    if (count <= 0 || maxElements <= 0)
+        return;
+    sgdKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(slots, count, settings, lr);
+}
+
+void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, AdamSettings settings, float lr,
+                    std::int64_t step, cudaStream_t stream)
+{
+    if (count <= 0 || maxElements <= 0)
+        return;
+    // The CPU's host expressions, evaluated by the same libm, so the corrections are identical.
+    const float correction1 = 1.0f - std::pow(settings.beta1, static_cast<float>(step));
+    const float correction2 = 1.0f - std::pow(settings.beta2, static_cast<float>(step));
+    adamKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(slots, count, settings, lr, correction1,
+                                                                        correction2);
+}
+
+} // namespace mantissa::cuda
