@@ -54,8 +54,14 @@ if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
   set(CMAKE_CUDA_ARCHITECTURES ${_wanted} CACHE STRING "GPU architectures of the CUDA backend" FORCE)
 endif()
 enable_language(CUDA)
-# CMake 3.25 cannot name C++20 for nvcc (CUDA_STANDARD 20), so the flag is given directly
-# (engine/CMakeLists.txt): the kernels include the engine's C++20 headers.
+# CMake 3.25 predates its knowledge that nvcc 12+ speaks C++20; the kernels include the
+# engine's C++20 headers, so tell it the flag (newer CMake sets the same).
+if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0 AND NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+endif()
+set(CMAKE_CUDA_STANDARD 20)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 set(MANTISSA_HAVE_CUDA ON)
 message(STATUS "CUDA backend: on (CUDA ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}, "
                "cuDNN ${MANTISSA_CUDNN_LIBRARY})")
