@@ -374,12 +374,17 @@ RunSummary Trainer::run()
             summary.bestTestAccuracy = std::max(summary.bestTestAccuracy, test.accuracy);
         }
     } catch (const std::exception& e) {
+        std::string why = e.what();
+        // Out of memory: the batch size is the knob a user turns, so the message names it.
+        if (dynamic_cast<const ResourceError*>(&e))
+            why += " (batch size " + std::to_string(m_config.training.batchSize) + ", " +
+                   precisionModeName(m_config.precision) + "; try a smaller batch size)";
         EventRecord error;
         error.kind = EventKind::Error;
         error.step = step;
-        error.message = e.what();
+        error.message = why;
         publish(error);
-        return conclude(RunStatus::Failed, e.what());
+        return conclude(RunStatus::Failed, why);
     }
     return conclude(RunStatus::Finished, "");
 }

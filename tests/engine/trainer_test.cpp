@@ -136,6 +136,38 @@ TEST(Trainer, NonFiniteLossInFp32EndsAsDiverged)
     EXPECT_LT(run.summary.steps, 32);
 }
 
+TEST(Trainer, OutOfMemoryFailsTheRunNamingTheBatchSize)
+{
+    // 100,000 filters of 26x26 outputs at batch 128 ask for 34.6 GB in one activation: more
+    // than any test machine has, so the allocation fails at once without touching memory.
+    RunConfig config = smallConfig();
+    config.model.input = {1, 28, 28};
+    config.data.syntheticShape = {1, 28, 28};
+    LayerSpec conv;
+    conv.type = "conv2d";
+    conv.filters = 100000;
+    conv.kernel = 3;
+    LayerSpec pool;
+    pool.type = "maxpool";
+    pool.kernel = 26;
+    pool.stride = 26;
+    LayerSpec flatten;
+    flatten.type = "flatten";
+    LayerSpec out;
+    out.type = "linear";
+    out.units = 4;
+    config.model.layers = {conv, pool, flatten, out};
+    config.training.batchSize = 128;
+    const TrainedRun run = train(config);
+    EXPECT_EQ(run.summary.status, RunStatus::Failed);
+    EXPECT_NE(run.summary.message.find("out of host memory"), std::string::npos) << run.summary.message;
+    EXPECT_NE(run.summary.message.find("batch size 128"), std::string::npos) << run.summary.message;
+    ASSERT_EQ(run.recorder.count(EventKind::Error), 1);
+    for (const EventRecord& e : run.recorder.events)
+        if (e.kind == EventKind::Error)
+            EXPECT_EQ(e.message, run.summary.message);
+}
+
 TEST(Trainer, OverflowSkipsTheStepBacksOffAndNamesTheParameter)
 {
     RunConfig config = smallConfig(PrecisionMode::MixedFp16);
