@@ -163,9 +163,11 @@ TEST(Trainer, OutOfMemoryFailsTheRunNamingTheBatchSize)
     EXPECT_NE(run.summary.message.find("out of host memory"), std::string::npos) << run.summary.message;
     EXPECT_NE(run.summary.message.find("batch size 128"), std::string::npos) << run.summary.message;
     ASSERT_EQ(run.recorder.count(EventKind::Error), 1);
-    for (const EventRecord& e : run.recorder.events)
-        if (e.kind == EventKind::Error)
+    for (const EventRecord& e : run.recorder.events) {
+        if (e.kind == EventKind::Error) {
             EXPECT_EQ(e.message, run.summary.message);
+        }
+    }
 }
 
 TEST(Trainer, OverflowSkipsTheStepBacksOffAndNamesTheParameter)
