@@ -1,11 +1,21 @@
-// Training throughput of the reference workloads on the CPU, per precision mode, printed
-// as a table. Synthetic 28x28 data keeps the figures independent of disk and decoding; the
-// timed region is the Trainer's training steps only (its samples/s excludes evaluation).
+// Training throughput of the reference workloads, per precision mode, printed as a table.
+// Synthetic 28x28 data keeps the figures independent of disk and decoding; the timed region
+// is the Trainer's training steps only (its samples/s excludes evaluation). The device is
+// chosen as a run chooses it (training.device through selectBackend); the CPU by default.
 //
-//   engine_throughput [--steps N] [--warmup N] [--threads N] [--models mlp,cnn] [--modes fp32,mixed-fp16]
+//   engine_throughput [--device auto|cpu|cuda[:N]] [--steps N] [--warmup N] [--threads N]
+//                     [--models mlp,cnn] [--modes fp32,mixed-fp16]
+//
+// Achieved TFLOP/s counts a training step as three forward passes (the forward, and a
+// backward that computes both the input and the weight gradients, each as costly as the
+// forward), from the model's forward FLOPs per sample (Layer::flopsPerSample: a multiply-add
+// is two FLOPs). Peak memory is Backend::peakBytes over the timed run.
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/config/presets.h"
+#include "engine/model/model_validation.h"
 #include "engine/train/trainer.h"
+#include "engine/util/check.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,8 +38,8 @@ std::vector<std::string> splitList(const std::string& text)
     return out;
 }
 
-double measure(const std::string& preset, PrecisionMode mode, int threads, std::int64_t warmup, std::int64_t steps,
-               std::size_t& peakBytes)
+double measure(Backend& backend, const std::string& device, const std::string& preset, PrecisionMode mode,
+               int threads, std::int64_t warmup, std::int64_t steps, std::size_t& peakBytes)
 {
     RunConfig config = presetConfig(preset);
     config.precision = mode;
@@ -39,14 +49,15 @@ double measure(const std::string& preset, PrecisionMode mode, int threads, std::
     config.data.syntheticTrain = config.training.batchSize * (warmup + steps);
     config.data.syntheticTest = config.training.batchSize;
     config.training.threads = threads;
+    config.training.device = device;
     config.training.epochs = 1;
-    auto backend = makeCpuBackend(threads);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
-    // Warm-up run: fills the allocator's pool, pages in the weights, lets OpenBLAS spin up.
+    // Warm-up run: fills the allocator's pool, pages in the weights, lets OpenBLAS spin up
+    // (on a GPU: loads the kernels and lets cuBLAS and cuDNN pick their algorithms).
     config.training.maxSteps = warmup;
-    Trainer(config, *backend, data).run();
+    Trainer(config, backend, data).run();
     config.training.maxSteps = steps;
-    Trainer trainer(config, *backend, data);
+    Trainer trainer(config, backend, data);
     const RunSummary summary = trainer.run();
     peakBytes = summary.peakBytes;
     return summary.samplesPerSecond;
@@ -58,12 +69,14 @@ int main(int argc, char** argv)
 {
     std::int64_t steps = 60, warmup = 10;
     int threads = 0;
+    std::string device = "cpu";
     std::vector<std::string> models{"mlp", "cnn"};
     std::vector<std::string> modes{"fp32", "mixed-fp16"};
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         const std::string value = argv[i + 1];
-        if (flag == "--steps") steps = std::atoll(value.c_str());
+        if (flag == "--device") device = value;
+        else if (flag == "--steps") steps = std::atoll(value.c_str());
         else if (flag == "--warmup") warmup = std::atoll(value.c_str());
         else if (flag == "--threads") threads = std::atoi(value.c_str());
         else if (flag == "--models") models = splitList(value);
@@ -73,11 +86,20 @@ int main(int argc, char** argv)
             return 2;
         }
     }
-    auto probe = makeCpuBackend(threads);
-    std::printf("backend: %s; %lld timed steps after %lld warm-up steps\n\n", probe->name().c_str(),
+    BackendSelection selection;
+    try {
+        selection = selectBackend(device, threads);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "engine_throughput: %s\n", e.what());
+        return 1;
+    }
+    Backend& backend = *selection.backend;
+    std::printf("backend: %s; %lld timed steps after %lld warm-up steps\n", backend.name().c_str(),
                 static_cast<long long>(steps), static_cast<long long>(warmup));
-    std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) |\n");
-    std::printf("| --- | --- | --- | --- | --- | --- |\n");
+    std::printf("device: %s (requested %s)\n\n", selection.reason.c_str(), device.c_str());
+    // New columns go at the end, so that readers of the first six keep working.
+    std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
     for (const auto& model : models) {
         double fp32Rate = 0;
         for (const auto& modeName : modes) {
@@ -87,13 +109,15 @@ int main(int argc, char** argv)
                 return 2;
             }
             std::size_t peak = 0;
-            const double rate = measure(model, *mode, threads, warmup, steps, peak);
+            const double rate = measure(backend, device, model, *mode, threads, warmup, steps, peak);
+            const double forwardFlops = static_cast<double>(validateModel(presetConfig(model).model).totalFlopsPerSample);
             if (*mode == PrecisionMode::Fp32)
                 fp32Rate = rate;
             const std::string ratio = fp32Rate > 0 ? std::to_string(fp32Rate / rate).substr(0, 4) + "x" : "-";
-            std::printf("| %s | %lld | %s | %.0f | %s | %.1f |\n", model.c_str(),
+            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f |\n", model.c_str(),
                         static_cast<long long>(presetConfig(model).training.batchSize), modeName.c_str(), rate,
-                        ratio.c_str(), static_cast<double>(peak) / (1024.0 * 1024.0));
+                        ratio.c_str(), static_cast<double>(peak) / (1024.0 * 1024.0),
+                        3.0 * forwardFlops * rate * 1e-12);
             std::fflush(stdout);
         }
     }

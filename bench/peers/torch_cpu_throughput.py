@@ -12,23 +12,13 @@ import time
 import torch
 import torch.nn as nn
 
-
-def mlp():
-    return nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                         nn.Linear(1024, 10))
+from preset_models import build_model, build_optimizer, load_preset
 
 
-def cnn():
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(3136, 256), nn.ReLU(), nn.Linear(256, 10))
-
-
-def measure(make, batch, warmup, steps):
+def measure(preset, batch, warmup, steps):
     torch.manual_seed(42)
-    model = make()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    model, _ = build_model(preset)
+    optimizer = build_optimizer(preset, model.parameters())
     loss_fn = nn.CrossEntropyLoss()
     x = torch.randn(batch, 1, 28, 28)
     y = torch.randint(0, 10, (batch,))
@@ -57,8 +47,8 @@ def main():
     print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, fp32")
     print("| model | batch | samples/s |")
     print("| --- | --- | --- |")
-    for name, make in (("mlp", mlp), ("cnn", cnn)):
-        print(f"| {name} | 128 | {measure(make, 128, args.warmup, args.steps):.0f} |", flush=True)
+    for name in ("mlp", "cnn"):
+        print(f"| {name} | 128 | {measure(load_preset(name), 128, args.warmup, args.steps):.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,619 @@
+// Every op of the Backend contract on the CUDA backend against the CPU backend (the oracle):
+// one table of cases, each run in fp32, fp16 and bf16 from the same seeded inputs on both,
+// every output compared under the tolerance stated beside it (parity_check.h says why each
+// kind of tolerance is what it is). A failure names the output and its worst deviation.
+// Without a usable GPU, or without the CUDA backend in the build, every case is skipped.
+#include "device_under_test.h"
+#include "parity_check.h"
+
+#include "engine/numerics/conversions.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace mantissa;
+using namespace mantissa::test;
+
+namespace {
+
+constexpr std::uint32_t kSeed = 20240611;
+const std::vector<DType> kAllTypes{DType::F32, DType::F16, DType::BF16};
+const std::vector<DType> k16BitTypes{DType::F16, DType::BF16};
+// Element counts for elementwise and multi-tensor ops: below, at and above a multiple of 8 or
+// of a vector width, and one large enough to need many blocks.
+const std::vector<std::int64_t> kSizes{1, 7, 8, 33, 6400};
+
+struct ParityCase {
+    std::string name;
+    Op op;                    // the family Backend::supports is asked about
+    std::vector<DType> dtypes; // the types the case runs in
+    std::function<void(OpRun&, DType)> run;
+};
+
+std::string extents(std::initializer_list<std::int64_t> dims)
+{
+    std::string out;
+    for (auto d : dims) {
+        if (!out.empty())
+            out += 'x';
+        out += std::to_string(d);
+    }
+    return out;
+}
+
+std::string sized(const std::string& what, std::int64_t n) { return what + " n=" + std::to_string(n); }
+
+// --- memory ------------------------------------------------------------------------------------
+
+ParityCase uploadDownload()
+{
+    return {"uploadDownload", Op::Cast, kAllTypes, [](OpRun& r, DType t) {
+                // Unrounded host values: upload itself must round them, to nearest even.
+                for (auto n : kSizes) {
+                    const auto host = r.draw(n, specials());
+                    Tensor x = r.backend().empty({n}, t);
+                    r.backend().upload(host.data(), x);
+                    r.keep(sized("round trip", n), x, exact());
+                }
+            }};
+}
+
+ParityCase fill()
+{
+    return {"fill", Op::Cast, kAllTypes, [](OpRun& r, DType t) {
+                for (float value : {0.1f, -2.5f, 65519.0f, 70000.0f, 1e-9f, -0.0f}) {
+                    Tensor x = r.output({33}, t);
+                    r.backend().fill(x, value);
+                    r.keep("fill " + std::to_string(value), x, exact());
+                }
+                for (auto n : {std::int64_t{1}, std::int64_t{6400}}) {
+                    Tensor x = r.output({n}, t);
+                    r.backend().fill(x, 0.3f);
+                    r.keep(sized("fill 0.3", n), x, exact());
+                }
+            }};
+}
+
+ParityCase cast()
+{
+    return {"cast", Op::Cast, kAllTypes, [](OpRun& r, DType t) {
+                for (DType to : kAllTypes) {
+                    for (auto n : {std::int64_t{7}, std::int64_t{6400}}) {
+                        Tensor src = r.input({n}, t, specials());
+                        Tensor dst = r.output({n}, to);
+                        r.backend().cast(src, dst);
+                        r.keep(sized(std::string("to ") + std::string(dtypeName(to)), n), dst, exact());
+                    }
+                }
+            }};
+}
+
+// --- dense algebra ---------------------------------------------------------------------------------
+
+ParityCase gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta)
+{
+    const std::string name = std::string("gemm") + (ta == Transpose::Yes ? "T" : "N") +
+                             (tb == Transpose::Yes ? "T" : "N") + "_" + extents({m, n, k}) +
+                             (beta != 0 ? "_accumulate" : "");
+    return {name, Op::Gemm, kAllTypes, [=](OpRun& r, DType t) {
+                Tensor a = r.input(ta == Transpose::No ? Shape{m, k} : Shape{k, m}, t, uniform(-1, 1));
+                Tensor b = r.input(tb == Transpose::No ? Shape{k, n} : Shape{n, k}, t, uniform(-1, 1));
+                // With beta = 0, C must not be read: it starts as NaN, and NaN * 0 is NaN.
+                Tensor c = beta != 0 ? r.input({m, n}, t, uniform(-1, 1)) : r.output({m, n}, t);
+                r.backend().gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+                r.keep("C", c, reduction(k + (beta != 0 ? 1 : 0), t));
+            }};
+}
+
+ParityCase addRowBias()
+{
+    return {"addRowBias", Op::Gemm, kAllTypes, [](OpRun& r, DType t) {
+                for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 33}, {64, 100}}) {
+                    Tensor y = r.input({rows, cols}, t, uniform(-1, 1));
+                    Tensor bias = r.input({cols}, t, uniform(-1, 1));
+                    r.backend().addRowBias(y, bias);
+                    r.keep("y " + extents({rows, cols}), y, exact()); // one addition, one rounding
+                }
+            }};
+}
+
+ParityCase rowBiasGrad()
+{
+    return {"rowBiasGrad", Op::Gemm, kAllTypes, [](OpRun& r, DType t) {
+                for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 33}, {64, 100}}) {
+                    Tensor dy = r.input({rows, cols}, t, uniform(-1, 1));
+                    Tensor dbias = r.output({cols}, t);
+                    r.backend().rowBiasGrad(dy, dbias);
+                    r.keep("dbias " + extents({rows, cols}), dbias, reduction(rows, t));
+                }
+            }};
+}
+
+// --- convolution -----------------------------------------------------------------------------------
+
+struct ConvShape {
+    std::int64_t n, c, h, w, oc, kernel, stride, pad;
+    bool bias;
+};
+
+ParityCase conv(const ConvShape& s)
+{
+    const std::string name = "conv" + extents({s.kernel, s.kernel}) + "s" + std::to_string(s.stride) + "p" +
+                             std::to_string(s.pad) + "_" + extents({s.n, s.c, s.h, s.w}) + "to" +
+                             std::to_string(s.oc) + (s.bias ? "_bias" : "_noBias");
+    return {name, Op::Conv2d, kAllTypes, [s](OpRun& r, DType t) {
+                ConvGeometry g;
+                g.n = s.n, g.inChannels = s.c, g.inH = s.h, g.inW = s.w, g.outChannels = s.oc;
+                g.kH = g.kW = s.kernel, g.strideH = g.strideW = s.stride, g.padH = g.padW = s.pad;
+                g.outH = slidingOutput(s.h, s.kernel, s.stride, s.pad);
+                g.outW = slidingOutput(s.w, s.kernel, s.stride, s.pad);
+                const Shape xs{s.n, s.c, s.h, s.w}, ws{s.oc, s.c, s.kernel, s.kernel}, ys{s.n, s.oc, g.outH, g.outW};
+                Tensor x = r.input(xs, t, uniform(-1, 1));
+                Tensor w = r.input(ws, t, uniform(-1, 1));
+                Tensor bias = s.bias ? r.input({s.oc}, t, uniform(-1, 1)) : Tensor();
+                Tensor dy = r.input(ys, t, uniform(-1, 1));
+
+                Tensor y = r.output(ys, t);
+                r.backend().conv2dForward(x, w, s.bias ? &bias : nullptr, y, g);
+                r.keep("y", y, reduction(s.c * s.kernel * s.kernel + (s.bias ? 1 : 0), t));
+
+                Tensor dx = r.output(xs, t);
+                r.backend().conv2dBackwardData(dy, w, dx, g);
+                r.keep("dx", dx, reduction(s.oc * s.kernel * s.kernel, t));
+
+                Tensor dw = r.output(ws, t);
+                Tensor dbias = s.bias ? r.output({s.oc}, t) : Tensor();
+                r.backend().conv2dBackwardFilter(x, dy, dw, s.bias ? &dbias : nullptr, g);
+                const std::int64_t positions = s.n * g.outH * g.outW;
+                r.keep("dw", dw, reduction(positions, t));
+                if (s.bias)
+                    r.keep("dbias", dbias, reduction(positions, t));
+            }};
+}
+
+// --- batch norm ------------------------------------------------------------------------------------
+
+ParityCase batchNorm(std::vector<std::int64_t> dims)
+{
+    std::string name = "batchNorm";
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        name += i ? 'x' : '_';
+        name += std::to_string(dims[i]);
+    }
+    return {name, Op::BatchNorm, kAllTypes, [dims](OpRun& r, DType t) {
+                const Shape shape(dims);
+                const std::int64_t channels = dims[1], count = shape.numel() / channels;
+                const float momentum = 0.1f, epsilon = 1e-5f;
+                // A mean of 3 against a spread of 1: a one-pass variance would cancel.
+                Tensor x = r.input(shape, t, uniform(2, 4));
+                Tensor gamma = r.input({channels}, DType::F32, uniform(0.5f, 1.5f));
+                Tensor beta = r.input({channels}, DType::F32, uniform(-0.5f, 0.5f));
+                BatchNormState state;
+                state.runningMean = r.input({channels}, DType::F32, uniform(-1, 1));
+                state.runningVar = r.input({channels}, DType::F32, uniform(0.5f, 2));
+                state.savedMean = r.output({channels}, DType::F32);
+                state.savedInvStd = r.output({channels}, DType::F32);
+
+                // Evaluation first: it normalises with the running statistics and leaves them alone.
+                Tensor yEval = r.output(shape, t);
+                r.backend().batchNormForward(x, gamma, beta, yEval, state, false, momentum, epsilon);
+                r.keep("y (evaluation)", yEval, normwise(16));
+                r.keep("runningMean after evaluation", state.runningMean, exact());
+                r.keep("runningVar after evaluation", state.runningVar, exact());
+
+                // Statistics are fp32 computations over `count` values whatever x's type.
+                const Tolerance statistics = reduction(count, DType::F32);
+                Tensor y = r.output(shape, t);
+                r.backend().batchNormForward(x, gamma, beta, y, state, true, momentum, epsilon);
+                r.keep("y (training)", y, statistics);
+                r.keep("savedMean", state.savedMean, statistics);
+                r.keep("savedInvStd", state.savedInvStd, statistics);
+                r.keep("runningMean", state.runningMean, statistics);
+                r.keep("runningVar", state.runningVar, statistics);
+
+                Tensor dy = r.input(shape, t, uniform(-1, 1));
+                Tensor dx = r.output(shape, t);
+                Tensor dgamma = r.output({channels}, DType::F32), dbeta = r.output({channels}, DType::F32);
+                r.backend().batchNormBackward(x, dy, gamma, state, dx, dgamma, dbeta);
+                r.keep("dx", dx, statistics);
+                r.keep("dgamma", dgamma, statistics);
+                r.keep("dbeta", dbeta, statistics);
+            }};
+}
+
+// --- activations -----------------------------------------------------------------------------------
+
+ParityCase activation(Activation kind, const std::string& kindName)
+{
+    return {"activation" + kindName, Op::Activation, kAllTypes, [kind](OpRun& r, DType t) {
+                // ReLU is a select (exact); the others go through libm-class functions.
+                const Tolerance tolerance = kind == Activation::Relu ? exact() : normwise(16);
+                for (auto n : kSizes) {
+                    // Exact zeros of both signs: ReLU and its gradient must treat them alike.
+                    Tensor x = r.input({n}, t, with(with(uniform(-5, 5), 0.0f, 13), -0.0f, 17, 5));
+                    Tensor y = r.output({n}, t);
+                    r.backend().activationForward(kind, x, y);
+                    r.keep(sized("y", n), y, tolerance);
+
+                    // Backward reads the stored output (tanh, sigmoid) or the input (ReLU, GELU);
+                    // y is drawn from the output's range so both backends read the same one.
+                    const Draw yRange = kind == Activation::Sigmoid ? uniform(0, 1) : uniform(-1, 1);
+                    Tensor yIn = r.input({n}, t, yRange);
+                    Tensor dy = r.input({n}, t, uniform(-1, 1));
+                    Tensor dx = r.output({n}, t);
+                    r.backend().activationBackward(kind, x, yIn, dy, dx);
+                    r.keep(sized("dx", n), dx, tolerance);
+                }
+            }};
+}
+
+// --- pooling ---------------------------------------------------------------------------------------
+
+struct PoolShape {
+    bool max;
+    std::int64_t n, c, h, w, kernel, stride, pad;
+    bool withNaN = false; // a NaN wins its window and must come out of it
+};
+
+ParityCase pool(const PoolShape& s)
+{
+    const std::string name = std::string(s.max ? "maxPool" : "avgPool") + extents({s.kernel, s.kernel}) + "s" +
+                             std::to_string(s.stride) + "p" + std::to_string(s.pad) + "_" +
+                             extents({s.n, s.c, s.h, s.w}) + (s.withNaN ? "_withNaN" : "");
+    return {name, Op::Pooling, kAllTypes, [s](OpRun& r, DType t) {
+                PoolGeometry g;
+                g.n = s.n, g.channels = s.c, g.inH = s.h, g.inW = s.w, g.kH = g.kW = s.kernel;
+                g.strideH = g.strideW = s.stride, g.padH = g.padW = s.pad;
+                g.outH = slidingOutput(s.h, s.kernel, s.stride, s.pad);
+                g.outW = slidingOutput(s.w, s.kernel, s.stride, s.pad);
+                const Shape xs{s.n, s.c, s.h, s.w}, ys{s.n, s.c, g.outH, g.outW};
+                // Windows overlapping one input: its gradient sums that many terms.
+                const std::int64_t overlap = ((s.kernel + s.stride - 1) / s.stride) * ((s.kernel + s.stride - 1) / s.stride);
+                Tensor dy = r.input(ys, t, uniform(-1, 1));
+                Tensor dx = r.output(xs, t);
+                Tensor y = r.output(ys, t);
+                if (s.max) {
+                    // Few distinct levels: windows tie, and the first maximum (row-major) must win.
+                    Tensor x = r.input(xs, t, s.withNaN ? with(levels(), NAN, 37, 5) : levels());
+                    Tensor argmax = r.output(ys, DType::F32);
+                    r.backend().maxPoolForward(x, y, argmax, g);
+                    r.keep("y", y, exact());
+                    r.keep("argmax", argmax, exact());
+                    r.backend().maxPoolBackward(dy, argmax, dx, g);
+                } else {
+                    Tensor x = r.input(xs, t, uniform(-1, 1));
+                    r.backend().avgPoolForward(x, y, g);
+                    r.keep("y", y, reduction(s.kernel * s.kernel, DType::F32));
+                    r.backend().avgPoolBackward(dy, dx, g);
+                }
+                r.keep("dx", dx, s.max && overlap == 1 ? exact() : reduction(overlap, DType::F32));
+            }};
+}
+
+// --- dropout and elementwise -------------------------------------------------------------------------
+
+ParityCase dropout(float p)
+{
+    return {"dropoutP" + std::to_string(static_cast<int>(p * 100)), Op::Dropout, kAllTypes, [p](OpRun& r, DType t) {
+                std::vector<std::int64_t> sizes = kSizes;
+                sizes.push_back((1 << 17) + 3); // past any one block or vector of indices
+                for (auto n : sizes) {
+                    Tensor x = r.input({n}, t, uniform(-1, 1));
+                    Tensor y = r.output({n}, t), mask = r.output({n}, DType::F32);
+                    r.backend().dropoutForward(x, y, mask, p, 42, 7);
+                    // The mask is a hash of (seed, counter, index): the same bits everywhere.
+                    r.keep(sized("mask", n), mask, exact());
+                    r.keep(sized("y", n), y, exact());
+                    Tensor dy = r.input({n}, t, uniform(-1, 1));
+                    Tensor dx = r.output({n}, t);
+                    r.backend().dropoutBackward(dy, mask, dx);
+                    r.keep(sized("dx", n), dx, exact());
+                }
+            }};
+}
+
+ParityCase add()
+{
+    return {"add", Op::Elementwise, kAllTypes, [](OpRun& r, DType t) {
+                for (auto n : kSizes) {
+                    Tensor a = r.input({n}, t, uniform(-1, 1)), b = r.input({n}, t, uniform(-1, 1));
+                    Tensor out = r.output({n}, t);
+                    r.backend().add(a, b, out);
+                    r.keep(sized("a + b", n), out, exact());
+                    r.backend().add(a, b, a); // out may alias a
+                    r.keep(sized("a + b written over a", n), a, exact());
+                }
+            }};
+}
+
+// --- loss ------------------------------------------------------------------------------------------
+
+ParityCase softmaxCrossEntropy(std::int64_t batch, std::int64_t classes)
+{
+    return {"softmaxCrossEntropy_" + extents({batch, classes}), Op::SoftmaxCrossEntropy, kAllTypes,
+            [batch, classes](OpRun& r, DType t) {
+                // Logits up to 8 in size: exp() of them overflows fp16, so the max must come off
+                // first. Rounded to bf16 some rows tie; the arg-max is then the first of them.
+                Tensor logits = r.input({batch, classes}, t, uniform(-8, 8));
+                Tensor labels = r.input({batch}, DType::F32, [classes](std::mt19937& g, std::size_t) {
+                    return static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, classes - 1)(g));
+                });
+                const Tolerance loss = reduction(classes + batch, DType::F32);
+                const LossResult plain = r.backend().softmaxCrossEntropy(logits, labels, 1.0f, nullptr);
+                r.keepScalar("meanLoss without dlogits", plain.meanLoss, loss);
+                r.keepScalar("correct without dlogits", static_cast<double>(plain.correct), exact());
+
+                Tensor dlogits = r.output({batch, classes}, t);
+                const LossResult scaled = r.backend().softmaxCrossEntropy(logits, labels, 1024.0f, &dlogits);
+                r.keepScalar("meanLoss with dlogits", scaled.meanLoss, loss);
+                r.keepScalar("correct with dlogits", static_cast<double>(scaled.correct), exact());
+                r.keep("dlogits (loss scale 1024)", dlogits, reduction(classes, DType::F32));
+            }};
+}
+
+// --- multi-tensor ops --------------------------------------------------------------------------------
+
+// One tensor of each of kSizes, of the given types in turn.
+std::vector<Tensor> tensorList(OpRun& r, const std::vector<DType>& types, const std::vector<Draw>& draws)
+{
+    std::vector<Tensor> list;
+    for (std::size_t i = 0; i < kSizes.size(); ++i)
+        list.push_back(r.input({kSizes[i]}, types[i % types.size()], draws[i % draws.size()]));
+    return list;
+}
+
+enum class Poison { None, InfInSecond, NaNInThird };
+
+// grads in `types` (one type, or several in turn); `poison` puts a non-finite value into one
+// tensor (and, for NaN, an inf into a later one, which must not be the one reported).
+ParityCase unscale(const std::string& name, std::vector<DType> types, Poison poison)
+{
+    const bool mixed = types.size() > 1;
+    return {name, Op::MultiTensor, mixed ? std::vector<DType>{DType::F32} : kAllTypes,
+            [types, mixed, poison](OpRun& r, DType t) {
+                std::vector<Draw> draws(kSizes.size(), uniform(-3000, 3000));
+                int expectedIndex = -1;
+                if (poison == Poison::InfInSecond) {
+                    draws[1] = with(draws[1], INFINITY, 1000000, 3);
+                    expectedIndex = 1;
+                } else if (poison == Poison::NaNInThird) {
+                    draws[2] = with(draws[2], NAN, 1000000, 5);
+                    draws[3] = with(draws[3], -INFINITY, 1000000, 0);
+                    expectedIndex = 2;
+                }
+                const std::vector<Tensor> grads = tensorList(r, mixed ? types : std::vector<DType>{t}, draws);
+                std::vector<Tensor> unscaled;
+                for (auto n : kSizes)
+                    unscaled.push_back(r.output({n}, DType::F32));
+                std::vector<const Tensor*> in;
+                std::vector<Tensor*> out;
+                for (std::size_t i = 0; i < grads.size(); ++i) {
+                    in.push_back(&grads[i]);
+                    out.push_back(&unscaled[i]);
+                }
+                float absMax = -1;
+                const int index = r.backend().unscaleAndCheckFinite(in, out, 1.0f / 1024.0f, &absMax);
+                // Known answers as well as agreement, so that a wrong oracle cannot hide a wrong device.
+                EXPECT_EQ(index, expectedIndex) << r.backend().name();
+                if (expectedIndex >= 0) {
+                    EXPECT_EQ(absMax, INFINITY) << r.backend().name();
+                }
+                r.keepScalar("index of the first non-finite tensor", index, exact());
+                r.keepScalar("absMax", absMax, exact());
+                // Unscaling is one multiplication by a power of two: exact, non-finite tensors included.
+                for (std::size_t i = 0; i < unscaled.size(); ++i)
+                    r.keep(sized("unscaled", kSizes[i]), unscaled[i], exact());
+            }};
+}
+
+ParityCase sumOfSquares(const std::string& name, std::vector<DType> types)
+{
+    const bool mixed = types.size() > 1;
+    return {name, Op::MultiTensor, mixed ? std::vector<DType>{DType::F32} : kAllTypes,
+            [types, mixed](OpRun& r, DType t) {
+                const std::vector<Tensor> list = tensorList(r, mixed ? types : std::vector<DType>{t}, {uniform(-2, 2)});
+                std::vector<const Tensor*> in;
+                for (const Tensor& x : list)
+                    in.push_back(&x);
+                // Products of floats are exact in double and the sum runs in double: 1e-12 is
+                // far above its rounding (n 2^-53) and far below an fp32 accumulation's (2^-24).
+                r.keepScalar("sum of squares", r.backend().sumOfSquares(in), relative(1e-12));
+            }};
+}
+
+ParityCase scaleInPlace()
+{
+    return {"scaleInPlace", Op::MultiTensor, kAllTypes, [](OpRun& r, DType t) {
+                std::vector<Tensor> list = tensorList(r, {t}, {uniform(-2, 2)});
+                std::vector<Tensor*> out;
+                for (Tensor& x : list)
+                    out.push_back(&x);
+                r.backend().scaleInPlace(out, 0.37f);
+                for (std::size_t i = 0; i < list.size(); ++i)
+                    r.keep(sized("scaled", kSizes[i]), list[i], exact()); // one multiplication
+            }};
+}
+
+// --- optimizers ------------------------------------------------------------------------------------
+
+// The tensors behind the optimizer slots of one step, one parameter per size in kSizes;
+// every other parameter has weight decay off, as biases and norms do.
+struct OptimizerTensors {
+    std::vector<Tensor> master, grad, state1, state2, working;
+    std::vector<OptimizerSlot> slots;
+
+    // `pure`: master and state in `t` (fp16 or bf16 runs); otherwise fp32 masters with a
+    // working copy in `t` (none when t is fp32: the layer computes with the master itself).
+    OptimizerTensors(OpRun& r, DType t, bool pure, int states)
+    {
+        const DType masterType = pure ? t : DType::F32;
+        const bool hasWorking = !pure && t != DType::F32;
+        for (auto n : kSizes) {
+            master.push_back(r.input({n}, masterType, uniform(-1, 1)));
+            grad.push_back(r.input({n}, DType::F32, uniform(-0.1f, 0.1f)));
+            state1.push_back(states >= 1 ? r.input({n}, masterType, uniform(-0.05f, 0.05f)) : Tensor());
+            state2.push_back(states >= 2 ? r.input({n}, masterType, uniform(1e-4f, 1e-2f)) : Tensor());
+            working.push_back(hasWorking ? r.output({n}, t) : Tensor());
+        }
+        for (std::size_t i = 0; i < kSizes.size(); ++i) {
+            OptimizerSlot slot;
+            slot.master = &master[i];
+            slot.grad = &grad[i];
+            slot.state1 = state1[i].defined() ? &state1[i] : nullptr;
+            slot.state2 = state2[i].defined() ? &state2[i] : nullptr;
+            slot.working = working[i].defined() ? &working[i] : nullptr;
+            slot.decay = i % 2 == 0;
+            slots.push_back(slot);
+        }
+    }
+
+    // A few fp32 operations per element, contracted into FMAs or not; a weight near zero
+    // takes an update of the size of the others, so the tolerance is norm-wise.
+    void keep(OpRun& r, double ulps) const
+    {
+        for (std::size_t i = 0; i < kSizes.size(); ++i) {
+            r.keep(sized("master", kSizes[i]), master[i], normwise(ulps));
+            if (state1[i].defined())
+                r.keep(sized("state1", kSizes[i]), state1[i], normwise(ulps));
+            if (state2[i].defined())
+                r.keep(sized("state2", kSizes[i]), state2[i], normwise(ulps));
+            if (working[i].defined())
+                r.keep(sized("working copy", kSizes[i]), working[i], normwise(ulps));
+        }
+    }
+};
+
+ParityCase sgd(const std::string& variant, SgdSettings settings, bool pure)
+{
+    return {"sgd" + variant + (pure ? "PureMasters" : "Fp32Masters"), Op::MultiTensor,
+            pure ? k16BitTypes : kAllTypes, [settings, pure](OpRun& r, DType t) {
+                OptimizerTensors tensors(r, t, pure, settings.momentum != 0 ? 1 : 0);
+                r.backend().sgdStep(tensors.slots, settings, 0.1f);
+                tensors.keep(r, 8);
+            }};
+}
+
+ParityCase adam(const std::string& variant, AdamSettings settings, bool pure)
+{
+    return {variant + (pure ? "PureMasters" : "Fp32Masters"), Op::MultiTensor, pure ? k16BitTypes : kAllTypes,
+            [settings, pure](OpRun& r, DType t) {
+                OptimizerTensors tensors(r, t, pure, 2);
+                // Step 3: the bias corrections are neither 1 nor the first step's.
+                r.backend().adamStep(tensors.slots, settings, 0.01f, 3);
+                tensors.keep(r, 16); // adds a square root and a division to SGD's arithmetic
+            }};
+}
+
+// --- the table ---------------------------------------------------------------------------------------
+
+std::vector<ParityCase> buildCases()
+{
+    std::vector<ParityCase> cases{uploadDownload(), fill(), cast()};
+    for (Transpose ta : {Transpose::No, Transpose::Yes}) {
+        for (Transpose tb : {Transpose::No, Transpose::Yes}) {
+            cases.push_back(gemm(ta, tb, 1, 1, 1, 1.0f, 0.0f));
+            cases.push_back(gemm(ta, tb, 7, 33, 8, 1.0f, 0.0f));
+            cases.push_back(gemm(ta, tb, 64, 100, 33, 1.0f, 0.0f));
+            cases.push_back(gemm(ta, tb, 8, 24, 40, 0.5f, 0.75f));
+        }
+    }
+    cases.push_back(addRowBias());
+    cases.push_back(rowBiasGrad());
+    for (const ConvShape& s : {ConvShape{2, 3, 7, 9, 5, 3, 1, 1, true}, ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false},
+                               ConvShape{2, 3, 9, 9, 4, 3, 2, 1, true}, ConvShape{2, 5, 7, 7, 3, 3, 2, 0, false},
+                               ConvShape{4, 8, 8, 8, 16, 3, 1, 1, true}, ConvShape{2, 6, 7, 7, 8, 1, 2, 0, false}})
+        cases.push_back(conv(s));
+    for (const auto& dims : std::vector<std::vector<std::int64_t>>{{7, 33}, {64, 100}, {3, 8, 7, 7}, {2, 5, 9, 9}, {1, 3, 5, 5}})
+        cases.push_back(batchNorm(dims));
+    cases.push_back(activation(Activation::Relu, "Relu"));
+    cases.push_back(activation(Activation::Gelu, "Gelu"));
+    cases.push_back(activation(Activation::Tanh, "Tanh"));
+    cases.push_back(activation(Activation::Sigmoid, "Sigmoid"));
+    for (const PoolShape& s : {PoolShape{true, 2, 3, 7, 9, 2, 2, 0}, PoolShape{true, 2, 3, 9, 7, 3, 2, 1},
+                               PoolShape{true, 2, 2, 7, 7, 3, 1, 1}, PoolShape{true, 2, 3, 9, 7, 3, 2, 1, true},
+                               PoolShape{false, 2, 3, 7, 9, 2, 2, 0}, PoolShape{false, 2, 3, 9, 7, 3, 2, 1},
+                               PoolShape{false, 2, 2, 7, 7, 3, 1, 1}, PoolShape{false, 4, 8, 14, 14, 14, 14, 0}})
+        cases.push_back(pool(s));
+    for (float p : {0.5f, 0.1f, 0.0f})
+        cases.push_back(dropout(p));
+    cases.push_back(add());
+    for (auto [batch, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {1, 10}, {7, 10}, {33, 7}, {64, 100}})
+        cases.push_back(softmaxCrossEntropy(batch, classes));
+    cases.push_back(unscale("unscaleFinite", {}, Poison::None));
+    cases.push_back(unscale("unscaleInfInSecondTensor", {}, Poison::InfInSecond));
+    cases.push_back(unscale("unscaleNaNInThirdTensor", {}, Poison::NaNInThird));
+    cases.push_back(unscale("unscaleMixedTypes", kAllTypes, Poison::InfInSecond));
+    cases.push_back(sumOfSquares("sumOfSquares", {}));
+    cases.push_back(sumOfSquares("sumOfSquaresMixedTypes", kAllTypes));
+    cases.push_back(scaleInPlace());
+    for (bool pure : {false, true}) {
+        cases.push_back(sgd("Plain", SgdSettings{0, 0, false}, pure));
+        cases.push_back(sgd("MomentumDecay", SgdSettings{0.9f, 0.01f, false}, pure));
+        cases.push_back(sgd("Nesterov", SgdSettings{0.9f, 0.01f, true}, pure));
+        cases.push_back(adam("adam", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, false}, pure));
+        cases.push_back(adam("adamW", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, true}, pure));
+    }
+    return cases;
+}
+
+const std::vector<ParityCase>& parityCases()
+{
+    static const std::vector<ParityCase> cases = buildCases();
+    return cases;
+}
+
+struct ParityParam {
+    std::size_t caseIndex;
+    DType dtype;
+};
+
+std::string paramName(const ParityParam& p)
+{
+    return parityCases()[p.caseIndex].name + "_" + std::string(dtypeName(p.dtype));
+}
+
+void PrintTo(const ParityParam& p, std::ostream* os) { *os << paramName(p); }
+
+std::vector<ParityParam> parityParams()
+{
+    std::vector<ParityParam> params;
+    for (std::size_t i = 0; i < parityCases().size(); ++i)
+        for (DType t : parityCases()[i].dtypes)
+            params.push_back({i, t});
+    return params;
+}
+
+class CudaParity : public DeviceTest, public ::testing::WithParamInterface<ParityParam> {};
+
+TEST_P(CudaParity, MatchesCpuBackend)
+{
+    const ParityCase& c = parityCases()[GetParam().caseIndex];
+    const DType t = GetParam().dtype;
+    if (!device().supports(c.op, t)) {
+        // bf16 needs Ampere or newer; fp32 and fp16 run on every GPU a CUDA backend targets.
+        if (t == DType::BF16)
+            GTEST_SKIP() << device().name() << " does not support this op family in bf16";
+        FAIL() << device().name() << " reports no support for this op family in " << dtypeName(t);
+    }
+    OpRun expected(oracle(), kSeed), actual(device(), kSeed);
+    c.run(expected, t);
+    c.run(actual, t);
+    ASSERT_EQ(expected.kept().size(), actual.kept().size());
+    for (std::size_t i = 0; i < expected.kept().size(); ++i) {
+        const KeptOutput& e = expected.kept()[i];
+        const Deviation d = compare(e, actual.kept()[i]);
+        // The worst deviation as a fraction of its allowance, for tuning tolerances on real GPUs
+        // (--gtest_output=xml shows it for passing cases too).
+        RecordProperty("worst:" + e.name, std::to_string(d.ratio));
+        EXPECT_EQ(d.count, 0u) << paramName(GetParam()) << ", " << e.name << ": " << describe(d, e);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CudaParity, ::testing::ValuesIn(parityParams()),
+                         [](const ::testing::TestParamInfo<ParityParam>& info) { return paramName(info.param); });
+
+} // namespace
