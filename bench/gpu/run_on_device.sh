@@ -10,7 +10,8 @@
 # packages unpacked without installing them:  for p in *.deb; do dpkg -x "$p" "$MANTISSA_DEPS"; done
 #
 # Environment (all optional):
-#   MANTISSA_DEPS        folder of unpacked .debs; its usr/ is searched like /usr
+#   MANTISSA_DEPS        folder of unpacked .debs; its usr/ is searched like /usr (default:
+#                        .deps/root, where scripts/gpu-deps puts them)
 #   CUDNN_ROOT           cuDNN prefix (include/, lib/); looked for in MANTISSA_DEPS when unset
 #   BLAS_ROOT            prefix of an OpenBLAS installation
 #   CUDA_ARCHITECTURES   CMAKE_CUDA_ARCHITECTURES (default: native, the GPUs of this machine)
@@ -50,6 +51,10 @@ prefixes=()
 library_dirs=()
 cmake_args=(-DMANTISSA_WITH_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-native}")
 
+# scripts/gpu-deps leaves its unpacked packages in .deps/root: the default when carried here.
+if [[ -z ${MANTISSA_DEPS:-} && -d $root/.deps/root/usr ]]; then
+    MANTISSA_DEPS=$root/.deps/root
+fi
 if [[ -n ${MANTISSA_DEPS:-} ]]; then
     [[ -d $MANTISSA_DEPS/usr ]] || die "MANTISSA_DEPS=$MANTISSA_DEPS holds no usr/ (unpack the .debs with dpkg -x into it)"
     deps=$(cd "$MANTISSA_DEPS" && pwd)
