@@ -54,14 +54,24 @@ int RunListModel::columnCount(const QModelIndex& parent) const
 
 QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    if (orientation != Qt::Horizontal)
         return {};
+    if (role == Qt::ToolTipRole) {
+        switch (section) {
+        case BestAccuracy: return tr("Best test accuracy over the run's epochs");
+        case Skipped: return tr("Steps skipped because a gradient overflowed");
+        default: return {};
+        }
+    }
+    if (role != Qt::DisplayRole)
+        return {};
+    // Short headers: ten columns must fit the run browser beside the model editor.
     switch (section) {
     case Name: return tr("Name");
     case Preset: return tr("Preset");
     case Precision: return tr("Precision");
     case Status: return tr("Status");
-    case BestAccuracy: return tr("Best accuracy");
+    case BestAccuracy: return tr("Best acc.");
     case Skipped: return tr("Skipped");
     case Duration: return tr("Duration");
     case Created: return tr("Created");
