@@ -1,5 +1,6 @@
 // The Workbench as a user drives it: edits with undo, validation blocking Run, a short run
 // filling the plots, pause and stop, and a responsive event loop while training.
+#include "engine/backend/backend_factory.h"
 #include "ui/comparison_table_model.h"
 #include "ui/config_document.h"
 #include "ui/layer_table_model.h"
@@ -11,6 +12,8 @@
 
 #include <QAbstractItemModelTester>
 #include <QAction>
+#include <QComboBox>
+#include <QStandardItemModel>
 #include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QTimer>
@@ -58,6 +61,32 @@ private slots:
         QCOMPARE(bench.document()->config().model.layers[1].units, 1024);
         bench.document()->undoStack()->redo();
         QCOMPARE(bench.document()->config().model.layers[1].units, 512);
+    }
+
+    void theDeviceListNamesEachGpuOrSaysWhyThereIsNone()
+    {
+        Workbench bench;
+        auto* combo = bench.findChild<QComboBox*>("training.device");
+        QVERIFY(combo);
+        QCOMPARE(combo->itemData(0).toString(), QString("auto"));
+        QCOMPARE(combo->itemData(1).toString(), QString("cpu"));
+        const GpuInventory gpus = listGpus();
+        auto* model = qobject_cast<QStandardItemModel*>(combo->model());
+        QVERIFY(model);
+        if (gpus.devices.empty()) {
+            // One disabled GPU entry that carries the reason, so the user learns why.
+            QCOMPARE(combo->count(), 3);
+            QVERIFY(!model->item(2)->isEnabled());
+            QVERIFY2(combo->itemText(2).contains(QString::fromStdString(gpus.whyNone)), qPrintable(combo->itemText(2)));
+            QVERIFY(!gpus.whyNone.empty());
+        } else {
+            QCOMPARE(combo->count(), 2 + static_cast<int>(gpus.devices.size()));
+            for (int i = 0; i < static_cast<int>(gpus.devices.size()); ++i) {
+                QVERIFY(model->item(2 + i)->isEnabled());
+                QVERIFY(combo->itemText(2 + i).contains(QString::fromStdString(gpus.devices[i].name)));
+                QCOMPARE(combo->itemData(2 + i).toString(), QString("cuda:%1").arg(gpus.devices[i].index));
+            }
+        }
     }
 
     void anInvalidLayerDisablesRunWithTheValidatorsMessage()
