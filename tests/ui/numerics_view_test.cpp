@@ -11,6 +11,7 @@
 #include "ui/run_controller.h"
 #include "ui/run_list_model.h"
 #include "ui/run_monitor.h"
+#include "tests/ui/quick_config.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
@@ -27,26 +28,7 @@
 
 using namespace mantissa;
 using namespace mantissa::ui;
-
-namespace {
-
-// File-free and quick: synthetic data with the mlp's shape, one thread for training.
-RunConfig quickConfig(RunConfig c, std::int64_t maxSteps)
-{
-    c.data.dataset = "synthetic";
-    c.data.syntheticShape = c.model.input;
-    c.data.syntheticClasses = c.model.classes;
-    c.data.syntheticTrain = 2048;
-    c.data.syntheticTest = 256;
-    c.training.maxSteps = maxSteps;
-    c.training.epochs = 1;
-    c.training.batchSize = 64;
-    c.training.threads = 1;
-    c.numerics.every = 5;
-    return c;
-}
-
-} // namespace
+using mantissa::ui::test::quickConfig;
 
 class NumericsViewTest : public QObject {
     Q_OBJECT
@@ -63,7 +45,9 @@ private slots:
         QAbstractItemModelTester tester(view->tableModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
 
         bench.loadPreset("mlp");
-        bench.document()->apply(quickConfig(bench.document()->config(), 20), "quick run");
+        RunConfig quick = quickConfig(bench.document()->config(), 20);
+        quick.numerics.every = 5;
+        bench.document()->apply(quick, "quick run");
         QCOMPARE(bench.document()->config().numerics.every, 5);
         QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
         QVERIFY(bench.startRun());
@@ -167,6 +151,7 @@ private slots:
         bench.loadPreset("mlp");
         // Long enough that it is still training when the checks below are done; stopped then.
         RunConfig c = quickConfig(bench.document()->config(), 100000);
+        c.numerics.every = 5;
         c.training.epochs = 1000;
         bench.document()->apply(c, "long run");
         QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);

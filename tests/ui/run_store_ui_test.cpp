@@ -11,6 +11,7 @@
 #include "ui/run_controller.h"
 #include "ui/run_list_model.h"
 #include "ui/run_monitor.h"
+#include "tests/ui/quick_config.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
@@ -21,23 +22,9 @@
 
 using namespace mantissa;
 using namespace mantissa::ui;
+using mantissa::ui::test::quickConfig;
 
 namespace {
-
-// File-free and quick: synthetic data with the mlp's shape, one thread for training.
-RunConfig quickConfig(RunConfig c, std::int64_t maxSteps)
-{
-    c.data.dataset = "synthetic";
-    c.data.syntheticShape = c.model.input;
-    c.data.syntheticClasses = c.model.classes;
-    c.data.syntheticTrain = 2048;
-    c.data.syntheticTest = 256;
-    c.training.maxSteps = maxSteps;
-    c.training.epochs = 1;
-    c.training.batchSize = 64;
-    c.training.threads = 1;
-    return c;
-}
 
 std::shared_ptr<RunRecording> fakeRun(const QString& name, PrecisionMode precision, double trainSeconds)
 {

@@ -8,6 +8,7 @@
 #include "ui/plot_widget.h"
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
+#include "tests/ui/quick_config.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
@@ -22,26 +23,7 @@
 
 using namespace mantissa;
 using namespace mantissa::ui;
-
-namespace {
-
-// A quick, file-free run: synthetic 28x28 data with the mlp's shape.
-RunConfig quickConfig(const RunConfig& base, std::int64_t maxSteps)
-{
-    RunConfig c = base;
-    c.data.dataset = "synthetic";
-    c.data.syntheticShape = c.model.input;
-    c.data.syntheticClasses = c.model.classes;
-    c.data.syntheticTrain = 4096;
-    c.data.syntheticTest = 256;
-    c.training.maxSteps = maxSteps;
-    c.training.epochs = 1;
-    c.training.batchSize = 64;
-    c.training.threads = 1; // leave a core to the UI thread
-    return c;
-}
-
-} // namespace
+using mantissa::ui::test::quickConfig;
 
 class WorkbenchTest : public QObject {
     Q_OBJECT
@@ -109,7 +91,7 @@ private slots:
         bench.resize(1400, 900);
         bench.show();
         bench.loadPreset("mlp");
-        bench.document()->apply(quickConfig(bench.document()->config(), 40), "quick run");
+        bench.document()->apply(quickConfig(bench.document()->config(), 40, 4096), "quick run");
         QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
 
         // Event-loop latency: a 10 ms timer whose late firings measure how long the UI
@@ -142,7 +124,7 @@ private slots:
     {
         Workbench bench;
         bench.loadPreset("mlp");
-        bench.document()->apply(quickConfig(bench.document()->config(), 100000), "long run");
+        bench.document()->apply(quickConfig(bench.document()->config(), 100000, 4096), "long run");
         QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
         QVERIFY(bench.startRun());
         QTRY_VERIFY(bench.pauseAction()->isEnabled());

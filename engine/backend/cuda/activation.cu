@@ -14,16 +14,6 @@ namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
-__device__ __forceinline__ std::int64_t firstIndex()
-{
-    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ std::int64_t gridStride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-
 template <Activation Kind>
 __device__ __forceinline__ float forwardValue(float x)
 {

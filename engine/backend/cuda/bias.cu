@@ -20,16 +20,6 @@ constexpr std::int64_t kMaxReduceBlocks = 65535;
 // Column tiles worth having for a row-bias gradient: about two blocks per SM of a large GPU.
 constexpr std::int64_t kWantedTiles = 256;
 
-__device__ __forceinline__ std::int64_t firstIndex()
-{
-    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ std::int64_t gridStride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-
 // y[i] += bias[i % cols]. The column is advanced with the grid stride rather than recomputed,
 // since a 64-bit modulo per element would cost more than the memory traffic.
 __global__ void addRowBiasKernel(void* y, DType yType, const void* bias, DType biasType, std::int64_t n,

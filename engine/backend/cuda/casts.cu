@@ -10,16 +10,6 @@ namespace mantissa::cuda {
 
 namespace {
 
-__device__ __forceinline__ std::int64_t firstIndex()
-{
-    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ std::int64_t gridStride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-
 template <typename Word>
 __global__ void copyBits(const Word* src, Word* dst, std::int64_t n)
 {

@@ -39,6 +39,18 @@ const Perf* pick(const Perf* results, int count, std::size_t limit, bool fp32, b
     return nullptr;
 }
 
+// Records the chosen algorithm of direction d; none leaves the direction unusable.
+template <typename Perf>
+void adopt(ConvPlan& plan, int d, const Perf* chosen)
+{
+    if (!chosen)
+        return;
+    plan.usable[d] = true;
+    plan.algorithm[d] = chosen->algo;
+    plan.math[d] = chosen->mathType;
+    plan.workspace[d] = chosen->memory;
+}
+
 } // namespace
 
 ConvPlan::~ConvPlan()
@@ -103,12 +115,7 @@ void ConvPlans::find(ConvPlan& plan, DType dtype, ConvDirection direction) const
                                                         results),
                    "cudnnFindConvolutionForwardAlgorithm");
         // The forward pass has one writer per output element in every algorithm.
-        if (const auto* r = pick(results, count, limit, fp32, m_options.tf32, false)) {
-            plan.usable[d] = true;
-            plan.algorithm[d] = r->algo;
-            plan.math[d] = r->mathType;
-            plan.workspace[d] = r->memory;
-        }
+        adopt(plan, d, pick(results, count, limit, fp32, m_options.tf32, false));
         break;
     }
     case ConvDirection::BackwardData: {
@@ -116,12 +123,7 @@ void ConvPlans::find(ConvPlan& plan, DType dtype, ConvDirection direction) const
         checkCudnn(cudnnFindConvolutionBackwardDataAlgorithm(m_handle, plan.w, plan.y, plan.conv, plan.x, kMax, &count,
                                                              results),
                    "cudnnFindConvolutionBackwardDataAlgorithm");
-        if (const auto* r = pick(results, count, limit, fp32, m_options.tf32, true)) {
-            plan.usable[d] = true;
-            plan.algorithm[d] = r->algo;
-            plan.math[d] = r->mathType;
-            plan.workspace[d] = r->memory;
-        }
+        adopt(plan, d, pick(results, count, limit, fp32, m_options.tf32, true));
         break;
     }
     case ConvDirection::BackwardFilter: {
@@ -129,12 +131,7 @@ void ConvPlans::find(ConvPlan& plan, DType dtype, ConvDirection direction) const
         checkCudnn(cudnnFindConvolutionBackwardFilterAlgorithm(m_handle, plan.x, plan.y, plan.conv, plan.w, kMax,
                                                                &count, results),
                    "cudnnFindConvolutionBackwardFilterAlgorithm");
-        if (const auto* r = pick(results, count, limit, fp32, m_options.tf32, true)) {
-            plan.usable[d] = true;
-            plan.algorithm[d] = r->algo;
-            plan.math[d] = r->mathType;
-            plan.workspace[d] = r->memory;
-        }
+        adopt(plan, d, pick(results, count, limit, fp32, m_options.tf32, true));
         break;
     }
     }

@@ -181,25 +181,26 @@ void* CudaBackend::pinned(std::size_t bytes)
     return m_pinned;
 }
 
-const TensorRef* CudaBackend::uploadRefs(const std::vector<TensorRef>& refs)
+const void* CudaBackend::uploadDescriptors(const void* host, std::size_t bytes, const char* what)
 {
-    const std::size_t bytes = refs.size() * sizeof(TensorRef);
     if (m_refs.bytes() < bytes)
         m_refs = empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, DType::F32);
-    // Stream-ordered after the previous launch that read the array, so reuse is safe.
-    checkCuda(cudaMemcpyAsync(m_refs.data(), refs.data(), bytes, cudaMemcpyHostToDevice, stream()),
-              "multi-tensor descriptors");
-    return static_cast<const TensorRef*>(m_refs.data());
+    // Stream-ordered after the previous launch that read the array, so reuse is safe; a
+    // pageable source is staged before the call returns, so the caller's vector may go.
+    checkCuda(cudaMemcpyAsync(m_refs.data(), host, bytes, cudaMemcpyHostToDevice, stream()), what);
+    return m_refs.data();
+}
+
+const TensorRef* CudaBackend::uploadRefs(const std::vector<TensorRef>& refs)
+{
+    return static_cast<const TensorRef*>(
+        uploadDescriptors(refs.data(), refs.size() * sizeof(TensorRef), "multi-tensor descriptors"));
 }
 
 const SlotRef* CudaBackend::uploadSlots(const std::vector<SlotRef>& slots)
 {
-    const std::size_t bytes = slots.size() * sizeof(SlotRef);
-    if (m_refs.bytes() < bytes)
-        m_refs = empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, DType::F32);
-    checkCuda(cudaMemcpyAsync(m_refs.data(), slots.data(), bytes, cudaMemcpyHostToDevice, stream()),
-              "optimizer descriptors");
-    return static_cast<const SlotRef*>(m_refs.data());
+    return static_cast<const SlotRef*>(
+        uploadDescriptors(slots.data(), slots.size() * sizeof(SlotRef), "optimizer descriptors"));
 }
 
 void CudaBackend::addRowBias(Tensor& y, const Tensor& bias)

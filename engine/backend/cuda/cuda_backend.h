@@ -87,7 +87,9 @@ public:
     void synchronize();
 
 private:
-    // Device arrays of tensor descriptors for the multi-tensor kernels, regrown on demand.
+    // Device arrays of tensor descriptors for the multi-tensor kernels, in one buffer
+    // regrown on demand.
+    const void* uploadDescriptors(const void* host, std::size_t bytes, const char* what);
     const TensorRef* uploadRefs(const std::vector<TensorRef>& refs);
     const SlotRef* uploadSlots(const std::vector<SlotRef>& slots);
     // A device scratch area of at least `bytes`, valid until the next call that asks for one.

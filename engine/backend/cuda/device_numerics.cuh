@@ -41,8 +41,19 @@ __device__ __forceinline__ float roundedTo(DType dtype, float value)
     }
 }
 
-// Grid-stride loops over n elements; a launch covers any n with a bounded grid.
+// Grid-stride loops over n elements; a launch covers any n with a bounded grid:
+// for (i = firstIndex(); i < n; i += gridStride()).
 constexpr int kThreadsPerBlock = 256;
+
+__device__ __forceinline__ std::int64_t firstIndex()
+{
+    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ std::int64_t gridStride()
+{
+    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
 
 inline unsigned blocksFor(std::int64_t n, int threads = kThreadsPerBlock)
 {

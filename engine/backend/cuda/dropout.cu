@@ -9,16 +9,6 @@ namespace mantissa::cuda {
 
 namespace {
 
-__device__ __forceinline__ std::int64_t firstIndex()
-{
-    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ std::int64_t gridStride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-
 __global__ void dropoutForwardKernel(const void* x, DType xType, void* y, DType yType, float* mask, std::int64_t n,
                                      float p, float keep, dropout::Key key)
 {

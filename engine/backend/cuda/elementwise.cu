@@ -10,8 +10,7 @@ namespace {
 __global__ void addKernel(const void* a, DType aType, const void* b, DType bType, void* out, DType outType,
                           std::int64_t n)
 {
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    for (std::int64_t i = firstIndex(); i < n; i += gridStride())
         storeAs(out, outType, i, loadAs(a, aType, i) + loadAs(b, bType, i));
 }
 

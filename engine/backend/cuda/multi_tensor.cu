@@ -84,16 +84,6 @@ dim3 tensorGrid(int count, std::int64_t maxElements)
     return {std::min(blocksFor(maxElements, kThreads), cap), static_cast<unsigned>(y), 1};
 }
 
-__device__ __forceinline__ std::int64_t firstElement()
-{
-    return blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-}
-
-__device__ __forceinline__ std::int64_t elementStride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-
 // --- kernels ----------------------------------------------------------------------------------------
 
 __global__ void initUnscaleResults(int* firstNonFinite, float* absMax)
@@ -117,7 +107,7 @@ __global__ void unscaleKernel(const TensorRef* grads, const TensorRef* fp32Out, 
         const TensorRef in = grads[t];
         const TensorRef out = fp32Out[t];
         unsigned largest = 0;
-        for (std::int64_t i = firstElement(); i < in.n; i += elementStride()) {
+        for (std::int64_t i = firstIndex(); i < in.n; i += gridStride()) {
             const float v = exact::mul(loadAs(in.data, in.dtype, i), invScale);
             storeAs(out.data, out.dtype, i, v);
             largest = max(largest, isfinite(v) ? __float_as_uint(fabsf(v)) : kInfinityBits);
@@ -138,7 +128,7 @@ __global__ void sumOfSquaresKernel(const TensorRef* tensors, int count, double* 
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const TensorRef tensor = tensors[t];
         double sum = 0;
-        for (std::int64_t i = firstElement(); i < tensor.n; i += elementStride()) {
+        for (std::int64_t i = firstIndex(); i < tensor.n; i += gridStride()) {
             const double v = loadAs(tensor.data, tensor.dtype, i);
             sum = exact::fma(v, v, sum);
         }
@@ -152,7 +142,7 @@ __global__ void scaleKernel(const TensorRef* tensors, int count, float factor)
 {
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const TensorRef tensor = tensors[t];
-        for (std::int64_t i = firstElement(); i < tensor.n; i += elementStride())
+        for (std::int64_t i = firstIndex(); i < tensor.n; i += gridStride())
             storeAs(tensor.data, tensor.dtype, i, exact::mul(loadAs(tensor.data, tensor.dtype, i), factor));
     }
 }
@@ -172,7 +162,7 @@ __global__ void sgdKernel(const SlotRef* slots, int count, SgdSettings settings,
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const SlotRef slot = slots[t];
         const float decay = slot.decay ? settings.weightDecay : 0.0f;
-        for (std::int64_t i = firstElement(); i < slot.master.n; i += elementStride()) {
+        for (std::int64_t i = firstIndex(); i < slot.master.n; i += gridStride()) {
             const float buffer = useMomentum ? loadAs(slot.state1.data, slot.state1.dtype, i) : 0.0f;
             const SgdResult r = sgdUpdate(loadAs(slot.master.data, slot.master.dtype, i),
                                           loadAs(slot.grad.data, slot.grad.dtype, i), buffer, decay, settings, lr);
@@ -189,7 +179,7 @@ __global__ void adamKernel(const SlotRef* slots, int count, AdamSettings setting
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const SlotRef slot = slots[t];
         const float decay = slot.decay ? settings.weightDecay : 0.0f;
-        for (std::int64_t i = firstElement(); i < slot.master.n; i += elementStride()) {
+        for (std::int64_t i = firstIndex(); i < slot.master.n; i += gridStride()) {
             const AdamResult r = adamUpdate(
                 loadAs(slot.master.data, slot.master.dtype, i), loadAs(slot.grad.data, slot.grad.dtype, i),
                 loadAs(slot.state1.data, slot.state1.dtype, i), loadAs(slot.state2.data, slot.state2.dtype, i),

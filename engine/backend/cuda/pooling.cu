@@ -19,16 +19,6 @@ namespace mantissa::cuda {
 
 namespace {
 
-__device__ __forceinline__ std::int64_t firstIndex()
-{
-    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ std::int64_t gridStride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-
 // A half-open range [begin, end) of rows or columns; empty when begin >= end.
 struct Span {
     std::int64_t begin, end;
