@@ -51,6 +51,21 @@ TEST(Config, ErrorsNameTheFileAndTheField)
     EXPECT_NE(noType.find("model.layers[0] has no \"type\""), std::string::npos) << noType;
     const std::string badBatch = errorOf(R"({"model": {"layers": []}, "training": {"batch_size": 0}})");
     EXPECT_NE(badBatch.find("training.batch_size must be positive"), std::string::npos) << badBatch;
+    const std::string badWorkspace = errorOf(R"({"model": {"layers": []}, "training": {"cudnn_workspace_mib": -5}})");
+    EXPECT_NE(badWorkspace.find("training.cudnn_workspace_mib must be 0 to 65536 (got -5)"), std::string::npos)
+        << badWorkspace;
+}
+
+TEST(Config, GpuSettingsDefaultToTrueFp32AndRoundTrip)
+{
+    EXPECT_FALSE(parseRunConfig(kMinimal, "test.json").training.tf32);
+    EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.cudnnWorkspaceMiB, 256);
+    RunConfig c = parseRunConfig(kMinimal, "test.json");
+    c.training.tf32 = true;
+    c.training.cudnnWorkspaceMiB = 1024;
+    const RunConfig again = parseRunConfig(runConfigToJson(c), "again.json");
+    EXPECT_TRUE(again.training.tf32);
+    EXPECT_EQ(again.training.cudnnWorkspaceMiB, 1024);
 }
 
 TEST(Config, SerialisationRoundTrips)
