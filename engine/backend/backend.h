@@ -7,9 +7,11 @@
 // (round-to-nearest-even) to its own dtype. That is how tensor cores behave and it is
 // what makes fp16 underflow and overflow real rather than simulated.
 #include "engine/backend/geometry.h"
+#include "engine/backend/step_scalars.h"
 #include "engine/tensor/tensor.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,6 +58,22 @@ struct AdamSettings {
     float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f, weightDecay = 0;
     bool decoupledDecay = false; // AdamW
 };
+
+// A recorded training step that runs again without its host code (Backend::captureGraph).
+class StepGraph {
+public:
+    virtual ~StepGraph() = default;
+    // Queues the recorded work once more, on the same tensors, with whatever values they
+    // hold now (the step's inputs are refreshed by the host between replays).
+    virtual void replay() = 0;
+};
+
+// Adam's bias corrections 1 - beta1^t and 1 - beta2^t for optimizer step t, in fp32 through
+// std::pow on the host: every backend and the trainer take them from here, so they agree.
+struct AdamCorrections {
+    float first = 1, second = 1;
+};
+AdamCorrections adamCorrections(const AdamSettings& s, std::int64_t step);
 
 class Backend {
 public:
@@ -150,6 +168,36 @@ public:
     virtual void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) = 0;
     virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
                           std::int64_t step) = 0;
+
+    // --- the step on the device (engine/backend/step_scalars.h) ---------------------------
+    // The same arithmetic as the calls above, but every scalar comes from and goes to
+    // `scalars` on this device, so none of these waits for the host or makes it wait.
+    // Loss and Correct from the logits; dlogits = state[LossScale] * (softmax - onehot) / N.
+    virtual void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
+                                     Tensor& dlogits) = 0;
+    // Unscales by 1 / state[LossScale] as the host-valued call does and writes Skipped,
+    // FirstNonFinite (kLossNotFinite when state[Loss] is not finite, which also skips) and
+    // GradAmax (+inf when skipped).
+    virtual void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                                       StepScalars& scalars) = 0;
+    // GradNorm = float(sqrt(sum of squares in double)); when maxNorm > 0 and GradNorm > maxNorm
+    // the gradients are scaled by maxNorm / GradNorm. A skipped step writes NaN and touches nothing.
+    virtual void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm) = 0;
+    // The optimizer updates with inputs[LearningRate] (and Adam's corrections from inputs);
+    // a skipped step leaves weights and state untouched.
+    virtual void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) = 0;
+    virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s,
+                          const StepScalars& scalars) = 0;
+    // ScaleUsed = LossScale, then the dynamic rule (LossScaler::update, exactly) on Skipped.
+    virtual void updateLossScale(StepScalars& scalars, const ScaleRule& rule) = 0;
+
+    // --- graphs ----------------------------------------------------------------------------
+    // Records the work `body` queues through the backend it is handed, without running it,
+    // into a graph that StepGraph::replay runs again. The body must queue device work only:
+    // a call whose result the host reads (download, the host-valued loss or finite check)
+    // fails the capture. Tensors created inside keep their memory for the graph's lifetime.
+    // Returns nullptr and sets *why when this backend or this body cannot be captured.
+    virtual std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) = 0;
 };
 
 // The CPU backend; always available.

@@ -293,6 +293,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.read("threads", c.training.threads);
         tr.read("tf32", c.training.tf32);
         tr.read("cudnn_workspace_mib", c.training.cudnnWorkspaceMiB);
+        tr.read("graphs", c.training.graphs);
         tr.read("eval_batch_size", c.training.evalBatchSize);
         tr.finish();
     }
@@ -362,7 +363,7 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                      {"max_steps", c.training.maxSteps}, {"seed", c.training.seed},
                      {"device", c.training.device}, {"threads", c.training.threads},
                      {"tf32", c.training.tf32}, {"cudnn_workspace_mib", c.training.cudnnWorkspaceMiB},
-                     {"eval_batch_size", c.training.evalBatchSize}};
+                     {"graphs", c.training.graphs}, {"eval_batch_size", c.training.evalBatchSize}};
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     return j.dump(indent);
 }

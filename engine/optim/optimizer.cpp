@@ -87,7 +87,7 @@ void Optimizer::attach(Backend& backend, const std::vector<Parameter*>& params)
     }
 }
 
-void Optimizer::step(Backend& backend, std::span<Parameter* const> params, float lr)
+void Optimizer::buildSlots(std::span<Parameter* const> params)
 {
     m_slots.clear();
     m_slots.reserve(params.size());
@@ -108,19 +108,46 @@ void Optimizer::step(Backend& backend, std::span<Parameter* const> params, float
         slot.decay = p->decay;
         m_slots.push_back(slot);
     }
-    ++m_steps;
-    if (m_kind == OptimizerKind::Sgd) {
-        const SgdSettings s{m_spec.momentum, m_spec.weightDecay, m_spec.nesterov};
-        backend.sgdStep(m_slots, s, lr);
-        return;
-    }
+}
+
+SgdSettings Optimizer::sgdSettings() const
+{
+    return {m_spec.momentum, m_spec.weightDecay, m_spec.nesterov};
+}
+
+AdamSettings Optimizer::adamSettings() const
+{
     AdamSettings s;
     s.beta1 = m_spec.beta1;
     s.beta2 = m_spec.beta2;
     s.epsilon = m_spec.epsilon;
     s.weightDecay = m_spec.weightDecay;
     s.decoupledDecay = m_kind == OptimizerKind::AdamW;
-    backend.adamStep(m_slots, s, lr, m_steps);
+    return s;
+}
+
+void Optimizer::step(Backend& backend, std::span<Parameter* const> params, float lr)
+{
+    buildSlots(params);
+    ++m_steps;
+    if (m_kind == OptimizerKind::Sgd)
+        backend.sgdStep(m_slots, sgdSettings(), lr);
+    else
+        backend.adamStep(m_slots, adamSettings(), lr, m_steps);
+}
+
+void Optimizer::queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars)
+{
+    buildSlots(params);
+    if (m_kind == OptimizerKind::Sgd)
+        backend.sgdStep(m_slots, sgdSettings(), scalars);
+    else
+        backend.adamStep(m_slots, adamSettings(), scalars);
+}
+
+AdamCorrections Optimizer::nextCorrections() const
+{
+    return m_kind == OptimizerKind::Sgd ? AdamCorrections{} : adamCorrections(adamSettings(), m_steps + 1);
 }
 
 void Optimizer::setStepCount(std::int64_t steps)

@@ -36,11 +36,23 @@ public:
     // master's storage is refreshed from it. Advances stepCount().
     void step(Backend& backend, std::span<Parameter* const> params, float lr);
 
+    // The same update queued on the device with the rate and Adam's corrections from
+    // scalars.inputs, skipped there when the step's gradients were not finite. Does not advance
+    // stepCount(): the caller does (stepTaken) once it has read that the step was not skipped.
+    void queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars);
+    // Adam's corrections for the next step taken (what queueStep's inputs must hold).
+    AdamCorrections nextCorrections() const;
+    void stepTaken() { ++m_steps; }
+
     // Steps taken so far; Adam's bias correction uses it, so checkpoints store and restore it.
     std::int64_t stepCount() const { return m_steps; }
     void setStepCount(std::int64_t steps);
 
 private:
+    void buildSlots(std::span<Parameter* const> params);
+    SgdSettings sgdSettings() const;
+    AdamSettings adamSettings() const;
+
     OptimizerSpec m_spec;
     OptimizerKind m_kind = OptimizerKind::Sgd;
     std::int64_t m_steps = 0;

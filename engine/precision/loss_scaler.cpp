@@ -10,6 +10,8 @@ namespace mantissa {
 
 namespace {
 
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 24;
+
 void require(bool ok, const std::string& field, const std::string& what)
 {
     if (!ok)
@@ -34,8 +36,10 @@ LossScaler::LossScaler(const LossScaleSpec& spec, PrecisionMode mode) : m_spec(s
         require(spec.initial > 0 && std::isfinite(spec.initial), "initial", "must be a positive number");
         require(spec.growthFactor > 1, "growth_factor", "must be greater than 1");
         require(spec.backoffFactor > 0 && spec.backoffFactor < 1, "backoff_factor", "must be between 0 and 1");
-        require(spec.growthInterval >= 1, "growth_interval", "must be at least 1");
-        require(spec.hysteresis >= 1, "hysteresis", "must be at least 1");
+        // The device keeps its counters in fp32, exact up to 2^24.
+        require(spec.growthInterval >= 1 && spec.growthInterval <= kMaxCount, "growth_interval",
+                "must be between 1 and 16777216");
+        require(spec.hysteresis >= 1 && spec.hysteresis <= kMaxCount, "hysteresis", "must be between 1 and 16777216");
         require(spec.minScale > 0 && spec.minScale <= spec.maxScale, "min", "must be positive and not above max");
         m_kind = Kind::Dynamic;
         m_state.scale = std::clamp(spec.initial, spec.minScale, spec.maxScale);
@@ -68,6 +72,19 @@ ScaleUpdate LossScaler::update(bool foundNonFinite)
     }
     u.after = m_state.scale;
     return u;
+}
+
+ScaleRule LossScaler::rule() const
+{
+    ScaleRule r;
+    r.dynamic = m_kind == Kind::Dynamic;
+    r.growthFactor = m_spec.growthFactor;
+    r.backoffFactor = m_spec.backoffFactor;
+    r.growthInterval = static_cast<float>(m_spec.growthInterval);
+    r.hysteresis = static_cast<float>(m_spec.hysteresis);
+    r.minScale = m_spec.minScale;
+    r.maxScale = m_spec.maxScale;
+    return r;
 }
 
 std::string LossScaler::describe() const

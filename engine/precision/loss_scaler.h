@@ -2,6 +2,7 @@
 // Loss scaling: none, static, or dynamic (PyTorch GradScaler semantics, plus DeepSpeed's
 // hysteresis). The scaler only decides the scale; whether a step is skipped is decided
 // by the gradients' finiteness, which the Trainer measures after unscaling.
+#include "engine/backend/step_scalars.h"
 #include "engine/config/run_config.h"
 
 #include <cstdint>
@@ -32,6 +33,9 @@ public:
     float scale() const { return m_state.scale; }
     // Call once per step with whether any gradient was non-finite.
     ScaleUpdate update(bool foundNonFinite);
+
+    // The rule as the backends apply it on the device (Backend::updateLossScale).
+    ScaleRule rule() const;
 
     LossScalerState state() const { return m_state; }
     void restore(const LossScalerState& state) { m_state = state; }

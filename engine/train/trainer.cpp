@@ -3,8 +3,10 @@
 #include "engine/data/batch_loader.h"
 #include "engine/util/check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 namespace mantissa {
@@ -46,6 +48,7 @@ struct Trainer::StepOutcome {
     std::string firstNonFinite;
     std::optional<OverflowLocation> location;  // skipped steps
     std::optional<NumericsRecord> numerics;    // sampled steps
+    ScaleUpdate scaleUpdate;
 };
 
 Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data)
@@ -70,6 +73,9 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
     m_model = std::make_unique<Model>(config.model, config.precision, backend, config.training.seed);
     m_params = m_model->parametersInBackwardOrder();
     m_optimizer.attach(backend, m_params);
+    m_scalars.inputs = backend.empty({kStepInputCount}, DType::F32);
+    m_scalars.state = backend.empty({kStepStateCount}, DType::F32);
+    m_graphStatus = graphIneligibility();
     m_stepsPerEpoch = data.train.size() / config.training.batchSize;
     m_totalSteps = m_stepsPerEpoch * std::max(config.training.epochs, 1);
     if (config.training.maxSteps > 0)
@@ -84,79 +90,143 @@ void Trainer::publish(const EventRecord& event)
         o->onEvent(event);
 }
 
-Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels, std::int64_t batch,
-                                        std::int64_t step, int epoch)
+void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
 {
-    StepOutcome out;
-    Shape inputShape = Shape(m_config.model.input);
-    std::vector<std::int64_t> dims{batch};
-    dims.insert(dims.end(), inputShape.dims().begin(), inputShape.dims().end());
-    Tensor x = m_backend.empty(Shape(dims), DType::F32);
-    m_backend.upload(inputs, x);
-    Tensor y = m_backend.empty({batch}, DType::F32);
-    m_backend.upload(labels, y);
-
-    PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
-    const float scale = m_scaler.scale();
-    // Sampled steps only; every other step runs exactly as without the lens.
-    std::optional<NumericsProbe> probe;
-    if (isNumericsStep(step)) {
-        probe.emplace(*m_model, m_backend, probeSettings(scale, m_config.numerics.scaledGradients));
-        probe->measureWeights(); // the weights this step computes with, before the update
-        pass.tap = &*probe;
-    }
-    ModelForward forward = m_model->forward(pass, x);
+    ModelForward forward = m_model->forward(pass, m_batchInputs);
     // dlogits is stored like the logits: in fp16 the scaled gradient is rounded here first.
-    Tensor dlogits = m_backend.empty(forward.logits.shape(), forward.logits.dtype());
-    const LossResult loss = m_backend.softmaxCrossEntropy(forward.logits, y, scale, &dlogits);
-    out.loss = loss.meanLoss;
-    out.correct = loss.correct;
-    out.lossFinite = std::isfinite(loss.meanLoss);
-    if (!out.lossFinite) {
-        // Forward overflowed (or the weights are already non-finite): no gradient can help.
-        out.skipped = true;
-        out.gradNorm = NAN;
-        out.gradAmax = INFINITY;
-        out.firstNonFinite = "loss (forward pass)";
-        if (probe)
-            out.numerics = probe->record(step);
-        out.location = locateOverflow(x, y, step, scale);
-        return out;
-    }
+    Tensor dlogits = backend.empty(forward.logits.shape(), forward.logits.dtype());
+    backend.softmaxCrossEntropy(forward.logits, m_batchLabels, m_scalars, dlogits);
     if (probe) {
         probe->measureLossGradient(dlogits);
-        GradientCapture capture(m_backend, m_params);
+        GradientCapture capture(backend, m_params);
         m_model->backward(pass, dlogits, forward);
         capture.release();
-        out.numerics = probe->record(step);
     } else {
         m_model->backward(pass, dlogits, forward);
     }
-
     std::vector<const Tensor*> grads;
     std::vector<Tensor*> fp32Grads;
     for (Parameter* p : m_params) {
         grads.push_back(&p->grad);
         fp32Grads.push_back(&p->fp32Grad);
     }
-    const int firstBad = m_backend.unscaleAndCheckFinite(grads, fp32Grads, 1.0f / scale, &out.gradAmax);
-    if (firstBad >= 0) {
-        out.skipped = true;
-        out.gradNorm = NAN;
-        out.firstNonFinite = m_params[static_cast<std::size_t>(firstBad)]->name;
-        // Also on a sampled step: its probe saw the weight gradients in fp32, before they
-        // overflowed, so the passes run again on the tensors as the run stores them.
-        out.location = locateOverflow(x, y, step, scale);
+    // From here on the device decides: a non-finite loss or gradient marks the step skipped,
+    // and the clip, the optimizer and the loss-scale rule read that mark where they run.
+    backend.unscaleAndCheckFinite(grads, fp32Grads, m_scalars);
+    backend.clipGradNorm(fp32Grads, m_scalars, m_config.optimizer.gradClipNorm);
+    m_optimizer.queueStep(backend, m_params, m_scalars);
+    backend.updateLossScale(m_scalars, m_scaler.rule());
+}
+
+std::string Trainer::graphIneligibility() const
+{
+    if (!m_config.training.graphs)
+        return "training.graphs is off";
+    const std::function<bool(const std::vector<LayerSpec>&)> hasDropout = [&](const std::vector<LayerSpec>& layers) {
+        return std::any_of(layers.begin(), layers.end(),
+                           [&](const LayerSpec& l) { return l.type == "dropout" || hasDropout(l.body); });
+    };
+    if (hasDropout(m_config.model.layers))
+        return "the model has dropout, which draws a new mask every step";
+    return {};
+}
+
+bool Trainer::runStepOnGraph(std::int64_t step)
+{
+    if (m_graph)
+        return true;
+    // The first step runs op by op: it finds the convolution algorithms and fills the caches
+    // a capture must not fill. Capture is tried once per run.
+    if (m_graphTried || m_eagerSteps < 1 || !m_graphStatus.empty())
+        return false;
+    m_graphTried = true;
+    std::string why;
+    m_graph = m_backend.captureGraph(
+        [&](Backend& recorder) {
+            PassState pass{recorder, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
+            queueStep(recorder, pass, nullptr);
+        },
+        &why);
+    m_graphStatus = m_graph ? "captured at step " + std::to_string(step) : "capture failed: " + why;
+    return static_cast<bool>(m_graph);
+}
+
+Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels, std::int64_t batch,
+                                        std::int64_t step, int epoch)
+{
+    StepOutcome out;
+    if (!m_batchInputs.defined() || m_batchInputs.shape()[0] != batch) {
+        // Every training batch has the same shape (the loader drops the partial one), so these
+        // tensors, and a graph recorded on them, serve the whole run.
+        Shape inputShape = Shape(m_config.model.input);
+        std::vector<std::int64_t> dims{batch};
+        dims.insert(dims.end(), inputShape.dims().begin(), inputShape.dims().end());
+        m_batchInputs = m_backend.empty(Shape(dims), DType::F32);
+        m_batchLabels = m_backend.empty({batch}, DType::F32);
+        m_graph.reset();
+    }
+    m_backend.upload(inputs, m_batchInputs);
+    m_backend.upload(labels, m_batchLabels);
+    const AdamCorrections corrections = m_optimizer.nextCorrections();
+    float stepInputs[kStepInputCount] = {};
+    stepInputs[slot(StepInput::LearningRate)] = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
+    stepInputs[slot(StepInput::AdamCorrection1)] = corrections.first;
+    stepInputs[slot(StepInput::AdamCorrection2)] = corrections.second;
+    m_backend.upload(stepInputs, m_scalars.inputs);
+
+    // Sampled steps run op by op with the probe; every other step runs exactly as without the lens.
+    std::optional<NumericsProbe> probe;
+    if (isNumericsStep(step)) {
+        probe.emplace(*m_model, m_backend, probeSettings(m_scaler.scale(), m_config.numerics.scaledGradients));
+        probe->measureWeights(); // the weights this step computes with, before the update
+    }
+    if (!probe && runStepOnGraph(step)) {
+        m_graph->replay();
+        ++m_graphSteps;
+    } else {
+        PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
+        pass.tap = probe ? &*probe : nullptr;
+        queueStep(m_backend, pass, probe ? &*probe : nullptr);
+        ++m_eagerSteps;
+    }
+    // The one wait of the step: its record, read once everything is queued.
+    float state[kStepStateCount];
+    m_backend.download(m_scalars.state, state);
+    if (probe)
+        out.numerics = probe->record(step);
+
+    out.loss = state[slot(StepState::Loss)];
+    out.correct = static_cast<std::int64_t>(state[slot(StepState::Correct)]);
+    out.lossFinite = std::isfinite(out.loss);
+    out.skipped = state[slot(StepState::Skipped)] != 0.0f;
+    out.gradAmax = state[slot(StepState::GradAmax)];
+    out.gradNorm = state[slot(StepState::GradNorm)];
+    const float scaleUsed = state[slot(StepState::ScaleUsed)];
+    out.scaleUpdate = m_scaler.update(out.skipped);
+    // The host's LossScaler mirrors the device's rule; they must agree bit for bit.
+    MANTISSA_ASSERT(out.scaleUpdate.before == scaleUsed && out.scaleUpdate.after == state[slot(StepState::LossScale)]);
+    if (!out.skipped) {
+        m_optimizer.stepTaken();
         return out;
     }
-    std::vector<const Tensor*> constGrads(fp32Grads.begin(), fp32Grads.end());
-    out.gradNorm = static_cast<float>(std::sqrt(m_backend.sumOfSquares(constGrads)));
-    const float clip = m_config.optimizer.gradClipNorm;
-    if (clip > 0 && out.gradNorm > clip)
-        m_backend.scaleInPlace(fp32Grads, clip / out.gradNorm);
-    const float lr = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
-    m_optimizer.step(m_backend, m_params, lr);
+    const float first = state[slot(StepState::FirstNonFinite)];
+    out.firstNonFinite = first == kLossNotFinite ? std::string("loss (forward pass)")
+                                                 : m_params[static_cast<std::size_t>(first)]->name;
+    // The weights are those the step computed with (a skipped step changes none), so the
+    // passes run again on the tensors as the run stores them to find where it overflowed.
+    out.location = locateOverflow(m_batchInputs, m_batchLabels, step, scaleUsed);
     return out;
+}
+
+void Trainer::uploadScalerState()
+{
+    const LossScalerState s = m_scaler.state();
+    float state[kStepStateCount] = {};
+    state[slot(StepState::LossScale)] = s.scale;
+    state[slot(StepState::GoodSteps)] = static_cast<float>(s.goodSteps);
+    state[slot(StepState::HysteresisLeft)] = static_cast<float>(s.hysteresisLeft);
+    state[slot(StepState::ScaleUsed)] = s.scale;
+    m_backend.upload(state, m_scalars.state);
 }
 
 bool Trainer::isNumericsStep(std::int64_t step) const
@@ -256,6 +326,7 @@ RunSummary Trainer::run()
     int consecutiveSkips = 0;
     const int epochs = std::max(m_config.training.epochs, 1);
     m_backend.resetPeakBytes();
+    uploadScalerState(); // a checkpoint may have restored the scaler since the last run
     double epochLoss = 0; // over the current epoch's finite steps
     std::int64_t epochCorrect = 0, epochSamples = 0, finiteSteps = 0;
     auto conclude = [&](RunStatus status, const std::string& message) {
@@ -287,10 +358,9 @@ RunSummary Trainer::run()
                 if (m_stopRequested)
                     return conclude(RunStatus::Stopped, "stopped by the user at step " + std::to_string(step));
                 ++step;
-                const float scaleUsed = m_scaler.scale();
                 const auto stepStart = Clock::now();
                 StepOutcome outcome = trainStep(batch.inputs.data(), batch.labels.data(), batch.size, step, epoch);
-                const ScaleUpdate update = m_scaler.update(outcome.skipped);
+                const ScaleUpdate update = outcome.scaleUpdate;
                 const double stepSeconds = secondsSince(stepStart);
                 trainSeconds += stepSeconds;
                 trainedSamples += batch.size;
@@ -300,7 +370,7 @@ RunSummary Trainer::run()
                 record.epoch = epoch;
                 record.loss = outcome.loss;
                 record.learningRate = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
-                record.lossScale = scaleUsed;
+                record.lossScale = update.before;
                 record.skipped = outcome.skipped;
                 record.gradNorm = outcome.gradNorm;
                 record.samplesPerSecond = static_cast<float>(static_cast<double>(batch.size) / stepSeconds);

@@ -70,10 +70,26 @@ public:
     const LossScaler& scaler() const { return m_scaler; }
     std::int64_t stepsPerEpoch() const { return m_stepsPerEpoch; }
     std::int64_t totalSteps() const { return m_totalSteps; }
+    // How steps ran: "captured at step 2", "training.graphs is off", "capture failed: ...".
+    const std::string& graphStatus() const { return m_graphStatus; }
+    // Steps replayed from the captured graph, and steps run op by op.
+    std::int64_t graphSteps() const { return m_graphSteps; }
+    std::int64_t eagerSteps() const { return m_eagerSteps; }
 
 private:
     struct StepOutcome;
     StepOutcome trainStep(const float* inputs, const float* labels, std::int64_t batch, std::int64_t step, int epoch);
+    // Queues one whole step (forward, loss, backward, finite check, clip, update, loss-scale
+    // rule) through `backend` on the batch tensors and m_scalars, reading nothing back: the
+    // same body runs op by op or is recorded into a graph.
+    void queueStep(Backend& backend, PassState& pass, NumericsProbe* probe);
+    // Replays the graph, capturing it first when this is the first eligible step; false when
+    // the step must run op by op.
+    bool runStepOnGraph(std::int64_t step);
+    // Why this run cannot use a graph at all, or empty.
+    std::string graphIneligibility() const;
+    // The host scaler's state into m_scalars.state, where the device carries it on.
+    void uploadScalerState();
     bool isNumericsStep(std::int64_t step) const;
     ProbeSettings probeSettings(float scale, bool scaledGradients) const;
     // On a skipped step that was not sampled: runs the step's passes again with a probe
@@ -96,6 +112,13 @@ private:
     std::atomic<bool> m_paused{false};
     std::int64_t m_stepsPerEpoch = 0, m_totalSteps = 0;
     std::int64_t m_stepOffset = 0; // steps already done before a resumed checkpoint
+    // The step as the device sees it: the batch, the step's scalars, and its graph.
+    Tensor m_batchInputs, m_batchLabels;
+    StepScalars m_scalars;
+    std::unique_ptr<StepGraph> m_graph;
+    bool m_graphTried = false;
+    std::string m_graphStatus; // non-empty before a capture: why there is none
+    std::int64_t m_graphSteps = 0, m_eagerSteps = 0;
 };
 
 } // namespace mantissa

@@ -66,7 +66,23 @@ public:
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) override;
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, std::int64_t step) override;
 
+    void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
+                             Tensor& dlogits) override;
+    void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                               StepScalars& scalars) override;
+    void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm) override;
+    void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;
+    void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
+    void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
+
+    // Records the body's calls on a tape (engine/backend/recording_backend.h) and replays them.
+    std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
+
 private:
+    // Adam with the bias corrections given (1 - beta^t), however they were computed.
+    void adamUpdate(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, float correction1,
+                    float correction2);
+
     int m_threads;
     std::atomic<std::size_t> m_liveBytes{0};
     std::atomic<std::size_t> m_peakBytes{0};

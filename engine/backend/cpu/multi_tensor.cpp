@@ -112,8 +112,13 @@ void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings
 
 void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, std::int64_t step)
 {
-    const float correction1 = 1.0f - std::pow(s.beta1, static_cast<float>(step));
-    const float correction2 = 1.0f - std::pow(s.beta2, static_cast<float>(step));
+    const AdamCorrections c = adamCorrections(s, step);
+    adamUpdate(slots, s, lr, c.first, c.second);
+}
+
+void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, float correction1,
+                            float correction2)
+{
     for (const OptimizerSlot& slot : slots) {
         MANTISSA_ASSERT(slot.grad->dtype() == DType::F32);
         cpu::FloatOutput w(*slot.master, true);

@@ -1,0 +1,106 @@
+// The step on the device, CPU edition: the host-valued ops of this backend driven by the
+// scalars in StepScalars, so that the trainer runs one step sequence on every backend and
+// the CPU stays the oracle for the device-side loss-scale logic (engine/backend/step_scalars.h).
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/util/check.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mantissa {
+
+namespace {
+
+float& at(Tensor& t, StepState s) { return t.f32()[slot(s)]; }
+float at(const Tensor& t, StepState s) { return t.f32()[slot(s)]; }
+float at(const Tensor& t, StepInput s) { return t.f32()[slot(s)]; }
+
+void checkScalars(const StepScalars& s)
+{
+    MANTISSA_ASSERT(s.inputs.dtype() == DType::F32 && s.inputs.numel() == kStepInputCount);
+    MANTISSA_ASSERT(s.state.dtype() == DType::F32 && s.state.numel() == kStepStateCount);
+}
+
+bool skipped(const StepScalars& s) { return at(s.state, StepState::Skipped) != 0.0f; }
+
+} // namespace
+
+void CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
+                                     Tensor& dlogits)
+{
+    checkScalars(scalars);
+    const LossResult r = softmaxCrossEntropy(logits, labels, at(scalars.state, StepState::LossScale), &dlogits);
+    at(scalars.state, StepState::Loss) = r.meanLoss;
+    at(scalars.state, StepState::Correct) = static_cast<float>(r.correct);
+}
+
+void CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                                       StepScalars& scalars)
+{
+    checkScalars(scalars);
+    Tensor& state = scalars.state;
+    float amax = 0;
+    const int first = unscaleAndCheckFinite(grads, fp32Grads, 1.0f / at(state, StepState::LossScale), &amax);
+    // A non-finite loss skips the step whatever the gradients hold: it is reported as the
+    // forward pass's fault, which is where it happened.
+    const bool lossBad = !std::isfinite(at(state, StepState::Loss));
+    const bool skip = lossBad || first >= 0;
+    at(state, StepState::FirstNonFinite) = lossBad ? kLossNotFinite : static_cast<float>(first);
+    at(state, StepState::Skipped) = skip ? 1.0f : 0.0f;
+    at(state, StepState::GradAmax) = skip ? INFINITY : amax;
+}
+
+void CpuBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm)
+{
+    checkScalars(scalars);
+    if (skipped(scalars)) {
+        at(scalars.state, StepState::GradNorm) = NAN;
+        return;
+    }
+    const std::vector<const Tensor*> grads(fp32Grads.begin(), fp32Grads.end());
+    const float norm = static_cast<float>(std::sqrt(sumOfSquares(grads)));
+    at(scalars.state, StepState::GradNorm) = norm;
+    if (maxNorm > 0 && norm > maxNorm)
+        scaleInPlace(fp32Grads, maxNorm / norm);
+}
+
+void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars)
+{
+    checkScalars(scalars);
+    if (!skipped(scalars))
+        sgdStep(slots, s, at(scalars.inputs, StepInput::LearningRate));
+}
+
+void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars)
+{
+    checkScalars(scalars);
+    if (!skipped(scalars))
+        adamUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate),
+                   at(scalars.inputs, StepInput::AdamCorrection1), at(scalars.inputs, StepInput::AdamCorrection2));
+}
+
+void CpuBackend::updateLossScale(StepScalars& scalars, const ScaleRule& rule)
+{
+    checkScalars(scalars);
+    Tensor& state = scalars.state;
+    float& scale = at(state, StepState::LossScale);
+    float& goodSteps = at(state, StepState::GoodSteps);
+    float& hysteresisLeft = at(state, StepState::HysteresisLeft);
+    at(state, StepState::ScaleUsed) = scale;
+    if (!rule.dynamic)
+        return;
+    // LossScaler::update, step for step (loss_scaler_test holds the two together).
+    if (skipped(scalars)) {
+        goodSteps = 0;
+        if (hysteresisLeft > 1)
+            hysteresisLeft -= 1;
+        else
+            scale = std::max(scale * rule.backoffFactor, rule.minScale);
+    } else if ((goodSteps += 1) >= rule.growthInterval) {
+        goodSteps = 0;
+        hysteresisLeft = rule.hysteresis;
+        scale = std::min(scale * rule.growthFactor, rule.maxScale);
+    }
+}
+
+} // namespace mantissa

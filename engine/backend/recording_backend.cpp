@@ -1,0 +1,285 @@
+#include "engine/backend/recording_backend.h"
+
+#include "engine/util/check.h"
+
+#include <optional>
+
+namespace mantissa {
+
+namespace {
+
+// The span arguments point at tensors and slots the caller may rebuild between steps; the
+// tape keeps copies of the handles, which share their buffers, as a graph keeps pointers.
+std::vector<Tensor> copies(std::span<const Tensor* const> tensors)
+{
+    std::vector<Tensor> out;
+    out.reserve(tensors.size());
+    for (const Tensor* t : tensors)
+        out.push_back(*t);
+    return out;
+}
+
+std::vector<Tensor> copies(std::span<Tensor* const> tensors)
+{
+    std::vector<Tensor> out;
+    out.reserve(tensors.size());
+    for (Tensor* t : tensors)
+        out.push_back(*t);
+    return out;
+}
+
+template <typename T>
+std::vector<T*> pointers(std::vector<T>& tensors)
+{
+    std::vector<T*> out;
+    out.reserve(tensors.size());
+    for (T& t : tensors)
+        out.push_back(&t);
+    return out;
+}
+
+std::vector<const Tensor*> constPointers(std::vector<Tensor>& tensors)
+{
+    std::vector<const Tensor*> out;
+    out.reserve(tensors.size());
+    for (const Tensor& t : tensors)
+        out.push_back(&t);
+    return out;
+}
+
+// An optimizer slot with its tensors owned, and the OptimizerSlot view of them.
+struct OwnedSlot {
+    Tensor master, grad, state1, state2, working;
+    bool hasState1 = false, hasState2 = false, hasWorking = false, decay = true;
+
+    explicit OwnedSlot(const OptimizerSlot& s)
+        : master(*s.master), grad(*s.grad), hasState1(s.state1), hasState2(s.state2), hasWorking(s.working),
+          decay(s.decay)
+    {
+        if (s.state1)
+            state1 = *s.state1;
+        if (s.state2)
+            state2 = *s.state2;
+        if (s.working)
+            working = *s.working;
+    }
+};
+
+struct OwnedSlots {
+    std::vector<OwnedSlot> owned;
+    explicit OwnedSlots(std::span<const OptimizerSlot> slots) : owned(slots.begin(), slots.end()) {}
+
+    std::vector<OptimizerSlot> view()
+    {
+        std::vector<OptimizerSlot> out;
+        out.reserve(owned.size());
+        for (OwnedSlot& o : owned)
+            out.push_back({&o.master, &o.grad, o.hasState1 ? &o.state1 : nullptr, o.hasState2 ? &o.state2 : nullptr,
+                           o.hasWorking ? &o.working : nullptr, o.decay});
+        return out;
+    }
+};
+
+} // namespace
+
+void RecordingBackend::replay() const
+{
+    for (const auto& call : m_tape)
+        call(m_target);
+}
+
+void RecordingBackend::refuse(const char* what)
+{
+    throw UnsupportedError(std::string(what) +
+                           " moves data between the host and the device, so it cannot be part of a recorded step");
+}
+
+void RecordingBackend::fill(Tensor& t, float value)
+{
+    record([t, value](Backend& b) mutable { b.fill(t, value); });
+}
+
+void RecordingBackend::upload(const float*, Tensor&) { refuse("upload"); }
+void RecordingBackend::download(const Tensor&, float*) { refuse("download"); }
+
+void RecordingBackend::cast(const Tensor& src, Tensor& dst)
+{
+    record([src, dst](Backend& b) mutable { b.cast(src, dst); });
+}
+
+void RecordingBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                            const Tensor& a, const Tensor& b, float beta, Tensor& c)
+{
+    record([=, c = c](Backend& be) mutable { be.gemm(ta, tb, m, n, k, alpha, a, b, beta, c); });
+}
+
+void RecordingBackend::addRowBias(Tensor& y, const Tensor& bias)
+{
+    record([y, bias](Backend& b) mutable { b.addRowBias(y, bias); });
+}
+
+void RecordingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
+{
+    record([dy, dbias](Backend& b) mutable { b.rowBiasGrad(dy, dbias); });
+}
+
+void RecordingBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                                     const ConvGeometry& g)
+{
+    std::optional<Tensor> b = bias ? std::optional<Tensor>(*bias) : std::nullopt;
+    record([x, w, b, y, g](Backend& be) mutable { be.conv2dForward(x, w, b ? &*b : nullptr, y, g); });
+}
+
+void RecordingBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g)
+{
+    record([dy, w, dx, g](Backend& b) mutable { b.conv2dBackwardData(dy, w, dx, g); });
+}
+
+void RecordingBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
+                                            const ConvGeometry& g)
+{
+    std::optional<Tensor> db = dbias ? std::optional<Tensor>(*dbias) : std::nullopt;
+    record([x, dy, dw, db, g](Backend& b) mutable { b.conv2dBackwardFilter(x, dy, dw, db ? &*db : nullptr, g); });
+}
+
+void RecordingBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                        BatchNormState& state, bool training, float momentum, float epsilon)
+{
+    record([=, y = y, state = state](Backend& b) mutable {
+        b.batchNormForward(x, gamma, beta, y, state, training, momentum, epsilon);
+    });
+}
+
+void RecordingBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const BatchNormState& state, Tensor& dx, Tensor& dgamma, Tensor& dbeta)
+{
+    record([=, dx = dx, dgamma = dgamma, dbeta = dbeta](Backend& b) mutable {
+        b.batchNormBackward(x, dy, gamma, state, dx, dgamma, dbeta);
+    });
+}
+
+void RecordingBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
+{
+    record([kind, x, y](Backend& b) mutable { b.activationForward(kind, x, y); });
+}
+
+void RecordingBackend::activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                          Tensor& dx)
+{
+    record([kind, x, y, dy, dx](Backend& b) mutable { b.activationBackward(kind, x, y, dy, dx); });
+}
+
+void RecordingBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g)
+{
+    record([x, y, argmax, g](Backend& b) mutable { b.maxPoolForward(x, y, argmax, g); });
+}
+
+void RecordingBackend::maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g)
+{
+    record([dy, argmax, dx, g](Backend& b) mutable { b.maxPoolBackward(dy, argmax, dx, g); });
+}
+
+void RecordingBackend::avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g)
+{
+    record([x, y, g](Backend& b) mutable { b.avgPoolForward(x, y, g); });
+}
+
+void RecordingBackend::avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometry& g)
+{
+    record([dy, dx, g](Backend& b) mutable { b.avgPoolBackward(dy, dx, g); });
+}
+
+void RecordingBackend::dropoutForward(const Tensor& x, Tensor& y, Tensor& mask, float p, std::uint64_t seed,
+                                      std::uint64_t counter)
+{
+    record([=, y = y, mask = mask](Backend& b) mutable { b.dropoutForward(x, y, mask, p, seed, counter); });
+}
+
+void RecordingBackend::dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx)
+{
+    record([dy, mask, dx](Backend& b) mutable { b.dropoutBackward(dy, mask, dx); });
+}
+
+void RecordingBackend::add(const Tensor& a, const Tensor& b, Tensor& out)
+{
+    record([a, b, out](Backend& be) mutable { be.add(a, b, out); });
+}
+
+LossResult RecordingBackend::softmaxCrossEntropy(const Tensor&, const Tensor&, float, Tensor*)
+{
+    refuse("the host-valued softmaxCrossEntropy (use the StepScalars form)");
+}
+
+int RecordingBackend::unscaleAndCheckFinite(std::span<const Tensor* const>, std::span<Tensor* const>, float, float*)
+{
+    refuse("the host-valued unscaleAndCheckFinite (use the StepScalars form)");
+}
+
+double RecordingBackend::sumOfSquares(std::span<const Tensor* const>)
+{
+    refuse("sumOfSquares (use clipGradNorm)");
+}
+
+void RecordingBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
+{
+    record([ts = copies(tensors), factor](Backend& b) mutable { b.scaleInPlace(pointers(ts), factor); });
+}
+
+void RecordingBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr)
+{
+    record([owned = OwnedSlots(slots), s, lr](Backend& b) mutable { b.sgdStep(owned.view(), s, lr); });
+}
+
+void RecordingBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
+                                std::int64_t step)
+{
+    record([owned = OwnedSlots(slots), s, lr, step](Backend& b) mutable { b.adamStep(owned.view(), s, lr, step); });
+}
+
+void RecordingBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
+                                           Tensor& dlogits)
+{
+    record([logits, labels, scalars, dlogits](Backend& b) mutable {
+        b.softmaxCrossEntropy(logits, labels, scalars, dlogits);
+    });
+}
+
+void RecordingBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                                             StepScalars& scalars)
+{
+    record([in = copies(grads), out = copies(fp32Grads), scalars](Backend& b) mutable {
+        b.unscaleAndCheckFinite(constPointers(in), pointers(out), scalars);
+    });
+}
+
+void RecordingBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm)
+{
+    record([ts = copies(fp32Grads), scalars, maxNorm](Backend& b) mutable {
+        b.clipGradNorm(pointers(ts), scalars, maxNorm);
+    });
+}
+
+void RecordingBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars)
+{
+    record([owned = OwnedSlots(slots), s, scalars](Backend& b) mutable { b.sgdStep(owned.view(), s, scalars); });
+}
+
+void RecordingBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s,
+                                const StepScalars& scalars)
+{
+    record([owned = OwnedSlots(slots), s, scalars](Backend& b) mutable { b.adamStep(owned.view(), s, scalars); });
+}
+
+void RecordingBackend::updateLossScale(StepScalars& scalars, const ScaleRule& rule)
+{
+    record([scalars, rule](Backend& b) mutable { b.updateLossScale(scalars, rule); });
+}
+
+std::unique_ptr<StepGraph> RecordingBackend::captureGraph(const std::function<void(Backend&)>&, std::string* why)
+{
+    if (why)
+        *why = "a recorded step cannot itself record a step";
+    return nullptr;
+}
+
+} // namespace mantissa
