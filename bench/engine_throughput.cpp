@@ -4,7 +4,11 @@
 // chosen as a run chooses it (training.device through selectBackend); the CPU by default.
 //
 //   engine_throughput [--device auto|cpu|cuda[:N]] [--steps N] [--warmup N] [--threads N]
-//                     [--models mlp,cnn] [--modes fp32,mixed-fp16]
+//                     [--models mlp,cnn] [--modes fp32,mixed-fp16] [--graphs auto|on|off]
+//
+// --graphs is training.graphs: auto (the default, as in a run) captures the step after its
+// first run and replays it as a CUDA graph on a GPU and runs op by op on the CPU; on also
+// records an op tape on the CPU. The last column says how the timed steps ran.
 //
 // Achieved TFLOP/s counts a training step as three forward passes (the forward, and a
 // backward that computes both the input and the weight gradients, each as costly as the
@@ -38,8 +42,14 @@ std::vector<std::string> splitList(const std::string& text)
     return out;
 }
 
-double measure(Backend& backend, const std::string& device, const std::string& preset, PrecisionMode mode,
-               int threads, std::int64_t warmup, std::int64_t steps, std::size_t& peakBytes)
+struct Measured {
+    double samplesPerSecond = 0;
+    std::size_t peakBytes = 0;
+    std::string stepMode; // "graph" or "op by op (why)"
+};
+
+Measured measure(Backend& backend, const std::string& device, const std::string& preset, PrecisionMode mode,
+                 int threads, const std::string& graphs, std::int64_t warmup, std::int64_t steps)
 {
     RunConfig config = presetConfig(preset);
     config.precision = mode;
@@ -51,6 +61,7 @@ double measure(Backend& backend, const std::string& device, const std::string& p
     config.training.threads = threads;
     config.training.device = device;
     config.training.epochs = 1;
+    config.training.graphs = graphs;
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     // Warm-up run: fills the allocator's pool, pages in the weights, lets OpenBLAS spin up
     // (on a GPU: loads the kernels and lets cuBLAS and cuDNN pick their algorithms).
@@ -59,8 +70,10 @@ double measure(Backend& backend, const std::string& device, const std::string& p
     config.training.maxSteps = steps;
     Trainer trainer(config, backend, data);
     const RunSummary summary = trainer.run();
-    peakBytes = summary.peakBytes;
-    return summary.samplesPerSecond;
+    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph"};
+    if (trainer.graphSteps() == 0)
+        m.stepMode = "op by op (" + trainer.graphStatus() + ")";
+    return m;
 }
 
 } // namespace
@@ -70,6 +83,7 @@ int main(int argc, char** argv)
     std::int64_t steps = 60, warmup = 10;
     int threads = 0;
     std::string device = "cpu";
+    std::string graphs = "auto";
     std::vector<std::string> models{"mlp", "cnn"};
     std::vector<std::string> modes{"fp32", "mixed-fp16"};
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -81,6 +95,7 @@ int main(int argc, char** argv)
         else if (flag == "--threads") threads = std::atoi(value.c_str());
         else if (flag == "--models") models = splitList(value);
         else if (flag == "--modes") modes = splitList(value);
+        else if (flag == "--graphs") graphs = value;
         else {
             std::fprintf(stderr, "unknown option %s\n", flag.c_str());
             return 2;
@@ -98,8 +113,8 @@ int main(int argc, char** argv)
                 static_cast<long long>(steps), static_cast<long long>(warmup));
     std::printf("device: %s (requested %s)\n\n", selection.reason.c_str(), device.c_str());
     // New columns go at the end, so that readers of the first six keep working.
-    std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s |\n");
-    std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const auto& model : models) {
         double fp32Rate = 0;
         for (const auto& modeName : modes) {
@@ -108,16 +123,16 @@ int main(int argc, char** argv)
                 std::fprintf(stderr, "unknown precision %s\n", modeName.c_str());
                 return 2;
             }
-            std::size_t peak = 0;
-            const double rate = measure(backend, device, model, *mode, threads, warmup, steps, peak);
+            const Measured m = measure(backend, device, model, *mode, threads, graphs, warmup, steps);
+            const double rate = m.samplesPerSecond;
             const double forwardFlops = static_cast<double>(validateModel(presetConfig(model).model).totalFlopsPerSample);
             if (*mode == PrecisionMode::Fp32)
                 fp32Rate = rate;
             const std::string ratio = fp32Rate > 0 ? std::to_string(fp32Rate / rate).substr(0, 4) + "x" : "-";
-            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f |\n", model.c_str(),
+            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s |\n", model.c_str(),
                         static_cast<long long>(presetConfig(model).training.batchSize), modeName.c_str(), rate,
-                        ratio.c_str(), static_cast<double>(peak) / (1024.0 * 1024.0),
-                        3.0 * forwardFlops * rate * 1e-12);
+                        ratio.c_str(), static_cast<double>(m.peakBytes) / (1024.0 * 1024.0),
+                        3.0 * forwardFlops * rate * 1e-12, m.stepMode.c_str());
             std::fflush(stdout);
         }
     }

@@ -162,6 +162,12 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
     result.summary = trainer.run();
     InterruptHandler::setActiveTrainer(nullptr);
     progress.finish();
+    if (trainer.graphSteps() > 0)
+        std::fprintf(stderr, "steps: %lld replayed from the step graph (%s), %lld op by op\n",
+                     static_cast<long long>(trainer.graphSteps()), trainer.graphStatus().c_str(),
+                     static_cast<long long>(trainer.eagerSteps()));
+    else
+        std::fprintf(stderr, "steps: op by op; %s\n", trainer.graphStatus().c_str());
 
     result.status = recordedStatus(result.summary.status);
     const bool explained = result.status == storage::RunStatus::Diverged || result.status == storage::RunStatus::Failed;

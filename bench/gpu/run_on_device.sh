@@ -151,7 +151,7 @@ if [[ ${SKIP_TESTS:-0} != 1 ]]; then
 fi
 
 # --- throughput -----------------------------------------------------------------------------
-# engine_throughput prints | model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s |;
+# engine_throughput prints | model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step |;
 # the table here keeps the columns the PyTorch peer prints too, found by their headers.
 summarise() {
     awk -F'|' '
@@ -184,6 +184,12 @@ if [[ ${SKIP_BENCH:-0} != 1 ]]; then
         sed -n 's/^backend: /Mantissa, /p' "$report/engine_throughput.txt"
         summarise "$report/engine_throughput.txt" | tee "$report/mantissa-table.md"
     fi
+    # The same steps op by op: what the CUDA graph saves in launch overhead.
+    say "Mantissa with training.graphs off (every kernel launched from the host)"
+    "$build/bin/engine_throughput" --device "${DEVICE:-cuda}" --models "$workloads" --modes "$modes" --graphs off \
+        --steps "${BENCH_STEPS:-60}" --warmup "${BENCH_WARMUP:-10}" >"$report/engine_throughput-op-by-op.txt" 2>&1 &&
+        summarise "$report/engine_throughput-op-by-op.txt" | tee "$report/mantissa-op-by-op-table.md" ||
+        echo "engine_throughput --graphs off failed (see $report/engine_throughput-op-by-op.txt)"
 fi
 
 # --- PyTorch peer ---------------------------------------------------------------------------

@@ -308,6 +308,8 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
     if (c.numerics.every < 0 || c.numerics.every > 1000)
         throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to 1000 steps (got " +
                           std::to_string(c.numerics.every) + ")");
+    if (c.training.graphs != "auto" && c.training.graphs != "on" && c.training.graphs != "off")
+        throw ConfigError(origin + ": training.graphs is \"" + c.training.graphs + "\"; expected auto, on or off");
     if (c.training.cudnnWorkspaceMiB < 0 || c.training.cudnnWorkspaceMiB > 65536)
         throw ConfigError(origin + ": training.cudnn_workspace_mib must be 0 to 65536 (got " +
                           std::to_string(c.training.cudnnWorkspaceMiB) + ")");

@@ -100,7 +100,9 @@ struct TrainingSpec {
     int threads = 0;             // CPU threads, 0 = all cores
     bool tf32 = false;           // GPU: fp32 GEMMs and convolutions on TF32 tensor cores
     int cudnnWorkspaceMiB = 256; // GPU: scratch memory a convolution algorithm may use
-    bool graphs = true;          // capture the training step once and replay it (CUDA graphs on a GPU)
+    // Capture the training step once and replay it: auto (on GPUs, as CUDA graphs), on (also
+    // on the CPU, as an op tape: it tests the graph path but holds every temporary at once), off.
+    std::string graphs = "auto";
     std::int64_t evalBatchSize = 1000;
 };
 

@@ -120,8 +120,12 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
 
 std::string Trainer::graphIneligibility() const
 {
-    if (!m_config.training.graphs)
+    if (m_config.training.graphs == "off")
         return "training.graphs is off";
+    // A tape saves the CPU nothing (no launches) and holds every temporary of the step at
+    // once, which would inflate the peak memory the run reports.
+    if (m_config.training.graphs == "auto" && m_backend.device().kind == DeviceKind::Cpu)
+        return "the CPU runs each op as it is called; training.graphs auto captures on GPUs only";
     const std::function<bool(const std::vector<LayerSpec>&)> hasDropout = [&](const std::vector<LayerSpec>& layers) {
         return std::any_of(layers.begin(), layers.end(),
                            [&](const LayerSpec& l) { return l.type == "dropout" || hasDropout(l.body); });

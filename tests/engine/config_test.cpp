@@ -54,18 +54,24 @@ TEST(Config, ErrorsNameTheFileAndTheField)
     const std::string badWorkspace = errorOf(R"({"model": {"layers": []}, "training": {"cudnn_workspace_mib": -5}})");
     EXPECT_NE(badWorkspace.find("training.cudnn_workspace_mib must be 0 to 65536 (got -5)"), std::string::npos)
         << badWorkspace;
+    const std::string badGraphs = errorOf(R"({"model": {"layers": []}, "training": {"graphs": "always"}})");
+    EXPECT_NE(badGraphs.find("training.graphs is \"always\"; expected auto, on or off"), std::string::npos)
+        << badGraphs;
 }
 
 TEST(Config, GpuSettingsDefaultToTrueFp32AndRoundTrip)
 {
     EXPECT_FALSE(parseRunConfig(kMinimal, "test.json").training.tf32);
     EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.cudnnWorkspaceMiB, 256);
+    EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.graphs, "auto");
     RunConfig c = parseRunConfig(kMinimal, "test.json");
     c.training.tf32 = true;
     c.training.cudnnWorkspaceMiB = 1024;
+    c.training.graphs = "off";
     const RunConfig again = parseRunConfig(runConfigToJson(c), "again.json");
     EXPECT_TRUE(again.training.tf32);
     EXPECT_EQ(again.training.cudnnWorkspaceMiB, 1024);
+    EXPECT_EQ(again.training.graphs, "off");
 }
 
 TEST(Config, SerialisationRoundTrips)

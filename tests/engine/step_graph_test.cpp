@@ -78,7 +78,7 @@ struct TrainedRun {
 
 TrainedRun train(RunConfig config, bool graphs)
 {
-    config.training.graphs = graphs;
+    config.training.graphs = graphs ? "on" : "off";
     auto backend = makeCpuBackend(config.training.threads);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     Trainer trainer(config, *backend, data);
@@ -189,6 +189,18 @@ TEST(StepGraph, SampledStepsRunOpByOpBetweenReplays)
     EXPECT_EQ(graph.eagerSteps, 1 + sampled);
     EXPECT_EQ(graph.graphSteps, graph.summary.steps - 1 - sampled);
     expectIdentical(graph, eager);
+}
+
+TEST(StepGraph, AutoLeavesTheCpuOpByOp)
+{
+    RunConfig config = mlpConfig(PrecisionMode::Fp32);
+    config.training.graphs = "auto";
+    auto backend = makeCpuBackend(1);
+    const DatasetSplits data = loadDatasets(config.data, config.training.seed);
+    Trainer trainer(config, *backend, data);
+    trainer.run();
+    EXPECT_EQ(trainer.graphSteps(), 0);
+    EXPECT_NE(trainer.graphStatus().find("the CPU runs each op"), std::string::npos) << trainer.graphStatus();
 }
 
 TEST(StepGraph, DropoutModelsRunOpByOpAndSayWhy)
