@@ -4,6 +4,7 @@
 #include "engine/backend/backend.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
+#include "small_run_config.h"
 
 #include <gtest/gtest.h>
 
@@ -15,32 +16,11 @@ using namespace mantissa;
 
 namespace {
 
-LayerSpec layer(const std::string& type, std::int64_t units = 0, const std::string& activation = "")
-{
-    LayerSpec l;
-    l.type = type;
-    l.units = units;
-    l.activation = activation;
-    return l;
-}
+using test_support::layerSpec;
 
 RunConfig smallConfig(PrecisionMode mode, int every)
 {
-    RunConfig c;
-    c.name = "small";
-    c.model.input = {1, 8, 8};
-    c.model.classes = 4;
-    c.model.layers = {layer("flatten"), layer("linear", 32, "relu"), layer("linear", 32, "relu"), layer("linear", 4)};
-    c.data.dataset = "synthetic";
-    c.data.syntheticShape = {1, 8, 8};
-    c.data.syntheticClasses = 4;
-    c.data.syntheticTrain = 512;
-    c.data.syntheticTest = 128;
-    c.optimizer.lr = 0.05f;
-    c.training.batchSize = 32;
-    c.training.epochs = 2;
-    c.training.threads = 1;
-    c.precision = mode;
+    RunConfig c = test_support::smallSyntheticConfig(mode);
     c.numerics.every = every;
     return c;
 }
@@ -54,8 +34,8 @@ RunConfig deepConfig(PrecisionMode mode)
     c.data.syntheticShape = {64};
     c.model.layers = {};
     for (int i = 0; i < 8; ++i)
-        c.model.layers.push_back(layer("linear", 32, "sigmoid"));
-    c.model.layers.push_back(layer("linear", 4));
+        c.model.layers.push_back(layerSpec("linear", 32, "sigmoid"));
+    c.model.layers.push_back(layerSpec("linear", 4));
     c.optimizer.type = "adam";
     c.optimizer.lr = 1e-3f;
     c.training.maxSteps = 10;

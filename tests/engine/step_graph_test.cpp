@@ -5,6 +5,7 @@
 // step to step would show here as a diverging curve.
 #include "engine/backend/backend.h"
 #include "engine/train/trainer.h"
+#include "small_run_config.h"
 
 #include <gtest/gtest.h>
 
@@ -29,21 +30,8 @@ LayerSpec layer(const std::string& type, std::int64_t size = 0, const std::strin
 
 RunConfig mlpConfig(PrecisionMode mode)
 {
-    RunConfig c;
+    RunConfig c = test_support::smallSyntheticConfig(mode);
     c.name = "graph";
-    c.model.input = {1, 8, 8};
-    c.model.classes = 4;
-    c.model.layers = {layer("flatten"), layer("linear", 32, "relu"), layer("linear", 32, "relu"), layer("linear", 4)};
-    c.data.dataset = "synthetic";
-    c.data.syntheticShape = {1, 8, 8};
-    c.data.syntheticClasses = 4;
-    c.data.syntheticTrain = 512;
-    c.data.syntheticTest = 128;
-    c.optimizer.lr = 0.05f;
-    c.training.batchSize = 32;
-    c.training.epochs = 2;
-    c.training.threads = 1;
-    c.precision = mode;
     return c;
 }
 

@@ -3,6 +3,7 @@
 #include "engine/backend/backend.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
+#include "small_run_config.h"
 
 #include <gtest/gtest.h>
 
@@ -20,31 +21,7 @@ namespace {
 
 RunConfig smallConfig(PrecisionMode mode = PrecisionMode::Fp32)
 {
-    RunConfig c;
-    c.name = "small";
-    c.model.input = {1, 8, 8};
-    c.model.classes = 4;
-    LayerSpec flatten;
-    flatten.type = "flatten";
-    LayerSpec hidden;
-    hidden.type = "linear";
-    hidden.units = 32;
-    hidden.activation = "relu";
-    LayerSpec out;
-    out.type = "linear";
-    out.units = 4;
-    c.model.layers = {flatten, hidden, hidden, out};
-    c.data.dataset = "synthetic";
-    c.data.syntheticShape = {1, 8, 8};
-    c.data.syntheticClasses = 4;
-    c.data.syntheticTrain = 512;
-    c.data.syntheticTest = 128;
-    c.optimizer.lr = 0.05f;
-    c.training.batchSize = 32;
-    c.training.epochs = 2;
-    c.training.threads = 1;
-    c.precision = mode;
-    return c;
+    return test_support::smallSyntheticConfig(mode);
 }
 
 struct Recorder final : TrainingObserver {

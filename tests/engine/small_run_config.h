@@ -1,0 +1,41 @@
+#pragma once
+// The small synthetic problem the trainer tests share: 8x8 single-channel samples of four
+// learnable classes, 512 to train on, 128 to test, and a 64-32-32-4 MLP with batch 32 for
+// two epochs on one thread (a few milliseconds per run).
+#include "engine/config/run_config.h"
+
+#include <string>
+
+namespace mantissa::test_support {
+
+inline LayerSpec layerSpec(const std::string& type, std::int64_t units = 0, const std::string& activation = "")
+{
+    LayerSpec l;
+    l.type = type;
+    l.units = units;
+    l.activation = activation;
+    return l;
+}
+
+inline RunConfig smallSyntheticConfig(PrecisionMode mode = PrecisionMode::Fp32)
+{
+    RunConfig c;
+    c.name = "small";
+    c.model.input = {1, 8, 8};
+    c.model.classes = 4;
+    c.model.layers = {layerSpec("flatten"), layerSpec("linear", 32, "relu"), layerSpec("linear", 32, "relu"),
+                      layerSpec("linear", 4)};
+    c.data.dataset = "synthetic";
+    c.data.syntheticShape = {1, 8, 8};
+    c.data.syntheticClasses = 4;
+    c.data.syntheticTrain = 512;
+    c.data.syntheticTest = 128;
+    c.optimizer.lr = 0.05f;
+    c.training.batchSize = 32;
+    c.training.epochs = 2;
+    c.training.threads = 1;
+    c.precision = mode;
+    return c;
+}
+
+} // namespace mantissa::test_support
