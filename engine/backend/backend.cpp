@@ -1,12 +1,33 @@
 #include "engine/backend/backend.h"
 
 #include <cmath>
+#include <vector>
 
 namespace mantissa {
 
 AdamCorrections adamCorrections(const AdamSettings& s, std::int64_t step)
 {
     return {1.0f - std::pow(s.beta1, static_cast<float>(step)), 1.0f - std::pow(s.beta2, static_cast<float>(step))};
+}
+
+namespace {
+
+class CompletedRead final : public HostRead {
+public:
+    explicit CompletedRead(std::vector<float> values) : m_values(std::move(values)) {}
+    const float* wait() override { return m_values.data(); }
+
+private:
+    std::vector<float> m_values;
+};
+
+} // namespace
+
+std::unique_ptr<HostRead> Backend::readAsync(const Tensor& src)
+{
+    std::vector<float> values(static_cast<std::size_t>(src.numel()));
+    download(src, values.data());
+    return std::make_unique<CompletedRead>(std::move(values));
 }
 
 } // namespace mantissa

@@ -59,6 +59,14 @@ struct AdamSettings {
     bool decoupledDecay = false; // AdamW
 };
 
+// A copy to the host under way (Backend::readAsync).
+class HostRead {
+public:
+    virtual ~HostRead() = default;
+    // The values, once they have arrived (valid while this object lives).
+    virtual const float* wait() = 0;
+};
+
 // A recorded training step that runs again without its host code (Backend::captureGraph).
 class StepGraph {
 public:
@@ -172,12 +180,14 @@ public:
     // --- the step on the device (engine/backend/step_scalars.h) ---------------------------
     // The same arithmetic as the calls above, but every scalar comes from and goes to
     // `scalars` on this device, so none of these waits for the host or makes it wait.
+    // First of a step: Held = inputs[HoldIfPreviousSkipped] and the previous step's Skipped.
+    virtual void beginStep(StepScalars& scalars) = 0;
     // Loss and Correct from the logits; dlogits = state[LossScale] * (softmax - onehot) / N.
     virtual void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                                      Tensor& dlogits) = 0;
     // Unscales by 1 / state[LossScale] as the host-valued call does and writes Skipped,
     // FirstNonFinite (kLossNotFinite when state[Loss] is not finite, which also skips) and
-    // GradAmax (+inf when skipped).
+    // GradAmax (+inf when skipped). A held step counts as skipped.
     virtual void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
                                        StepScalars& scalars) = 0;
     // GradNorm = float(sqrt(sum of squares in double)); when maxNorm > 0 and GradNorm > maxNorm
@@ -188,8 +198,13 @@ public:
     virtual void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) = 0;
     virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s,
                           const StepScalars& scalars) = 0;
-    // ScaleUsed = LossScale, then the dynamic rule (LossScaler::update, exactly) on Skipped.
+    // ScaleUsed = LossScale, then the dynamic rule (LossScaler::update, exactly) on Skipped;
+    // a held step leaves the scaler's state alone.
     virtual void updateLossScale(StepScalars& scalars, const ScaleRule& rule) = 0;
+
+    // Starts copying fp32 `src` to the host and returns without waiting; HostRead::wait()
+    // blocks until the values have landed. The base implementation downloads at once.
+    virtual std::unique_ptr<HostRead> readAsync(const Tensor& src);
 
     // --- graphs ----------------------------------------------------------------------------
     // Records the work `body` queues through the backend it is handed, without running it,

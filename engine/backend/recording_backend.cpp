@@ -236,6 +236,11 @@ void RecordingBackend::adamStep(std::span<const OptimizerSlot> slots, const Adam
     record([owned = OwnedSlots(slots), s, lr, step](Backend& b) mutable { b.adamStep(owned.view(), s, lr, step); });
 }
 
+void RecordingBackend::beginStep(StepScalars& scalars)
+{
+    record([scalars](Backend& b) mutable { b.beginStep(scalars); });
+}
+
 void RecordingBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                                            Tensor& dlogits)
 {

@@ -19,6 +19,9 @@ enum class StepInput : std::uint8_t {
     LearningRate,
     AdamCorrection1, // 1 - beta1^t for the optimizer step t this step would take
     AdamCorrection2, // 1 - beta2^t
+    // 1 when the host queues this step before reading the previous step's record (running
+    // ahead): if the previous step turns out skipped, this one is held (see StepState::Held).
+    HoldIfPreviousSkipped,
     Count
 };
 
@@ -36,6 +39,10 @@ enum class StepState : std::uint8_t {
     FirstNonFinite, // -1 none, -2 the loss (forward pass), else the gradient's index
     GradAmax,       // largest |unscaled gradient|; +inf on a skipped step
     GradNorm,       // global L2 norm of the unscaled gradients before clipping; NaN when skipped
+    // 1 when this step ran ahead of a skipped one: it changes no weights, optimizer state or
+    // loss-scale state (it counts as skipped), and the host queues it again once it has
+    // located the previous step's overflow on the weights that step used.
+    Held,
     Count
 };
 

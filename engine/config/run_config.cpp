@@ -294,6 +294,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.read("tf32", c.training.tf32);
         tr.read("cudnn_workspace_mib", c.training.cudnnWorkspaceMiB);
         tr.read("graphs", c.training.graphs);
+        tr.read("run_ahead", c.training.runAhead);
         tr.read("eval_batch_size", c.training.evalBatchSize);
         tr.finish();
     }
@@ -308,8 +309,10 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
     if (c.numerics.every < 0 || c.numerics.every > 1000)
         throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to 1000 steps (got " +
                           std::to_string(c.numerics.every) + ")");
-    if (c.training.graphs != "auto" && c.training.graphs != "on" && c.training.graphs != "off")
-        throw ConfigError(origin + ": training.graphs is \"" + c.training.graphs + "\"; expected auto, on or off");
+    for (const auto& [field, value] : {std::pair<const char*, const std::string&>{"graphs", c.training.graphs},
+                                       {"run_ahead", c.training.runAhead}})
+        if (value != "auto" && value != "on" && value != "off")
+            throw ConfigError(origin + ": training." + field + " is \"" + value + "\"; expected auto, on or off");
     if (c.training.cudnnWorkspaceMiB < 0 || c.training.cudnnWorkspaceMiB > 65536)
         throw ConfigError(origin + ": training.cudnn_workspace_mib must be 0 to 65536 (got " +
                           std::to_string(c.training.cudnnWorkspaceMiB) + ")");
@@ -365,7 +368,8 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                      {"max_steps", c.training.maxSteps}, {"seed", c.training.seed},
                      {"device", c.training.device}, {"threads", c.training.threads},
                      {"tf32", c.training.tf32}, {"cudnn_workspace_mib", c.training.cudnnWorkspaceMiB},
-                     {"graphs", c.training.graphs}, {"eval_batch_size", c.training.evalBatchSize}};
+                     {"graphs", c.training.graphs}, {"run_ahead", c.training.runAhead},
+                     {"eval_batch_size", c.training.evalBatchSize}};
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     return j.dump(indent);
 }

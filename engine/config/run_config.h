@@ -103,6 +103,9 @@ struct TrainingSpec {
     // Capture the training step once and replay it: auto (on GPUs, as CUDA graphs), on (also
     // on the CPU, as an op tape: it tests the graph path but holds every temporary at once), off.
     std::string graphs = "auto";
+    // Queue each step before reading the previous one's record, so the GPU never waits for
+    // the host: auto (on GPUs), on (also on the CPU, to test it), off.
+    std::string runAhead = "auto";
     std::int64_t evalBatchSize = 1000;
 };
 

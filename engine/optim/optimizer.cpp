@@ -145,9 +145,9 @@ void Optimizer::queueStep(Backend& backend, std::span<Parameter* const> params, 
         backend.adamStep(m_slots, adamSettings(), scalars);
 }
 
-AdamCorrections Optimizer::nextCorrections() const
+AdamCorrections Optimizer::nextCorrections(std::int64_t inFlight) const
 {
-    return m_kind == OptimizerKind::Sgd ? AdamCorrections{} : adamCorrections(adamSettings(), m_steps + 1);
+    return m_kind == OptimizerKind::Sgd ? AdamCorrections{} : adamCorrections(adamSettings(), m_steps + 1 + inFlight);
 }
 
 void Optimizer::setStepCount(std::int64_t steps)

@@ -40,8 +40,9 @@ public:
     // scalars.inputs, skipped there when the step's gradients were not finite. Does not advance
     // stepCount(): the caller does (stepTaken) once it has read that the step was not skipped.
     void queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars);
-    // Adam's corrections for the next step taken (what queueStep's inputs must hold).
-    AdamCorrections nextCorrections() const;
+    // Adam's corrections for the next step taken after `inFlight` more steps the caller has
+    // queued but not yet counted (what queueStep's inputs must hold).
+    AdamCorrections nextCorrections(std::int64_t inFlight = 0) const;
     void stepTaken() { ++m_steps; }
 
     // Steps taken so far; Adam's bias correction uses it, so checkpoints store and restore it.

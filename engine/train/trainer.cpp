@@ -38,18 +38,6 @@ const char* runStatusName(RunStatus status)
     return "?";
 }
 
-struct Trainer::StepOutcome {
-    float loss = 0;
-    std::int64_t correct = 0;
-    bool skipped = false;
-    bool lossFinite = true;
-    float gradNorm = 0;
-    float gradAmax = 0;
-    std::string firstNonFinite;
-    std::optional<OverflowLocation> location;  // skipped steps
-    std::optional<NumericsRecord> numerics;    // sampled steps
-    ScaleUpdate scaleUpdate;
-};
 
 Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data)
     : m_config(config),
@@ -76,6 +64,11 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
     m_scalars.inputs = backend.empty({kStepInputCount}, DType::F32);
     m_scalars.state = backend.empty({kStepStateCount}, DType::F32);
     m_graphStatus = graphIneligibility();
+    m_runAhead = runAheadWanted();
+    if (m_runAhead) {
+        for (auto& [name, buffer] : m_model->buffers())
+            m_bufferSnapshots.emplace_back(buffer, backend.empty(buffer->shape(), buffer->dtype()));
+    }
     m_stepsPerEpoch = data.train.size() / config.training.batchSize;
     m_totalSteps = m_stepsPerEpoch * std::max(config.training.epochs, 1);
     if (config.training.maxSteps > 0)
@@ -88,149 +81,6 @@ void Trainer::publish(const EventRecord& event)
 {
     for (auto* o : m_observers)
         o->onEvent(event);
-}
-
-void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
-{
-    ModelForward forward = m_model->forward(pass, m_batchInputs);
-    // dlogits is stored like the logits: in fp16 the scaled gradient is rounded here first.
-    Tensor dlogits = backend.empty(forward.logits.shape(), forward.logits.dtype());
-    backend.softmaxCrossEntropy(forward.logits, m_batchLabels, m_scalars, dlogits);
-    if (probe) {
-        probe->measureLossGradient(dlogits);
-        GradientCapture capture(backend, m_params);
-        m_model->backward(pass, dlogits, forward);
-        capture.release();
-    } else {
-        m_model->backward(pass, dlogits, forward);
-    }
-    std::vector<const Tensor*> grads;
-    std::vector<Tensor*> fp32Grads;
-    for (Parameter* p : m_params) {
-        grads.push_back(&p->grad);
-        fp32Grads.push_back(&p->fp32Grad);
-    }
-    // From here on the device decides: a non-finite loss or gradient marks the step skipped,
-    // and the clip, the optimizer and the loss-scale rule read that mark where they run.
-    backend.unscaleAndCheckFinite(grads, fp32Grads, m_scalars);
-    backend.clipGradNorm(fp32Grads, m_scalars, m_config.optimizer.gradClipNorm);
-    m_optimizer.queueStep(backend, m_params, m_scalars);
-    backend.updateLossScale(m_scalars, m_scaler.rule());
-}
-
-std::string Trainer::graphIneligibility() const
-{
-    if (m_config.training.graphs == "off")
-        return "training.graphs is off";
-    // A tape saves the CPU nothing (no launches) and holds every temporary of the step at
-    // once, which would inflate the peak memory the run reports.
-    if (m_config.training.graphs == "auto" && m_backend.device().kind == DeviceKind::Cpu)
-        return "the CPU runs each op as it is called; training.graphs auto captures on GPUs only";
-    const std::function<bool(const std::vector<LayerSpec>&)> hasDropout = [&](const std::vector<LayerSpec>& layers) {
-        return std::any_of(layers.begin(), layers.end(),
-                           [&](const LayerSpec& l) { return l.type == "dropout" || hasDropout(l.body); });
-    };
-    if (hasDropout(m_config.model.layers))
-        return "the model has dropout, which draws a new mask every step";
-    return {};
-}
-
-bool Trainer::runStepOnGraph(std::int64_t step)
-{
-    if (m_graph)
-        return true;
-    // The first step runs op by op: it finds the convolution algorithms and fills the caches
-    // a capture must not fill. Capture is tried once per run.
-    if (m_graphTried || m_eagerSteps < 1 || !m_graphStatus.empty())
-        return false;
-    m_graphTried = true;
-    std::string why;
-    m_graph = m_backend.captureGraph(
-        [&](Backend& recorder) {
-            PassState pass{recorder, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
-            queueStep(recorder, pass, nullptr);
-        },
-        &why);
-    m_graphStatus = m_graph ? "captured at step " + std::to_string(step) : "capture failed: " + why;
-    return static_cast<bool>(m_graph);
-}
-
-Trainer::StepOutcome Trainer::trainStep(const float* inputs, const float* labels, std::int64_t batch,
-                                        std::int64_t step, int epoch)
-{
-    StepOutcome out;
-    if (!m_batchInputs.defined() || m_batchInputs.shape()[0] != batch) {
-        // Every training batch has the same shape (the loader drops the partial one), so these
-        // tensors, and a graph recorded on them, serve the whole run.
-        Shape inputShape = Shape(m_config.model.input);
-        std::vector<std::int64_t> dims{batch};
-        dims.insert(dims.end(), inputShape.dims().begin(), inputShape.dims().end());
-        m_batchInputs = m_backend.empty(Shape(dims), DType::F32);
-        m_batchLabels = m_backend.empty({batch}, DType::F32);
-        m_graph.reset();
-    }
-    m_backend.upload(inputs, m_batchInputs);
-    m_backend.upload(labels, m_batchLabels);
-    const AdamCorrections corrections = m_optimizer.nextCorrections();
-    float stepInputs[kStepInputCount] = {};
-    stepInputs[slot(StepInput::LearningRate)] = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
-    stepInputs[slot(StepInput::AdamCorrection1)] = corrections.first;
-    stepInputs[slot(StepInput::AdamCorrection2)] = corrections.second;
-    m_backend.upload(stepInputs, m_scalars.inputs);
-
-    // Sampled steps run op by op with the probe; every other step runs exactly as without the lens.
-    std::optional<NumericsProbe> probe;
-    if (isNumericsStep(step)) {
-        probe.emplace(*m_model, m_backend, probeSettings(m_scaler.scale(), m_config.numerics.scaledGradients));
-        probe->measureWeights(); // the weights this step computes with, before the update
-    }
-    if (!probe && runStepOnGraph(step)) {
-        m_graph->replay();
-        ++m_graphSteps;
-    } else {
-        PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
-        pass.tap = probe ? &*probe : nullptr;
-        queueStep(m_backend, pass, probe ? &*probe : nullptr);
-        ++m_eagerSteps;
-    }
-    // The one wait of the step: its record, read once everything is queued.
-    float state[kStepStateCount];
-    m_backend.download(m_scalars.state, state);
-    if (probe)
-        out.numerics = probe->record(step);
-
-    out.loss = state[slot(StepState::Loss)];
-    out.correct = static_cast<std::int64_t>(state[slot(StepState::Correct)]);
-    out.lossFinite = std::isfinite(out.loss);
-    out.skipped = state[slot(StepState::Skipped)] != 0.0f;
-    out.gradAmax = state[slot(StepState::GradAmax)];
-    out.gradNorm = state[slot(StepState::GradNorm)];
-    const float scaleUsed = state[slot(StepState::ScaleUsed)];
-    out.scaleUpdate = m_scaler.update(out.skipped);
-    // The host's LossScaler mirrors the device's rule; they must agree bit for bit.
-    MANTISSA_ASSERT(out.scaleUpdate.before == scaleUsed && out.scaleUpdate.after == state[slot(StepState::LossScale)]);
-    if (!out.skipped) {
-        m_optimizer.stepTaken();
-        return out;
-    }
-    const float first = state[slot(StepState::FirstNonFinite)];
-    out.firstNonFinite = first == kLossNotFinite ? std::string("loss (forward pass)")
-                                                 : m_params[static_cast<std::size_t>(first)]->name;
-    // The weights are those the step computed with (a skipped step changes none), so the
-    // passes run again on the tensors as the run stores them to find where it overflowed.
-    out.location = locateOverflow(m_batchInputs, m_batchLabels, step, scaleUsed);
-    return out;
-}
-
-void Trainer::uploadScalerState()
-{
-    const LossScalerState s = m_scaler.state();
-    float state[kStepStateCount] = {};
-    state[slot(StepState::LossScale)] = s.scale;
-    state[slot(StepState::GoodSteps)] = static_cast<float>(s.goodSteps);
-    state[slot(StepState::HysteresisLeft)] = static_cast<float>(s.hysteresisLeft);
-    state[slot(StepState::ScaleUsed)] = s.scale;
-    m_backend.upload(state, m_scalars.state);
 }
 
 bool Trainer::isNumericsStep(std::int64_t step) const
@@ -326,13 +176,21 @@ RunSummary Trainer::run()
     const std::int64_t batchSize = m_config.training.batchSize;
     BatchLoader loader(m_data.train, BatchLoaderOptions::training(batchSize, m_config.training.seed));
     HostBatch batch;
-    std::int64_t step = m_stepOffset;
+    std::int64_t step = m_stepOffset;      // the last step queued
+    std::int64_t finished = m_stepOffset;  // the last step whose record was published
     int consecutiveSkips = 0;
     const int epochs = std::max(m_config.training.epochs, 1);
     m_backend.resetPeakBytes();
     uploadScalerState(); // a checkpoint may have restored the scaler since the last run
     double epochLoss = 0; // over the current epoch's finite steps
     std::int64_t epochCorrect = 0, epochSamples = 0, finiteSteps = 0;
+    // A step's time is from the previous record read (or the loop's start, or the end of a
+    // pause or an evaluation) to its own: running ahead, steps overlap, and this still sums
+    // to the training time.
+    auto lastRecord = Clock::now();
+    std::optional<QueuedStep> pending;
+    std::string divergence;
+
     auto conclude = [&](RunStatus status, const std::string& message) {
         // A run cut short still reports what its weights are worth now.
         if (status != RunStatus::Finished && status != RunStatus::Failed && summary.epochs == 0) {
@@ -341,12 +199,89 @@ RunSummary Trainer::run()
             summary.testAccuracy = test.accuracy;
             summary.trainLoss = finiteSteps ? static_cast<float>(epochLoss / static_cast<double>(finiteSteps)) : NAN;
         }
-        summary.steps = step;
+        summary.steps = finished;
         summary.trainSeconds = trainSeconds;
         summary.samplesPerSecond = trainSeconds > 0 ? static_cast<double>(trainedSamples) / trainSeconds : 0;
         summary.wallSeconds = secondsSince(runStart);
         finishRun(summary, status, message);
         return summary;
+    };
+
+    // Publishes a finished step's record and events; sets `divergence` when the run must end.
+    auto publishStep = [&](const QueuedStep& q, StepOutcome& outcome) {
+        const auto now = Clock::now();
+        const double stepSeconds = std::chrono::duration<double>(now - lastRecord).count();
+        lastRecord = now;
+        trainSeconds += stepSeconds;
+        trainedSamples += q.batch.size;
+        finished = q.step;
+        const ScaleUpdate update = outcome.scaleUpdate;
+
+        StepRecord record;
+        record.step = q.step;
+        record.epoch = q.epoch;
+        record.loss = outcome.loss;
+        record.learningRate = m_schedule.rate(q.step - 1, q.epoch - 1, m_stepsPerEpoch, m_totalSteps);
+        record.lossScale = update.before;
+        record.skipped = outcome.skipped;
+        record.gradNorm = outcome.gradNorm;
+        record.samplesPerSecond = static_cast<float>(static_cast<double>(q.batch.size) / stepSeconds);
+        record.elapsedSeconds = trainSeconds;
+        record.gradAmax = outcome.gradAmax;
+        for (auto* o : m_observers)
+            o->onStep(record);
+        if (outcome.numerics)
+            for (auto* o : m_observers)
+                o->onNumerics(*outcome.numerics);
+
+        if (outcome.skipped) {
+            ++summary.skippedSteps;
+            ++consecutiveSkips;
+            EventRecord overflow;
+            overflow.kind = EventKind::Overflow;
+            overflow.step = q.step;
+            overflow.scaleBefore = update.before;
+            overflow.scaleAfter = update.after;
+            overflow.parameter = outcome.firstNonFinite;
+            overflow.location = std::move(outcome.location);
+            publish(overflow);
+        } else {
+            consecutiveSkips = 0;
+            epochLoss += outcome.loss;
+            epochCorrect += outcome.correct;
+            epochSamples += q.batch.size;
+            ++finiteSteps;
+        }
+        if (update.changed()) {
+            EventRecord change;
+            change.kind = EventKind::ScaleChange;
+            change.step = q.step;
+            change.scaleBefore = update.before;
+            change.scaleAfter = update.after;
+            publish(change);
+        }
+        const bool fp32Diverged = !outcome.lossFinite && m_config.precision == PrecisionMode::Fp32;
+        if (fp32Diverged || consecutiveSkips >= kMaxConsecutiveSkips) {
+            divergence = fp32Diverged
+                ? "the loss became non-finite at step " + std::to_string(q.step) + " in fp32; lower the learning rate"
+                : std::to_string(consecutiveSkips) + " consecutive steps had non-finite gradients (last at " +
+                      outcome.firstNonFinite + ")" +
+                      (m_scaler.kind() == LossScaler::Kind::Dynamic ? "; the loss scale cannot recover"
+                                                                    : "; try mixed precision or dynamic loss scaling");
+            EventRecord event;
+            event.kind = EventKind::Divergence;
+            event.step = q.step;
+            event.message = divergence;
+            publish(event);
+        }
+    };
+    // Reads and publishes the step in flight, if any, with nothing queued after it.
+    auto drain = [&]() {
+        if (!pending)
+            return;
+        StepOutcome outcome = finishStep(*pending, false);
+        publishStep(*pending, outcome);
+        pending.reset();
     };
 
     try {
@@ -357,79 +292,43 @@ RunSummary Trainer::run()
             epochSamples = 0;
             finiteSteps = 0;
             while (step < m_totalSteps && loader.next(batch)) {
-                while (m_paused && !m_stopRequested)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                if (m_paused || m_stopRequested) {
+                    drain();
+                    if (!divergence.empty())
+                        return conclude(RunStatus::Diverged, divergence);
+                    while (m_paused && !m_stopRequested)
+                        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    lastRecord = Clock::now();
+                }
                 if (m_stopRequested)
-                    return conclude(RunStatus::Stopped, "stopped by the user at step " + std::to_string(step));
+                    return conclude(RunStatus::Stopped, "stopped by the user at step " + std::to_string(finished));
                 ++step;
-                const auto stepStart = Clock::now();
-                StepOutcome outcome = trainStep(batch.inputs.data(), batch.labels.data(), batch.size, step, epoch);
-                const ScaleUpdate update = outcome.scaleUpdate;
-                const double stepSeconds = secondsSince(stepStart);
-                trainSeconds += stepSeconds;
-                trainedSamples += batch.size;
-
-                StepRecord record;
-                record.step = step;
-                record.epoch = epoch;
-                record.loss = outcome.loss;
-                record.learningRate = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
-                record.lossScale = update.before;
-                record.skipped = outcome.skipped;
-                record.gradNorm = outcome.gradNorm;
-                record.samplesPerSecond = static_cast<float>(static_cast<double>(batch.size) / stepSeconds);
-                record.elapsedSeconds = trainSeconds;
-                record.gradAmax = outcome.gradAmax;
-                for (auto* o : m_observers)
-                    o->onStep(record);
-                if (outcome.numerics)
-                    for (auto* o : m_observers)
-                        o->onNumerics(*outcome.numerics);
-
-                if (outcome.skipped) {
-                    ++summary.skippedSteps;
-                    ++consecutiveSkips;
-                    EventRecord overflow;
-                    overflow.kind = EventKind::Overflow;
-                    overflow.step = step;
-                    overflow.scaleBefore = update.before;
-                    overflow.scaleAfter = update.after;
-                    overflow.parameter = outcome.firstNonFinite;
-                    overflow.location = std::move(outcome.location);
-                    publish(overflow);
-                } else {
-                    consecutiveSkips = 0;
-                    epochLoss += outcome.loss;
-                    epochCorrect += outcome.correct;
-                    epochSamples += batch.size;
-                    ++finiteSteps;
+                // Sampled steps read their tensors on the host as they go: nothing runs beside them.
+                if (isNumericsStep(step))
+                    drain();
+                if (!divergence.empty())
+                    return conclude(RunStatus::Diverged, divergence);
+                QueuedStep current = queueTrainStep(std::move(batch), step, epoch, pending.has_value());
+                if (pending) {
+                    StepOutcome outcome = finishStep(*pending, true);
+                    publishStep(*pending, outcome);
+                    batch = std::move(pending->batch); // its buffers serve the next batch
+                    pending.reset();
+                    // The step ahead was held if this one was skipped (and is dropped if the run ends).
+                    if (!divergence.empty())
+                        return conclude(RunStatus::Diverged, divergence);
+                    if (outcome.skipped)
+                        current = requeue(std::move(current));
                 }
-                if (update.changed()) {
-                    EventRecord change;
-                    change.kind = EventKind::ScaleChange;
-                    change.step = step;
-                    change.scaleBefore = update.before;
-                    change.scaleAfter = update.after;
-                    publish(change);
-                }
-                const bool fp32Diverged = !outcome.lossFinite && m_config.precision == PrecisionMode::Fp32;
-                if (fp32Diverged || consecutiveSkips >= kMaxConsecutiveSkips) {
-                    const std::string why = fp32Diverged
-                        ? "the loss became non-finite at step " + std::to_string(step) + " in fp32; lower the learning rate"
-                        : std::to_string(consecutiveSkips) + " consecutive steps had non-finite gradients (last at " +
-                              outcome.firstNonFinite + ")" +
-                              (m_scaler.kind() == LossScaler::Kind::Dynamic
-                                   ? "; the loss scale cannot recover"
-                                   : "; try mixed precision or dynamic loss scaling");
-                    EventRecord divergence;
-                    divergence.kind = EventKind::Divergence;
-                    divergence.step = step;
-                    divergence.message = why;
-                    publish(divergence);
-                    return conclude(RunStatus::Diverged, why);
-                }
+                pending = std::move(current);
+                if (!m_runAhead || pending->probe)
+                    drain();
             }
+            drain();
+            if (!divergence.empty())
+                return conclude(RunStatus::Diverged, divergence);
             const Evaluation test = evaluate(m_data.test);
+            lastRecord = Clock::now();
             EpochRecord record;
             record.epoch = epoch;
             record.trainLoss = finiteSteps ? static_cast<float>(epochLoss / static_cast<double>(finiteSteps)) : NAN;

@@ -3,6 +3,7 @@
 // reports through TrainingObserver (plain structs, on the training thread), and is
 // stopped or paused through atomics from any thread.
 #include "engine/config/run_config.h"
+#include "engine/data/batch_loader.h"
 #include "engine/data/dataset.h"
 #include "engine/lens/numerics_probe.h"
 #include "engine/model/model.h"
@@ -75,10 +76,43 @@ public:
     // Steps replayed from the captured graph, and steps run op by op.
     std::int64_t graphSteps() const { return m_graphSteps; }
     std::int64_t eagerSteps() const { return m_eagerSteps; }
+    // Whether steps are queued before the previous step's record is read (training.run_ahead),
+    // and how many ran ahead of a skipped step, were held on the device and queued again.
+    bool runsAhead() const { return m_runAhead; }
+    std::int64_t requeuedSteps() const { return m_requeuedSteps; }
 
 private:
-    struct StepOutcome;
-    StepOutcome trainStep(const float* inputs, const float* labels, std::int64_t batch, std::int64_t step, int epoch);
+    // What the host learns from a finished step.
+    struct StepOutcome {
+        float loss = 0;
+        std::int64_t correct = 0;
+        bool skipped = false;
+        bool lossFinite = true;
+        float gradNorm = 0;
+        float gradAmax = 0;
+        std::string firstNonFinite;
+        std::optional<OverflowLocation> location;  // skipped steps
+        std::optional<NumericsRecord> numerics;    // sampled steps
+        ScaleUpdate scaleUpdate;
+    };
+    // A step on the device whose record the host has not read yet.
+    struct QueuedStep {
+        std::int64_t step = 0;
+        int epoch = 0;
+        HostBatch batch;
+        bool ranAhead = false;                // queued before the previous step's record was read
+        std::unique_ptr<NumericsProbe> probe; // sampled steps
+        std::unique_ptr<HostRead> record;     // StepState, on its way to the host
+    };
+    // Uploads the batch and the step's inputs and queues the step (trainer_step.cpp).
+    QueuedStep queueTrainStep(HostBatch batch, std::int64_t step, int epoch, bool ahead);
+    // Waits for the step's record and turns it into an outcome. On a skipped step, locates the
+    // overflow (successorQueued: the step queued after it, held, moved the batch-norm
+    // statistics, which are put back first).
+    StepOutcome finishStep(QueuedStep& queued, bool successorQueued);
+    // Queues a held step again, now that the step before it is known.
+    QueuedStep requeue(QueuedStep held);
+    void uploadBatch(const HostBatch& batch);
     // Queues one whole step (forward, loss, backward, finite check, clip, update, loss-scale
     // rule) through `backend` on the batch tensors and m_scalars, reading nothing back: the
     // same body runs op by op or is recorded into a graph.
@@ -88,6 +122,7 @@ private:
     bool runStepOnGraph(std::int64_t step);
     // Why this run cannot use a graph at all, or empty.
     std::string graphIneligibility() const;
+    bool runAheadWanted() const;
     // The host scaler's state into m_scalars.state, where the device carries it on.
     void uploadScalerState();
     bool isNumericsStep(std::int64_t step) const;
@@ -119,6 +154,10 @@ private:
     bool m_graphTried = false;
     std::string m_graphStatus; // non-empty before a capture: why there is none
     std::int64_t m_graphSteps = 0, m_eagerSteps = 0;
+    bool m_runAhead = false;
+    std::int64_t m_requeuedSteps = 0;
+    // Batch-norm running statistics and their copy taken at the start of each step (run ahead only).
+    std::vector<std::pair<Tensor*, Tensor>> m_bufferSnapshots;
 };
 
 } // namespace mantissa

@@ -38,4 +38,26 @@ inline RunConfig smallSyntheticConfig(PrecisionMode mode = PrecisionMode::Fp32)
     return c;
 }
 
+// The same data through conv + batch norm + ReLU, a residual block (conv + batch norm inside),
+// max pooling and a linear layer: one epoch.
+inline RunConfig smallConvConfig(PrecisionMode mode = PrecisionMode::Fp32)
+{
+    RunConfig c = smallSyntheticConfig(mode);
+    LayerSpec conv;
+    conv.type = "conv2d";
+    conv.filters = 8;
+    conv.padding = 1;
+    LayerSpec branchConv = conv;
+    branchConv.activation = "relu";
+    LayerSpec residual;
+    residual.type = "residual";
+    residual.body = {branchConv, layerSpec("batchnorm")};
+    LayerSpec pool = layerSpec("maxpool");
+    pool.kernel = 2;
+    c.model.layers = {conv, layerSpec("batchnorm"), layerSpec("relu"), residual, pool, layerSpec("flatten"),
+                      layerSpec("linear", 4)};
+    c.training.epochs = 1;
+    return c;
+}
+
 } // namespace mantissa::test_support

@@ -5,110 +5,21 @@
 // step to step would show here as a diverging curve.
 #include "engine/backend/backend.h"
 #include "engine/train/trainer.h"
+#include "run_comparison.h"
 #include "small_run_config.h"
 
 #include <gtest/gtest.h>
 
-#include <bit>
-#include <cmath>
-
 using namespace mantissa;
+using namespace mantissa::test_support;
 
 namespace {
 
-LayerSpec layer(const std::string& type, std::int64_t size = 0, const std::string& activation = "")
-{
-    LayerSpec l;
-    l.type = type;
-    l.units = type == "linear" ? size : 0;
-    l.filters = type == "conv2d" ? size : 0;
-    l.activation = activation;
-    if (type == "maxpool")
-        l.kernel = 2;
-    return l;
-}
-
 RunConfig mlpConfig(PrecisionMode mode)
 {
-    RunConfig c = test_support::smallSyntheticConfig(mode);
+    RunConfig c = smallSyntheticConfig(mode);
     c.name = "graph";
     return c;
-}
-
-// conv + batch norm + pooling + a residual block with batch norm inside.
-RunConfig convConfig(PrecisionMode mode)
-{
-    RunConfig c = mlpConfig(mode);
-    LayerSpec residual = layer("residual");
-    residual.body = {layer("conv2d", 8, "relu"), layer("batchnorm")};
-    residual.body[0].padding = 1;
-    LayerSpec conv = layer("conv2d", 8);
-    conv.padding = 1;
-    c.model.layers = {conv, layer("batchnorm"), layer("relu"), residual, layer("maxpool"), layer("flatten"),
-                      layer("linear", 4)};
-    c.training.epochs = 1;
-    return c;
-}
-
-struct Recorder final : TrainingObserver {
-    std::vector<StepRecord> steps;
-    std::vector<EventRecord> events;
-    void onStep(const StepRecord& r) override { steps.push_back(r); }
-    void onEvent(const EventRecord& e) override { events.push_back(e); }
-};
-
-struct TrainedRun {
-    RunSummary summary;
-    Recorder recorder;
-    std::string graphStatus;
-    std::int64_t graphSteps = 0, eagerSteps = 0;
-};
-
-TrainedRun train(RunConfig config, bool graphs)
-{
-    config.training.graphs = graphs ? "on" : "off";
-    auto backend = makeCpuBackend(config.training.threads);
-    const DatasetSplits data = loadDatasets(config.data, config.training.seed);
-    Trainer trainer(config, *backend, data);
-    TrainedRun run;
-    trainer.addObserver(&run.recorder);
-    run.summary = trainer.run();
-    run.graphStatus = trainer.graphStatus();
-    run.graphSteps = trainer.graphSteps();
-    run.eagerSteps = trainer.eagerSteps();
-    return run;
-}
-
-std::uint32_t bits(float v) { return std::bit_cast<std::uint32_t>(v); }
-
-void expectIdentical(const TrainedRun& graph, const TrainedRun& eager)
-{
-    ASSERT_EQ(graph.recorder.steps.size(), eager.recorder.steps.size());
-    for (std::size_t i = 0; i < graph.recorder.steps.size(); ++i) {
-        const StepRecord& g = graph.recorder.steps[i];
-        const StepRecord& e = eager.recorder.steps[i];
-        SCOPED_TRACE("step " + std::to_string(e.step));
-        ASSERT_EQ(bits(g.loss), bits(e.loss));
-        ASSERT_EQ(bits(g.lossScale), bits(e.lossScale));
-        ASSERT_EQ(bits(g.learningRate), bits(e.learningRate));
-        ASSERT_EQ(g.skipped, e.skipped);
-        ASSERT_EQ(bits(g.gradNorm), bits(e.gradNorm));
-        ASSERT_EQ(bits(g.gradAmax), bits(e.gradAmax));
-    }
-    ASSERT_EQ(graph.recorder.events.size(), eager.recorder.events.size());
-    for (std::size_t i = 0; i < graph.recorder.events.size(); ++i) {
-        const EventRecord& g = graph.recorder.events[i];
-        const EventRecord& e = eager.recorder.events[i];
-        EXPECT_EQ(g.kind, e.kind);
-        EXPECT_EQ(g.step, e.step);
-        EXPECT_EQ(g.parameter, e.parameter);
-        EXPECT_EQ(g.location.has_value(), e.location.has_value());
-        if (g.location && e.location) {
-            EXPECT_EQ(g.location->tensor, e.location->tensor);
-        }
-    }
-    EXPECT_EQ(bits(graph.summary.testAccuracy), bits(eager.summary.testAccuracy));
-    EXPECT_EQ(bits(graph.summary.finalLossScale), bits(eager.summary.finalLossScale));
 }
 
 } // namespace
@@ -159,8 +70,8 @@ TEST(StepGraph, ConvolutionsBatchNormAndResidualBlocksReplayExactly)
 {
     for (PrecisionMode mode : {PrecisionMode::Fp32, PrecisionMode::MixedBf16}) {
         SCOPED_TRACE(precisionModeName(mode));
-        const TrainedRun graph = train(convConfig(mode), true);
-        const TrainedRun eager = train(convConfig(mode), false);
+        const TrainedRun graph = train(smallConvConfig(mode), true);
+        const TrainedRun eager = train(smallConvConfig(mode), false);
         EXPECT_EQ(graph.graphStatus, "captured at step 2");
         EXPECT_GT(graph.graphSteps, 10);
         expectIdentical(graph, eager);
@@ -194,7 +105,7 @@ TEST(StepGraph, AutoLeavesTheCpuOpByOp)
 TEST(StepGraph, DropoutModelsRunOpByOpAndSayWhy)
 {
     RunConfig config = mlpConfig(PrecisionMode::Fp32);
-    LayerSpec dropout = layer("dropout");
+    LayerSpec dropout = layerSpec("dropout");
     dropout.rate = 0.2f;
     config.model.layers.insert(config.model.layers.begin() + 2, dropout);
     const TrainedRun run = train(config, true);

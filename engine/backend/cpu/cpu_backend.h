@@ -66,6 +66,7 @@ public:
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) override;
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, std::int64_t step) override;
 
+    void beginStep(StepScalars& scalars) override;
     void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                              Tensor& dlogits) override;
     void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,

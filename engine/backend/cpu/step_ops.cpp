@@ -25,6 +25,13 @@ bool skipped(const StepScalars& s) { return at(s.state, StepState::Skipped) != 0
 
 } // namespace
 
+void CpuBackend::beginStep(StepScalars& scalars)
+{
+    checkScalars(scalars);
+    const bool hold = at(scalars.inputs, StepInput::HoldIfPreviousSkipped) != 0.0f && skipped(scalars);
+    at(scalars.state, StepState::Held) = hold ? 1.0f : 0.0f;
+}
+
 void CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                                      Tensor& dlogits)
 {
@@ -44,7 +51,8 @@ void CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std
     // A non-finite loss skips the step whatever the gradients hold: it is reported as the
     // forward pass's fault, which is where it happened.
     const bool lossBad = !std::isfinite(at(state, StepState::Loss));
-    const bool skip = lossBad || first >= 0;
+    const bool held = at(state, StepState::Held) != 0.0f;
+    const bool skip = lossBad || first >= 0 || held;
     at(state, StepState::FirstNonFinite) = lossBad ? kLossNotFinite : static_cast<float>(first);
     at(state, StepState::Skipped) = skip ? 1.0f : 0.0f;
     at(state, StepState::GradAmax) = skip ? INFINITY : amax;
@@ -87,7 +95,7 @@ void CpuBackend::updateLossScale(StepScalars& scalars, const ScaleRule& rule)
     float& goodSteps = at(state, StepState::GoodSteps);
     float& hysteresisLeft = at(state, StepState::HysteresisLeft);
     at(state, StepState::ScaleUsed) = scale;
-    if (!rule.dynamic)
+    if (!rule.dynamic || at(state, StepState::Held) != 0.0f)
         return;
     // LossScaler::update, step for step (loss_scaler_test holds the two together).
     if (skipped(scalars)) {

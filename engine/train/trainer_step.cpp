@@ -1,0 +1,203 @@
+// The Trainer's step on the device: queuing a step (op by op or from its graph), reading
+// its record, and running ahead of that read. The loop that drives it is in trainer.cpp.
+//
+// Running ahead (training.run_ahead): step s+1 is queued before step s's record is read, so
+// the GPU never waits for the host. If step s turns out skipped, step s+1 was held on the
+// device (StepState::Held: no weight, optimizer or scaler change); the trainer puts back the
+// batch-norm statistics it moved, locates step s's overflow on the weights step s used, and
+// queues step s+1 again. Records and events are bit-identical to running step by step.
+#include "engine/data/batch_loader.h"
+#include "engine/train/trainer.h"
+#include "engine/util/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace mantissa {
+
+void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
+{
+    backend.beginStep(m_scalars);
+    // Running ahead, this step may be held; what its forward pass does to the batch-norm
+    // running statistics must then be undone, so they are copied first (a few floats per channel).
+    for (auto& [buffer, snapshot] : m_bufferSnapshots)
+        backend.cast(*buffer, snapshot);
+    ModelForward forward = m_model->forward(pass, m_batchInputs);
+    // dlogits is stored like the logits: in fp16 the scaled gradient is rounded here first.
+    Tensor dlogits = backend.empty(forward.logits.shape(), forward.logits.dtype());
+    backend.softmaxCrossEntropy(forward.logits, m_batchLabels, m_scalars, dlogits);
+    if (probe) {
+        probe->measureLossGradient(dlogits);
+        GradientCapture capture(backend, m_params);
+        m_model->backward(pass, dlogits, forward);
+        capture.release();
+    } else {
+        m_model->backward(pass, dlogits, forward);
+    }
+    std::vector<const Tensor*> grads;
+    std::vector<Tensor*> fp32Grads;
+    for (Parameter* p : m_params) {
+        grads.push_back(&p->grad);
+        fp32Grads.push_back(&p->fp32Grad);
+    }
+    // From here on the device decides: a non-finite loss or gradient marks the step skipped,
+    // and the clip, the optimizer and the loss-scale rule read that mark where they run.
+    backend.unscaleAndCheckFinite(grads, fp32Grads, m_scalars);
+    backend.clipGradNorm(fp32Grads, m_scalars, m_config.optimizer.gradClipNorm);
+    m_optimizer.queueStep(backend, m_params, m_scalars);
+    backend.updateLossScale(m_scalars, m_scaler.rule());
+}
+
+std::string Trainer::graphIneligibility() const
+{
+    if (m_config.training.graphs == "off")
+        return "training.graphs is off";
+    // A tape saves the CPU nothing (no launches) and holds every temporary of the step at
+    // once, which would inflate the peak memory the run reports.
+    if (m_config.training.graphs == "auto" && m_backend.device().kind == DeviceKind::Cpu)
+        return "the CPU runs each op as it is called; training.graphs auto captures on GPUs only";
+    const std::function<bool(const std::vector<LayerSpec>&)> hasDropout = [&](const std::vector<LayerSpec>& layers) {
+        return std::any_of(layers.begin(), layers.end(),
+                           [&](const LayerSpec& l) { return l.type == "dropout" || hasDropout(l.body); });
+    };
+    if (hasDropout(m_config.model.layers))
+        return "the model has dropout, which draws a new mask every step";
+    return {};
+}
+
+bool Trainer::runAheadWanted() const
+{
+    // On the CPU every op has finished when it returns, so there is no wait to hide, and a
+    // skipped step would cost its successor's passes twice.
+    const std::string& setting = m_config.training.runAhead;
+    return setting == "on" || (setting == "auto" && m_backend.device().kind != DeviceKind::Cpu);
+}
+
+bool Trainer::runStepOnGraph(std::int64_t step)
+{
+    if (m_graph)
+        return true;
+    // The first step runs op by op: it finds the convolution algorithms and fills the caches
+    // a capture must not fill. Capture is tried once per run.
+    if (m_graphTried || m_eagerSteps < 1 || !m_graphStatus.empty())
+        return false;
+    m_graphTried = true;
+    std::string why;
+    m_graph = m_backend.captureGraph(
+        [&](Backend& recorder) {
+            PassState pass{recorder, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
+            queueStep(recorder, pass, nullptr);
+        },
+        &why);
+    m_graphStatus = m_graph ? "captured at step " + std::to_string(step) : "capture failed: " + why;
+    return static_cast<bool>(m_graph);
+}
+
+void Trainer::uploadBatch(const HostBatch& batch)
+{
+    if (!m_batchInputs.defined() || m_batchInputs.shape()[0] != batch.size) {
+        // Every training batch has the same shape (the loader drops the partial one), so these
+        // tensors, and a graph recorded on them, serve the whole run.
+        std::vector<std::int64_t> dims{batch.size};
+        const Shape sample(m_config.model.input);
+        dims.insert(dims.end(), sample.dims().begin(), sample.dims().end());
+        m_batchInputs = m_backend.empty(Shape(dims), DType::F32);
+        m_batchLabels = m_backend.empty({batch.size}, DType::F32);
+        m_graph.reset();
+    }
+    m_backend.upload(batch.inputs.data(), m_batchInputs);
+    m_backend.upload(batch.labels.data(), m_batchLabels);
+}
+
+Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, int epoch, bool ahead)
+{
+    QueuedStep q;
+    q.step = step;
+    q.epoch = epoch;
+    q.batch = std::move(batch);
+    q.ranAhead = ahead;
+    uploadBatch(q.batch);
+    // Ahead of a step whose outcome is unknown, Adam's count assumes that step is taken: if it
+    // is not, this step is held and queued again with the count it should have.
+    const AdamCorrections corrections = m_optimizer.nextCorrections(ahead ? 1 : 0);
+    float inputs[kStepInputCount] = {};
+    inputs[slot(StepInput::LearningRate)] = m_schedule.rate(step - 1, epoch - 1, m_stepsPerEpoch, m_totalSteps);
+    inputs[slot(StepInput::AdamCorrection1)] = corrections.first;
+    inputs[slot(StepInput::AdamCorrection2)] = corrections.second;
+    inputs[slot(StepInput::HoldIfPreviousSkipped)] = ahead ? 1.0f : 0.0f;
+    m_backend.upload(inputs, m_scalars.inputs);
+
+    // Sampled steps run op by op with the probe; every other step runs exactly as without the lens.
+    if (isNumericsStep(step)) {
+        MANTISSA_ASSERT(!ahead); // the probe reads tensors on the host as the step goes
+        q.probe = std::make_unique<NumericsProbe>(*m_model, m_backend,
+                                                   probeSettings(m_scaler.scale(), m_config.numerics.scaledGradients));
+        q.probe->measureWeights(); // the weights this step computes with, before the update
+    }
+    if (!q.probe && runStepOnGraph(step)) {
+        m_graph->replay();
+        ++m_graphSteps;
+    } else {
+        PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
+        pass.tap = q.probe.get();
+        queueStep(m_backend, pass, q.probe.get());
+        ++m_eagerSteps;
+    }
+    q.record = m_backend.readAsync(m_scalars.state);
+    return q;
+}
+
+Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
+{
+    const float* state = q.record->wait();
+    // A step is held only behind a skipped one, and the loop queues it again before reading it.
+    MANTISSA_ASSERT(state[slot(StepState::Held)] == 0.0f);
+    StepOutcome out;
+    if (q.probe)
+        out.numerics = q.probe->record(q.step);
+    out.loss = state[slot(StepState::Loss)];
+    out.correct = static_cast<std::int64_t>(state[slot(StepState::Correct)]);
+    out.lossFinite = std::isfinite(out.loss);
+    out.skipped = state[slot(StepState::Skipped)] != 0.0f;
+    out.gradAmax = state[slot(StepState::GradAmax)];
+    out.gradNorm = state[slot(StepState::GradNorm)];
+    const float scaleUsed = state[slot(StepState::ScaleUsed)];
+    out.scaleUpdate = m_scaler.update(out.skipped);
+    // The host's LossScaler mirrors the device's rule; they must agree bit for bit.
+    MANTISSA_ASSERT(out.scaleUpdate.before == scaleUsed && out.scaleUpdate.after == state[slot(StepState::LossScale)]);
+    if (!out.skipped) {
+        m_optimizer.stepTaken();
+        return out;
+    }
+    const float first = state[slot(StepState::FirstNonFinite)];
+    out.firstNonFinite = first == kLossNotFinite ? std::string("loss (forward pass)")
+                                                 : m_params[static_cast<std::size_t>(first)]->name;
+    // The weights are those the step computed with: a skipped step changes none, and a step
+    // queued after it was held. Its forward pass did move the batch-norm statistics.
+    if (successorQueued)
+        for (auto& [buffer, snapshot] : m_bufferSnapshots)
+            m_backend.cast(snapshot, *buffer);
+    uploadBatch(q.batch);
+    out.location = locateOverflow(m_batchInputs, m_batchLabels, q.step, scaleUsed);
+    return out;
+}
+
+Trainer::QueuedStep Trainer::requeue(QueuedStep held)
+{
+    ++m_requeuedSteps;
+    return queueTrainStep(std::move(held.batch), held.step, held.epoch, false);
+}
+
+void Trainer::uploadScalerState()
+{
+    const LossScalerState s = m_scaler.state();
+    float state[kStepStateCount] = {};
+    state[slot(StepState::LossScale)] = s.scale;
+    state[slot(StepState::GoodSteps)] = static_cast<float>(s.goodSteps);
+    state[slot(StepState::HysteresisLeft)] = static_cast<float>(s.hysteresisLeft);
+    state[slot(StepState::ScaleUsed)] = s.scale;
+    m_backend.upload(state, m_scalars.state);
+}
+
+} // namespace mantissa
