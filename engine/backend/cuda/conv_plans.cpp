@@ -142,12 +142,20 @@ const ConvPlan* ConvPlans::plan(const ConvGeometry& g, DType dtype, ConvDirectio
     const Key key{g.n,     g.inChannels, g.inH,    g.inW, g.outChannels, g.kH, g.kW, g.strideH, g.strideW, g.padH,
                   g.padW, static_cast<int>(dtype)};
     std::unique_ptr<ConvPlan>& slot = m_plans[key];
+    const auto d = static_cast<int>(direction);
+    if (!slot || !slot->found[d]) {
+        // cudnnFind* times every algorithm by running it, with memory of its own: work that
+        // must not end up in a graph, and that a graph could not repeat anyway.
+        cudaStream_t stream = nullptr;
+        checkCudnn(cudnnGetStream(m_handle, &stream), "cudnnGetStream");
+        refuseWhileCapturing(stream, "a convolution shape met for the first time cannot be captured: cuDNN's "
+                                     "algorithm search runs and times kernels; run the step once before capturing it");
+    }
     if (!slot) {
         auto fresh = std::make_unique<ConvPlan>();
         describe(*fresh, g, dtype);
         slot = std::move(fresh);
     }
-    const auto d = static_cast<int>(direction);
     if (!slot->found[d])
         find(*slot, dtype, direction);
     if (!slot->usable[d])

@@ -42,6 +42,7 @@ public:
     bool native(DType dtype) const;
     // The plan for `g` in `dtype`, with the algorithm for `direction` found on first use.
     // Returns nullptr when cuDNN has no algorithm for it (callers then widen to fp32).
+    // A first use while the handle's stream records a graph throws: the search runs kernels.
     const ConvPlan* plan(const ConvGeometry& g, DType dtype, ConvDirection direction);
 
 private:

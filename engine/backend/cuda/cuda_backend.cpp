@@ -4,12 +4,16 @@
 
 #include "engine/backend/cuda/conv_plans.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/descriptor_cache.h"
 #include "engine/backend/cuda/device_memory.h"
+#include "engine/backend/cuda/host_read.h"
 #include "engine/backend/cuda/kernels.h"
+#include "engine/backend/cuda/tensor_refs.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -37,17 +41,15 @@ std::string describeDevice(int device)
            std::to_string((cudnn % 10000) / 100) + "." + std::to_string(cudnn % 100) + ")";
 }
 
-TensorRef refOf(const Tensor& t)
-{
-    return {const_cast<void*>(t.data()), t.numel(), t.dtype()};
-}
+// Byte offsets of CudaBackend::Results inside m_results (and of their mirror in m_pinned).
+constexpr std::size_t kLossSumAt = 0, kCorrectAt = 8, kSumOfSquaresAt = 16, kFirstNonFiniteAt = 24, kAbsMaxAt = 28,
+                      kClipFactorAt = 32, kClipSkipAt = 36, kResultBytes = 64;
 
-std::int64_t largest(const std::vector<TensorRef>& refs)
+// cuBLAS's recommended workspace (cublasSetWorkspace): 32 MiB on Hopper and newer, 4 MiB
+// before. Given one, cuBLAS takes no memory of its own, in a graph capture or out of it.
+std::size_t cublasWorkspaceBytes(int computeMajor)
 {
-    std::int64_t n = 0;
-    for (const TensorRef& r : refs)
-        n = std::max(n, r.n);
-    return n;
+    return (computeMajor >= 9 ? 32u : 4u) << 20;
 }
 
 } // namespace
@@ -63,17 +65,33 @@ CudaBackend::CudaBackend(int device, const CudaOptions& options)
     // Split-K GEMMs with a 16-bit C may otherwise sum their partial products in 16 bits;
     // tensor-core semantics are fp32 accumulation all the way, rounded once.
     checkCublas(cublasSetMathMode(m_cublas, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION), "cublasSetMathMode");
+    const std::size_t workspace = cublasWorkspaceBytes(prop.major);
+    m_cublasWorkspace = empty(Shape{static_cast<std::int64_t>(workspace / 4)}, DType::F32);
+    checkCublas(cublasSetWorkspace(m_cublas, m_cublasWorkspace.data(), workspace), "cublasSetWorkspace");
     checkCudnn(cudnnCreate(&m_cudnn), "cudnnCreate");
     checkCudnn(cudnnSetStream(m_cudnn, stream()), "cudnnSetStream");
     m_conv = std::make_unique<ConvPlans>(m_cudnn, options, m_bf16TensorCores);
+    m_descriptors = std::make_unique<DescriptorCache>(m_memory);
+    // Everything a step writes to outside its tensors exists from here on, at fixed addresses.
+    m_results = empty(Shape{static_cast<std::int64_t>(kResultBytes / 4)}, DType::F32);
+    auto* base = static_cast<char*>(m_results.data());
+    m_out.lossSum = reinterpret_cast<double*>(base + kLossSumAt);
+    m_out.correct = reinterpret_cast<unsigned long long*>(base + kCorrectAt);
+    m_out.sumOfSquares = reinterpret_cast<double*>(base + kSumOfSquaresAt);
+    m_out.firstNonFinite = reinterpret_cast<int*>(base + kFirstNonFiniteAt);
+    m_out.absMax = reinterpret_cast<float*>(base + kAbsMaxAt);
+    m_out.clipFactor = reinterpret_cast<float*>(base + kClipFactorAt);
+    m_out.clipSkip = reinterpret_cast<float*>(base + kClipSkipAt);
+    checkCuda(cudaMallocHost(&m_pinned, kResultBytes), "cudaMallocHost");
+    m_readBuffers = std::make_shared<PinnedPool>();
 }
 
 CudaBackend::~CudaBackend()
 {
     cudaStreamSynchronize(stream());
     m_conv.reset();
-    m_refs = {};
-    m_scratch = {};
+    m_descriptors.reset();
+    m_results = {};
     if (m_pinned)
         cudaFreeHost(m_pinned);
     if (m_cudnn)
@@ -117,6 +135,8 @@ void CudaBackend::fill(Tensor& t, float value)
 
 void CudaBackend::upload(const float* host, Tensor& dst)
 {
+    refuseWhileCapturing(stream(), "upload cannot be captured: it copies from host memory that a replay could not "
+                                   "read again; upload the step's inputs between replays, outside the captured body");
     // Rounded on the host (the same conversions as the CPU backend), then copied: a
     // pageable copy returns once the source is staged, so the buffer may go at once.
     const auto n = static_cast<std::size_t>(dst.numel());
@@ -132,6 +152,8 @@ void CudaBackend::upload(const float* host, Tensor& dst)
 
 void CudaBackend::download(const Tensor& src, float* host)
 {
+    refuseWhileCapturing(stream(), "download cannot be captured: it waits for the device and reads the result on "
+                                   "the host");
     const auto n = static_cast<std::size_t>(src.numel());
     if (src.dtype() == DType::F32) {
         checkCuda(cudaMemcpyAsync(host, src.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream()),
@@ -162,45 +184,34 @@ void CudaBackend::resetPeakBytes()
     m_memory->resetPeak();
 }
 
-void* CudaBackend::scratch(std::size_t bytes)
+const void* CudaBackend::fetch(const void* src, std::size_t bytes, const char* what)
 {
-    if (m_scratch.bytes() < bytes)
-        m_scratch = empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, DType::F32);
-    return m_scratch.data();
-}
-
-void* CudaBackend::pinned(std::size_t bytes)
-{
-    if (m_pinnedBytes < bytes) {
-        if (m_pinned)
-            checkCuda(cudaFreeHost(m_pinned), "cudaFreeHost");
-        m_pinned = nullptr;
-        checkCuda(cudaMallocHost(&m_pinned, bytes), "cudaMallocHost");
-        m_pinnedBytes = bytes;
-    }
+    MANTISSA_ASSERT(bytes <= kResultBytes);
+    checkCuda(cudaMemcpyAsync(m_pinned, src, bytes, cudaMemcpyDeviceToHost, stream()), what);
+    synchronize();
     return m_pinned;
 }
 
-const void* CudaBackend::uploadDescriptors(const void* host, std::size_t bytes, const char* what)
-{
-    if (m_refs.bytes() < bytes)
-        m_refs = empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, DType::F32);
-    // Stream-ordered after the previous launch that read the array, so reuse is safe; a
-    // pageable source is staged before the call returns, so the caller's vector may go.
-    checkCuda(cudaMemcpyAsync(m_refs.data(), host, bytes, cudaMemcpyHostToDevice, stream()), what);
-    return m_refs.data();
-}
-
-const TensorRef* CudaBackend::uploadRefs(const std::vector<TensorRef>& refs)
+const TensorRef* CudaBackend::deviceRefs(const std::vector<TensorRef>& refs)
 {
     return static_cast<const TensorRef*>(
-        uploadDescriptors(refs.data(), refs.size() * sizeof(TensorRef), "multi-tensor descriptors"));
+        m_descriptors->find(keyOf(refs), refs.data(), refs.size() * sizeof(TensorRef), "multi-tensor descriptors"));
 }
 
-const SlotRef* CudaBackend::uploadSlots(const std::vector<SlotRef>& slots)
+const SlotRef* CudaBackend::deviceSlots(std::span<const OptimizerSlot> slots, std::int64_t* maxElements)
 {
+    std::vector<SlotRef> refs;
+    refs.reserve(slots.size());
+    *maxElements = 0;
+    const auto optional = [](const Tensor* t) { return t ? refOf(*t) : TensorRef{}; };
+    for (const OptimizerSlot& s : slots) {
+        MANTISSA_ASSERT(s.master && s.grad);
+        refs.push_back({refOf(*s.master), refOf(*s.grad), optional(s.state1), optional(s.state2),
+                        optional(s.working), s.decay});
+        *maxElements = std::max(*maxElements, s.master->numel());
+    }
     return static_cast<const SlotRef*>(
-        uploadDescriptors(slots.data(), slots.size() * sizeof(SlotRef), "optimizer descriptors"));
+        m_descriptors->find(keyOf(refs), refs.data(), refs.size() * sizeof(SlotRef), "optimizer descriptors"));
 }
 
 void CudaBackend::addRowBias(Tensor& y, const Tensor& bias)
@@ -324,23 +335,20 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out)
 LossResult CudaBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
                                             Tensor* dlogits)
 {
+    refuseWhileCapturing(stream(), "softmaxCrossEntropy with a host loss scale cannot be captured: it returns the "
+                                   "loss to the host; use the StepScalars overload");
     const std::int64_t batch = logits.shape()[0];
     const std::int64_t classes = logits.numel() / batch;
     MANTISSA_ASSERT(labels.numel() == batch && labels.dtype() == DType::F32);
-    auto* sums = static_cast<char*>(scratch(16));
-    auto* lossSum = reinterpret_cast<double*>(sums);
-    auto* correct = reinterpret_cast<unsigned long long*>(sums + 8);
-    launchSoftmaxCrossEntropy(logits.data(), logits.dtype(), labels.f32(), batch, classes, lossScale,
+    launchSoftmaxCrossEntropy(logits.data(), logits.dtype(), labels.f32(), batch, classes, hostScalar(lossScale),
                               dlogits ? dlogits->data() : nullptr, dlogits ? dlogits->dtype() : DType::F32,
-                              lossSum, correct, stream());
+                              m_out.lossSum, m_out.correct, stream());
     checkLaunch("softmaxCrossEntropy");
-    auto* host = static_cast<char*>(pinned(16));
-    checkCuda(cudaMemcpyAsync(host, sums, 16, cudaMemcpyDeviceToHost, stream()), "softmaxCrossEntropy result");
-    synchronize();
+    const auto* host = static_cast<const char*>(fetch(m_out.lossSum, 16, "softmaxCrossEntropy result"));
     double loss = 0;
     unsigned long long right = 0;
     std::memcpy(&loss, host, 8);
-    std::memcpy(&right, host + 8, 8);
+    std::memcpy(&right, host + (kCorrectAt - kLossSumAt), 8);
     return {static_cast<float>(loss / static_cast<double>(batch)), static_cast<std::int64_t>(right)};
 }
 
@@ -348,6 +356,8 @@ int CudaBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std
                                        float invScale, float* absMax)
 {
     MANTISSA_ASSERT(grads.size() == fp32Grads.size());
+    refuseWhileCapturing(stream(), "unscaleAndCheckFinite with a host scale cannot be captured: it returns its "
+                                   "verdict to the host; use the StepScalars overload");
     if (grads.empty()) {
         if (absMax)
             *absMax = 0;
@@ -362,36 +372,33 @@ int CudaBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std
         refs.push_back(refOf(*out));
     }
     const int count = static_cast<int>(grads.size());
-    const TensorRef* device = uploadRefs(refs);
-    auto* result = static_cast<char*>(scratch(8));
-    launchUnscaleAndCheckFinite(device, device + count, count, largest(refs), invScale,
-                                reinterpret_cast<int*>(result), reinterpret_cast<float*>(result + 4), stream());
+    const TensorRef* device = deviceRefs(refs);
+    launchUnscaleAndCheckFinite(device, device + count, count, largest(refs), hostScalar(invScale),
+                                m_out.firstNonFinite, m_out.absMax, stream());
     checkLaunch("unscaleAndCheckFinite");
-    auto* host = static_cast<char*>(pinned(8));
-    checkCuda(cudaMemcpyAsync(host, result, 8, cudaMemcpyDeviceToHost, stream()), "finite check result");
-    synchronize();
+    const auto* host = static_cast<const char*>(fetch(m_out.firstNonFinite, 8, "finite check result"));
     int first = 0;
     std::memcpy(&first, host, 4);
     if (absMax)
-        std::memcpy(absMax, host + 4, 4);
+        std::memcpy(absMax, host + (kAbsMaxAt - kFirstNonFiniteAt), 4);
     return first < count ? first : -1;
 }
 
 double CudaBackend::sumOfSquares(std::span<const Tensor* const> tensors)
 {
+    refuseWhileCapturing(stream(), "sumOfSquares cannot be captured: it returns its sum to the host; use "
+                                   "clipGradNorm with StepScalars");
     if (tensors.empty())
         return 0;
     std::vector<TensorRef> refs;
     for (const Tensor* t : tensors)
         refs.push_back(refOf(*t));
-    const TensorRef* device = uploadRefs(refs);
-    auto* result = static_cast<double*>(scratch(8));
-    launchSumOfSquares(device, static_cast<int>(refs.size()), largest(refs), result, stream());
+    launchSumOfSquares(deviceRefs(refs), static_cast<int>(refs.size()), largest(refs), m_out.sumOfSquares, nullptr,
+                       stream());
     checkLaunch("sumOfSquares");
-    auto* host = static_cast<double*>(pinned(8));
-    checkCuda(cudaMemcpyAsync(host, result, 8, cudaMemcpyDeviceToHost, stream()), "sumOfSquares result");
-    synchronize();
-    return *host;
+    double sum = 0;
+    std::memcpy(&sum, fetch(m_out.sumOfSquares, 8, "sumOfSquares result"), 8);
+    return sum;
 }
 
 void CudaBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
@@ -401,36 +408,18 @@ void CudaBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
     std::vector<TensorRef> refs;
     for (Tensor* t : tensors)
         refs.push_back(refOf(*t));
-    launchScaleInPlace(uploadRefs(refs), static_cast<int>(refs.size()), largest(refs), factor, stream());
+    launchScaleInPlace(deviceRefs(refs), static_cast<int>(refs.size()), largest(refs), hostScalar(factor), nullptr,
+                       stream());
     checkLaunch("scaleInPlace");
 }
-
-namespace {
-
-std::vector<SlotRef> slotRefs(std::span<const OptimizerSlot> slots, std::int64_t& largestSlot)
-{
-    std::vector<SlotRef> refs;
-    refs.reserve(slots.size());
-    largestSlot = 0;
-    const auto optional = [](const Tensor* t) { return t ? refOf(*t) : TensorRef{}; };
-    for (const OptimizerSlot& s : slots) {
-        MANTISSA_ASSERT(s.master && s.grad);
-        refs.push_back({refOf(*s.master), refOf(*s.grad), optional(s.state1), optional(s.state2),
-                        optional(s.working), s.decay});
-        largestSlot = std::max(largestSlot, s.master->numel());
-    }
-    return refs;
-}
-
-} // namespace
 
 void CudaBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr)
 {
     if (slots.empty())
         return;
     std::int64_t maxElements = 0;
-    const std::vector<SlotRef> refs = slotRefs(slots, maxElements);
-    launchSgdStep(uploadSlots(refs), static_cast<int>(refs.size()), maxElements, s, lr, stream());
+    const SlotRef* device = deviceSlots(slots, &maxElements);
+    launchSgdStep(device, static_cast<int>(slots.size()), maxElements, s, hostScalar(lr), nullptr, stream());
     checkLaunch("sgdStep");
 }
 
@@ -439,8 +428,10 @@ void CudaBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSetti
     if (slots.empty())
         return;
     std::int64_t maxElements = 0;
-    const std::vector<SlotRef> refs = slotRefs(slots, maxElements);
-    launchAdamStep(uploadSlots(refs), static_cast<int>(refs.size()), maxElements, s, lr, step, stream());
+    const SlotRef* device = deviceSlots(slots, &maxElements);
+    const AdamCorrections corrections = adamCorrections(s, step);
+    launchAdamStep(device, static_cast<int>(slots.size()), maxElements, s, hostScalar(lr),
+                   hostScalar(corrections.first), hostScalar(corrections.second), nullptr, stream());
     checkLaunch("adamStep");
 }
 

@@ -4,7 +4,12 @@
 // TF32 is asked for), convolutions through cuDNN with the algorithm cached per shape, and
 // Mantissa's own kernels (kernels.h) for everything else. One stream per backend; calls
 // return as soon as their work is queued, except those whose result the host needs
-// (download, the loss, the finite check, sums of squares).
+// (download, the host-valued loss, finite check and sum of squares). The step on the device
+// (step_ops.cpp) keeps every scalar on the GPU, and captureGraph (cuda_graph.cpp) records a
+// step as a CUDA graph; what that asks of the rest is said where it is done: persistent
+// buffers are allocated here, in the constructor, never while capturing; descriptor arrays
+// come from DescriptorCache; cuBLAS gets a workspace of its own; conv_plans refuses an
+// algorithm search during a capture, and the calls that wait for the host refuse to run in one.
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda_options.h"
 
@@ -20,6 +25,8 @@ namespace mantissa::cuda {
 
 class DeviceMemory;
 class ConvPlans;
+class DescriptorCache;
+class PinnedPool;
 struct TensorRef;
 struct SlotRef;
 
@@ -82,20 +89,43 @@ public:
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
                   std::int64_t step) override;
 
+    void beginStep(StepScalars& scalars) override;
+    void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
+                             Tensor& dlogits) override;
+    void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                               StepScalars& scalars) override;
+    void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm) override;
+    void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;
+    void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
+    void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
+    // A copy into pinned memory marked by an event (host_read.h): only wait() waits.
+    std::unique_ptr<HostRead> readAsync(const Tensor& src) override;
+
+    std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
+
     cudaStream_t stream() const;
     // Blocks until every queued call has run; throws what the device reported.
     void synchronize();
 
 private:
-    // Device arrays of tensor descriptors for the multi-tensor kernels, in one buffer
-    // regrown on demand.
-    const void* uploadDescriptors(const void* host, std::size_t bytes, const char* what);
-    const TensorRef* uploadRefs(const std::vector<TensorRef>& refs);
-    const SlotRef* uploadSlots(const std::vector<SlotRef>& slots);
-    // A device scratch area of at least `bytes`, valid until the next call that asks for one.
-    void* scratch(std::size_t bytes);
-    // A pinned host area for results the host waits for.
-    void* pinned(std::size_t bytes);
+    // Device addresses inside m_results, where reductions leave what they accumulate. One
+    // persistent area, allocated with the backend: a captured graph bakes these addresses in.
+    struct Results {
+        double* lossSum = nullptr;
+        unsigned long long* correct = nullptr;
+        double* sumOfSquares = nullptr;
+        int* firstNonFinite = nullptr;
+        float* absMax = nullptr;
+        float* clipFactor = nullptr; // maxNorm / norm, when clipGradNorm must scale
+        float* clipSkip = nullptr;   // 1 when it need not (or the step is skipped)
+    };
+
+    // The device copy of a descriptor array (descriptor_cache.h).
+    const TensorRef* deviceRefs(const std::vector<TensorRef>& refs);
+    const SlotRef* deviceSlots(std::span<const OptimizerSlot> slots, std::int64_t* maxElements);
+    // Copies `bytes` from device `src` into the pinned area and waits for them; refuses while
+    // capturing, naming `what`.
+    const void* fetch(const void* src, std::size_t bytes, const char* what);
     void checkLaunch(const char* what);
 
     int m_device;
@@ -105,10 +135,14 @@ private:
     cublasHandle_t m_cublas = nullptr;
     cudnnHandle_t m_cudnn = nullptr;
     std::unique_ptr<ConvPlans> m_conv;
+    std::unique_ptr<DescriptorCache> m_descriptors;
     bool m_bf16TensorCores = false; // sm_80 and newer
-    Tensor m_refs, m_scratch;
-    void* m_pinned = nullptr;
-    std::size_t m_pinnedBytes = 0;
+    // Persistent device memory, counted in peakBytes: the reductions' results and cuBLAS's
+    // workspace (set with cublasSetWorkspace, so that cuBLAS never allocates in a capture).
+    Tensor m_results, m_cublasWorkspace;
+    Results m_out;
+    void* m_pinned = nullptr; // pinned host mirror of m_results, for the host-valued calls
+    std::shared_ptr<PinnedPool> m_readBuffers; // shared with the reads still in flight
 };
 
 } // namespace mantissa::cuda

@@ -39,4 +39,18 @@ void checkCudnn(cudnnStatus_t status, const char* call)
     throw Error("cuDNN error in " + what);
 }
 
+bool isCapturing(cudaStream_t stream)
+{
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    checkCuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+    // An invalidated capture is still one: the stream leaves it only at cudaStreamEndCapture.
+    return status != cudaStreamCaptureStatusNone;
+}
+
+void refuseWhileCapturing(cudaStream_t stream, const char* what)
+{
+    if (isCapturing(stream))
+        throw UnsupportedError(what);
+}
+
 } // namespace mantissa::cuda

@@ -63,11 +63,71 @@ std::shared_ptr<Storage> DeviceMemory::allocate(std::size_t bytes)
     const std::size_t live = m_live += bytes;
     std::size_t peak = m_peak.load();
     while (live > peak && !m_peak.compare_exchange_weak(peak, live)) {}
-    storage->release = [self = shared_from_this(), bytes](void* p) {
-        cudaFreeAsync(p, self->m_stream);
-        self->m_live -= bytes;
-    };
+    std::shared_ptr<Capture> made;
+    {
+        const std::lock_guard lock(m_captureMutex);
+        made = m_capture;
+    }
+    storage->release = [self = shared_from_this(), bytes, made](void* p) { self->release(p, bytes, made); };
     return storage;
+}
+
+void DeviceMemory::release(void* data, std::size_t bytes, const std::shared_ptr<Capture>& made)
+{
+    {
+        const std::lock_guard lock(m_captureMutex);
+        if (made && made->abandoned) {
+            // A graph allocation of a capture that made no graph: there is nothing to free.
+            m_live -= bytes;
+            return;
+        }
+        if (m_capture && made != m_capture) {
+            // Made outside this capture: the graph may read it at every replay.
+            m_retained.emplace_back(data, bytes);
+            return;
+        }
+    }
+    freeNow(data, bytes);
+}
+
+void DeviceMemory::freeNow(void* data, std::size_t bytes)
+{
+    // Stream-ordered: after every kernel queued before that may still read it. Under capture
+    // this is the graph's free node. A destructor cannot throw, and a failure here (the
+    // device is lost) would otherwise be reported by the next, unrelated, launch check.
+    if (cudaFreeAsync(data, m_stream) != cudaSuccess)
+        cudaGetLastError();
+    m_live -= bytes;
+}
+
+void DeviceMemory::beginCapture()
+{
+    const std::lock_guard lock(m_captureMutex);
+    m_capture = std::make_shared<Capture>();
+    m_retained.clear();
+}
+
+std::shared_ptr<DeviceMemory::Retained> DeviceMemory::endCapture(bool abandoned)
+{
+    std::vector<std::pair<void*, std::size_t>> retained;
+    {
+        const std::lock_guard lock(m_captureMutex);
+        if (m_capture)
+            m_capture->abandoned = abandoned;
+        m_capture.reset();
+        retained.swap(m_retained);
+    }
+    auto held = std::make_shared<Retained>(shared_from_this(), std::move(retained));
+    if (abandoned)
+        held.reset(); // no graph will read them: freed here
+    return held;
+}
+
+DeviceMemory::Retained::~Retained()
+{
+    // Through release, not free: should another capture be recording by now, it keeps them.
+    for (const auto& [data, bytes] : m_buffers)
+        m_memory->release(data, bytes, nullptr);
 }
 
 } // namespace mantissa::cuda

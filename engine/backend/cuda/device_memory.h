@@ -7,6 +7,18 @@
 //
 // Held by shared_ptr, and every Storage's deleter holds it too: a tensor that outlives its
 // backend still frees on a live stream.
+//
+// Graph capture (CudaBackend::captureGraph) changes what allocate and free mean while the
+// stream records: cudaMallocAsync and cudaFreeAsync become the graph's allocation and free
+// nodes, so a temporary made and dropped inside the captured body is memory the graph owns
+// and reuses at every replay. Two cases need help, and get it here:
+//  - a buffer made before the capture and released during it: freeing it would free memory
+//    the graph reads at every replay, so it is kept, and freed when the graph goes;
+//  - a buffer made during a capture that produced no graph: its address never became
+//    memory, so it is not freed at all.
+// Counting: an allocation counts when the host code makes it, captured or not, so the peak
+// over a capture is the peak of one eager step; replays allocate nothing through here (the
+// graph reuses its own memory) and leave live and peak bytes alone.
 #include "engine/tensor/tensor.h"
 
 #include <cuda_runtime_api.h>
@@ -14,6 +26,9 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace mantissa::cuda {
 
@@ -37,13 +52,46 @@ public:
     std::size_t peakBytes() const { return m_peak.load(); }
     void resetPeak() { m_peak = m_live.load(); }
 
+    // Buffers a graph keeps alive; freed (stream-ordered) when the last holder goes.
+    class Retained;
+    // Called once the stream has begun capturing.
+    void beginCapture();
+    // Called once the stream has stopped capturing. Returns the buffers released during the
+    // capture, which the graph must keep. `abandoned`: no graph came of the capture; what it
+    // retained is freed now (null is returned) and what it allocated is never freed.
+    std::shared_ptr<Retained> endCapture(bool abandoned);
+
 private:
     explicit DeviceMemory(int device);
+    struct Capture {
+        bool abandoned = false;
+    };
+    // The deleter of every Storage: `made` is the capture that allocated it, or null.
+    void release(void* data, std::size_t bytes, const std::shared_ptr<Capture>& made);
+    void freeNow(void* data, std::size_t bytes);
 
     int m_device;
     cudaStream_t m_stream = nullptr;
     std::atomic<std::size_t> m_live{0};
     std::atomic<std::size_t> m_peak{0};
+    std::mutex m_captureMutex;            // guards the two below; tensors die on any thread
+    std::shared_ptr<Capture> m_capture;   // the capture in progress, or null
+    std::vector<std::pair<void*, std::size_t>> m_retained;
+};
+
+class DeviceMemory::Retained {
+public:
+    Retained(std::shared_ptr<DeviceMemory> memory, std::vector<std::pair<void*, std::size_t>> buffers)
+        : m_memory(std::move(memory)), m_buffers(std::move(buffers))
+    {
+    }
+    ~Retained();
+    Retained(const Retained&) = delete;
+    Retained& operator=(const Retained&) = delete;
+
+private:
+    std::shared_ptr<DeviceMemory> m_memory;
+    std::vector<std::pair<void*, std::size_t>> m_buffers;
 };
 
 } // namespace mantissa::cuda

@@ -15,9 +15,27 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace mantissa::cuda {
+
+// A kernel's scalar operand: fixed when the launch is queued (the host-valued ops), or read
+// from device memory when the kernel runs (the step on the device, whose scalars never reach
+// the host, and which a captured graph must read afresh at every replay). One kernel body
+// serves both, so the two paths cannot drift apart.
+struct ScalarArg {
+    float value = 0;
+    const float* device = nullptr; // when set, the operand is *device ...
+    bool reciprocal = false;       // ... or, with this, 1.0f / *device (fp32 division)
+};
+inline ScalarArg hostScalar(float value) { return {value, nullptr, false}; }
+inline ScalarArg deviceScalar(const float* at) { return {0, at, false}; }
+inline ScalarArg deviceReciprocal(const float* at) { return {0, at, true}; }
+
+// A flag in device memory that, when non-zero, makes a kernel return without writing
+// anything (a skipped step, a clip that is not needed); nullptr never skips.
+using SkipFlag = const float*;
 
 // --- casts.cu ---------------------------------------------------------------------------
 void launchCast(const void* src, DType srcType, void* dst, DType dstType, std::int64_t n, cudaStream_t stream);
@@ -75,9 +93,10 @@ void launchAvgPoolBackward(const void* dy, DType dyType, void* dx, DType dxType,
 // Per row of logits [batch, classes]: fp32 softmax and cross-entropy against labels (fp32
 // class indices). lossSum (one double) and correct (one unsigned long long) are device
 // scalars the launcher zeroes and the kernel accumulates into. When dlogits is non-null it
-// receives lossScale * (softmax - onehot) / batch rounded to dlogitsType.
+// receives (softmax - onehot) * (lossScale / batch), the quotient formed once in fp32,
+// rounded to dlogitsType.
 void launchSoftmaxCrossEntropy(const void* logits, DType logitsType, const float* labels, std::int64_t batch,
-                               std::int64_t classes, float lossScale, void* dlogits, DType dlogitsType,
+                               std::int64_t classes, ScalarArg lossScale, void* dlogits, DType dlogitsType,
                                double* lossSum, unsigned long long* correct, cudaStream_t stream);
 
 // --- batch_norm.cu ------------------------------------------------------------------------
@@ -108,22 +127,48 @@ struct TensorRef {
 // non-finite value; *absMax (device float, zeroed by the launcher) the largest |unscaled
 // value| over all tensors, +inf when any is non-finite.
 void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count,
-                                 std::int64_t maxElements, float invScale, int* firstNonFinite, float* absMax,
+                                 std::int64_t maxElements, ScalarArg invScale, int* firstNonFinite, float* absMax,
                                  cudaStream_t stream);
-// *result (device double, zeroed by the launcher) = sum of squares of every element.
+// *result (device double, zeroed by the launcher) = sum of squares of every element; left
+// at zero when `skip` is set.
 void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result,
-                        cudaStream_t stream);
-void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, float factor,
-                        cudaStream_t stream);
+                        SkipFlag skip, cudaStream_t stream);
+void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, ScalarArg factor,
+                        SkipFlag skip, cudaStream_t stream);
 
 // One parameter of an optimizer step (device copy of OptimizerSlot's pointers).
 struct SlotRef {
     TensorRef master, grad, state1, state2, working; // working.data == nullptr: none
     bool decay = true;
 };
-void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, float lr,
-                   cudaStream_t stream);
-void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, AdamSettings settings, float lr,
-                    std::int64_t step, cudaStream_t stream);
+void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, ScalarArg lr,
+                   SkipFlag skip, cudaStream_t stream);
+// correction1 and correction2 are 1 - beta1^t and 1 - beta2^t (adamCorrections, backend.h).
+void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, AdamSettings settings, ScalarArg lr,
+                    ScalarArg correction1, ScalarArg correction2, SkipFlag skip, cudaStream_t stream);
+
+// Copies `bytes` host bytes to device memory at `dst` by passing them as kernel arguments:
+// the driver takes a copy at launch, so the source may go at once, nothing waits and no
+// pageable memory is copied from (descriptor_cache.h).
+void launchWriteBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream);
+
+// --- step_scalars.cu --------------------------------------------------------------------------
+// One-thread kernels that turn the results of the multi-tensor and loss kernels into the
+// step's scalars (engine/backend/step_scalars.h); `state` is StepScalars::state on the device.
+// state[Held] = inputs[HoldIfPreviousSkipped] and the previous step's state[Skipped].
+void launchBeginStep(const float* inputs, float* state, cudaStream_t stream);
+// state[Loss] = float(lossSum / batch), state[Correct] = float(correct).
+void launchFinishLoss(const double* lossSum, const unsigned long long* correct, std::int64_t batch, float* state,
+                      cudaStream_t stream);
+// FirstNonFinite, Skipped and GradAmax from the finite check's results, state[Loss] and
+// state[Held].
+void launchFinishFiniteCheck(const int* firstNonFinite, const float* absMax, float* state, cudaStream_t stream);
+// GradNorm from the sum of squares, or NaN on a skipped step; *clipFactor = maxNorm / norm and
+// *clipSkip = 0 when the gradients must be scaled, else *clipSkip = 1.
+void launchFinishGradNorm(const double* sumOfSquares, float maxNorm, float* state, float* clipFactor,
+                          float* clipSkip, cudaStream_t stream);
+// ScaleUsed = LossScale, then (unless the step is held) LossScaler's dynamic rule on
+// state[Skipped].
+void launchUpdateLossScale(float* state, ScaleRule rule, cudaStream_t stream);
 
 } // namespace mantissa::cuda

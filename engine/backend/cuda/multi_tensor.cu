@@ -6,7 +6,12 @@
 // CPU's build fuses written as fma (explicit_rounding.cuh); master and optimizer state are
 // loaded, updated in fp32 and rounded once to their own dtype at the end (16-bit in the pure
 // modes), and the working copy is refreshed from the rounded master in the same pass. Adam's
-// bias corrections are computed on the host with std::pow, exactly as the CPU does.
+// bias corrections are computed on the host (adamCorrections, backend.h), as the CPU's are.
+//
+// Scalars (the unscale factor, the learning rate, the corrections, the clip factor) arrive
+// as ScalarArg: a value fixed at launch for the host-valued ops, or a device address the
+// kernel reads for the step on the device, whose optimizer kernels also take the step's
+// Skipped flag and return at once on a skipped step (kernels.h).
 //
 // Two results are accumulated with atomics: the first non-finite tensor and the absolute
 // maximum are integer atomics and repeat exactly; the sum of squares adds per-block double
@@ -17,12 +22,14 @@
 #include "engine/backend/cuda/device_numerics.cuh"
 #include "engine/backend/cuda/explicit_rounding.cuh"
 #include "engine/backend/cuda/kernels.h"
+#include "engine/backend/cuda/scalar_args.cuh"
 
 #include <math_constants.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstring>
 
 namespace mantissa::cuda {
 
@@ -99,10 +106,11 @@ __global__ void initUnscaleResults(int* firstNonFinite, float* absMax)
 // magnitude's, so one max both finds the largest magnitude and flags the tensor.
 constexpr unsigned kInfinityBits = 0x7f800000u;
 
-__global__ void unscaleKernel(const TensorRef* grads, const TensorRef* fp32Out, int count, float invScale,
+__global__ void unscaleKernel(const TensorRef* grads, const TensorRef* fp32Out, int count, ScalarArg invScaleArg,
                               int* firstNonFinite, float* absMax)
 {
     __shared__ unsigned slots[kReduceSlots];
+    const float invScale = valueOf(invScaleArg);
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const TensorRef in = grads[t];
         const TensorRef out = fp32Out[t];
@@ -122,9 +130,11 @@ __global__ void unscaleKernel(const TensorRef* grads, const TensorRef* fp32Out, 
     }
 }
 
-__global__ void sumOfSquaresKernel(const TensorRef* tensors, int count, double* result)
+__global__ void sumOfSquaresKernel(const TensorRef* tensors, int count, double* result, SkipFlag skip)
 {
     __shared__ double slots[kReduceSlots];
+    if (skipRequested(skip))
+        return; // uniform across the block: no thread reaches the reduction's barriers
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const TensorRef tensor = tensors[t];
         double sum = 0;
@@ -138,8 +148,11 @@ __global__ void sumOfSquaresKernel(const TensorRef* tensors, int count, double* 
     }
 }
 
-__global__ void scaleKernel(const TensorRef* tensors, int count, float factor)
+__global__ void scaleKernel(const TensorRef* tensors, int count, ScalarArg factorArg, SkipFlag skip)
 {
+    if (skipRequested(skip))
+        return;
+    const float factor = valueOf(factorArg);
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const TensorRef tensor = tensors[t];
         for (std::int64_t i = firstIndex(); i < tensor.n; i += gridStride())
@@ -156,8 +169,11 @@ __device__ __forceinline__ void storeWeight(const SlotRef& slot, std::int64_t i,
         storeAs(slot.working.data, slot.working.dtype, i, roundedTo(slot.master.dtype, weight));
 }
 
-__global__ void sgdKernel(const SlotRef* slots, int count, SgdSettings settings, float lr)
+__global__ void sgdKernel(const SlotRef* slots, int count, SgdSettings settings, ScalarArg lrArg, SkipFlag skip)
 {
+    if (skipRequested(skip))
+        return;
+    const float lr = valueOf(lrArg);
     const bool useMomentum = settings.momentum != 0.0f;
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const SlotRef slot = slots[t];
@@ -173,9 +189,14 @@ __global__ void sgdKernel(const SlotRef* slots, int count, SgdSettings settings,
     }
 }
 
-__global__ void adamKernel(const SlotRef* slots, int count, AdamSettings settings, float lr, float correction1,
-                           float correction2)
+__global__ void adamKernel(const SlotRef* slots, int count, AdamSettings settings, ScalarArg lrArg,
+                           ScalarArg correction1Arg, ScalarArg correction2Arg, SkipFlag skip)
 {
+    if (skipRequested(skip))
+        return;
+    const float lr = valueOf(lrArg);
+    const float correction1 = valueOf(correction1Arg);
+    const float correction2 = valueOf(correction2Arg);
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const SlotRef slot = slots[t];
         const float decay = slot.decay ? settings.weightDecay : 0.0f;
@@ -191,10 +212,24 @@ __global__ void adamKernel(const SlotRef* slots, int count, AdamSettings setting
     }
 }
 
+// Descriptor bytes travel as a kernel argument, one chunk per launch: well inside the 4 KiB
+// that every architecture accepts.
+constexpr std::size_t kChunkBytes = 2048;
+
+struct ByteChunk {
+    unsigned char bytes[kChunkBytes];
+};
+
+__global__ void writeBytesKernel(unsigned char* dst, ByteChunk chunk, unsigned n)
+{
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
+        dst[i] = chunk.bytes[i];
+}
+
 } // namespace
 
 void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count,
-                                 std::int64_t maxElements, float invScale, int* firstNonFinite, float* absMax,
+                                 std::int64_t maxElements, ScalarArg invScale, int* firstNonFinite, float* absMax,
                                  cudaStream_t stream)
 {
     initUnscaleResults<<<1, 1, 0, stream>>>(firstNonFinite, absMax);
@@ -205,40 +240,49 @@ void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Ou
 }
 
 void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result,
-                        cudaStream_t stream)
+                        SkipFlag skip, cudaStream_t stream)
 {
     cudaMemsetAsync(result, 0, sizeof(double), stream);
     if (count <= 0 || maxElements <= 0)
         return;
-    sumOfSquaresKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(tensors, count, result);
+    sumOfSquaresKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(tensors, count, result, skip);
 }
 
-void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, float factor,
-                        cudaStream_t stream)
+void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, ScalarArg factor,
+                        SkipFlag skip, cudaStream_t stream)
 {
     if (count <= 0 || maxElements <= 0)
         return;
-    scaleKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(tensors, count, factor);
+    scaleKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(tensors, count, factor, skip);
 }
 
-void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, float lr,
-                   cudaStream_t stream)
+void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, ScalarArg lr,
+                   SkipFlag skip, cudaStream_t stream)
 {
     if (count <= 0 || maxElements <= 0)
         return;
-    sgdKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(slots, count, settings, lr);
+    sgdKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(slots, count, settings, lr, skip);
 }
 
-void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, AdamSettings settings, float lr,
-                    std::int64_t step, cudaStream_t stream)
+void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, AdamSettings settings, ScalarArg lr,
+                    ScalarArg correction1, ScalarArg correction2, SkipFlag skip, cudaStream_t stream)
 {
     if (count <= 0 || maxElements <= 0)
         return;
-    // The CPU's host expressions, evaluated by the same libm, so the corrections are identical.
-    const float correction1 = 1.0f - std::pow(settings.beta1, static_cast<float>(step));
-    const float correction2 = 1.0f - std::pow(settings.beta2, static_cast<float>(step));
     adamKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(slots, count, settings, lr, correction1,
-                                                                        correction2);
+                                                                        correction2, skip);
+}
+
+void launchWriteBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream)
+{
+    auto* out = static_cast<unsigned char*>(dst);
+    const auto* in = static_cast<const unsigned char*>(src);
+    for (std::size_t offset = 0; offset < bytes; offset += kChunkBytes) {
+        const std::size_t n = std::min(kChunkBytes, bytes - offset);
+        ByteChunk chunk;
+        std::memcpy(chunk.bytes, in + offset, n);
+        writeBytesKernel<<<1, kThreads, 0, stream>>>(out + offset, chunk, static_cast<unsigned>(n));
+    }
 }
 
 } // namespace mantissa::cuda

@@ -6,9 +6,13 @@
 // departures: the per-row exp sums are added in a fixed tree rather than left to right (both
 // in double), CUDA's double exp/log may differ from glibc's by an ulp, and the per-row losses
 // reach *lossSum through double atomics, so their order (not their values) varies by run.
+// The loss scale is a ScalarArg: the host's value, or state[LossScale] read on the device
+// for the step on the device (kernels.h); either way lossScale / batch is one fp32 division.
 #include "engine/backend/cuda/block_reduce.cuh"
 #include "engine/backend/cuda/device_numerics.cuh"
+#include "engine/backend/cuda/explicit_rounding.cuh"
 #include "engine/backend/cuda/kernels.h"
+#include "engine/backend/cuda/scalar_args.cuh"
 
 #include <math_constants.h>
 
@@ -38,11 +42,14 @@ __host__ __device__ inline ArgMax firstMaximum(ArgMax a, ArgMax b)
 }
 
 __global__ void softmaxCrossEntropyKernel(const void* logits, DType logitsType, const float* labels,
-                                          std::int64_t batch, std::int64_t classes, float gradScale, void* dlogits,
-                                          DType dlogitsType, double* lossSum, unsigned long long* correct)
+                                          std::int64_t batch, std::int64_t classes, ScalarArg lossScale,
+                                          void* dlogits, DType dlogitsType, double* lossSum,
+                                          unsigned long long* correct)
 {
     __shared__ ArgMax maxSlots[kReduceSlots];
     __shared__ double sumSlots[kReduceSlots];
+    // Same fp32 division as the CPU: the scale is formed once, not per element.
+    const float gradScale = exact::div(valueOf(lossScale), static_cast<float>(batch));
     for (std::int64_t r = blockIdx.x; r < batch; r += gridDim.x) {
         const std::int64_t base = r * classes;
         // Every thread starts from element 0, as the CPU's scan does, then scans its own
@@ -91,7 +98,7 @@ __global__ void softmaxCrossEntropyKernel(const void* logits, DType logitsType, 
 } // namespace
 
 void launchSoftmaxCrossEntropy(const void* logits, DType logitsType, const float* labels, std::int64_t batch,
-                               std::int64_t classes, float lossScale, void* dlogits, DType dlogitsType,
+                               std::int64_t classes, ScalarArg lossScale, void* dlogits, DType dlogitsType,
                                double* lossSum, unsigned long long* correct, cudaStream_t stream)
 {
     cudaMemsetAsync(lossSum, 0, sizeof(double), stream);
@@ -103,9 +110,7 @@ void launchSoftmaxCrossEntropy(const void* logits, DType logitsType, const float
     const std::int64_t warps = std::clamp<std::int64_t>((classes + kWarpSize - 1) / kWarpSize, 1, 8);
     const auto threads = static_cast<unsigned>(warps * kWarpSize);
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(batch, 65535));
-    // Same fp32 division as the CPU: the scale is formed once, not per element.
-    const float gradScale = lossScale / static_cast<float>(batch);
-    softmaxCrossEntropyKernel<<<blocks, threads, 0, stream>>>(logits, logitsType, labels, batch, classes, gradScale,
+    softmaxCrossEntropyKernel<<<blocks, threads, 0, stream>>>(logits, logitsType, labels, batch, classes, lossScale,
                                                               dlogits, dlogitsType, lossSum, correct);
 }
 

@@ -3,6 +3,11 @@
 // every output compared under the tolerance stated beside it (parity_check.h says why each
 // kind of tolerance is what it is). A failure names the output and its worst deviation.
 // Without a usable GPU, or without the CUDA backend in the build, every case is skipped.
+//
+// The step on the device (StepScalars: the loss, the finite check, clipping, the optimizers
+// and the loss-scale rule reading and writing their scalars on the device) is held to the
+// CPU's step_ops the same way: every state slot is compared, exactly unless it is the loss
+// or the norm (double sums in another order), and slots an op must not write start as NaN.
 #include "device_under_test.h"
 #include "parity_check.h"
 
@@ -10,9 +15,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace mantissa;
@@ -471,18 +478,19 @@ struct OptimizerTensors {
         }
     }
 
-    // A few fp32 operations per element, contracted into FMAs or not; a weight near zero
-    // takes an update of the size of the others, so the tolerance is norm-wise.
-    void keep(OpRun& r, double ulps) const
+    // Every tensor of the step under `tolerance`: for an update, a few fp32 operations per
+    // element, contracted into FMAs or not, and a weight near zero takes an update of the size
+    // of the others, so callers use a norm-wise one.
+    void keep(OpRun& r, Tolerance tolerance) const
     {
         for (std::size_t i = 0; i < kSizes.size(); ++i) {
-            r.keep(sized("master", kSizes[i]), master[i], normwise(ulps));
+            r.keep(sized("master", kSizes[i]), master[i], tolerance);
             if (state1[i].defined())
-                r.keep(sized("state1", kSizes[i]), state1[i], normwise(ulps));
+                r.keep(sized("state1", kSizes[i]), state1[i], tolerance);
             if (state2[i].defined())
-                r.keep(sized("state2", kSizes[i]), state2[i], normwise(ulps));
+                r.keep(sized("state2", kSizes[i]), state2[i], tolerance);
             if (working[i].defined())
-                r.keep(sized("working copy", kSizes[i]), working[i], normwise(ulps));
+                r.keep(sized("working copy", kSizes[i]), working[i], tolerance);
         }
     }
 };
@@ -493,7 +501,7 @@ ParityCase sgd(const std::string& variant, SgdSettings settings, bool pure)
             pure ? k16BitTypes : kAllTypes, [settings, pure](OpRun& r, DType t) {
                 OptimizerTensors tensors(r, t, pure, settings.momentum != 0 ? 1 : 0);
                 r.backend().sgdStep(tensors.slots, settings, 0.1f);
-                tensors.keep(r, 8);
+                tensors.keep(r, normwise(8));
             }};
 }
 
@@ -504,7 +512,294 @@ ParityCase adam(const std::string& variant, AdamSettings settings, bool pure)
                 OptimizerTensors tensors(r, t, pure, 2);
                 // Step 3: the bias corrections are neither 1 nor the first step's.
                 r.backend().adamStep(tensors.slots, settings, 0.01f, 3);
-                tensors.keep(r, 16); // adds a square root and a division to SGD's arithmetic
+                tensors.keep(r, normwise(16)); // adds a square root and a division to SGD's arithmetic
+            }};
+}
+
+// --- the step on the device ------------------------------------------------------------------------
+
+constexpr std::array<const char*, kStepStateCount> kStateNames{
+    "LossScale", "GoodSteps", "HysteresisLeft", "ScaleUsed", "Loss", "Correct", "Skipped", "FirstNonFinite",
+    "GradAmax", "GradNorm", "Held"};
+static_assert(kStateNames.back() != nullptr, "a StepState without a name here");
+
+using StateValues = std::vector<std::pair<StepState, float>>;
+using InputValues = std::vector<std::pair<StepInput, float>>;
+
+// A step's scalars on r's backend: the slots given, NaN everywhere else (but for the running-ahead
+// flags, which are 0: a step not held), so that a slot an op writes when it should not (or fails
+// to write) shows as a mismatch.
+StepScalars stepScalars(OpRun& r, const StateValues& state, const InputValues& inputs = {})
+{
+    std::vector<float> s(kStepStateCount, NAN), in(kStepInputCount, NAN);
+    s[static_cast<std::size_t>(slot(StepState::Held))] = 0.0f;
+    in[static_cast<std::size_t>(slot(StepInput::HoldIfPreviousSkipped))] = 0.0f;
+    for (const auto& [which, value] : state)
+        s[static_cast<std::size_t>(slot(which))] = value;
+    for (const auto& [which, value] : inputs)
+        in[static_cast<std::size_t>(slot(which))] = value;
+    StepScalars scalars{r.backend().empty({kStepInputCount}, DType::F32),
+                        r.backend().empty({kStepStateCount}, DType::F32)};
+    r.backend().upload(in.data(), scalars.inputs);
+    r.backend().upload(s.data(), scalars.state);
+    return scalars;
+}
+
+std::vector<float> stateOf(OpRun& r, const StepScalars& scalars)
+{
+    std::vector<float> s(kStepStateCount);
+    r.backend().download(scalars.state, s.data());
+    return s;
+}
+
+float stateAt(const std::vector<float>& s, StepState which) { return s[static_cast<std::size_t>(slot(which))]; }
+
+// Every slot of the state, exact but for the loss and the norm.
+void keepState(OpRun& r, const std::string& when, const StepScalars& scalars, Tolerance loss = exact(),
+               Tolerance norm = exact())
+{
+    const std::vector<float> s = stateOf(r, scalars);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const bool isLoss = i == static_cast<std::size_t>(slot(StepState::Loss));
+        const bool isNorm = i == static_cast<std::size_t>(slot(StepState::GradNorm));
+        r.keepScalar(when + ": state " + kStateNames[i], s[i], isLoss ? loss : isNorm ? norm : exact());
+    }
+}
+
+ParityCase stepSoftmaxCrossEntropy(std::int64_t batch, std::int64_t classes)
+{
+    return {"stepSoftmaxCrossEntropy_" + extents({batch, classes}), Op::SoftmaxCrossEntropy, kAllTypes,
+            [batch, classes](OpRun& r, DType t) {
+                Tensor logits = r.input({batch, classes}, t, uniform(-8, 8));
+                Tensor labels = r.input({batch}, DType::F32, [classes](std::mt19937& g, std::size_t) {
+                    return static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, classes - 1)(g));
+                });
+                const Tolerance loss = reduction(classes + batch, DType::F32);
+                // 1024 scales exactly; 3000 / batch rounds, and must round as the host's division does.
+                for (float scale : {1024.0f, 3000.0f}) {
+                    const std::string when = "loss scale " + std::to_string(static_cast<int>(scale));
+                    StepScalars scalars = stepScalars(r, {{StepState::LossScale, scale}});
+                    Tensor dlogits = r.output({batch, classes}, t);
+                    r.backend().softmaxCrossEntropy(logits, labels, scalars, dlogits);
+                    keepState(r, when, scalars, loss);
+                    r.keep(when + ": dlogits", dlogits, reduction(classes, DType::F32));
+                    // Known answer: the count the host-valued call returns.
+                    const LossResult plain = r.backend().softmaxCrossEntropy(logits, labels, scale, nullptr);
+                    EXPECT_EQ(stateAt(stateOf(r, scalars), StepState::Correct), static_cast<float>(plain.correct))
+                        << r.backend().name();
+                }
+            }};
+}
+
+// As unscale() above, with the scale read from state[LossScale] and the verdict written to
+// the state; `lossValue` is state[Loss] as the forward pass left it.
+ParityCase stepUnscale(const std::string& name, std::vector<DType> types, Poison poison, float lossValue,
+                       float lossScale, bool noGradients = false, bool held = false)
+{
+    const bool mixed = types.size() > 1;
+    return {name, Op::MultiTensor, mixed ? std::vector<DType>{DType::F32} : kAllTypes,
+            [=](OpRun& r, DType t) {
+                std::vector<Draw> draws(kSizes.size(), uniform(-3000, 3000));
+                int expectedIndex = -1;
+                if (poison == Poison::InfInSecond) {
+                    draws[1] = with(draws[1], INFINITY, 1000000, 3);
+                    expectedIndex = 1;
+                } else if (poison == Poison::NaNInThird) {
+                    draws[2] = with(draws[2], NAN, 1000000, 5);
+                    draws[3] = with(draws[3], -INFINITY, 1000000, 0);
+                    expectedIndex = 2;
+                }
+                const std::vector<Tensor> grads =
+                    noGradients ? std::vector<Tensor>{} : tensorList(r, mixed ? types : std::vector<DType>{t}, draws);
+                std::vector<Tensor> unscaled;
+                std::vector<const Tensor*> in;
+                std::vector<Tensor*> out;
+                for (std::size_t i = 0; i < grads.size(); ++i)
+                    unscaled.push_back(r.output({kSizes[i]}, DType::F32));
+                for (std::size_t i = 0; i < grads.size(); ++i) {
+                    in.push_back(&grads[i]);
+                    out.push_back(&unscaled[i]);
+                }
+                StepScalars scalars = stepScalars(
+                    r, {{StepState::LossScale, lossScale}, {StepState::Loss, lossValue}, {StepState::Held, held ? 1.0f : 0.0f}});
+                r.backend().unscaleAndCheckFinite(in, out, scalars);
+                // Known answers as well as agreement, so that a wrong oracle cannot hide a wrong device.
+                const std::vector<float> s = stateOf(r, scalars);
+                const bool lossBad = !std::isfinite(lossValue);
+                EXPECT_EQ(stateAt(s, StepState::FirstNonFinite),
+                          lossBad ? kLossNotFinite : static_cast<float>(expectedIndex))
+                    << r.backend().name();
+                const bool skip = lossBad || expectedIndex >= 0 || held;
+                EXPECT_EQ(stateAt(s, StepState::Skipped), skip ? 1.0f : 0.0f) << r.backend().name();
+                if (skip) {
+                    EXPECT_EQ(stateAt(s, StepState::GradAmax), INFINITY) << r.backend().name();
+                }
+                keepState(r, "after the check", scalars);
+                for (std::size_t i = 0; i < unscaled.size(); ++i)
+                    r.keep(sized("unscaled", kSizes[i]), unscaled[i], exact());
+            }};
+}
+
+enum class Clip { Active, Inactive, Disabled, SkippedStep };
+
+ParityCase clipGradNorm(const std::string& name, Clip clip)
+{
+    return {name, Op::MultiTensor, kAllTypes, [clip](OpRun& r, DType t) {
+                // The norm of these is about 93.
+                std::vector<Tensor> grads = tensorList(r, {t}, {uniform(-2, 2)});
+                std::vector<Tensor*> list;
+                for (Tensor& g : grads)
+                    list.push_back(&g);
+                const float maxNorm = clip == Clip::Inactive ? 1000.0f : clip == Clip::Disabled ? 0.0f : 10.0f;
+                StepScalars scalars = stepScalars(r, {{StepState::Skipped, clip == Clip::SkippedStep ? 1.0f : 0.0f}});
+                r.backend().clipGradNorm(list, scalars, maxNorm);
+                const float norm = stateAt(stateOf(r, scalars), StepState::GradNorm);
+                if (clip == Clip::SkippedStep) {
+                    EXPECT_TRUE(std::isnan(norm)) << r.backend().name();
+                } else {
+                    EXPECT_GT(norm, 50.0f) << r.backend().name();
+                    EXPECT_LT(norm, 150.0f) << r.backend().name();
+                }
+                // A float of a double sum: the two sums differ in their last bits at most, which
+                // can move the float by one ulp; scaling by maxNorm / norm carries that over.
+                keepState(r, "after clipping", scalars, exact(), elementwise(2));
+                const Tolerance scaled = clip == Clip::Active ? elementwise(8) : exact();
+                for (std::size_t i = 0; i < grads.size(); ++i)
+                    r.keep(sized("gradient", kSizes[i]), grads[i], scaled);
+            }};
+}
+
+ParityCase stepSgd(const std::string& variant, SgdSettings settings, bool pure, bool skipped)
+{
+    return {"stepSgd" + variant + (pure ? "PureMasters" : "Fp32Masters") + (skipped ? "Skipped" : ""),
+            Op::MultiTensor, pure ? k16BitTypes : kAllTypes, [=](OpRun& r, DType t) {
+                OptimizerTensors tensors(r, t, pure, settings.momentum != 0 ? 1 : 0);
+                StepScalars scalars = stepScalars(r, {{StepState::Skipped, skipped ? 1.0f : 0.0f}},
+                                                  {{StepInput::LearningRate, 0.1f}});
+                std::vector<float> before(static_cast<std::size_t>(tensors.master.back().numel()));
+                r.backend().download(tensors.master.back(), before.data());
+                r.backend().sgdStep(tensors.slots, settings, scalars);
+                std::vector<float> after(before.size());
+                r.backend().download(tensors.master.back(), after.data());
+                EXPECT_EQ(before == after, skipped) << r.backend().name();
+                tensors.keep(r, skipped ? exact() : normwise(8)); // skipped: untouched
+                keepState(r, "after the step", scalars);
+            }};
+}
+
+ParityCase stepAdam(const std::string& variant, AdamSettings settings, bool pure, bool skipped)
+{
+    return {"step" + variant + (pure ? "PureMasters" : "Fp32Masters") + (skipped ? "Skipped" : ""), Op::MultiTensor,
+            pure ? k16BitTypes : kAllTypes, [=](OpRun& r, DType t) {
+                OptimizerTensors tensors(r, t, pure, 2);
+                // Step 3, the corrections as the host computes them.
+                const float c1 = 1.0f - std::pow(settings.beta1, 3.0f), c2 = 1.0f - std::pow(settings.beta2, 3.0f);
+                StepScalars scalars = stepScalars(
+                    r, {{StepState::Skipped, skipped ? 1.0f : 0.0f}},
+                    {{StepInput::LearningRate, 0.01f}, {StepInput::AdamCorrection1, c1}, {StepInput::AdamCorrection2, c2}});
+                std::vector<float> before(static_cast<std::size_t>(tensors.master.back().numel()));
+                r.backend().download(tensors.master.back(), before.data());
+                r.backend().adamStep(tensors.slots, settings, scalars);
+                std::vector<float> after(before.size());
+                r.backend().download(tensors.master.back(), after.data());
+                EXPECT_EQ(before == after, skipped) << r.backend().name();
+                tensors.keep(r, skipped ? exact() : normwise(16));
+                keepState(r, "after the step", scalars);
+            }};
+}
+
+// Running ahead: a step is held when it was queued ahead and the step before it was skipped.
+ParityCase beginStep()
+{
+    return {"beginStep", Op::MultiTensor, {DType::F32}, [](OpRun& r, DType) {
+                for (float ahead : {0.0f, 1.0f}) {
+                    for (float previousSkipped : {0.0f, 1.0f}) {
+                        StepScalars scalars = stepScalars(r, {{StepState::Skipped, previousSkipped}, {StepState::Held, NAN}},
+                                                          {{StepInput::HoldIfPreviousSkipped, ahead}});
+                        r.backend().beginStep(scalars);
+                        EXPECT_EQ(stateAt(stateOf(r, scalars), StepState::Held),
+                                  ahead != 0 && previousSkipped != 0 ? 1.0f : 0.0f)
+                            << r.backend().name();
+                        keepState(r, "ahead " + std::to_string(ahead) + ", previous skipped " +
+                                         std::to_string(previousSkipped), scalars);
+                    }
+                }
+            }};
+}
+
+// The loss-scale rule over 3200 steps whose finite or non-finite gradient decides each one,
+// driven the way a step drives it (beginStep, unscaleAndCheckFinite, updateLossScale):
+// stretches of random overflows, a long finite stretch that grows the scale into its ceiling
+// and a long overflowing one that backs it off to its floor, with growth interval 5 and
+// hysteresis 2; one step in three is queued ahead, and is held when the one before it skipped.
+ParityCase lossScaleSequence()
+{
+    return {"updateLossScaleSequence", Op::MultiTensor, {DType::F32}, [](OpRun& r, DType) {
+                constexpr std::int64_t kSteps = 3200;
+                ScaleRule rule;
+                rule.dynamic = true;
+                rule.growthFactor = 2, rule.backoffFactor = 0.5f, rule.growthInterval = 5, rule.hysteresis = 2;
+                rule.minScale = 1, rule.maxScale = 1048576;
+                const std::vector<float> draws = r.draw(kSteps, uniform(0, 1));
+                const std::vector<float> aheadDraws = r.draw(kSteps, uniform(0, 1));
+                const auto overflows = [&draws](std::int64_t step) {
+                    const float p = step < 1000 ? 0.15f : step < 1500 ? 0.0f : step < 2000 ? 1.0f : 0.3f;
+                    return draws[static_cast<std::size_t>(step)] < p;
+                };
+                Tensor grad = r.backend().empty({1}, DType::F32), unscaled = r.backend().empty({1}, DType::F32);
+                const Tensor* in[] = {&grad};
+                Tensor* out[] = {&unscaled};
+                StepScalars scalars = stepScalars(r, {{StepState::LossScale, 32768},
+                                                      {StepState::GoodSteps, 0},
+                                                      {StepState::HysteresisLeft, 2},
+                                                      {StepState::Loss, 0.5f}});
+                int skips = 0;
+                for (std::int64_t step = 0; step < kSteps; ++step) {
+                    const bool overflow = overflows(step);
+                    skips += overflow ? 1 : 0;
+                    // Only HoldIfPreviousSkipped is read from the inputs here.
+                    r.backend().fill(scalars.inputs, aheadDraws[static_cast<std::size_t>(step)] < 0.3f ? 1.0f : 0.0f);
+                    r.backend().fill(grad, overflow ? INFINITY : 1.0f);
+                    r.backend().beginStep(scalars);
+                    r.backend().unscaleAndCheckFinite(in, out, scalars);
+                    r.backend().updateLossScale(scalars, rule);
+                    if ((step + 1) % 100 == 0)
+                        keepState(r, "after step " + std::to_string(step + 1), scalars);
+                    // Known answers: the finite stretch ends at the ceiling, the overflowing one
+                    // at the floor, so both clamps ran.
+                    if (step + 1 == 1500) {
+                        EXPECT_EQ(stateAt(stateOf(r, scalars), StepState::LossScale), rule.maxScale)
+                            << r.backend().name();
+                    }
+                    if (step + 1 == 2000) {
+                        EXPECT_EQ(stateAt(stateOf(r, scalars), StepState::LossScale), rule.minScale)
+                            << r.backend().name();
+                    }
+                }
+                EXPECT_GT(skips, 600);
+            }};
+}
+
+// A static rule, or a held step under a dynamic one, only records the scale used.
+ParityCase lossScaleUnchanged(const std::string& name, bool dynamicHeld)
+{
+    return {name, Op::MultiTensor, {DType::F32}, [dynamicHeld](OpRun& r, DType) {
+                ScaleRule rule;
+                rule.dynamic = dynamicHeld;
+                rule.growthInterval = 4;
+                rule.hysteresis = 2;
+                for (float skipped : {0.0f, 1.0f}) {
+                    StepScalars scalars = stepScalars(r, {{StepState::LossScale, 1024},
+                                                          {StepState::GoodSteps, 3},
+                                                          {StepState::HysteresisLeft, 1},
+                                                          {StepState::Skipped, skipped},
+                                                          {StepState::Held, dynamicHeld ? 1.0f : 0.0f}});
+                    r.backend().updateLossScale(scalars, rule);
+                    const std::vector<float> s = stateOf(r, scalars);
+                    EXPECT_EQ(stateAt(s, StepState::ScaleUsed), 1024.0f) << r.backend().name();
+                    EXPECT_EQ(stateAt(s, StepState::LossScale), 1024.0f) << r.backend().name();
+                    keepState(r, skipped != 0 ? "skipped" : "finite", scalars);
+                }
             }};
 }
 
@@ -557,6 +852,33 @@ std::vector<ParityCase> buildCases()
         cases.push_back(adam("adam", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, false}, pure));
         cases.push_back(adam("adamW", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, true}, pure));
     }
+    for (auto [batch, classes] : {std::pair<std::int64_t, std::int64_t>{1, 10}, {33, 7}, {64, 100}})
+        cases.push_back(stepSoftmaxCrossEntropy(batch, classes));
+    cases.push_back(stepUnscale("stepUnscaleFinite", {}, Poison::None, 0.5f, 1024.0f));
+    cases.push_back(stepUnscale("stepUnscaleFiniteScale3000", {}, Poison::None, 0.5f, 3000.0f));
+    cases.push_back(stepUnscale("stepUnscaleInfInSecondTensor", {}, Poison::InfInSecond, 0.5f, 1024.0f));
+    cases.push_back(stepUnscale("stepUnscaleNaNInThirdTensor", {}, Poison::NaNInThird, 0.5f, 1024.0f));
+    cases.push_back(stepUnscale("stepUnscaleMixedTypes", kAllTypes, Poison::InfInSecond, 0.5f, 1024.0f));
+    cases.push_back(stepUnscale("stepUnscaleLossNaN", {}, Poison::None, NAN, 1024.0f));
+    cases.push_back(stepUnscale("stepUnscaleLossInfAndInfGradient", {}, Poison::InfInSecond, INFINITY, 1024.0f));
+    cases.push_back(stepUnscale("stepUnscaleNoGradients", {}, Poison::None, 0.5f, 1024.0f, true));
+    cases.push_back(clipGradNorm("clipGradNormActive", Clip::Active));
+    cases.push_back(clipGradNorm("clipGradNormInactive", Clip::Inactive));
+    cases.push_back(clipGradNorm("clipGradNormDisabled", Clip::Disabled));
+    cases.push_back(clipGradNorm("clipGradNormSkippedStep", Clip::SkippedStep));
+    for (bool pure : {false, true}) {
+        for (bool skipped : {false, true}) {
+            cases.push_back(stepSgd("MomentumDecay", SgdSettings{0.9f, 0.01f, false}, pure, skipped));
+            cases.push_back(stepSgd("Nesterov", SgdSettings{0.9f, 0.01f, true}, pure, skipped));
+            cases.push_back(stepAdam("Adam", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, false}, pure, skipped));
+            cases.push_back(stepAdam("AdamW", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, true}, pure, skipped));
+        }
+    }
+    cases.push_back(stepUnscale("stepUnscaleHeld", {}, Poison::None, 0.5f, 1024.0f, false, true));
+    cases.push_back(beginStep());
+    cases.push_back(lossScaleSequence());
+    cases.push_back(lossScaleUnchanged("updateLossScaleStatic", false));
+    cases.push_back(lossScaleUnchanged("updateLossScaleHeld", true));
     return cases;
 }
 

@@ -326,6 +326,9 @@ TEST_P(CudaOverflowParity, DeepMlpSkipsTheSameSteps)
     config.lossScale.type = "dynamic";
     config.lossScale.initial = 16777216.0f;
     config.lossScale.growthInterval = 10;
+    // Lockstep hands the device each of the CPU's states before the device's next step is
+    // queued; running ahead queues that step before the previous one's record is read.
+    config.training.runAhead = "off";
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     RunConfig onCpu = config, onDevice = config;
     onCpu.training.device = "cpu";

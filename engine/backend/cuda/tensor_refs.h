@@ -1,0 +1,59 @@
+#pragma once
+// Host-side helpers that describe tensors to the multi-tensor kernels (kernels.h), and the
+// content keys under which DescriptorCache keeps their device copies.
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mantissa::cuda {
+
+inline TensorRef refOf(const Tensor& t)
+{
+    return {const_cast<void*>(t.data()), t.numel(), t.dtype()};
+}
+
+inline std::int64_t largest(const std::vector<TensorRef>& refs)
+{
+    std::int64_t n = 0;
+    for (const TensorRef& r : refs)
+        n = std::max(n, r.n);
+    return n;
+}
+
+// The fields, not the structs' bytes: padding is indeterminate and would make equal arrays
+// look different.
+inline void appendKey(std::string& key, const TensorRef& r)
+{
+    const auto address = reinterpret_cast<std::uintptr_t>(r.data);
+    const auto type = static_cast<std::uint8_t>(r.dtype);
+    key.append(reinterpret_cast<const char*>(&address), sizeof address);
+    key.append(reinterpret_cast<const char*>(&r.n), sizeof r.n);
+    key.append(reinterpret_cast<const char*>(&type), sizeof type);
+}
+
+inline std::string keyOf(const std::vector<TensorRef>& refs)
+{
+    std::string key(1, 'T');
+    for (const TensorRef& r : refs)
+        appendKey(key, r);
+    return key;
+}
+
+inline std::string keyOf(const std::vector<SlotRef>& slots)
+{
+    std::string key(1, 'S');
+    for (const SlotRef& s : slots) {
+        for (const TensorRef* r : {&s.master, &s.grad, &s.state1, &s.state2, &s.working})
+            appendKey(key, *r);
+        key.push_back(s.decay ? '1' : '0');
+    }
+    return key;
+}
+
+} // namespace mantissa::cuda
