@@ -46,6 +46,7 @@ struct Measured {
     double samplesPerSecond = 0;
     std::size_t peakBytes = 0;
     std::string stepMode; // "graph" or "op by op (why)"
+    std::int64_t skipped = 0; // overflow steps: each is located by running its passes again
 };
 
 Measured measure(Backend& backend, const std::string& device, const std::string& preset, PrecisionMode mode,
@@ -70,7 +71,7 @@ Measured measure(Backend& backend, const std::string& device, const std::string&
     config.training.maxSteps = steps;
     Trainer trainer(config, backend, data);
     const RunSummary summary = trainer.run();
-    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph"};
+    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph", summary.skippedSteps};
     if (trainer.graphSteps() == 0)
         m.stepMode = "op by op (" + trainer.graphStatus() + ")";
     return m;
@@ -113,8 +114,8 @@ int main(int argc, char** argv)
                 static_cast<long long>(steps), static_cast<long long>(warmup));
     std::printf("device: %s (requested %s)\n\n", selection.reason.c_str(), device.c_str());
     // New columns go at the end, so that readers of the first six keep working.
-    std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step |\n");
-    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step | skipped |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const auto& model : models) {
         double fp32Rate = 0;
         for (const auto& modeName : modes) {
@@ -129,10 +130,10 @@ int main(int argc, char** argv)
             if (*mode == PrecisionMode::Fp32)
                 fp32Rate = rate;
             const std::string ratio = fp32Rate > 0 ? std::to_string(fp32Rate / rate).substr(0, 4) + "x" : "-";
-            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s |\n", model.c_str(),
+            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s | %lld |\n", model.c_str(),
                         static_cast<long long>(presetConfig(model).training.batchSize), modeName.c_str(), rate,
                         ratio.c_str(), static_cast<double>(m.peakBytes) / (1024.0 * 1024.0),
-                        3.0 * forwardFlops * rate * 1e-12, m.stepMode.c_str());
+                        3.0 * forwardFlops * rate * 1e-12, m.stepMode.c_str(), static_cast<long long>(m.skipped));
             std::fflush(stdout);
         }
     }
