@@ -363,14 +363,7 @@ int CudaBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std
             *absMax = 0;
         return -1;
     }
-    std::vector<TensorRef> refs;
-    refs.reserve(grads.size() * 2);
-    for (const Tensor* g : grads)
-        refs.push_back(refOf(*g));
-    for (Tensor* out : fp32Grads) {
-        MANTISSA_ASSERT(out->dtype() == DType::F32);
-        refs.push_back(refOf(*out));
-    }
+    const std::vector<TensorRef> refs = unscaleRefs(grads, fp32Grads);
     const int count = static_cast<int>(grads.size());
     const TensorRef* device = deviceRefs(refs);
     launchUnscaleAndCheckFinite(device, device + count, count, largest(refs), hostScalar(invScale),

@@ -55,15 +55,7 @@ void CudaBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, st
                                         StepScalars& scalars)
 {
     checkScalars(scalars);
-    MANTISSA_ASSERT(grads.size() == fp32Grads.size());
-    std::vector<TensorRef> refs;
-    refs.reserve(grads.size() * 2);
-    for (const Tensor* g : grads)
-        refs.push_back(refOf(*g));
-    for (Tensor* out : fp32Grads) {
-        MANTISSA_ASSERT(out->dtype() == DType::F32);
-        refs.push_back(refOf(*out));
-    }
+    const std::vector<TensorRef> refs = unscaleRefs(grads, fp32Grads);
     const int count = static_cast<int>(grads.size());
     // No gradients still yields a verdict (finite, unless the loss was not).
     const TensorRef* device = refs.empty() ? nullptr : deviceRefs(refs);

@@ -3,6 +3,7 @@
 // content keys under which DescriptorCache keeps their device copies.
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/kernels.h"
+#include "engine/util/check.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -24,6 +25,21 @@ inline std::int64_t largest(const std::vector<TensorRef>& refs)
     for (const TensorRef& r : refs)
         n = std::max(n, r.n);
     return n;
+}
+
+// The unscale kernels' one array: the gradients, then their fp32 outputs.
+inline std::vector<TensorRef> unscaleRefs(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads)
+{
+    MANTISSA_ASSERT(grads.size() == fp32Grads.size());
+    std::vector<TensorRef> refs;
+    refs.reserve(grads.size() * 2);
+    for (const Tensor* g : grads)
+        refs.push_back(refOf(*g));
+    for (Tensor* out : fp32Grads) {
+        MANTISSA_ASSERT(out->dtype() == DType::F32);
+        refs.push_back(refOf(*out));
+    }
+    return refs;
 }
 
 // The fields, not the structs' bytes: padding is indeterminate and would make equal arrays
