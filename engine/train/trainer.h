@@ -100,7 +100,6 @@ private:
         std::int64_t step = 0;
         int epoch = 0;
         HostBatch batch;
-        bool ranAhead = false;                // queued before the previous step's record was read
         std::unique_ptr<NumericsProbe> probe; // sampled steps
         std::unique_ptr<HostRead> record;     // StepState, on its way to the host
     };

@@ -116,7 +116,6 @@ Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, 
     q.step = step;
     q.epoch = epoch;
     q.batch = std::move(batch);
-    q.ranAhead = ahead;
     uploadBatch(q.batch);
     // Ahead of a step whose outcome is unknown, Adam's count assumes that step is taken: if it
     // is not, this step is held and queued again with the count it should have.
@@ -174,11 +173,13 @@ Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
     out.firstNonFinite = first == kLossNotFinite ? std::string("loss (forward pass)")
                                                  : m_params[static_cast<std::size_t>(first)]->name;
     // The weights are those the step computed with: a skipped step changes none, and a step
-    // queued after it was held. Its forward pass did move the batch-norm statistics.
-    if (successorQueued)
+    // queued after it was held. That step did move the batch-norm statistics and replace the
+    // batch; with nothing queued after it, the batch tensors still hold this step's batch.
+    if (successorQueued) {
         for (auto& [buffer, snapshot] : m_bufferSnapshots)
             m_backend.cast(snapshot, *buffer);
-    uploadBatch(q.batch);
+        uploadBatch(q.batch);
+    }
     out.location = locateOverflow(m_batchInputs, m_batchLabels, q.step, scaleUsed);
     return out;
 }
