@@ -8,6 +8,7 @@
 // what makes fp16 underflow and overflow real rather than simulated.
 #include "engine/backend/geometry.h"
 #include "engine/backend/step_scalars.h"
+#include "engine/numerics/tensor_stats.h"
 #include "engine/tensor/tensor.h"
 
 #include <cstdint>
@@ -205,6 +206,12 @@ public:
     // Starts copying fp32 `src` to the host and returns without waiting; HostRead::wait()
     // blocks until the values have landed. The base implementation downloads at once.
     virtual std::unique_ptr<HostRead> readAsync(const Tensor& src);
+
+    // --- measuring -----------------------------------------------------------------------
+    // What `target` makes of every value of `t` (engine/numerics/tensor_stats.h), measured
+    // where the tensor lives, so that a GPU sends back the counts and the histogram rather
+    // than the tensor. The base implementation downloads it and measures on the host.
+    virtual TensorStats tensorStats(const Tensor& t, DType target, float histogramScale);
 
     // --- graphs ----------------------------------------------------------------------------
     // Records the work `body` queues through the backend it is handed, without running it,

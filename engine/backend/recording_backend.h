@@ -88,6 +88,8 @@ public:
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
     void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
 
+    TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
+
     // A tape cannot be recorded onto a tape.
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
 

@@ -143,14 +143,10 @@ TensorStats measureValues(const float* values, std::size_t n, DType target, floa
     });
 }
 
-TensorStats measureTensor(Backend& backend, const Tensor& tensor, DType target, float histogramScale)
+TensorStats measureHostTensor(const Tensor& tensor, DType target, float histogramScale)
 {
+    MANTISSA_ASSERT(tensor.device().kind == DeviceKind::Cpu);
     const auto n = static_cast<std::size_t>(tensor.numel());
-    if (tensor.device().kind != DeviceKind::Cpu) {
-        std::vector<float> host(n);
-        backend.download(tensor, host.data());
-        return measureValues(host.data(), n, target, histogramScale);
-    }
     if (tensor.dtype() == DType::F32)
         return measureValues(tensor.f32(), n, target, histogramScale);
     const RoundingThresholds t = roundingThresholds(target);
@@ -161,6 +157,11 @@ TensorStats measureTensor(Backend& backend, const Tensor& tensor, DType target, 
         widenToFloat(words + begin, type, wide, count);
         measureChunk(wide, count, t, histogramScale, s);
     });
+}
+
+TensorStats measureTensor(Backend& backend, const Tensor& tensor, DType target, float histogramScale)
+{
+    return backend.tensorStats(tensor, target, histogramScale);
 }
 
 } // namespace mantissa

@@ -67,7 +67,9 @@ RoundingThresholds roundingThresholds(DType target);
 // values * histogramScale (1 / loss scale shows gradients unscaled while the fractions
 // stay those of the values the run stored). Parallel with OpenMP for large inputs.
 TensorStats measureValues(const float* values, std::size_t n, DType target, float histogramScale = 1.0f);
-// The same for a tensor of any dtype on any device (widened in chunks on the host).
+// The same for a tensor in host memory, of any dtype (16-bit ones widened in chunks).
+TensorStats measureHostTensor(const Tensor& tensor, DType target, float histogramScale = 1.0f);
+// The same for a tensor on any device, measured there (Backend::tensorStats).
 TensorStats measureTensor(Backend& backend, const Tensor& tensor, DType target, float histogramScale = 1.0f);
 
 } // namespace mantissa

@@ -78,6 +78,11 @@ void CpuBackend::download(const Tensor& src, float* host)
     widenToFloat(src.data(), src.dtype(), host, static_cast<std::size_t>(src.numel()));
 }
 
+TensorStats CpuBackend::tensorStats(const Tensor& t, DType target, float histogramScale)
+{
+    return measureHostTensor(t, target, histogramScale);
+}
+
 void CpuBackend::cast(const Tensor& src, Tensor& dst)
 {
     MANTISSA_ASSERT(src.numel() == dst.numel());

@@ -76,6 +76,8 @@ public:
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
     void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
 
+    TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
+
     // Records the body's calls on a tape (engine/backend/recording_backend.h) and replays them.
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
 

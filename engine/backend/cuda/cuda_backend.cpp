@@ -13,6 +13,7 @@
 #include "engine/util/check.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -43,7 +44,8 @@ std::string describeDevice(int device)
 
 // Byte offsets of CudaBackend::Results inside m_results (and of their mirror in m_pinned).
 constexpr std::size_t kLossSumAt = 0, kCorrectAt = 8, kSumOfSquaresAt = 16, kFirstNonFiniteAt = 24, kAbsMaxAt = 28,
-                      kClipFactorAt = 32, kClipSkipAt = 36, kResultBytes = 64;
+                      kClipFactorAt = 32, kClipSkipAt = 36, kTensorStatsAt = 64,
+                      kResultBytes = kTensorStatsAt + ((sizeof(DeviceTensorStats) + 63) / 64) * 64;
 
 // cuBLAS's recommended workspace (cublasSetWorkspace): 32 MiB on Hopper and newer, 4 MiB
 // before. Given one, cuBLAS takes no memory of its own, in a graph capture or out of it.
@@ -82,6 +84,7 @@ CudaBackend::CudaBackend(int device, const CudaOptions& options)
     m_out.absMax = reinterpret_cast<float*>(base + kAbsMaxAt);
     m_out.clipFactor = reinterpret_cast<float*>(base + kClipFactorAt);
     m_out.clipSkip = reinterpret_cast<float*>(base + kClipSkipAt);
+    m_out.tensorStats = reinterpret_cast<DeviceTensorStats*>(base + kTensorStatsAt);
     checkCuda(cudaMallocHost(&m_pinned, kResultBytes), "cudaMallocHost");
     m_readBuffers = std::make_shared<PinnedPool>();
 }
@@ -182,6 +185,27 @@ std::size_t CudaBackend::peakBytes() const
 void CudaBackend::resetPeakBytes()
 {
     m_memory->resetPeak();
+}
+
+TensorStats CudaBackend::tensorStats(const Tensor& t, DType target, float histogramScale)
+{
+    refuseWhileCapturing(stream(), "tensorStats cannot be captured: it returns its counts to the host");
+    launchTensorStats(t.data(), t.dtype(), t.numel(), roundingThresholds(target), histogramScale, m_out.tensorStats,
+                      stream());
+    checkLaunch("tensorStats");
+    DeviceTensorStats d;
+    std::memcpy(&d, fetch(m_out.tensorStats, sizeof d, "tensorStats result"), sizeof d);
+    TensorStats s;
+    s.count = t.numel();
+    s.amax = std::bit_cast<float>(d.amaxBits);
+    s.zeros = static_cast<std::int64_t>(d.zeros);
+    s.underflow = static_cast<std::int64_t>(d.underflow);
+    s.subnormal = static_cast<std::int64_t>(d.subnormal);
+    s.overflow = static_cast<std::int64_t>(d.overflow);
+    s.nonFinite = static_cast<std::int64_t>(d.nonFinite);
+    for (std::size_t b = 0; b < s.histogram.size(); ++b)
+        s.histogram[b] = static_cast<std::uint32_t>(d.histogram[b]);
+    return s;
 }
 
 const void* CudaBackend::fetch(const void* src, std::size_t bytes, const char* what)

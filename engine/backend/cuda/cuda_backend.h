@@ -29,6 +29,7 @@ class DescriptorCache;
 class PinnedPool;
 struct TensorRef;
 struct SlotRef;
+struct DeviceTensorStats;
 
 class CudaBackend final : public Backend {
 public:
@@ -101,6 +102,9 @@ public:
     // A copy into pinned memory marked by an event (host_read.h): only wait() waits.
     std::unique_ptr<HostRead> readAsync(const Tensor& src) override;
 
+    // Measured by a kernel (tensor_stats.cu); only the counts and histogram are copied back.
+    TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
+
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
 
     cudaStream_t stream() const;
@@ -118,6 +122,7 @@ private:
         float* absMax = nullptr;
         float* clipFactor = nullptr; // maxNorm / norm, when clipGradNorm must scale
         float* clipSkip = nullptr;   // 1 when it need not (or the step is skipped)
+        DeviceTensorStats* tensorStats = nullptr;
     };
 
     // The device copy of a descriptor array (descriptor_cache.h).

@@ -12,6 +12,7 @@
 #include "engine/backend/dropout_hash.h"
 #include "engine/backend/geometry.h"
 #include "engine/numerics/dtype.h"
+#include "engine/numerics/tensor_stats.h"
 
 #include <cuda_runtime_api.h>
 
@@ -151,6 +152,20 @@ void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, A
 // the driver takes a copy at launch, so the source may go at once, nothing waits and no
 // pageable memory is copied from (descriptor_cache.h).
 void launchWriteBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream);
+
+// --- tensor_stats.cu --------------------------------------------------------------------------
+// What the numerics lens measures of one tensor (engine/numerics/tensor_stats.h), accumulated
+// on the device so that only these ~550 bytes reach the host. Counts are integer atomics, so
+// the result is exact and the same on every run.
+struct DeviceTensorStats {
+    unsigned long long zeros, underflow, subnormal, overflow, nonFinite;
+    unsigned long long histogram[kHistogramBins];
+    unsigned int amaxBits; // of the largest finite |x| * histogramScale: non-negative floats order as their bits
+};
+// Zeroes *out, then classifies x[0, n) against `thresholds` (the target type's, as fp32 bit
+// patterns of |x|) exactly as measureValues does on the host.
+void launchTensorStats(const void* x, DType xType, std::int64_t n, RoundingThresholds thresholds,
+                       float histogramScale, DeviceTensorStats* out, cudaStream_t stream);
 
 // --- step_scalars.cu --------------------------------------------------------------------------
 // One-thread kernels that turn the results of the multi-tensor and loss kernels into the

@@ -362,6 +362,53 @@ ParityCase softmaxCrossEntropy(std::int64_t batch, std::int64_t classes)
             }};
 }
 
+// --- the numerics lens's measurement -------------------------------------------------------------------
+
+// Magnitudes from 2^-45 to 2^22 (past both ends of the histogram and of fp16's range), random
+// signs, with specials() mixed in: every count, bin and the largest value must be exact.
+Draw wideMagnitudes()
+{
+    const Draw special = specials();
+    return [special](std::mt19937& g, std::size_t i) {
+        if (i % 5 == 0)
+            return special(g, i);
+        const float mantissa = std::uniform_real_distribution<float>(1.0f, 2.0f)(g);
+        const int exponent = std::uniform_int_distribution<int>(-45, 22)(g);
+        return (g() & 1 ? -1.0f : 1.0f) * std::ldexp(mantissa, exponent);
+    };
+}
+
+ParityCase tensorStats()
+{
+    return {"tensorStats", Op::Elementwise, kAllTypes, [](OpRun& r, DType t) {
+                for (auto n : {std::int64_t{1}, std::int64_t{33}, std::int64_t{6400}, std::int64_t{300001}}) {
+                    const Tensor x = r.input({n}, t, wideMagnitudes());
+                    for (DType target : k16BitTypes) {
+                        for (float scale : {1.0f, 1.0f / 65536.0f}) {
+                            const TensorStats s = r.backend().tensorStats(x, target, scale);
+                            const std::string what = sized("to " + std::string(dtypeName(target)) +
+                                                               (scale == 1.0f ? "" : " scaled 2^-16"),
+                                                           n) + ": ";
+                            // Known totals too, so that a wrong oracle cannot hide a wrong device.
+                            std::int64_t binned = 0;
+                            for (std::uint32_t b : s.histogram)
+                                binned += b;
+                            EXPECT_EQ(s.count, n) << r.backend().name() << " " << what;
+                            EXPECT_EQ(binned, n) << r.backend().name() << " " << what;
+                            r.keepScalar(what + "amax", s.amax, exact());
+                            r.keepScalar(what + "zeros", static_cast<double>(s.zeros), exact());
+                            r.keepScalar(what + "underflow", static_cast<double>(s.underflow), exact());
+                            r.keepScalar(what + "subnormal", static_cast<double>(s.subnormal), exact());
+                            r.keepScalar(what + "overflow", static_cast<double>(s.overflow), exact());
+                            r.keepScalar(what + "nonFinite", static_cast<double>(s.nonFinite), exact());
+                            for (std::size_t b = 0; b < s.histogram.size(); ++b)
+                                r.keepScalar(what + "bin " + std::to_string(b), s.histogram[b], exact());
+                        }
+                    }
+                }
+            }};
+}
+
 // --- multi-tensor ops --------------------------------------------------------------------------------
 
 // One tensor of each of kSizes, of the given types in turn.
@@ -836,6 +883,7 @@ std::vector<ParityCase> buildCases()
     for (float p : {0.5f, 0.1f, 0.0f})
         cases.push_back(dropout(p));
     cases.push_back(add());
+    cases.push_back(tensorStats());
     for (auto [batch, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {1, 10}, {7, 10}, {33, 7}, {64, 100}})
         cases.push_back(softmaxCrossEntropy(batch, classes));
     cases.push_back(unscale("unscaleFinite", {}, Poison::None));
