@@ -9,6 +9,7 @@
 #include "engine/backend/cuda/host_read.h"
 #include "engine/backend/cuda/kernels.h"
 #include "engine/backend/cuda/tensor_refs.h"
+#include "engine/backend/cuda/upload_staging.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -87,11 +88,13 @@ CudaBackend::CudaBackend(int device, const CudaOptions& options)
     m_out.tensorStats = reinterpret_cast<DeviceTensorStats*>(base + kTensorStatsAt);
     checkCuda(cudaMallocHost(&m_pinned, kResultBytes), "cudaMallocHost");
     m_readBuffers = std::make_shared<PinnedPool>();
+    m_uploads = std::make_unique<UploadStaging>(m_readBuffers);
 }
 
 CudaBackend::~CudaBackend()
 {
     cudaStreamSynchronize(stream());
+    m_uploads.reset();
     m_conv.reset();
     m_descriptors.reset();
     m_results = {};
@@ -140,17 +143,20 @@ void CudaBackend::upload(const float* host, Tensor& dst)
 {
     refuseWhileCapturing(stream(), "upload cannot be captured: it copies from host memory that a replay could not "
                                    "read again; upload the step's inputs between replays, outside the captured body");
-    // Rounded on the host (the same conversions as the CPU backend), then copied: a
-    // pageable copy returns once the source is staged, so the buffer may go at once.
+    // Rounded on the host (the same conversions as the CPU backend) straight into pinned
+    // memory, then copied without waiting (upload_staging.h).
     const auto n = static_cast<std::size_t>(dst.numel());
-    if (dst.dtype() == DType::F32) {
-        checkCuda(cudaMemcpyAsync(dst.data(), host, n * sizeof(float), cudaMemcpyHostToDevice, stream()),
-                  "upload");
-        return;
-    }
-    std::vector<std::uint16_t> narrow(n);
-    narrowFromFloat(host, narrow.data(), n, dst.dtype());
-    checkCuda(cudaMemcpyAsync(dst.data(), narrow.data(), n * 2, cudaMemcpyHostToDevice, stream()), "upload");
+    const std::size_t bytes = n * dtypeSize(dst.dtype());
+    const DType type = dst.dtype();
+    m_uploads->upload(
+        dst.data(), bytes,
+        [&](void* block) {
+            if (type == DType::F32)
+                std::memcpy(block, host, bytes);
+            else
+                narrowFromFloat(host, static_cast<std::uint16_t*>(block), n, type);
+        },
+        stream());
 }
 
 void CudaBackend::download(const Tensor& src, float* host)

@@ -27,6 +27,7 @@ class DeviceMemory;
 class ConvPlans;
 class DescriptorCache;
 class PinnedPool;
+class UploadStaging;
 struct TensorRef;
 struct SlotRef;
 struct DeviceTensorStats;
@@ -148,6 +149,7 @@ private:
     Results m_out;
     void* m_pinned = nullptr; // pinned host mirror of m_results, for the host-valued calls
     std::shared_ptr<PinnedPool> m_readBuffers; // shared with the reads still in flight
+    std::unique_ptr<UploadStaging> m_uploads;  // draws its blocks from m_readBuffers
 };
 
 } // namespace mantissa::cuda

@@ -30,7 +30,7 @@ std::pair<void*, std::size_t> PinnedPool::take(std::size_t bytes)
     }
     const std::size_t rounded = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
     void* block = nullptr;
-    checkCuda(cudaMallocHost(&block, rounded), "cudaMallocHost (readAsync)");
+    checkCuda(cudaMallocHost(&block, rounded), "cudaMallocHost (pinned staging for reads and uploads)");
     return {block, rounded};
 }
 
