@@ -83,6 +83,12 @@ void Trainer::publish(const EventRecord& event)
         o->onEvent(event);
 }
 
+void Trainer::restoreScalerState(const LossScalerState& state)
+{
+    m_scaler.restore(state);
+    uploadScalerState();
+}
+
 bool Trainer::isNumericsStep(std::int64_t step) const
 {
     const int every = m_config.numerics.every;

@@ -69,6 +69,10 @@ public:
     Model& model() { return *m_model; }
     const RunConfig& config() const { return m_config; }
     const LossScaler& scaler() const { return m_scaler; }
+    // Sets the loss scaler's state, on the host and on the device, for the steps queued from
+    // now on: before run(), or from an observer's onStep when steps are not run ahead (a step
+    // queued ahead already carries the state it was queued with).
+    void restoreScalerState(const LossScalerState& state);
     std::int64_t stepsPerEpoch() const { return m_stepsPerEpoch; }
     std::int64_t totalSteps() const { return m_totalSteps; }
     // How steps ran: "captured at step 2", "training.graphs is off", "capture failed: ...".

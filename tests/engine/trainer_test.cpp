@@ -174,6 +174,34 @@ TEST(Trainer, OverflowSkipsTheStepBacksOffAndNamesTheParameter)
     EXPECT_GT(run.summary.testAccuracy, 0.9f) << "training recovers once the scale fits";
 }
 
+TEST(Trainer, RestoredScalerStateGovernsTheNextStep)
+{
+    RunConfig config = smallConfig(PrecisionMode::MixedFp16);
+    config.lossScale.type = "dynamic";
+    config.lossScale.initial = 1024.0f;
+    config.lossScale.growthInterval = 1000;
+    auto backend = makeCpuBackend(config.training.threads);
+    const DatasetSplits data = loadDatasets(config.data, config.training.seed);
+    Trainer trainer(config, *backend, data);
+    Recorder recorder;
+    // After step 3, a scale far beyond fp16 with one overflow of hysteresis left: step 4 must
+    // use it, overflow, and back off from it (to half, hysteresis spent), not from 1024.
+    recorder.onEachStep = [&](const StepRecord& r) {
+        if (r.step == 3)
+            trainer.restoreScalerState({1e9f, 0, 1});
+    };
+    trainer.addObserver(&recorder);
+    const RunSummary summary = trainer.run();
+    ASSERT_EQ(summary.status, RunStatus::Finished) << summary.message;
+    ASSERT_GE(recorder.steps.size(), 5u);
+    EXPECT_EQ(recorder.steps[2].lossScale, 1024.0f);
+    EXPECT_FALSE(recorder.steps[2].skipped);
+    EXPECT_EQ(recorder.steps[3].lossScale, 1e9f);
+    EXPECT_TRUE(recorder.steps[3].skipped);
+    EXPECT_EQ(recorder.steps[4].lossScale, 5e8f);
+    EXPECT_EQ(trainer.scaler().kind(), LossScaler::Kind::Dynamic);
+}
+
 TEST(Trainer, StopRequestEndsTheRunAsStopped)
 {
     RunConfig config = smallConfig();

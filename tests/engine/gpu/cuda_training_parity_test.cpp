@@ -8,14 +8,21 @@
 // Per-step loss tolerance, relative to the larger of the two losses (or of kLossFloor), per
 // preset and mode (kTolerances). One op deviates by an ulp or so (cuda_parity_test), but each
 // step's weights feed the next, so deviations compound, and how fast depends on the run.
-// They were calibrated on the CPU by training twice and nudging the second run after every
-// step, as a GPU's different rounding would: a quarter of the master weights by one fp32
-// ulp (fp32 and mixed modes: a GPU's fp32 accumulations differ by about that), or one in
-// 1024 weights by one 16-bit ulp (pure modes: an update rounds differently only when it
-// lands near a 16-bit rounding boundary). The drift that caused over 200 steps is in the
-// comment of each entry; every tolerance is at least 5x above it. cnn is the sensitive
-// one: around step 20 its loss falls 30-fold within ten steps, and a run that gets there a
-// fraction of a step earlier differs there by a few percent.
+// They were calibrated on the CPU with bench/parity_drift, which trains twice and nudges the
+// second run after every step as a GPU's different rounding would: a quarter of the master
+// weights by one fp32 ulp (fp32 and mixed modes: a GPU's fp32 GEMM accumulations differ by
+// about that), or one in 1024 weights by one 16-bit ulp (pure modes: an update rounds
+// differently only when it lands near a 16-bit rounding boundary). The drift that caused over
+// 200 steps is in the comment of each entry; every tolerance is at least 5x above it.
+//
+// cnn is the sensitive one: around step 20 its loss falls 30-fold within ten steps, and a run
+// that gets there a fraction of a step earlier differs there by a few percent. In fp32 one ulp
+// was too kind a model: cuDNN's fp32 convolutions (Winograd and FFT among them) differ from
+// the CPU's direct sums by up to ~1e-5 of their outputs' magnitude, which cuda_parity_test
+// allows (reduction tolerance), and on an H100 the fp32 run drifted 2.2e-3 at steps 18-21,
+// beyond a 1e-3 tolerance set from the ulp model. Nudging every weight by up to 1e-5 of itself
+// ("relative:1e-5") drifts 6e-4 to 1.2e-2 over six seeds, all at steps 16-25; the tolerance
+// is 5x the worst of them.
 #include "device_under_test.h"
 
 #include "engine/backend/backend_factory.h"
@@ -27,7 +34,9 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <sstream>
 #include <string>
@@ -56,12 +65,12 @@ struct Tolerance {
 };
 
 const Tolerance kTolerances[] = {
-    {"mlp", PrecisionMode::Fp32, 1e-3},       // drift 2.3e-7
+    {"mlp", PrecisionMode::Fp32, 1e-3},       // drift 2.3e-7 (ulp), 2.4e-5 (relative:1e-5)
     {"mlp", PrecisionMode::MixedFp16, 1e-2},  // drift 6.2e-5
     {"mlp", PrecisionMode::MixedBf16, 1e-2},  // drift 2.7e-4
     {"mlp", PrecisionMode::Fp16, 1e-2},       // drift 4.0e-4
     {"mlp", PrecisionMode::Bf16, 2e-2},       // drift 1.9e-3
-    {"cnn", PrecisionMode::Fp32, 1e-3},       // drift 3.0e-6
+    {"cnn", PrecisionMode::Fp32, 6e-2},       // drift 8.6e-6 (ulp), up to 1.2e-2 (relative:1e-5)
     {"cnn", PrecisionMode::MixedFp16, 0.1},   // drift 1.8e-2
     {"cnn", PrecisionMode::MixedBf16, 0.15},  // drift 2.6e-2
     {"cnn", PrecisionMode::Fp16, 0.1},        // drift 1.4e-2
@@ -102,6 +111,8 @@ struct StepLog final : TrainingObserver {
 struct Trace {
     RunSummary summary;
     std::vector<StepRecord> steps;
+    std::map<std::int64_t, OverflowLocation> overflows; // by step
+    std::map<std::int64_t, NumericsRecord> numerics;    // by step, where the lens sampled
     std::string backend;
 };
 
@@ -136,15 +147,25 @@ std::string list(const std::vector<std::int64_t>& steps)
     return "[" + out.str() + "]";
 }
 
-// Both runs finished every step; each step's loss within `relative`, its skip and loss scale
-// identical. Reports the first step beyond the tolerance and the worst one.
-void expectSameTrajectory(const Trace& cpu, const Trace& device, double relative)
+// Both runs finished every step; each step's loss within `relative`, its skip (except at the
+// `knifeEdges` steps) and loss scale identical. Reports the first step beyond the tolerance
+// and the worst one.
+void expectSameTrajectory(const Trace& cpu, const Trace& device, double relative,
+                          const std::set<std::int64_t>& knifeEdges = {})
 {
     ASSERT_EQ(cpu.summary.status, RunStatus::Finished) << cpu.summary.message;
     ASSERT_EQ(device.summary.status, RunStatus::Finished) << device.backend << ": " << device.summary.message;
     ASSERT_EQ(cpu.steps.size(), static_cast<std::size_t>(kSteps));
     ASSERT_EQ(device.steps.size(), cpu.steps.size()) << device.backend;
-    EXPECT_EQ(list(skippedSteps(device)), list(skippedSteps(cpu))) << "skipped steps on " << device.backend;
+    const auto decided = [&](const Trace& t) {
+        std::vector<std::int64_t> steps;
+        for (std::int64_t step : skippedSteps(t))
+            if (!knifeEdges.contains(step))
+                steps.push_back(step);
+        return list(steps);
+    };
+    EXPECT_EQ(decided(device), decided(cpu)) << "skipped steps on " << device.backend << " (knife edges "
+                                             << list({knifeEdges.begin(), knifeEdges.end()}) << " left out)";
     double worst = 0;
     std::size_t worstAt = 0, beyond = 0, firstBeyond = 0;
     for (std::size_t i = 0; i < cpu.steps.size(); ++i) {
@@ -206,8 +227,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaTrainingParity, ::testing::ValuesIn(traini
                          [](const ::testing::TestParamInfo<TrainingCase>& info) { return caseName(info.param); });
 
 // Two runs in lockstep: after every step the device run takes over the CPU run's state
-// (master and working weights, optimizer state, batch-norm statistics), so each of its steps
-// starts exactly where the CPU's did and any difference is that one step's own.
+// (master and working weights, optimizer state, batch-norm statistics, the loss scaler's
+// state), so each of its steps starts exactly where the CPU's did and any difference is that
+// one step's own.
 class Lockstep {
 public:
     Lockstep(Trainer& cpu, Backend& cpuBackend, Trainer& device, Backend& deviceBackend)
@@ -236,6 +258,18 @@ private:
         bool isCpu;
         Side(Lockstep* o, bool c) : owner(o), isCpu(c) {}
         void onStep(const StepRecord& r) override { isCpu ? owner->cpuStepped(r) : owner->deviceStepped(r); }
+        void onEvent(const EventRecord& e) override
+        {
+            if (e.kind != EventKind::Overflow || !e.location)
+                return;
+            std::lock_guard lock(owner->m_mutex);
+            (isCpu ? owner->cpu : owner->device).overflows[e.step] = *e.location;
+        }
+        void onNumerics(const NumericsRecord& r) override
+        {
+            std::lock_guard lock(owner->m_mutex);
+            (isCpu ? owner->cpu : owner->device).numerics[r.step] = r;
+        }
     };
 
     static std::vector<Tensor*> state(Model& model)
@@ -272,6 +306,7 @@ private:
             m_snapshot.emplace_back(static_cast<std::size_t>(t->numel()));
             m_cpuBackend.download(*t, m_snapshot.back().data());
         }
+        m_cpuScaler = m_cpu.scaler().state();
         m_cpuStep = r.step;
         m_changed.notify_all();
         m_changed.wait(lock, [&] { return m_deviceStep >= r.step || m_deviceDone; });
@@ -287,6 +322,8 @@ private:
             EXPECT_EQ(tensors.size(), m_snapshot.size());
             for (std::size_t i = 0; i < tensors.size() && i < m_snapshot.size(); ++i)
                 m_deviceBackend.upload(m_snapshot[i].data(), *tensors[i]);
+            // The scaler too: one step's different decision must not carry into the next.
+            m_device.restoreScalerState(m_cpuScaler);
         }
         m_deviceStep = r.step;
         m_changed.notify_all();
@@ -300,6 +337,7 @@ private:
     std::mutex m_mutex;
     std::condition_variable m_changed;
     std::vector<std::vector<float>> m_snapshot;
+    LossScalerState m_cpuScaler;
     std::int64_t m_cpuStep = 0, m_deviceStep = 0;
     bool m_cpuDone = false, m_deviceDone = false;
 };
@@ -318,6 +356,101 @@ private:
 // fp16 ulp (2^-11 relative) here and there moves a batch's mean loss far less than 1%.
 constexpr double kLockstepTolerance = 1e-2;
 
+// The one way the two may decide a step differently: a gradient that one backend's sum
+// rounds to 65504 and the other's to infinity. A tensor-core GEMM and the CPU's sgemm add
+// in different orders (and the tensor core aligns by truncation), so a sum within a few
+// fp16 ulps of the overflow threshold can land on either side; no tolerance on the inputs
+// can make that decision agree. The numerics lens measures every step of both runs, so such
+// a step can be told apart: it is a knife edge when the backend that overflowed found no
+// more than kKnifeEdgeValues non-finite values in its first non-finite tensor, and in the
+// other backend that same tensor's largest value lay within 2^-7 of 65520 (the smallest
+// magnitude fp16 rounds to infinity). Anything else, many values at once, or a finite side
+// far from the threshold, is a real difference and fails.
+constexpr std::int64_t kKnifeEdgeValues = 4;
+constexpr double kFp16OverflowThreshold = 65520;
+// At most this many knife edges in one run: more would mean the comparison tests nothing.
+constexpr std::size_t kMaxKnifeEdges = 2;
+
+// Empty when step `index` (0-based) is a knife edge as above, else why it is not.
+std::string whyNotKnifeEdge(const Trace& overflowed, const Trace& finite, std::size_t index)
+{
+    const std::int64_t step = overflowed.steps[index].step;
+    const auto where = overflowed.overflows.find(step);
+    if (where == overflowed.overflows.end())
+        return overflowed.backend + " recorded no overflow location";
+    const OverflowLocation& at = where->second;
+    std::ostringstream why;
+    if (at.nonFiniteCount > kKnifeEdgeValues)
+        why << overflowed.backend << " had " << at.nonFiniteCount << " non-finite values in " << at.tensor << "; ";
+    const auto record = finite.numerics.find(step);
+    if (record == finite.numerics.end())
+        return why.str() + finite.backend + " has no numerics record of the step";
+    const TensorNumerics* same = nullptr;
+    for (const TensorNumerics& t : record->second.tensors)
+        if (t.tensor == at.tensor && t.kind == at.kind)
+            same = &t;
+    if (!same)
+        return why.str() + finite.backend + " did not measure " + at.tensor;
+    const double largest = static_cast<double>(same->stats.amax) *
+                           (record->second.scaledGradients ? 1.0 : static_cast<double>(record->second.lossScale));
+    if (!(largest >= kFp16OverflowThreshold * (1 - 1.0 / 128)))
+        why << "the largest scaled value of " << at.tensor << " on " << finite.backend << " was " << largest
+            << ", not within 2^-7 of 65520";
+    return why.str();
+}
+
+// whyNotKnifeEdge itself, on made-up traces (runs without a GPU): the rule must accept a
+// single value on the threshold and refuse everything else.
+Trace knifeEdgeTrace(const std::string& backend, bool skipped, std::int64_t nonFinite, float storedMax)
+{
+    Trace t;
+    t.backend = backend;
+    StepRecord r;
+    r.step = 7;
+    r.skipped = skipped;
+    r.lossScale = 1024;
+    t.steps.push_back(r);
+    OverflowLocation at;
+    at.tensor = "3.linear.input_grad";
+    at.kind = TensorKind::ActivationGrad;
+    at.nonFiniteCount = nonFinite;
+    at.count = 4096;
+    if (skipped)
+        t.overflows[7] = at;
+    NumericsRecord n;
+    n.step = 7;
+    n.lossScale = 1024;
+    TensorNumerics measured;
+    measured.tensor = at.tensor;
+    measured.kind = at.kind;
+    measured.stats.amax = storedMax / 1024; // unscaled, as the lens reports it
+    n.tensors.push_back(measured);
+    t.numerics[7] = n;
+    return t;
+}
+
+TEST(KnifeEdge, OneValueAgainstFp16sLargestIsAKnifeEdge)
+{
+    EXPECT_EQ(whyNotKnifeEdge(knifeEdgeTrace("gpu", true, 1, 0), knifeEdgeTrace("cpu", false, 0, 65504), 0), "");
+    EXPECT_EQ(whyNotKnifeEdge(knifeEdgeTrace("gpu", true, 4, 0), knifeEdgeTrace("cpu", false, 0, 65024), 0), "");
+}
+
+TEST(KnifeEdge, ManyValuesOrAFiniteSideFarFromTheThresholdAreNot)
+{
+    const Trace finiteAtMax = knifeEdgeTrace("cpu", false, 0, 65504);
+    EXPECT_NE(whyNotKnifeEdge(knifeEdgeTrace("gpu", true, 5, 0), finiteAtMax, 0), "");
+    EXPECT_NE(whyNotKnifeEdge(knifeEdgeTrace("gpu", true, 1, 0), knifeEdgeTrace("cpu", false, 0, 60000), 0), "");
+    Trace unmeasured = finiteAtMax;
+    unmeasured.numerics.clear();
+    EXPECT_NE(whyNotKnifeEdge(knifeEdgeTrace("gpu", true, 1, 0), unmeasured, 0), "");
+    Trace otherTensor = finiteAtMax;
+    otherTensor.numerics[7].tensors[0].tensor = "4.linear.input_grad";
+    EXPECT_NE(whyNotKnifeEdge(knifeEdgeTrace("gpu", true, 1, 0), otherTensor, 0), "");
+    Trace unlocated = knifeEdgeTrace("gpu", true, 1, 0);
+    unlocated.overflows.clear();
+    EXPECT_NE(whyNotKnifeEdge(unlocated, finiteAtMax, 0), "");
+}
+
 class CudaOverflowParity : public test::DeviceTest, public ::testing::WithParamInterface<PrecisionMode> {};
 
 TEST_P(CudaOverflowParity, DeepMlpSkipsTheSameSteps)
@@ -329,6 +462,8 @@ TEST_P(CudaOverflowParity, DeepMlpSkipsTheSameSteps)
     // Lockstep hands the device each of the CPU's states before the device's next step is
     // queued; running ahead queues that step before the previous one's record is read.
     config.training.runAhead = "off";
+    // Every step measured, so that a differing skip decision can be judged (whyNotKnifeEdge).
+    config.numerics.every = 1;
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     RunConfig onCpu = config, onDevice = config;
     onCpu.training.device = "cpu";
@@ -339,11 +474,27 @@ TEST_P(CudaOverflowParity, DeepMlpSkipsTheSameSteps)
     Trainer deviceTrainer(onDevice, *deviceBackend.backend, data);
     Lockstep lockstep(cpuTrainer, *cpuBackend.backend, deviceTrainer, *deviceBackend.backend);
     lockstep.run();
+    lockstep.cpu.backend = cpuBackend.backend->name();
     lockstep.device.backend = deviceBackend.backend->name();
     // Without repeated overflows on the CPU there is nothing to compare: the setup no longer does its job.
     ASSERT_GE(skippedSteps(lockstep.cpu).size(), 10u)
         << "the CPU run skipped only " << list(skippedSteps(lockstep.cpu)) << "; raise the loss scale's growth";
-    expectSameTrajectory(lockstep.cpu, lockstep.device, kLockstepTolerance);
+    const Trace& cpu = lockstep.cpu;
+    const Trace& device = lockstep.device;
+    std::set<std::int64_t> knifeEdges;
+    for (std::size_t i = 0; i < std::min(cpu.steps.size(), device.steps.size()); ++i) {
+        if (cpu.steps[i].skipped == device.steps[i].skipped)
+            continue;
+        const bool deviceOverflowed = device.steps[i].skipped;
+        const std::string why = deviceOverflowed ? whyNotKnifeEdge(device, cpu, i) : whyNotKnifeEdge(cpu, device, i);
+        EXPECT_EQ(why, "") << "step " << cpu.steps[i].step << " skipped on " << (deviceOverflowed ? device : cpu).backend
+                           << " only, and not on a knife edge";
+        if (why.empty())
+            knifeEdges.insert(cpu.steps[i].step);
+    }
+    EXPECT_LE(knifeEdges.size(), kMaxKnifeEdges) << "knife-edge steps " << list({knifeEdges.begin(), knifeEdges.end()});
+    ::testing::Test::RecordProperty("knife_edge_steps", list({knifeEdges.begin(), knifeEdges.end()}));
+    expectSameTrajectory(cpu, device, kLockstepTolerance, knifeEdges);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, CudaOverflowParity, ::testing::Values(PrecisionMode::Fp16, PrecisionMode::MixedFp16),
