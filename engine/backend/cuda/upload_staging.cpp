@@ -16,7 +16,15 @@ UploadStaging::~UploadStaging()
 void UploadStaging::reclaim()
 {
     // Copies on one stream finish in the order they were queued.
-    while (!m_inFlight.empty() && cudaEventQuery(m_inFlight.front().done) == cudaSuccess) {
+    while (!m_inFlight.empty()) {
+        const cudaError_t state = cudaEventQuery(m_inFlight.front().done);
+        if (state == cudaErrorNotReady) {
+            // Not an error, but the runtime keeps it as the last one, where the next
+            // launch check (cudaGetLastError) would take it for a failed launch.
+            (void)cudaGetLastError();
+            return;
+        }
+        checkCuda(state, "upload (a staged copy)");
         cudaEventDestroy(m_inFlight.front().done);
         m_pool->give(m_inFlight.front().block);
         m_inFlight.pop_front();
