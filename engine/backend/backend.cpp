@@ -30,11 +30,4 @@ std::unique_ptr<HostRead> Backend::readAsync(const Tensor& src)
     return std::make_unique<CompletedRead>(std::move(values));
 }
 
-TensorStats Backend::tensorStats(const Tensor& t, DType target, float histogramScale)
-{
-    std::vector<float> values(static_cast<std::size_t>(t.numel()));
-    download(t, values.data());
-    return measureValues(values.data(), values.size(), target, histogramScale);
-}
-
 } // namespace mantissa

@@ -210,8 +210,8 @@ public:
     // --- measuring -----------------------------------------------------------------------
     // What `target` makes of every value of `t` (engine/numerics/tensor_stats.h), measured
     // where the tensor lives, so that a GPU sends back the counts and the histogram rather
-    // than the tensor. The base implementation downloads it and measures on the host.
-    virtual TensorStats tensorStats(const Tensor& t, DType target, float histogramScale);
+    // than the tensor.
+    virtual TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) = 0;
 
     // --- graphs ----------------------------------------------------------------------------
     // Records the work `body` queues through the backend it is handed, without running it,

@@ -256,6 +256,7 @@ TEST(RecordingBackend, RefusesWhatAGraphCannotHold)
     Tensor* out[] = {&t};
     float amax = 0;
     EXPECT_THROW(tape.unscaleAndCheckFinite(in, out, 1.0f, &amax), UnsupportedError);
+    EXPECT_THROW(tape.tensorStats(t, DType::F16, 1.0f), UnsupportedError);
 
     std::string why;
     auto graph = cpu->captureGraph([&](Backend& b) { b.download(t, host); }, &why);
