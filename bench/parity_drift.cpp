@@ -50,6 +50,24 @@ struct Options {
     std::exit(2);
 }
 
+std::int64_t number(const std::string& option, const std::string& text)
+{
+    char* end = nullptr;
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || value < 1)
+        usage((option + " takes a positive whole number, not \"" + text + "\"").c_str());
+    return value;
+}
+
+double amount(const std::string& perturbation, const std::string& text)
+{
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(value > 0))
+        usage(("perturbation " + perturbation + " needs a positive number").c_str());
+    return value;
+}
+
 Options parse(int argc, char** argv)
 {
     Options o;
@@ -68,9 +86,9 @@ Options parse(int argc, char** argv)
         } else if (arg == "--perturb")
             o.perturb = value;
         else if (arg == "--steps")
-            o.steps = std::stoll(value);
+            o.steps = number(arg, value);
         else if (arg == "--seed")
-            o.seed = static_cast<std::uint32_t>(std::stoul(value));
+            o.seed = static_cast<std::uint32_t>(number(arg, value));
         else
             usage(("unknown option " + arg).c_str());
     }
@@ -108,10 +126,10 @@ public:
             m_kind = Kind::Ulp;
         } else if (p.rfind("relative:", 0) == 0) {
             m_kind = Kind::Relative;
-            m_amount = std::stod(p.substr(9));
+            m_amount = amount(p, p.substr(9));
         } else if (p.rfind("16bit:", 0) == 0) {
             m_kind = Kind::SixteenBit;
-            m_amount = std::stod(p.substr(6));
+            m_amount = amount(p, p.substr(6));
         } else {
             usage(("unknown perturbation " + p).c_str());
         }
@@ -156,10 +174,20 @@ private:
     double m_amount = 0;
 };
 
+// A run that did not finish has no curve to compare: say why and stop.
+void finished(const char* which, const RunSummary& summary)
+{
+    if (summary.status == RunStatus::Finished)
+        return;
+    std::fprintf(stderr, "parity_drift: %s ended %s: %s\n", which, runStatusName(summary.status),
+                 summary.message.c_str());
+    std::exit(1);
+}
+
 } // namespace
 
 int main(int argc, char** argv)
-{
+try {
     const Options o = parse(argc, argv);
     const RunConfig config = driftConfig(o);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
@@ -168,7 +196,7 @@ int main(int argc, char** argv)
     Trainer plain(config, *reference, data);
     Losses a;
     plain.addObserver(&a);
-    plain.run();
+    finished("the plain run", plain.run());
 
     auto nudgedBackend = makeCpuBackend(config.training.threads);
     Trainer nudged(config, *nudgedBackend, data);
@@ -176,7 +204,7 @@ int main(int argc, char** argv)
     Nudger nudger(nudged, *nudgedBackend, o);
     nudged.addObserver(&b);
     nudged.addObserver(&nudger);
-    nudged.run();
+    finished("the nudged run", nudged.run());
 
     const std::size_t n = std::min(a.loss.size(), b.loss.size());
     double worst = 0;
@@ -193,4 +221,7 @@ int main(int argc, char** argv)
                 o.preset.c_str(), std::string(precisionModeName(o.mode)).c_str(), o.perturb.c_str(), n, worst,
                 worstAt + 1, n ? a.loss[worstAt] : 0.0, n ? b.loss[worstAt] : 0.0);
     return 0;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "parity_drift: %s\n", e.what());
+    return 1;
 }

@@ -27,7 +27,7 @@ void NumericsProbe::add(std::size_t layer, TensorKind kind, std::string tensor, 
     n.tensor = std::move(tensor);
     n.dtype = t.dtype();
     n.target = targetOf(layer);
-    n.stats = measureTensor(m_backend, t, n.target, histogramScale);
+    n.stats = m_backend.tensorStats(t, n.target, histogramScale);
     m_measured.push_back(std::move(n));
 }
 

@@ -1,6 +1,6 @@
 #include "engine/numerics/tensor_stats.h"
 
-#include "engine/backend/backend.h"
+#include "engine/tensor/tensor.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -157,11 +157,6 @@ TensorStats measureHostTensor(const Tensor& tensor, DType target, float histogra
         widenToFloat(words + begin, type, wide, count);
         measureChunk(wide, count, t, histogramScale, s);
     });
-}
-
-TensorStats measureTensor(Backend& backend, const Tensor& tensor, DType target, float histogramScale)
-{
-    return backend.tensorStats(tensor, target, histogramScale);
 }
 
 } // namespace mantissa

@@ -11,7 +11,6 @@
 
 namespace mantissa {
 
-class Backend;
 class Tensor;
 
 // One bin per binary exponent e (values in [2^e, 2^(e+1))) from 2^-40 to 2^20, plus a
@@ -67,9 +66,8 @@ RoundingThresholds roundingThresholds(DType target);
 // values * histogramScale (1 / loss scale shows gradients unscaled while the fractions
 // stay those of the values the run stored). Parallel with OpenMP for large inputs.
 TensorStats measureValues(const float* values, std::size_t n, DType target, float histogramScale = 1.0f);
-// The same for a tensor in host memory, of any dtype (16-bit ones widened in chunks).
+// The same for a tensor in host memory, of any dtype (16-bit ones widened in chunks); the CPU
+// backend's Backend::tensorStats. Other backends measure their tensors where they live.
 TensorStats measureHostTensor(const Tensor& tensor, DType target, float histogramScale = 1.0f);
-// The same for a tensor on any device, measured there (Backend::tensorStats).
-TensorStats measureTensor(Backend& backend, const Tensor& tensor, DType target, float histogramScale = 1.0f);
 
 } // namespace mantissa

@@ -180,6 +180,8 @@ Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
             m_backend.cast(snapshot, *buffer);
         uploadBatch(q.batch);
     }
+    // Also on a sampled step: its probe saw the weight gradients in fp32, before they were
+    // rounded to 16 bits where they overflowed, so only the passes run again can locate it.
     out.location = locateOverflow(m_batchInputs, m_batchLabels, q.step, scaleUsed);
     return out;
 }

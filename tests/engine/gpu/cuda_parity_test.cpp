@@ -339,6 +339,14 @@ ParityCase add()
 
 // --- loss ------------------------------------------------------------------------------------------
 
+// Labels: class indices in [0, classes), as fp32.
+Draw classIndices(std::int64_t classes)
+{
+    return [classes](std::mt19937& g, std::size_t) {
+        return static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, classes - 1)(g));
+    };
+}
+
 ParityCase softmaxCrossEntropy(std::int64_t batch, std::int64_t classes)
 {
     return {"softmaxCrossEntropy_" + extents({batch, classes}), Op::SoftmaxCrossEntropy, kAllTypes,
@@ -346,9 +354,7 @@ ParityCase softmaxCrossEntropy(std::int64_t batch, std::int64_t classes)
                 // Logits up to 8 in size: exp() of them overflows fp16, so the max must come off
                 // first. Rounded to bf16 some rows tie; the arg-max is then the first of them.
                 Tensor logits = r.input({batch, classes}, t, uniform(-8, 8));
-                Tensor labels = r.input({batch}, DType::F32, [classes](std::mt19937& g, std::size_t) {
-                    return static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, classes - 1)(g));
-                });
+                Tensor labels = r.input({batch}, DType::F32, classIndices(classes));
                 const Tolerance loss = reduction(classes + batch, DType::F32);
                 const LossResult plain = r.backend().softmaxCrossEntropy(logits, labels, 1.0f, nullptr);
                 r.keepScalar("meanLoss without dlogits", plain.meanLoss, loss);
@@ -618,9 +624,7 @@ ParityCase stepSoftmaxCrossEntropy(std::int64_t batch, std::int64_t classes)
     return {"stepSoftmaxCrossEntropy_" + extents({batch, classes}), Op::SoftmaxCrossEntropy, kAllTypes,
             [batch, classes](OpRun& r, DType t) {
                 Tensor logits = r.input({batch, classes}, t, uniform(-8, 8));
-                Tensor labels = r.input({batch}, DType::F32, [classes](std::mt19937& g, std::size_t) {
-                    return static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, classes - 1)(g));
-                });
+                Tensor labels = r.input({batch}, DType::F32, classIndices(classes));
                 const Tolerance loss = reduction(classes + batch, DType::F32);
                 // 1024 scales exactly; 3000 / batch rounds, and must round as the host's division does.
                 for (float scale : {1024.0f, 3000.0f}) {
