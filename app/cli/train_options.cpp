@@ -24,7 +24,7 @@ std::int64_t integerOption(const QCommandLineParser& parser, const QString& name
 void addTrainOptions(QCommandLineParser& parser)
 {
     parser.addOptions({
-        {"preset", "Train a built-in preset: softmax, mlp, cnn, wide-mlp, deep-mlp, vgg-small, resnet-small.", "name"},
+        {"preset", "Train a built-in preset: softmax, mlp, cnn, wide-mlp, deep-mlp, deep-sigmoid, vgg-small, resnet-small.", "name"},
         {"precision", "fp32, fp16, mixed-fp16, mixed-bf16 or bf16.", "mode"},
         {"loss-scale", "none, dynamic, or a static value such as 128.", "scale"},
         {"epochs", "Number of epochs.", "n"},

@@ -113,8 +113,12 @@ public:
     // previous C is read back at its own precision.
     virtual void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                       const Tensor& a, const Tensor& b, float beta, Tensor& c) = 0;
-    // y[r, :] += bias for every row r (y is [rows, cols], bias is [cols]).
-    virtual void addRowBias(Tensor& y, const Tensor& bias) = 0;
+    // C[m,n] = op(A) op(B) + bias[n] on every row (a linear layer with bias): the bias is added
+    // to the fp32 sum of products and C rounded once to its dtype, as conv2dForward does and as
+    // cuBLASLt's bias epilogue and PyTorch's addmm do. Rounding the GEMM to 16 bits and again
+    // after the bias would lose up to half an ulp twice, most of the result where they cancel.
+    virtual void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c) = 0;
     // dbias[c] = sum over rows of dy[r, c], accumulated in fp32.
     virtual void rowBiasGrad(const Tensor& dy, Tensor& dbias) = 0;
 

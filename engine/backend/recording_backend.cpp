@@ -114,9 +114,10 @@ void RecordingBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int
     record([=, c = c](Backend& be) mutable { be.gemm(ta, tb, m, n, k, alpha, a, b, beta, c); });
 }
 
-void RecordingBackend::addRowBias(Tensor& y, const Tensor& bias)
+void RecordingBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                   const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c)
 {
-    record([y, bias](Backend& b) mutable { b.addRowBias(y, bias); });
+    record([=, c = c](Backend& be) mutable { be.gemmRowBias(ta, tb, m, n, k, a, b, bias, c); });
 }
 
 void RecordingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)

@@ -87,7 +87,7 @@ TEST(Config, SerialisationRoundTrips)
 TEST(Config, EveryPresetIsValid)
 {
     const auto names = presetNames();
-    for (const char* expected : {"softmax", "mlp", "cnn", "wide-mlp", "deep-mlp", "vgg-small", "resnet-small"})
+    for (const char* expected : {"softmax", "mlp", "cnn", "wide-mlp", "deep-mlp", "deep-sigmoid", "vgg-small", "resnet-small"})
         EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
     for (const std::string& name : names) {
         const ModelReport report = validateModel(presetConfig(name).model);

@@ -9,6 +9,22 @@
 
 namespace mantissa {
 
+namespace {
+
+// c = alpha * op(a) op(b) + beta * c, all fp32, row-major.
+void sgemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+           const float* b, float beta, float* c)
+{
+    const auto transA = ta == Transpose::Yes ? CblasTrans : CblasNoTrans;
+    const auto transB = tb == Transpose::Yes ? CblasTrans : CblasNoTrans;
+    const auto lda = static_cast<blasint>(ta == Transpose::Yes ? m : k);
+    const auto ldb = static_cast<blasint>(tb == Transpose::Yes ? k : n);
+    cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), alpha, a, lda, b, ldb, beta, c, static_cast<blasint>(n));
+}
+
+} // namespace
+
 void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                       const Tensor& a, const Tensor& b, float beta, Tensor& c)
 {
@@ -17,31 +33,31 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n
     cpu::FloatInput fa(a);
     cpu::FloatInput fb(b);
     cpu::FloatOutput fc(c, beta != 0.0f);
-    const auto transA = ta == Transpose::Yes ? CblasTrans : CblasNoTrans;
-    const auto transB = tb == Transpose::Yes ? CblasTrans : CblasNoTrans;
-    const auto lda = static_cast<blasint>(ta == Transpose::Yes ? m : k);
-    const auto ldb = static_cast<blasint>(tb == Transpose::Yes ? k : n);
-    cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(m), static_cast<blasint>(n),
-                static_cast<blasint>(k), alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(),
-                static_cast<blasint>(n));
+    sgemm(ta, tb, m, n, k, alpha, fa.data(), fb.data(), beta, fc.data());
     fc.commit();
 }
 
-void CpuBackend::addRowBias(Tensor& y, const Tensor& bias)
+void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c)
 {
-    const std::int64_t cols = bias.numel();
-    const std::int64_t rows = y.numel() / cols;
-    cpu::FloatInput fb(bias);
-    cpu::FloatOutput fy(y, true);
-    float* out = fy.data();
-    const float* b = fb.data();
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
-    for (std::int64_t r = 0; r < rows; ++r) {
-        float* row = out + r * cols;
-        for (std::int64_t c = 0; c < cols; ++c)
-            row[c] += b[c];
+    MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n && bias.numel() == n);
+    MANTISSA_ASSERT(a.dtype() == b.dtype());
+    cpu::FloatInput fa(a);
+    cpu::FloatInput fb(b);
+    cpu::FloatInput fbias(bias);
+    cpu::FloatOutput fc(c);
+    sgemm(ta, tb, m, n, k, 1.0f, fa.data(), fb.data(), 0.0f, fc.data());
+    // The bias joins the fp32 products before the one rounding in commit() (backend.h): the
+    // products are summed first and the bias added after, as cuBLASLt's epilogue does.
+    float* out = fc.data();
+    const float* add = fbias.data();
+#pragma omp parallel for schedule(static) if (m * n > 65536)
+    for (std::int64_t r = 0; r < m; ++r) {
+        float* row = out + r * n;
+        for (std::int64_t col = 0; col < n; ++col)
+            row[col] += add[col];
     }
-    fy.commit();
+    fc.commit();
 }
 
 void CpuBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)

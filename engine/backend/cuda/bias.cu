@@ -1,6 +1,7 @@
 // Bias addition and bias gradients for [rows, cols] (after a GEMM) and NCHW (after a
-// convolution). Additions widen y and the bias to fp32 and round the sum once into y, as
-// CpuBackend::addRowBias does. Gradients sum dy in fp32 and round once into dbias. The CPU
+// convolution). Additions widen y and the bias to fp32 and round the sum once into y; a
+// linear layer's GEMM result is fp32 when it gets here (CudaBackend::gemmRowBias), so a
+// 16-bit output is rounded only once, by the cast after it, as on the CPU. Gradients sum dy in fp32 and round once into dbias. The CPU
 // sums a row bias serially and a conv bias in fp32 blocks folded into a double; these kernels
 // sum in per-thread fp32 partials combined by a fixed tree, so they agree with the CPU to
 // fp32 rounding of the sum, not bit for bit. Each output is reduced by one block in a fixed

@@ -66,4 +66,25 @@ void CudaBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t 
         cast(target, c);
 }
 
+// The bias must join the fp32 sum before C's one rounding (backend.h), and cublasGemmEx rounds
+// into a 16-bit C itself. So a 16-bit C is computed as fp32 (which cuBLAS writes for 16-bit
+// inputs too), the bias added there and the sum cast once, as conv2dForward does with a bias.
+// cuBLASLt's CUBLASLT_EPILOGUE_BIAS would fuse the two passes, but it brings a second library,
+// matmul descriptors and algorithm heuristics per shape (kept outside a graph capture, like
+// conv_plans), and a rounding the CPU oracle can only match where it is documented; the extra
+// pass here costs one fp32 [m, n] read and write, small beside the GEMM for a layer's sizes.
+void CudaBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                              const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c)
+{
+    MANTISSA_ASSERT(bias.numel() == n && c.numel() == m * n);
+    if (m == 0 || n == 0)
+        return;
+    Tensor wide = c.dtype() == DType::F32 ? c : empty(Shape{m, n}, DType::F32);
+    gemm(ta, tb, m, n, k, 1.0f, a, b, 0.0f, wide);
+    launchAddRowBias(wide.data(), DType::F32, bias.data(), bias.dtype(), m, n, stream());
+    checkLaunch("gemmRowBias");
+    if (wide.dtype() != c.dtype())
+        cast(wide, c);
+}
+
 } // namespace mantissa::cuda

@@ -244,14 +244,6 @@ const SlotRef* CudaBackend::deviceSlots(std::span<const OptimizerSlot> slots, st
         m_descriptors->find(keyOf(refs), refs.data(), refs.size() * sizeof(SlotRef), "optimizer descriptors"));
 }
 
-void CudaBackend::addRowBias(Tensor& y, const Tensor& bias)
-{
-    const std::int64_t cols = bias.numel();
-    MANTISSA_ASSERT(cols > 0 && y.numel() % cols == 0);
-    launchAddRowBias(y.data(), y.dtype(), bias.data(), bias.dtype(), y.numel() / cols, cols, stream());
-    checkLaunch("addRowBias");
-}
-
 void CudaBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
 {
     const std::int64_t cols = dbias.numel();

@@ -51,7 +51,8 @@ public:
 
     void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
               const Tensor& a, const Tensor& b, float beta, Tensor& c) override;
-    void addRowBias(Tensor& y, const Tensor& bias) override;
+    void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
+                     const Tensor& b, const Tensor& bias, Tensor& c) override;
     void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
 
     void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,

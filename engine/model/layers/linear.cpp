@@ -37,9 +37,11 @@ ForwardResult Linear::forward(PassState& pass, const Tensor& x)
     const std::int64_t batch = x.shape()[0];
     Tensor input = x.reshaped({batch, m_in});
     Tensor y = pass.backend.empty({batch, m_out}, computeType());
-    pass.backend.gemm(Transpose::No, Transpose::Yes, batch, m_out, m_in, 1.0f, input, m_weight.working, 0.0f, y);
     if (m_hasBias)
-        pass.backend.addRowBias(y, m_bias.working);
+        pass.backend.gemmRowBias(Transpose::No, Transpose::Yes, batch, m_out, m_in, input, m_weight.working,
+                                 m_bias.working, y);
+    else
+        pass.backend.gemm(Transpose::No, Transpose::Yes, batch, m_out, m_in, 1.0f, input, m_weight.working, 0.0f, y);
     auto context = std::make_unique<LinearContext>();
     if (pass.training)
         context->input = input;

@@ -161,12 +161,10 @@ struct MlpRun {
         const DType t = config.compute;
         b.beginStep(scalars);
         Tensor h = b.empty({kBatch, kHidden}, t), a = b.empty({kBatch, kHidden}, t);
-        b.gemm(Transpose::No, Transpose::No, kBatch, kHidden, kIn, 1.0f, x, weight(0), 0.0f, h);
-        b.addRowBias(h, weight(1));
+        b.gemmRowBias(Transpose::No, Transpose::No, kBatch, kHidden, kIn, x, weight(0), weight(1), h);
         b.activationForward(Activation::Gelu, h, a);
         Tensor logits = b.empty({kBatch, kClasses}, t), dlogits = b.empty({kBatch, kClasses}, t);
-        b.gemm(Transpose::No, Transpose::No, kBatch, kClasses, kHidden, 1.0f, a, weight(2), 0.0f, logits);
-        b.addRowBias(logits, weight(3));
+        b.gemmRowBias(Transpose::No, Transpose::No, kBatch, kClasses, kHidden, a, weight(2), weight(3), logits);
         b.softmaxCrossEntropy(logits, labels, scalars, dlogits);
 
         b.gemm(Transpose::Yes, Transpose::No, kHidden, kClasses, kBatch, 1.0f, a, dlogits, 0.0f, grad[2]);

@@ -116,15 +116,21 @@ ParityCase gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std:
             }};
 }
 
-ParityCase addRowBias()
+// A linear layer with bias: the bias joins the fp32 sum and C is rounded once (backend.h). The
+// shapes include a tall-skinny and a wide one and k not a multiple of 8; the bias is drawn as
+// large as the products (uniform(-1, 1) inputs) so that in 16 bits they often cancel, where a
+// second rounding after a rounded GEMM would be off by up to half an ulp of the larger term.
+ParityCase gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k)
 {
-    return {"addRowBias", Op::Gemm, kAllTypes, [](OpRun& r, DType t) {
-                for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 33}, {64, 100}}) {
-                    Tensor y = r.input({rows, cols}, t, uniform(-1, 1));
-                    Tensor bias = r.input({cols}, t, uniform(-1, 1));
-                    r.backend().addRowBias(y, bias);
-                    r.keep("y " + extents({rows, cols}), y, exact()); // one addition, one rounding
-                }
+    const std::string name = std::string("gemmRowBias") + (ta == Transpose::Yes ? "T" : "N") +
+                             (tb == Transpose::Yes ? "T" : "N") + "_" + extents({m, n, k});
+    return {name, Op::Gemm, kAllTypes, [=](OpRun& r, DType t) {
+                Tensor a = r.input(ta == Transpose::No ? Shape{m, k} : Shape{k, m}, t, uniform(-1, 1));
+                Tensor b = r.input(tb == Transpose::No ? Shape{k, n} : Shape{n, k}, t, uniform(-1, 1));
+                Tensor bias = r.input({n}, t, uniform(-4, 4));
+                Tensor c = r.output({m, n}, t); // starts as NaN: C must not be read
+                r.backend().gemmRowBias(ta, tb, m, n, k, a, b, bias, c);
+                r.keep("C", c, reduction(k + 1, t));
             }};
 }
 
@@ -867,7 +873,12 @@ std::vector<ParityCase> buildCases()
             cases.push_back(gemm(ta, tb, 8, 24, 40, 0.5f, 0.75f));
         }
     }
-    cases.push_back(addRowBias());
+    // Linear's forward (x w^T + bias) and the other transposes.
+    cases.push_back(gemmRowBias(Transpose::No, Transpose::Yes, 1, 1, 1));
+    cases.push_back(gemmRowBias(Transpose::No, Transpose::Yes, 7, 33, 8));
+    cases.push_back(gemmRowBias(Transpose::No, Transpose::Yes, 64, 100, 33));
+    cases.push_back(gemmRowBias(Transpose::No, Transpose::No, 128, 10, 130));
+    cases.push_back(gemmRowBias(Transpose::Yes, Transpose::No, 9, 257, 16));
     cases.push_back(rowBiasGrad());
     for (const ConvShape& s : {ConvShape{2, 3, 7, 9, 5, 3, 1, 1, true}, ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false},
                                ConvShape{2, 3, 9, 9, 4, 3, 2, 1, true}, ConvShape{2, 5, 7, 7, 3, 3, 2, 0, false},
