@@ -29,8 +29,8 @@ TEST(Config, MinimalConfigGetsDefaults)
     const RunConfig c = parseRunConfig(kMinimal, "test.json");
     EXPECT_EQ(c.precision, PrecisionMode::Fp32);
     EXPECT_EQ(c.training.batchSize, 128);
-    EXPECT_EQ(c.optimizer.type, "sgd");
-    EXPECT_EQ(c.lossScale.type, "auto");
+    EXPECT_EQ(c.optimizer.type, OptimizerKind::Sgd);
+    EXPECT_EQ(c.lossScale.type, LossScaleType::Auto);
     ASSERT_EQ(c.model.layers.size(), 1u);
     EXPECT_EQ(c.model.layers[0].units, 2);
 }
@@ -63,15 +63,15 @@ TEST(Config, GpuSettingsDefaultToTrueFp32AndRoundTrip)
 {
     EXPECT_FALSE(parseRunConfig(kMinimal, "test.json").training.tf32);
     EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.cudnnWorkspaceMiB, 256);
-    EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.graphs, "auto");
+    EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.graphs, AutoSwitch::Auto);
     RunConfig c = parseRunConfig(kMinimal, "test.json");
     c.training.tf32 = true;
     c.training.cudnnWorkspaceMiB = 1024;
-    c.training.graphs = "off";
+    c.training.graphs = AutoSwitch::Off;
     const RunConfig again = parseRunConfig(runConfigToJson(c), "again.json");
     EXPECT_TRUE(again.training.tf32);
     EXPECT_EQ(again.training.cudnnWorkspaceMiB, 1024);
-    EXPECT_EQ(again.training.graphs, "off");
+    EXPECT_EQ(again.training.graphs, AutoSwitch::Off);
 }
 
 TEST(Config, SerialisationRoundTrips)
