@@ -84,6 +84,79 @@ TEST(Config, SerialisationRoundTrips)
     }
 }
 
+// A config as the build before the choice fields became enums wrote it (runConfigToJson with
+// indent -1), with every such field set away from its default. Runs in existing databases
+// carry their configs in this form, so it must read back to the same values and be written
+// again byte for byte.
+const char* kStoredBeforeEnums =
+    R"({"data":{"dataset":"mnist","directory":"","limit_test":0,"limit_train":0,"normalize":true,)"
+    R"("synthetic_classes":10,"synthetic_noise":1.0,"synthetic_shape":[1,28,28],"synthetic_test":1024,)"
+    R"("synthetic_train":8192,"validation_split":0.0},"model":{"classes":10,"input":[1,28,28],"layers":[)"
+    R"({"type":"flatten"},{"activation":"relu","precision":"fp32","type":"linear","units":64},)"
+    R"({"precision":"bf16","type":"linear","units":32},{"precision":"fp16","type":"linear","units":10},)"
+    R"({"layers":[{"precision":"fp32","type":"linear","units":10}],"shortcut":"identity","type":"residual"}]},)"
+    R"("name":"every-enum","numerics":{"every":0,"scaled_gradients":false},"optimizer":{"beta1":0.8999999761581421,)"
+    R"("beta2":0.9990000128746033,"epsilon":9.99999993922529e-09,"grad_clip_norm":0.0,"lr":0.05000000074505806,)"
+    R"("momentum":0.8999999761581421,"nesterov":false,"type":"adamw","weight_decay":0.0},"precision":{"loss_scale":)"
+    R"({"backoff_factor":0.5,"growth_factor":2.0,"growth_interval":2000,"hysteresis":1,"initial":65536.0,)"
+    R"("max":16777216.0,"min":1.52587890625e-05,"type":"static","value":128.0},"mode":"mixed-bf16"},"schedule":)"
+    R"({"gamma":0.10000000149011612,"max_lr":0.0,"milestones":[],"min_lr":0.0,"pct_start":0.30000001192092896,)"
+    R"("type":"one-cycle","warmup_steps":0},"training":{"batch_size":128,"cudnn_workspace_mib":256,"device":"auto",)"
+    R"("epochs":1,"eval_batch_size":1000,"graphs":"off","max_steps":0,"run_ahead":"on","seed":42,"tf32":false,)"
+    R"("threads":0}})";
+
+TEST(Config, StoredConfigsReadAndWriteByteForByte)
+{
+    const RunConfig c = parseRunConfig(kStoredBeforeEnums, "stored run");
+    EXPECT_EQ(c.data.dataset, DatasetKind::Mnist);
+    EXPECT_EQ(c.model.layers[1].precision, LayerPrecision::Fp32);
+    EXPECT_EQ(c.model.layers[2].precision, LayerPrecision::Bf16);
+    EXPECT_EQ(c.model.layers[3].precision, LayerPrecision::Fp16);
+    EXPECT_EQ(c.model.layers[4].precision, LayerPrecision::Auto);
+    EXPECT_EQ(c.model.layers[4].body[0].precision, LayerPrecision::Fp32);
+    EXPECT_EQ(c.optimizer.type, OptimizerKind::AdamW);
+    EXPECT_EQ(c.schedule.type, ScheduleKind::OneCycle);
+    EXPECT_EQ(c.precision, PrecisionMode::MixedBf16);
+    EXPECT_EQ(c.lossScale.type, LossScaleType::Static);
+    EXPECT_EQ(c.training.graphs, AutoSwitch::Off);
+    EXPECT_EQ(c.training.runAhead, AutoSwitch::On);
+    EXPECT_EQ(runConfigToJson(c, -1), kStoredBeforeEnums);
+}
+
+TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
+{
+    const std::string layers = R"("layers": [{"type": "linear", "units": 2)";
+    const auto config = [&](const std::string& layerExtra, const std::string& sections) {
+        return R"({"model": {"input": [4], "classes": 2, )" + layers + layerExtra + "}]}" + sections + "}";
+    };
+    struct Case {
+        std::string json, message;
+    };
+    const Case cases[] = {
+        {config(R"(, "precision": "fp8")", ""),
+         "test.json: model.layers[0].precision is \"fp8\"; expected auto, fp32, fp16 or bf16"},
+        {config("", R"(, "precision": {"mode": "fp8"})"),
+         "test.json: precision.mode is \"fp8\"; expected fp32, fp16, mixed-fp16, mixed-bf16 or bf16"},
+        {config("", R"(, "precision": {"loss_scale": {"type": "dynamc"}})"),
+         "test.json: precision.loss_scale.type is \"dynamc\"; expected auto, none, static or dynamic"},
+        {config("", R"(, "optimizer": {"type": "rmsprop"})"),
+         "test.json: optimizer.type is \"rmsprop\"; expected sgd, adam or adamw"},
+        {config("", R"(, "schedule": {"type": "cosin"})"),
+         "test.json: schedule.type is \"cosin\"; expected constant, step, cosine or one-cycle"},
+        {config("", R"(, "data": {"dataset": "cifar"})"),
+         "test.json: data.dataset is \"cifar\"; expected fashion-mnist, mnist or synthetic"},
+        {config("", R"(, "training": {"graphs": "always"})"),
+         "test.json: training.graphs is \"always\"; expected auto, on or off"},
+        {config("", R"(, "training": {"run_ahead": "yes"})"),
+         "test.json: training.run_ahead is \"yes\"; expected auto, on or off"},
+    };
+    for (const Case& c : cases)
+        EXPECT_EQ(errorOf(c.json), c.message) << c.json;
+    // A choice given as another JSON type is a type error, not an unknown value.
+    EXPECT_NE(errorOf(config("", R"(, "optimizer": {"type": 3})")).find("optimizer.type has the wrong type"),
+              std::string::npos);
+}
+
 TEST(Config, EveryPresetIsValid)
 {
     const auto names = presetNames();
