@@ -50,7 +50,8 @@ constexpr std::array kOverrides{
 };
 
 constexpr std::array kModeNames{
-    EnumEntry<PrecisionMode>{PrecisionMode::Fp32, "fp32", "fp32", "Everything in fp32: the reference to compare against."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Fp32, "fp32", "fp32",
+                             "Everything in fp32: the reference to compare against."},
     EnumEntry<PrecisionMode>{PrecisionMode::Fp16, "fp16", "pure fp16",
                              "Pure fp16: weights, gradients and optimizer state in fp16. Small updates vanish and "
                              "small gradients underflow; expect it to fail on deep models."},

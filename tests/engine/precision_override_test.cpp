@@ -25,7 +25,10 @@ public:
         DType dtype = DType::F32;
         std::vector<float> values;
     };
-    void afterForward(std::size_t index, const Tensor& output) override { outputs[index] = {output.dtype(), output.toFloats()}; }
+    void afterForward(std::size_t index, const Tensor& output) override
+    {
+        outputs[index] = {output.dtype(), output.toFloats()};
+    }
     void afterBackward(std::size_t index, const Tensor& inputGradient) override
     {
         if (inputGradient.defined())

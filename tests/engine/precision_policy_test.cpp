@@ -105,8 +105,8 @@ TEST(PrecisionPolicy, AutoLossScalingIsDynamicOnlyForMixedFp16)
 template <typename E>
 class EnumTableTest : public ::testing::Test {};
 
-using ConfigEnums =
-    ::testing::Types<PrecisionMode, LayerPrecision, LossScaleType, DatasetKind, OptimizerKind, ScheduleKind, AutoSwitch>;
+using ConfigEnums = ::testing::Types<PrecisionMode, LayerPrecision, LossScaleType, DatasetKind, OptimizerKind,
+                                     ScheduleKind, AutoSwitch>;
 TYPED_TEST_SUITE(EnumTableTest, ConfigEnums);
 
 TYPED_TEST(EnumTableTest, EveryValueRoundTripsThroughItsKey)
