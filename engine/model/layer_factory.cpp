@@ -18,6 +18,15 @@ namespace mantissa {
 
 namespace {
 
+// "relu, gelu, tanh, sigmoid": the activations a spec may name.
+std::string activationKeys()
+{
+    std::string keys;
+    for (const auto& entry : enumEntries<Activation>())
+        keys += (keys.empty() ? "" : ", ") + std::string(entry.key);
+    return keys;
+}
+
 // Applies the optional fused activation of a linear or conv2d spec.
 LayerPtr wrapActivation(LayerPtr layer, const LayerSpec& spec)
 {
@@ -25,7 +34,7 @@ LayerPtr wrapActivation(LayerPtr layer, const LayerSpec& spec)
         return layer;
     const auto kind = parseActivation(spec.activation);
     if (!kind)
-        throw ConfigError("activation \"" + spec.activation + "\" is unknown; expected relu, gelu, tanh, sigmoid or none");
+        throw ConfigError("activation \"" + spec.activation + "\" is unknown; expected " + activationKeys() + " or none");
     return std::make_unique<ActivatedLayer>(std::move(layer), *kind);
 }
 
