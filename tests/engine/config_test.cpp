@@ -1,10 +1,14 @@
 // Run config JSON: strict parsing with errors that name the field, round trips, presets.
 #include "engine/config/presets.h"
 #include "engine/config/run_config.h"
+#include "engine/model/layers/activation_layer.h"
 #include "engine/model/model_validation.h"
 #include "engine/util/check.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
 
 using namespace mantissa;
 
@@ -155,6 +159,52 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
     // A choice given as another JSON type is a type error, not an unknown value.
     EXPECT_NE(errorOf(config("", R"(, "optimizer": {"type": 3})")).find("optimizer.type has the wrong type"),
               std::string::npos);
+}
+
+// The values of `field` in docs/config.md's "Legal values" table, in order; a parenthesised
+// remark (activation's "or none") is not a value.
+std::vector<std::string> documentedValues(const std::string& field)
+{
+    std::ifstream doc(MANTISSA_CONFIG_DOC);
+    EXPECT_TRUE(doc) << "cannot read " << MANTISSA_CONFIG_DOC;
+    const std::string prefix = "| `" + field + "` | ";
+    for (std::string line; std::getline(doc, line);) {
+        if (line.rfind(prefix, 0) != 0)
+            continue;
+        std::string cell = line.substr(prefix.size());
+        cell = cell.substr(0, std::min(cell.find('('), cell.find('|')));
+        std::vector<std::string> values;
+        for (std::size_t open = cell.find('`'); open != std::string::npos; open = cell.find('`', open + 1)) {
+            const std::size_t close = cell.find('`', open + 1);
+            values.push_back(cell.substr(open + 1, close - open - 1));
+            open = close;
+        }
+        return values;
+    }
+    ADD_FAILURE() << field << " has no row in " << MANTISSA_CONFIG_DOC;
+    return {};
+}
+
+template <typename E>
+std::vector<std::string> engineValues()
+{
+    std::vector<std::string> keys;
+    for (const auto& entry : enumEntries<E>())
+        keys.emplace_back(entry.key);
+    return keys;
+}
+
+TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
+{
+    EXPECT_EQ(documentedValues("model.layers[].precision"), engineValues<LayerPrecision>());
+    EXPECT_EQ(documentedValues("model.layers[].activation"), engineValues<Activation>());
+    EXPECT_EQ(documentedValues("data.dataset"), engineValues<DatasetKind>());
+    EXPECT_EQ(documentedValues("optimizer.type"), engineValues<OptimizerKind>());
+    EXPECT_EQ(documentedValues("schedule.type"), engineValues<ScheduleKind>());
+    EXPECT_EQ(documentedValues("precision.mode"), engineValues<PrecisionMode>());
+    EXPECT_EQ(documentedValues("precision.loss_scale.type"), engineValues<LossScaleType>());
+    EXPECT_EQ(documentedValues("training.graphs"), engineValues<AutoSwitch>());
+    EXPECT_EQ(documentedValues("training.run_ahead"), engineValues<AutoSwitch>());
 }
 
 TEST(Config, EveryPresetIsValid)
