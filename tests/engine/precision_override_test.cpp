@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 
 namespace mantissa {
 namespace {
@@ -194,6 +195,37 @@ TEST(PrecisionOverride, Fp32RunComputesOneLinearInFp16)
     EXPECT_EQ(tap.gradients.at(1), DType::F16);
     EXPECT_EQ(weight.grad.dtype(), DType::F16);
     EXPECT_EQ(tap.gradients.at(2), DType::F32);
+}
+
+// Pure bf16 keeps no fp32 masters, so a layer kept in fp32 keeps its own weights in fp32; inside
+// a residual block the layers without an override follow the block.
+TEST(PrecisionOverride, PureBf16KeepsAnFp32LayerInsideABlockInFp32)
+{
+    auto backend = makeCpuBackend(1);
+    Model model(modelFromLayers(R"([
+        {"type": "residual", "layers": [
+            {"type": "linear", "units": 16, "precision": "fp32"},
+            {"type": "linear", "units": 16}]},
+        {"type": "residual", "precision": "fp32", "layers": [{"type": "linear", "units": 16}]},
+        {"type": "linear", "units": 4}])"),
+                PrecisionMode::Bf16, *backend, 3);
+    std::map<std::string, DType> expected{
+        {"0.residual.0.linear.weight", DType::F32}, {"0.residual.0.linear.bias", DType::F32},
+        {"0.residual.1.linear.weight", DType::BF16}, {"0.residual.1.linear.bias", DType::BF16},
+        {"1.residual.0.linear.weight", DType::F32}, {"1.residual.0.linear.bias", DType::F32},
+        {"2.linear.weight", DType::BF16},           {"2.linear.bias", DType::BF16}};
+    for (Parameter* p : model.parametersInBackwardOrder()) {
+        ASSERT_TRUE(expected.contains(p->name)) << p->name;
+        EXPECT_EQ(p->working.dtype(), expected[p->name]) << p->name;
+        EXPECT_EQ(p->master.dtype(), expected[p->name]) << p->name;
+        EXPECT_TRUE(p->working.sharesStorageWith(p->master)) << p->name << ": the weights are their own masters";
+        expected.erase(p->name);
+    }
+    EXPECT_TRUE(expected.empty());
+    const RecordingTap tap = runPasses(model, *backend);
+    EXPECT_EQ(tap.outputs.at(0).dtype, DType::BF16);
+    EXPECT_EQ(tap.outputs.at(1).dtype, DType::F32);
+    EXPECT_EQ(tap.outputs.at(2).dtype, DType::BF16);
 }
 
 } // namespace
