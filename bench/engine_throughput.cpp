@@ -50,11 +50,11 @@ struct Measured {
 };
 
 Measured measure(Backend& backend, const std::string& device, const std::string& preset, PrecisionMode mode,
-                 int threads, const std::string& graphs, std::int64_t warmup, std::int64_t steps)
+                 int threads, AutoSwitch graphs, std::int64_t warmup, std::int64_t steps)
 {
     RunConfig config = presetConfig(preset);
     config.precision = mode;
-    config.data.dataset = "synthetic";
+    config.data.dataset = DatasetKind::Synthetic;
     config.data.syntheticShape = config.model.input;
     config.data.syntheticClasses = config.model.classes;
     config.data.syntheticTrain = config.training.batchSize * (warmup + steps);
@@ -84,7 +84,7 @@ int main(int argc, char** argv)
     std::int64_t steps = 60, warmup = 10;
     int threads = 0;
     std::string device = "cpu";
-    std::string graphs = "auto";
+    AutoSwitch graphs = AutoSwitch::Auto;
     std::vector<std::string> models{"mlp", "cnn"};
     std::vector<std::string> modes{"fp32", "mixed-fp16"};
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -96,9 +96,9 @@ int main(int argc, char** argv)
         else if (flag == "--threads") threads = std::atoi(value.c_str());
         else if (flag == "--models") models = splitList(value);
         else if (flag == "--modes") modes = splitList(value);
-        else if (flag == "--graphs") graphs = value;
+        else if (flag == "--graphs" && parseEnum<AutoSwitch>(value)) graphs = *parseEnum<AutoSwitch>(value);
         else {
-            std::fprintf(stderr, "unknown option %s\n", flag.c_str());
+            std::fprintf(stderr, "unknown option %s %s\n", flag.c_str(), value.c_str());
             return 2;
         }
     }

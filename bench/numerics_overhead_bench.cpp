@@ -62,7 +62,7 @@ RunConfig benchConfig(const Options& options, int every)
 {
     RunConfig config = presetConfig(options.model);
     config.precision = *parsePrecisionMode(options.precision);
-    config.data.dataset = "synthetic";
+    config.data.dataset = DatasetKind::Synthetic;
     config.data.syntheticShape = config.model.input;
     config.data.syntheticClasses = config.model.classes;
     config.data.syntheticTrain = config.training.batchSize * options.steps;

@@ -99,7 +99,7 @@ RunConfig driftConfig(const Options& o)
 {
     RunConfig c = presetConfig(o.preset);
     c.precision = o.mode;
-    c.data.dataset = "synthetic";
+    c.data.dataset = DatasetKind::Synthetic;
     c.data.syntheticShape = c.model.input;
     c.data.syntheticClasses = c.model.classes;
     c.data.syntheticTrain = c.training.batchSize * 50;

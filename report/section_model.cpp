@@ -79,7 +79,7 @@ void appendModelTable(ReportDocument& document, const QList<const RunData*>& run
                         layer.error.empty() ? QString::fromStdString(layer.outputShape.toString()) : QStringLiteral("invalid"),
                         formatCount(layer.parameters), formatCount(layer.flopsPerSample)};
         for (PrecisionMode mode : modes)
-            row << QString::fromUtf8(dtypeName(layerComputeType(mode, layerSpec.precision)));
+            row << QString::fromUtf8(dtypeName(PrecisionPolicy(mode).layer(layerSpec.precision).compute()));
         table.rows << row;
     }
     QStringList total{QString(), QStringLiteral("Total"), QString(), formatCount(model.totalParameters),

@@ -14,6 +14,13 @@ QString number(double value)
     return QString::fromStdString(formatNumber(value));
 }
 
+template <typename E>
+QString key(E value)
+{
+    const std::string_view text = enumKey(value);
+    return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+}
+
 QString lossScaling(const RunConfig& config)
 {
     try {
@@ -25,8 +32,8 @@ QString lossScaling(const RunConfig& config)
 
 QString optimizer(const OptimizerSpec& o)
 {
-    QStringList parts{QString::fromStdString(o.type), QStringLiteral("lr ") + number(o.lr)};
-    if (o.type == "sgd") {
+    QStringList parts{key(o.type), QStringLiteral("lr ") + number(o.lr)};
+    if (o.type == OptimizerKind::Sgd) {
         if (o.momentum != 0)
             parts << QStringLiteral("momentum ") + number(o.momentum) + (o.nesterov ? QStringLiteral(" (Nesterov)") : QString());
     } else {
@@ -42,15 +49,15 @@ QString optimizer(const OptimizerSpec& o)
 
 QString schedule(const ScheduleSpec& s, float lr)
 {
-    QString text = QString::fromStdString(s.type);
-    if (s.type == "step") {
+    QString text = key(s.type);
+    if (s.type == ScheduleKind::Step) {
         QStringList epochs;
         for (int milestone : s.milestones)
             epochs << QString::number(milestone);
         text += QStringLiteral(": x%1 at epochs %2").arg(number(s.gamma), epochs.join(QStringLiteral(", ")));
-    } else if (s.type == "cosine") {
+    } else if (s.type == ScheduleKind::Cosine) {
         text += QStringLiteral(" down to ") + number(s.minLr);
-    } else if (s.type == "one-cycle") {
+    } else if (s.type == ScheduleKind::OneCycle) {
         text += QStringLiteral(": peak %1, rising for %2% of the steps")
                     .arg(number(s.maxLr != 0 ? s.maxLr : 10 * lr), number(100 * s.pctStart));
     }
@@ -61,8 +68,8 @@ QString schedule(const ScheduleSpec& s, float lr)
 
 QString dataset(const DataSpec& d)
 {
-    QStringList parts{QString::fromStdString(d.dataset)};
-    if (d.dataset == "synthetic") {
+    QStringList parts{key(d.dataset)};
+    if (d.dataset == DatasetKind::Synthetic) {
         parts << QStringLiteral("%1 train / %2 test samples").arg(formatCount(d.syntheticTrain), formatCount(d.syntheticTest))
               << QStringLiteral("shape %1").arg(QString::fromStdString(Shape(d.syntheticShape).toString()))
               << QStringLiteral("%1 classes, noise %2").arg(d.syntheticClasses).arg(number(d.syntheticNoise));
@@ -98,7 +105,7 @@ struct Setting {
 };
 
 const Setting kSettings[] = {
-    {"Precision mode", [](const RunConfig& c) { return QString::fromStdString(precisionModeName(c.precision)); }},
+    {"Precision mode", [](const RunConfig& c) { return key(c.precision); }},
     {"Loss scaling", [](const RunConfig& c) { return lossScaling(c); }},
     {"Optimizer", [](const RunConfig& c) { return optimizer(c.optimizer); }},
     {"LR schedule", [](const RunConfig& c) { return schedule(c.schedule, c.optimizer.lr); }},

@@ -36,12 +36,12 @@ QString ConfigDocument::runBlocker() const
     if (t.epochs <= 0 && t.maxSteps <= 0)
         return tr("set a number of epochs or a maximum number of steps");
     // The model's input must match the data it trains on; synthetic data carries its own shape.
-    if (m_config.data.dataset == "synthetic") {
+    if (m_config.data.dataset == DatasetKind::Synthetic) {
         if (m_config.data.syntheticShape != m_config.model.input)
             return tr("data.synthetic_shape differs from model.input; set both to the same shape");
     } else if (m_config.model.input != std::vector<std::int64_t>{1, 28, 28} || m_config.model.classes != 10) {
         return tr("%1 has 1x28x28 images in 10 classes; set model.input to [1, 28, 28] and classes to 10")
-            .arg(QString::fromStdString(m_config.data.dataset));
+            .arg(QString::fromStdString(std::string(enumKey(m_config.data.dataset))));
     }
     return {};
 }

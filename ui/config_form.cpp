@@ -33,14 +33,10 @@ void ConfigForm::reload()
     load(m_document->config());
 }
 
-QComboBox* ConfigForm::addCombo(QFormLayout* form, const QString& label, const QString& key, const QStringList& items,
-                                std::function<void(RunConfig&, const QString&)> set)
+QComboBox* ConfigForm::addComboRow(QFormLayout* form, const QString& label, const QString& key)
 {
     auto* combo = new QComboBox;
     combo->setObjectName(key);
-    combo->addItems(items);
-    connect(combo, &QComboBox::currentTextChanged, this,
-            [this, key, set](const QString& text) { edit(key, [&](RunConfig& c) { set(c, text); }); });
     form->addRow(label, combo);
     return combo;
 }

@@ -2,12 +2,12 @@
 // Base of the settings panels: shows the document's config in widgets and turns each
 // widget edit into one undoable document edit, merged per field.
 #include "engine/config/run_config.h"
+#include "ui/enum_combo.h"
 
 #include <QWidget>
 
 #include <functional>
 
-class QComboBox;
 class QFormLayout;
 class QSpinBox;
 
@@ -32,8 +32,20 @@ protected:
 
     // Widget factories that wire the edit: each returns the widget, named `key` so tests
     // and the screenshot tool can find it.
-    QComboBox* addCombo(QFormLayout* form, const QString& label, const QString& key, const QStringList& items,
-                        std::function<void(RunConfig&, const QString&)> set);
+    // A combo box over one of the engine's enums (ui/enum_combo.h): it lists exactly the values
+    // the engine accepts, and `set` stores the one chosen.
+    template <typename E>
+    QComboBox* addEnumCombo(QFormLayout* form, const QString& label, const QString& key,
+                            std::function<void(RunConfig&, E)> set)
+    {
+        QComboBox* combo = addComboRow(form, label, key);
+        fillEnumCombo<E>(combo);
+        connect(combo, &QComboBox::currentIndexChanged, this, [this, combo, key, set](int index) {
+            if (index >= 0)
+                edit(key, [&](RunConfig& c) { set(c, enumComboValue<E>(combo, index)); });
+        });
+        return combo;
+    }
     NumberSpinBox* addNumber(QFormLayout* form, const QString& label, const QString& key, double minimum,
                              double maximum, std::function<void(RunConfig&, double)> set);
     QSpinBox* addInteger(QFormLayout* form, const QString& label, const QString& key, int minimum, int maximum,
@@ -42,6 +54,8 @@ protected:
     ConfigDocument* document() const { return m_document; }
 
 private:
+    QComboBox* addComboRow(QFormLayout* form, const QString& label, const QString& key);
+
     ConfigDocument* m_document;
 };
 

@@ -1,6 +1,8 @@
 #include "ui/layer_params.h"
 
+#include "engine/model/layers/activation_layer.h"
 #include "engine/util/format_number.h"
+#include "ui/enum_combo.h"
 
 #include <QRegularExpression>
 
@@ -93,7 +95,7 @@ QString setValue(LayerSpec& l, const QString& key, const QString& value)
         return {};
     }
     if (key == "activation") {
-        static const QStringList known{"none", "relu", "gelu", "tanh", "sigmoid"};
+        const QStringList known = QStringList{"none"} + enumKeys<Activation>();
         if (!known.contains(value))
             return QObject::tr("activation must be one of %1, got \"%2\"").arg(known.join(", "), value);
         l.activation = value == "none" ? std::string() : value.toStdString();

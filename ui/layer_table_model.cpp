@@ -1,6 +1,7 @@
 #include "ui/layer_table_model.h"
 
 #include "ui/config_document.h"
+#include "ui/enum_combo.h"
 #include "ui/layer_params.h"
 
 #include <QBrush>
@@ -10,25 +11,6 @@
 namespace mantissa::ui {
 
 namespace {
-
-QString precisionName(LayerPrecision p)
-{
-    switch (p) {
-    case LayerPrecision::Fp32: return "fp32";
-    case LayerPrecision::Fp16: return "fp16";
-    case LayerPrecision::Bf16: return "bf16";
-    case LayerPrecision::Auto: break;
-    }
-    return "auto";
-}
-
-LayerPrecision precisionFromName(const QString& name)
-{
-    if (name == "fp32") return LayerPrecision::Fp32;
-    if (name == "fp16") return LayerPrecision::Fp16;
-    if (name == "bf16") return LayerPrecision::Bf16;
-    return LayerPrecision::Auto;
-}
 
 QString shapeText(const Shape& shape)
 {
@@ -68,7 +50,7 @@ LayerTableModel::LayerTableModel(ConfigDocument* document, QObject* parent)
 
 QStringList LayerTableModel::precisionNames()
 {
-    return {"auto", "fp32", "fp16", "bf16"};
+    return enumKeys<LayerPrecision>();
 }
 
 int LayerTableModel::rowCount(const QModelIndex& parent) const
@@ -137,7 +119,7 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
     case OutputShape: return known ? shapeText(info->outputShape) : (info && !info->error.empty() ? tr("error") : QString());
     case ParamCount: return known ? locale.toString(static_cast<qlonglong>(info->parameters)) : QString();
     case Flops: return known ? locale.toString(static_cast<qlonglong>(info->flopsPerSample)) : QString();
-    case Precision: return precisionName(layer.precision);
+    case Precision: return fromView(enumKey(layer.precision));
     default: return {};
     }
 }
@@ -180,14 +162,16 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
         what = tr("parameters");
         break;
     }
-    case Precision:
-        if (!precisionNames().contains(text)) {
+    case Precision: {
+        const auto precision = parseEnum<LayerPrecision>(text.toStdString());
+        if (!precision) {
             emit editRejected(tr("precision must be one of %1").arg(precisionNames().join(", ")));
             return false;
         }
-        layer.precision = precisionFromName(text);
+        layer.precision = *precision;
         what = tr("precision");
         break;
+    }
     default: return false;
     }
     m_document->apply(next, tr("Edit layer %1 %2").arg(index.row()).arg(what),

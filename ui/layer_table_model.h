@@ -22,7 +22,7 @@ public:
     Qt::ItemFlags flags(const QModelIndex& index) const override;
     bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
 
-    static QStringList precisionNames(); // auto, fp32, fp16, bf16
+    static QStringList precisionNames(); // the engine's LayerPrecision keys: auto, fp32, fp16, bf16
 
 signals:
     // An edit was refused (a parameter that does not parse); the editor shows why.

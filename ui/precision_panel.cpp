@@ -11,46 +11,20 @@
 
 namespace mantissa::ui {
 
-namespace {
-
-QString modeNote(PrecisionMode mode)
-{
-    switch (mode) {
-    case PrecisionMode::Fp32: return QObject::tr("Everything in fp32: the reference to compare against.");
-    case PrecisionMode::Fp16:
-        return QObject::tr("Pure fp16: weights, gradients and optimizer state in fp16. Small updates vanish "
-                           "and small gradients underflow; expect it to fail on deep models.");
-    case PrecisionMode::MixedFp16:
-        return QObject::tr("fp16 compute with fp32 master weights. Needs loss scaling: fp16 gradients below "
-                           "6e-8 flush to zero.");
-    case PrecisionMode::MixedBf16:
-        return QObject::tr("bf16 compute with fp32 master weights. bf16 has fp32's range, so no loss scaling.");
-    case PrecisionMode::Bf16: return QObject::tr("Pure bf16: 8 bits of mantissa, so small updates round away.");
-    }
-    return {};
-}
-
-} // namespace
-
 PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : ConfigForm(document, parent)
 {
     auto* modeBox = new QGroupBox(tr("Precision"));
     auto* modeForm = new QFormLayout(modeBox);
-    QStringList modes;
-    for (auto m : {PrecisionMode::Fp32, PrecisionMode::Fp16, PrecisionMode::MixedFp16, PrecisionMode::MixedBf16,
-                   PrecisionMode::Bf16})
-        modes << QString::fromStdString(precisionModeName(m));
-    m_mode = addCombo(modeForm, tr("Mode"), "precision.mode", modes, [](RunConfig& c, const QString& t) {
-        c.precision = parsePrecisionMode(t.toStdString()).value_or(PrecisionMode::Fp32);
-    });
+    m_mode = addEnumCombo<PrecisionMode>(modeForm, tr("Mode"), "precision.mode",
+                                         [](RunConfig& c, PrecisionMode mode) { c.precision = mode; });
     m_modeNote = new QLabel;
     m_modeNote->setWordWrap(true);
     modeForm->addRow(m_modeNote);
 
     auto* scaleBox = new QGroupBox(tr("Loss scaling"));
     auto* form = new QFormLayout(scaleBox);
-    m_scaleType = addCombo(form, tr("Type"), "precision.loss_scale.type", {"auto", "none", "static", "dynamic"},
-                           [](RunConfig& c, const QString& t) { c.lossScale.type = t.toStdString(); });
+    m_scaleType = addEnumCombo<LossScaleType>(form, tr("Type"), "precision.loss_scale.type",
+                                              [](RunConfig& c, LossScaleType type) { c.lossScale.type = type; });
     m_scaleNote = new QLabel;
     m_scaleNote->setWordWrap(true);
     form->addRow(m_scaleNote);
@@ -84,16 +58,15 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
 
 void PrecisionPanel::load(const RunConfig& c)
 {
-    m_mode->setCurrentText(QString::fromStdString(precisionModeName(c.precision)));
-    m_modeNote->setText(modeNote(c.precision));
+    setEnumComboValue(m_mode, c.precision);
+    m_modeNote->setText(fromView(enumEntry(c.precision).description));
     const LossScaleSpec& ls = c.lossScale;
-    m_scaleType->setCurrentText(QString::fromStdString(ls.type));
-    QString type = QString::fromStdString(ls.type);
-    if (type == "auto") {
-        type = c.precision == PrecisionMode::MixedFp16 ? "dynamic" : "none";
-        m_scaleNote->setText(tr("auto: %1 for %2").arg(type, QString::fromStdString(precisionModeName(c.precision))));
+    setEnumComboValue(m_scaleType, ls.type);
+    const LossScaleType type = PrecisionPolicy(c.precision).resolveLossScale(ls.type);
+    if (ls.type == LossScaleType::Auto) {
+        m_scaleNote->setText(tr("auto: %1 for %2").arg(fromView(enumKey(type)), fromView(enumKey(c.precision))));
     } else {
-        m_scaleNote->setText(c.precision == PrecisionMode::Fp32 && type != "none"
+        m_scaleNote->setText(c.precision == PrecisionMode::Fp32 && type != LossScaleType::None
                                  ? tr("fp32 gradients do not underflow; scaling only costs a multiply")
                                  : QString());
     }
@@ -106,9 +79,9 @@ void PrecisionPanel::load(const RunConfig& c)
     m_hysteresis->setValue(ls.hysteresis);
     m_min->setValue(ls.minScale);
     m_max->setValue(ls.maxScale);
-    m_static->setEnabled(type == "static");
+    m_static->setEnabled(type == LossScaleType::Static);
     for (QWidget* w : std::initializer_list<QWidget*>{m_initial, m_growth, m_backoff, m_interval, m_hysteresis, m_min, m_max})
-        w->setEnabled(type == "dynamic");
+        w->setEnabled(type == LossScaleType::Dynamic);
 }
 
 } // namespace mantissa::ui

@@ -31,8 +31,8 @@ QWidget* TrainingPanel::buildOptimizer()
 {
     auto* box = new QGroupBox(tr("Optimizer"));
     auto* form = new QFormLayout(box);
-    m_optimizer = addCombo(form, tr("Type"), "optimizer.type", {"sgd", "adam", "adamw"},
-                           [](RunConfig& c, const QString& t) { c.optimizer.type = t.toStdString(); });
+    m_optimizer = addEnumCombo<OptimizerKind>(form, tr("Type"), "optimizer.type",
+                                              [](RunConfig& c, OptimizerKind type) { c.optimizer.type = type; });
     m_lr = addNumber(form, tr("Learning rate"), "optimizer.lr", 1e-9, 100,
                      [](RunConfig& c, double v) { c.optimizer.lr = static_cast<float>(v); });
     m_lr->setMultiplicativeSteps(true);
@@ -63,8 +63,8 @@ QWidget* TrainingPanel::buildSchedule()
 {
     auto* box = new QGroupBox(tr("Learning-rate schedule"));
     auto* form = new QFormLayout(box);
-    m_schedule = addCombo(form, tr("Type"), "schedule.type", {"constant", "step", "cosine", "one-cycle"},
-                          [](RunConfig& c, const QString& t) { c.schedule.type = t.toStdString(); });
+    m_schedule = addEnumCombo<ScheduleKind>(form, tr("Type"), "schedule.type",
+                                            [](RunConfig& c, ScheduleKind type) { c.schedule.type = type; });
     m_milestones = new QLineEdit;
     m_milestones->setObjectName("schedule.milestones");
     m_milestones->setPlaceholderText(tr("epochs, e.g. 3, 6"));
@@ -128,15 +128,14 @@ QWidget* TrainingPanel::buildData()
 {
     auto* box = new QGroupBox(tr("Data"));
     auto* form = new QFormLayout(box);
-    m_dataset = addCombo(form, tr("Dataset"), "data.dataset", {"fashion-mnist", "mnist", "synthetic"},
-                         [](RunConfig& c, const QString& t) {
-                             c.data.dataset = t.toStdString();
-                             // Synthetic data takes its shape from the model, so a valid model trains.
-                             if (t == "synthetic") {
-                                 c.data.syntheticShape = c.model.input;
-                                 c.data.syntheticClasses = c.model.classes;
-                             }
-                         });
+    m_dataset = addEnumCombo<DatasetKind>(form, tr("Dataset"), "data.dataset", [](RunConfig& c, DatasetKind kind) {
+        c.data.dataset = kind;
+        // Synthetic data takes its shape from the model, so a valid model trains.
+        if (kind == DatasetKind::Synthetic) {
+            c.data.syntheticShape = c.model.input;
+            c.data.syntheticClasses = c.model.classes;
+        }
+    });
     m_directory = new QLineEdit;
     m_directory->setObjectName("data.directory");
     m_directory->setPlaceholderText(tr("default: $MANTISSA_DATA_DIR or /usr/share/datasets/<dataset>"));
@@ -187,7 +186,7 @@ QString TrainingPanel::batchNote() const
 void TrainingPanel::load(const RunConfig& c)
 {
     const OptimizerSpec& o = c.optimizer;
-    m_optimizer->setCurrentText(QString::fromStdString(o.type));
+    setEnumComboValue(m_optimizer, o.type);
     m_lr->setValue(o.lr);
     m_momentum->setValue(o.momentum);
     m_nesterov->setChecked(o.nesterov);
@@ -196,14 +195,14 @@ void TrainingPanel::load(const RunConfig& c)
     m_beta2->setValue(o.beta2);
     m_epsilon->setValue(o.epsilon);
     m_clip->setValue(o.gradClipNorm);
-    const bool sgd = o.type == "sgd";
+    const bool sgd = o.type == OptimizerKind::Sgd;
     m_momentum->setEnabled(sgd);
     m_nesterov->setEnabled(sgd);
     for (QWidget* w : std::initializer_list<QWidget*>{m_beta1, m_beta2, m_epsilon})
         w->setEnabled(!sgd);
 
     const ScheduleSpec& s = c.schedule;
-    m_schedule->setCurrentText(QString::fromStdString(s.type));
+    setEnumComboValue(m_schedule, s.type);
     QStringList milestones;
     for (int m : s.milestones)
         milestones << QString::number(m);
@@ -213,11 +212,11 @@ void TrainingPanel::load(const RunConfig& c)
     m_minLr->setValue(s.minLr);
     m_maxLr->setValue(s.maxLr);
     m_pctStart->setValue(s.pctStart);
-    m_milestones->setEnabled(s.type == "step");
-    m_gamma->setEnabled(s.type == "step");
-    m_minLr->setEnabled(s.type == "cosine");
-    m_maxLr->setEnabled(s.type == "one-cycle");
-    m_pctStart->setEnabled(s.type == "one-cycle");
+    m_milestones->setEnabled(s.type == ScheduleKind::Step);
+    m_gamma->setEnabled(s.type == ScheduleKind::Step);
+    m_minLr->setEnabled(s.type == ScheduleKind::Cosine);
+    m_maxLr->setEnabled(s.type == ScheduleKind::OneCycle);
+    m_pctStart->setEnabled(s.type == ScheduleKind::OneCycle);
 
     const TrainingSpec& t = c.training;
     m_batch->setValue(static_cast<int>(t.batchSize));
@@ -239,9 +238,9 @@ void TrainingPanel::load(const RunConfig& c)
     m_numericsEvery->setValue(c.numerics.every);
 
     const DataSpec& d = c.data;
-    m_dataset->setCurrentText(QString::fromStdString(d.dataset));
+    setEnumComboValue(m_dataset, d.dataset);
     m_directory->setText(QString::fromStdString(d.directory));
-    m_directory->setEnabled(d.dataset != "synthetic");
+    m_directory->setEnabled(d.dataset != DatasetKind::Synthetic);
     m_limitTrain->setValue(static_cast<int>(d.limitTrain));
     m_limitTest->setValue(static_cast<int>(d.limitTest));
     m_validation->setValue(d.validationSplit);

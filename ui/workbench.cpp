@@ -306,7 +306,7 @@ bool Workbench::startComparison()
     RunConfig reference = m_document->config();
     RunConfig low = reference;
     reference.precision = PrecisionMode::Fp32;
-    reference.lossScale.type = "auto"; // fp32 needs no scaling; keep the reference honest
+    reference.lossScale.type = LossScaleType::Auto; // fp32 needs no scaling; keep the reference honest
     if (low.precision == PrecisionMode::Fp32)
         low.precision = PrecisionMode::MixedFp16;
     m_comparing = true;

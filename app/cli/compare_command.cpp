@@ -26,13 +26,8 @@ constexpr const char* kCommand = "compare";
 std::vector<PrecisionMode> parsePrecisions(const QString& value)
 {
     std::vector<PrecisionMode> modes;
-    for (const QString& name : splitList(value)) {
-        const auto mode = parsePrecisionMode(name.toStdString());
-        if (!mode)
-            throw ConfigError("--precisions: \"" + name.toStdString() +
-                              "\" is not a precision; expected fp32, fp16, mixed-fp16, mixed-bf16 or bf16");
-        modes.push_back(*mode);
-    }
+    for (const QString& name : splitList(value))
+        modes.push_back(parseEnumOrThrow<PrecisionMode>(name.toStdString(), "--precisions"));
     if (modes.empty())
         throw ConfigError("--precisions is required, for example --precisions fp32,mixed-fp16");
     return modes;

@@ -8,6 +8,13 @@ namespace mantissa::cli {
 
 namespace {
 
+template <typename E>
+QString key(E value)
+{
+    const std::string_view text = enumKey(value);
+    return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+}
+
 QString shape(const std::vector<std::int64_t>& dims)
 {
     QStringList parts;
@@ -28,9 +35,7 @@ QString layerText(const LayerSpec& layer)
     if (!layer.activation.empty())
         text += u' ' + QString::fromStdString(layer.activation);
     if (layer.precision != LayerPrecision::Auto)
-        text += QStringLiteral(" [%1]").arg(layer.precision == LayerPrecision::Fp32   ? "fp32"
-                                            : layer.precision == LayerPrecision::Fp16 ? "fp16"
-                                                                                      : "bf16");
+        text += QStringLiteral(" [%1]").arg(key(layer.precision));
     return text;
 }
 
@@ -44,8 +49,8 @@ QString modelText(const ModelSpec& model)
 
 QString dataText(const DataSpec& data)
 {
-    QString text = QString::fromStdString(data.dataset);
-    if (data.dataset == "synthetic")
+    QString text = key(data.dataset);
+    if (data.dataset == DatasetKind::Synthetic)
         text += QStringLiteral(" (%1 train, %2 test)").arg(data.syntheticTrain).arg(data.syntheticTest);
     if (data.limitTrain > 0 || data.limitTest > 0)
         text += QStringLiteral(", limited to %1 train, %2 test")
@@ -58,15 +63,15 @@ QString dataText(const DataSpec& data)
 
 QString optimizerText(const OptimizerSpec& optimizer, const ScheduleSpec& schedule)
 {
-    QString text = QStringLiteral("%1 lr %2").arg(QString::fromStdString(optimizer.type)).arg(double(optimizer.lr));
-    if (optimizer.type == "sgd" && optimizer.momentum > 0)
+    QString text = QStringLiteral("%1 lr %2").arg(key(optimizer.type)).arg(double(optimizer.lr));
+    if (optimizer.type == OptimizerKind::Sgd && optimizer.momentum > 0)
         text += QStringLiteral(" momentum %1%2").arg(double(optimizer.momentum)).arg(optimizer.nesterov ? " (nesterov)" : "");
     if (optimizer.weightDecay > 0)
         text += QStringLiteral(" weight decay %1").arg(double(optimizer.weightDecay));
     if (optimizer.gradClipNorm > 0)
         text += QStringLiteral(" clip %1").arg(double(optimizer.gradClipNorm));
-    if (schedule.type != "constant")
-        text += QStringLiteral(", %1 schedule").arg(QString::fromStdString(schedule.type));
+    if (schedule.type != ScheduleKind::Constant)
+        text += QStringLiteral(", %1 schedule").arg(key(schedule.type));
     if (schedule.warmupSteps > 0)
         text += QStringLiteral(", %1 warm-up steps").arg(schedule.warmupSteps);
     return text;
@@ -74,11 +79,13 @@ QString optimizerText(const OptimizerSpec& optimizer, const ScheduleSpec& schedu
 
 QString precisionText(const RunConfig& config)
 {
-    QString text = QString::fromStdString(precisionModeName(config.precision)) + QStringLiteral(", loss scaling ") +
-                   QString::fromStdString(config.lossScale.type);
-    if (config.lossScale.type == "static")
+    QString text = key(config.precision) + QStringLiteral(", loss scaling ") + key(config.lossScale.type);
+    const LossScaleType scaling = PrecisionPolicy(config.precision).resolveLossScale(config.lossScale.type);
+    if (config.lossScale.type == LossScaleType::Auto)
+        text += QStringLiteral(": %1").arg(key(scaling));
+    if (scaling == LossScaleType::Static)
         text += QStringLiteral(" %1").arg(double(config.lossScale.value));
-    else if (config.lossScale.type == "dynamic" || (config.lossScale.type == "auto" && config.precision == PrecisionMode::MixedFp16))
+    else if (scaling == LossScaleType::Dynamic)
         text += QStringLiteral(" (initial %1, growth every %2 steps)")
                     .arg(double(config.lossScale.initial))
                     .arg(config.lossScale.growthInterval);

@@ -22,12 +22,13 @@ namespace {
 
 constexpr const char* kCommand = "replay";
 
-// The smallest magnitude that rounds to infinity in the run's 16-bit type (fp16 for an
-// fp32 run: the replay then asks "what if this ran in fp16").
+// The smallest magnitude that rounds to infinity in the type the numerics lens measures the
+// run against (PrecisionPolicy::lensTarget: fp16 for an fp32 run, "what if this ran in fp16").
+// A precision this build does not know is measured against fp16 too.
 float overflowThreshold(const QString& precision)
 {
     const auto mode = parsePrecisionMode(precision.toStdString());
-    const DType target = !mode || *mode == PrecisionMode::Fp32 ? DType::F16 : lowPrecisionType(*mode);
+    const DType target = PrecisionPolicy(mode.value_or(PrecisionMode::Fp32)).lensTarget();
     return std::bit_cast<float>(roundingThresholds(target).overflowMin);
 }
 
@@ -37,9 +38,8 @@ std::optional<ScalerPolicy> ownPolicy(const storage::RunInfo& run)
     try {
         const RunConfig config = parseRunConfig(run.configJson.toStdString(), "run config");
         LossScaleSpec spec = config.lossScale;
-        if (spec.type == "auto")
-            spec.type = config.precision == PrecisionMode::MixedFp16 ? "dynamic" : "none";
-        if (spec.type == "none")
+        spec.type = PrecisionPolicy(config.precision).resolveLossScale(spec.type);
+        if (spec.type == LossScaleType::None)
             return std::nullopt;
         return ScalerPolicy{"this run's (replayed)", spec};
     } catch (const std::exception&) {

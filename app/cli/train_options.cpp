@@ -19,14 +19,34 @@ std::int64_t integerOption(const QCommandLineParser& parser, const QString& name
     return value;
 }
 
+// "auto, none, dynamic": the loss-scale types --loss-scale takes by name (a static scale is
+// given as its value).
+std::string namedLossScales()
+{
+    std::string names;
+    for (const auto& entry : enumEntries<LossScaleType>())
+        if (entry.value != LossScaleType::Static)
+            names += std::string(entry.key) + ", ";
+    return names;
+}
+
+// "softmax, mlp, ...": the engine's presets, so the help cannot miss a new one.
+std::string presetList()
+{
+    std::string names;
+    for (const std::string& name : presetNames())
+        names += (names.empty() ? "" : ", ") + name;
+    return names;
+}
+
 } // namespace
 
 void addTrainOptions(QCommandLineParser& parser)
 {
     parser.addOptions({
-        {"preset", "Train a built-in preset: softmax, mlp, cnn, wide-mlp, deep-mlp, deep-sigmoid, vgg-small, resnet-small.", "name"},
-        {"precision", "fp32, fp16, mixed-fp16, mixed-bf16 or bf16.", "mode"},
-        {"loss-scale", "none, dynamic, or a static value such as 128.", "scale"},
+        {"preset", QString::fromStdString("Train a built-in preset: " + presetList() + "."), "name"},
+        {"precision", QString::fromStdString(enumKeyList<PrecisionMode>() + "."), "mode"},
+        {"loss-scale", QString::fromStdString(namedLossScales() + "or a static value such as 128."), "scale"},
         {"epochs", "Number of epochs.", "n"},
         {"max-steps", "Stop after this many optimizer steps.", "n"},
         {"batch-size", "Mini-batch size.", "n"},
@@ -56,23 +76,21 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
         throw ConfigError("no model given: use --preset NAME (for example --preset mlp) or a CONFIG.json file");
     }
 
-    if (parser.isSet("precision")) {
-        const auto mode = parsePrecisionMode(parser.value("precision").toStdString());
-        if (!mode)
-            throw ConfigError("--precision is \"" + parser.value("precision").toStdString() +
-                              "\"; expected fp32, fp16, mixed-fp16, mixed-bf16 or bf16");
-        config.precision = *mode;
-    }
+    if (parser.isSet("precision"))
+        config.precision = parseEnumOrThrow<PrecisionMode>(parser.value("precision").toStdString(), "--precision");
     if (parser.isSet("loss-scale")) {
+        // A number is a static scale; "static" alone would leave the value unsaid.
         const QString value = parser.value("loss-scale");
-        if (value == "none" || value == "dynamic" || value == "auto") {
-            config.lossScale.type = value.toStdString();
+        const auto type = parseEnum<LossScaleType>(value.toStdString());
+        if (type && *type != LossScaleType::Static) {
+            config.lossScale.type = *type;
         } else {
             bool ok = false;
             const float scale = value.toFloat(&ok);
             if (!ok || scale <= 0)
-                throw ConfigError("--loss-scale is \"" + value.toStdString() + "\"; expected none, dynamic or a positive number");
-            config.lossScale.type = "static";
+                throw ConfigError("--loss-scale is \"" + value.toStdString() + "\"; expected " + namedLossScales() +
+                                  "or a positive number");
+            config.lossScale.type = LossScaleType::Static;
             config.lossScale.value = scale;
         }
     }

@@ -116,7 +116,7 @@ void ScreenshotSession::start()
             // dynamic scaler growing (and backing off on overflow) within a short run.
             RunConfig config = m_window->workbench()->document()->config();
             config.precision = PrecisionMode::MixedFp16;
-            config.lossScale.type = "dynamic";
+            config.lossScale.type = LossScaleType::Dynamic;
             config.lossScale.growthInterval = 10;
             m_window->workbench()->document()->apply(config, "screenshot comparison settings");
             m_window->workbench()->startComparison();

@@ -14,56 +14,7 @@ namespace mantissa {
 
 using nlohmann::json;
 
-std::string precisionModeName(PrecisionMode mode)
-{
-    switch (mode) {
-    case PrecisionMode::Fp32: return "fp32";
-    case PrecisionMode::Fp16: return "fp16";
-    case PrecisionMode::MixedFp16: return "mixed-fp16";
-    case PrecisionMode::MixedBf16: return "mixed-bf16";
-    case PrecisionMode::Bf16: return "bf16";
-    }
-    return "?";
-}
-
-std::optional<PrecisionMode> parsePrecisionMode(const std::string& text)
-{
-    for (auto mode : {PrecisionMode::Fp32, PrecisionMode::Fp16, PrecisionMode::MixedFp16, PrecisionMode::MixedBf16,
-                      PrecisionMode::Bf16})
-        if (precisionModeName(mode) == text)
-            return mode;
-    return std::nullopt;
-}
-
-DType lowPrecisionType(PrecisionMode mode)
-{
-    switch (mode) {
-    case PrecisionMode::Fp16:
-    case PrecisionMode::MixedFp16: return DType::F16;
-    case PrecisionMode::Bf16:
-    case PrecisionMode::MixedBf16: return DType::BF16;
-    case PrecisionMode::Fp32: break;
-    }
-    return DType::F32;
-}
-
-bool isPureLowPrecision(PrecisionMode mode)
-{
-    return mode == PrecisionMode::Fp16 || mode == PrecisionMode::Bf16;
-}
-
 namespace {
-
-std::string layerPrecisionName(LayerPrecision p)
-{
-    switch (p) {
-    case LayerPrecision::Fp32: return "fp32";
-    case LayerPrecision::Fp16: return "fp16";
-    case LayerPrecision::Bf16: return "bf16";
-    case LayerPrecision::Auto: break;
-    }
-    return "auto";
-}
 
 // Reads fields of one JSON object, remembering which were consumed so that leftovers
 // (misspellings) can be reported with their path.
@@ -88,6 +39,18 @@ public:
         } catch (const json::exception&) {
             fail(field(key), std::string("has the wrong type (") + it->type_name() + ")");
         }
+    }
+
+    // A field that picks one of an enum's values: its key must be one of the enum's table.
+    template <typename E>
+    void readEnum(const char* key, E& target)
+    {
+        std::string text(enumKey(target));
+        read(key, text);
+        const auto value = parseEnum<E>(text);
+        if (!value)
+            throw ConfigError(m_origin + ": " + unknownEnumMessage<E>(field(key), text));
+        target = *value;
     }
 
     const json* child(const char* key)
@@ -137,13 +100,7 @@ LayerSpec parseLayer(const json& j, const std::string& path, const std::string& 
     r.read("momentum", layer.momentum);
     r.read("init", layer.init);
     r.read("shortcut", layer.shortcut);
-    std::string precision = "auto";
-    r.read("precision", precision);
-    if (precision == "auto") layer.precision = LayerPrecision::Auto;
-    else if (precision == "fp32") layer.precision = LayerPrecision::Fp32;
-    else if (precision == "fp16") layer.precision = LayerPrecision::Fp16;
-    else if (precision == "bf16") layer.precision = LayerPrecision::Bf16;
-    else r.fail(r.field("precision"), "is \"" + precision + "\"; expected auto, fp32, fp16 or bf16");
+    r.readEnum("precision", layer.precision);
     if (const json* body = r.child("layers")) {
         if (!body->is_array())
             r.fail(r.field("layers"), "must be an array of layers");
@@ -177,7 +134,7 @@ json layerToJson(const LayerSpec& l)
         j["momentum"] = l.momentum;
     }
     if (!l.init.empty()) j["init"] = l.init;
-    if (l.precision != LayerPrecision::Auto) j["precision"] = layerPrecisionName(l.precision);
+    if (l.precision != LayerPrecision::Auto) j["precision"] = enumKey(l.precision);
     if (l.type == "residual") {
         j["shortcut"] = l.shortcut;
         j["layers"] = json::array();
@@ -219,7 +176,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
 
     if (const json* d = r.child("data")) {
         ObjectReader dr(*d, "data", origin);
-        dr.read("dataset", c.data.dataset);
+        dr.readEnum("dataset", c.data.dataset);
         dr.read("directory", c.data.directory);
         dr.read("validation_split", c.data.validationSplit);
         dr.read("normalize", c.data.normalize);
@@ -235,7 +192,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
 
     if (const json* o = r.child("optimizer")) {
         ObjectReader orr(*o, "optimizer", origin);
-        orr.read("type", c.optimizer.type);
+        orr.readEnum("type", c.optimizer.type);
         orr.read("lr", c.optimizer.lr);
         orr.read("momentum", c.optimizer.momentum);
         orr.read("nesterov", c.optimizer.nesterov);
@@ -249,7 +206,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
 
     if (const json* s = r.child("schedule")) {
         ObjectReader sr(*s, "schedule", origin);
-        sr.read("type", c.schedule.type);
+        sr.readEnum("type", c.schedule.type);
         sr.read("milestones", c.schedule.milestones);
         sr.read("gamma", c.schedule.gamma);
         sr.read("warmup_steps", c.schedule.warmupSteps);
@@ -261,15 +218,10 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
 
     if (const json* p = r.child("precision")) {
         ObjectReader pr(*p, "precision", origin);
-        std::string mode = "fp32";
-        pr.read("mode", mode);
-        const auto parsed = parsePrecisionMode(mode);
-        if (!parsed)
-            pr.fail("precision.mode", "is \"" + mode + "\"; expected fp32, fp16, mixed-fp16, mixed-bf16 or bf16");
-        c.precision = *parsed;
+        pr.readEnum("mode", c.precision);
         if (const json* ls = pr.child("loss_scale")) {
             ObjectReader lr(*ls, "precision.loss_scale", origin);
-            lr.read("type", c.lossScale.type);
+            lr.readEnum("type", c.lossScale.type);
             lr.read("value", c.lossScale.value);
             lr.read("initial", c.lossScale.initial);
             lr.read("growth_factor", c.lossScale.growthFactor);
@@ -293,8 +245,8 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.read("threads", c.training.threads);
         tr.read("tf32", c.training.tf32);
         tr.read("cudnn_workspace_mib", c.training.cudnnWorkspaceMiB);
-        tr.read("graphs", c.training.graphs);
-        tr.read("run_ahead", c.training.runAhead);
+        tr.readEnum("graphs", c.training.graphs);
+        tr.readEnum("run_ahead", c.training.runAhead);
         tr.read("eval_batch_size", c.training.evalBatchSize);
         tr.finish();
     }
@@ -309,10 +261,6 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
     if (c.numerics.every < 0 || c.numerics.every > 1000)
         throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to 1000 steps (got " +
                           std::to_string(c.numerics.every) + ")");
-    for (const auto& [field, value] : {std::pair<const char*, const std::string&>{"graphs", c.training.graphs},
-                                       {"run_ahead", c.training.runAhead}})
-        if (value != "auto" && value != "on" && value != "off")
-            throw ConfigError(origin + ": training." + field + " is \"" + value + "\"; expected auto, on or off");
     if (c.training.cudnnWorkspaceMiB < 0 || c.training.cudnnWorkspaceMiB > 65536)
         throw ConfigError(origin + ": training.cudnn_workspace_mib must be 0 to 65536 (got " +
                           std::to_string(c.training.cudnnWorkspaceMiB) + ")");
@@ -344,23 +292,23 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     j["model"]["layers"] = json::array();
     for (const auto& l : c.model.layers)
         j["model"]["layers"].push_back(layerToJson(l));
-    j["data"] = {{"dataset", c.data.dataset}, {"directory", c.data.directory},
+    j["data"] = {{"dataset", enumKey(c.data.dataset)}, {"directory", c.data.directory},
                  {"validation_split", c.data.validationSplit}, {"normalize", c.data.normalize},
                  {"limit_train", c.data.limitTrain}, {"limit_test", c.data.limitTest},
                  {"synthetic_train", c.data.syntheticTrain}, {"synthetic_test", c.data.syntheticTest},
                  {"synthetic_shape", c.data.syntheticShape}, {"synthetic_classes", c.data.syntheticClasses},
                  {"synthetic_noise", c.data.syntheticNoise}};
-    j["optimizer"] = {{"type", c.optimizer.type}, {"lr", c.optimizer.lr}, {"momentum", c.optimizer.momentum},
+    j["optimizer"] = {{"type", enumKey(c.optimizer.type)}, {"lr", c.optimizer.lr}, {"momentum", c.optimizer.momentum},
                       {"nesterov", c.optimizer.nesterov}, {"weight_decay", c.optimizer.weightDecay},
                       {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
                       {"epsilon", c.optimizer.epsilon}, {"grad_clip_norm", c.optimizer.gradClipNorm}};
-    j["schedule"] = {{"type", c.schedule.type}, {"milestones", c.schedule.milestones},
+    j["schedule"] = {{"type", enumKey(c.schedule.type)}, {"milestones", c.schedule.milestones},
                      {"gamma", c.schedule.gamma}, {"warmup_steps", c.schedule.warmupSteps},
                      {"min_lr", c.schedule.minLr}, {"max_lr", c.schedule.maxLr},
                      {"pct_start", c.schedule.pctStart}};
     const LossScaleSpec& ls = c.lossScale;
-    j["precision"] = {{"mode", precisionModeName(c.precision)},
-                      {"loss_scale", {{"type", ls.type}, {"value", ls.value}, {"initial", ls.initial},
+    j["precision"] = {{"mode", enumKey(c.precision)},
+                      {"loss_scale", {{"type", enumKey(ls.type)}, {"value", ls.value}, {"initial", ls.initial},
                                       {"growth_factor", ls.growthFactor}, {"backoff_factor", ls.backoffFactor},
                                       {"growth_interval", ls.growthInterval}, {"hysteresis", ls.hysteresis},
                                       {"min", ls.minScale}, {"max", ls.maxScale}}}};
@@ -368,7 +316,7 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                      {"max_steps", c.training.maxSteps}, {"seed", c.training.seed},
                      {"device", c.training.device}, {"threads", c.training.threads},
                      {"tf32", c.training.tf32}, {"cudnn_workspace_mib", c.training.cudnnWorkspaceMiB},
-                     {"graphs", c.training.graphs}, {"run_ahead", c.training.runAhead},
+                     {"graphs", enumKey(c.training.graphs)}, {"run_ahead", enumKey(c.training.runAhead)},
                      {"eval_batch_size", c.training.evalBatchSize}};
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     return j.dump(indent);

@@ -1,25 +1,15 @@
 #pragma once
 // The run config: model + data + optimizer + schedule + precision + training settings.
 // One JSON file drives the GUI, the CLI and the tests; docs/config.md documents every field.
-#include "engine/numerics/dtype.h"
+#include "engine/config/config_enums.h"
+#include "engine/precision/loss_scale_spec.h"
+#include "engine/precision/precision_policy.h"
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 namespace mantissa {
-
-enum class PrecisionMode : std::uint8_t { Fp32, Fp16, MixedFp16, MixedBf16, Bf16 };
-std::string precisionModeName(PrecisionMode mode); // "fp32", "fp16", "mixed-fp16", "mixed-bf16", "bf16"
-std::optional<PrecisionMode> parsePrecisionMode(const std::string& text);
-// The 16-bit type of a mode (fp32 for Fp32).
-DType lowPrecisionType(PrecisionMode mode);
-// Pure modes keep weights, gradients and optimizer state in the 16-bit type.
-bool isPureLowPrecision(PrecisionMode mode);
-
-// A per-layer precision override: Auto follows the run's mode.
-enum class LayerPrecision : std::uint8_t { Auto, Fp32, Fp16, Bf16 };
 
 struct LayerSpec {
     std::string type;            // linear, conv2d, batchnorm, relu, gelu, tanh, sigmoid, maxpool,
@@ -48,7 +38,7 @@ struct ModelSpec {
 };
 
 struct DataSpec {
-    std::string dataset = "fashion-mnist"; // fashion-mnist | mnist | synthetic
+    DatasetKind dataset = DatasetKind::FashionMnist;
     std::string directory;                 // "" = default (MANTISSA_DATA_DIR or the Debian path)
     float validationSplit = 0;             // fraction of the training set held out
     bool normalize = true;                 // subtract the mean, divide by the std of the train set
@@ -62,7 +52,7 @@ struct DataSpec {
 };
 
 struct OptimizerSpec {
-    std::string type = "sgd"; // sgd | adam | adamw
+    OptimizerKind type = OptimizerKind::Sgd;
     float lr = 0.05f;
     float momentum = 0.9f;
     bool nesterov = false;
@@ -72,23 +62,13 @@ struct OptimizerSpec {
 };
 
 struct ScheduleSpec {
-    std::string type = "constant";      // constant | step | cosine | one-cycle
+    ScheduleKind type = ScheduleKind::Constant;
     std::vector<int> milestones;        // step: epochs at which lr *= gamma
     float gamma = 0.1f;
     std::int64_t warmupSteps = 0;       // linear warm-up from 0, combines with any type
     float minLr = 0;                    // cosine floor
     float maxLr = 0;                    // one-cycle peak (0 = 10x lr)
     float pctStart = 0.3f;              // one-cycle: fraction of steps spent rising
-};
-
-struct LossScaleSpec {
-    std::string type = "auto"; // auto (dynamic for mixed-fp16, none otherwise) | none | static | dynamic
-    float value = 128;          // static
-    float initial = 65536;      // dynamic: 2^16
-    float growthFactor = 2, backoffFactor = 0.5f;
-    std::int64_t growthInterval = 2000;
-    int hysteresis = 1;         // consecutive overflows before backing off (PyTorch 1, DeepSpeed 2)
-    float minScale = 1.0f / 65536.0f, maxScale = 16777216.0f; // 2^-16 .. 2^24
 };
 
 struct TrainingSpec {
@@ -102,10 +82,10 @@ struct TrainingSpec {
     int cudnnWorkspaceMiB = 256; // GPU: scratch memory a convolution algorithm may use
     // Capture the training step once and replay it: auto (on GPUs, as CUDA graphs), on (also
     // on the CPU, as an op tape: it tests the graph path but holds every temporary at once), off.
-    std::string graphs = "auto";
+    AutoSwitch graphs = AutoSwitch::Auto;
     // Queue each step before reading the previous one's record, so the GPU never waits for
     // the host: auto (on GPUs), on (also on the CPU, to test it), off.
-    std::string runAhead = "auto";
+    AutoSwitch runAhead = AutoSwitch::Auto;
     std::int64_t evalBatchSize = 1000;
 };
 

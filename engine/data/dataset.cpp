@@ -21,27 +21,26 @@ constexpr const char* kFileList = "train-images-idx3-ubyte.gz, train-labels-idx1
 // Salt for the validation hold-out, so that it never shares a stream with an epoch order.
 constexpr std::uint64_t kValidationKey = 0x76616c6964ull; // "valid"
 
-bool isMnistFormat(const std::string& dataset) { return dataset == "fashion-mnist" || dataset == "mnist"; }
-
-std::string howToProvide(const std::string& dataset)
+std::string howToProvide(DatasetKind dataset)
 {
     return "set data.directory in the run config or the " + std::string(kEnvDataDir) +
            " environment variable to a directory holding " + kFileList +
            "; scripts/setup installs the Debian package dataset-fashion-mnist, which provides "
            "/usr/share/datasets/fashion-mnist" +
-           (dataset == "mnist" ? " (MNIST itself has no Debian package: download its four files)" : "");
+           (dataset == DatasetKind::Mnist ? " (MNIST itself has no Debian package: download its four files)" : "");
 }
 
-void checkDirectory(const DataDirectory& dir, const std::string& dataset)
+void checkDirectory(const DataDirectory& dir, DatasetKind dataset)
 {
     namespace fs = std::filesystem;
     std::error_code ec;
     const auto status = fs::status(dir.path, ec);
+    const std::string name(enumKey(dataset));
     if (!fs::exists(status))
-        throw DataError(dataset + ": data directory " + dir.path + " (from " + dir.origin + ") does not exist; " +
+        throw DataError(name + ": data directory " + dir.path + " (from " + dir.origin + ") does not exist; " +
                         howToProvide(dataset));
     if (!fs::is_directory(status))
-        throw DataError(dataset + ": data directory " + dir.path + " (from " + dir.origin + ") is not a directory; " +
+        throw DataError(name + ": data directory " + dir.path + " (from " + dir.origin + ") is not a directory; " +
                         howToProvide(dataset));
 }
 
@@ -56,12 +55,12 @@ std::string findFile(const DataDirectory& dir, const std::string& stem)
     return plain.string();
 }
 
-IdxArray readPart(const DataDirectory& dir, const std::string& dataset, const std::string& stem, int rank,
+IdxArray readPart(const DataDirectory& dir, DatasetKind dataset, const std::string& stem, int rank,
                   std::string& path)
 {
     path = findFile(dir, stem);
     if (!std::filesystem::exists(path))
-        throw DataError(path + ": file not found (nor " + stem + " without .gz); the " + dataset +
+        throw DataError(path + ": file not found (nor " + stem + " without .gz); the " + std::string(enumKey(dataset)) +
                         " directory (from " + dir.origin + ") must hold " + kFileList);
     return readIdxFile(path, rank);
 }
@@ -76,13 +75,11 @@ void checkRange(bool ok, const std::string& field, const std::string& problem)
 
 void validateDataSpec(const DataSpec& spec)
 {
-    checkRange(isMnistFormat(spec.dataset) || spec.dataset == "synthetic", "data.dataset",
-               "unknown dataset \"" + spec.dataset + "\"; expected fashion-mnist, mnist or synthetic");
     checkRange(spec.validationSplit >= 0 && spec.validationSplit < 1, "data.validationSplit",
                formatNumber(spec.validationSplit) + " is outside [0, 1)");
     checkRange(spec.limitTrain >= 0, "data.limitTrain", "must be >= 0 (0 = all), got " + std::to_string(spec.limitTrain));
     checkRange(spec.limitTest >= 0, "data.limitTest", "must be >= 0 (0 = all), got " + std::to_string(spec.limitTest));
-    if (spec.dataset != "synthetic")
+    if (spec.dataset != DatasetKind::Synthetic)
         return;
     checkRange(spec.syntheticTrain > 0, "data.syntheticTrain", "must be > 0, got " + std::to_string(spec.syntheticTrain));
     checkRange(spec.syntheticTest > 0, "data.syntheticTest", "must be > 0, got " + std::to_string(spec.syntheticTest));
@@ -102,12 +99,13 @@ DataDirectory resolveDataDirectory(const DataSpec& spec)
         return {spec.directory, "data.directory"};
     if (const char* env = std::getenv(kEnvDataDir); env && *env)
         return {env, kEnvDataDir};
-    return {"/usr/share/datasets/" + spec.dataset, "the default for " + spec.dataset};
+    const std::string name(enumKey(spec.dataset));
+    return {"/usr/share/datasets/" + name, "the default for " + name};
 }
 
-Dataset loadMnistFormat(const DataDirectory& directory, const std::string& dataset, bool train, std::int64_t limit)
+Dataset loadMnistFormat(const DataDirectory& directory, DatasetKind dataset, bool train, std::int64_t limit)
 {
-    MANTISSA_ASSERT(isMnistFormat(dataset));
+    MANTISSA_ASSERT(dataset != DatasetKind::Synthetic);
     checkDirectory(directory, dataset);
     const std::string prefix = train ? "train" : "t10k";
     std::string imagesPath, labelsPath;
@@ -117,7 +115,7 @@ Dataset loadMnistFormat(const DataDirectory& directory, const std::string& datas
     checkIdxPair(images, imagesPath, labels, labelsPath, classes);
 
     Dataset d;
-    d.name = dataset + (train ? "/train" : "/test");
+    d.name = std::string(enumKey(dataset)) + (train ? "/train" : "/test");
     d.classes = classes;
     d.sampleShape = Shape{1, images.dims[1], images.dims[2]};
     const std::int64_t count = limit > 0 ? std::min(limit, images.count()) : images.count();
@@ -205,7 +203,7 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
 {
     validateDataSpec(spec);
     DatasetSplits splits;
-    if (spec.dataset == "synthetic") {
+    if (spec.dataset == DatasetKind::Synthetic) {
         // Sample i does not depend on the set's size, so generating only the first `limit`
         // samples is the same as generating all and keeping the first `limit`.
         const auto limited = [](std::int64_t size, std::int64_t limit) { return limit > 0 ? std::min(size, limit) : size; };
@@ -227,11 +225,11 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
         if (count >= n)
             throw ConfigError("data.validationSplit: holding out " + formatNumber(spec.validationSplit) + " of " +
                               std::to_string(n) + " training samples leaves none to train on");
-        splits.validation = holdOut(splits.train, count, seed, spec.dataset + "/validation");
+        splits.validation = holdOut(splits.train, count, seed, std::string(enumKey(spec.dataset)) + "/validation");
     } else {
         splits.validation.sampleShape = splits.train.sampleShape;
         splits.validation.classes = splits.train.classes;
-        splits.validation.name = spec.dataset + "/validation";
+        splits.validation.name = std::string(enumKey(spec.dataset)) + "/validation";
     }
 
     if (spec.normalize) {

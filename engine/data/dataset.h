@@ -55,10 +55,10 @@ struct DataDirectory {
 // (the Debian package dataset-fashion-mnist installs /usr/share/datasets/fashion-mnist).
 DataDirectory resolveDataDirectory(const DataSpec& spec);
 
-// One split of an MNIST-format dataset ("fashion-mnist" or "mnist") from `directory`, which
+// One split of an MNIST-format dataset (fashion-mnist or mnist) from `directory`, which
 // holds train-images-idx3-ubyte.gz and friends (or their uncompressed forms). Pixels are
 // scaled to [0, 1]; `limit` > 0 keeps only the first `limit` samples.
-Dataset loadMnistFormat(const DataDirectory& directory, const std::string& dataset, bool train,
+Dataset loadMnistFormat(const DataDirectory& directory, DatasetKind dataset, bool train,
                         std::int64_t limit = 0);
 
 // Mean and (population) standard deviation over every input value of `data`, in double.

@@ -10,7 +10,7 @@ namespace mantissa {
 std::vector<ScalerPolicy> standardScalerPolicies()
 {
     LossScaleSpec pytorch;
-    pytorch.type = "dynamic";
+    pytorch.type = LossScaleType::Dynamic;
     pytorch.initial = 65536;
     pytorch.growthFactor = 2;
     pytorch.backoffFactor = 0.5f;
@@ -22,7 +22,7 @@ std::vector<ScalerPolicy> standardScalerPolicies()
     // DeepSpeed's min_loss_scale default is 1; PyTorch has no floor.
     deepspeed.minScale = 1;
     LossScaleSpec static128;
-    static128.type = "static";
+    static128.type = LossScaleType::Static;
     static128.value = 128;
     LossScaleSpec static512 = static128;
     static512.value = 512;

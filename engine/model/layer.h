@@ -3,6 +3,7 @@
 // consumes, so saved activations have an owner and a lifetime.
 #include "engine/backend/backend.h"
 #include "engine/model/parameter.h"
+#include "engine/precision/precision_policy.h"
 
 #include <memory>
 #include <string>
@@ -55,6 +56,13 @@ public:
     // The dtype this layer computes and stores its output in.
     DType computeType() const { return m_computeType; }
     void setComputeType(DType t) { m_computeType = t; }
+    // Takes the policy's dtypes for this layer (before createParameters). A block also resolves
+    // the overrides of the layers it holds against `policy`, with its own dtypes as their default.
+    virtual void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
+    {
+        static_cast<void>(policy);
+        setComputeType(dtypes.compute());
+    }
 
     // Creates parameters (working, grad and fp32 grad tensors) on `backend`. masterType is fp32
     // except in pure low-precision runs. Initialisation draws from `seed`.

@@ -18,6 +18,15 @@ namespace mantissa {
 
 namespace {
 
+// "relu, gelu, tanh, sigmoid": the activations a spec may name.
+std::string activationKeys()
+{
+    std::string keys;
+    for (const auto& entry : enumEntries<Activation>())
+        keys += (keys.empty() ? "" : ", ") + std::string(entry.key);
+    return keys;
+}
+
 // Applies the optional fused activation of a linear or conv2d spec.
 LayerPtr wrapActivation(LayerPtr layer, const LayerSpec& spec)
 {
@@ -25,7 +34,7 @@ LayerPtr wrapActivation(LayerPtr layer, const LayerSpec& spec)
         return layer;
     const auto kind = parseActivation(spec.activation);
     if (!kind)
-        throw ConfigError("activation \"" + spec.activation + "\" is unknown; expected relu, gelu, tanh, sigmoid or none");
+        throw ConfigError("activation \"" + spec.activation + "\" is unknown; expected " + activationKeys() + " or none");
     return std::make_unique<ActivatedLayer>(std::move(layer), *kind);
 }
 
@@ -132,17 +141,6 @@ LayerPtr createDropout(const LayerSpec& spec, const Shape& in)
     return std::make_unique<Dropout>(spec.rate, in.numel());
 }
 
-std::optional<DType> precisionOverride(LayerPrecision p)
-{
-    switch (p) {
-    case LayerPrecision::Fp32: return DType::F32;
-    case LayerPrecision::Fp16: return DType::F16;
-    case LayerPrecision::Bf16: return DType::BF16;
-    case LayerPrecision::Auto: break;
-    }
-    return std::nullopt;
-}
-
 // The layer that maps the block's input to the body's output shape (of the same rank) on the
 // shortcut path. It has no bias: the body's output already carries one, or a batch norm.
 LayerPtr createProjection(const Shape& in, const Shape& out)
@@ -164,7 +162,7 @@ LayerPtr createResidual(const LayerSpec& spec, const Shape& in)
     if (spec.shortcut != "identity" && spec.shortcut != "projection")
         throw ConfigError("shortcut \"" + spec.shortcut + "\" is unknown; expected identity or projection");
     std::vector<LayerPtr> body;
-    std::vector<std::optional<DType>> overrides;
+    std::vector<LayerPrecision> overrides;
     Shape shape = in;
     for (std::size_t i = 0; i < spec.body.size(); ++i) {
         const LayerSpec& child = spec.body[i];
@@ -174,7 +172,7 @@ LayerPtr createResidual(const LayerSpec& spec, const Shape& in)
             throw ConfigError("body layer " + std::to_string(i) + " (" + child.type + "): " + e.what());
         }
         shape = perSampleOutput(*body.back(), shape);
-        overrides.push_back(precisionOverride(child.precision));
+        overrides.push_back(child.precision);
     }
     if (shape.rank() != in.rank())
         throw ConfigError("the body turns " + in.toString() + " into " + shape.toString() +

@@ -6,33 +6,21 @@
 
 namespace mantissa {
 
-DType layerComputeType(PrecisionMode mode, LayerPrecision override)
-{
-    switch (override) {
-    case LayerPrecision::Fp32: return DType::F32;
-    case LayerPrecision::Fp16: return DType::F16;
-    case LayerPrecision::Bf16: return DType::BF16;
-    case LayerPrecision::Auto: break;
-    }
-    return lowPrecisionType(mode);
-}
-
 Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed)
     : m_input(spec.input), m_classes(spec.classes)
 {
     const ModelReport report = validateModel(spec);
     if (!report.valid())
         throw ConfigError(report.error);
+    const PrecisionPolicy policy(mode);
     Shape shape(spec.input);
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
         LayerPtr layer = createLayer(spec.layers[i], shape);
         shape = perSampleOutput(*layer, shape);
         layer->setName(std::to_string(i) + "." + layer->type());
-        const DType compute = layerComputeType(mode, spec.layers[i].precision);
-        layer->setComputeType(compute);
-        // Pure modes keep the weights themselves in 16 bits; every other mode keeps fp32 masters.
-        const DType master = isPureLowPrecision(mode) ? compute : DType::F32;
-        layer->createParameters(backend, master, seed);
+        const LayerDTypes dtypes = policy.layer(spec.layers[i].precision);
+        layer->applyPrecision(policy, dtypes);
+        layer->createParameters(backend, dtypes.master, seed);
         m_layers.push_back(std::move(layer));
     }
     for (auto it = m_layers.rbegin(); it != m_layers.rend(); ++it) {

@@ -1,6 +1,7 @@
 #pragma once
-// A sequential model built from a validated spec, with its precision policy applied:
-// each layer computes in its own dtype and the model inserts the casts between layers.
+// A sequential model built from a validated spec, with its precision policy applied
+// (engine/precision/precision_policy.h): each layer computes in the dtype the policy gives it
+// and the model inserts the casts between layers whose dtypes differ.
 #include "engine/config/run_config.h"
 #include "engine/model/layer.h"
 
@@ -39,8 +40,5 @@ private:
     Shape m_input;
     std::int64_t m_classes;
 };
-
-// The dtype a layer computes in under `mode`, honouring its override.
-DType layerComputeType(PrecisionMode mode, LayerPrecision override);
 
 } // namespace mantissa

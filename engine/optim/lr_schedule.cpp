@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <optional>
 
 namespace mantissa {
 
@@ -15,19 +14,6 @@ namespace {
 // PyTorch OneCycleLR's defaults: start at max/div_factor, end at start/final_div_factor.
 constexpr double kOneCycleDiv = 25.0;
 constexpr double kOneCycleFinalDiv = 1e4;
-
-std::optional<ScheduleKind> parseKind(const std::string& type)
-{
-    if (type == "constant")
-        return ScheduleKind::Constant;
-    if (type == "step")
-        return ScheduleKind::Step;
-    if (type == "cosine")
-        return ScheduleKind::Cosine;
-    if (type == "one-cycle")
-        return ScheduleKind::OneCycle;
-    return std::nullopt;
-}
 
 void require(bool ok, const std::string& field, const std::string& problem)
 {
@@ -56,11 +42,8 @@ double annealCos(double from, double to, double pct)
 void LrSchedule::validate(const ScheduleSpec& spec, float baseLr)
 {
     require(finite(baseLr) && baseLr > 0, "optimizer.lr", "must be > 0, got " + formatNumber(baseLr));
-    const auto kind = parseKind(spec.type);
-    require(kind.has_value(), "schedule.type",
-            "unknown schedule \"" + spec.type + "\"; expected constant, step, cosine or one-cycle");
     require(spec.warmupSteps >= 0, "schedule.warmupSteps", "must be >= 0, got " + std::to_string(spec.warmupSteps));
-    switch (*kind) {
+    switch (spec.type) {
     case ScheduleKind::Constant:
         break;
     case ScheduleKind::Step: {
@@ -89,7 +72,7 @@ void LrSchedule::validate(const ScheduleSpec& spec, float baseLr)
 LrSchedule::LrSchedule(const ScheduleSpec& spec, float baseLr) : m_spec(spec), m_baseLr(baseLr)
 {
     validate(spec, baseLr);
-    m_kind = *parseKind(spec.type);
+    m_kind = spec.type;
 }
 
 float LrSchedule::peakRate() const

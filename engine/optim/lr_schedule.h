@@ -8,8 +8,6 @@
 
 namespace mantissa {
 
-enum class ScheduleKind : std::uint8_t { Constant, Step, Cosine, OneCycle };
-
 class LrSchedule {
 public:
     // Throws ConfigError naming the field at fault (see validate()).

@@ -4,22 +4,10 @@
 #include "engine/util/format_number.h"
 
 #include <cmath>
-#include <optional>
 
 namespace mantissa {
 
 namespace {
-
-std::optional<OptimizerKind> parseKind(const std::string& type)
-{
-    if (type == "sgd")
-        return OptimizerKind::Sgd;
-    if (type == "adam")
-        return OptimizerKind::Adam;
-    if (type == "adamw")
-        return OptimizerKind::AdamW;
-    return std::nullopt;
-}
 
 void require(bool ok, const std::string& field, const std::string& problem)
 {
@@ -34,21 +22,19 @@ bool inUnitInterval(float v) { return v >= 0 && v < 1; }
 
 void Optimizer::validate(const OptimizerSpec& spec)
 {
-    const auto kind = parseKind(spec.type);
-    require(kind.has_value(), "optimizer.type", "unknown optimizer \"" + spec.type + "\"; expected sgd, adam or adamw");
     require(std::isfinite(spec.lr) && spec.lr > 0, "optimizer.lr", "must be > 0, got " + formatNumber(spec.lr));
     require(std::isfinite(spec.weightDecay) && spec.weightDecay >= 0, "optimizer.weightDecay",
             "must be >= 0, got " + formatNumber(spec.weightDecay));
     require(std::isfinite(spec.gradClipNorm) && spec.gradClipNorm >= 0, "optimizer.gradClipNorm",
             "must be >= 0 (0 = no clipping), got " + formatNumber(spec.gradClipNorm));
-    if (*kind == OptimizerKind::Sgd) {
+    if (spec.type == OptimizerKind::Sgd) {
         require(inUnitInterval(spec.momentum), "optimizer.momentum",
                 formatNumber(spec.momentum) + " is outside [0, 1)");
         require(!spec.nesterov || spec.momentum > 0, "optimizer.nesterov",
                 "Nesterov momentum needs optimizer.momentum > 0");
         return;
     }
-    require(!spec.nesterov, "optimizer.nesterov", "applies to sgd only, not " + spec.type);
+    require(!spec.nesterov, "optimizer.nesterov", "applies to sgd only, not " + std::string(enumKey(spec.type)));
     require(inUnitInterval(spec.beta1), "optimizer.beta1", formatNumber(spec.beta1) + " is outside [0, 1)");
     require(inUnitInterval(spec.beta2), "optimizer.beta2", formatNumber(spec.beta2) + " is outside [0, 1)");
     require(std::isfinite(spec.epsilon) && spec.epsilon > 0, "optimizer.epsilon",
@@ -58,7 +44,7 @@ void Optimizer::validate(const OptimizerSpec& spec)
 Optimizer::Optimizer(const OptimizerSpec& spec) : m_spec(spec)
 {
     validate(spec);
-    m_kind = *parseKind(spec.type);
+    m_kind = spec.type;
 }
 
 int Optimizer::stateTensorCount() const

@@ -12,14 +12,12 @@
 
 namespace mantissa {
 
-enum class OptimizerKind : std::uint8_t { Sgd, Adam, AdamW };
-
 class Optimizer {
 public:
     // Throws ConfigError naming the field at fault (see validate()).
     explicit Optimizer(const OptimizerSpec& spec);
 
-    // Checks type, lr, momentum, nesterov, weightDecay, betas, epsilon and gradClipNorm.
+    // Checks lr, momentum, nesterov, weightDecay, betas, epsilon and gradClipNorm.
     static void validate(const OptimizerSpec& spec);
 
     OptimizerKind kind() const { return m_kind; }

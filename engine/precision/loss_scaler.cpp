@@ -22,17 +22,17 @@ void require(bool ok, const std::string& field, const std::string& what)
 
 LossScaler::LossScaler(const LossScaleSpec& spec, PrecisionMode mode) : m_spec(spec)
 {
-    std::string type = spec.type;
-    if (type == "auto")
-        type = mode == PrecisionMode::MixedFp16 ? "dynamic" : "none";
-    if (type == "none") {
+    switch (PrecisionPolicy(mode).resolveLossScale(spec.type)) {
+    case LossScaleType::None:
         m_kind = Kind::None;
         m_state.scale = 1;
-    } else if (type == "static") {
+        break;
+    case LossScaleType::Static:
         require(std::isfinite(spec.value) && spec.value > 0, "value", "must be a positive number");
         m_kind = Kind::Static;
         m_state.scale = spec.value;
-    } else if (type == "dynamic") {
+        break;
+    case LossScaleType::Dynamic:
         require(spec.initial > 0 && std::isfinite(spec.initial), "initial", "must be a positive number");
         require(spec.growthFactor > 1, "growth_factor", "must be greater than 1");
         require(spec.backoffFactor > 0 && spec.backoffFactor < 1, "backoff_factor", "must be between 0 and 1");
@@ -44,8 +44,8 @@ LossScaler::LossScaler(const LossScaleSpec& spec, PrecisionMode mode) : m_spec(s
         m_kind = Kind::Dynamic;
         m_state.scale = std::clamp(spec.initial, spec.minScale, spec.maxScale);
         m_state.hysteresisLeft = spec.hysteresis;
-    } else {
-        throw ConfigError("precision.loss_scale.type is \"" + spec.type + "\"; expected auto, none, static or dynamic");
+        break;
+    case LossScaleType::Auto: MANTISSA_ASSERT(false && "the policy resolves auto to a concrete type");
     }
 }
 

@@ -3,9 +3,11 @@
 // hysteresis). The scaler only decides the scale; whether a step is skipped is decided
 // by the gradients' finiteness, which the Trainer measures after unscaling.
 #include "engine/backend/step_scalars.h"
-#include "engine/config/run_config.h"
+#include "engine/precision/loss_scale_spec.h"
+#include "engine/precision/precision_policy.h"
 
 #include <cstdint>
+#include <string>
 
 namespace mantissa {
 
@@ -25,8 +27,8 @@ class LossScaler {
 public:
     enum class Kind { None, Static, Dynamic };
 
-    // Resolves "auto" (dynamic for mixed-fp16 and pure fp16 with loss scaling asked for,
-    // none otherwise) and validates the spec (ConfigError naming the field).
+    // Resolves "auto" by the mode's policy (PrecisionPolicy::resolveLossScale) and validates
+    // the spec (ConfigError naming the field).
     LossScaler(const LossScaleSpec& spec, PrecisionMode mode);
 
     Kind kind() const { return m_kind; }

@@ -98,8 +98,7 @@ bool Trainer::isNumericsStep(std::int64_t step) const
 ProbeSettings Trainer::probeSettings(float scale, bool scaledGradients) const
 {
     ProbeSettings settings;
-    // An fp32 run is measured against fp16: what would fp16 make of it.
-    settings.runTarget = m_config.precision == PrecisionMode::Fp32 ? DType::F16 : lowPrecisionType(m_config.precision);
+    settings.runTarget = PrecisionPolicy(m_config.precision).lensTarget();
     settings.lossScale = scale;
     settings.scaledGradients = scaledGradients;
     return settings;

@@ -51,11 +51,11 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
 
 std::string Trainer::graphIneligibility() const
 {
-    if (m_config.training.graphs == "off")
+    if (m_config.training.graphs == AutoSwitch::Off)
         return "training.graphs is off";
     // A tape saves the CPU nothing (no launches) and holds every temporary of the step at
     // once, which would inflate the peak memory the run reports.
-    if (m_config.training.graphs == "auto" && m_backend.device().kind == DeviceKind::Cpu)
+    if (m_config.training.graphs == AutoSwitch::Auto && m_backend.device().kind == DeviceKind::Cpu)
         return "the CPU runs each op as it is called; training.graphs auto captures on GPUs only";
     const std::function<bool(const std::vector<LayerSpec>&)> hasDropout = [&](const std::vector<LayerSpec>& layers) {
         return std::any_of(layers.begin(), layers.end(),
@@ -70,8 +70,8 @@ bool Trainer::runAheadWanted() const
 {
     // On the CPU every op has finished when it returns, so there is no wait to hide, and a
     // skipped step would cost its successor's passes twice.
-    const std::string& setting = m_config.training.runAhead;
-    return setting == "on" || (setting == "auto" && m_backend.device().kind != DeviceKind::Cpu);
+    const AutoSwitch setting = m_config.training.runAhead;
+    return setting == AutoSwitch::On || (setting == AutoSwitch::Auto && m_backend.device().kind != DeviceKind::Cpu);
 }
 
 bool Trainer::runStepOnGraph(std::int64_t step)

@@ -10,7 +10,7 @@ int main()
 {
     mantissa::RunConfig config = mantissa::presetConfig("softmax");
     config.precision = mantissa::PrecisionMode::MixedFp16;
-    config.data.dataset = "synthetic";
+    config.data.dataset = mantissa::DatasetKind::Synthetic;
     config.data.syntheticTrain = 1024;
     config.data.syntheticTest = 256;
     config.training.maxSteps = 20;

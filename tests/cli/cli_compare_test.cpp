@@ -103,7 +103,8 @@ private slots:
         QTest::addColumn<QStringList>("options");
         QTest::addColumn<QString>("message");
         QTest::newRow("unknown") << QStringList{QStringLiteral("--precisions"), QStringLiteral("fp32,fp8")}
-                                 << QStringLiteral("\"fp8\" is not a precision");
+                                 << QStringLiteral("--precisions is \"fp8\"; expected fp32, fp16, mixed-fp16, "
+                                                   "mixed-bf16 or bf16");
         QTest::newRow("missing") << QStringList{} << QStringLiteral("--precisions is required");
         QTest::newRow("--precision") << QStringList{QStringLiteral("--precision"), QStringLiteral("fp16")}
                                      << QStringLiteral("not --precision");

@@ -1,10 +1,14 @@
 // Run config JSON: strict parsing with errors that name the field, round trips, presets.
 #include "engine/config/presets.h"
 #include "engine/config/run_config.h"
+#include "engine/model/layers/activation_layer.h"
 #include "engine/model/model_validation.h"
 #include "engine/util/check.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
 
 using namespace mantissa;
 
@@ -29,8 +33,8 @@ TEST(Config, MinimalConfigGetsDefaults)
     const RunConfig c = parseRunConfig(kMinimal, "test.json");
     EXPECT_EQ(c.precision, PrecisionMode::Fp32);
     EXPECT_EQ(c.training.batchSize, 128);
-    EXPECT_EQ(c.optimizer.type, "sgd");
-    EXPECT_EQ(c.lossScale.type, "auto");
+    EXPECT_EQ(c.optimizer.type, OptimizerKind::Sgd);
+    EXPECT_EQ(c.lossScale.type, LossScaleType::Auto);
     ASSERT_EQ(c.model.layers.size(), 1u);
     EXPECT_EQ(c.model.layers[0].units, 2);
 }
@@ -63,15 +67,15 @@ TEST(Config, GpuSettingsDefaultToTrueFp32AndRoundTrip)
 {
     EXPECT_FALSE(parseRunConfig(kMinimal, "test.json").training.tf32);
     EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.cudnnWorkspaceMiB, 256);
-    EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.graphs, "auto");
+    EXPECT_EQ(parseRunConfig(kMinimal, "test.json").training.graphs, AutoSwitch::Auto);
     RunConfig c = parseRunConfig(kMinimal, "test.json");
     c.training.tf32 = true;
     c.training.cudnnWorkspaceMiB = 1024;
-    c.training.graphs = "off";
+    c.training.graphs = AutoSwitch::Off;
     const RunConfig again = parseRunConfig(runConfigToJson(c), "again.json");
     EXPECT_TRUE(again.training.tf32);
     EXPECT_EQ(again.training.cudnnWorkspaceMiB, 1024);
-    EXPECT_EQ(again.training.graphs, "off");
+    EXPECT_EQ(again.training.graphs, AutoSwitch::Off);
 }
 
 TEST(Config, SerialisationRoundTrips)
@@ -82,6 +86,125 @@ TEST(Config, SerialisationRoundTrips)
         const RunConfig again = parseRunConfig(json, name);
         EXPECT_EQ(runConfigToJson(again), json) << name;
     }
+}
+
+// A config as the build before the choice fields became enums wrote it (runConfigToJson with
+// indent -1), with every such field set away from its default. Runs in existing databases
+// carry their configs in this form, so it must read back to the same values and be written
+// again byte for byte.
+const char* kStoredBeforeEnums =
+    R"({"data":{"dataset":"mnist","directory":"","limit_test":0,"limit_train":0,"normalize":true,)"
+    R"("synthetic_classes":10,"synthetic_noise":1.0,"synthetic_shape":[1,28,28],"synthetic_test":1024,)"
+    R"("synthetic_train":8192,"validation_split":0.0},"model":{"classes":10,"input":[1,28,28],"layers":[)"
+    R"({"type":"flatten"},{"activation":"relu","precision":"fp32","type":"linear","units":64},)"
+    R"({"precision":"bf16","type":"linear","units":32},{"precision":"fp16","type":"linear","units":10},)"
+    R"({"layers":[{"precision":"fp32","type":"linear","units":10}],"shortcut":"identity","type":"residual"}]},)"
+    R"("name":"every-enum","numerics":{"every":0,"scaled_gradients":false},"optimizer":{"beta1":0.8999999761581421,)"
+    R"("beta2":0.9990000128746033,"epsilon":9.99999993922529e-09,"grad_clip_norm":0.0,"lr":0.05000000074505806,)"
+    R"("momentum":0.8999999761581421,"nesterov":false,"type":"adamw","weight_decay":0.0},"precision":{"loss_scale":)"
+    R"({"backoff_factor":0.5,"growth_factor":2.0,"growth_interval":2000,"hysteresis":1,"initial":65536.0,)"
+    R"("max":16777216.0,"min":1.52587890625e-05,"type":"static","value":128.0},"mode":"mixed-bf16"},"schedule":)"
+    R"({"gamma":0.10000000149011612,"max_lr":0.0,"milestones":[],"min_lr":0.0,"pct_start":0.30000001192092896,)"
+    R"("type":"one-cycle","warmup_steps":0},"training":{"batch_size":128,"cudnn_workspace_mib":256,"device":"auto",)"
+    R"("epochs":1,"eval_batch_size":1000,"graphs":"off","max_steps":0,"run_ahead":"on","seed":42,"tf32":false,)"
+    R"("threads":0}})";
+
+TEST(Config, StoredConfigsReadAndWriteByteForByte)
+{
+    const RunConfig c = parseRunConfig(kStoredBeforeEnums, "stored run");
+    EXPECT_EQ(c.data.dataset, DatasetKind::Mnist);
+    EXPECT_EQ(c.model.layers[1].precision, LayerPrecision::Fp32);
+    EXPECT_EQ(c.model.layers[2].precision, LayerPrecision::Bf16);
+    EXPECT_EQ(c.model.layers[3].precision, LayerPrecision::Fp16);
+    EXPECT_EQ(c.model.layers[4].precision, LayerPrecision::Auto);
+    EXPECT_EQ(c.model.layers[4].body[0].precision, LayerPrecision::Fp32);
+    EXPECT_EQ(c.optimizer.type, OptimizerKind::AdamW);
+    EXPECT_EQ(c.schedule.type, ScheduleKind::OneCycle);
+    EXPECT_EQ(c.precision, PrecisionMode::MixedBf16);
+    EXPECT_EQ(c.lossScale.type, LossScaleType::Static);
+    EXPECT_EQ(c.training.graphs, AutoSwitch::Off);
+    EXPECT_EQ(c.training.runAhead, AutoSwitch::On);
+    EXPECT_EQ(runConfigToJson(c, -1), kStoredBeforeEnums);
+}
+
+TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
+{
+    const std::string layers = R"("layers": [{"type": "linear", "units": 2)";
+    const auto config = [&](const std::string& layerExtra, const std::string& sections) {
+        return R"({"model": {"input": [4], "classes": 2, )" + layers + layerExtra + "}]}" + sections + "}";
+    };
+    struct Case {
+        std::string json, message;
+    };
+    const Case cases[] = {
+        {config(R"(, "precision": "fp8")", ""),
+         "test.json: model.layers[0].precision is \"fp8\"; expected auto, fp32, fp16 or bf16"},
+        {config("", R"(, "precision": {"mode": "fp8"})"),
+         "test.json: precision.mode is \"fp8\"; expected fp32, fp16, mixed-fp16, mixed-bf16 or bf16"},
+        {config("", R"(, "precision": {"loss_scale": {"type": "dynamc"}})"),
+         "test.json: precision.loss_scale.type is \"dynamc\"; expected auto, none, static or dynamic"},
+        {config("", R"(, "optimizer": {"type": "rmsprop"})"),
+         "test.json: optimizer.type is \"rmsprop\"; expected sgd, adam or adamw"},
+        {config("", R"(, "schedule": {"type": "cosin"})"),
+         "test.json: schedule.type is \"cosin\"; expected constant, step, cosine or one-cycle"},
+        {config("", R"(, "data": {"dataset": "cifar"})"),
+         "test.json: data.dataset is \"cifar\"; expected fashion-mnist, mnist or synthetic"},
+        {config("", R"(, "training": {"graphs": "always"})"),
+         "test.json: training.graphs is \"always\"; expected auto, on or off"},
+        {config("", R"(, "training": {"run_ahead": "yes"})"),
+         "test.json: training.run_ahead is \"yes\"; expected auto, on or off"},
+    };
+    for (const Case& c : cases)
+        EXPECT_EQ(errorOf(c.json), c.message) << c.json;
+    // A choice given as another JSON type is a type error, not an unknown value.
+    EXPECT_NE(errorOf(config("", R"(, "optimizer": {"type": 3})")).find("optimizer.type has the wrong type"),
+              std::string::npos);
+}
+
+// The values of `field` in docs/config.md's "Legal values" table, in order; a parenthesised
+// remark (activation's "or none") is not a value.
+std::vector<std::string> documentedValues(const std::string& field)
+{
+    std::ifstream doc(MANTISSA_CONFIG_DOC);
+    EXPECT_TRUE(doc) << "cannot read " << MANTISSA_CONFIG_DOC;
+    const std::string prefix = "| `" + field + "` | ";
+    for (std::string line; std::getline(doc, line);) {
+        if (line.rfind(prefix, 0) != 0)
+            continue;
+        std::string cell = line.substr(prefix.size());
+        cell = cell.substr(0, std::min(cell.find('('), cell.find('|')));
+        std::vector<std::string> values;
+        for (std::size_t open = cell.find('`'); open != std::string::npos; open = cell.find('`', open + 1)) {
+            const std::size_t close = cell.find('`', open + 1);
+            values.push_back(cell.substr(open + 1, close - open - 1));
+            open = close;
+        }
+        return values;
+    }
+    ADD_FAILURE() << field << " has no row in " << MANTISSA_CONFIG_DOC;
+    return {};
+}
+
+template <typename E>
+std::vector<std::string> engineValues()
+{
+    std::vector<std::string> keys;
+    for (const auto& entry : enumEntries<E>())
+        keys.emplace_back(entry.key);
+    return keys;
+}
+
+TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
+{
+    EXPECT_EQ(documentedValues("model.layers[].precision"), engineValues<LayerPrecision>());
+    EXPECT_EQ(documentedValues("model.layers[].activation"), engineValues<Activation>());
+    EXPECT_EQ(documentedValues("data.dataset"), engineValues<DatasetKind>());
+    EXPECT_EQ(documentedValues("optimizer.type"), engineValues<OptimizerKind>());
+    EXPECT_EQ(documentedValues("schedule.type"), engineValues<ScheduleKind>());
+    EXPECT_EQ(documentedValues("precision.mode"), engineValues<PrecisionMode>());
+    EXPECT_EQ(documentedValues("precision.loss_scale.type"), engineValues<LossScaleType>());
+    EXPECT_EQ(documentedValues("training.graphs"), engineValues<AutoSwitch>());
+    EXPECT_EQ(documentedValues("training.run_ahead"), engineValues<AutoSwitch>());
 }
 
 TEST(Config, EveryPresetIsValid)

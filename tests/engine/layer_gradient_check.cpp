@@ -81,7 +81,8 @@ private:
     {
         m_layer = createLayer(m_case.spec, m_case.input);
         m_layer->setName("0." + m_layer->type());
-        m_layer->setComputeType(DType::F32);
+        const PrecisionPolicy fp32(PrecisionMode::Fp32);
+        m_layer->applyPrecision(fp32, fp32.layer());
         m_layer->createParameters(m_backend, DType::F32, 7);
         std::mt19937 generator(1234);
         // Move every parameter off its initial value (zero biases, unit gammas) so that no

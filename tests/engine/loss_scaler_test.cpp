@@ -10,7 +10,7 @@ namespace {
 LossScaleSpec dynamicSpec(float initial = 1024, std::int64_t interval = 3, int hysteresis = 1)
 {
     LossScaleSpec s;
-    s.type = "dynamic";
+    s.type = LossScaleType::Dynamic;
     s.initial = initial;
     s.growthInterval = interval;
     s.hysteresis = hysteresis;
@@ -91,13 +91,13 @@ TEST(LossScaler, RespectsBounds)
 TEST(LossScaler, StaticAndNoneNeverChange)
 {
     LossScaleSpec spec;
-    spec.type = "static";
+    spec.type = LossScaleType::Static;
     spec.value = 512;
     LossScaler s(spec, PrecisionMode::MixedFp16);
     EXPECT_EQ(s.kind(), LossScaler::Kind::Static);
     EXPECT_FALSE(s.update(true).changed());
     EXPECT_EQ(s.scale(), 512.0f);
-    spec.type = "none";
+    spec.type = LossScaleType::None;
     LossScaler n(spec, PrecisionMode::MixedFp16);
     EXPECT_EQ(n.scale(), 1.0f);
     EXPECT_FALSE(n.update(true).changed());
@@ -121,13 +121,11 @@ TEST(LossScaler, InvalidSpecsNameTheField)
     badGrowth.growthFactor = 0.5f;
     LossScaleSpec badBackoff = dynamicSpec();
     badBackoff.backoffFactor = 1.5f;
-    LossScaleSpec badType;
-    badType.type = "dynamc";
     LossScaleSpec badStatic;
-    badStatic.type = "static";
+    badStatic.type = LossScaleType::Static;
     badStatic.value = -1;
     for (const auto& c : {Case{"growth_factor", badGrowth}, Case{"backoff_factor", badBackoff},
-                          Case{"type", badType}, Case{"value", badStatic}}) {
+                          Case{"value", badStatic}}) {
         try {
             LossScaler s(c.spec, PrecisionMode::MixedFp16);
             ADD_FAILURE() << "no error for " << c.field;

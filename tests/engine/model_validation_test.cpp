@@ -257,7 +257,7 @@ TEST(ModelBuild, MixedAndPurePrecisionRunForwardAndBackward)
         PassState pass{*backend};
         ModelForward forward = model.forward(pass, x);
         ASSERT_EQ(forward.logits.shape(), (Shape{4, 10}));
-        EXPECT_EQ(forward.logits.dtype(), lowPrecisionType(mode));
+        EXPECT_EQ(forward.logits.dtype(), PrecisionPolicy(mode).dtype(TensorRole::Activation));
         Tensor labels = Tensor::fromFloats({4}, {1, 2, 3, 4});
         Tensor dlogits = backend->empty(forward.logits.shape(), forward.logits.dtype());
         const LossResult loss = backend->softmaxCrossEntropy(forward.logits, labels, 1.0f, &dlogits);

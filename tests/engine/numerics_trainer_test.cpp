@@ -36,7 +36,7 @@ RunConfig deepConfig(PrecisionMode mode)
     for (int i = 0; i < 8; ++i)
         c.model.layers.push_back(layerSpec("linear", 32, "sigmoid"));
     c.model.layers.push_back(layerSpec("linear", 4));
-    c.optimizer.type = "adam";
+    c.optimizer.type = OptimizerKind::Adam;
     c.optimizer.lr = 1e-3f;
     c.training.maxSteps = 10;
     return c;
@@ -191,7 +191,7 @@ TEST(NumericsLens, OverflowLocationNamesTheLayer)
     // gradient (a sum over the batch) does not.
     for (int every : {0, 1}) {
         RunConfig config = smallConfig(PrecisionMode::MixedFp16, every);
-        config.lossScale.type = "static";
+        config.lossScale.type = LossScaleType::Static;
         config.lossScale.value = std::ldexp(1.0f, 20);
         config.training.maxSteps = 3;
         const TrainedRun run = train(config);
@@ -211,7 +211,7 @@ TEST(NumericsLens, OverflowLocationNamesTheLayer)
     }
     // 1e9: dlogits itself overflows, before any layer's backward.
     RunConfig config = smallConfig(PrecisionMode::MixedFp16, 0);
-    config.lossScale.type = "static";
+    config.lossScale.type = LossScaleType::Static;
     config.lossScale.value = 1e9f;
     config.training.maxSteps = 1;
     const TrainedRun run = train(config);

@@ -19,7 +19,7 @@ namespace {
 // scale grows back every 7 steps.
 RunConfig overflowing(RunConfig c)
 {
-    c.lossScale.type = "dynamic";
+    c.lossScale.type = LossScaleType::Dynamic;
     c.lossScale.initial = 1e9f;
     c.lossScale.maxScale = 1e9f;
     c.lossScale.growthInterval = 7;
@@ -32,7 +32,7 @@ RunConfig overflowing(RunConfig c)
 TEST(RunAhead, OverflowingRunsMatchSteppingOneAtATime)
 {
     RunConfig config = overflowing(smallSyntheticConfig(PrecisionMode::MixedFp16));
-    config.schedule.type = "cosine";
+    config.schedule.type = ScheduleKind::Cosine;
     config.optimizer.gradClipNorm = 0.5f;
     for (const bool graphs : {false, true}) {
         SCOPED_TRACE(graphs ? "graphs on" : "graphs off");
@@ -63,7 +63,7 @@ TEST(RunAhead, AdamCountsOnlyTheStepsTaken)
     // A step queued ahead assumes the one before it is taken; when that one is skipped, the
     // requeued step gets Adam's corrections for the count as it really is.
     RunConfig config = overflowing(smallSyntheticConfig(PrecisionMode::MixedFp16));
-    config.optimizer.type = "adam";
+    config.optimizer.type = OptimizerKind::Adam;
     config.optimizer.lr = 0.003f;
     const TrainedRun ahead = train(config, false, true);
     const TrainedRun stepwise = train(config, false, false);
@@ -79,7 +79,7 @@ TEST(RunAhead, SampledStepsAndDivergenceEndTheSame)
 
     // Pure fp16 at a static scale of 2^30: every step overflows, 64 in a row end the run.
     RunConfig diverging = smallSyntheticConfig(PrecisionMode::Fp16);
-    diverging.lossScale.type = "static";
+    diverging.lossScale.type = LossScaleType::Static;
     diverging.lossScale.value = 1073741824.0f;
     diverging.data.syntheticTrain = 4096; // 128 steps an epoch
     const TrainedRun ahead = train(diverging, true, true);
@@ -92,7 +92,7 @@ TEST(RunAhead, SampledStepsAndDivergenceEndTheSame)
 TEST(RunAhead, StopEndsAfterTheStepInFlight)
 {
     RunConfig config = smallSyntheticConfig();
-    config.training.runAhead = "on";
+    config.training.runAhead = AutoSwitch::On;
     auto backend = makeCpuBackend(1);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     Trainer trainer(config, *backend, data);
@@ -122,6 +122,6 @@ TEST(RunAhead, AutoStepsOneAtATimeOnTheCpu)
     auto backend = makeCpuBackend(1);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     EXPECT_FALSE(Trainer(config, *backend, data).runsAhead());
-    config.training.runAhead = "on";
+    config.training.runAhead = AutoSwitch::On;
     EXPECT_TRUE(Trainer(config, *backend, data).runsAhead());
 }

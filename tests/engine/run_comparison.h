@@ -30,8 +30,8 @@ struct TrainedRun {
 // Trains on the CPU with training.graphs and training.run_ahead set as given.
 inline TrainedRun train(RunConfig config, bool graphs, bool runAhead = false)
 {
-    config.training.graphs = graphs ? "on" : "off";
-    config.training.runAhead = runAhead ? "on" : "off";
+    config.training.graphs = graphs ? AutoSwitch::On : AutoSwitch::Off;
+    config.training.runAhead = runAhead ? AutoSwitch::On : AutoSwitch::Off;
     auto backend = makeCpuBackend(config.training.threads);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     Trainer trainer(config, *backend, data);

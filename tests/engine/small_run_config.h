@@ -25,7 +25,7 @@ inline RunConfig smallSyntheticConfig(PrecisionMode mode = PrecisionMode::Fp32)
     c.model.classes = 4;
     c.model.layers = {layerSpec("flatten"), layerSpec("linear", 32, "relu"), layerSpec("linear", 32, "relu"),
                       layerSpec("linear", 4)};
-    c.data.dataset = "synthetic";
+    c.data.dataset = DatasetKind::Synthetic;
     c.data.syntheticShape = {1, 8, 8};
     c.data.syntheticClasses = 4;
     c.data.syntheticTrain = 512;

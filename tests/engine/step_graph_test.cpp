@@ -29,12 +29,12 @@ TEST(StepGraph, ReplayedStepsTrainExactlyAsStepsRunOpByOp)
     // Overflows at the start (scale 1e9 backs off), a cosine schedule with warm-up (the rate
     // changes every step), clipping that bites, momentum.
     RunConfig config = mlpConfig(PrecisionMode::MixedFp16);
-    config.lossScale.type = "dynamic";
+    config.lossScale.type = LossScaleType::Dynamic;
     config.lossScale.initial = 1e9f;
     config.lossScale.maxScale = 1e9f;
     config.lossScale.growthInterval = 7;
     config.lossScale.hysteresis = 2;
-    config.schedule.type = "cosine";
+    config.schedule.type = ScheduleKind::Cosine;
     config.schedule.warmupSteps = 5;
     config.optimizer.gradClipNorm = 0.5f;
     const TrainedRun graph = train(config, true);
@@ -53,10 +53,10 @@ TEST(StepGraph, AdamInPureFp16WithStaticScaleReplaysExactly)
 {
     // Adam's bias corrections change every step taken and stand still on a skipped one.
     RunConfig config = mlpConfig(PrecisionMode::Fp16);
-    config.optimizer.type = "adamw";
+    config.optimizer.type = OptimizerKind::AdamW;
     config.optimizer.lr = 0.003f;
     config.optimizer.weightDecay = 0.01f;
-    config.lossScale.type = "static";
+    config.lossScale.type = LossScaleType::Static;
     config.lossScale.value = 16;
     const TrainedRun graph = train(config, true);
     const TrainedRun eager = train(config, false);
@@ -93,7 +93,7 @@ TEST(StepGraph, SampledStepsRunOpByOpBetweenReplays)
 TEST(StepGraph, AutoLeavesTheCpuOpByOp)
 {
     RunConfig config = mlpConfig(PrecisionMode::Fp32);
-    config.training.graphs = "auto";
+    config.training.graphs = AutoSwitch::Auto;
     auto backend = makeCpuBackend(1);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     Trainer trainer(config, *backend, data);

@@ -172,7 +172,7 @@ TEST(StepOps, DeviceLossScaleRuleFollowsLossScalerStepForStep)
         LossScaleSpec spec;
     };
     LossScaleSpec pytorch; // dynamic, PyTorch's defaults but a short interval so growth happens
-    pytorch.type = "dynamic";
+    pytorch.type = LossScaleType::Dynamic;
     pytorch.growthInterval = 5;
     LossScaleSpec deepspeed = pytorch;
     deepspeed.hysteresis = 2;
@@ -185,7 +185,7 @@ TEST(StepOps, DeviceLossScaleRuleFollowsLossScalerStepForStep)
     bounded.growthFactor = 3.0f;
     bounded.backoffFactor = 0.3f;
     LossScaleSpec fixed;
-    fixed.type = "static";
+    fixed.type = LossScaleType::Static;
     fixed.value = 512.0f;
     for (const Case& c : {Case{"pytorch", pytorch}, Case{"deepspeed", deepspeed}, Case{"bounded", bounded},
                           Case{"static", fixed}}) {
@@ -209,7 +209,7 @@ TEST(StepOps, DeviceLossScaleRuleFollowsLossScalerStepForStep)
             ASSERT_EQ(f.state(StepState::GoodSteps), static_cast<float>(host.state().goodSteps));
             ASSERT_EQ(f.state(StepState::HysteresisLeft), static_cast<float>(host.state().hysteresisLeft));
         }
-        if (c.spec.type == "dynamic")
+        if (c.spec.type == LossScaleType::Dynamic)
             EXPECT_GT(changes, 100);
         else
             EXPECT_EQ(changes, 0);
@@ -219,7 +219,7 @@ TEST(StepOps, DeviceLossScaleRuleFollowsLossScalerStepForStep)
 TEST(StepOps, GrowthIntervalBeyondTheDevicesExactCountsIsAConfigError)
 {
     LossScaleSpec spec;
-    spec.type = "dynamic";
+    spec.type = LossScaleType::Dynamic;
     spec.growthInterval = (std::int64_t{1} << 24) + 1;
     EXPECT_THROW(LossScaler(spec, PrecisionMode::MixedFp16), ConfigError);
 }

@@ -150,7 +150,7 @@ TEST(Trainer, OutOfMemoryFailsTheRunNamingTheBatchSize)
 TEST(Trainer, OverflowSkipsTheStepBacksOffAndNamesTheParameter)
 {
     RunConfig config = smallConfig(PrecisionMode::MixedFp16);
-    config.lossScale.type = "dynamic";
+    config.lossScale.type = LossScaleType::Dynamic;
     config.lossScale.initial = 1e9f; // far beyond fp16: the scaled gradients must overflow
     config.lossScale.maxScale = 1e9f;
     const TrainedRun run = train(config);
@@ -177,7 +177,7 @@ TEST(Trainer, OverflowSkipsTheStepBacksOffAndNamesTheParameter)
 TEST(Trainer, RestoredScalerStateGovernsTheNextStep)
 {
     RunConfig config = smallConfig(PrecisionMode::MixedFp16);
-    config.lossScale.type = "dynamic";
+    config.lossScale.type = LossScaleType::Dynamic;
     config.lossScale.initial = 1024.0f;
     config.lossScale.growthInterval = 1000;
     auto backend = makeCpuBackend(config.training.threads);

@@ -9,7 +9,7 @@ namespace mantissa::ui::test {
 
 inline RunConfig quickConfig(RunConfig c, std::int64_t maxSteps, std::int64_t trainSamples = 2048)
 {
-    c.data.dataset = "synthetic";
+    c.data.dataset = DatasetKind::Synthetic;
     c.data.syntheticShape = c.model.input;
     c.data.syntheticClasses = c.model.classes;
     c.data.syntheticTrain = trainSamples;

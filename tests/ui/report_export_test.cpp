@@ -26,7 +26,7 @@ private slots:
         QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
         bench.loadPreset("softmax");
         RunConfig c = bench.document()->config();
-        c.data.dataset = "synthetic";
+        c.data.dataset = DatasetKind::Synthetic;
         c.data.syntheticTrain = 1024;
         c.data.syntheticTest = 256;
         c.training.maxSteps = 12;

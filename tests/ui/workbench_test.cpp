@@ -3,6 +3,7 @@
 #include "engine/backend/backend_factory.h"
 #include "ui/comparison_table_model.h"
 #include "ui/config_document.h"
+#include "ui/enum_combo.h"
 #include "ui/layer_table_model.h"
 #include "ui/model_editor.h"
 #include "ui/plot_widget.h"
@@ -24,6 +25,32 @@
 using namespace mantissa;
 using namespace mantissa::ui;
 using mantissa::ui::test::quickConfig;
+
+namespace {
+
+// The combo box `name` lists exactly the engine's values of E, in the engine's order, each
+// with its display name and description; choosing an item puts that value in the config.
+template <typename E>
+void checkComboListsTheEnginesValues(Workbench& bench, const char* name, E (*field)(const RunConfig&))
+{
+    auto* combo = bench.findChild<QComboBox*>(name);
+    QVERIFY2(combo, name);
+    const auto entries = enumEntries<E>();
+    QCOMPARE(combo->count(), static_cast<int>(entries.size()));
+    for (int i = 0; i < combo->count(); ++i) {
+        const EnumEntry<E>& entry = entries[static_cast<std::size_t>(i)];
+        QCOMPARE(combo->itemData(i).toString(), fromView(entry.key));
+        QCOMPARE(combo->itemText(i), fromView(entry.displayName));
+        QCOMPARE(combo->itemData(i, Qt::ToolTipRole).toString(), fromView(entry.description));
+    }
+    // Last to first, so that every item is a change from the one before.
+    for (int i = combo->count() - 1; i >= 0; --i) {
+        combo->setCurrentIndex(i);
+        QCOMPARE(field(bench.document()->config()), entries[static_cast<std::size_t>(i)].value);
+    }
+}
+
+} // namespace
 
 class WorkbenchTest : public QObject {
     Q_OBJECT
@@ -69,6 +96,36 @@ private slots:
                 QCOMPARE(combo->itemData(2 + i).toString(), QString("cuda:%1").arg(gpus.devices[i].index));
             }
         }
+    }
+
+    // Issue 15: the settings combos and the layer table's precision editor fill from the
+    // engine's tables, so they cannot offer a value the config parser refuses or miss one.
+    void choiceCombosListExactlyTheEnginesValues()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        checkComboListsTheEnginesValues<PrecisionMode>(bench, "precision.mode",
+                                                       [](const RunConfig& c) { return c.precision; });
+        checkComboListsTheEnginesValues<LossScaleType>(bench, "precision.loss_scale.type",
+                                                       [](const RunConfig& c) { return c.lossScale.type; });
+        checkComboListsTheEnginesValues<OptimizerKind>(bench, "optimizer.type",
+                                                       [](const RunConfig& c) { return c.optimizer.type; });
+        checkComboListsTheEnginesValues<ScheduleKind>(bench, "schedule.type",
+                                                      [](const RunConfig& c) { return c.schedule.type; });
+        checkComboListsTheEnginesValues<DatasetKind>(bench, "data.dataset",
+                                                     [](const RunConfig& c) { return c.data.dataset; });
+
+        QStringList keys;
+        for (const auto& entry : enumEntries<LayerPrecision>())
+            keys << fromView(entry.key);
+        QCOMPARE(LayerTableModel::precisionNames(), keys);
+        LayerTableModel* model = bench.modelEditor()->tableModel();
+        for (const auto& entry : enumEntries<LayerPrecision>()) {
+            QVERIFY(model->setData(model->index(1, LayerTableModel::Precision), fromView(entry.key)));
+            QCOMPARE(bench.document()->config().model.layers[1].precision, entry.value);
+            QCOMPARE(model->data(model->index(1, LayerTableModel::Precision)).toString(), fromView(entry.key));
+        }
+        QVERIFY(!model->setData(model->index(1, LayerTableModel::Precision), "fp8"));
     }
 
     void anInvalidLayerDisablesRunWithTheValidatorsMessage()

@@ -1,31 +1,37 @@
 #include "engine/model/layers/activation_layer.h"
 
+#include <array>
+
 namespace mantissa {
 
 namespace {
 struct ActivationContext final : LayerContext {
     Tensor input, output;
 };
+
+
+constexpr std::array kActivations{
+    EnumEntry<Activation>{Activation::Relu, "relu", "ReLU", "max(0, x)."},
+    EnumEntry<Activation>{Activation::Gelu, "gelu", "GELU", "x times the normal CDF of x (the exact erf form, as PyTorch)."},
+    EnumEntry<Activation>{Activation::Tanh, "tanh", "tanh", "Hyperbolic tangent."},
+    EnumEntry<Activation>{Activation::Sigmoid, "sigmoid", "sigmoid", "1 / (1 + e^-x)."},
+};
 } // namespace
+
+template <>
+std::span<const EnumEntry<Activation>> enumEntries<Activation>()
+{
+    return kActivations;
+}
 
 std::optional<Activation> parseActivation(const std::string& name)
 {
-    if (name == "relu") return Activation::Relu;
-    if (name == "gelu") return Activation::Gelu;
-    if (name == "tanh") return Activation::Tanh;
-    if (name == "sigmoid") return Activation::Sigmoid;
-    return std::nullopt;
+    return parseEnum<Activation>(name);
 }
 
 std::string activationName(Activation kind)
 {
-    switch (kind) {
-    case Activation::Relu: return "relu";
-    case Activation::Gelu: return "gelu";
-    case Activation::Tanh: return "tanh";
-    case Activation::Sigmoid: return "sigmoid";
-    }
-    return "?";
+    return std::string(enumKey(kind));
 }
 
 ForwardResult ActivationLayer::forward(PassState& pass, const Tensor& x)

@@ -1,11 +1,15 @@
 #pragma once
 // ReLU, GELU, tanh and sigmoid as layers of their own.
 #include "engine/model/layer.h"
+#include "engine/util/enum_table.h"
 
 #include <optional>
 
 namespace mantissa {
 
+// The activations' names, as layer types and as the "activation" of linear and conv2d layers.
+template <>
+std::span<const EnumEntry<Activation>> enumEntries<Activation>();
 std::optional<Activation> parseActivation(const std::string& name);
 std::string activationName(Activation kind);
 

@@ -21,7 +21,7 @@ Tensor inType(Backend& backend, const Tensor& x, DType type)
 }
 } // namespace
 
-Residual::Residual(std::vector<LayerPtr> body, std::vector<std::optional<DType>> overrides, LayerPtr projection,
+Residual::Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection,
                    Shape output)
     : m_body(std::move(body)), m_overrides(std::move(overrides)), m_projection(std::move(projection)),
       m_output(std::move(output))
@@ -36,21 +36,33 @@ Shape Residual::outputShape(const Shape& input) const
     return Shape(dims);
 }
 
+void Residual::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
+{
+    setComputeType(dtypes.compute());
+    m_dtypes = dtypes;
+    m_bodyDTypes.clear();
+    for (std::size_t i = 0; i < m_body.size(); ++i) {
+        m_bodyDTypes.push_back(policy.layer(m_overrides[i], dtypes));
+        m_body[i]->applyPrecision(policy, m_bodyDTypes.back());
+    }
+    if (m_projection)
+        m_projection->applyPrecision(policy, dtypes);
+}
+
 void Residual::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
 {
-    // The model sets the block's name and compute type; the block passes them on, as
-    // ActivatedLayer does. A 16-bit master type means a pure low-precision run, where the
-    // model keeps each layer's master weights in that layer's own compute type.
-    const bool pure = masterType != DType::F32;
+    // The model sets the block's name and precision; the block passes them on, as
+    // ActivatedLayer does. Each body layer keeps its masters where the policy says, which in a
+    // pure low-precision run is the layer's own (possibly overridden) weight dtype.
+    MANTISSA_ASSERT(m_bodyDTypes.size() == m_body.size() && "applyPrecision comes before createParameters");
+    MANTISSA_ASSERT(masterType == m_dtypes.master);
     for (std::size_t i = 0; i < m_body.size(); ++i) {
         Layer& layer = *m_body[i];
         layer.setName(name() + "." + std::to_string(i) + "." + layer.type());
-        layer.setComputeType(m_overrides[i].value_or(computeType()));
-        layer.createParameters(backend, pure ? layer.computeType() : DType::F32, seed);
+        layer.createParameters(backend, m_bodyDTypes[i].master, seed);
     }
     if (m_projection) {
         m_projection->setName(name() + ".shortcut");
-        m_projection->setComputeType(computeType());
         m_projection->createParameters(backend, masterType, seed);
     }
 }

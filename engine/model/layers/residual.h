@@ -5,19 +5,17 @@
 // projection "<block>.shortcut"; they compute in the block's type unless they override it.
 #include "engine/model/layer.h"
 
-#include <optional>
-
 namespace mantissa {
 
 class Residual final : public Layer {
 public:
-    // `overrides[i]` is the body layer's own compute type, if its spec sets one. `projection`
-    // is null for an identity shortcut. `output` is the per-sample output shape.
-    Residual(std::vector<LayerPtr> body, std::vector<std::optional<DType>> overrides, LayerPtr projection,
-             Shape output);
+    // `overrides[i]` is the body layer's precision override from its spec. `projection` is null
+    // for an identity shortcut. `output` is the per-sample output shape.
+    Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape output);
 
     std::string type() const override { return "residual"; }
     Shape outputShape(const Shape& input) const override;
+    void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes) override;
     void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
     // In the order backward writes the gradients (the projection, then the body from its last
     // layer), as Model::parametersInBackwardOrder expects of every layer.
@@ -31,7 +29,9 @@ public:
 
 private:
     std::vector<LayerPtr> m_body;
-    std::vector<std::optional<DType>> m_overrides;
+    std::vector<LayerPrecision> m_overrides;
+    std::vector<LayerDTypes> m_bodyDTypes; // from applyPrecision
+    LayerDTypes m_dtypes;                  // the block's own, which the projection shares
     LayerPtr m_projection;
     Shape m_output; // per sample
 };

@@ -92,7 +92,7 @@ RunConfig parityConfig(const std::string& preset, PrecisionMode mode)
 {
     RunConfig c = presetConfig(preset);
     c.precision = mode;
-    c.data.dataset = "synthetic";
+    c.data.dataset = DatasetKind::Synthetic;
     c.data.syntheticShape = c.model.input;
     c.data.syntheticClasses = c.model.classes;
     c.data.syntheticTrain = c.training.batchSize * 50;
@@ -456,12 +456,12 @@ class CudaOverflowParity : public test::DeviceTest, public ::testing::WithParamI
 TEST_P(CudaOverflowParity, DeepMlpSkipsTheSameSteps)
 {
     RunConfig config = parityConfig("deep-mlp", GetParam());
-    config.lossScale.type = "dynamic";
+    config.lossScale.type = LossScaleType::Dynamic;
     config.lossScale.initial = 16777216.0f;
     config.lossScale.growthInterval = 10;
     // Lockstep hands the device each of the CPU's states before the device's next step is
     // queued; running ahead queues that step before the previous one's record is read.
-    config.training.runAhead = "off";
+    config.training.runAhead = AutoSwitch::Off;
     // Every step measured, so that a differing skip decision can be judged (whyNotKnifeEdge).
     config.numerics.every = 1;
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);

@@ -1,0 +1,66 @@
+#include "engine/config/config_enums.h"
+
+#include <array>
+
+namespace mantissa {
+
+namespace {
+
+constexpr std::array kDatasets{
+    EnumEntry<DatasetKind>{DatasetKind::FashionMnist, "fashion-mnist", "Fashion-MNIST",
+                           "28x28 clothing images in 10 classes (Debian package dataset-fashion-mnist)."},
+    EnumEntry<DatasetKind>{DatasetKind::Mnist, "mnist", "MNIST",
+                           "28x28 handwritten digits (its four IDX files, downloaded by hand)."},
+    EnumEntry<DatasetKind>{DatasetKind::Synthetic, "synthetic", "synthetic",
+                           "Noisy samples around random class prototypes, any shape; needs no files."},
+};
+
+constexpr std::array kOptimizers{
+    EnumEntry<OptimizerKind>{OptimizerKind::Sgd, "sgd", "SGD",
+                             "Stochastic gradient descent with optional (Nesterov) momentum."},
+    EnumEntry<OptimizerKind>{OptimizerKind::Adam, "adam", "Adam",
+                             "Per-weight step sizes from running moments of the gradient."},
+    EnumEntry<OptimizerKind>{OptimizerKind::AdamW, "adamw", "AdamW", "Adam with decoupled weight decay."},
+};
+
+constexpr std::array kSchedules{
+    EnumEntry<ScheduleKind>{ScheduleKind::Constant, "constant", "constant", "The learning rate stays optimizer.lr."},
+    EnumEntry<ScheduleKind>{ScheduleKind::Step, "step", "step", "Multiplied by gamma at each milestone epoch."},
+    EnumEntry<ScheduleKind>{ScheduleKind::Cosine, "cosine", "cosine", "Cosine decay from optimizer.lr to min_lr."},
+    EnumEntry<ScheduleKind>{ScheduleKind::OneCycle, "one-cycle", "one-cycle",
+                            "Rises to max_lr over pct_start of the steps, then anneals."},
+};
+
+constexpr std::array kSwitches{
+    EnumEntry<AutoSwitch>{AutoSwitch::Auto, "auto", "auto", "On on GPUs, off on the CPU."},
+    EnumEntry<AutoSwitch>{AutoSwitch::On, "on", "on", "On everywhere, the CPU included (to test the path)."},
+    EnumEntry<AutoSwitch>{AutoSwitch::Off, "off", "off", "Off everywhere."},
+};
+
+} // namespace
+
+template <>
+std::span<const EnumEntry<DatasetKind>> enumEntries<DatasetKind>()
+{
+    return kDatasets;
+}
+
+template <>
+std::span<const EnumEntry<OptimizerKind>> enumEntries<OptimizerKind>()
+{
+    return kOptimizers;
+}
+
+template <>
+std::span<const EnumEntry<ScheduleKind>> enumEntries<ScheduleKind>()
+{
+    return kSchedules;
+}
+
+template <>
+std::span<const EnumEntry<AutoSwitch>> enumEntries<AutoSwitch>()
+{
+    return kSwitches;
+}
+
+} // namespace mantissa
