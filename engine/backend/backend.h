@@ -206,6 +206,10 @@ public:
     // ScaleUsed = LossScale, then the dynamic rule (LossScaler::update, exactly) on Skipped;
     // a held step leaves the scaler's state alone.
     virtual void updateLossScale(StepScalars& scalars, const ScaleRule& rule) = 0;
+    // dst = src (same dtype and size) when the step is skipped (a held step counts), else
+    // nothing. A skipped step leaves no trace: the trainer puts back the batch-norm running
+    // statistics its forward pass moved, which hold inf or NaN when that pass overflowed.
+    virtual void copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars) = 0;
 
     // Starts copying fp32 `src` to the host and returns without waiting; HostRead::wait()
     // blocks until the values have landed. The base implementation downloads at once.

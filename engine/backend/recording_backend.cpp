@@ -282,6 +282,11 @@ void RecordingBackend::updateLossScale(StepScalars& scalars, const ScaleRule& ru
     record([scalars, rule](Backend& b) mutable { b.updateLossScale(scalars, rule); });
 }
 
+void RecordingBackend::copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars)
+{
+    record([src, dst, scalars](Backend& b) mutable { b.copyIfSkipped(src, dst, scalars); });
+}
+
 std::unique_ptr<StepGraph> RecordingBackend::captureGraph(const std::function<void(Backend&)>&, std::string* why)
 {
     if (why)

@@ -88,6 +88,7 @@ public:
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
     void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
+    void copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars) override;
 
     TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
 

@@ -65,10 +65,10 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
     m_scalars.state = backend.empty({kStepStateCount}, DType::F32);
     m_graphStatus = graphIneligibility();
     m_runAhead = runAheadWanted();
-    if (m_runAhead) {
-        for (auto& [name, buffer] : m_model->buffers())
-            m_bufferSnapshots.emplace_back(buffer, backend.empty(buffer->shape(), buffer->dtype()));
-    }
+    // Every step copies the batch-norm statistics first: a skipped step puts them back on the
+    // device, and a step held behind a skipped one while running ahead is undone from them.
+    for (auto& [name, buffer] : m_model->buffers())
+        m_bufferSnapshots.emplace_back(buffer, backend.empty(buffer->shape(), buffer->dtype()));
     m_stepsPerEpoch = data.train.size() / config.training.batchSize;
     m_totalSteps = m_stepsPerEpoch * std::max(config.training.epochs, 1);
     if (config.training.maxSteps > 0)

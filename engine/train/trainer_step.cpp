@@ -19,8 +19,8 @@ namespace mantissa {
 void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
 {
     backend.beginStep(m_scalars);
-    // Running ahead, this step may be held; what its forward pass does to the batch-norm
-    // running statistics must then be undone, so they are copied first (a few floats per channel).
+    // What this step's forward pass does to the batch-norm running statistics is undone if the
+    // step is skipped or held, so they are copied first (a few floats per channel).
     for (auto& [buffer, snapshot] : m_bufferSnapshots)
         backend.cast(*buffer, snapshot);
     ModelForward forward = m_model->forward(pass, m_batchInputs);
@@ -44,6 +44,10 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
     // From here on the device decides: a non-finite loss or gradient marks the step skipped,
     // and the clip, the optimizer and the loss-scale rule read that mark where they run.
     backend.unscaleAndCheckFinite(grads, fp32Grads, m_scalars);
+    // A skipped step leaves no trace, batch-norm statistics included: its forward pass moved
+    // them, with inf or NaN where that pass overflowed, and a later evaluation would read them.
+    for (auto& [buffer, snapshot] : m_bufferSnapshots)
+        backend.copyIfSkipped(snapshot, *buffer, m_scalars);
     backend.clipGradNorm(fp32Grads, m_scalars, m_config.optimizer.gradClipNorm);
     m_optimizer.queueStep(backend, m_params, m_scalars);
     backend.updateLossScale(m_scalars, m_scaler.rule());

@@ -111,4 +111,12 @@ void CpuBackend::updateLossScale(StepScalars& scalars, const ScaleRule& rule)
     }
 }
 
+void CpuBackend::copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars)
+{
+    checkScalars(scalars);
+    MANTISSA_ASSERT(src.dtype() == dst.dtype() && src.numel() == dst.numel());
+    if (skipped(scalars))
+        cast(src, dst);
+}
+
 } // namespace mantissa

@@ -101,6 +101,7 @@ public:
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
     void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
+    void copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars) override;
     // A copy into pinned memory marked by an event (host_read.h): only wait() waits.
     std::unique_ptr<HostRead> readAsync(const Tensor& src) override;
 

@@ -134,6 +134,8 @@ void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Ou
 // at zero when `skip` is set.
 void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result,
                         SkipFlag skip, cudaStream_t stream);
+// dst = src, `bytes` bytes, unless the step is not skipped (then nothing).
+void launchCopyIfSkipped(const void* src, void* dst, std::int64_t bytes, SkipFlag skipped, cudaStream_t stream);
 void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, ScalarArg factor,
                         SkipFlag skip, cudaStream_t stream);
 

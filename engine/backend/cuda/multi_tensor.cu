@@ -160,6 +160,15 @@ __global__ void scaleKernel(const TensorRef* tensors, int count, ScalarArg facto
     }
 }
 
+// SkipFlag gates the other way round from the optimizer kernels: this one acts only on a skipped step.
+__global__ void copyIfSkippedKernel(const unsigned char* src, unsigned char* dst, std::int64_t bytes, SkipFlag skipped)
+{
+    if (!skipRequested(skipped))
+        return;
+    for (std::int64_t i = firstIndex(); i < bytes; i += gridStride())
+        dst[i] = src[i];
+}
+
 // The refreshed working copy is the master as stored (already rounded to its dtype), rounded
 // again to the working dtype: the CPU casts the committed master.
 __device__ __forceinline__ void storeWeight(const SlotRef& slot, std::int64_t i, float weight)
@@ -254,6 +263,14 @@ void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxEle
     if (count <= 0 || maxElements <= 0)
         return;
     scaleKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(tensors, count, factor, skip);
+}
+
+void launchCopyIfSkipped(const void* src, void* dst, std::int64_t bytes, SkipFlag skipped, cudaStream_t stream)
+{
+    if (bytes <= 0)
+        return;
+    copyIfSkippedKernel<<<tensorGrid(1, bytes), kThreads, 0, stream>>>(static_cast<const unsigned char*>(src),
+                                                                        static_cast<unsigned char*>(dst), bytes, skipped);
 }
 
 void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, ScalarArg lr,

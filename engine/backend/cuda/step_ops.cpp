@@ -124,4 +124,13 @@ void CudaBackend::updateLossScale(StepScalars& scalars, const ScaleRule& rule)
     checkLaunch("updateLossScale");
 }
 
+void CudaBackend::copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars)
+{
+    checkScalars(scalars);
+    MANTISSA_ASSERT(src.dtype() == dst.dtype() && src.numel() == dst.numel());
+    launchCopyIfSkipped(src.data(), dst.data(), static_cast<std::int64_t>(src.bytes()),
+                        at(scalars.state, StepState::Skipped), stream());
+    checkLaunch("copyIfSkipped");
+}
+
 } // namespace mantissa::cuda

@@ -765,6 +765,21 @@ ParityCase stepAdam(const std::string& variant, AdamSettings settings, bool pure
             }};
 }
 
+// A skipped step puts back the batch-norm statistics from their snapshot; a taken one does not.
+ParityCase copyIfSkipped(bool skipped)
+{
+    return {std::string("copyIfSkipped") + (skipped ? "Skipped" : "Taken"), Op::MultiTensor, kAllTypes,
+            [skipped](OpRun& r, DType t) {
+                for (std::int64_t n : kSizes) {
+                    const Tensor snapshot = r.input({n}, t, uniform(-2, 2));
+                    Tensor buffer = r.input({n}, t, uniform(5, 9));
+                    StepScalars scalars = stepScalars(r, {{StepState::Skipped, skipped ? 1.0f : 0.0f}});
+                    r.backend().copyIfSkipped(snapshot, buffer, scalars);
+                    r.keep(sized("buffer", n), buffer, exact());
+                }
+            }};
+}
+
 // Running ahead: a step is held when it was queued ahead and the step before it was skipped.
 ParityCase beginStep()
 {
@@ -939,6 +954,8 @@ std::vector<ParityCase> buildCases()
     }
     cases.push_back(stepUnscale("stepUnscaleHeld", {}, Poison::None, 0.5f, 1024.0f, false, true));
     cases.push_back(beginStep());
+    cases.push_back(copyIfSkipped(true));
+    cases.push_back(copyIfSkipped(false));
     cases.push_back(lossScaleSequence());
     cases.push_back(lossScaleUnchanged("updateLossScaleStatic", false));
     cases.push_back(lossScaleUnchanged("updateLossScaleHeld", true));
