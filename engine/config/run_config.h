@@ -107,6 +107,9 @@ struct TrainingSpec {
     // the host: auto (on GPUs), on (also on the CPU, to test it), off.
     std::string runAhead = "auto";
     std::int64_t evalBatchSize = 1000;
+    // A recorded run saves a checkpoint at its end (finished or stopped) and, when this is N > 0,
+    // after every Nth epoch as well (storage/run_recorder.h).
+    int checkpointEveryEpochs = 0;
 };
 
 // The numerics lens: per-layer statistics every `every` steps (engine/lens).

@@ -26,19 +26,6 @@ constexpr int kMaxConsecutiveSkips = 64;
 
 } // namespace
 
-const char* runStatusName(RunStatus status)
-{
-    switch (status) {
-    case RunStatus::Running: return "running";
-    case RunStatus::Finished: return "finished";
-    case RunStatus::Stopped: return "stopped";
-    case RunStatus::Diverged: return "diverged";
-    case RunStatus::Failed: return "failed";
-    }
-    return "?";
-}
-
-
 Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data)
     : m_config(config),
       m_backend(backend),
