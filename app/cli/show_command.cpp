@@ -8,6 +8,9 @@
 #include "cli/run_lookup.h"
 #include "cli/text_table.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include <cstdio>
 
 namespace mantissa::cli {
@@ -45,6 +48,10 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
         printField(QStringLiteral("tags"), run.tags.join(QStringLiteral(", ")));
     if (!run.notes.isEmpty())
         printField(QStringLiteral("notes"), run.notes);
+    // A fine-tune names the checkpoint it started from (train --init-from).
+    const QJsonObject training = QJsonDocument::fromJson(run.configJson.toUtf8()).object().value(u"training").toObject();
+    if (const QString initFrom = training.value(u"init_from").toString(); !initFrom.isEmpty())
+        printField(QStringLiteral("weights from"), initFrom);
 }
 
 void printConfig(const storage::RunInfo& run)
@@ -153,7 +160,7 @@ void printCheckpoints(const QList<storage::CheckpointInfo>& checkpoints)
 {
     if (checkpoints.isEmpty())
         return;
-    std::printf("\ncheckpoints\n");
+    std::printf("\ncheckpoints (the last one is what `train --init-from RUN` starts from)\n");
     for (const storage::CheckpointInfo& c : checkpoints)
         std::printf("  epoch %d, step %lld: %s\n", c.epoch, static_cast<long long>(c.step), qPrintable(c.absolutePath));
 }

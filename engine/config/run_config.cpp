@@ -297,6 +297,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.read("run_ahead", c.training.runAhead);
         tr.read("eval_batch_size", c.training.evalBatchSize);
         tr.read("checkpoint_every_epochs", c.training.checkpointEveryEpochs);
+        tr.read("init_from", c.training.initFrom);
         tr.finish();
     }
     if (const json* n = r.child("numerics")) {
@@ -376,6 +377,7 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                      {"graphs", c.training.graphs}, {"run_ahead", c.training.runAhead},
                      {"eval_batch_size", c.training.evalBatchSize}};
     j["training"]["checkpoint_every_epochs"] = c.training.checkpointEveryEpochs;
+    j["training"]["init_from"] = c.training.initFrom;
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     return j.dump(indent);
 }

@@ -60,6 +60,13 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
     m_totalSteps = m_stepsPerEpoch * std::max(config.training.epochs, 1);
     if (config.training.maxSteps > 0)
         m_totalSteps = std::min(m_totalSteps, config.training.maxSteps);
+    if (!config.training.initFrom.empty()) {
+        try {
+            loadCheckpoint(config.training.initFrom, true); // weights only: a fine-tune's optimizer starts fresh
+        } catch (const IoError& e) {
+            throw IoError(std::string("training.init_from: ") + e.what());
+        }
+    }
 }
 
 Trainer::~Trainer() = default;

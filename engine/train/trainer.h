@@ -28,7 +28,8 @@ struct Evaluation {
 
 class Trainer {
 public:
-    // Builds the model (ConfigError on a bad spec) and everything the run needs. `data` must
+    // Builds the model (ConfigError on a bad spec) and everything the run needs, starting from
+    // the weights of training.init_from when set (IoError as loadCheckpoint). `data` must
     // outlive the Trainer; so must `backend`.
     Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data);
     ~Trainer();

@@ -143,8 +143,8 @@ private slots:
         for (int e = 0; e < 2; ++e) {
             RunConfig again = config;
             again.training.seed = 1234; // other initial weights, replaced by the checkpoint's
+            again.training.initFrom = checkpoints[e].absolutePath.toStdString();
             Trainer restored(again, *m_backend, data);
-            restored.loadCheckpoint(checkpoints[e].absolutePath.toStdString(), true);
             QCOMPARE(restored.evaluate(data.test).loss, seen.epochs[std::size_t(e)].testLoss);
         }
         RunConfig fresh = config;
