@@ -37,6 +37,14 @@ using namespace mantissa;
 
 namespace {
 
+// What a run that reports nothing but its end gives the writer, which fills in the rest.
+RunSummary finishedRun()
+{
+    RunSummary summary;
+    summary.status = RunStatus::Finished;
+    return summary;
+}
+
 struct Options {
     std::int64_t steps = 200;
     int rounds = 4;
@@ -125,7 +133,7 @@ Measurement measure(const RunConfig& config, Backend& backend, const DatasetSpli
     const double cpuStart = processCpuSeconds();
     const RunSummary summary = trainer.run();
     if (writer)
-        timing->timed([&] { writer->finish({}); });
+        timing->timed([&] { writer->finish(finishedRun()); });
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double cpuSeconds = processCpuSeconds() - cpuStart;
     if (writer && writer->failed()) {

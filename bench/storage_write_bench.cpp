@@ -23,6 +23,14 @@ using namespace mantissa::storage;
 
 namespace {
 
+// What a run that reports nothing but its end gives the writer, which fills in the rest.
+RunSummary finishedRun()
+{
+    RunSummary summary;
+    summary.status = RunStatus::Finished;
+    return summary;
+}
+
 StepRecord syntheticStep(qint64 n)
 {
     StepRecord s;
@@ -83,7 +91,7 @@ bool runOnce(const QString& path, qint64 rows, bool withReader)
     RunWriter writer(path, runId);
     for (qint64 n = 1; n <= rows; ++n)
         writer.onStep(syntheticStep(n));
-    writer.finish({});
+    writer.finish(finishedRun());
     const double seconds = double(timer.nsecsElapsed()) * 1e-9;
     done = true;
     if (reader.joinable())

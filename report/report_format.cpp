@@ -29,20 +29,6 @@ QString formatDuration(std::optional<double> seconds)
     return QStringLiteral("%1 h %2 min").arg(whole / 3600).arg((whole % 3600) / 60, 2, 10, QLatin1Char('0'));
 }
 
-QString formatBytes(std::optional<qint64> bytes)
-{
-    if (!bytes || *bytes < 0)
-        return notKnown();
-    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double value = double(*bytes);
-    int unit = 0;
-    while (value >= 1024 && unit < 4) {
-        value /= 1024;
-        ++unit;
-    }
-    return QString::number(value, 'f', unit == 0 ? 0 : 1) + QLatin1Char(' ') + QLatin1String(units[unit]);
-}
-
 QString formatScale(std::optional<double> scale)
 {
     if (!scale)

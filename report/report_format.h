@@ -14,8 +14,6 @@ QString notKnown();
 QString formatPercent(std::optional<double> fraction, int decimals = 1);
 // 42.1 -> "42.1 s", 192 -> "3 min 12 s", 3725 -> "1 h 02 min".
 QString formatDuration(std::optional<double> seconds);
-// Binary units, as memory is allocated: 1288490189 -> "1.2 GiB".
-QString formatBytes(std::optional<qint64> bytes);
 // Loss scales are powers of two in practice: 65536 -> "65536 (2^16)", 0.5 -> "0.5 (2^-1)".
 QString formatScale(std::optional<double> scale);
 // Ratios: 1.93 -> "1.9x"; two decimals below 1.1 so that "1.05x" does not read as "1.0x".

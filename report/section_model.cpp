@@ -1,6 +1,7 @@
 // The model section: the layer table the editor shows (type, output shape, parameters,
 // FLOPs, the precision each layer computes in) and the totals.
 #include "engine/model/model.h"
+#include "engine/util/format_number.h"
 #include "report/report_format.h"
 #include "report/report_sections.h"
 
@@ -92,8 +93,8 @@ void appendModelTable(ReportDocument& document, const QList<const RunData*>& run
     const QString caption =
         QStringLiteral("%1 parameters (%2 as fp32), %3FLOP per sample forward, %4 activation values per sample. "
                        "FLOPs count a multiply-add as two.")
-            .arg(withPrefix(double(model.totalParameters)), formatBytes(model.totalParameters * 4),
-                 withPrefix(double(model.totalFlopsPerSample)), withPrefix(double(model.activationValuesPerSample)));
+            .arg(withPrefix(double(model.totalParameters)),
+                 QString::fromStdString(formatBytes(std::uint64_t(model.totalParameters) * 4)), withPrefix(double(model.totalFlopsPerSample)), withPrefix(double(model.activationValuesPerSample)));
     document.table(table, caption);
     if (!model.valid())
         document.paragraph(QStringLiteral("The model does not validate: %1").arg(QString::fromStdString(model.error)));

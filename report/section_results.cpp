@@ -1,5 +1,6 @@
 // The results section: one run's summary, or the comparison table with the differences
 // stated in words; then the per-epoch evaluations.
+#include "engine/util/format_number.h"
 #include "report/comparison.h"
 #include "report/report_format.h"
 #include "report/report_plots.h"
@@ -8,6 +9,12 @@
 namespace mantissa::report {
 
 namespace {
+
+// The one byte format (engine formatBytes), or the report's "not known".
+QString peakMemoryText(std::optional<qint64> bytes)
+{
+    return bytes && *bytes >= 0 ? QString::fromStdString(formatBytes(std::uint64_t(*bytes))) : notKnown();
+}
 
 // More epochs than this are shown every k-th (and the last): the plots carry the detail.
 constexpr int kMaxEpochRows = 40;
@@ -31,7 +38,7 @@ QString epochCaption(qsizetype count, qsizetype shown)
 
 void appendRunSummary(ReportDocument& document, const RunData& run)
 {
-    const RunSummary& s = run.info.summary;
+    const StoredSummary& s = run.info.summary;
     ReportTable table;
     table.header = {QStringLiteral("Result"), QStringLiteral("Value")};
     table.rows = {
@@ -45,7 +52,7 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
         {QStringLiteral("Time to train"), formatDuration(run.info.wallSeconds)},
         {QStringLiteral("Throughput"), formatThroughput(run.throughput())},
         {QStringLiteral("Final loss scale"), run.finalLossScaleText()},
-        {QStringLiteral("Peak memory"), formatBytes(run.info.peakMemoryBytes)},
+        {QStringLiteral("Peak memory"), peakMemoryText(run.info.peakMemoryBytes)},
     };
     if (!run.info.errorMessage.isEmpty())
         table.rows << QStringList{QStringLiteral("Message"), run.info.errorMessage};
@@ -90,7 +97,7 @@ void appendComparison(ReportDocument& document, const ReportData& data)
         cells << (row.batchSize ? formatCount(*row.batchSize) : notKnown()) << formatPercent(row.testAccuracy, 2)
               << formatDuration(row.wallSeconds)
               << (row.baseline ? QStringLiteral("baseline") : row.speedup ? formatRatio(*row.speedup) : notKnown())
-              << formatCount(row.skippedSteps) << row.finalLossScaleText << formatBytes(row.peakMemoryBytes);
+              << formatCount(row.skippedSteps) << row.finalLossScaleText << peakMemoryText(row.peakMemoryBytes);
         if (row.status != QLatin1String("finished"))
             cells[0] += QStringLiteral(" (%1)").arg(row.status);
         table.rows << cells;

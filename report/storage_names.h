@@ -1,8 +1,7 @@
 #pragma once
 // report/ is written over the run store, so the store's names (mantissa::storage) are
-// visible unqualified inside mantissa::report. The store's RunStatus and RunSummary share
-// their names with the engine's trainer types: a report file must not include
-// engine/train/trainer.h, or those names turn ambiguous here.
+// visible unqualified inside mantissa::report. Run statuses are the engine's
+// (engine/train/run_summary.h), which the store names too.
 #include "storage/run_store.h"
 #include "storage/storage_error.h"
 

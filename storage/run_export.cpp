@@ -171,7 +171,7 @@ QString jsonTime(const QDateTime& time)
 
 QJsonObject runJson(const RunInfo& run)
 {
-    const RunSummary& s = run.summary;
+    const StoredSummary& s = run.summary;
     QJsonObject summary{{"final_train_loss", optionalJson(s.finalTrainLoss)},
                         {"best_test_accuracy", optionalJson(s.bestTestAccuracy)},
                         {"final_test_accuracy", optionalJson(s.finalTestAccuracy)},
@@ -184,7 +184,7 @@ QJsonObject runJson(const RunInfo& run)
     return QJsonObject{
         {"id", run.id},
         {"name", run.name},
-        {"status", runStatusName(run.status)},
+        {"status", QString::fromLatin1(runStatusName(run.status))},
         {"created_at", jsonTime(run.createdAt)},
         {"finished_at", run.finishedAt.isValid() ? QJsonValue(jsonTime(run.finishedAt)) : QJsonValue()},
         {"preset", run.preset},

@@ -11,6 +11,33 @@
 
 namespace mantissa::storage {
 
+FinishedRow finishedRow(const RunSummary& s)
+{
+    FinishedRow row;
+    row.status = s.status;
+    if (s.epochs > 0) {
+        row.summary.finalTrainLoss = s.trainLoss;
+        row.summary.bestTestAccuracy = s.bestTestAccuracy;
+        row.summary.finalTestAccuracy = s.testAccuracy;
+    }
+    if (s.steps > 0) {
+        row.summary.steps = s.steps;
+        row.summary.skippedSteps = s.skippedSteps;
+        row.summary.finalLossScale = s.finalLossScale;
+    }
+    if (s.samplesPerSecond > 0)
+        row.summary.samplesPerSecond = s.samplesPerSecond;
+    if (s.wallSeconds > 0)
+        row.wallSeconds = s.wallSeconds;
+    if (s.peakBytes > 0)
+        row.peakMemoryBytes = qint64(s.peakBytes);
+    const bool explained = s.status == RunStatus::Diverged || s.status == RunStatus::Failed
+        || s.status == RunStatus::Interrupted;
+    if (explained)
+        row.errorMessage = QString::fromStdString(s.message);
+    return row;
+}
+
 QString finishRunSql()
 {
     return QStringLiteral(
@@ -23,13 +50,13 @@ QString finishRunSql()
         "WHERE id = :id");
 }
 
-void bindFinish(QSqlQuery& query, qint64 runId, const RunFinish& finish)
+void bindFinish(QSqlQuery& query, qint64 runId, const FinishedRow& row)
 {
-    const RunSummary& s = finish.summary;
-    query.bindValue(QStringLiteral(":status"), runStatusName(finish.status));
+    const StoredSummary& s = row.summary;
+    query.bindValue(QStringLiteral(":status"), QString::fromLatin1(runStatusName(row.status)));
     query.bindValue(QStringLiteral(":finished_at"), nowDbTime());
-    query.bindValue(QStringLiteral(":wall_seconds"), nullable(finish.wallSeconds));
-    query.bindValue(QStringLiteral(":peak_memory_bytes"), nullable(finish.peakMemoryBytes));
+    query.bindValue(QStringLiteral(":wall_seconds"), nullable(row.wallSeconds));
+    query.bindValue(QStringLiteral(":peak_memory_bytes"), nullable(row.peakMemoryBytes));
     query.bindValue(QStringLiteral(":final_train_loss"), nullable(s.finalTrainLoss));
     query.bindValue(QStringLiteral(":best_test_accuracy"), nullable(s.bestTestAccuracy));
     query.bindValue(QStringLiteral(":final_test_accuracy"), nullable(s.finalTestAccuracy));
@@ -37,7 +64,7 @@ void bindFinish(QSqlQuery& query, qint64 runId, const RunFinish& finish)
     query.bindValue(QStringLiteral(":skipped_steps"), nullable(s.skippedSteps));
     query.bindValue(QStringLiteral(":final_loss_scale"), nullable(s.finalLossScale));
     query.bindValue(QStringLiteral(":samples_per_second"), nullable(s.samplesPerSecond));
-    query.bindValue(QStringLiteral(":error_message"), text(finish.errorMessage));
+    query.bindValue(QStringLiteral(":error_message"), text(row.errorMessage));
     query.bindValue(QStringLiteral(":id"), runId);
 }
 

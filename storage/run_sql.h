@@ -10,9 +10,24 @@
 
 namespace mantissa::storage {
 
+// What a run's end writes into its runs row.
+struct FinishedRow {
+    RunStatus status = RunStatus::Finished;
+    StoredSummary summary;
+    std::optional<double> wallSeconds;
+    std::optional<qint64> peakMemoryBytes;
+    QString errorMessage;
+};
+// The row for the engine's summary. Values the engine marks as placeholders stay unset
+// (run_summary.h): losses and accuracies before the first evaluation, step counts when no
+// step ran, an unmeasured throughput, wall time or peak memory. The message is kept for runs
+// that diverged, failed or were interrupted only: error_message says what went wrong, and a
+// stopped run's "stopped by the user at step N" is not that.
+FinishedRow finishedRow(const RunSummary& summary);
+
 // UPDATE of the runs row when a run ends; bindFinish() fills its placeholders.
 QString finishRunSql();
-void bindFinish(QSqlQuery& query, qint64 runId, const RunFinish& finish);
+void bindFinish(QSqlQuery& query, qint64 runId, const FinishedRow& row);
 
 // Stored relative to the database's directory when inside it, so that a database copied
 // together with its checkpoints keeps working; absolute otherwise.

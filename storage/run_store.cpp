@@ -8,6 +8,7 @@
 #include "storage/schema.h"
 #include "storage/storage_error.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QRegularExpression>
@@ -103,6 +104,13 @@ QString RunStore::directory() const
     return QFileInfo(m_connection->path()).absolutePath();
 }
 
+QString RunStore::checkpointDirectory(qint64 runId) const
+{
+    const QFileInfo file(m_connection->path());
+    return QDir(file.absolutePath())
+        .filePath(QStringLiteral("%1-checkpoints/run-%2").arg(file.completeBaseName()).arg(runId));
+}
+
 int RunStore::schemaVersion()
 {
     return kSchemaVersion;
@@ -147,15 +155,15 @@ qint64 RunStore::createRun(const NewRun& run)
     return id;
 }
 
-void RunStore::finishRun(qint64 runId, const RunFinish& finish)
+void RunStore::finishRun(qint64 runId, const RunSummary& summary)
 {
-    if (finish.status == RunStatus::Running) {
+    if (summary.status == RunStatus::Running) {
         throw StorageError(StorageError::Kind::InvalidArgument, path(),
                            QStringLiteral("run %1 cannot finish with status \"running\"").arg(runId));
     }
     requireRun(runId);
     QSqlQuery update = m_connection->prepare(finishRunSql());
-    bindFinish(update, runId, finish);
+    bindFinish(update, runId, finishedRow(summary));
     m_connection->exec(update, QStringLiteral("finishing run %1").arg(runId));
 }
 
@@ -220,6 +228,7 @@ QStringList RunStore::deleteRun(qint64 runId)
         if (file.exists() && !file.remove())
             notRemoved << checkpoint.absolutePath;
     }
+    QDir().rmdir(checkpointDirectory(runId)); // only when empty: files not removed stay listed
     return notRemoved;
 }
 

@@ -37,11 +37,18 @@ public:
 
     QString path() const;      // absolute path of the database file
     QString directory() const; // checkpoint paths are stored relative to it
+    // Where a run's checkpoints go: "<directory>/<file name>-checkpoints/run-<id>", beside the
+    // database so that copying the directory keeps them, and named after the file so that two
+    // databases in one directory do not share it. Not created here.
+    QString checkpointDirectory(qint64 runId) const;
     static int schemaVersion();
 
     // Runs. createRun() records this process as the writer (see RunWriter).
     qint64 createRun(const NewRun& run);
-    void finishRun(qint64 runId, const RunFinish& finish);
+    // Ends a running run with the engine's summary (see finishedRow() in run_sql.h for what
+    // is stored as not known). Trainer runs end through RunRecorder, which calls this only
+    // when its writer could not.
+    void finishRun(qint64 runId, const RunSummary& summary);
     QList<RunInfo> listRuns(const RunFilter& filter = {}) const; // newest first
     RunInfo run(qint64 runId) const;
     // By id ("12") or by unique name ("mlp-mixed-fp16-3"); names are never all digits.

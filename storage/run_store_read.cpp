@@ -30,7 +30,7 @@ RunInfo readRun(const QSqlQuery& q)
     int i = 0;
     run.id = q.value(i++).toLongLong();
     run.name = q.value(i++).toString();
-    run.status = parseRunStatus(q.value(i++).toString()).value_or(RunStatus::Failed);
+    run.status = parseRunStatus(q.value(i++).toString().toStdString()).value_or(RunStatus::Failed);
     run.createdAt = fromDbTime(q.value(i++));
     run.finishedAt = fromDbTime(q.value(i++));
     run.configJson = q.value(i++).toString();
@@ -42,7 +42,7 @@ RunInfo readRun(const QSqlQuery& q)
     run.peakMemoryBytes = optionalInt(q.value(i++));
     run.notes = q.value(i++).toString();
     run.groupId = optionalInt(q.value(i++));
-    RunSummary& s = run.summary;
+    StoredSummary& s = run.summary;
     s.finalTrainLoss = optionalDouble(q.value(i++));
     s.bestTestAccuracy = optionalDouble(q.value(i++));
     s.finalTestAccuracy = optionalDouble(q.value(i++));
@@ -79,7 +79,7 @@ QList<RunInfo> RunStore::listRuns(const RunFilter& filter) const
     QVariantList values;
     if (filter.status) {
         where << QStringLiteral("status = ?");
-        values << runStatusName(*filter.status);
+        values << QString::fromLatin1(runStatusName(*filter.status));
     }
     if (!filter.preset.isEmpty()) {
         where << QStringLiteral("preset = ?");

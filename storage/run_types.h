@@ -1,7 +1,9 @@
 #pragma once
 // The value types of the run store: what a caller passes in to create and finish a run,
 // and what the read API hands back. Plain structs; RunStore and RunWriter do the work.
+// Statuses and the summary a run ends with are the engine's (engine/train/run_summary.h).
 #include "engine/numerics/tensor_stats.h"
+#include "engine/train/run_summary.h"
 
 #include <QDateTime>
 #include <QList>
@@ -12,15 +14,15 @@
 
 namespace mantissa::storage {
 
-enum class RunStatus { Running, Finished, Stopped, Diverged, Failed, Interrupted };
+// The engine's statuses are the store's (RunInfo::status, runs.status); also named here, where
+// readers of the store look for them.
+using mantissa::RunStatus;
 
-// "running", "finished", "stopped", "diverged", "failed", "interrupted": the strings
-// stored in runs.status (docs/storage.md).
-QString runStatusName(RunStatus status);
-std::optional<RunStatus> parseRunStatus(const QString& name);
-
-// The summary columns of a run. Unset fields are stored as NULL ("not known").
-struct RunSummary {
+// The summary columns of a runs row, as stored. A field is unset (NULL, "not known") where
+// the run never reached it: a run still running, or one interrupted before its first
+// evaluation. Runs end with the engine's RunSummary (RunStore::finishRun, RunWriter::finish);
+// this is how the store hands that summary back, with the gaps a crash leaves.
+struct StoredSummary {
     std::optional<double> finalTrainLoss;
     std::optional<double> bestTestAccuracy;  // in [0, 1]
     std::optional<double> finalTestAccuracy; // in [0, 1]
@@ -43,15 +45,6 @@ struct NewRun {
     std::optional<qint64> groupId; // comparison group (RunStore::createGroup)
 };
 
-// What finishRun() / RunWriter::finish() record when a run ends.
-struct RunFinish {
-    RunStatus status = RunStatus::Finished; // anything but Running
-    RunSummary summary;
-    std::optional<double> wallSeconds;
-    std::optional<qint64> peakMemoryBytes;
-    QString errorMessage;
-};
-
 // One row of the runs table with its tags.
 struct RunInfo {
     qint64 id = 0;
@@ -64,7 +57,7 @@ struct RunInfo {
     QStringList tags; // sorted
     QString notes;
     std::optional<qint64> groupId;
-    RunSummary summary;
+    StoredSummary summary;
     QString errorMessage;
     // The process that writes (or wrote) the run: crash recovery uses them.
     qint64 writerPid = 0;

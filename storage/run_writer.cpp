@@ -84,9 +84,9 @@ RunWriter::~RunWriter()
     if (failed() && !m_failureRecorded)
         markRunEnded(RunStatus::Failed, m_errorMessage);
     if (!m_finished && !failed()) {
-        RunFinish interrupted;
+        RunSummary interrupted;
         interrupted.status = RunStatus::Interrupted;
-        interrupted.errorMessage = QStringLiteral("the run's writer was closed before the run finished");
+        interrupted.message = "the run's writer was closed before the run finished";
         finish(interrupted);
     }
 }
@@ -206,13 +206,17 @@ bool RunWriter::flush()
     return commit(nullptr);
 }
 
-bool RunWriter::finish(const RunFinish& finish)
+bool RunWriter::finish(const RunSummary& summary)
 {
+    if (summary.status == RunStatus::Running) {
+        throw StorageError(StorageError::Kind::InvalidArgument, m_connection->path(),
+                           QStringLiteral("run %1 cannot finish with status \"running\"").arg(m_runId));
+    }
     if (m_finished || failed())
         return !failed();
-    RunFinish complete = finish;
-    const RunSummary observed = observedSummary();
-    RunSummary& s = complete.summary;
+    FinishedRow complete = finishedRow(summary);
+    const StoredSummary observed = observedSummary();
+    StoredSummary& s = complete.summary;
     fillIfUnset(s.finalTrainLoss, observed.finalTrainLoss);
     fillIfUnset(s.bestTestAccuracy, observed.bestTestAccuracy);
     fillIfUnset(s.finalTestAccuracy, observed.finalTestAccuracy);
@@ -230,7 +234,7 @@ QString RunWriter::errorMessage() const
     return failed() ? m_errorMessage : QString();
 }
 
-bool RunWriter::commit(const RunFinish* finish)
+bool RunWriter::commit(const FinishedRow* finish)
 {
     if (failed())
         return false;
@@ -275,7 +279,7 @@ bool RunWriter::commit(const RunFinish* finish)
     return true;
 }
 
-void RunWriter::writePending(const RunFinish* finish)
+void RunWriter::writePending(const FinishedRow* finish)
 {
     const Connection& c = *m_connection;
     writeSteps();
@@ -395,7 +399,7 @@ bool RunWriter::markRunEnded(RunStatus status, const QString& message)
     QSqlQuery update(m_connection->database());
     update.prepare(QStringLiteral("UPDATE runs SET status = ?, finished_at = ?, error_message = ? "
                                   "WHERE id = ? AND status = 'running'"));
-    update.addBindValue(runStatusName(status));
+    update.addBindValue(QString::fromLatin1(runStatusName(status)));
     update.addBindValue(nowDbTime());
     update.addBindValue(text(message));
     update.addBindValue(m_runId);
@@ -438,9 +442,9 @@ void RunWriter::observe(const EventRecord& event)
     }
 }
 
-RunSummary RunWriter::observedSummary() const
+StoredSummary RunWriter::observedSummary() const
 {
-    RunSummary s;
+    StoredSummary s;
     if (m_lastStep > 0) {
         s.steps = m_lastStep;
         s.skippedSteps = m_skippedSteps;

@@ -27,6 +27,7 @@
 namespace mantissa::storage {
 
 class Connection;
+struct FinishedRow;
 
 struct WriterOptions {
     int busyTimeoutMs = 5000;
@@ -58,9 +59,10 @@ public:
     // Commits the buffered rows now. Returns !failed().
     bool flush();
     // Commits the buffered rows and the run's final row in one transaction. Summary fields
-    // left unset are filled from the records seen (observedSummary()), and an unset wall
-    // time from the last step's or epoch's clock. Returns !failed().
-    bool finish(const RunFinish& finish);
+    // the engine's summary leaves unknown (see finishedRow() in run_sql.h) are filled from the
+    // records seen (observedSummary()), and an unknown wall time from the last step's or
+    // epoch's clock. Returns !failed().
+    bool finish(const RunSummary& summary);
 
     // Safe to call from any thread; errorMessage() is fixed once failed() is true.
     bool failed() const { return m_failed.load(std::memory_order_acquire); }
@@ -69,7 +71,7 @@ public:
     qint64 runId() const { return m_runId; }
     qint64 committedSteps() const { return m_committedSteps; }
     qint64 commitCount() const { return m_commitCount; }
-    RunSummary observedSummary() const;
+    StoredSummary observedSummary() const;
 
 private:
     using Clock = std::chrono::steady_clock;
@@ -79,8 +81,8 @@ private:
     void observe(const StepRecord& step);
     void observe(const EpochRecord& epoch);
     void observe(const EventRecord& event);
-    bool commit(const RunFinish* finish);
-    void writePending(const RunFinish* finish);
+    bool commit(const FinishedRow* finish);
+    void writePending(const FinishedRow* finish);
     void writeSteps();
     void writeNumerics();
     void fail(const QString& message);

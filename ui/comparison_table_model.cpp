@@ -1,6 +1,6 @@
 #include "ui/comparison_table_model.h"
 
-#include "ui/model_editor.h"
+#include "engine/util/format_number.h"
 
 #include <QBrush>
 #include <QFont>
@@ -90,7 +90,7 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
     }
     case Skipped: return done ? static_cast<qlonglong>(r.summary->skippedSteps) : QVariant("—");
     case FinalScale: return done ? QString::number(r.summary->finalLossScale, 'g', 6) : QString("—");
-    case PeakMemory: return done ? formatBytes(static_cast<double>(r.summary->peakBytes)) : QString("—");
+    case PeakMemory: return done ? QString::fromStdString(formatBytes(r.summary->peakBytes)) : QString("—");
     default: return {};
     }
 }

@@ -1,5 +1,6 @@
 #include "ui/model_editor.h"
 
+#include "engine/util/format_number.h"
 #include "ui/combo_delegate.h"
 #include "ui/config_document.h"
 #include "ui/layer_params.h"
@@ -17,13 +18,15 @@
 
 namespace mantissa::ui {
 
-QString formatBytes(double bytes)
+namespace {
+
+// A non-breaking space keeps "1.4 MiB" together when the label wraps.
+QString unbreakableBytes(double bytes)
 {
-    // A non-breaking space keeps "1.4 MB" together when the label wraps.
-    return QLocale()
-        .formattedDataSize(static_cast<qint64>(bytes), 1, QLocale::DataSizeTraditionalFormat)
-        .replace(' ', QChar(0x00A0));
+    return QString::fromStdString(formatBytes(static_cast<std::uint64_t>(bytes))).replace(' ', QChar(0x00A0));
 }
+
+} // namespace
 
 ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
     : QWidget(parent), m_document(document), m_model(new LayerTableModel(document, this)), m_view(new QTableView),
@@ -178,7 +181,7 @@ void ModelEditor::refresh()
                           .arg(locale.toString(static_cast<qlonglong>(report.totalParameters)),
                                locale.toString(static_cast<qlonglong>(report.totalFlopsPerSample)))
                           .arg(static_cast<qlonglong>(batch))
-                          .arg(formatBytes(values * 4), formatBytes(values * 2)));
+                          .arg(unbreakableBytes(values * 4), unbreakableBytes(values * 2)));
 }
 
 } // namespace mantissa::ui

@@ -43,7 +43,4 @@ private:
     QToolButton* m_down;
 };
 
-// "1.2 MiB"
-QString formatBytes(double bytes);
-
 } // namespace mantissa::ui

@@ -56,6 +56,19 @@ RunBrowser::RunBrowser(QWidget* parent)
     m_notes = new QPushButton(tr("Notes…"));
     m_tags = new QPushButton(tr("Tags…"));
     m_delete = new QPushButton(tr("Delete"));
+    m_initFrom = new QPushButton(tr("Start from its weights"));
+    m_initFrom->setObjectName("startFromWeights");
+    m_initFrom->setToolTip(tr("The next run, in any precision, starts from this run's last checkpoint "
+                              "(fine-tuning an fp32 run in mixed fp16, say)"));
+    connect(m_initFrom, &QPushButton::clicked, this, [this] {
+        const QList<qint64> ids = selectedRunIds();
+        if (ids.size() == 1)
+            emit initFromRequested(ids.first());
+    });
+    m_checkpoints = new QLabel;
+    m_checkpoints->setObjectName("runCheckpoints");
+    m_checkpoints->setWordWrap(true);
+    m_checkpoints->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_report = new QPushButton(tr("Export report…"));
     m_report->setToolTip(tr("A PDF, HTML, Markdown or CSV report of the selected runs; the first is the baseline"));
     m_export = new ReportExport(this);
@@ -86,7 +99,7 @@ RunBrowser::RunBrowser(QWidget* parent)
     top->addWidget(m_filter, 1);
     top->addWidget(refresh);
     auto* buttons = new QHBoxLayout;
-    for (QPushButton* b : {m_open, m_compare, m_rename, m_notes, m_tags, m_delete, m_report})
+    for (QPushButton* b : {m_open, m_compare, m_rename, m_notes, m_tags, m_delete, m_report, m_initFrom})
         buttons->addWidget(b);
     buttons->addStretch();
     m_where->setObjectName("databasePath");
@@ -96,6 +109,7 @@ RunBrowser::RunBrowser(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
     layout->addWidget(m_view, 1);
+    layout->addWidget(m_checkpoints);
     layout->addLayout(buttons);
     layout->addWidget(m_where);
     setStore(nullptr);
@@ -104,6 +118,7 @@ RunBrowser::RunBrowser(QWidget* parent)
 void RunBrowser::setStore(storage::RunStore* store)
 {
     m_model->setStore(store);
+    m_store = store;
     m_databasePath = store ? store->path() : QString();
     m_where->setText(store ? tr("Database: %1").arg(store->path())
                            : tr("No run database is open: runs are not recorded."));
@@ -156,6 +171,36 @@ void RunBrowser::updateButtons()
         b->setEnabled(selected == 1);
     m_delete->setEnabled(selected >= 1);
     m_report->setEnabled(selected >= 1 && !m_export->isBusy());
+    m_initFrom->setEnabled(showCheckpoints(selectedRunIds()));
+}
+
+bool RunBrowser::showCheckpoints(const QList<qint64>& selected)
+{
+    m_checkpoints->clear();
+    m_checkpoints->setToolTip({});
+    if (!m_store || selected.size() != 1)
+        return false;
+    QList<storage::CheckpointInfo> checkpoints;
+    QString name;
+    try {
+        name = m_store->run(selected.first()).name;
+        checkpoints = m_store->checkpoints(selected.first());
+    } catch (const std::exception& e) {
+        emit storeError(QString::fromLocal8Bit(e.what()));
+        return false;
+    }
+    if (checkpoints.isEmpty()) {
+        m_checkpoints->setText(tr("%1 has no checkpoint (runs save one when they finish or are stopped).").arg(name));
+        return false;
+    }
+    QStringList saved, paths;
+    for (const storage::CheckpointInfo& c : checkpoints) {
+        saved << tr("epoch %1 (step %2)").arg(c.epoch).arg(c.step);
+        paths << c.absolutePath;
+    }
+    m_checkpoints->setText(tr("Checkpoints of %1: %2").arg(name, saved.join(QStringLiteral(", "))));
+    m_checkpoints->setToolTip(paths.join(u'\n'));
+    return true;
 }
 
 bool RunBrowser::exportReport(const QString& path)

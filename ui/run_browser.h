@@ -1,7 +1,8 @@
 #pragma once
 // The run browser: every run in the database, sortable and filterable, with open, compare,
-// rename, notes, tags and delete. Opening and comparing are the workbench's job; the
-// browser says which runs.
+// rename, notes, tags, delete, and the selected run's checkpoints, whose weights the next run
+// can start from. Opening, comparing and starting are the workbench's job; the browser says
+// which runs.
 #include <QList>
 #include <QWidget>
 
@@ -41,10 +42,14 @@ public:
 signals:
     void openRequested(qint64 runId);
     void compareRequested(const QList<qint64>& runIds);
+    // "Start from its weights": the next run starts from this run's latest checkpoint.
+    void initFromRequested(qint64 runId);
     void storeError(const QString& message);
 
 private:
     void updateButtons();
+    // The selected run's checkpoints under the table; whether it has any.
+    bool showCheckpoints(const QList<qint64>& selected);
     int currentSourceRow() const;
     void editNotes();
     void editTags();
@@ -56,7 +61,9 @@ private:
     QLabel* m_where;
     QLineEdit* m_filter;
     QTableView* m_view;
-    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete, *m_report;
+    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete, *m_report, *m_initFrom;
+    QLabel* m_checkpoints;
+    storage::RunStore* m_store = nullptr;
     ReportExport* m_export;
     QString m_databasePath;
 };

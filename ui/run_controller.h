@@ -5,7 +5,7 @@
 // "Compare precisions" action trains fp32 and then the low precision, one after another).
 #include "engine/config/run_config.h"
 #include "ui/record_buffer.h"
-#include "ui/run_recorder.h"
+#include "ui/recording_target.h"
 
 #include <QList>
 #include <QObject>

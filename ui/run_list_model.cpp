@@ -119,7 +119,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     case Name: return r.name;
     case Preset: return r.preset;
     case Precision: return r.precision;
-    case Status: return storage::runStatusName(r.status);
+    case Status: return QString::fromLatin1(runStatusName(r.status));
     case BestAccuracy:
         if (sorting)
             return r.summary.bestTestAccuracy.value_or(-1);

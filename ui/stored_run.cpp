@@ -8,19 +8,6 @@ namespace mantissa::ui {
 
 namespace {
 
-RunStatus engineStatus(storage::RunStatus status)
-{
-    switch (status) {
-    case storage::RunStatus::Running: return RunStatus::Running;
-    case storage::RunStatus::Finished: return RunStatus::Finished;
-    case storage::RunStatus::Stopped: return RunStatus::Stopped;
-    case storage::RunStatus::Diverged: return RunStatus::Diverged;
-    case storage::RunStatus::Failed:
-    case storage::RunStatus::Interrupted: break;
-    }
-    return RunStatus::Failed;
-}
-
 std::vector<StepRecord> stepRecords(const storage::StepSeries& s)
 {
     std::vector<StepRecord> steps(static_cast<std::size_t>(s.size()));
@@ -40,10 +27,11 @@ std::vector<StepRecord> stepRecords(const storage::StepSeries& s)
 }
 
 // The stored summary lacks the engine's training time; the last step's clock is exactly it.
-RunSummary engineSummary(const storage::RunInfo& info, const storage::StepSeries& steps)
+RunSummary engineSummary(const storage::RunInfo& info, const storage::StepSeries& steps, int epochs)
 {
     RunSummary s;
-    s.status = engineStatus(info.status);
+    s.status = info.status;
+    s.epochs = epochs; // with none, the evaluation fields are placeholders (run_summary.h)
     s.message = info.errorMessage.toStdString();
     s.trainLoss = static_cast<float>(info.summary.finalTrainLoss.value_or(NAN));
     s.testAccuracy = static_cast<float>(info.summary.finalTestAccuracy.value_or(0));
@@ -75,8 +63,8 @@ std::shared_ptr<RunRecording> loadStoredRun(const storage::RunStore& store, qint
         batch.epochs.push_back(e);
     for (const EventRecord& e : store.events(runId))
         batch.events.push_back(e);
-    if (info.status != storage::RunStatus::Running)
-        batch.ended = engineSummary(info, series);
+    if (info.status != RunStatus::Running)
+        batch.ended = engineSummary(info, series, int(batch.epochs.size()));
     recording->append(batch);
     return recording;
 }

@@ -2,6 +2,7 @@
 
 #include "engine/backend/backend_factory.h"
 #include "ui/number_spin_box.h"
+#include "ui/weights_panel.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -23,6 +24,7 @@ TrainingPanel::TrainingPanel(ConfigDocument* document, QWidget* parent) : Config
     layout->addWidget(buildOptimizer());
     layout->addWidget(buildSchedule());
     layout->addWidget(buildData());
+    layout->addWidget(new WeightsPanel(document));
     layout->addStretch();
     reload();
 }

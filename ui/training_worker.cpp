@@ -4,6 +4,8 @@
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
+#include "storage/run_recorder.h"
+#include "storage/run_store.h"
 #include "ui/record_buffer.h"
 
 namespace mantissa::ui {
@@ -49,9 +51,17 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
         Trainer trainer(config, *selection.backend, data);
         // The run row is created only once config, data and model are known to be good, so
         // a typo leaves no run behind (the CLI does the same).
-        std::unique_ptr<RunRecorder> recorder;
-        if (!target.databasePath.isEmpty())
-            recorder = std::make_unique<RunRecorder>(target, config, *selection.backend, trainer);
+        std::unique_ptr<storage::RunStore> store;
+        std::unique_ptr<storage::RunRecorder> recorder;
+        if (!target.databasePath.isEmpty()) {
+            storage::StoreOptions options;
+            options.quickCheck = false; // the UI thread's store checked the file when it opened it
+            store = std::make_unique<storage::RunStore>(target.databasePath, options);
+            storage::RunMetadata metadata;
+            metadata.groupId = target.groupId;
+            metadata.tags = {QStringLiteral("gui")};
+            recorder = std::make_unique<storage::RunRecorder>(*store, config, *selection.backend, metadata);
+        }
         RunStartInfo info;
         info.totalSteps = trainer.totalSteps();
         info.stepsPerEpoch = trainer.stepsPerEpoch();
@@ -66,12 +76,10 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
         }
         m_buffer->markStarted(info);
         RunSummary summary = runTrainer(trainer, recorder.get());
-        QString recordingError;
-        if (recorder)
-            recordingError = recorder->finish(summary);
-        if (!recordingError.isEmpty()) {
-            summary.status = RunStatus::Failed;
-            summary.message = "recording the run failed: " + recordingError.toStdString();
+        if (recorder) {
+            summary = recorder->finish(summary);
+            if (recorder->failed())
+                summary.message = "recording the run failed: " + summary.message;
         }
         m_buffer->markEnded(summary);
     } catch (const Error& e) {
@@ -84,11 +92,11 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
     }
 }
 
-RunSummary TrainingWorker::runTrainer(Trainer& trainer, RunRecorder* recorder)
+RunSummary TrainingWorker::runTrainer(Trainer& trainer, storage::RunRecorder* recorder)
 {
     trainer.addObserver(m_buffer);
     if (recorder)
-        trainer.addObserver(recorder);
+        recorder->attach(trainer);
     // Unregisters the trainer however run() leaves, so stop() never reaches a dead one.
     struct Registration {
         TrainingWorker* worker;

@@ -3,7 +3,8 @@
 // Trainer and runs it, leaving every record in the RecordBuffer. Lives on a QThread;
 // train() is invoked there through a queued call, and blocks that thread until the run ends.
 #include "engine/config/run_config.h"
-#include "ui/run_recorder.h"
+#include "engine/train/run_summary.h"
+#include "ui/recording_target.h"
 
 #include <QObject>
 
@@ -13,6 +14,10 @@
 namespace mantissa {
 class Trainer;
 class TrainingObserver;
+}
+
+namespace mantissa::storage {
+class RunRecorder;
 }
 
 namespace mantissa::ui {
@@ -35,7 +40,7 @@ public:
     void resetControls();
 
 private:
-    RunSummary runTrainer(Trainer& trainer, RunRecorder* recorder);
+    RunSummary runTrainer(Trainer& trainer, storage::RunRecorder* recorder);
 
     RecordBuffer* m_buffer;
     std::atomic<bool> m_stopRequested{false};

@@ -176,6 +176,7 @@ QWidget* Workbench::buildRightSide()
     m_browser = new RunBrowser;
     connect(m_browser, &RunBrowser::openRequested, this, &Workbench::openStoredRun);
     connect(m_browser, &RunBrowser::compareRequested, this, &Workbench::compareStoredRuns);
+    connect(m_browser, &RunBrowser::initFromRequested, this, &Workbench::startFromWeightsOf);
     connect(m_browser, &RunBrowser::storeError, this,
             [this](const QString& message) { m_banner->showError(tr("Run database"), message); });
     // Report export runs in the background: a busy bar while it reads and writes, then the files.
@@ -468,6 +469,34 @@ bool Workbench::openStoredRun(qint64 runId)
         return false;
     }
     m_rightTabs->setCurrentWidget(m_monitor);
+    return true;
+}
+
+bool Workbench::startFromWeightsOf(qint64 runId)
+{
+    if (!m_store)
+        return false;
+    try {
+        const storage::RunInfo run = m_store->run(runId);
+        const QList<storage::CheckpointInfo> checkpoints = m_store->checkpoints(runId);
+        if (checkpoints.isEmpty()) {
+            m_banner->showError(tr("%1 has no checkpoint").arg(run.name),
+                                tr("Runs save one when they finish or are stopped, not when they diverge or fail."));
+            return false;
+        }
+        const storage::CheckpointInfo& latest = checkpoints.last();
+        RunConfig next = m_document->config();
+        next.training.initFrom = latest.absolutePath.toStdString();
+        m_document->apply(next, tr("Start from the weights of %1").arg(run.name));
+        m_status->showMessage(tr("The next run starts from the weights of %1 (epoch %2, step %3); Training tab: "
+                                 "“Fresh weights” undoes it")
+                                  .arg(run.name)
+                                  .arg(latest.epoch)
+                                  .arg(latest.step));
+    } catch (const std::exception& e) {
+        m_banner->showError(tr("Cannot start from run %1").arg(runId), QString::fromLocal8Bit(e.what()));
+        return false;
+    }
     return true;
 }
 

@@ -88,6 +88,9 @@ public:
     // Shows a recorded run in the monitor / recorded runs in the comparison, read back
     // from the database. False (and the reason in the banner) when they cannot be read.
     bool openStoredRun(qint64 runId);
+    // The next run starts from the stored run's latest checkpoint (training.init_from, one undo
+    // step); false, with the reason in the banner, when it has none.
+    bool startFromWeightsOf(qint64 runId);
     bool compareStoredRuns(const QList<qint64>& runIds);
 
     // Splitter and tab positions, for a host's QSettings.

@@ -71,8 +71,8 @@ void printTable(const std::vector<RecordedRun>& runs, std::int64_t batchSize)
         table.addRow({QString::fromStdString(precisionModeName(run.precision)), QString::number(batchSize),
                       formatPercent(testAccuracy(run)), formatSeconds(s.wallSeconds),
                       formatSpeedup(speedup(runs.front(), run)), QString::number(s.skippedSteps),
-                      formatValue(s.finalLossScale), formatBytes(qint64(s.peakBytes)),
-                      storage::runStatusName(run.status), QStringLiteral("%1 (%2)").arg(run.runId).arg(run.name)});
+                      formatValue(s.finalLossScale), formatMemory(qint64(s.peakBytes)),
+                      runStatusName(s.status), QStringLiteral("%1 (%2)").arg(run.runId).arg(run.name)});
     }
     table.print(stdout);
 }
@@ -98,7 +98,7 @@ nlohmann::json resultsJson(const std::vector<RecordedRun>& runs, qint64 groupId,
 int exitCode(const std::vector<RecordedRun>& runs)
 {
     for (const RecordedRun& run : runs) {
-        if (run.status == storage::RunStatus::Failed)
+        if (run.summary.status == RunStatus::Failed)
             return kExitRunFailed;
     }
     return kExitOk;

@@ -1,9 +1,9 @@
 #pragma once
 // One training run recorded in the run database: the part `train` and `compare` share.
-// It creates the run (config, preset, precision, device, version, group), trains with a
-// RunWriter attached on this (the training) thread, and finishes the run with its status,
-// summary, wall time and peak memory. A writer that fails mid-run (disk full, database
-// gone) stops the trainer and the run ends "failed" with the writer's message.
+// The recording itself is storage::RunRecorder's (the same for the GUI); this adds the
+// terminal: progress on stderr, Ctrl-C, the exit code and the JSON summary line. A
+// recording that fails mid-run (disk full, database gone) stops the trainer and the run
+// ends "failed" with the reason.
 #include "engine/backend/backend.h"
 #include "engine/config/run_config.h"
 #include "engine/data/dataset.h"
@@ -28,10 +28,8 @@ struct RecordedRun {
     qint64 runId = 0;
     QString name;
     PrecisionMode precision = PrecisionMode::Fp32;
-    RunSummary summary;       // the engine's account of the run
-    storage::RunStatus status = storage::RunStatus::Running; // as recorded
-    QString message;          // why it diverged or failed; empty otherwise
-    bool recordingFailed = false; // the database stopped accepting rows
+    RunSummary summary;           // as recorded: the trainer's, or failed when recording failed
+    bool recordingFailed = false; // the database stopped accepting rows, or a checkpoint failed
 
     // 0 finished or stopped by the user, 1 diverged or failed (kExitRunFailed).
     int exitCode() const;

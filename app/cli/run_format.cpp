@@ -1,5 +1,7 @@
 #include "cli/run_format.h"
 
+#include "engine/util/format_number.h"
+
 #include <cmath>
 
 namespace mantissa::cli {
@@ -20,17 +22,11 @@ QString formatSeconds(std::optional<double> seconds)
     return total >= 3600 ? QStringLiteral("%1:%2").arg(total / 3600).arg(minutesSeconds) : minutesSeconds;
 }
 
-QString formatBytes(std::optional<qint64> bytes)
+QString formatMemory(std::optional<qint64> bytes)
 {
     if (!bytes || *bytes < 0)
         return kUnknown;
-    constexpr double kMiB = 1024.0 * 1024.0;
-    const double value = double(*bytes);
-    if (value < kMiB)
-        return QStringLiteral("%1 KiB").arg(value / 1024.0, 0, 'f', 1);
-    if (value < 1024.0 * kMiB)
-        return QStringLiteral("%1 MiB").arg(value / kMiB, 0, 'f', 1);
-    return QStringLiteral("%1 GiB").arg(value / (1024.0 * kMiB), 0, 'f', 2);
+    return QString::fromStdString(formatBytes(std::uint64_t(*bytes)));
 }
 
 QString formatPercent(std::optional<double> fraction)

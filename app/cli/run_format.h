@@ -9,7 +9,7 @@
 namespace mantissa::cli {
 
 QString formatSeconds(std::optional<double> seconds); // "8.4 s", "3:07", "1:02:09"
-QString formatBytes(std::optional<qint64> bytes);     // "412.5 MiB"
+QString formatMemory(std::optional<qint64> bytes);    // formatBytes() of the engine: "412.5 MiB"
 QString formatPercent(std::optional<double> fraction); // 0.8751 -> "87.51%"
 QString formatValue(std::optional<double> value, int significantDigits = 5); // "0.43172", "65536", "nan"
 QString formatCount(std::optional<qint64> count);

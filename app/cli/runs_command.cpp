@@ -18,7 +18,7 @@ storage::RunFilter filterFromOptions(const QCommandLineParser& parser)
 {
     storage::RunFilter filter;
     if (parser.isSet("status")) {
-        filter.status = storage::parseRunStatus(parser.value("status"));
+        filter.status = parseRunStatus(parser.value("status").toStdString());
         if (!filter.status)
             throw ConfigError("--status is \"" + parser.value("status").toStdString() +
                               "\"; expected running, finished, stopped, diverged, failed or interrupted");
@@ -82,7 +82,7 @@ int runRunsCommand(const QStringList& arguments)
         table.addColumn(QStringLiteral("group"), Align::Right);
         table.addColumn(QStringLiteral("tags"));
         for (const storage::RunInfo& run : runs) {
-            table.addRow({QString::number(run.id), run.name, storage::runStatusName(run.status), run.precision,
+            table.addRow({QString::number(run.id), run.name, QString::fromLatin1(runStatusName(run.status)), run.precision,
                           formatCount(run.summary.steps), formatCount(run.summary.skippedSteps),
                           formatPercent(run.summary.finalTestAccuracy), formatSeconds(run.wallSeconds),
                           formatLocalTime(run.createdAt), run.groupId ? QString::number(*run.groupId) : QStringLiteral("-"),

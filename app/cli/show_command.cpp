@@ -8,6 +8,9 @@
 #include "cli/run_lookup.h"
 #include "cli/text_table.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include <cstdio>
 
 namespace mantissa::cli {
@@ -25,7 +28,7 @@ void printField(const QString& label, const QString& value)
 void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
 {
     std::printf("run %lld: %s\n", static_cast<long long>(run.id), qPrintable(run.name));
-    printField(QStringLiteral("status"), storage::runStatusName(run.status));
+    printField(QStringLiteral("status"), QString::fromLatin1(runStatusName(run.status)));
     if (!run.errorMessage.isEmpty())
         printField(QStringLiteral("message"), run.errorMessage);
     printField(QStringLiteral("created"), formatLocalTime(run.createdAt));
@@ -45,6 +48,10 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
         printField(QStringLiteral("tags"), run.tags.join(QStringLiteral(", ")));
     if (!run.notes.isEmpty())
         printField(QStringLiteral("notes"), run.notes);
+    // A fine-tune names the checkpoint it started from (train --init-from).
+    const QJsonObject training = QJsonDocument::fromJson(run.configJson.toUtf8()).object().value(u"training").toObject();
+    if (const QString initFrom = training.value(u"init_from").toString(); !initFrom.isEmpty())
+        printField(QStringLiteral("weights from"), initFrom);
 }
 
 void printConfig(const storage::RunInfo& run)
@@ -56,7 +63,7 @@ void printConfig(const storage::RunInfo& run)
 
 void printSummary(const storage::RunInfo& run)
 {
-    const storage::RunSummary& s = run.summary;
+    const storage::StoredSummary& s = run.summary;
     std::printf("\nsummary\n");
     printField(QStringLiteral("  steps"), QStringLiteral("%1 (%2 skipped)").arg(formatCount(s.steps), formatCount(s.skippedSteps)));
     printField(QStringLiteral("  train loss"), formatValue(s.finalTrainLoss));
@@ -65,7 +72,7 @@ void printSummary(const storage::RunInfo& run)
     printField(QStringLiteral("  loss scale"), formatValue(s.finalLossScale));
     printField(QStringLiteral("  throughput"), formatRate(s.samplesPerSecond));
     printField(QStringLiteral("  time"), formatSeconds(run.wallSeconds));
-    printField(QStringLiteral("  peak memory"), formatBytes(run.peakMemoryBytes));
+    printField(QStringLiteral("  peak memory"), formatMemory(run.peakMemoryBytes));
 }
 
 void printEpochs(const QList<EpochRecord>& epochs)
@@ -153,9 +160,9 @@ void printCheckpoints(const QList<storage::CheckpointInfo>& checkpoints)
 {
     if (checkpoints.isEmpty())
         return;
-    std::printf("\ncheckpoints\n");
+    std::printf("\ncheckpoints (the last one is what `train --init-from RUN` starts from)\n");
     for (const storage::CheckpointInfo& c : checkpoints)
-        std::printf("  step %lld (epoch %d): %s\n", static_cast<long long>(c.step), c.epoch, qPrintable(c.absolutePath));
+        std::printf("  epoch %d, step %lld: %s\n", c.epoch, static_cast<long long>(c.step), qPrintable(c.absolutePath));
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/init_weights.h"
 #include "cli/interrupt.h"
 #include "cli/recorded_run.h"
 #include "cli/train_options.h"
@@ -25,12 +26,21 @@ int runTrainCommand(const QStringList& arguments)
     addTrainOptions(parser);
     addDatabaseOption(parser);
     parser.addOption({"name", "Name of the run (default: <config name>-<precision>-<n>).", "name"});
+    parser.addOption({"init-from",
+                      "Start from the weights of a stored run (id or name; its latest checkpoint) or of a "
+                      "checkpoint file, in any precision; the optimizer and loss scaler start fresh.",
+                      "run|file"});
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
     try {
-        const RunConfig config = runConfigFromOptions(parser, parser.positionalArguments());
+        RunConfig config = runConfigFromOptions(parser, parser.positionalArguments());
         // The database first: a file we cannot use should fail before minutes of data loading.
         const auto store = openRunStore(parser);
+        if (parser.isSet("init-from")) {
+            const InitialWeights weights = resolveInitialWeights(*store, parser.value("init-from"));
+            config.training.initFrom = weights.path.toStdString();
+            std::fprintf(stderr, "starting from the weights of %s\n", qPrintable(weights.description));
+        }
         BackendSelection selection = selectBackend(config.training);
         std::fprintf(stderr, "%s: %s, batch %lld, %s; %s\n", config.name.c_str(),
                      precisionModeName(config.precision).c_str(), static_cast<long long>(config.training.batchSize),

@@ -248,6 +248,8 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.readEnum("graphs", c.training.graphs);
         tr.readEnum("run_ahead", c.training.runAhead);
         tr.read("eval_batch_size", c.training.evalBatchSize);
+        tr.read("checkpoint_every_epochs", c.training.checkpointEveryEpochs);
+        tr.read("init_from", c.training.initFrom);
         tr.finish();
     }
     if (const json* n = r.child("numerics")) {
@@ -264,6 +266,10 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
     if (c.training.cudnnWorkspaceMiB < 0 || c.training.cudnnWorkspaceMiB > 65536)
         throw ConfigError(origin + ": training.cudnn_workspace_mib must be 0 to 65536 (got " +
                           std::to_string(c.training.cudnnWorkspaceMiB) + ")");
+    if (c.training.checkpointEveryEpochs < 0)
+        throw ConfigError(origin + ": training.checkpoint_every_epochs must be 0 (at the end of the run only) or a "
+                                   "positive number of epochs (got " +
+                          std::to_string(c.training.checkpointEveryEpochs) + ")");
     if (c.training.batchSize <= 0)
         throw ConfigError(origin + ": training.batch_size must be positive (got " + std::to_string(c.training.batchSize) + ")");
     if (c.training.epochs <= 0 && c.training.maxSteps <= 0)
@@ -318,6 +324,8 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                      {"tf32", c.training.tf32}, {"cudnn_workspace_mib", c.training.cudnnWorkspaceMiB},
                      {"graphs", enumKey(c.training.graphs)}, {"run_ahead", enumKey(c.training.runAhead)},
                      {"eval_batch_size", c.training.evalBatchSize}};
+    j["training"]["checkpoint_every_epochs"] = c.training.checkpointEveryEpochs;
+    j["training"]["init_from"] = c.training.initFrom;
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     return j.dump(indent);
 }

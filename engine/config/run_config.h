@@ -87,6 +87,12 @@ struct TrainingSpec {
     // the host: auto (on GPUs), on (also on the CPU, to test it), off.
     AutoSwitch runAhead = AutoSwitch::Auto;
     std::int64_t evalBatchSize = 1000;
+    // A recorded run saves a checkpoint at its end (finished or stopped) and, when this is N > 0,
+    // after every Nth epoch as well (storage/run_recorder.h).
+    int checkpointEveryEpochs = 0;
+    // A checkpoint file whose weights replace the initial ones (the optimizer and the loss
+    // scaler start fresh): fine-tuning an fp32 model in mixed fp16, say. Empty: fresh weights.
+    std::string initFrom;
 };
 
 // The numerics lens: per-layer statistics every `every` steps (engine/lens).

@@ -90,8 +90,12 @@ void Trainer::loadCheckpoint(const std::string& path, bool weightsOnly)
         throw IoError(path + ": not a Mantissa checkpoint (bad header)");
     std::getline(in, headerLine);
     nlohmann::json header;
+    std::vector<std::pair<std::string, Shape>> entries;
     try {
         header = nlohmann::json::parse(headerLine);
+        for (const auto& entry : header.at("tensors"))
+            entries.emplace_back(entry.at("name").get<std::string>(),
+                                 Shape(entry.at("shape").get<std::vector<std::int64_t>>()));
     } catch (const nlohmann::json::exception&) {
         throw IoError(path + ": the checkpoint's tensor table is corrupt");
     }
@@ -102,19 +106,25 @@ void Trainer::loadCheckpoint(const std::string& path, bool weightsOnly)
         for (auto& t : optimizerTensors(*m_model))
             targets[t.name] = t.tensor;
 
+    // Every shape is checked before any value is uploaded, so a checkpoint that does not fit
+    // leaves this model's weights as they were.
+    for (const auto& [name, shape] : entries) {
+        auto it = targets.find(name);
+        if (it == targets.end() && name.find('#') == std::string::npos)
+            throw IoError(path + ": the checkpoint has tensor " + name + " " + shape.toString() +
+                          ", which this model lacks; was it saved from a different model?");
+        if (it != targets.end() && it->second->shape() != shape)
+            throw IoError(path + ": tensor " + name + " has shape " + shape.toString() + " in the checkpoint but " +
+                          it->second->shape().toString() + " in this model");
+    }
     std::size_t loaded = 0;
-    for (const auto& entry : header.at("tensors")) {
-        const std::string name = entry.at("name");
-        const Shape shape(entry.at("shape").get<std::vector<std::int64_t>>());
+    for (const auto& [name, shape] : entries) {
         std::vector<float> values(static_cast<std::size_t>(shape.numel()));
         if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float))))
             throw IoError(path + ": truncated while reading tensor " + name);
         auto it = targets.find(name);
         if (it == targets.end())
             continue; // optimizer state when loading weights only
-        if (it->second->shape() != shape)
-            throw IoError(path + ": tensor " + name + " has shape " + shape.toString() + " in the checkpoint but " +
-                          it->second->shape().toString() + " in this model");
         m_backend.upload(values.data(), *it->second);
         ++loaded;
     }

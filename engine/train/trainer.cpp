@@ -26,19 +26,6 @@ constexpr int kMaxConsecutiveSkips = 64;
 
 } // namespace
 
-const char* runStatusName(RunStatus status)
-{
-    switch (status) {
-    case RunStatus::Running: return "running";
-    case RunStatus::Finished: return "finished";
-    case RunStatus::Stopped: return "stopped";
-    case RunStatus::Diverged: return "diverged";
-    case RunStatus::Failed: return "failed";
-    }
-    return "?";
-}
-
-
 Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data)
     : m_config(config),
       m_backend(backend),
@@ -73,6 +60,13 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
     m_totalSteps = m_stepsPerEpoch * std::max(config.training.epochs, 1);
     if (config.training.maxSteps > 0)
         m_totalSteps = std::min(m_totalSteps, config.training.maxSteps);
+    if (!config.training.initFrom.empty()) {
+        try {
+            loadCheckpoint(config.training.initFrom, true); // weights only: a fine-tune's optimizer starts fresh
+        } catch (const IoError& e) {
+            throw IoError(std::string("training.init_from: ") + e.what());
+        }
+    }
 }
 
 Trainer::~Trainer() = default;

@@ -11,6 +11,7 @@
 #include "engine/optim/optimizer.h"
 #include "engine/precision/loss_scaler.h"
 #include "engine/train/records.h"
+#include "engine/train/run_summary.h"
 
 #include <atomic>
 #include <memory>
@@ -20,22 +21,6 @@
 
 namespace mantissa {
 
-enum class RunStatus : std::uint8_t { Running, Finished, Stopped, Diverged, Failed };
-const char* runStatusName(RunStatus status); // "running", "finished", ...
-
-struct RunSummary {
-    RunStatus status = RunStatus::Running;
-    std::string message;             // why it stopped, for diverged/failed runs
-    float trainLoss = 0;             // mean over the last epoch's finite steps
-    float testLoss = 0, testAccuracy = 0, bestTestAccuracy = 0;
-    std::int64_t steps = 0, skippedSteps = 0;
-    int epochs = 0;                  // completed (or partially run) epochs
-    float finalLossScale = 1;
-    double samplesPerSecond = 0;     // training steps only, evaluation excluded
-    double trainSeconds = 0, wallSeconds = 0;
-    std::size_t peakBytes = 0;       // peak memory allocated through the backend
-};
-
 struct Evaluation {
     float loss = 0, accuracy = 0;
     std::int64_t samples = 0;
@@ -43,7 +28,8 @@ struct Evaluation {
 
 class Trainer {
 public:
-    // Builds the model (ConfigError on a bad spec) and everything the run needs. `data` must
+    // Builds the model (ConfigError on a bad spec) and everything the run needs, starting from
+    // the weights of training.init_from when set (IoError as loadCheckpoint). `data` must
     // outlive the Trainer; so must `backend`.
     Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data);
     ~Trainer();
@@ -60,7 +46,10 @@ public:
 
     Evaluation evaluate(const Dataset& data);
 
-    // Checkpoints hold fp32 master weights, buffers, optimizer and scaler state.
+    // Checkpoints hold fp32 master weights, buffers, optimizer and scaler state. Callable
+    // before or after run(), and from an observer's onEpoch: every step of the epoch has been
+    // read back by then, so the file holds the weights the epoch's evaluation measured (the
+    // run recorder saves its every-N-epochs checkpoints there).
     void saveCheckpoint(const std::string& path) const;
     // Loads a checkpoint from any precision into this run's precision. With weightsOnly the
     // optimizer and scaler start fresh (fine-tuning an fp32 model in mixed-fp16, say).

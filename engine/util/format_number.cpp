@@ -1,5 +1,6 @@
 #include "engine/util/format_number.h"
 
+#include <array>
 #include <cstdio>
 
 namespace mantissa {
@@ -8,6 +9,20 @@ std::string formatNumber(double value)
 {
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, "%g", value);
+    return buffer;
+}
+
+std::string formatBytes(std::uint64_t bytes)
+{
+    static constexpr std::array<const char*, 5> kUnits{"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = static_cast<double>(bytes);
+    std::size_t unit = 0;
+    while (value >= 1024 && unit + 1 < kUnits.size()) {
+        value /= 1024;
+        ++unit;
+    }
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
     return buffer;
 }
 

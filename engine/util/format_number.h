@@ -1,10 +1,16 @@
 #pragma once
-// Numbers as users wrote them in messages: "0.05", "1e-08", not std::to_string's "0.050000".
+// Numbers as users read them in messages, tables and reports: "0.05", "1e-08" rather than
+// std::to_string's "0.050000"; "412.5 MiB" rather than a count of bytes.
+#include <cstdint>
 #include <string>
 
 namespace mantissa {
 
 // Shortest form with up to 6 significant digits (printf's %g).
 std::string formatNumber(double value);
+
+// Binary units, as memory is allocated and files are sized: "512 B", "1.5 KiB", "412.5 MiB",
+// "1.2 GiB" (one decimal above bytes, up to TiB). The one byte format of every front end.
+std::string formatBytes(std::uint64_t bytes);
 
 } // namespace mantissa

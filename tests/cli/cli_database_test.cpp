@@ -145,7 +145,7 @@ private slots:
         // even that update not fit, the run is left running and reopening marks it
         // interrupted. Either way nothing claims it finished.
         QVERIFY2(run.status == storage::RunStatus::Failed || run.status == storage::RunStatus::Interrupted,
-                 qPrintable(storage::runStatusName(run.status)));
+                 runStatusName(run.status));
         if (run.status == storage::RunStatus::Failed)
             QVERIFY2(run.errorMessage.startsWith(db + QStringLiteral(": ")), qPrintable(run.errorMessage));
         const storage::StepSeries steps = store.steps(id);

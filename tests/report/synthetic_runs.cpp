@@ -146,11 +146,11 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
     }
     if (written < total)
         return id; // the writer's destructor marks the run interrupted
-    RunFinish finish;
+    RunSummary finish; // the step and evaluation figures come from the rows written
     finish.status = RunStatus::Finished;
     finish.wallSeconds = elapsed + 0.4 * run.epochs;
     if (run.peakMemoryBytes > 0)
-        finish.peakMemoryBytes = run.peakMemoryBytes;
+        finish.peakBytes = std::size_t(run.peakMemoryBytes);
     writer.finish(finish);
     return id;
 }

@@ -49,7 +49,7 @@ private slots:
         writer.onStep(step(3, 2, 0.1f, 0.025f, 32768, false, 2, 1000, 0.375));
         writer.onEpoch({2, 0.25f, 0.875f, 0.3f, 0.9f, 21});
         writer.onEvent(makeOverflow(2));
-        QVERIFY(writer.finish({}));
+        QVERIFY(writer.finish(finishedSummary()));
     }
     void cleanupTestCase() { m_store.reset(); }
 

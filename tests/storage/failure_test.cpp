@@ -47,7 +47,7 @@ qint64 buildDatabase(const QString& path, int steps)
     RunWriter writer(path, id);
     for (int n = 1; n <= steps; ++n)
         writer.onStep(makeStep(n));
-    writer.finish({});
+    writer.finish(finishedSummary());
     return id;
 }
 

@@ -94,7 +94,7 @@ private slots:
         change.kind = EventKind::ScaleChange;
         change.step = 8;
         writer.onEvent(change);
-        QVERIFY(writer.finish({}));
+        QVERIFY(writer.finish(finishedSummary()));
     }
     void cleanup()
     {

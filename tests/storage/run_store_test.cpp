@@ -148,34 +148,55 @@ private slots:
     void finishesRuns()
     {
         const qint64 id = m_store->createRun(sampleRun());
-        RunFinish finish;
+        RunSummary finish;
         finish.status = RunStatus::Diverged;
         finish.wallSeconds = 12.5;
-        finish.peakMemoryBytes = 123456789;
-        finish.errorMessage = QStringLiteral("loss became NaN at step 40");
-        finish.summary.finalTrainLoss = 2.25;
-        finish.summary.bestTestAccuracy = 0.5;
-        finish.summary.steps = 40;
-        finish.summary.skippedSteps = 3;
-        finish.summary.finalLossScale = 1024;
-        finish.summary.samplesPerSecond = 5000;
+        finish.peakBytes = 123456789;
+        finish.message = "loss became NaN at step 40";
+        finish.epochs = 1;
+        finish.trainLoss = 2.25f;
+        finish.bestTestAccuracy = 0.5f;
+        finish.testAccuracy = 0.25f;
+        finish.steps = 40;
+        finish.skippedSteps = 3;
+        finish.finalLossScale = 1024;
+        finish.samplesPerSecond = 5000;
         m_store->finishRun(id, finish);
         const RunInfo info = m_store->run(id);
         QCOMPARE(info.status, RunStatus::Diverged);
         QVERIFY(info.finishedAt.isValid());
         QCOMPARE(info.wallSeconds, std::optional<double>(12.5));
         QCOMPARE(info.peakMemoryBytes, std::optional<qint64>(123456789));
-        QCOMPARE(info.errorMessage, finish.errorMessage);
+        QCOMPARE(info.errorMessage, QStringLiteral("loss became NaN at step 40"));
         QCOMPARE(info.summary.finalTrainLoss, std::optional<double>(2.25));
         QCOMPARE(info.summary.bestTestAccuracy, std::optional<double>(0.5));
-        QVERIFY(!info.summary.finalTestAccuracy); // not given: NULL
+        QCOMPARE(info.summary.finalTestAccuracy, std::optional<double>(0.25));
         QCOMPARE(info.summary.steps, std::optional<qint64>(40));
         QCOMPARE(info.summary.skippedSteps, std::optional<qint64>(3));
         QCOMPARE(info.summary.finalLossScale, std::optional<double>(1024));
         QCOMPARE(info.summary.samplesPerSecond, std::optional<double>(5000));
         finish.status = RunStatus::Running;
         QCOMPARE(errorKind([&] { m_store->finishRun(id, finish); }), StorageError::Kind::InvalidArgument);
-        QCOMPARE(errorKind([&] { m_store->finishRun(999, {}); }), StorageError::Kind::NotFound);
+        QCOMPARE(errorKind([&] { m_store->finishRun(999, finishedSummary()); }), StorageError::Kind::NotFound);
+
+        // Stopped before its first evaluation: the engine's placeholders are not stored as
+        // results, and "stopped by the user" is not an error message.
+        const qint64 stopped = m_store->createRun(sampleRun());
+        RunSummary early;
+        early.status = RunStatus::Stopped;
+        early.message = "stopped by the user at step 3";
+        early.steps = 3;
+        early.testAccuracy = 0.1f; // a placeholder while epochs == 0
+        m_store->finishRun(stopped, early);
+        const RunInfo stoppedInfo = m_store->run(stopped);
+        QCOMPARE(stoppedInfo.status, RunStatus::Stopped);
+        QCOMPARE(stoppedInfo.summary.steps, std::optional<qint64>(3));
+        QVERIFY(!stoppedInfo.summary.finalTestAccuracy);
+        QVERIFY(!stoppedInfo.summary.bestTestAccuracy);
+        QVERIFY(!stoppedInfo.summary.finalTrainLoss);
+        QVERIFY(!stoppedInfo.summary.samplesPerSecond);
+        QVERIFY(!stoppedInfo.wallSeconds);
+        QVERIFY(stoppedInfo.errorMessage.isEmpty());
     }
 
     void findsRunsByIdOrName_data()
@@ -244,8 +265,8 @@ private slots:
         m_store->createRun(sampleRun(QStringLiteral("mlp"), QStringLiteral("mixed-fp16")));
         const qint64 c = m_store->createRun(sampleRun(QStringLiteral("mlp"), QStringLiteral("fp32")));
         const qint64 d = m_store->createRun(sampleRun(QStringLiteral("cnn"), QStringLiteral("fp32")));
-        m_store->finishRun(a, {});
-        m_store->finishRun(c, {});
+        m_store->finishRun(a, finishedSummary());
+        m_store->finishRun(c, finishedSummary());
         m_store->setRunGroup(a, group);
         m_store->setRunGroup(c, group);
         m_store->addTag(a, QStringLiteral("keep"));
@@ -337,7 +358,7 @@ private slots:
             checkpoint.write("weights");
             checkpoint.close();
             writer.addCheckpoint(file, 300, 1);
-            QVERIFY(writer.finish({}));
+            QVERIFY(writer.finish(finishedSummary()));
             files << file;
         }
         m_store->addTag(doomed, QStringLiteral("delete me"));
@@ -362,7 +383,7 @@ private slots:
         QString message;
         QCOMPARE(errorKind([&] { m_store->deleteRun(id); }, &message), StorageError::Kind::InvalidArgument);
         QVERIFY2(message.contains(QStringLiteral("still being written")), qPrintable(message));
-        m_store->finishRun(id, {});
+        m_store->finishRun(id, finishedSummary());
         QVERIFY(m_store->deleteRun(id).isEmpty());
     }
 

@@ -64,9 +64,14 @@ private slots:
             divergence.step = steps;
             divergence.message = "loss is NaN";
             writer.onEvent(divergence);
-            RunFinish finish;
-            finish.peakMemoryBytes = 1 << 20;
-            finish.summary.finalTestAccuracy = 0.99; // given: kept over the observed value
+            // An evaluated run's figures are given and kept (the final accuracy over the observed
+            // value); the step counts, the scale and the rate are not, and come from the rows seen.
+            RunSummary finish = finishedSummary();
+            finish.peakBytes = 1 << 20;
+            finish.epochs = 2;
+            finish.trainLoss = makeEpoch(2).trainLoss;
+            finish.bestTestAccuracy = makeEpoch(2).testAccuracy;
+            finish.testAccuracy = 0.99f;
             QVERIFY(writer.finish(finish));
             QVERIFY(!writer.failed());
             QCOMPARE(writer.committedSteps(), qint64(steps));
@@ -108,7 +113,7 @@ private slots:
         QCOMPARE(run.summary.finalLossScale, std::optional<double>(4096)); // after the last step
         QCOMPARE(run.summary.finalTrainLoss, std::optional<double>(makeEpoch(2).trainLoss));
         QCOMPARE(run.summary.bestTestAccuracy, std::optional<double>(makeEpoch(2).testAccuracy));
-        QCOMPARE(run.summary.finalTestAccuracy, std::optional<double>(0.99));
+        QCOMPARE(run.summary.finalTestAccuracy, std::optional<double>(0.99f));
         QVERIFY(run.summary.samplesPerSecond);
         QVERIFY(qFuzzyCompare(*run.summary.samplesPerSecond, steps / inverseRates));
         QCOMPARE(run.wallSeconds, std::optional<double>(makeEpoch(2).wallSeconds)); // latest clock seen
@@ -148,7 +153,7 @@ private slots:
         else if (record == QStringLiteral("checkpoint"))
             writer.addCheckpoint(m_dir->filePath(QStringLiteral("step-5.ckpt")), 5, 1);
         else
-            writer.finish({});
+            writer.finish(finishedSummary());
         QCOMPARE(writer.commitCount(), qint64(1));
         QCOMPARE(m_store->steps(m_runId).size(), 5);
         const int records = m_store->epochs(m_runId).size() + m_store->events(m_runId).size()
@@ -198,7 +203,7 @@ private slots:
                 RunWriter writer(m_path, m_runId, options);
                 for (qint64 n = 1; n <= total; ++n)
                     writer.onStep(makeStep(n));
-                writer.finish({});
+                writer.finish(finishedSummary());
                 if (writer.failed())
                     writerError = writer.errorMessage();
             } catch (const StorageError& error) {
@@ -260,7 +265,7 @@ private slots:
     {
         QFETCH(bool, exists);
         QFETCH(StorageError::Kind, kind);
-        m_store->finishRun(m_runId, {});
+        m_store->finishRun(m_runId, finishedSummary());
         try {
             RunWriter writer(m_path, exists ? m_runId : m_runId + 100);
             QFAIL("a writer claimed a run it cannot write");

@@ -117,6 +117,13 @@ NewRun sampleRun(const QString& preset, const QString& precision)
     return run;
 }
 
+RunSummary finishedSummary()
+{
+    RunSummary summary;
+    summary.status = RunStatus::Finished;
+    return summary;
+}
+
 RawDatabase::RawDatabase(const QString& path)
 {
     static std::atomic<int> counter{0};

@@ -29,6 +29,9 @@ bool isIntactPrefix(const StepSeries& series, QString* why);
 
 NewRun sampleRun(const QString& preset = QStringLiteral("mlp"),
                  const QString& precision = QStringLiteral("mixed-fp16"));
+// The engine's summary of a finished run that reports nothing else: the store fills in what
+// it saw (RunWriter) or leaves it NULL (RunStore::finishRun).
+RunSummary finishedSummary();
 
 // A plain QSqlDatabase connection, for SQL a test writes by hand.
 class RawDatabase {

@@ -15,6 +15,8 @@
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
+#include <QLabel>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTemporaryDir>
@@ -92,6 +94,68 @@ private slots:
         QVERIFY(runs->deleteRun(0));
         QCOMPARE(runs->rowCount(), 0);
         QCOMPARE(bench.store()->listRuns().size(), 0);
+    }
+
+    void aStoredRunsWeightsStartTheNextRunInMixedFp16()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        bench.loadPreset("mlp");
+        bench.document()->apply(quickConfig(bench.document()->config(), 20), "quick run");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+        const qint64 fp32Id = bench.store()->listRuns().first().id;
+        const QList<storage::CheckpointInfo> checkpoints = bench.store()->checkpoints(fp32Id);
+        QCOMPARE(checkpoints.size(), 1); // at the end of the run
+        QCOMPARE(checkpoints[0].step, qint64(20));
+
+        // The browser lists the selected run's checkpoints and offers to start from them.
+        RunBrowser* browser = bench.runBrowser();
+        browser->reload();
+        auto* start = browser->findChild<QPushButton*>("startFromWeights");
+        auto* listed = browser->findChild<QLabel*>("runCheckpoints");
+        QVERIFY(start && listed);
+        browser->selectRuns({});
+        QVERIFY(!start->isEnabled());
+        browser->selectRuns({fp32Id});
+        QVERIFY(start->isEnabled());
+        QVERIFY2(listed->text().contains("epoch 1 (step 20)"), qPrintable(listed->text()));
+        QCOMPARE(listed->toolTip(), checkpoints[0].absolutePath);
+        start->click();
+        QCOMPARE(QString::fromStdString(bench.document()->config().training.initFrom), checkpoints[0].absolutePath);
+        auto* initial = bench.findChild<QLabel*>("initialWeights");
+        QVERIFY(initial);
+        QVERIFY2(initial->text().contains(QString("run-%1/epoch-1-step-20.ckpt").arg(fp32Id)), qPrintable(initial->text()));
+        // "Fresh weights" and undo both go back and forth.
+        auto* fresh = bench.findChild<QPushButton*>("freshWeights");
+        QVERIFY(fresh && fresh->isEnabled());
+        fresh->click();
+        QVERIFY(bench.document()->config().training.initFrom.empty());
+        bench.document()->undoStack()->undo();
+        QCOMPARE(QString::fromStdString(bench.document()->config().training.initFrom), checkpoints[0].absolutePath);
+
+        RunConfig mixed = bench.document()->config();
+        mixed.precision = PrecisionMode::MixedFp16;
+        bench.document()->apply(mixed, "mixed fp16");
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 2, 120000);
+        const storage::RunInfo tuned = bench.store()->listRuns().first();
+        QVERIFY(tuned.id != fp32Id);
+        QCOMPARE(tuned.status, RunStatus::Finished);
+        QCOMPARE(tuned.precision, QString("mixed-fp16"));
+        QCOMPARE(QString::fromStdString(parseRunConfig(tuned.configJson.toStdString(), "stored").training.initFrom),
+                 checkpoints[0].absolutePath);
+        // Same seed and data order: both first steps see the same batch. From fresh weights the
+        // fp32 run's first loss is the untrained one; the fine-tune starts where it ended.
+        const double fp32First = bench.store()->steps(fp32Id).loss.first();
+        const double fp32Last = bench.store()->steps(fp32Id).loss.last();
+        const double tunedFirst = bench.store()->steps(tuned.id).loss.first();
+        QVERIFY2(fp32Last < 0.8 * fp32First, qPrintable(QString("fp32 %1 -> %2").arg(fp32First).arg(fp32Last)));
+        QVERIFY2(tunedFirst < 0.8 * fp32First,
+                 qPrintable(QString("fp32 first %1, fine-tune first %2").arg(fp32First).arg(tunedFirst)));
     }
 
     void comparePrecisionsRecordsAGroupAndComparesStoredRuns()

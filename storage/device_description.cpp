@@ -1,9 +1,9 @@
-#include "cli/device_description.h"
+#include "storage/device_description.h"
 
 #include <QFile>
 #include <QRegularExpression>
 
-namespace mantissa::cli {
+namespace mantissa::storage {
 
 namespace {
 
@@ -31,4 +31,4 @@ QString deviceDescription(const Backend& backend)
     return description;
 }
 
-} // namespace mantissa::cli
+} // namespace mantissa::storage

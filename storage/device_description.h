@@ -6,8 +6,8 @@
 
 #include <QString>
 
-namespace mantissa::cli {
+namespace mantissa::storage {
 
 QString deviceDescription(const Backend& backend);
 
-} // namespace mantissa::cli
+} // namespace mantissa::storage

@@ -1,0 +1,149 @@
+#include "storage/run_recorder.h"
+
+#include "engine/util/check.h"
+#include "storage/device_description.h"
+#include "storage/run_store.h"
+#include "storage/run_writer.h"
+
+#include <QDir>
+
+namespace mantissa::storage {
+
+namespace {
+
+NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata& metadata)
+{
+    NewRun run;
+    run.name = metadata.name;
+    run.configJson = QString::fromStdString(runConfigToJson(config));
+    run.preset = QString::fromStdString(config.name);
+    run.precision = QString::fromStdString(precisionModeName(config.precision));
+    run.device = deviceDescription(backend);
+    run.groupId = metadata.groupId;
+    run.tags = metadata.tags;
+    run.notes = metadata.notes;
+    return run;
+}
+
+} // namespace
+
+RunRecorder::RunRecorder(RunStore& store, const RunConfig& config, const Backend& backend, const RunMetadata& metadata)
+    : m_store(store), m_checkpointEveryEpochs(config.training.checkpointEveryEpochs)
+{
+    m_runId = m_store.createRun(newRun(config, backend, metadata));
+    m_runName = m_store.run(m_runId).name;
+    try {
+        m_writer = std::make_unique<RunWriter>(m_store.path(), m_runId);
+    } catch (const std::exception& error) {
+        RunSummary failed;
+        failed.status = RunStatus::Failed;
+        failed.message = error.what();
+        m_store.finishRun(m_runId, failed);
+        throw;
+    }
+}
+
+RunRecorder::~RunRecorder() = default;
+
+void RunRecorder::attach(Trainer& trainer)
+{
+    m_trainer = &trainer;
+    trainer.addObserver(this);
+}
+
+void RunRecorder::onStep(const StepRecord& record)
+{
+    m_lastStep = record.step;
+    m_lastStepEpoch = record.epoch;
+    m_writer->onStep(record);
+    stopIfFailed();
+}
+
+void RunRecorder::onEpoch(const EpochRecord& record)
+{
+    m_writer->onEpoch(record);
+    if (m_trainer && m_checkpointEveryEpochs > 0 && record.epoch % m_checkpointEveryEpochs == 0)
+        saveCheckpoint(record.epoch);
+    stopIfFailed();
+}
+
+void RunRecorder::onEvent(const EventRecord& record)
+{
+    m_writer->onEvent(record);
+    stopIfFailed();
+}
+
+void RunRecorder::onNumerics(const NumericsRecord& record)
+{
+    m_writer->onNumerics(record);
+    stopIfFailed();
+}
+
+bool RunRecorder::failed() const
+{
+    return m_writer->failed() || !m_checkpointError.isEmpty();
+}
+
+QString RunRecorder::errorMessage() const
+{
+    return m_writer->failed() ? m_writer->errorMessage() : m_checkpointError;
+}
+
+void RunRecorder::stopIfFailed()
+{
+    if (m_trainer && failed())
+        m_trainer->requestStop();
+}
+
+void RunRecorder::saveCheckpoint(int epoch)
+{
+    if (failed() || m_lastStep == 0 || m_lastStep == m_lastCheckpointStep)
+        return;
+    const QString directory = m_store.checkpointDirectory(m_runId);
+    const QString path = QDir(directory).filePath(QStringLiteral("epoch-%1-step-%2.ckpt").arg(epoch).arg(m_lastStep));
+    try {
+        if (!QDir().mkpath(directory))
+            throw IoError(directory.toStdString() + ": cannot create the run's checkpoint directory");
+        // Between epochs (onEpoch) and after run() every step has been read back, so the
+        // weights saved are those the epoch's evaluation measured.
+        m_trainer->saveCheckpoint(path.toStdString());
+    } catch (const std::exception& error) {
+        m_checkpointError = QStringLiteral("saving the checkpoint of step %1 failed: %2")
+                                .arg(m_lastStep)
+                                .arg(QString::fromLocal8Bit(error.what()));
+        return;
+    }
+    m_writer->addCheckpoint(path, m_lastStep, epoch);
+    m_lastCheckpointStep = m_lastStep;
+}
+
+RunSummary RunRecorder::finish(const RunSummary& summary)
+{
+    RunSummary recorded = summary;
+    if (m_finished)
+        return recorded;
+    m_finished = true;
+    // Diverged and failed runs keep no weights: they are non-finite or of an unknown state.
+    const bool weightsWorthKeeping = summary.status == RunStatus::Finished || summary.status == RunStatus::Stopped;
+    if (m_trainer && weightsWorthKeeping)
+        saveCheckpoint(m_lastStepEpoch);
+    if (!m_checkpointError.isEmpty() && !m_writer->failed()) {
+        recorded.status = RunStatus::Failed;
+        recorded.message = m_checkpointError.toStdString();
+    }
+    if (!m_writer->failed())
+        m_writer->finish(recorded);
+    if (!m_writer->failed())
+        return recorded;
+    recorded.status = RunStatus::Failed;
+    recorded.message = m_writer->errorMessage().toStdString();
+    // The writer marked the run failed if the database still took an update; add the
+    // summary if it takes one more. A database that is gone or full stays as it is.
+    try {
+        m_store.finishRun(m_runId, recorded);
+    } catch (const std::exception&) {
+    }
+    return recorded;
+}
+
+} // namespace mantissa::storage

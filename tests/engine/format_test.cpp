@@ -1,0 +1,30 @@
+// The number formats every front end shows: one byte format for the CLI, the reports and the UI.
+#include "engine/util/format_number.h"
+
+#include <gtest/gtest.h>
+
+namespace mantissa {
+namespace {
+
+TEST(FormatBytes, BinaryUnitsWithOneDecimalAboveBytes)
+{
+    EXPECT_EQ(formatBytes(0), "0 B");
+    EXPECT_EQ(formatBytes(512), "512 B");
+    EXPECT_EQ(formatBytes(1023), "1023 B");
+    EXPECT_EQ(formatBytes(1024), "1.0 KiB");
+    EXPECT_EQ(formatBytes(1536), "1.5 KiB");
+    EXPECT_EQ(formatBytes(432537600), "412.5 MiB");
+    EXPECT_EQ(formatBytes(1288490189), "1.2 GiB");
+    EXPECT_EQ(formatBytes(std::uint64_t{3} << 40), "3.0 TiB");
+    EXPECT_EQ(formatBytes(std::uint64_t{5} << 50), "5120.0 TiB"); // no unit past TiB
+}
+
+TEST(FormatNumber, ShortestFormWithSixSignificantDigits)
+{
+    EXPECT_EQ(formatNumber(0.05), "0.05");
+    EXPECT_EQ(formatNumber(1e-8), "1e-08");
+    EXPECT_EQ(formatNumber(65504), "65504");
+}
+
+} // namespace
+} // namespace mantissa
