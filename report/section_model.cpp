@@ -1,6 +1,8 @@
 // The model section: the layer table the editor shows (type, output shape, parameters,
-// FLOPs, the precision each layer computes in) and the totals.
+// FLOPs, the precision each layer computes in), the totals, and the tensor-core alignment
+// advice of the 16-bit runs.
 #include "engine/model/model.h"
+#include "engine/model/tensor_core_alignment.h"
 #include "engine/util/format_number.h"
 #include "report/report_format.h"
 #include "report/report_sections.h"
@@ -100,6 +102,35 @@ void appendModelTable(ReportDocument& document, const QList<const RunData*>& run
         document.paragraph(QStringLiteral("The model does not validate: %1").arg(QString::fromStdString(model.error)));
 }
 
+// The engine's advice (model/tensor_core_alignment) for each run of a group that has any: only
+// 16-bit runs do. Runs with the same advice (same precision and batch) share one list.
+void appendTensorCoreAdvice(ReportDocument& document, const QList<const RunData*>& runs)
+{
+    QList<QStringList> advice;
+    QList<QStringList> labels;
+    for (const RunData* run : runs) {
+        QStringList lines;
+        for (const std::string& line : tensorCoreAdvice(*run->config, run->model).messages())
+            lines << QString::fromStdString(line);
+        if (lines.isEmpty())
+            continue;
+        const qsizetype at = advice.indexOf(lines);
+        if (at >= 0) {
+            labels[at] << run->label;
+        } else {
+            advice << lines;
+            labels << QStringList{run->label};
+        }
+    }
+    for (qsizetype i = 0; i < advice.size(); ++i) {
+        document.paragraph(QStringLiteral("Tensor-core alignment of %1: fp16 and bf16 tensor cores are used fully when "
+                                          "every GEMM extent is a multiple of 8; on a GPU these pad or run on slower "
+                                          "kernels (on the CPU it makes no difference).")
+                               .arg(labels[i].join(QStringLiteral(", "))));
+        document.bullets(advice[i]);
+    }
+}
+
 } // namespace
 
 void appendModel(ReportDocument& document, const ReportData& data)
@@ -133,6 +164,7 @@ void appendModel(ReportDocument& document, const ReportData& data)
             document.paragraph(QStringLiteral("Every run trains the same model."));
         }
         appendModelTable(document, group);
+        appendTensorCoreAdvice(document, group);
     }
 }
 

@@ -1,5 +1,6 @@
 #include "ui/layer_table_model.h"
 
+#include "engine/model/tensor_core_alignment.h"
 #include "ui/config_document.h"
 #include "ui/enum_combo.h"
 #include "ui/layer_params.h"
@@ -21,26 +22,6 @@ QString shapeText(const Shape& shape)
 }
 
 } // namespace
-
-TensorCoreVerdict tensorCoreVerdict(const std::vector<std::pair<std::string, std::int64_t>>& extents)
-{
-    if (extents.empty())
-        return {"", QObject::tr("no matrix multiply or convolution in this layer"), false};
-    for (const auto& [name, value] : extents) {
-        if (value % 8 != 0) {
-            return {"no",
-                    QObject::tr("%1 = %2 is not a multiple of 8: fp16/bf16 tensor cores work on tiles of 8, "
-                                "so this GEMM pads or falls back to slower kernels")
-                        .arg(QString::fromStdString(name))
-                        .arg(value),
-                    false};
-        }
-    }
-    QStringList parts;
-    for (const auto& [name, value] : extents)
-        parts << QString("%1 = %2").arg(QString::fromStdString(name)).arg(value);
-    return {"yes", QObject::tr("every extent is a multiple of 8 (%1)").arg(parts.join(", ")), true};
-}
 
 LayerTableModel::LayerTableModel(ConfigDocument* document, QObject* parent)
     : QAbstractTableModel(parent), m_document(document)
@@ -126,9 +107,12 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
 
 QVariant LayerTableModel::tensorCoreData(int row, int role) const
 {
-    const TensorCoreVerdict verdict =
-        tensorCoreVerdict(m_document->report().layers[static_cast<std::size_t>(row)].tensorCoreExtents);
-    return role == Qt::ToolTipRole ? verdict.reason : verdict.text;
+    // The engine's verdict (model/tensor_core_alignment), for the dtype the layer computes in.
+    const LayerSpec& layer = m_document->config().model.layers[static_cast<std::size_t>(row)];
+    const LayerAlignment alignment =
+        layerAlignment(m_document->report().layers[static_cast<std::size_t>(row)],
+                       PrecisionPolicy(m_document->config().precision).layer(layer.precision).compute());
+    return fromView(role == Qt::ToolTipRole ? alignment.reason() : alignment.verdictText());
 }
 
 bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, int role)

@@ -35,12 +35,4 @@ private:
     ConfigDocument* m_document;
 };
 
-// "yes" when every GEMM/conv extent is a multiple of 8, "no" naming the first that is not.
-struct TensorCoreVerdict {
-    QString text;    // "yes", "no" or "" (the layer has no GEMM)
-    QString reason;  // for the tooltip
-    bool aligned = false;
-};
-TensorCoreVerdict tensorCoreVerdict(const std::vector<std::pair<std::string, std::int64_t>>& extents);
-
 } // namespace mantissa::ui

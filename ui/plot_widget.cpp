@@ -4,7 +4,40 @@
 #include <QMenu>
 #include <QMessageBox>
 
+#include <cmath>
+
 namespace mantissa::ui {
+
+namespace {
+
+// The range of a plottable's finite values, only the positive ones for a log axis; false when
+// it has none. QCustomPlot's getValueRange skips NaN but not infinities, and setRange refuses
+// a range with an infinite bound, leaving the axis where it was: a diverged 16-bit run records
+// an infinite loss, and a loss rounded to 0 has no place on a log axis.
+bool finiteValueRange(const QCPAbstractPlottable* plottable, bool positiveOnly, QCPRange& range)
+{
+    bool found = false;
+    auto include = [&](double value) {
+        if (!std::isfinite(value) || (positiveOnly && value <= 0))
+            return;
+        range = found ? QCPRange(qMin(range.lower, value), qMax(range.upper, value)) : QCPRange(value, value);
+        found = true;
+    };
+    if (const auto* graph = qobject_cast<const QCPGraph*>(plottable)) {
+        for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
+            include(it->value);
+        return found;
+    }
+    bool hasRange = false;
+    const QCPRange r = plottable->getValueRange(hasRange, positiveOnly ? QCP::sdPositive : QCP::sdBoth);
+    if (hasRange) {
+        include(r.lower);
+        include(r.upper);
+    }
+    return found;
+}
+
+} // namespace
 
 PlotWidget::PlotWidget(const QString& title, QWidget* parent) : QCustomPlot(parent), m_title(title)
 {
@@ -63,22 +96,19 @@ void PlotWidget::fitAxes()
     for (QCPAxis* axis : {yAxis, yAxis2}) {
         if (!axis->visible())
             continue;
+        const bool log = axis->scaleType() == QCPAxis::stLogarithmic;
         bool found = false;
         QCPRange data;
         for (int i = 0; i < plottableCount(); ++i) {
             QCPAbstractPlottable* p = plottable(i);
-            if (p->valueAxis() != axis || !p->visible())
-                continue;
-            bool hasRange = false;
-            const QCPRange r = p->getValueRange(hasRange);
-            if (!hasRange)
+            QCPRange r;
+            if (p->valueAxis() != axis || !p->visible() || !finiteValueRange(p, log, r))
                 continue;
             data = found ? QCPRange(qMin(data.lower, r.lower), qMax(data.upper, r.upper)) : r;
             found = true;
         }
         if (!found)
             continue;
-        const bool log = axis->scaleType() == QCPAxis::stLogarithmic;
         if (log && data.upper / data.lower < 1.5) {
             axis->setRange(data.lower / 2, data.upper * 2);
         } else if (log) {

@@ -1,6 +1,7 @@
 #include "ui/training_panel.h"
 
 #include "engine/backend/backend_factory.h"
+#include "engine/model/tensor_core_alignment.h"
 #include "ui/number_spin_box.h"
 #include "ui/weights_panel.h"
 
@@ -16,6 +17,19 @@
 #include <QVBoxLayout>
 
 namespace mantissa::ui {
+
+namespace {
+
+// "batch size 100 is ..." -> "Batch size 100 is ....": the engine's advice as a note of its own.
+QString sentence(const std::string& advice)
+{
+    QString text = QString::fromStdString(advice);
+    if (!text.isEmpty())
+        text[0] = text[0].toUpper();
+    return text + QLatin1Char('.');
+}
+
+} // namespace
 
 TrainingPanel::TrainingPanel(ConfigDocument* document, QWidget* parent) : ConfigForm(document, parent)
 {
@@ -222,14 +236,9 @@ void TrainingPanel::load(const RunConfig& c)
 
     const TrainingSpec& t = c.training;
     m_batch->setValue(static_cast<int>(t.batchSize));
-    m_batchNote->setText(t.batchSize % 8 == 0
-                             ? QString()
-                             : tr("%1 is not a multiple of 8. fp16/bf16 tensor cores multiply tiles of 8, so the "
-                                  "batch dimension of every GEMM gets padded or runs on slower kernels; %2 or %3 "
-                                  "would use them fully.")
-                                   .arg(t.batchSize)
-                                   .arg(t.batchSize / 8 * 8 > 0 ? t.batchSize / 8 * 8 : 8)
-                                   .arg((t.batchSize / 8 + 1) * 8));
+    // The engine's verdict (model/tensor_core_alignment): only for runs with 16-bit GEMMs.
+    const std::optional<MisalignedExtent> batch = tensorCoreAdvice(c).batch;
+    m_batchNote->setText(batch ? sentence(batchAdvice(*batch)) : QString());
     m_batchNote->setVisible(!m_batchNote->text().isEmpty());
     m_epochs->setValue(t.epochs);
     m_maxSteps->setValue(static_cast<int>(t.maxSteps));

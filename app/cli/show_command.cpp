@@ -7,6 +7,7 @@
 #include "cli/run_format.h"
 #include "cli/run_lookup.h"
 #include "cli/text_table.h"
+#include "engine/model/tensor_core_alignment.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -59,6 +60,23 @@ void printConfig(const storage::RunInfo& run)
     std::printf("\nconfig\n");
     for (const auto& [label, text] : summarizeConfig(run.configJson))
         printField(QStringLiteral("  ") + label, text);
+}
+
+// The engine's tensor-core alignment advice for a 16-bit run (nothing for fp32 or when all is
+// aligned); a config this version cannot parse is already reported by printConfig.
+void printTensorCoreAdvice(const storage::RunInfo& run)
+{
+    std::vector<std::string> lines;
+    try {
+        lines = tensorCoreAdvice(parseRunConfig(run.configJson.toStdString(), "the stored config")).messages();
+    } catch (const ConfigError&) {
+        return;
+    }
+    if (lines.empty())
+        return;
+    std::printf("\ntensor cores\n");
+    for (const std::string& line : lines)
+        std::printf("  %s\n", line.c_str());
 }
 
 void printSummary(const storage::RunInfo& run)
@@ -187,6 +205,7 @@ int runShowCommand(const QStringList& arguments)
         }
         printHeader(*store, run);
         printConfig(run);
+        printTensorCoreAdvice(run);
         printSummary(run);
         printEpochs(store->epochs(run.id));
         printEvents(store->events(run.id));

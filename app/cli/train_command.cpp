@@ -8,6 +8,7 @@
 #include "cli/recorded_run.h"
 #include "cli/train_options.h"
 #include "engine/backend/backend_factory.h"
+#include "engine/model/tensor_core_alignment.h"
 
 #include <cstdio>
 #include <iostream>
@@ -45,6 +46,9 @@ int runTrainCommand(const QStringList& arguments)
         std::fprintf(stderr, "%s: %s, batch %lld, %s; %s\n", config.name.c_str(),
                      precisionModeName(config.precision).c_str(), static_cast<long long>(config.training.batchSize),
                      selection.backend->name().c_str(), selection.reason.c_str());
+        // Advice, not an error: on stderr, so that stdout's last line stays the JSON summary.
+        for (const std::string& line : tensorCoreAdvice(config).messages())
+            std::fprintf(stderr, "tensor cores: %s\n", line.c_str());
         const DatasetSplits data = loadDatasets(config.data, config.training.seed);
 
         RecordingOptions recording;

@@ -1,10 +1,14 @@
 // A training process that dies (kill -9) or is interrupted (Ctrl-C) through the CLI:
-// after SIGKILL every committed step is intact and `show` reports the run interrupted;
+// after SIGKILL every row committed before the kill is still there, unchanged, and `show`
+// reports the run interrupted;
 // after SIGINT the run stops at a step boundary, finishes "stopped" and exits 0.
 #include "cli_test_support.h"
 #include "storage/run_store.h"
+#include "test_support.h"
 
 #include <QDeadlineTimer>
+#include <QSqlQuery>
+#include <QSqlRecord>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -61,6 +65,54 @@ qint64 waitForCommittedSteps(QProcess& process, const QString& db, qsizetype ste
     return 0;
 }
 
+// The per-run tables a writer appends to, each with the order of its primary key.
+const QList<std::pair<QString, QString>> kRunTables = {
+    {QStringLiteral("steps"), QStringLiteral("step")},
+    {QStringLiteral("epochs"), QStringLiteral("epoch")},
+    {QStringLiteral("events"), QStringLiteral("id")},
+    {QStringLiteral("numerics_steps"), QStringLiteral("step")},
+    {QStringLiteral("numerics_tensors"), QStringLiteral("step, layer_index, kind, tensor")},
+};
+
+// What a reader sees committed for run `id` in one table: every row, every column, as text
+// (doubles with 17 digits, so a changed bit shows; NULL apart from any value).
+QStringList committedRows(const QString& db, const QString& table, const QString& order, qint64 id)
+{
+    storage::test::RawDatabase raw(db);
+    QSqlQuery query(raw.database());
+    query.prepare(QStringLiteral("SELECT * FROM %1 WHERE run_id = ? ORDER BY %2").arg(table, order));
+    query.addBindValue(id);
+    QStringList rows;
+    if (!query.exec())
+        return {QStringLiteral("cannot read %1").arg(table)};
+    while (query.next()) {
+        QStringList columns;
+        for (int c = 0; c < query.record().count(); ++c) {
+            const QVariant v = query.value(c);
+            columns << (v.isNull() ? QStringLiteral("NULL")
+                        : v.typeId() == QMetaType::Double ? QString::number(v.toDouble(), 'g', 17)
+                                                          : v.toString());
+        }
+        rows << columns.join(QLatin1Char('|'));
+    }
+    return rows;
+}
+
+// Empty when every row of `before` is still the same row at the same place of `after`;
+// otherwise the first row lost or changed.
+QString lostOrChanged(const QString& table, const QStringList& before, const QStringList& after)
+{
+    for (qsizetype i = 0; i < before.size(); ++i) {
+        if (i >= after.size())
+            return QStringLiteral("%1: row %2 of %3 committed before the kill is gone: %4")
+                .arg(table).arg(i).arg(before.size()).arg(before[i]);
+        if (after[i] != before[i])
+            return QStringLiteral("%1: row %2 changed after the kill:\n before %3\n after  %4")
+                .arg(table).arg(i).arg(before[i], after[i]);
+    }
+    return {};
+}
+
 QJsonObject lastJsonLine(const QByteArray& out)
 {
     CliResult parsed;
@@ -88,14 +140,24 @@ private slots:
         auto process = startLongRun(m_config, db);
         const qint64 id = waitForCommittedSteps(*process, db, 1);
         QVERIFY(id > 0);
+        // What was committed just before the kill; the writer may commit more before the
+        // signal lands, so after the kill these rows must lead every table, unchanged.
+        QMap<QString, QStringList> before;
+        for (const auto& [table, order] : kRunTables)
+            before[table] = committedRows(db, table, order, id);
         process->kill(); // SIGKILL: no handler, no destructor, no final commit
         QVERIFY(process->waitForFinished(10000));
         QCOMPARE(process->exitStatus(), QProcess::CrashExit);
+        QVERIFY(!before[QStringLiteral("steps")].isEmpty());
 
         // The first open after the death (here the CLI's) marks the run interrupted.
         const CliResult show = runCli({QStringLiteral("show"), QString::number(id), QStringLiteral("--db"), db});
         QVERIFY2(show.exitCode == 0, qPrintable(show.describe()));
         QVERIFY2(showField(show.out, QStringLiteral("status")) == QStringLiteral("interrupted"), qPrintable(show.out));
+        for (const auto& [table, order] : kRunTables) {
+            const QString problem = lostOrChanged(table, before[table], committedRows(db, table, order, id));
+            QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        }
 
         storage::RunStore store(db);
         const storage::StepSeries steps = store.steps(id);

@@ -157,6 +157,45 @@ private slots:
         QVERIFY(QJsonDocument::fromJson(config.out.toUtf8()).isObject());
     }
 
+    // A 16-bit run names its misaligned extents (the tiny model's 4 classes, a batch of 20) on
+    // stderr and in `show`, while stdout's last line stays the JSON summary; fp32 gets no advice.
+    void trainAndShowGiveTheTensorCoreAdviceOfSixteenBitRuns()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("advice.sqlite"));
+        const QString layerAdvice = QStringLiteral("layer 1 (linear), fp16: out features = 4 is not a multiple of 8");
+        const QString batchAdvice = QStringLiteral("batch size 20 is not a multiple of 8");
+        const auto train = [&](const QString& precision) {
+            return runCli({QStringLiteral("train"), m_config, QStringLiteral("--precision"), precision,
+                           QStringLiteral("--batch-size"), QStringLiteral("20"), QStringLiteral("--max-steps"),
+                           QStringLiteral("2"), QStringLiteral("--db"), db});
+        };
+        const auto show = [&](const CliResult& trained) {
+            return runCli({QStringLiteral("show"), QString::number(trained.json().value(QStringLiteral("run_id")).toInteger()),
+                           QStringLiteral("--db"), db});
+        };
+
+        const CliResult mixed = train(QStringLiteral("mixed-fp16"));
+        QVERIFY2(mixed.exitCode == 0, qPrintable(mixed.describe()));
+        QVERIFY2(mixed.err.contains(QStringLiteral("tensor cores: ") + layerAdvice), qPrintable(mixed.describe()));
+        QVERIFY2(mixed.err.contains(QStringLiteral("tensor cores: ") + batchAdvice) &&
+                     mixed.err.contains(QStringLiteral("16 or 24 would use them fully")),
+                 qPrintable(mixed.describe()));
+        QVERIFY2(!mixed.out.contains(QStringLiteral("tensor cores")), qPrintable(mixed.describe()));
+        QCOMPARE(mixed.json().value(QStringLiteral("status")).toString(), QStringLiteral("finished"));
+        const CliResult mixedShow = show(mixed);
+        QVERIFY2(mixedShow.exitCode == 0, qPrintable(mixedShow.describe()));
+        QVERIFY2(mixedShow.out.contains(QStringLiteral("\ntensor cores\n  ") + layerAdvice) &&
+                     mixedShow.out.contains(QStringLiteral("\n  ") + batchAdvice),
+                 qPrintable(mixedShow.out));
+
+        const CliResult fp32 = train(QStringLiteral("fp32"));
+        QVERIFY2(fp32.exitCode == 0, qPrintable(fp32.describe()));
+        QVERIFY2(!fp32.err.contains(QStringLiteral("tensor cores")), qPrintable(fp32.describe()));
+        const CliResult fp32Show = show(fp32);
+        QVERIFY2(fp32Show.exitCode == 0, qPrintable(fp32Show.describe()));
+        QVERIFY2(!fp32Show.out.contains(QStringLiteral("tensor cores")), qPrintable(fp32Show.out));
+    }
+
     void exportCsvHasOneRowPerStoredStep()
     {
         const CliResult train = runCli({QStringLiteral("train"), m_config, QStringLiteral("--epochs"), QStringLiteral("2"),

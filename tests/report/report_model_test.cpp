@@ -1,6 +1,7 @@
 // The report's model, without rendering: machine and device parsing, number formats,
 // curve thinning, and what the data, comparison and overflow summaries say about the
 // synthetic runs.
+#include "engine/model/tensor_core_alignment.h"
 #include "report/comparison.h"
 #include "report/machine_info.h"
 #include "report/overflow_summary.h"
@@ -240,6 +241,39 @@ private slots:
         }
         QCOMPARE(singlePlots, 3);
         QVERIFY(saysWhy);
+    }
+
+    // The model section carries the engine's tensor-core advice for the mixed-fp16 run (the
+    // mlp's 10 classes), and none for fp32.
+    void theModelSectionGivesTheTensorCoreAdviceOfSixteenBitRuns()
+    {
+        const ReportData data = loadReportData(*m_store, {m_sample.fp32, m_sample.mixed});
+        const ReportDocument document = buildReportDocument(data);
+        const QString mixedLabel = data.runs[1].label;
+        QString inSection;
+        qsizetype paragraphs = 0;
+        QStringList items;
+        for (qsizetype i = 0; i < document.blocks.size(); ++i) {
+            const ReportBlock& block = document.blocks[i];
+            if (block.kind == ReportBlock::Kind::Heading && block.level == 1)
+                inSection = block.text;
+            if (block.kind != ReportBlock::Kind::Paragraph || !block.text.startsWith(QStringLiteral("Tensor-core alignment")))
+                continue;
+            ++paragraphs;
+            QCOMPARE(inSection, QStringLiteral("Model"));
+            QVERIFY2(block.text.startsWith(QStringLiteral("Tensor-core alignment of %1:").arg(mixedLabel)),
+                     qPrintable(block.text));
+            QVERIFY(i + 1 < document.blocks.size() && document.blocks[i + 1].kind == ReportBlock::Kind::Bullets);
+            items = document.blocks[i + 1].items;
+        }
+        QCOMPARE(paragraphs, 1);
+        QCOMPARE(items, QStringList{QString::fromStdString(
+                            tensorCoreAdvice(*data.runs[1].config, data.runs[1].model).messages().front())});
+        QVERIFY2(items.front().startsWith(QStringLiteral("layer 3 (linear), fp16: out features = 10 is not a multiple of 8")),
+                 qPrintable(items.front()));
+
+        for (const ReportBlock& block : buildReportDocument(loadReportData(*m_store, {m_sample.fp32})).blocks)
+            QVERIFY2(!block.text.contains(QStringLiteral("Tensor-core")), qPrintable(block.text));
     }
 
 private:

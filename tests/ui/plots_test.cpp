@@ -1,7 +1,11 @@
 // The plots' own logic: overflow markers found under the mouse, bulk appends that only add
-// what is new, and the debiased moving average behind the smoothed loss.
+// what is new, the debiased moving average behind the smoothed loss, and the loss plot's
+// log axis.
 #include "ui/loss_scale_plot.h"
+#include "ui/run_monitor.h"
 #include "ui/smoothing.h"
+
+#include <QCheckBox>
 
 #include <QtTest>
 
@@ -50,6 +54,63 @@ private slots:
         const QVector<double> raw = smoothed({1, 3}, 0.0);
         QCOMPARE(raw, QVector<double>({1, 3})); // weight 0 is the raw curve
     }
+
+    void theLogLossAxisIsLogarithmicAroundTheLossesAndOffRestoresLinear_data()
+    {
+        QTest::addColumn<QVector<double>>("losses");
+        QTest::addColumn<double>("smallest"); // the smallest positive finite loss
+        QTest::addColumn<double>("largest");  // the largest finite loss
+        QTest::newRow("falling from 2.3 to 0.05") << QVector<double>{2.3, 1.4, 0.9, 0.4, 0.2, 0.1, 0.05} << 0.05 << 2.3;
+        // A diverged 16-bit step records an infinite loss and a fully fitted one can round to
+        // 0: neither has a place on a log axis, and neither may take the range from the rest.
+        QTest::newRow("with an infinite and a zero loss")
+            << QVector<double>{2.3, 1.4, qInf(), 0.9, 0.4, 0.0, 0.1, 0.05} << 0.05 << 2.3;
+        QTest::newRow("flat") << QVector<double>{0.7, 0.7, 0.7} << 0.7 << 0.7;
+    }
+
+    void theLogLossAxisIsLogarithmicAroundTheLossesAndOffRestoresLinear()
+    {
+        QFETCH(QVector<double>, losses);
+        QFETCH(double, smallest);
+        QFETCH(double, largest);
+        auto recording = std::make_shared<RunRecording>();
+        for (qsizetype i = 0; i < losses.size(); ++i) {
+            recording->step << double(i + 1);
+            recording->loss << losses[i];
+            recording->learningRate << 0.1;
+            recording->lossScale << 1.0;
+            recording->samplesPerSecond << 1000.0;
+        }
+        RunMonitor monitor;
+        monitor.resize(900, 700);
+        monitor.setRecording(recording);
+        PlotWidget* plot = monitor.lossPlot();
+        auto* toggle = monitor.findChild<QCheckBox*>();
+        QVERIFY(toggle);
+        QCOMPARE(toggle->text(), QStringLiteral("Log loss axis"));
+
+        toggle->setChecked(true);
+        QVERIFY(plot->logY());
+        QCOMPARE(plot->yAxis->scaleType(), QCPAxis::stLogarithmic);
+        QVERIFY(dynamic_cast<QCPAxisTickerLog*>(plot->yAxis->ticker().data()));
+        QCPRange range = plot->yAxis->range();
+        QVERIFY2(range.lower > 0, qPrintable(describe(range)));
+        // Covers every finite positive loss, with a margin of less than a decade each side.
+        QVERIFY2(range.lower < smallest && range.lower > smallest / 10, qPrintable(describe(range)));
+        QVERIFY2(range.upper > largest && range.upper < largest * 10, qPrintable(describe(range)));
+
+        toggle->setChecked(false);
+        QVERIFY(!plot->logY());
+        QCOMPARE(plot->yAxis->scaleType(), QCPAxis::stLinear);
+        QVERIFY(!dynamic_cast<QCPAxisTickerLog*>(plot->yAxis->ticker().data()));
+        range = plot->yAxis->range();
+        QVERIFY2(std::isfinite(range.lower) && std::isfinite(range.upper), qPrintable(describe(range)));
+        QVERIFY2(range.lower < smallest && range.upper > largest, qPrintable(describe(range)));
+        QVERIFY2(range.size() < 2 * (largest - range.lower) + 1, qPrintable(describe(range)));
+    }
+
+private:
+    static QString describe(const QCPRange& range) { return QString("range %1 .. %2").arg(range.lower).arg(range.upper); }
 };
 
 QTEST_MAIN(PlotsTest)

@@ -1,6 +1,7 @@
 // The Workbench as a user drives it: edits with undo, validation blocking Run, a short run
 // filling the plots, pause and stop, and a responsive event loop while training.
 #include "engine/backend/backend_factory.h"
+#include "engine/model/tensor_core_alignment.h"
 #include "ui/comparison_table_model.h"
 #include "ui/config_document.h"
 #include "ui/enum_combo.h"
@@ -9,6 +10,7 @@
 #include "ui/plot_widget.h"
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
+#include "ui/training_panel.h"
 #include "tests/ui/quick_config.h"
 #include "ui/workbench.h"
 
@@ -126,6 +128,47 @@ private slots:
             QCOMPARE(model->data(model->index(1, LayerTableModel::Precision)).toString(), fromView(entry.key));
         }
         QVERIFY(!model->setData(model->index(1, LayerTableModel::Precision), "fp8"));
+    }
+
+    // The layer table's "Tensor cores" column and the batch-size note show the engine's
+    // alignment verdict for the layers' dtypes: advice in 16-bit modes, none in fp32.
+    void tensorCoreAdviceFollowsThePrecisionMode()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp"); // 784-1024-1024-10
+        LayerTableModel* model = bench.modelEditor()->tableModel();
+        RunConfig config = bench.document()->config();
+        config.precision = PrecisionMode::MixedFp16;
+        config.training.batchSize = 100;
+        bench.document()->apply(config, "mixed-fp16, batch 100");
+        const auto cell = [model](int row, int role) {
+            return model->data(model->index(row, LayerTableModel::TensorCores), role).toString();
+        };
+        QCOMPARE(cell(0, Qt::DisplayRole), QString()); // flatten: no GEMM
+        QCOMPARE(cell(1, Qt::DisplayRole), QStringLiteral("yes"));
+        QCOMPARE(cell(3, Qt::DisplayRole), QStringLiteral("no"));
+        QVERIFY2(cell(3, Qt::ToolTipRole).startsWith("out features = 10 is not a multiple of 8"),
+                 qPrintable(cell(3, Qt::ToolTipRole)));
+        const TensorCoreAdvice advice = tensorCoreAdvice(config);
+        for (int row = 0; row < model->rowCount(); ++row) {
+            const LayerAlignment& layer = advice.layers[static_cast<std::size_t>(row)];
+            QCOMPARE(cell(row, Qt::DisplayRole), QString::fromStdString(layer.verdictText()));
+            QCOMPARE(cell(row, Qt::ToolTipRole), QString::fromStdString(layer.reason()));
+        }
+        const QString note = bench.trainingPanel()->batchNote();
+        QVERIFY2(note.startsWith("Batch size 100 is not a multiple of 8") && note.contains("96 or 104"),
+                 qPrintable(note));
+
+        config.precision = PrecisionMode::Fp32;
+        bench.document()->apply(config, "fp32");
+        QCOMPARE(cell(3, Qt::DisplayRole), QStringLiteral("fp32"));
+        QVERIFY(bench.trainingPanel()->batchNote().isEmpty());
+        // An fp16 override puts that one layer back on tensor cores, and the batch matters again.
+        config.model.layers[3].precision = LayerPrecision::Fp16;
+        bench.document()->apply(config, "fp16 head");
+        QCOMPARE(cell(3, Qt::DisplayRole), QStringLiteral("no"));
+        QCOMPARE(cell(1, Qt::DisplayRole), QStringLiteral("fp32"));
+        QVERIFY(bench.trainingPanel()->batchNote().startsWith("Batch size 100"));
     }
 
     void anInvalidLayerDisablesRunWithTheValidatorsMessage()
