@@ -6,7 +6,7 @@
 #include "cli/interrupt.h"
 #include "cli/recorded_run.h"
 #include "cli/train_options.h"
-#include "engine/backend/backend_factory.h"
+#include "engine/train/training_backend.h"
 
 #include <cstdio>
 #include <iostream>

@@ -7,10 +7,10 @@
 #include "engine/data/dataset.h"
 #include "engine/lens/numerics_probe.h"
 #include "engine/model/model.h"
+#include "engine/observe/records.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
 #include "engine/precision/loss_scaler.h"
-#include "engine/train/records.h"
 
 #include <atomic>
 #include <memory>
