@@ -1,6 +1,6 @@
 #pragma once
 // Internal: SQL and value rules shared by RunStore and RunWriter.
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 #include "storage/run_types.h"
 
 #include <QSqlQuery>

@@ -7,7 +7,7 @@
 // the store: use it on that thread only, and give every other thread its own RunStore.
 // Reads are single statements (no transaction stays open between calls), so readers
 // never hold back the writer. Every method throws StorageError on failure.
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 #include "storage/run_types.h"
 
 #include <QList>

@@ -13,7 +13,7 @@
 // true, errorMessage() says why, further rows are dropped, and the run is marked
 // "failed" with that message when the database still accepts the update. The trainer
 // checks failed() and stops.
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 #include "storage/run_types.h"
 
 #include <QSqlQuery>

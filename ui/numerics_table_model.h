@@ -3,7 +3,7 @@
 // the fractions that are zero, flush to zero, subnormal or overflow in the run's low
 // precision, and the loss scale suggestLossScale() would pick for gradients. Cells whose
 // fractions would cost accuracy (above 1%) are coloured so the bad layers stand out.
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 
 #include <QAbstractTableModel>
 

@@ -7,7 +7,7 @@
 // browser and, live, for a GUI run while it trains: the numerics records are large and do
 // not travel through the RecordBuffer, so the tab follows the run's rows as the writer
 // commits them (at least once a second) and takes the new steps on refresh().
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 #include "storage/run_types.h"
 
 #include <QList>

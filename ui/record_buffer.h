@@ -3,7 +3,7 @@
 // observer methods once per step; the UI takes everything that accumulated every 40 ms.
 // One queued signal per step would flood the UI event loop at thousands of steps per
 // second; a mutex held for a push_back costs the trainer nothing measurable.
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 #include "engine/train/trainer.h"
 
 #include <QString>

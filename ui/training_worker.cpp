@@ -1,6 +1,6 @@
 #include "ui/training_worker.h"
 
-#include "engine/backend/backend_factory.h"
+#include "engine/train/training_backend.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"

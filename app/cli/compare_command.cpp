@@ -10,7 +10,7 @@
 #include "cli/run_format.h"
 #include "cli/text_table.h"
 #include "cli/train_options.h"
-#include "engine/backend/backend_factory.h"
+#include "engine/train/training_backend.h"
 #include "engine/util/check.h"
 
 #include <cstdio>

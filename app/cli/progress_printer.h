@@ -2,7 +2,7 @@
 // Shows training progress: a live bar with ETA, loss, loss scale and samples/s on a
 // terminal, plain lines (one per epoch and per event) otherwise. Writes to stderr so
 // that stdout carries only the final JSON line.
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 
 #include <chrono>
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include "cli/train_options.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/model/tensor_core_alignment.h"
+#include "engine/train/training_backend.h"
 
 #include <cstdio>
 #include <iostream>

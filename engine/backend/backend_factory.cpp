@@ -57,14 +57,6 @@ BackendSelection selectBackend(const std::string& device, int cpuThreads, const 
 
 namespace mantissa {
 
-BackendSelection selectBackend(const TrainingSpec& training)
-{
-    CudaOptions cuda;
-    cuda.tf32 = training.tf32;
-    cuda.convWorkspaceBytes = static_cast<std::size_t>(training.cudnnWorkspaceMiB) << 20;
-    return selectBackend(training.device, training.threads, cuda);
-}
-
 GpuInventory listGpus()
 {
 #ifdef MANTISSA_HAVE_CUDA

@@ -3,7 +3,6 @@
 // and why, so that users are never left guessing where their run trained.
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda_options.h"
-#include "engine/config/run_config.h"
 
 #include <cstddef>
 #include <memory>
@@ -20,8 +19,7 @@ struct BackendSelection {
 // Throws ResourceError when an explicitly requested device is unusable, ConfigError when
 // the request is malformed.
 BackendSelection selectBackend(const std::string& device, int cpuThreads, const CudaOptions& cuda = {});
-// The same for a run's training settings (device, threads, tf32, cuDNN workspace).
-BackendSelection selectBackend(const TrainingSpec& training);
+// The same for a run's training settings: engine/train/training_backend.h.
 
 // Whether this build contains the CUDA backend.
 bool cudaBackendBuilt();

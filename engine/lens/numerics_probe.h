@@ -3,7 +3,7 @@
 // gradient and parameter gradients as the passes produce them, plus the weights, and
 // turns them into a NumericsRecord or, on a skipped step, the overflow's location.
 #include "engine/model/model.h"
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 
 #include <optional>
 #include <vector>

@@ -1,6 +1,5 @@
 #include "engine/numerics/tensor_stats.h"
 
-#include "engine/tensor/tensor.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -143,18 +142,14 @@ TensorStats measureValues(const float* values, std::size_t n, DType target, floa
     });
 }
 
-TensorStats measureHostTensor(const Tensor& tensor, DType target, float histogramScale)
+TensorStats measure16BitValues(const std::uint16_t* words, std::size_t n, DType storage, DType target,
+                               float histogramScale)
 {
-    MANTISSA_ASSERT(tensor.device().kind == DeviceKind::Cpu);
-    const auto n = static_cast<std::size_t>(tensor.numel());
-    if (tensor.dtype() == DType::F32)
-        return measureValues(tensor.f32(), n, target, histogramScale);
+    MANTISSA_ASSERT(storage != DType::F32);
     const RoundingThresholds t = roundingThresholds(target);
-    const std::uint16_t* words = tensor.u16();
-    const DType type = tensor.dtype();
     return measureChunks(n, [&](std::size_t begin, std::size_t count, TensorStats& s) {
         float wide[kChunk];
-        widenToFloat(words + begin, type, wide, count);
+        widenToFloat(words + begin, storage, wide, count);
         measureChunk(wide, count, t, histogramScale, s);
     });
 }

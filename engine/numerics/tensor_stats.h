@@ -11,8 +11,6 @@
 
 namespace mantissa {
 
-class Tensor;
-
 // One bin per binary exponent e (values in [2^e, 2^(e+1))) from 2^-40 to 2^20, plus a
 // zero bin and a non-finite bin. Smaller magnitudes (fp32 subnormals included) go to the
 // lowest exponent bin, larger finite ones to the highest: the range covers fp16 and the
@@ -66,8 +64,9 @@ RoundingThresholds roundingThresholds(DType target);
 // values * histogramScale (1 / loss scale shows gradients unscaled while the fractions
 // stay those of the values the run stored). Parallel with OpenMP for large inputs.
 TensorStats measureValues(const float* values, std::size_t n, DType target, float histogramScale = 1.0f);
-// The same for a tensor in host memory, of any dtype (16-bit ones widened in chunks); the CPU
-// backend's Backend::tensorStats. Other backends measure their tensors where they live.
-TensorStats measureHostTensor(const Tensor& tensor, DType target, float histogramScale = 1.0f);
+// The same for 16-bit values stored as `storage` (fp16 or bf16), widened to fp32 in chunks
+// small enough to stay in L1: the CPU backend's Backend::tensorStats for 16-bit tensors.
+TensorStats measure16BitValues(const std::uint16_t* words, std::size_t n, DType storage, DType target,
+                               float histogramScale = 1.0f);
 
 } // namespace mantissa

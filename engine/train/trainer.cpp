@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <thread>
 
 namespace mantissa {
@@ -151,214 +150,263 @@ Evaluation Trainer::evaluate(const Dataset& data)
     return result;
 }
 
-void Trainer::finishRun(RunSummary& summary, RunStatus status, const std::string& message)
+// What one call of run() carries from step to step and epoch to epoch.
+struct Trainer::RunState {
+    RunSummary summary;
+    Clock::time_point start = Clock::now();
+    double trainSeconds = 0;       // steps only, evaluations and pauses excluded
+    std::int64_t trainedSamples = 0;
+    HostBatch batch;               // the next batch; a finished step's buffers serve it
+    std::int64_t lastQueued = 0;   // the last step queued
+    std::int64_t lastPublished = 0; // the last step whose record was published
+    int consecutiveSkips = 0;
+    // Over the current epoch's finite steps.
+    double epochLoss = 0;
+    std::int64_t epochCorrect = 0, epochSamples = 0, finiteSteps = 0;
+    // A step's time is from the previous record read (or the loop's start, or the end of a
+    // pause or an evaluation) to its own: running ahead, steps overlap, and this still sums
+    // to the training time.
+    Clock::time_point lastRecord = Clock::now();
+    std::optional<QueuedStep> pending; // queued, its record not read yet
+    std::string divergence;            // set when a published step ends the run
+
+    float epochTrainLoss() const
+    {
+        return finiteSteps ? static_cast<float>(epochLoss / static_cast<double>(finiteSteps)) : NAN;
+    }
+};
+
+RunSummary Trainer::run()
 {
-    summary.status = status;
-    summary.message = message;
+    RunState run;
+    run.lastQueued = run.lastPublished = m_stepOffset;
+    BatchLoader loader(m_data.train, BatchLoaderOptions::training(m_config.training.batchSize, m_config.training.seed));
+    const int epochs = std::max(m_config.training.epochs, 1);
+    m_backend.resetPeakBytes();
+    uploadScalerState(); // a checkpoint may have restored the scaler since the last run
+    run.lastRecord = Clock::now();
+    try {
+        for (int epoch = 1; epoch <= epochs && run.lastQueued < m_totalSteps; ++epoch) {
+            if (std::optional<RunEnd> end = trainEpoch(run, loader, epoch))
+                return conclude(run, *end);
+            evaluateEpoch(run, epoch);
+        }
+    } catch (const std::exception& e) {
+        return conclude(run, {RunStatus::Failed, reportFailure(run, e)});
+    }
+    return conclude(run, {RunStatus::Finished, ""});
+}
+
+std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& loader, int epoch)
+{
+    loader.startEpoch(epoch);
+    run.epochLoss = 0;
+    run.epochCorrect = 0;
+    run.epochSamples = 0;
+    run.finiteSteps = 0;
+    const auto diverged = [&run]() { return RunEnd{RunStatus::Diverged, run.divergence}; };
+    while (run.lastQueued < m_totalSteps && loader.next(run.batch)) {
+        if (m_paused || m_stopRequested) {
+            drain(run);
+            if (!run.divergence.empty())
+                return diverged();
+            while (m_paused && !m_stopRequested)
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            run.lastRecord = Clock::now();
+        }
+        if (m_stopRequested)
+            return RunEnd{RunStatus::Stopped, "stopped by the user at step " + std::to_string(run.lastPublished)};
+        ++run.lastQueued;
+        // Sampled steps read their tensors on the host as they go: nothing runs beside them.
+        if (isNumericsStep(run.lastQueued))
+            drain(run);
+        if (!run.divergence.empty())
+            return diverged();
+        queueNextStep(run, epoch);
+        if (!run.divergence.empty())
+            return diverged();
+    }
+    drain(run);
+    if (!run.divergence.empty())
+        return diverged();
+    return std::nullopt;
+}
+
+void Trainer::queueNextStep(RunState& run, int epoch)
+{
+    QueuedStep current = queueTrainStep(std::move(run.batch), run.lastQueued, epoch, run.pending.has_value());
+    if (run.pending) {
+        StepOutcome outcome = finishStep(*run.pending, true);
+        publishStep(run, *run.pending, outcome);
+        run.batch = std::move(run.pending->batch); // its buffers serve the next batch
+        run.pending.reset();
+        // The step ahead was held if this one was skipped (and is dropped if the run ends).
+        if (!run.divergence.empty())
+            return;
+        if (outcome.skipped)
+            current = requeue(std::move(current));
+    }
+    run.pending = std::move(current);
+    if (!m_runAhead || run.pending->probe)
+        drain(run);
+}
+
+void Trainer::drain(RunState& run)
+{
+    if (!run.pending)
+        return;
+    StepOutcome outcome = finishStep(*run.pending, false);
+    publishStep(run, *run.pending, outcome);
+    run.pending.reset();
+}
+
+void Trainer::publishStep(RunState& run, const QueuedStep& queued, StepOutcome& outcome)
+{
+    const auto now = Clock::now();
+    const double stepSeconds = std::chrono::duration<double>(now - run.lastRecord).count();
+    run.lastRecord = now;
+    run.trainSeconds += stepSeconds;
+    run.trainedSamples += queued.batch.size;
+    run.lastPublished = queued.step;
+    publishStepRecord(run, queued, outcome, stepSeconds);
+    if (outcome.skipped) {
+        ++run.summary.skippedSteps;
+        ++run.consecutiveSkips;
+        publishOverflow(queued.step, outcome);
+    } else {
+        run.consecutiveSkips = 0;
+        run.epochLoss += outcome.loss;
+        run.epochCorrect += outcome.correct;
+        run.epochSamples += queued.batch.size;
+        ++run.finiteSteps;
+    }
+    const ScaleUpdate update = outcome.scaleUpdate;
+    if (update.changed()) {
+        EventRecord change;
+        change.kind = EventKind::ScaleChange;
+        change.step = queued.step;
+        change.scaleBefore = update.before;
+        change.scaleAfter = update.after;
+        publish(change);
+    }
+    checkDivergence(run, queued.step, outcome);
+}
+
+void Trainer::publishStepRecord(const RunState& run, const QueuedStep& queued, const StepOutcome& outcome,
+                                double stepSeconds)
+{
+    StepRecord record;
+    record.step = queued.step;
+    record.epoch = queued.epoch;
+    record.loss = outcome.loss;
+    record.learningRate = m_schedule.rate(queued.step - 1, queued.epoch - 1, m_stepsPerEpoch, m_totalSteps);
+    record.lossScale = outcome.scaleUpdate.before;
+    record.skipped = outcome.skipped;
+    record.gradNorm = outcome.gradNorm;
+    record.samplesPerSecond = static_cast<float>(static_cast<double>(queued.batch.size) / stepSeconds);
+    record.elapsedSeconds = run.trainSeconds;
+    record.gradAmax = outcome.gradAmax;
+    for (auto* o : m_observers)
+        o->onStep(record);
+    if (outcome.numerics)
+        for (auto* o : m_observers)
+            o->onNumerics(*outcome.numerics);
+}
+
+void Trainer::publishOverflow(std::int64_t step, StepOutcome& outcome)
+{
+    EventRecord overflow;
+    overflow.kind = EventKind::Overflow;
+    overflow.step = step;
+    overflow.scaleBefore = outcome.scaleUpdate.before;
+    overflow.scaleAfter = outcome.scaleUpdate.after;
+    overflow.parameter = outcome.firstNonFinite;
+    overflow.location = std::move(outcome.location);
+    publish(overflow);
+}
+
+void Trainer::checkDivergence(RunState& run, std::int64_t step, const StepOutcome& outcome)
+{
+    const bool fp32Diverged = !outcome.lossFinite && m_config.precision == PrecisionMode::Fp32;
+    if (!fp32Diverged && run.consecutiveSkips < kMaxConsecutiveSkips)
+        return;
+    run.divergence = fp32Diverged
+        ? "the loss became non-finite at step " + std::to_string(step) + " in fp32; lower the learning rate"
+        : std::to_string(run.consecutiveSkips) + " consecutive steps had non-finite gradients (last at " +
+              outcome.firstNonFinite + ")" +
+              (m_scaler.kind() == LossScaler::Kind::Dynamic ? "; the loss scale cannot recover"
+                                                            : "; try mixed precision or dynamic loss scaling");
+    EventRecord event;
+    event.kind = EventKind::Divergence;
+    event.step = step;
+    event.message = run.divergence;
+    publish(event);
+}
+
+void Trainer::evaluateEpoch(RunState& run, int epoch)
+{
+    const Evaluation test = evaluate(m_data.test);
+    run.lastRecord = Clock::now();
+    EpochRecord record;
+    record.epoch = epoch;
+    record.trainLoss = run.epochTrainLoss();
+    record.trainAccuracy = run.epochSamples ? static_cast<float>(static_cast<double>(run.epochCorrect) /
+                                                                 static_cast<double>(run.epochSamples))
+                                            : 0.0f;
+    record.testLoss = test.loss;
+    record.testAccuracy = test.accuracy;
+    record.wallSeconds = secondsSince(run.start);
+    for (auto* o : m_observers)
+        o->onEpoch(record);
+    RunSummary& summary = run.summary;
+    summary.epochs = epoch;
+    summary.trainLoss = record.trainLoss;
+    summary.testLoss = test.loss;
+    summary.testAccuracy = test.accuracy;
+    summary.bestTestAccuracy = std::max(summary.bestTestAccuracy, test.accuracy);
+}
+
+std::string Trainer::reportFailure(const RunState& run, const std::exception& e)
+{
+    std::string why = e.what();
+    // Out of memory: the batch size is the knob a user turns, so the message names it.
+    if (dynamic_cast<const ResourceError*>(&e))
+        why += " (batch size " + std::to_string(m_config.training.batchSize) + ", " +
+               precisionModeName(m_config.precision) + "; try a smaller batch size)";
+    EventRecord error;
+    error.kind = EventKind::Error;
+    error.step = run.lastQueued;
+    error.message = why;
+    publish(error);
+    return why;
+}
+
+RunSummary Trainer::conclude(RunState& run, const RunEnd& end)
+{
+    RunSummary& summary = run.summary;
+    // A run cut short still reports what its weights are worth now.
+    if (end.status != RunStatus::Finished && end.status != RunStatus::Failed && summary.epochs == 0) {
+        const Evaluation test = evaluate(m_data.test);
+        summary.testLoss = test.loss;
+        summary.testAccuracy = test.accuracy;
+        summary.trainLoss = run.epochTrainLoss();
+    }
+    summary.steps = run.lastPublished;
+    summary.trainSeconds = run.trainSeconds;
+    summary.samplesPerSecond = run.trainSeconds > 0 ? static_cast<double>(run.trainedSamples) / run.trainSeconds : 0;
+    summary.wallSeconds = secondsSince(run.start);
+    summary.status = end.status;
+    summary.message = end.message;
     summary.finalLossScale = m_scaler.scale();
     summary.peakBytes = m_backend.peakBytes();
     EventRecord finished;
     finished.kind = EventKind::Finished;
     finished.step = summary.steps;
-    finished.message = runStatusName(status);
-    if (!message.empty())
-        finished.message += ": " + message;
+    finished.message = runStatusName(end.status);
+    if (!end.message.empty())
+        finished.message += ": " + end.message;
     publish(finished);
-}
-
-RunSummary Trainer::run()
-{
-    RunSummary summary;
-    const auto runStart = Clock::now();
-    double trainSeconds = 0;
-    std::int64_t trainedSamples = 0;
-    const std::int64_t batchSize = m_config.training.batchSize;
-    BatchLoader loader(m_data.train, BatchLoaderOptions::training(batchSize, m_config.training.seed));
-    HostBatch batch;
-    std::int64_t step = m_stepOffset;      // the last step queued
-    std::int64_t finished = m_stepOffset;  // the last step whose record was published
-    int consecutiveSkips = 0;
-    const int epochs = std::max(m_config.training.epochs, 1);
-    m_backend.resetPeakBytes();
-    uploadScalerState(); // a checkpoint may have restored the scaler since the last run
-    double epochLoss = 0; // over the current epoch's finite steps
-    std::int64_t epochCorrect = 0, epochSamples = 0, finiteSteps = 0;
-    // A step's time is from the previous record read (or the loop's start, or the end of a
-    // pause or an evaluation) to its own: running ahead, steps overlap, and this still sums
-    // to the training time.
-    auto lastRecord = Clock::now();
-    std::optional<QueuedStep> pending;
-    std::string divergence;
-
-    auto conclude = [&](RunStatus status, const std::string& message) {
-        // A run cut short still reports what its weights are worth now.
-        if (status != RunStatus::Finished && status != RunStatus::Failed && summary.epochs == 0) {
-            const Evaluation test = evaluate(m_data.test);
-            summary.testLoss = test.loss;
-            summary.testAccuracy = test.accuracy;
-            summary.trainLoss = finiteSteps ? static_cast<float>(epochLoss / static_cast<double>(finiteSteps)) : NAN;
-        }
-        summary.steps = finished;
-        summary.trainSeconds = trainSeconds;
-        summary.samplesPerSecond = trainSeconds > 0 ? static_cast<double>(trainedSamples) / trainSeconds : 0;
-        summary.wallSeconds = secondsSince(runStart);
-        finishRun(summary, status, message);
-        return summary;
-    };
-
-    // Publishes a finished step's record and events; sets `divergence` when the run must end.
-    auto publishStep = [&](const QueuedStep& q, StepOutcome& outcome) {
-        const auto now = Clock::now();
-        const double stepSeconds = std::chrono::duration<double>(now - lastRecord).count();
-        lastRecord = now;
-        trainSeconds += stepSeconds;
-        trainedSamples += q.batch.size;
-        finished = q.step;
-        const ScaleUpdate update = outcome.scaleUpdate;
-
-        StepRecord record;
-        record.step = q.step;
-        record.epoch = q.epoch;
-        record.loss = outcome.loss;
-        record.learningRate = m_schedule.rate(q.step - 1, q.epoch - 1, m_stepsPerEpoch, m_totalSteps);
-        record.lossScale = update.before;
-        record.skipped = outcome.skipped;
-        record.gradNorm = outcome.gradNorm;
-        record.samplesPerSecond = static_cast<float>(static_cast<double>(q.batch.size) / stepSeconds);
-        record.elapsedSeconds = trainSeconds;
-        record.gradAmax = outcome.gradAmax;
-        for (auto* o : m_observers)
-            o->onStep(record);
-        if (outcome.numerics)
-            for (auto* o : m_observers)
-                o->onNumerics(*outcome.numerics);
-
-        if (outcome.skipped) {
-            ++summary.skippedSteps;
-            ++consecutiveSkips;
-            EventRecord overflow;
-            overflow.kind = EventKind::Overflow;
-            overflow.step = q.step;
-            overflow.scaleBefore = update.before;
-            overflow.scaleAfter = update.after;
-            overflow.parameter = outcome.firstNonFinite;
-            overflow.location = std::move(outcome.location);
-            publish(overflow);
-        } else {
-            consecutiveSkips = 0;
-            epochLoss += outcome.loss;
-            epochCorrect += outcome.correct;
-            epochSamples += q.batch.size;
-            ++finiteSteps;
-        }
-        if (update.changed()) {
-            EventRecord change;
-            change.kind = EventKind::ScaleChange;
-            change.step = q.step;
-            change.scaleBefore = update.before;
-            change.scaleAfter = update.after;
-            publish(change);
-        }
-        const bool fp32Diverged = !outcome.lossFinite && m_config.precision == PrecisionMode::Fp32;
-        if (fp32Diverged || consecutiveSkips >= kMaxConsecutiveSkips) {
-            divergence = fp32Diverged
-                ? "the loss became non-finite at step " + std::to_string(q.step) + " in fp32; lower the learning rate"
-                : std::to_string(consecutiveSkips) + " consecutive steps had non-finite gradients (last at " +
-                      outcome.firstNonFinite + ")" +
-                      (m_scaler.kind() == LossScaler::Kind::Dynamic ? "; the loss scale cannot recover"
-                                                                    : "; try mixed precision or dynamic loss scaling");
-            EventRecord event;
-            event.kind = EventKind::Divergence;
-            event.step = q.step;
-            event.message = divergence;
-            publish(event);
-        }
-    };
-    // Reads and publishes the step in flight, if any, with nothing queued after it.
-    auto drain = [&]() {
-        if (!pending)
-            return;
-        StepOutcome outcome = finishStep(*pending, false);
-        publishStep(*pending, outcome);
-        pending.reset();
-    };
-
-    try {
-        for (int epoch = 1; epoch <= epochs && step < m_totalSteps; ++epoch) {
-            loader.startEpoch(epoch);
-            epochLoss = 0;
-            epochCorrect = 0;
-            epochSamples = 0;
-            finiteSteps = 0;
-            while (step < m_totalSteps && loader.next(batch)) {
-                if (m_paused || m_stopRequested) {
-                    drain();
-                    if (!divergence.empty())
-                        return conclude(RunStatus::Diverged, divergence);
-                    while (m_paused && !m_stopRequested)
-                        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                    lastRecord = Clock::now();
-                }
-                if (m_stopRequested)
-                    return conclude(RunStatus::Stopped, "stopped by the user at step " + std::to_string(finished));
-                ++step;
-                // Sampled steps read their tensors on the host as they go: nothing runs beside them.
-                if (isNumericsStep(step))
-                    drain();
-                if (!divergence.empty())
-                    return conclude(RunStatus::Diverged, divergence);
-                QueuedStep current = queueTrainStep(std::move(batch), step, epoch, pending.has_value());
-                if (pending) {
-                    StepOutcome outcome = finishStep(*pending, true);
-                    publishStep(*pending, outcome);
-                    batch = std::move(pending->batch); // its buffers serve the next batch
-                    pending.reset();
-                    // The step ahead was held if this one was skipped (and is dropped if the run ends).
-                    if (!divergence.empty())
-                        return conclude(RunStatus::Diverged, divergence);
-                    if (outcome.skipped)
-                        current = requeue(std::move(current));
-                }
-                pending = std::move(current);
-                if (!m_runAhead || pending->probe)
-                    drain();
-            }
-            drain();
-            if (!divergence.empty())
-                return conclude(RunStatus::Diverged, divergence);
-            const Evaluation test = evaluate(m_data.test);
-            lastRecord = Clock::now();
-            EpochRecord record;
-            record.epoch = epoch;
-            record.trainLoss = finiteSteps ? static_cast<float>(epochLoss / static_cast<double>(finiteSteps)) : NAN;
-            record.trainAccuracy = epochSamples ? static_cast<float>(static_cast<double>(epochCorrect) /
-                                                                     static_cast<double>(epochSamples))
-                                                : 0.0f;
-            record.testLoss = test.loss;
-            record.testAccuracy = test.accuracy;
-            record.wallSeconds = secondsSince(runStart);
-            for (auto* o : m_observers)
-                o->onEpoch(record);
-            summary.epochs = epoch;
-            summary.trainLoss = record.trainLoss;
-            summary.testLoss = test.loss;
-            summary.testAccuracy = test.accuracy;
-            summary.bestTestAccuracy = std::max(summary.bestTestAccuracy, test.accuracy);
-        }
-    } catch (const std::exception& e) {
-        std::string why = e.what();
-        // Out of memory: the batch size is the knob a user turns, so the message names it.
-        if (dynamic_cast<const ResourceError*>(&e))
-            why += " (batch size " + std::to_string(m_config.training.batchSize) + ", " +
-                   precisionModeName(m_config.precision) + "; try a smaller batch size)";
-        EventRecord error;
-        error.kind = EventKind::Error;
-        error.step = step;
-        error.message = why;
-        publish(error);
-        return conclude(RunStatus::Failed, why);
-    }
-    return conclude(RunStatus::Finished, "");
+    return summary;
 }
 
 } // namespace mantissa

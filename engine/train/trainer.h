@@ -7,13 +7,14 @@
 #include "engine/data/dataset.h"
 #include "engine/lens/numerics_probe.h"
 #include "engine/model/model.h"
+#include "engine/observe/records.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
 #include "engine/precision/loss_scaler.h"
-#include "engine/train/records.h"
 #include "engine/train/run_summary.h"
 
 #include <atomic>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -124,7 +125,35 @@ private:
     // non-finite tensor. Skipped steps only, so a healthy run never pays for it.
     std::optional<OverflowLocation> locateOverflow(const Tensor& x, const Tensor& y, std::int64_t step, float scale);
     void publish(const EventRecord& event);
-    void finishRun(RunSummary& summary, RunStatus status, const std::string& message);
+
+    // run(), step by step (trainer.cpp). RunState is what one run carries from step to step.
+    struct RunState;
+    struct RunEnd {
+        RunStatus status;
+        std::string message;
+    };
+    // Queues and publishes an epoch's steps; the end of the run when the epoch ends it (stopped,
+    // diverged), else nothing, with every step of the epoch published.
+    std::optional<RunEnd> trainEpoch(RunState& run, BatchLoader& loader, int epoch);
+    // Queues step run.lastQueued on run.batch, publishes the step queued before it (running
+    // ahead) and queues the new one again when that one was skipped; drains unless running ahead.
+    void queueNextStep(RunState& run, int epoch);
+    // Reads and publishes the step in flight, if any, with nothing queued after it.
+    void drain(RunState& run);
+    // A finished step's record and events, and the run's counts; sets run.divergence when the
+    // run must end.
+    void publishStep(RunState& run, const QueuedStep& queued, StepOutcome& outcome);
+    void publishStepRecord(const RunState& run, const QueuedStep& queued, const StepOutcome& outcome,
+                           double stepSeconds);
+    void publishOverflow(std::int64_t step, StepOutcome& outcome);
+    void checkDivergence(RunState& run, std::int64_t step, const StepOutcome& outcome);
+    // Evaluates on the test set and publishes the epoch's record.
+    void evaluateEpoch(RunState& run, int epoch);
+    // Publishes an Error event for a training-time exception; returns the run's message.
+    std::string reportFailure(const RunState& run, const std::exception& e);
+    // Fills the summary (evaluating a run cut short before its first epoch ended) and
+    // publishes the Finished event.
+    RunSummary conclude(RunState& run, const RunEnd& end);
 
     RunConfig m_config;
     Backend& m_backend;

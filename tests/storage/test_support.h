@@ -2,7 +2,7 @@
 // Shared by the storage tests and the crash-writer helper: deterministic records (so a
 // reader can check every stored value without knowing what was written), raw SQL access
 // for building and inspecting databases by hand, and file snapshots.
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 #include "storage/run_types.h"
 
 #include <QByteArray>

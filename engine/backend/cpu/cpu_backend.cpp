@@ -80,7 +80,11 @@ void CpuBackend::download(const Tensor& src, float* host)
 
 TensorStats CpuBackend::tensorStats(const Tensor& t, DType target, float histogramScale)
 {
-    return measureHostTensor(t, target, histogramScale);
+    MANTISSA_ASSERT(t.device().kind == DeviceKind::Cpu);
+    const auto n = static_cast<std::size_t>(t.numel());
+    if (t.dtype() == DType::F32)
+        return measureValues(t.f32(), n, target, histogramScale);
+    return measure16BitValues(t.u16(), n, t.dtype(), target, histogramScale);
 }
 
 void CpuBackend::cast(const Tensor& src, Tensor& dst)

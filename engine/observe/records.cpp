@@ -1,4 +1,4 @@
-#include "engine/train/records.h"
+#include "engine/observe/records.h"
 
 namespace mantissa {
 
