@@ -5,6 +5,7 @@
 #include <QMessageBox>
 
 #include <cmath>
+#include <limits>
 
 namespace mantissa::ui {
 
@@ -17,24 +18,24 @@ namespace {
 bool finiteValueRange(const QCPAbstractPlottable* plottable, bool positiveOnly, QCPRange& range)
 {
     bool found = false;
-    auto include = [&](double value) {
-        if (!std::isfinite(value) || (positiveOnly && value <= 0))
-            return;
-        range = found ? QCPRange(qMin(range.lower, value), qMax(range.upper, value)) : QCPRange(value, value);
-        found = true;
-    };
-    if (const auto* graph = qobject_cast<const QCPGraph*>(plottable)) {
-        for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
-            include(it->value);
-        return found;
+    range = plottable->getValueRange(found, positiveOnly ? QCP::sdPositive : QCP::sdBoth);
+    if (!found || (std::isfinite(range.lower) && std::isfinite(range.upper)))
+        return found; // the common case, at QCustomPlot's speed
+    const auto* graph = qobject_cast<const QCPGraph*>(plottable);
+    if (!graph)
+        return false;
+    double lower = std::numeric_limits<double>::infinity();
+    double upper = -lower;
+    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+        if (std::isfinite(it->value) && (!positiveOnly || it->value > 0)) {
+            lower = qMin(lower, it->value);
+            upper = qMax(upper, it->value);
+        }
     }
-    bool hasRange = false;
-    const QCPRange r = plottable->getValueRange(hasRange, positiveOnly ? QCP::sdPositive : QCP::sdBoth);
-    if (hasRange) {
-        include(r.lower);
-        include(r.upper);
-    }
-    return found;
+    if (lower > upper)
+        return false;
+    range = QCPRange(lower, upper);
+    return true;
 }
 
 } // namespace
