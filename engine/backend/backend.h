@@ -165,41 +165,33 @@ public:
     virtual LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
                                            Tensor* dlogits) = 0;
 
-    // --- multi-tensor ops over all parameters ----------------------------------------------
-    // master[i] = float(grads[i]) * invScale for every tensor; returns the index of the first
-    // tensor (in the order given) that held a non-finite value, or -1. Non-finite tensors are
-    // still written so that statistics can look at them. *absMax receives the largest |value|
-    // over all unscaled gradients (inf when any is non-finite): computed in the same pass, so
-    // that every step can record it for loss-scale replay (engine/lens/scaler_replay.h).
-    virtual int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                      float invScale, float* absMax) = 0;
-    // Sum of squares of every element of every tensor, accumulated in double.
-    virtual double sumOfSquares(std::span<const Tensor* const> tensors) = 0;
-    virtual void scaleInPlace(std::span<Tensor* const> tensors, float factor) = 0;
-    // One optimizer update over all slots: arithmetic in fp32, state and master rounded to
-    // master's dtype, then the working copy (if any) refreshed from master in the same pass.
-    virtual void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) = 0;
-    virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
-                          std::int64_t step) = 0;
-
     // --- the step on the device (engine/backend/step_scalars.h) ---------------------------
-    // The same arithmetic as the calls above, but every scalar comes from and goes to
-    // `scalars` on this device, so none of these waits for the host or makes it wait.
+    // The loss, the finite check, clipping, the optimizers and the loss-scale rule, each over
+    // all parameters at once. Every scalar comes from and goes to `scalars` on this device, so
+    // none of these waits for the host or makes it wait. They are the only optimizer and
+    // finite-check ops: the trainer runs this one sequence on every backend, op by op or from
+    // a graph, and the tests hold the CUDA backend to the CPU's through it.
     // First of a step: Held = inputs[HoldIfPreviousSkipped] and the previous step's Skipped.
     virtual void beginStep(StepScalars& scalars) = 0;
     // Loss and Correct from the logits; dlogits = state[LossScale] * (softmax - onehot) / N.
     virtual void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                                      Tensor& dlogits) = 0;
-    // Unscales by 1 / state[LossScale] as the host-valued call does and writes Skipped,
-    // FirstNonFinite (kLossNotFinite when state[Loss] is not finite, which also skips) and
-    // GradAmax (+inf when skipped). A held step counts as skipped.
+    // fp32Grads[i] = float(grads[i]) * (1 / state[LossScale]) for every tensor, non-finite ones
+    // included (statistics look at them); writes Skipped, FirstNonFinite (the index of the
+    // first tensor, in the order given, that held a non-finite value, -1 when none, and
+    // kLossNotFinite when state[Loss] is not finite, which also skips) and GradAmax (the
+    // largest |unscaled gradient|, +inf when skipped; computed in the same pass so that every
+    // step records it for loss-scale replay, engine/lens/scaler_replay.h). A held step counts
+    // as skipped.
     virtual void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
                                        StepScalars& scalars) = 0;
     // GradNorm = float(sqrt(sum of squares in double)); when maxNorm > 0 and GradNorm > maxNorm
     // the gradients are scaled by maxNorm / GradNorm. A skipped step writes NaN and touches nothing.
     virtual void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm) = 0;
-    // The optimizer updates with inputs[LearningRate] (and Adam's corrections from inputs);
-    // a skipped step leaves weights and state untouched.
+    // One optimizer update over all slots with inputs[LearningRate] (and Adam's corrections
+    // from inputs): arithmetic in fp32, state and master rounded to master's dtype, then the
+    // working copy (if any) refreshed from master in the same pass. A skipped step leaves
+    // weights and state untouched.
     virtual void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) = 0;
     virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s,
                           const StepScalars& scalars) = 0;
@@ -224,8 +216,8 @@ public:
     // --- graphs ----------------------------------------------------------------------------
     // Records the work `body` queues through the backend it is handed, without running it,
     // into a graph that StepGraph::replay runs again. The body must queue device work only:
-    // a call whose result the host reads (download, the host-valued loss or finite check)
-    // fails the capture. Tensors created inside keep their memory for the graph's lifetime.
+    // a call whose result the host reads (download, the host-valued loss) fails the capture.
+    // Tensors created inside keep their memory for the graph's lifetime.
     // Returns nullptr and sets *why when this backend or this body cannot be captured.
     virtual std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) = 0;
 };

@@ -212,32 +212,6 @@ LossResult RecordingBackend::softmaxCrossEntropy(const Tensor&, const Tensor&, f
     refuse("the host-valued softmaxCrossEntropy (use the StepScalars form)");
 }
 
-int RecordingBackend::unscaleAndCheckFinite(std::span<const Tensor* const>, std::span<Tensor* const>, float, float*)
-{
-    refuse("the host-valued unscaleAndCheckFinite (use the StepScalars form)");
-}
-
-double RecordingBackend::sumOfSquares(std::span<const Tensor* const>)
-{
-    refuse("sumOfSquares (use clipGradNorm)");
-}
-
-void RecordingBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
-{
-    record([ts = copies(tensors), factor](Backend& b) mutable { b.scaleInPlace(pointers(ts), factor); });
-}
-
-void RecordingBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr)
-{
-    record([owned = OwnedSlots(slots), s, lr](Backend& b) mutable { b.sgdStep(owned.view(), s, lr); });
-}
-
-void RecordingBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
-                                std::int64_t step)
-{
-    record([owned = OwnedSlots(slots), s, lr, step](Backend& b) mutable { b.adamStep(owned.view(), s, lr, step); });
-}
-
 void RecordingBackend::beginStep(StepScalars& scalars)
 {
     record([scalars](Backend& b) mutable { b.beginStep(scalars); });

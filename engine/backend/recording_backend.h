@@ -8,8 +8,8 @@
 //
 // Allocation runs at once (the tensor exists from the capture on and is reused by every
 // replay, like a CUDA graph's memory nodes). Calls whose result the host reads or that read
-// host memory (upload, download, the host-valued loss, finite check and sum of squares)
-// throw UnsupportedError: a graph cannot contain them.
+// host memory (upload, download, the host-valued loss, tensorStats) throw UnsupportedError:
+// a graph cannot contain them.
 #include "engine/backend/backend.h"
 
 #include <functional>
@@ -71,14 +71,6 @@ public:
 
     LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
                                    Tensor* dlogits) override;
-    int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                              float invScale, float* absMax) override;
-    double sumOfSquares(std::span<const Tensor* const> tensors) override;
-    void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;
-    void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) override;
-    void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
-                  std::int64_t step) override;
-
     void beginStep(StepScalars& scalars) override;
     void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                              Tensor& dlogits) override;

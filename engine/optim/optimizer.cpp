@@ -112,16 +112,6 @@ AdamSettings Optimizer::adamSettings() const
     return s;
 }
 
-void Optimizer::step(Backend& backend, std::span<Parameter* const> params, float lr)
-{
-    buildSlots(params);
-    ++m_steps;
-    if (m_kind == OptimizerKind::Sgd)
-        backend.sgdStep(m_slots, sgdSettings(), lr);
-    else
-        backend.adamStep(m_slots, adamSettings(), lr, m_steps);
-}
-
 void Optimizer::queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars)
 {
     buildSlots(params);

@@ -29,13 +29,10 @@ public:
     // its master weights and zero-fills them. Call once, before the first step or a checkpoint load.
     void attach(Backend& backend, const std::vector<Parameter*>& params);
 
-    // One update with rate `lr` from each parameter's fp32Grad (already unscaled and clipped):
-    // master and state are rounded to master's dtype, and a working copy that does not share
-    // master's storage is refreshed from it. Advances stepCount().
-    void step(Backend& backend, std::span<Parameter* const> params, float lr);
-
-    // The same update queued on the device with the rate and Adam's corrections from
-    // scalars.inputs, skipped there when the step's gradients were not finite. Does not advance
+    // One update from each parameter's fp32Grad (already unscaled and clipped), queued on the
+    // device with the rate and Adam's corrections from scalars.inputs, and skipped there when
+    // the step's gradients were not finite: master and state are rounded to master's dtype, and
+    // a working copy that does not share master's storage is refreshed from it. Does not advance
     // stepCount(): the caller does (stepTaken) once it has read that the step was not skipped.
     void queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars);
     // Adam's corrections for the next step taken after `inFlight` more steps the caller has

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <memory>
 #include <numbers>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,22 @@ std::string configErrorOf(F f)
 
 class OptimizerTest : public ::testing::Test {
 protected:
+    // One update at rate `lr`, queued as the trainer queues it: the rate and Adam's corrections
+    // in the step's inputs, a step whose gradients were finite, counted once it is read back.
+    void step(Optimizer& opt, std::span<Parameter* const> params, float lr)
+    {
+        StepScalars scalars{m_backend->empty({kStepInputCount}, DType::F32),
+                            m_backend->empty({kStepStateCount}, DType::F32)};
+        m_backend->fill(scalars.inputs, 0.0f);
+        m_backend->fill(scalars.state, 0.0f); // Skipped 0
+        const AdamCorrections corrections = opt.nextCorrections();
+        scalars.inputs.f32()[slot(StepInput::LearningRate)] = lr;
+        scalars.inputs.f32()[slot(StepInput::AdamCorrection1)] = corrections.first;
+        scalars.inputs.f32()[slot(StepInput::AdamCorrection2)] = corrections.second;
+        opt.queueStep(*m_backend, params, scalars);
+        opt.stepTaken();
+    }
+
     // Runs `steps` updates of `spec` with the gradients `grads[i]` and returns the weights.
     std::vector<float> run(const OptimizerSpec& spec, Parameter& p, const std::vector<std::vector<float>>& grads,
                            float lr)
@@ -75,7 +92,7 @@ protected:
         opt.attach(*m_backend, params);
         for (const auto& g : grads) {
             setGrad(p, g);
-            opt.step(*m_backend, params, lr);
+            step(opt, params, lr);
         }
         EXPECT_EQ(opt.stepCount(), static_cast<std::int64_t>(grads.size()));
         return p.master.toFloats();
@@ -165,8 +182,8 @@ TEST_F(OptimizerTest, StepCountDrivesBiasCorrection)
     first.attach(*m_backend, pa);
     resumed.attach(*m_backend, pb);
     resumed.setStepCount(999);
-    first.step(*m_backend, pa, 0.01f);
-    resumed.step(*m_backend, pb, 0.01f);
+    step(first, pa, 0.01f);
+    step(resumed, pb, 0.01f);
     EXPECT_EQ(resumed.stepCount(), 1000);
     EXPECT_NEAR(a.master.toFloats()[0], 0.99f, 1e-6f);
     const double mHat = 0.1 * 0.5 / (1 - std::pow(0.9, 1000));

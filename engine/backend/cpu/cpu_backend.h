@@ -60,13 +60,6 @@ public:
     LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
                                    Tensor* dlogits) override;
 
-    int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                              float invScale, float* absMax) override;
-    double sumOfSquares(std::span<const Tensor* const> tensors) override;
-    void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;
-    void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) override;
-    void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, std::int64_t step) override;
-
     void beginStep(StepScalars& scalars) override;
     void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                              Tensor& dlogits) override;
@@ -84,6 +77,15 @@ public:
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
 
 private:
+    // The arithmetic of the step ops (multi_tensor.cpp), with host scalars: step_ops.cpp reads
+    // them from StepScalars and writes the results back there.
+    // Returns the index of the first non-finite tensor, or -1; *absMax as GradAmax.
+    int unscaleAndFindNonFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                                float invScale, float* absMax);
+    // Accumulated in double.
+    double sumOfSquares(std::span<const Tensor* const> tensors);
+    void scaleInPlace(std::span<Tensor* const> tensors, float factor);
+    void sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr);
     // Adam with the bias corrections given (1 - beta^t), however they were computed.
     void adamUpdate(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, float correction1,
                     float correction2);

@@ -12,8 +12,8 @@
 
 namespace mantissa {
 
-int CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                      float invScale, float* absMax)
+int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                                        float invScale, float* absMax)
 {
     MANTISSA_ASSERT(grads.size() == fp32Grads.size());
     int firstNonFinite = -1;
@@ -75,7 +75,7 @@ void CpuBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
     }
 }
 
-void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr)
+void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr)
 {
     for (const OptimizerSlot& slot : slots) {
         MANTISSA_ASSERT(slot.grad->dtype() == DType::F32);
@@ -108,12 +108,6 @@ void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings
         if (slot.working)
             cast(*slot.master, *slot.working);
     }
-}
-
-void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, std::int64_t step)
-{
-    const AdamCorrections c = adamCorrections(s, step);
-    adamUpdate(slots, s, lr, c.first, c.second);
 }
 
 void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, float correction1,

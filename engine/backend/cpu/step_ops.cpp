@@ -1,5 +1,5 @@
-// The step on the device, CPU edition: the host-valued ops of this backend driven by the
-// scalars in StepScalars, so that the trainer runs one step sequence on every backend and
+// The step on the device, CPU edition: this backend's multi-tensor arithmetic (multi_tensor.cpp)
+// driven by the scalars in StepScalars, so that the trainer runs one step sequence on every backend and
 // the CPU stays the oracle for the device-side loss-scale logic (engine/backend/step_scalars.h).
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/util/check.h"
@@ -47,7 +47,7 @@ void CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std
     checkScalars(scalars);
     Tensor& state = scalars.state;
     float amax = 0;
-    const int first = unscaleAndCheckFinite(grads, fp32Grads, 1.0f / at(state, StepState::LossScale), &amax);
+    const int first = unscaleAndFindNonFinite(grads, fp32Grads, 1.0f / at(state, StepState::LossScale), &amax);
     // A non-finite loss skips the step whatever the gradients hold: it is reported as the
     // forward pass's fault, which is where it happened.
     const bool lossBad = !std::isfinite(at(state, StepState::Loss));
@@ -76,7 +76,7 @@ void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings
 {
     checkScalars(scalars);
     if (!skipped(scalars))
-        sgdStep(slots, s, at(scalars.inputs, StepInput::LearningRate));
+        sgdUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate));
 }
 
 void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars)

@@ -4,7 +4,7 @@
 // TF32 is asked for), convolutions through cuDNN with the algorithm cached per shape, and
 // Mantissa's own kernels (kernels.h) for everything else. One stream per backend; calls
 // return as soon as their work is queued, except those whose result the host needs
-// (download, the host-valued loss, finite check and sum of squares). The step on the device
+// (download, the host-valued loss, tensorStats). The step on the device
 // (step_ops.cpp) keeps every scalar on the GPU, and captureGraph (cuda_graph.cpp) records a
 // step as a CUDA graph; what that asks of the rest is said where it is done: persistent
 // buffers are allocated here, in the constructor, never while capturing; descriptor arrays
@@ -83,14 +83,6 @@ public:
 
     LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
                                    Tensor* dlogits) override;
-
-    int unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                              float invScale, float* absMax) override;
-    double sumOfSquares(std::span<const Tensor* const> tensors) override;
-    void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;
-    void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr) override;
-    void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr,
-                  std::int64_t step) override;
 
     void beginStep(StepScalars& scalars) override;
     void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,

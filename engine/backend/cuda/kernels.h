@@ -21,7 +21,7 @@
 
 namespace mantissa::cuda {
 
-// A kernel's scalar operand: fixed when the launch is queued (the host-valued ops), or read
+// A kernel's scalar operand: fixed when the launch is queued (the host-valued loss), or read
 // from device memory when the kernel runs (the step on the device, whose scalars never reach
 // the host, and which a captured graph must read afresh at every replay). One kernel body
 // serves both, so the two paths cannot drift apart.

@@ -9,9 +9,9 @@
 // bias corrections are computed on the host (adamCorrections, backend.h), as the CPU's are.
 //
 // Scalars (the unscale factor, the learning rate, the corrections, the clip factor) arrive
-// as ScalarArg: a value fixed at launch for the host-valued ops, or a device address the
-// kernel reads for the step on the device, whose optimizer kernels also take the step's
-// Skipped flag and return at once on a skipped step (kernels.h).
+// as ScalarArg (kernels.h): device addresses the kernel reads, since these kernels serve the
+// step on the device only; the optimizer kernels also take the step's Skipped flag and
+// return at once on a skipped step.
 //
 // Two results are accumulated with atomics: the first non-finite tensor and the absolute
 // maximum are integer atomics and repeat exactly; the sum of squares adds per-block double

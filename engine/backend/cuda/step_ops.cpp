@@ -1,5 +1,5 @@
-// The step on the device (engine/backend/step_scalars.h): the host-valued ops' kernels, with
-// their scalars read from StepScalars on the GPU (ScalarArg, SkipFlag in kernels.h), and the
+// The step on the device (engine/backend/step_scalars.h): the loss and multi-tensor kernels,
+// with their scalars read from StepScalars on the GPU (ScalarArg, SkipFlag in kernels.h), and the
 // one-thread kernels of step_scalars.cu writing the results back there. Nothing here waits
 // for the device or copies from the host: a step queues all of its work at once, the host
 // reads its record when it chooses, and the sequence can be captured as a CUDA graph.
