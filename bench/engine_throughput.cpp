@@ -45,7 +45,7 @@ std::vector<std::string> splitList(const std::string& text)
 struct Measured {
     double samplesPerSecond = 0;
     std::size_t peakBytes = 0;
-    std::string stepMode; // "graph" or "op by op (why)"
+    std::string stepMode;     // "graph" or "op by op (why)"
     std::int64_t skipped = 0; // overflow steps: each is located by running its passes again
 };
 
@@ -90,13 +90,20 @@ int main(int argc, char** argv)
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         const std::string value = argv[i + 1];
-        if (flag == "--device") device = value;
-        else if (flag == "--steps") steps = std::atoll(value.c_str());
-        else if (flag == "--warmup") warmup = std::atoll(value.c_str());
-        else if (flag == "--threads") threads = std::atoi(value.c_str());
-        else if (flag == "--models") models = splitList(value);
-        else if (flag == "--modes") modes = splitList(value);
-        else if (flag == "--graphs" && parseEnum<AutoSwitch>(value)) graphs = *parseEnum<AutoSwitch>(value);
+        if (flag == "--device")
+            device = value;
+        else if (flag == "--steps")
+            steps = std::atoll(value.c_str());
+        else if (flag == "--warmup")
+            warmup = std::atoll(value.c_str());
+        else if (flag == "--threads")
+            threads = std::atoi(value.c_str());
+        else if (flag == "--models")
+            models = splitList(value);
+        else if (flag == "--modes")
+            modes = splitList(value);
+        else if (flag == "--graphs" && parseEnum<AutoSwitch>(value))
+            graphs = *parseEnum<AutoSwitch>(value);
         else {
             std::fprintf(stderr, "unknown option %s %s\n", flag.c_str(), value.c_str());
             return 2;
@@ -114,7 +121,8 @@ int main(int argc, char** argv)
                 static_cast<long long>(steps), static_cast<long long>(warmup));
     std::printf("device: %s (requested %s)\n\n", selection.reason.c_str(), device.c_str());
     // New columns go at the end, so that readers of the first six keep working.
-    std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step | skipped |\n");
+    std::printf(
+        "| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step | skipped |\n");
     std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const auto& model : models) {
         double fp32Rate = 0;
@@ -126,7 +134,8 @@ int main(int argc, char** argv)
             }
             const Measured m = measure(backend, device, model, *mode, threads, graphs, warmup, steps);
             const double rate = m.samplesPerSecond;
-            const double forwardFlops = static_cast<double>(validateModel(presetConfig(model).model).totalFlopsPerSample);
+            const double forwardFlops =
+                static_cast<double>(validateModel(presetConfig(model).model).totalFlopsPerSample);
             if (*mode == PrecisionMode::Fp32)
                 fp32Rate = rate;
             const std::string ratio = fp32Rate > 0 ? std::to_string(fp32Rate / rate).substr(0, 4) + "x" : "-";

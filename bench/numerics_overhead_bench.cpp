@@ -90,13 +90,20 @@ bool parseOptions(int argc, char** argv, Options& options)
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         const char* value = argv[i + 1];
-        if (flag == "--steps") options.steps = std::atoll(value);
-        else if (flag == "--rounds") options.rounds = std::atoi(value);
-        else if (flag == "--every") options.every = std::atoi(value);
-        else if (flag == "--threads") options.threads = std::atoi(value);
-        else if (flag == "--precision") options.precision = value;
-        else if (flag == "--model") options.model = value;
-        else return false;
+        if (flag == "--steps")
+            options.steps = std::atoll(value);
+        else if (flag == "--rounds")
+            options.rounds = std::atoi(value);
+        else if (flag == "--every")
+            options.every = std::atoi(value);
+        else if (flag == "--threads")
+            options.threads = std::atoi(value);
+        else if (flag == "--precision")
+            options.precision = value;
+        else if (flag == "--model")
+            options.model = value;
+        else
+            return false;
     }
     return (argc % 2) == 1 && options.steps > 0 && options.rounds > 0 && options.every >= 1 && options.every <= 1000 &&
            parsePrecisionMode(options.precision);

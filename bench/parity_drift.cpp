@@ -45,8 +45,10 @@ struct Options {
 
 [[noreturn]] void usage(const char* why)
 {
-    std::fprintf(stderr, "parity_drift: %s\nusage: parity_drift [--preset P] [--mode M] [--perturb ulp|relative:R|16bit:N] "
-                         "[--steps N] [--seed S]\n", why);
+    std::fprintf(stderr,
+                 "parity_drift: %s\nusage: parity_drift [--preset P] [--mode M] [--perturb ulp|relative:R|16bit:N] "
+                 "[--steps N] [--seed S]\n",
+                 why);
     std::exit(2);
 }
 

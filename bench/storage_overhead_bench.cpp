@@ -64,9 +64,18 @@ struct Measurement {
 class TimedObserver final : public TrainingObserver {
 public:
     explicit TimedObserver(TrainingObserver& inner) : m_inner(inner) {}
-    void onStep(const StepRecord& r) override { timed([&] { m_inner.onStep(r); }); }
-    void onEpoch(const EpochRecord& r) override { timed([&] { m_inner.onEpoch(r); }); }
-    void onEvent(const EventRecord& r) override { timed([&] { m_inner.onEvent(r); }); }
+    void onStep(const StepRecord& r) override
+    {
+        timed([&] { m_inner.onStep(r); });
+    }
+    void onEpoch(const EpochRecord& r) override
+    {
+        timed([&] { m_inner.onEpoch(r); });
+    }
+    void onEvent(const EventRecord& r) override
+    {
+        timed([&] { m_inner.onEvent(r); });
+    }
     template <typename F>
     void timed(F&& call)
     {
@@ -157,12 +166,18 @@ bool parseOptions(int argc, char** argv, Options& options)
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         const char* value = argv[i + 1];
-        if (flag == "--steps") options.steps = std::atoll(value);
-        else if (flag == "--rounds") options.rounds = std::atoi(value);
-        else if (flag == "--threads") options.threads = std::atoi(value);
-        else if (flag == "--precision") options.precision = value;
-        else if (flag == "--model") options.model = value;
-        else return false;
+        if (flag == "--steps")
+            options.steps = std::atoll(value);
+        else if (flag == "--rounds")
+            options.rounds = std::atoi(value);
+        else if (flag == "--threads")
+            options.threads = std::atoi(value);
+        else if (flag == "--precision")
+            options.precision = value;
+        else if (flag == "--model")
+            options.model = value;
+        else
+            return false;
     }
     return (argc % 2) == 1 && options.steps > 0 && options.rounds > 0 && parsePrecisionMode(options.precision);
 }
@@ -193,7 +208,8 @@ int main(int argc, char** argv)
         std::vector<double> without, with, ratios, cpuRatios;
         qint64 commits = 0, rows = 0;
         double writerSeconds = 0, recordedSeconds = 0;
-        std::printf("| round | without writer (samples/s) | with writer (samples/s) | difference | CPU time difference |\n");
+        std::printf(
+            "| round | without writer (samples/s) | with writer (samples/s) | difference | CPU time difference |\n");
         std::printf("| --- | --- | --- | --- | --- |\n");
         for (int round = 1; round <= options.rounds; ++round) {
             // Alternate which arm goes first, so neither always runs on a warmer machine.
@@ -223,8 +239,8 @@ int main(int argc, char** argv)
                     "pair; target < 2%%)\n%lld step rows written in %lld commits\n",
                     (1.0 - median(ratios)) * 100.0, (median(cpuRatios) - 1.0) * 100.0, static_cast<long long>(rows),
                     static_cast<long long>(commits));
-        std::printf("time inside the writer: %.1f ms of %.1f s of recorded training = %.3f%%\n",
-                    writerSeconds * 1e3, recordedSeconds, writerSeconds / recordedSeconds * 100.0);
+        std::printf("time inside the writer: %.1f ms of %.1f s of recorded training = %.3f%%\n", writerSeconds * 1e3,
+                    recordedSeconds, writerSeconds / recordedSeconds * 100.0);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "%s\n", error.what());
         return 1;

@@ -101,12 +101,11 @@ bool runOnce(const QString& path, qint64 rows, bool withReader)
         std::fprintf(stderr, "writer failed: %s\n", qPrintable(writer.errorMessage()));
         return false;
     }
-    std::printf("%-12s %9lld rows in %6.3f s = %9.0f rows/s, %lld commits\n",
-                withReader ? "with reader" : "alone", rows, seconds, double(rows) / seconds,
-                writer.commitCount());
+    std::printf("%-12s %9lld rows in %6.3f s = %9.0f rows/s, %lld commits\n", withReader ? "with reader" : "alone",
+                rows, seconds, double(rows) / seconds, writer.commitCount());
     if (withReader) {
-        std::printf("%-12s %9lld rows read in %lld polls, slowest poll %lld ms\n", "", stats.rows,
-                    stats.polls, stats.slowestPollMs);
+        std::printf("%-12s %9lld rows read in %lld polls, slowest poll %lld ms\n", "", stats.rows, stats.polls,
+                    stats.slowestPollMs);
     }
     return true;
 }
@@ -129,7 +128,6 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "%s\n", error.what());
         return 1;
     }
-    std::printf("database: %s, %.1f MiB\n", qPrintable(path),
-                double(QFileInfo(path).size()) / (1024.0 * 1024.0));
+    std::printf("database: %s, %.1f MiB\n", qPrintable(path), double(QFileInfo(path).size()) / (1024.0 * 1024.0));
     return 0;
 }

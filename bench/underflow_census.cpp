@@ -22,9 +22,9 @@ using namespace mantissa;
 
 namespace {
 
-constexpr double kFlush = 2.9802322387695312e-08;   // 2^-25: below this fp16 rounds to zero
-constexpr double kMinNormal = 6.103515625e-05;      // 2^-14
-constexpr double kScale = 65536.0;                  // the default initial dynamic loss scale
+constexpr double kFlush = 2.9802322387695312e-08; // 2^-25: below this fp16 rounds to zero
+constexpr double kMinNormal = 6.103515625e-05;    // 2^-14
+constexpr double kScale = 65536.0;                // the default initial dynamic loss scale
 
 struct Census {
     std::int64_t total = 0, zero = 0, flushed = 0, subnormal = 0, squareFlushed = 0, flushedScaled = 0;
@@ -62,7 +62,8 @@ public:
         if (!m_steps.contains(record.step))
             return;
         std::printf("\nstep %lld (loss %.4f)\n", static_cast<long long>(record.step), record.loss);
-        std::printf("| parameter | values | exact zero | flushed to 0 in fp16 | subnormal in fp16 | (1-b2) g^2 flushed (Adam v) | flushed even x2^16 |\n");
+        std::printf("| parameter | values | exact zero | flushed to 0 in fp16 | subnormal in fp16 | (1-b2) g^2 flushed "
+                    "(Adam v) | flushed even x2^16 |\n");
         std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
         Census all;
         const auto& params = m_trainer.model().parametersInBackwardOrder();
@@ -87,7 +88,8 @@ private:
     {
         std::printf("| %s | %lld | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n", name.c_str(),
                     static_cast<long long>(c.total), percent(c.zero, c.total), percent(c.flushed, c.total),
-                    percent(c.subnormal, c.total), percent(c.squareFlushed, c.total), percent(c.flushedScaled, c.total));
+                    percent(c.subnormal, c.total), percent(c.squareFlushed, c.total),
+                    percent(c.flushedScaled, c.total));
     }
 
     Trainer& m_trainer;

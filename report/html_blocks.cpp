@@ -10,11 +10,11 @@ QString tableHtml(const ReportTable& table, HtmlDialect dialect)
 {
     const auto alignment = [&](qsizetype column) {
         return column < table.numeric.size() && table.numeric[column] ? QStringLiteral(" align=\"right\"")
-                                                                       : QStringLiteral(" align=\"left\"");
+                                                                      : QStringLiteral(" align=\"left\"");
     };
     QString html = QStringLiteral("<table class=\"data\" width=\"100%\" cellspacing=\"0\" cellpadding=\"4\">");
-    const bool hasHeader = std::any_of(table.header.cbegin(), table.header.cend(),
-                                       [](const QString& h) { return !h.isEmpty(); });
+    const bool hasHeader =
+        std::any_of(table.header.cbegin(), table.header.cend(), [](const QString& h) { return !h.isEmpty(); });
     if (hasHeader) {
         html += QStringLiteral("<thead><tr>");
         for (qsizetype c = 0; c < table.header.size(); ++c)
@@ -45,19 +45,14 @@ QString captionHtml(const QString& caption)
 
 } // namespace
 
-QString escapeHtml(const QString& text)
-{
-    return text.toHtmlEscaped();
-}
+QString escapeHtml(const QString& text) { return text.toHtmlEscaped(); }
 
 QString blockHtml(const ReportBlock& block, HtmlDialect dialect, const QString& imageSource)
 {
     using Kind = ReportBlock::Kind;
     switch (block.kind) {
-    case Kind::Heading:
-        return QStringLiteral("<h%1>%2</h%1>").arg(block.level + 1).arg(escapeHtml(block.text));
-    case Kind::Paragraph:
-        return QStringLiteral("<p>%1</p>").arg(escapeHtml(block.text));
+    case Kind::Heading: return QStringLiteral("<h%1>%2</h%1>").arg(block.level + 1).arg(escapeHtml(block.text));
+    case Kind::Paragraph: return QStringLiteral("<p>%1</p>").arg(escapeHtml(block.text));
     case Kind::Notice:
         if (dialect == HtmlDialect::QtRichText)
             return QStringLiteral("<table class=\"notice\" width=\"100%\" cellpadding=\"6\" cellspacing=\"0\" "
@@ -70,8 +65,7 @@ QString blockHtml(const ReportBlock& block, HtmlDialect dialect, const QString& 
             html += QStringLiteral("<li>%1</li>").arg(escapeHtml(item));
         return html + QStringLiteral("</ul>");
     }
-    case Kind::Table:
-        return tableHtml(block.table, dialect) + captionHtml(block.caption);
+    case Kind::Table: return tableHtml(block.table, dialect) + captionHtml(block.caption);
     case Kind::Plot:
         if (dialect == HtmlDialect::QtRichText)
             return {};
@@ -107,7 +101,8 @@ QString reportStyleSheet(HtmlDialect dialect)
         "body { font-family: 'DejaVu Sans', 'Segoe UI', Helvetica, Arial, sans-serif; font-size: 14px; color: #1a1a1a;"
         " max-width: 960px; margin: 24px auto; padding: 0 16px; line-height: 1.45; }\n"
         "h1 { font-size: 28px; margin-bottom: 4px; }\n"
-        "h2 { font-size: 21px; color: #1f3a5f; border-bottom: 1px solid #c8d3df; padding-bottom: 3px; margin-top: 32px; }\n"
+        "h2 { font-size: 21px; color: #1f3a5f; border-bottom: 1px solid #c8d3df; padding-bottom: 3px; margin-top: "
+        "32px; }\n"
         "h3 { font-size: 17px; color: #1f3a5f; margin-top: 22px; }\n"
         ".subtitle { color: #555; margin-top: 0; }\n"
         "table.data { border-collapse: collapse; width: 100%; margin: 6px 0; font-size: 13px; }\n"
@@ -115,7 +110,8 @@ QString reportStyleSheet(HtmlDialect dialect)
         "table.data td, table.data th { padding: 4px 8px; }\n"
         "table.data tbody tr:nth-child(even) { background: #f2f5f8; }\n"
         ".caption, figcaption { font-size: 12px; color: #555; margin: 2px 0 14px 0; }\n"
-        ".notice { background: #fff4d6; border: 1px solid #d39e00; padding: 10px 12px; margin: 10px 0; font-weight: bold; }\n"
+        ".notice { background: #fff4d6; border: 1px solid #d39e00; padding: 10px 12px; margin: 10px 0; font-weight: "
+        "bold; }\n"
         "figure { margin: 12px 0 20px 0; }\n"
         "figure img { width: 100%; max-width: 880px; height: auto; border: 1px solid #e3e3e3; }\n"
         "pre { background: #f6f8fa; border: 1px solid #e1e4e8; padding: 10px; font-size: 12px; overflow-x: auto; }\n"

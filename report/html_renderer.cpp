@@ -16,12 +16,13 @@ constexpr double kPlotScale = 2.0;
 
 QByteArray renderHtml(const ReportDocument& document, const ReportData& data)
 {
-    QString html = QStringLiteral("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                                  "<meta name=\"generator\" content=\"Mantissa %1\">\n"
-                                  "<title>%2</title>\n<style>\n%3\n</style>\n</head>\n<body>\n")
-                       .arg(escapeHtml(data.mantissaVersion), escapeHtml(document.title + QStringLiteral(": ") + data.title()),
-                            reportStyleSheet(HtmlDialect::Browser));
+    QString html =
+        QStringLiteral("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                       "<meta name=\"generator\" content=\"Mantissa %1\">\n"
+                       "<title>%2</title>\n<style>\n%3\n</style>\n</head>\n<body>\n")
+            .arg(escapeHtml(data.mantissaVersion), escapeHtml(document.title + QStringLiteral(": ") + data.title()),
+                 reportStyleSheet(HtmlDialect::Browser));
     html += QStringLiteral("<h1>%1</h1>\n<p class=\"subtitle\">%2</p>\n")
                 .arg(escapeHtml(document.title), escapeHtml(document.subtitle));
     for (const ReportBlock& block : document.blocks) {

@@ -88,8 +88,7 @@ MachineInfo localMachineInfo()
         info = parseCpuInfo(QString::fromLocal8Bit(file.readAll()));
     info.hostName = QSysInfo::machineHostName();
     info.operatingSystem = QStringLiteral("%1, %2 %3")
-                               .arg(QSysInfo::prettyProductName(), QSysInfo::kernelType(),
-                                    QSysInfo::kernelVersion());
+                               .arg(QSysInfo::prettyProductName(), QSysInfo::kernelType(), QSysInfo::kernelVersion());
     return info;
 }
 

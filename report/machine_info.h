@@ -22,11 +22,11 @@ MachineInfo parseCpuInfo(const QString& cpuinfo);
 MachineInfo localMachineInfo();
 
 struct DeviceInfo {
-    QString description; // the stored text, verbatim
-    QString kind;        // "cpu", "cuda" or "" when not recognised
-    QString name;        // CPU model or GPU name
-    QString backendDetails; // "OpenBLAS, F16C" for the CPU backend
-    int threads = 0;     // CPU threads the run used; 0 when not recorded
+    QString description;                       // the stored text, verbatim
+    QString kind;                              // "cpu", "cuda" or "" when not recognised
+    QString name;                              // CPU model or GPU name
+    QString backendDetails;                    // "OpenBLAS, F16C" for the CPU backend
+    int threads = 0;                           // CPU threads the run used; 0 when not recorded
     QString driver, cudaVersion, cudnnVersion; // CUDA runs, when recorded
 };
 

@@ -42,7 +42,8 @@ QString tableMarkdown(const ReportTable& table)
         text += QLatin1Char('|');
         for (const QString& cell : table.rows[r]) {
             const QString escaped = escapeMarkdown(cell);
-            text += QLatin1Char(' ') + (r == table.boldRow && !cell.isEmpty() ? QStringLiteral("**%1**").arg(escaped) : escaped) +
+            text += QLatin1Char(' ') +
+                    (r == table.boldRow && !cell.isEmpty() ? QStringLiteral("**%1**").arg(escaped) : escaped) +
                     QStringLiteral(" |");
         }
         text += QLatin1Char('\n');
@@ -57,19 +58,17 @@ QStringList writeMarkdown(const ReportDocument& document, const ReportData& data
     const QFileInfo info(path);
     const QDir directory = info.absoluteDir();
     QStringList written{info.absoluteFilePath()};
-    QString text = QStringLiteral("# %1\n\n%2\n\n").arg(escapeMarkdown(document.title), escapeMarkdown(document.subtitle));
+    QString text =
+        QStringLiteral("# %1\n\n%2\n\n").arg(escapeMarkdown(document.title), escapeMarkdown(document.subtitle));
     for (const ReportBlock& block : document.blocks) {
         using Kind = ReportBlock::Kind;
         switch (block.kind) {
         case Kind::Heading:
-            text += QString(block.level + 1, QLatin1Char('#')) + QLatin1Char(' ') + escapeMarkdown(block.text) + QStringLiteral("\n\n");
+            text += QString(block.level + 1, QLatin1Char('#')) + QLatin1Char(' ') + escapeMarkdown(block.text) +
+                    QStringLiteral("\n\n");
             break;
-        case Kind::Paragraph:
-            text += escapeMarkdown(block.text) + QStringLiteral("\n\n");
-            break;
-        case Kind::Notice:
-            text += QStringLiteral("> **%1**\n\n").arg(escapeMarkdown(block.text));
-            break;
+        case Kind::Paragraph: text += escapeMarkdown(block.text) + QStringLiteral("\n\n"); break;
+        case Kind::Notice: text += QStringLiteral("> **%1**\n\n").arg(escapeMarkdown(block.text)); break;
         case Kind::Bullets:
             for (const QString& item : block.items)
                 text += QStringLiteral("- ") + escapeMarkdown(item) + QLatin1Char('\n');
@@ -85,14 +84,13 @@ QStringList writeMarkdown(const ReportDocument& document, const ReportData& data
             const QString file = directory.filePath(name);
             writeReportFile(file, renderPlotPng(block.plot, block.text, data, kPlotSize, 2.0));
             written << file;
-            text += QStringLiteral("![%1](%2)\n\n").arg(escapeMarkdown(block.text), QString::fromLatin1(QUrl::toPercentEncoding(name)));
+            text += QStringLiteral("![%1](%2)\n\n")
+                        .arg(escapeMarkdown(block.text), QString::fromLatin1(QUrl::toPercentEncoding(name)));
             if (!block.caption.isEmpty())
                 text += QStringLiteral("*%1*\n\n").arg(escapeMarkdown(block.caption));
             break;
         }
-        case Kind::Code:
-            text += QStringLiteral("```json\n%1\n```\n\n").arg(block.text);
-            break;
+        case Kind::Code: text += QStringLiteral("```json\n%1\n```\n\n").arg(block.text); break;
         }
     }
     writeReportFile(info.absoluteFilePath(), text.toUtf8());

@@ -17,8 +17,8 @@ OverflowSummary summarizeOverflows(const RunData& run, int firstCount, int topCo
             ++summary.overflowEvents;
             if (summary.firstOverflows.size() < firstCount)
                 summary.firstOverflows << event;
-            const QString name = event.parameter.empty() ? QStringLiteral("(not recorded)")
-                                                         : QString::fromStdString(event.parameter);
+            const QString name =
+                event.parameter.empty() ? QStringLiteral("(not recorded)") : QString::fromStdString(event.parameter);
             ParameterOverflows& entry = byParameter[name];
             if (entry.count++ == 0) {
                 entry.parameter = name;

@@ -14,10 +14,10 @@ struct ParameterOverflows {
 
 struct OverflowSummary {
     qint64 skippedSteps = 0;
-    QList<EventRecord> firstOverflows;    // in step order, at most `firstCount`
+    QList<EventRecord> firstOverflows; // in step order, at most `firstCount`
     qsizetype overflowEvents = 0;
-    QList<ParameterOverflows> topParameters; // most overflows first, at most `topCount`
-    int scaleGrowths = 0, scaleBackoffs = 0; // scale_change events up and down
+    QList<ParameterOverflows> topParameters;  // most overflows first, at most `topCount`
+    int scaleGrowths = 0, scaleBackoffs = 0;  // scale_change events up and down
     std::optional<double> minScale, maxScale; // over the steps
 };
 

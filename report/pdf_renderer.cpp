@@ -45,7 +45,7 @@ QFont bodyFont()
 // its caption.
 struct Unit {
     double gapAbove = 3; // points; more above a section
-    QString before; // HTML above the plot (or the whole unit)
+    QString before;      // HTML above the plot (or the whole unit)
     bool hasPlot = false;
     PlotKind plot = PlotKind::Loss;
     QString plotTitle;
@@ -56,10 +56,12 @@ QList<Unit> groupUnits(const ReportDocument& document)
 {
     QList<Unit> units;
     Unit unit;
-    unit.before = QStringLiteral("<h1>%1</h1><p class=\"subtitle\">%2</p>").arg(escapeHtml(document.title), escapeHtml(document.subtitle));
+    unit.before = QStringLiteral("<h1>%1</h1><p class=\"subtitle\">%2</p>")
+                      .arg(escapeHtml(document.title), escapeHtml(document.subtitle));
     for (const ReportBlock& block : document.blocks) {
         if (block.kind == ReportBlock::Kind::Heading) {
-            const bool onlyHeadings = unit.before.endsWith(QLatin1String("</h2>")) || unit.before.endsWith(QLatin1String("</h3>"));
+            const bool onlyHeadings =
+                unit.before.endsWith(QLatin1String("</h2>")) || unit.before.endsWith(QLatin1String("</h3>"));
             if (!unit.before.isEmpty() && !onlyHeadings) {
                 units << unit;
                 unit = Unit{};
@@ -232,9 +234,9 @@ private:
     const ReportData& m_data;
     QString m_footer;
     QCPPainter m_painter;
-    QRectF m_page;     // the text area, in points
+    QRectF m_page; // the text area, in points
     QRectF m_fullPage;
-    double m_y = 0;    // used height of the text area on this page
+    double m_y = 0; // used height of the text area on this page
     int m_pageNumber = 1;
 };
 

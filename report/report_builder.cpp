@@ -79,8 +79,9 @@ QString plotSlug(PlotKind kind)
 void appendAppendix(ReportDocument& document, const ReportData& data)
 {
     document.heading(QStringLiteral("Appendix: run configuration"));
-    document.paragraph(QStringLiteral("The full config of each run as stored in the database; "
-                                      "saved as a file, mantissa-cli train CONFIG.json trains it again with the same seed."));
+    document.paragraph(
+        QStringLiteral("The full config of each run as stored in the database; "
+                       "saved as a file, mantissa-cli train CONFIG.json trains it again with the same seed."));
     for (const RunData& run : data.runs) {
         document.heading(QStringLiteral("%1 (%2)").arg(run.info.name, run.label), 2);
         QString json = run.info.configJson.trimmed();

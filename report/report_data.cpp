@@ -51,10 +51,7 @@ bool RunData::isIncomplete() const
     return info.status == RunStatus::Running || info.status == RunStatus::Interrupted;
 }
 
-qint64 RunData::stepCount() const
-{
-    return info.summary.steps.value_or(steps.size());
-}
+qint64 RunData::stepCount() const { return info.summary.steps.value_or(steps.size()); }
 
 qint64 RunData::skippedStepCount() const
 {

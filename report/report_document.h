@@ -11,21 +11,21 @@ namespace mantissa::report {
 enum class PlotKind { Loss, Accuracy, LossScale, Throughput };
 
 struct ReportTable {
-    QStringList header;     // a key-value table has {"Setting", "Value"} or similar
+    QStringList header; // a key-value table has {"Setting", "Value"} or similar
     QList<QStringList> rows;
-    QList<bool> numeric;    // per column: right-aligned
-    int boldRow = -1;       // a totals row, or the baseline
+    QList<bool> numeric; // per column: right-aligned
+    int boldRow = -1;    // a totals row, or the baseline
 };
 
 struct ReportBlock {
     enum class Kind {
-        Heading,   // level 1 (section) or 2 (subsection)
+        Heading, // level 1 (section) or 2 (subsection)
         Paragraph,
-        Notice,    // stands out: a run still running or interrupted
-        Bullets,   // items
+        Notice,  // stands out: a run still running or interrupted
+        Bullets, // items
         Table,
         Plot,
-        Code,      // preformatted text (the config JSON)
+        Code, // preformatted text (the config JSON)
     };
     Kind kind = Kind::Paragraph;
     int level = 1;
@@ -33,7 +33,7 @@ struct ReportBlock {
     QStringList items; // bullets
     ReportTable table;
     PlotKind plot = PlotKind::Loss;
-    QString caption;   // under a plot or table
+    QString caption; // under a plot or table
 };
 
 struct ReportDocument {

@@ -4,10 +4,7 @@
 
 namespace mantissa::report {
 
-QString notKnown()
-{
-    return QStringLiteral("–");
-}
+QString notKnown() { return QStringLiteral("–"); }
 
 QString formatPercent(std::optional<double> fraction, int decimals)
 {

@@ -277,7 +277,8 @@ void fillLossScale(QCustomPlot& plot, const ReportData& data)
         }
         QCPGraph* points = addGraph(plot, run.label + QStringLiteral(" overflow"), QPen(Qt::NoPen), markers);
         points->setLineStyle(QCPGraph::lsNone);
-        points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QPen(runColor(i).darker(130), 1.3), Qt::NoBrush, 6));
+        points->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssCross, QPen(runColor(i).darker(130), 1.3), Qt::NoBrush, 6));
     }
     setStepRange(plot.xAxis, data);
     if (lo > 0)
@@ -304,10 +305,7 @@ void fillThroughput(QCustomPlot& plot, const ReportData& data)
 
 } // namespace
 
-int lossSmoothingWindow(qsizetype steps)
-{
-    return std::max(5, int(double(steps) * kLossSmoothingFraction));
-}
+int lossSmoothingWindow(qsizetype steps) { return std::max(5, int(double(steps) * kLossSmoothingFraction)); }
 
 void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const ReportData& data)
 {

@@ -29,16 +29,10 @@ QStringList writeReport(const RunStore& store, const ReportData& data, const QSt
 {
     const QString absolute = QFileInfo(path).absoluteFilePath();
     switch (format) {
-    case ReportFormat::Pdf:
-        writePdf(buildReportDocument(data), data, absolute);
-        return {absolute};
-    case ReportFormat::Html:
-        writeReportFile(absolute, renderHtml(buildReportDocument(data), data));
-        return {absolute};
-    case ReportFormat::Markdown:
-        return writeMarkdown(buildReportDocument(data), data, absolute);
-    case ReportFormat::Csv:
-        return writeCsv(store, data, absolute);
+    case ReportFormat::Pdf: writePdf(buildReportDocument(data), data, absolute); return {absolute};
+    case ReportFormat::Html: writeReportFile(absolute, renderHtml(buildReportDocument(data), data)); return {absolute};
+    case ReportFormat::Markdown: return writeMarkdown(buildReportDocument(data), data, absolute);
+    case ReportFormat::Csv: return writeCsv(store, data, absolute);
     }
     return {};
 }

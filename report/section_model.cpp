@@ -23,7 +23,9 @@ QString describeLayer(const LayerSpec& spec)
     else if (spec.type == "dropout")
         parts << QString::number(double(spec.rate));
     else if (spec.type == "residual")
-        parts << QStringLiteral("(%1 layers, %2 shortcut)").arg(spec.body.size()).arg(QString::fromStdString(spec.shortcut));
+        parts << QStringLiteral("(%1 layers, %2 shortcut)")
+                     .arg(spec.body.size())
+                     .arg(QString::fromStdString(spec.shortcut));
     QString text = parts.join(QLatin1Char(' '));
     if (!spec.activation.empty())
         text += QStringLiteral(" + ") + QString::fromStdString(spec.activation);
@@ -68,8 +70,9 @@ void appendModelTable(ReportDocument& document, const QList<const RunData*>& run
                     QStringLiteral("Parameters"), QStringLiteral("FLOPs/sample")};
     table.numeric = {true, false, false, true, true};
     for (PrecisionMode mode : modes) {
-        table.header << (modes.size() == 1 ? QStringLiteral("Computes in")
-                                           : QStringLiteral("In %1").arg(QString::fromStdString(precisionModeName(mode))));
+        table.header << (modes.size() == 1
+                             ? QStringLiteral("Computes in")
+                             : QStringLiteral("In %1").arg(QString::fromStdString(precisionModeName(mode))));
         table.numeric << false;
     }
     QStringList input{QString(), QStringLiteral("input"), QString::fromStdString(Shape(spec.input).toString())};
@@ -79,7 +82,8 @@ void appendModelTable(ReportDocument& document, const QList<const RunData*>& run
     for (const LayerReport& layer : model.layers) {
         const LayerSpec& layerSpec = spec.layers[size_t(layer.index)];
         QStringList row{QString::number(layer.index), describeLayer(layerSpec),
-                        layer.error.empty() ? QString::fromStdString(layer.outputShape.toString()) : QStringLiteral("invalid"),
+                        layer.error.empty() ? QString::fromStdString(layer.outputShape.toString())
+                                            : QStringLiteral("invalid"),
                         formatCount(layer.parameters), formatCount(layer.flopsPerSample)};
         for (PrecisionMode mode : modes)
             row << QString::fromUtf8(dtypeName(PrecisionPolicy(mode).layer(layerSpec.precision).compute()));
@@ -96,7 +100,8 @@ void appendModelTable(ReportDocument& document, const QList<const RunData*>& run
         QStringLiteral("%1 parameters (%2 as fp32), %3FLOP per sample forward, %4 activation values per sample. "
                        "FLOPs count a multiply-add as two.")
             .arg(withPrefix(double(model.totalParameters)),
-                 QString::fromStdString(formatBytes(std::uint64_t(model.totalParameters) * 4)), withPrefix(double(model.totalFlopsPerSample)), withPrefix(double(model.activationValuesPerSample)));
+                 QString::fromStdString(formatBytes(std::uint64_t(model.totalParameters) * 4)),
+                 withPrefix(double(model.totalFlopsPerSample)), withPrefix(double(model.activationValuesPerSample)));
     document.table(table, caption);
     if (!model.valid())
         document.paragraph(QStringLiteral("The model does not validate: %1").arg(QString::fromStdString(model.error)));

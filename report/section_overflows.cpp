@@ -45,13 +45,15 @@ void appendRunOverflows(ReportDocument& document, const RunData& run)
                     QStringLiteral("First non-finite parameter")};
     first.numeric = {true, true, true, false};
     for (const EventRecord& event : summary.firstOverflows) {
-        first.rows << QStringList{formatCount(event.step), formatScale(event.scaleBefore), formatScale(event.scaleAfter),
+        first.rows << QStringList{formatCount(event.step), formatScale(event.scaleBefore),
+                                  formatScale(event.scaleAfter),
                                   event.parameter.empty() ? notKnown() : QString::fromStdString(event.parameter)};
     }
     if (!first.rows.isEmpty()) {
-        const QString caption = summary.overflowEvents > first.rows.size()
-                                    ? QStringLiteral("The first %1 of %2 overflows.").arg(first.rows.size()).arg(summary.overflowEvents)
-                                    : QStringLiteral("Every overflow.");
+        const QString caption =
+            summary.overflowEvents > first.rows.size()
+                ? QStringLiteral("The first %1 of %2 overflows.").arg(first.rows.size()).arg(summary.overflowEvents)
+                : QStringLiteral("Every overflow.");
         document.table(first, caption);
     }
 
@@ -60,9 +62,11 @@ void appendRunOverflows(ReportDocument& document, const RunData& run)
                   QStringLiteral("Last step")};
     top.numeric = {false, true, true, true};
     for (const ParameterOverflows& p : summary.topParameters)
-        top.rows << QStringList{p.parameter, QString::number(p.count), formatCount(p.firstStep), formatCount(p.lastStep)};
+        top.rows << QStringList{p.parameter, QString::number(p.count), formatCount(p.firstStep),
+                                formatCount(p.lastStep)};
     if (!top.rows.isEmpty())
-        document.table(top, QStringLiteral("The parameters whose gradient was the first to overflow, most often first."));
+        document.table(top,
+                       QStringLiteral("The parameters whose gradient was the first to overflow, most often first."));
 }
 
 } // namespace

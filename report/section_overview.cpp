@@ -19,7 +19,8 @@ QString statusNotice(const RunData& run)
                                  .arg(formatCount(run.steps.size()), run.steps.size() == 1 ? "" : "s")
                                  .arg(run.epochs.size())
                                  .arg(run.epochs.size() == 1 ? "" : "s");
-    const QString why = run.info.errorMessage.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(run.info.errorMessage);
+    const QString why =
+        run.info.errorMessage.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(run.info.errorMessage);
     switch (run.info.status) {
     case RunStatus::Running:
         return QStringLiteral("Run %1 is still running: this report shows the %2 committed by %3. "
@@ -29,14 +30,11 @@ QString statusNotice(const RunData& run)
         return QStringLiteral("Run %1 was interrupted: its process ended before the run finished%2. "
                               "The report covers the %3 it committed.")
             .arg(run.info.name, why, progress);
-    case RunStatus::Diverged:
-        return QStringLiteral("Run %1 diverged%2.").arg(run.info.name, why);
-    case RunStatus::Failed:
-        return QStringLiteral("Run %1 failed%2.").arg(run.info.name, why);
+    case RunStatus::Diverged: return QStringLiteral("Run %1 diverged%2.").arg(run.info.name, why);
+    case RunStatus::Failed: return QStringLiteral("Run %1 failed%2.").arg(run.info.name, why);
     case RunStatus::Stopped:
         return QStringLiteral("Run %1 was stopped by the user after %2.").arg(run.info.name, progress);
-    case RunStatus::Finished:
-        break;
+    case RunStatus::Finished: break;
     }
     return {};
 }
@@ -44,8 +42,8 @@ QString statusNotice(const RunData& run)
 ReportTable runsTable(const ReportData& data)
 {
     ReportTable table;
-    table.header = {QStringLiteral("Run"), QStringLiteral("Id"), QStringLiteral("Precision"), QStringLiteral("Status"),
-                    QStringLiteral("Started"), QStringLiteral("Trained by")};
+    table.header = {QStringLiteral("Run"),    QStringLiteral("Id"),      QStringLiteral("Precision"),
+                    QStringLiteral("Status"), QStringLiteral("Started"), QStringLiteral("Trained by")};
     for (const RunData& run : data.runs) {
         QString name = run.info.name;
         if (data.isComparison() && &run == &data.baselineRun())
@@ -64,8 +62,8 @@ ReportTable runsTable(const ReportData& data)
 
 void appendOverview(ReportDocument& document, const ReportData& data)
 {
-    document.title = data.isComparison() ? QStringLiteral("Mantissa comparison report")
-                                         : QStringLiteral("Mantissa training report");
+    document.title =
+        data.isComparison() ? QStringLiteral("Mantissa comparison report") : QStringLiteral("Mantissa training report");
     document.subtitle = QStringLiteral("%1 · written %2 by Mantissa %3")
                             .arg(data.title(), utcTime(data.generatedAt), data.mantissaVersion);
     for (const RunData& run : data.runs) {
@@ -91,7 +89,8 @@ void appendOverview(ReportDocument& document, const ReportData& data)
         document.paragraph(QStringLiteral("Notes on %1: %2").arg(notedRuns[i].join(QStringLiteral(" and ")), notes[i]));
     for (const RunData& run : data.runs) {
         if (!run.info.tags.isEmpty())
-            document.paragraph(QStringLiteral("Tags of %1: %2").arg(run.info.name, run.info.tags.join(QStringLiteral(", "))));
+            document.paragraph(
+                QStringLiteral("Tags of %1: %2").arg(run.info.name, run.info.tags.join(QStringLiteral(", "))));
     }
 }
 

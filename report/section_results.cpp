@@ -44,7 +44,8 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
     table.rows = {
         {QStringLiteral("Status"), runStatusName(run.info.status)},
         {QStringLiteral("Precision"), run.precision()},
-        {QStringLiteral("Steps"), QStringLiteral("%1 (%2 skipped)").arg(formatCount(run.stepCount()), formatCount(run.skippedStepCount()))},
+        {QStringLiteral("Steps"),
+         QStringLiteral("%1 (%2 skipped)").arg(formatCount(run.stepCount()), formatCount(run.skippedStepCount()))},
         {QStringLiteral("Epochs evaluated"), QString::number(run.epochs.size())},
         {QStringLiteral("Final training loss"), formatLoss(s.finalTrainLoss)},
         {QStringLiteral("Final test accuracy"), formatPercent(run.finalTestAccuracy(), 2)},
@@ -59,14 +60,15 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
     document.table(table);
 
     ReportTable epochs;
-    epochs.header = {QStringLiteral("Epoch"), QStringLiteral("Train loss"), QStringLiteral("Train accuracy"),
+    epochs.header = {QStringLiteral("Epoch"),     QStringLiteral("Train loss"),    QStringLiteral("Train accuracy"),
                      QStringLiteral("Test loss"), QStringLiteral("Test accuracy"), QStringLiteral("Wall time")};
     epochs.numeric = {true, true, true, true, true, true};
     const QList<int> shown = epochRowsToShow(run.epochs.size());
     for (int i : shown) {
         const EpochRecord& e = run.epochs[i];
-        epochs.rows << QStringList{QString::number(e.epoch), formatLoss(e.trainLoss), formatPercent(e.trainAccuracy, 2),
-                                   formatLoss(e.testLoss), formatPercent(e.testAccuracy, 2), formatDuration(e.wallSeconds)};
+        epochs.rows << QStringList{QString::number(e.epoch),          formatLoss(e.trainLoss),
+                                   formatPercent(e.trainAccuracy, 2), formatLoss(e.testLoss),
+                                   formatPercent(e.testAccuracy, 2),  formatDuration(e.wallSeconds)};
     }
     if (!epochs.rows.isEmpty())
         document.table(epochs, epochCaption(run.epochs.size(), shown.size()));
@@ -96,7 +98,9 @@ void appendComparison(ReportDocument& document, const ReportData& data)
             cells << row.precision;
         cells << (row.batchSize ? formatCount(*row.batchSize) : notKnown()) << formatPercent(row.testAccuracy, 2)
               << formatDuration(row.wallSeconds)
-              << (row.baseline ? QStringLiteral("baseline") : row.speedup ? formatRatio(*row.speedup) : notKnown())
+              << (row.baseline  ? QStringLiteral("baseline")
+                  : row.speedup ? formatRatio(*row.speedup)
+                                : notKnown())
               << formatCount(row.skippedSteps) << row.finalLossScaleText << peakMemoryText(row.peakMemoryBytes);
         if (row.status != QLatin1String("finished"))
             cells[0] += QStringLiteral(" (%1)").arg(row.status);

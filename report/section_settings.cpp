@@ -9,10 +9,7 @@ namespace mantissa::report {
 
 namespace {
 
-QString number(double value)
-{
-    return QString::fromStdString(formatNumber(value));
-}
+QString number(double value) { return QString::fromStdString(formatNumber(value)); }
 
 template <typename E>
 QString key(E value)
@@ -35,7 +32,8 @@ QString optimizer(const OptimizerSpec& o)
     QStringList parts{key(o.type), QStringLiteral("lr ") + number(o.lr)};
     if (o.type == OptimizerKind::Sgd) {
         if (o.momentum != 0)
-            parts << QStringLiteral("momentum ") + number(o.momentum) + (o.nesterov ? QStringLiteral(" (Nesterov)") : QString());
+            parts << QStringLiteral("momentum ") + number(o.momentum) +
+                         (o.nesterov ? QStringLiteral(" (Nesterov)") : QString());
     } else {
         parts << QStringLiteral("betas %1, %2").arg(number(o.beta1), number(o.beta2))
               << QStringLiteral("eps ") + number(o.epsilon);
@@ -70,7 +68,8 @@ QString dataset(const DataSpec& d)
 {
     QStringList parts{key(d.dataset)};
     if (d.dataset == DatasetKind::Synthetic) {
-        parts << QStringLiteral("%1 train / %2 test samples").arg(formatCount(d.syntheticTrain), formatCount(d.syntheticTest))
+        parts << QStringLiteral("%1 train / %2 test samples")
+                     .arg(formatCount(d.syntheticTrain), formatCount(d.syntheticTest))
               << QStringLiteral("shape %1").arg(QString::fromStdString(Shape(d.syntheticShape).toString()))
               << QStringLiteral("%1 classes, noise %2").arg(d.syntheticClasses).arg(number(d.syntheticNoise));
     }

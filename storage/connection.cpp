@@ -14,8 +14,14 @@ namespace {
 
 // SQLite primary result codes (sqlite3.h); QSqlError::nativeErrorCode() carries them.
 enum SqliteCode {
-    kBusy = 5, kLocked = 6, kReadOnly = 8, kIoErr = 10, kCorrupt = 11, kFull = 13,
-    kCantOpen = 14, kNotADb = 26,
+    kBusy = 5,
+    kLocked = 6,
+    kReadOnly = 8,
+    kIoErr = 10,
+    kCorrupt = 11,
+    kFull = 13,
+    kCantOpen = 14,
+    kNotADb = 26,
 };
 
 QString uniqueConnectionName()
@@ -27,8 +33,7 @@ QString uniqueConnectionName()
 } // namespace
 
 Connection::Connection(const QString& path, int busyTimeoutMs)
-    : m_name(uniqueConnectionName()), m_path(QFileInfo(path).absoluteFilePath()),
-      m_busyTimeoutMs(busyTimeoutMs)
+    : m_name(uniqueConnectionName()), m_path(QFileInfo(path).absoluteFilePath()), m_busyTimeoutMs(busyTimeoutMs)
 {
     checkDatabaseFile(m_path);
     m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), m_name);
@@ -40,8 +45,7 @@ Connection::Connection(const QString& path, int busyTimeoutMs)
     m_db.setDatabaseName(m_path);
     if (!m_db.open())
         throw error(m_db.lastError(), QStringLiteral("opening the database"));
-    exec(QStringLiteral("PRAGMA busy_timeout = %1").arg(busyTimeoutMs),
-         QStringLiteral("setting the busy timeout"));
+    exec(QStringLiteral("PRAGMA busy_timeout = %1").arg(busyTimeoutMs), QStringLiteral("setting the busy timeout"));
 }
 
 Connection::~Connection()
@@ -97,7 +101,8 @@ StorageError Connection::error(const QSqlError& sqlError, const QString& what) c
     case kFull:
         return StorageError(K::DiskFull, m_path,
                             QStringLiteral("the disk is full while %1 (%2); free some space and "
-                                           "try again").arg(what, detail));
+                                           "try again")
+                                .arg(what, detail));
     case kReadOnly:
     case kCantOpen:
         return StorageError(K::ReadOnly, m_path,
@@ -111,17 +116,12 @@ StorageError Connection::error(const QSqlError& sqlError, const QString& what) c
                             QStringLiteral("the database is corrupt (%1) while %2; restore it from "
                                            "a backup (Mantissa does not modify it)")
                                 .arg(detail, what));
-    case kIoErr:
-        return StorageError(K::Io, m_path,
-                            QStringLiteral("I/O error while %1 (%2)").arg(what, detail));
-    default:
-        return StorageError(K::Sql, m_path,
-                            QStringLiteral("SQLite error while %1: %2").arg(what, detail));
+    case kIoErr: return StorageError(K::Io, m_path, QStringLiteral("I/O error while %1 (%2)").arg(what, detail));
+    default: return StorageError(K::Sql, m_path, QStringLiteral("SQLite error while %1: %2").arg(what, detail));
     }
 }
 
-Transaction::Transaction(const Connection& connection, const QString& what)
-    : m_connection(connection), m_what(what)
+Transaction::Transaction(const Connection& connection, const QString& what) : m_connection(connection), m_what(what)
 {
     connection.exec(QStringLiteral("BEGIN IMMEDIATE"), what);
 }

@@ -26,7 +26,7 @@ public:
     // Each throws StorageError naming the file and `what` was being done.
     QSqlQuery prepare(const QString& sql) const;
     void exec(QSqlQuery& query, const QString& what) const;
-    QSqlQuery exec(const QString& sql, const QString& what) const; // positioned before row 1
+    QSqlQuery exec(const QString& sql, const QString& what) const;  // positioned before row 1
     QVariant scalar(const QString& sql, const QString& what) const; // row 1, column 1
 
     StorageError error(const QSqlError& error, const QString& what) const;

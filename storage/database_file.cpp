@@ -41,8 +41,7 @@ bool hasSqliteHeader(const QString& path)
 void checkDatabaseFile(const QString& path)
 {
     if (path.isEmpty())
-        throw StorageError(StorageError::Kind::InvalidArgument, path,
-                           QStringLiteral("no database path given"));
+        throw StorageError(StorageError::Kind::InvalidArgument, path, QStringLiteral("no database path given"));
     checkDirectory(path);
     const QFileInfo file(path);
     if (!file.exists())
@@ -52,8 +51,7 @@ void checkDatabaseFile(const QString& path)
                            QStringLiteral("is a directory, not a database file; %1").arg(kChooseAnother));
     }
     if (!file.isReadable()) {
-        throw StorageError(StorageError::Kind::Io, path,
-                           QStringLiteral("cannot be read (permission denied)"));
+        throw StorageError(StorageError::Kind::Io, path, QStringLiteral("cannot be read (permission denied)"));
     }
     // SQLite treats an empty file as an empty database; anything else must carry the header.
     if (file.size() > 0 && !hasSqliteHeader(path)) {

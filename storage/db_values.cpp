@@ -4,15 +4,9 @@
 
 namespace mantissa::storage {
 
-QString toDbTime(const QDateTime& time)
-{
-    return time.toUTC().toString(Qt::ISODateWithMs);
-}
+QString toDbTime(const QDateTime& time) { return time.toUTC().toString(Qt::ISODateWithMs); }
 
-QString nowDbTime()
-{
-    return toDbTime(QDateTime::currentDateTimeUtc());
-}
+QString nowDbTime() { return toDbTime(QDateTime::currentDateTimeUtc()); }
 
 QDateTime fromDbTime(const QVariant& value)
 {
@@ -21,10 +15,7 @@ QDateTime fromDbTime(const QVariant& value)
     return QDateTime::fromString(value.toString(), Qt::ISODateWithMs).toUTC();
 }
 
-QVariant text(const QString& value)
-{
-    return value.isNull() ? QVariant(QStringLiteral("")) : QVariant(value);
-}
+QVariant text(const QString& value) { return value.isNull() ? QVariant(QStringLiteral("")) : QVariant(value); }
 
 std::optional<double> optionalDouble(const QVariant& value)
 {

@@ -9,8 +9,8 @@ namespace mantissa::storage {
 
 struct WriterIdentity {
     qint64 pid = 0;
-    QString host;       // QSysInfo::machineHostName()
-    QString boot;       // QSysInfo::bootUniqueId(): a reboot kills every writer
+    QString host;          // QSysInfo::machineHostName()
+    QString boot;          // QSysInfo::bootUniqueId(): a reboot kills every writer
     qint64 startTicks = 0; // the process's start time (Linux /proc/PID/stat), 0 if unknown;
                            // tells a reused PID from the writer
 };

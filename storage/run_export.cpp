@@ -24,9 +24,21 @@ public:
     Sink(QIODevice& device, const RunStore& store) : m_device(device), m_store(store) {}
     ~Sink() = default;
 
-    Sink& operator<<(const char* text) { m_buffer.append(text); return spill(); }
-    Sink& operator<<(const QByteArray& text) { m_buffer.append(text); return spill(); }
-    Sink& operator<<(char c) { m_buffer.append(c); return spill(); }
+    Sink& operator<<(const char* text)
+    {
+        m_buffer.append(text);
+        return spill();
+    }
+    Sink& operator<<(const QByteArray& text)
+    {
+        m_buffer.append(text);
+        return spill();
+    }
+    Sink& operator<<(char c)
+    {
+        m_buffer.append(c);
+        return spill();
+    }
 
     // Shortest round-trip text of a value that was a float before it was stored.
     Sink& number(double value, bool isFloat, Syntax syntax)
@@ -83,14 +95,12 @@ struct Column {
     bool isFloat; // stored from a float: printed as the float it was
 };
 
-const Column kStepColumns[] = {{"step", false},         {"epoch", false},
-                               {"loss", true},          {"learning_rate", true},
-                               {"loss_scale", true},    {"skipped", false},
-                               {"grad_norm", true},     {"samples_per_second", true},
-                               {"elapsed_seconds", false}};
-const Column kEpochColumns[] = {{"epoch", false},     {"train_loss", true}, {"train_accuracy", true},
-                                {"test_loss", true},  {"test_accuracy", true},
-                                {"wall_seconds", false}};
+const Column kStepColumns[] = {
+    {"step", false},           {"epoch", false},   {"loss", true},      {"learning_rate", true},
+    {"loss_scale", true},      {"skipped", false}, {"grad_norm", true}, {"samples_per_second", true},
+    {"elapsed_seconds", false}};
+const Column kEpochColumns[] = {{"epoch", false},    {"train_loss", true},    {"train_accuracy", true},
+                                {"test_loss", true}, {"test_accuracy", true}, {"wall_seconds", false}};
 
 double stepValue(const StepSeries& s, int column, qsizetype row)
 {
@@ -159,15 +169,9 @@ QJsonValue optionalJson(const std::optional<double>& value)
     return value && std::isfinite(*value) ? QJsonValue(*value) : QJsonValue();
 }
 
-QJsonValue optionalJson(const std::optional<qint64>& value)
-{
-    return value ? QJsonValue(*value) : QJsonValue();
-}
+QJsonValue optionalJson(const std::optional<qint64>& value) { return value ? QJsonValue(*value) : QJsonValue(); }
 
-QString jsonTime(const QDateTime& time)
-{
-    return time.isValid() ? time.toString(Qt::ISODateWithMs) : QString();
-}
+QString jsonTime(const QDateTime& time) { return time.isValid() ? time.toString(Qt::ISODateWithMs) : QString(); }
 
 QJsonObject runJson(const RunInfo& run)
 {
@@ -247,8 +251,8 @@ void writeJson(const RunStore& store, qint64 runId, QIODevice& out)
     writeStepRows(sink, store.steps(runId), Syntax::Json);
     sink << "\n],\n\"epochs\": [";
     writeEpochRows(sink, store.epochs(runId), Syntax::Json);
-    sink << "\n],\n\"events\": "
-         << QJsonDocument(eventsJson(store.events(runId))).toJson(QJsonDocument::Compact) << "\n}\n";
+    sink << "\n],\n\"events\": " << QJsonDocument(eventsJson(store.events(runId))).toJson(QJsonDocument::Compact)
+         << "\n}\n";
     sink.finish();
 }
 

@@ -79,15 +79,9 @@ void RunRecorder::onNumerics(const NumericsRecord& record)
     stopIfFailed();
 }
 
-bool RunRecorder::failed() const
-{
-    return m_writer->failed() || !m_checkpointError.isEmpty();
-}
+bool RunRecorder::failed() const { return m_writer->failed() || !m_checkpointError.isEmpty(); }
 
-QString RunRecorder::errorMessage() const
-{
-    return m_writer->failed() ? m_writer->errorMessage() : m_checkpointError;
-}
+QString RunRecorder::errorMessage() const { return m_writer->failed() ? m_writer->errorMessage() : m_checkpointError; }
 
 void RunRecorder::stopIfFailed()
 {
@@ -141,8 +135,7 @@ RunSummary RunRecorder::finish(const RunSummary& summary)
     // summary if it takes one more. A database that is gone or full stays as it is.
     try {
         m_store.finishRun(m_runId, recorded);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     return recorded;
 }
 

@@ -16,8 +16,7 @@ struct RunningRun {
     QVariant heartbeat; // as stored, to detect a writer that moved on since we looked
 };
 
-const QString kWriterColumns =
-    QStringLiteral("id, writer_pid, writer_host, writer_boot, writer_start, heartbeat_at");
+const QString kWriterColumns = QStringLiteral("id, writer_pid, writer_host, writer_boot, writer_start, heartbeat_at");
 
 RunningRun readRunningRun(const QSqlQuery& query)
 {
@@ -31,16 +30,13 @@ RunningRun readRunningRun(const QSqlQuery& query)
     return run;
 }
 
-bool isAlive(const RunningRun& run)
-{
-    return isWriterAlive(run.writer, fromDbTime(run.heartbeat));
-}
+bool isAlive(const RunningRun& run) { return isWriterAlive(run.writer, fromDbTime(run.heartbeat)); }
 
 QList<RunningRun> deadRuns(const Connection& connection)
 {
-    QSqlQuery query = connection.exec(
-        QStringLiteral("SELECT %1 FROM runs WHERE status = 'running'").arg(kWriterColumns),
-        QStringLiteral("looking for interrupted runs"));
+    QSqlQuery query =
+        connection.exec(QStringLiteral("SELECT %1 FROM runs WHERE status = 'running'").arg(kWriterColumns),
+                        QStringLiteral("looking for interrupted runs"));
     QList<RunningRun> dead;
     while (query.next()) {
         const RunningRun run = readRunningRun(query);
@@ -72,13 +68,13 @@ int markInterruptedRuns(const Connection& connection)
     // The summary comes from the committed steps; the last heartbeat is the best estimate
     // of when the writer died. The WHERE clause skips a run whose writer wrote again
     // since we looked (then it is alive after all).
-    QSqlQuery update = connection.prepare(QStringLiteral(
-        "UPDATE runs SET status = 'interrupted', finished_at = COALESCE(heartbeat_at, created_at), "
-        "error_message = :message, "
-        "steps = (SELECT MAX(step) FROM steps WHERE run_id = runs.id), "
-        "skipped_steps = (SELECT COUNT(*) FROM steps WHERE run_id = runs.id AND skipped), "
-        "wall_seconds = (SELECT MAX(elapsed_seconds) FROM steps WHERE run_id = runs.id) "
-        "WHERE id = :id AND status = 'running' AND heartbeat_at IS :heartbeat"));
+    QSqlQuery update = connection.prepare(
+        QStringLiteral("UPDATE runs SET status = 'interrupted', finished_at = COALESCE(heartbeat_at, created_at), "
+                       "error_message = :message, "
+                       "steps = (SELECT MAX(step) FROM steps WHERE run_id = runs.id), "
+                       "skipped_steps = (SELECT COUNT(*) FROM steps WHERE run_id = runs.id AND skipped), "
+                       "wall_seconds = (SELECT MAX(elapsed_seconds) FROM steps WHERE run_id = runs.id) "
+                       "WHERE id = :id AND status = 'running' AND heartbeat_at IS :heartbeat"));
     int marked = 0;
     for (const RunningRun& run : dead) {
         update.bindValue(QStringLiteral(":message"), interruptionMessage(run));

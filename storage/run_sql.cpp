@@ -31,8 +31,8 @@ FinishedRow finishedRow(const RunSummary& s)
         row.wallSeconds = s.wallSeconds;
     if (s.peakBytes > 0)
         row.peakMemoryBytes = qint64(s.peakBytes);
-    const bool explained = s.status == RunStatus::Diverged || s.status == RunStatus::Failed
-        || s.status == RunStatus::Interrupted;
+    const bool explained =
+        s.status == RunStatus::Diverged || s.status == RunStatus::Failed || s.status == RunStatus::Interrupted;
     if (explained)
         row.errorMessage = QString::fromStdString(s.message);
     return row;
@@ -40,14 +40,13 @@ FinishedRow finishedRow(const RunSummary& s)
 
 QString finishRunSql()
 {
-    return QStringLiteral(
-        "UPDATE runs SET status = :status, finished_at = :finished_at, "
-        "wall_seconds = :wall_seconds, peak_memory_bytes = :peak_memory_bytes, "
-        "final_train_loss = :final_train_loss, best_test_accuracy = :best_test_accuracy, "
-        "final_test_accuracy = :final_test_accuracy, steps = :steps, "
-        "skipped_steps = :skipped_steps, final_loss_scale = :final_loss_scale, "
-        "samples_per_second = :samples_per_second, error_message = :error_message "
-        "WHERE id = :id");
+    return QStringLiteral("UPDATE runs SET status = :status, finished_at = :finished_at, "
+                          "wall_seconds = :wall_seconds, peak_memory_bytes = :peak_memory_bytes, "
+                          "final_train_loss = :final_train_loss, best_test_accuracy = :best_test_accuracy, "
+                          "final_test_accuracy = :final_test_accuracy, steps = :steps, "
+                          "skipped_steps = :skipped_steps, final_loss_scale = :final_loss_scale, "
+                          "samples_per_second = :samples_per_second, error_message = :error_message "
+                          "WHERE id = :id");
 }
 
 void bindFinish(QSqlQuery& query, qint64 runId, const FinishedRow& row)
@@ -72,14 +71,13 @@ QString storedCheckpointPath(const QString& databaseDirectory, const QString& fi
 {
     const QString absolute = QFileInfo(filePath).absoluteFilePath();
     const QString relative = QDir(databaseDirectory).relativeFilePath(absolute);
-    return relative.startsWith(QStringLiteral("../")) || QDir::isAbsolutePath(relative) ? absolute
-                                                                                      : relative;
+    return relative.startsWith(QStringLiteral("../")) || QDir::isAbsolutePath(relative) ? absolute : relative;
 }
 
 std::optional<EventKind> parseEventKind(const QString& name)
 {
-    constexpr std::array kinds{EventKind::Overflow, EventKind::ScaleChange, EventKind::Divergence,
-                               EventKind::Finished, EventKind::Error};
+    constexpr std::array kinds{EventKind::Overflow, EventKind::ScaleChange, EventKind::Divergence, EventKind::Finished,
+                               EventKind::Error};
     for (EventKind kind : kinds) {
         if (name == QLatin1String(eventKindName(kind)))
             return kind;
@@ -97,7 +95,8 @@ QString checkedRunName(const QString& databasePath, const QString& name)
         problem = QStringLiteral("the run name \"%1...\" is longer than 200 characters").arg(trimmed.left(40));
     else if (std::all_of(trimmed.begin(), trimmed.end(), [](QChar c) { return c.isDigit(); }))
         problem = QStringLiteral("the run name \"%1\" is all digits, which would read as a run "
-                                 "id; add a letter").arg(trimmed);
+                                 "id; add a letter")
+                      .arg(trimmed);
     if (!problem.isEmpty())
         throw StorageError(StorageError::Kind::InvalidArgument, databasePath, problem);
     return trimmed;

@@ -94,15 +94,9 @@ RunStore::RunStore(const QString& path, const StoreOptions& options)
 
 RunStore::~RunStore() = default;
 
-QString RunStore::path() const
-{
-    return m_connection->path();
-}
+QString RunStore::path() const { return m_connection->path(); }
 
-QString RunStore::directory() const
-{
-    return QFileInfo(m_connection->path()).absolutePath();
-}
+QString RunStore::directory() const { return QFileInfo(m_connection->path()).absolutePath(); }
 
 QString RunStore::checkpointDirectory(qint64 runId) const
 {
@@ -111,15 +105,9 @@ QString RunStore::checkpointDirectory(qint64 runId) const
         .filePath(QStringLiteral("%1-checkpoints/run-%2").arg(file.completeBaseName()).arg(runId));
 }
 
-int RunStore::schemaVersion()
-{
-    return kSchemaVersion;
-}
+int RunStore::schemaVersion() { return kSchemaVersion; }
 
-int RunStore::markInterruptedRuns()
-{
-    return storage::markInterruptedRuns(*m_connection);
-}
+int RunStore::markInterruptedRuns() { return storage::markInterruptedRuns(*m_connection); }
 
 qint64 RunStore::createRun(const NewRun& run)
 {
@@ -135,15 +123,14 @@ qint64 RunStore::createRun(const NewRun& run)
     if (run.groupId)
         requireGroup(*run.groupId);
     const WriterIdentity writer = currentWriterIdentity();
-    QSqlQuery insert = c.prepare(QStringLiteral(
-        "INSERT INTO runs (name, status, created_at, config_json, preset, precision, device, "
-        "engine_version, notes, group_id, writer_pid, writer_host, writer_boot, writer_start, "
-        "heartbeat_at) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    QSqlQuery insert =
+        c.prepare(QStringLiteral("INSERT INTO runs (name, status, created_at, config_json, preset, precision, device, "
+                                 "engine_version, notes, group_id, writer_pid, writer_host, writer_boot, writer_start, "
+                                 "heartbeat_at) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     const QString now = nowDbTime();
     for (const QVariant& value :
-         {QVariant(name), QVariant(now), text(run.configJson), text(run.preset),
-          text(run.precision), text(run.device), text(run.engineVersion),
-          text(run.notes), nullable(run.groupId), QVariant(writer.pid), QVariant(writer.host),
+         {QVariant(name), QVariant(now), text(run.configJson), text(run.preset), text(run.precision), text(run.device),
+          text(run.engineVersion), text(run.notes), nullable(run.groupId), QVariant(writer.pid), QVariant(writer.host),
           QVariant(writer.boot), QVariant(writer.startTicks), QVariant(now)}) {
         insert.addBindValue(value);
     }
@@ -235,8 +222,8 @@ QStringList RunStore::deleteRun(qint64 runId)
 qint64 RunStore::addCheckpoint(qint64 runId, const QString& filePath, qint64 step, int epoch)
 {
     requireRun(runId);
-    QSqlQuery insert = m_connection->prepare(QStringLiteral(
-        "INSERT INTO checkpoints (run_id, path, step, epoch, created_at) VALUES (?, ?, ?, ?, ?)"));
+    QSqlQuery insert = m_connection->prepare(
+        QStringLiteral("INSERT INTO checkpoints (run_id, path, step, epoch, created_at) VALUES (?, ?, ?, ?, ?)"));
     for (const QVariant& value : {QVariant(runId), QVariant(storedCheckpointPath(directory(), filePath)),
                                   QVariant(step), QVariant(epoch), QVariant(nowDbTime())}) {
         insert.addBindValue(value);
@@ -252,8 +239,8 @@ qint64 RunStore::createGroup(const QString& name)
         throw StorageError(StorageError::Kind::InvalidArgument, path(),
                            QStringLiteral("a comparison group needs a name"));
     }
-    QSqlQuery insert = m_connection->prepare(
-        QStringLiteral("INSERT INTO comparison_groups (name, created_at) VALUES (?, ?)"));
+    QSqlQuery insert =
+        m_connection->prepare(QStringLiteral("INSERT INTO comparison_groups (name, created_at) VALUES (?, ?)"));
     insert.addBindValue(trimmed);
     insert.addBindValue(nowDbTime());
     m_connection->exec(insert, QStringLiteral("creating comparison group \"%1\"").arg(trimmed));

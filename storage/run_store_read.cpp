@@ -17,12 +17,12 @@ namespace mantissa::storage {
 namespace {
 
 // Tags come along as one string joined by the unit separator, to list runs in one query.
-const QString kRunColumns = QStringLiteral(
-    "id, name, status, created_at, finished_at, config_json, preset, precision, device, "
-    "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
-    "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
-    "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, "
-    "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
+const QString kRunColumns =
+    QStringLiteral("id, name, status, created_at, finished_at, config_json, preset, precision, device, "
+                   "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
+                   "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
+                   "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, "
+                   "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
 
 RunInfo readRun(const QSqlQuery& q)
 {
@@ -168,9 +168,9 @@ StepSeries RunStore::steps(qint64 runId, qint64 afterStep) const
 QList<EpochRecord> RunStore::epochs(qint64 runId) const
 {
     requireRun(runId);
-    QSqlQuery query = m_connection->prepare(QStringLiteral(
-        "SELECT epoch, train_loss, train_accuracy, test_loss, test_accuracy, wall_seconds "
-        "FROM epochs WHERE run_id = ? ORDER BY epoch"));
+    QSqlQuery query = m_connection->prepare(
+        QStringLiteral("SELECT epoch, train_loss, train_accuracy, test_loss, test_accuracy, wall_seconds "
+                       "FROM epochs WHERE run_id = ? ORDER BY epoch"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     m_connection->exec(query, QStringLiteral("reading the epochs of run %1").arg(runId));
@@ -191,10 +191,10 @@ QList<EpochRecord> RunStore::epochs(qint64 runId) const
 QList<EventRecord> RunStore::events(qint64 runId) const
 {
     requireRun(runId);
-    QSqlQuery query = m_connection->prepare(QStringLiteral(
-        "SELECT kind, step, scale_before, scale_after, parameter, message, location_layer_index, "
-        "location_layer, location_kind, location_tensor, location_non_finite, location_count, "
-        "location_largest_finite FROM events WHERE run_id = ? ORDER BY step, id"));
+    QSqlQuery query = m_connection->prepare(
+        QStringLiteral("SELECT kind, step, scale_before, scale_after, parameter, message, location_layer_index, "
+                       "location_layer, location_kind, location_tensor, location_non_finite, location_count, "
+                       "location_largest_finite FROM events WHERE run_id = ? ORDER BY step, id"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     m_connection->exec(query, QStringLiteral("reading the events of run %1").arg(runId));
@@ -227,8 +227,8 @@ QList<EventRecord> RunStore::events(qint64 runId) const
 QList<CheckpointInfo> RunStore::checkpoints(qint64 runId) const
 {
     requireRun(runId);
-    QSqlQuery query = m_connection->prepare(QStringLiteral(
-        "SELECT id, path, step, epoch, created_at FROM checkpoints WHERE run_id = ? ORDER BY step, id"));
+    QSqlQuery query = m_connection->prepare(
+        QStringLiteral("SELECT id, path, step, epoch, created_at FROM checkpoints WHERE run_id = ? ORDER BY step, id"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     m_connection->exec(query, QStringLiteral("reading the checkpoints of run %1").arg(runId));
@@ -250,8 +250,8 @@ QList<CheckpointInfo> RunStore::checkpoints(qint64 runId) const
 QList<qint64> RunStore::numericsSteps(qint64 runId) const
 {
     requireRun(runId);
-    QSqlQuery query = m_connection->prepare(
-        QStringLiteral("SELECT step FROM numerics_steps WHERE run_id = ? ORDER BY step"));
+    QSqlQuery query =
+        m_connection->prepare(QStringLiteral("SELECT step FROM numerics_steps WHERE run_id = ? ORDER BY step"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     m_connection->exec(query, QStringLiteral("reading the numerics steps of run %1").arg(runId));
@@ -273,17 +273,19 @@ NumericsRecord RunStore::numerics(qint64 runId, qint64 step) const
     if (!head.next()) {
         throw StorageError(StorageError::Kind::NotFound, path(),
                            QStringLiteral("run %1 has no numerics at step %2; numericsSteps() lists "
-                                          "the sampled steps").arg(runId).arg(step));
+                                          "the sampled steps")
+                               .arg(runId)
+                               .arg(step));
     }
     NumericsRecord record;
     record.step = step;
     record.lossScale = float(head.value(0).toDouble());
     record.scaledGradients = head.value(1).toBool();
-    QSqlQuery query = m_connection->prepare(QStringLiteral(
-        "SELECT layer_index, kind, tensor, layer, dtype, target_dtype, count, amax, zeros, underflow, "
-        "subnormal, overflow, non_finite, histogram FROM numerics_tensors WHERE run_id = ? AND step = ? "
-        "ORDER BY layer_index, CASE kind WHEN 'activation' THEN 0 WHEN 'activation_grad' THEN 1 "
-        "WHEN 'weight' THEN 2 ELSE 3 END, tensor"));
+    QSqlQuery query = m_connection->prepare(
+        QStringLiteral("SELECT layer_index, kind, tensor, layer, dtype, target_dtype, count, amax, zeros, underflow, "
+                       "subnormal, overflow, non_finite, histogram FROM numerics_tensors WHERE run_id = ? AND step = ? "
+                       "ORDER BY layer_index, CASE kind WHEN 'activation' THEN 0 WHEN 'activation_grad' THEN 1 "
+                       "WHEN 'weight' THEN 2 ELSE 3 END, tensor"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     query.addBindValue(step);
@@ -311,10 +313,10 @@ NumericsRecord RunStore::numerics(qint64 runId, qint64 step) const
 HistogramSeries RunStore::histogramSeries(qint64 runId, const QString& tensor, TensorKind kind) const
 {
     requireRun(runId);
-    QSqlQuery query = m_connection->prepare(QStringLiteral(
-        "SELECT t.step, s.loss_scale, s.scaled_gradients, t.histogram FROM numerics_tensors t "
-        "JOIN numerics_steps s ON s.run_id = t.run_id AND s.step = t.step "
-        "WHERE t.run_id = ? AND t.tensor = ? AND t.kind = ? ORDER BY t.step"));
+    QSqlQuery query = m_connection->prepare(
+        QStringLiteral("SELECT t.step, s.loss_scale, s.scaled_gradients, t.histogram FROM numerics_tensors t "
+                       "JOIN numerics_steps s ON s.run_id = t.run_id AND s.step = t.step "
+                       "WHERE t.run_id = ? AND t.tensor = ? AND t.kind = ? ORDER BY t.step"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     query.addBindValue(tensor);

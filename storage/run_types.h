@@ -29,16 +29,16 @@ struct StoredSummary {
     std::optional<qint64> steps;             // optimizer steps, skipped ones included
     std::optional<qint64> skippedSteps;      // steps whose gradients were non-finite
     std::optional<double> finalLossScale;
-    std::optional<double> samplesPerSecond;  // training throughput over the whole run
+    std::optional<double> samplesPerSecond; // training throughput over the whole run
 };
 
 // What createRun() needs. Everything but the config may be empty.
 struct NewRun {
-    QString name;           // empty: generated as "<preset>-<precision>-<n>", e.g. "mlp-mixed-fp16-3"
-    QString configJson;     // the full run config (runConfigToJson), stored verbatim
-    QString preset;         // preset name or config file stem
-    QString precision;      // "fp32", "mixed-fp16", ... (precisionModeName)
-    QString device;         // "cpu: <model>" or "cuda: <gpu>, driver, CUDA and cuDNN versions"
+    QString name;       // empty: generated as "<preset>-<precision>-<n>", e.g. "mlp-mixed-fp16-3"
+    QString configJson; // the full run config (runConfigToJson), stored verbatim
+    QString preset;     // preset name or config file stem
+    QString precision;  // "fp32", "mixed-fp16", ... (precisionModeName)
+    QString device;     // "cpu: <model>" or "cuda: <gpu>, driver, CUDA and cuDNN versions"
     QString engineVersion = QStringLiteral(MANTISSA_VERSION);
     QStringList tags;
     QString notes;
@@ -80,8 +80,7 @@ struct RunFilter {
 // stored floats and for step counts below 2^53). Non-finite values read back as NaN
 // where SQLite stored NULL (SQLite turns NaN into NULL) and as +-inf otherwise.
 struct StepSeries {
-    QList<double> step, epoch, loss, learningRate, lossScale, gradNorm, samplesPerSecond,
-        elapsedSeconds;
+    QList<double> step, epoch, loss, learningRate, lossScale, gradNorm, samplesPerSecond, elapsedSeconds;
     QList<double> gradAmax; // NaN for steps recorded before schema version 4
     QList<bool> skipped;
 

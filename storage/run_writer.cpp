@@ -16,14 +16,13 @@ namespace mantissa::storage {
 
 namespace {
 
-constexpr int kStepColumns = 10;   // bound per step row; run_id is part of the SQL text
+constexpr int kStepColumns = 10;     // bound per step row; run_id is part of the SQL text
 constexpr int kMaxLockedCommits = 3; // then a held lock is a failure, not a hiccup
 
 QString stepInsertSql(qint64 runId, int rows)
 {
-    QString sql = QStringLiteral(
-        "INSERT OR REPLACE INTO steps (run_id, step, epoch, loss, learning_rate, loss_scale, "
-        "skipped, grad_norm, samples_per_second, elapsed_seconds, grad_amax) VALUES ");
+    QString sql = QStringLiteral("INSERT OR REPLACE INTO steps (run_id, step, epoch, loss, learning_rate, loss_scale, "
+                                 "skipped, grad_norm, samples_per_second, elapsed_seconds, grad_amax) VALUES ");
     const QString row = QStringLiteral("(%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(runId);
     for (int i = 0; i < rows; ++i)
         sql += (i == 0 ? QString() : QStringLiteral(", ")) + row;
@@ -52,10 +51,7 @@ QString dtypeText(DType type)
     return QString::fromLatin1(name.data(), qsizetype(name.size()));
 }
 
-bool hasScale(EventKind kind)
-{
-    return kind == EventKind::Overflow || kind == EventKind::ScaleChange;
-}
+bool hasScale(EventKind kind) { return kind == EventKind::Overflow || kind == EventKind::ScaleChange; }
 
 template <typename T>
 void fillIfUnset(std::optional<T>& field, const std::optional<T>& observed)
@@ -67,9 +63,8 @@ void fillIfUnset(std::optional<T>& field, const std::optional<T>& observed)
 } // namespace
 
 RunWriter::RunWriter(const QString& databasePath, qint64 runId, const WriterOptions& options)
-    : m_connection(std::make_unique<Connection>(databasePath, options.busyTimeoutMs)),
-      m_runId(runId), m_options(options),
-      m_databaseDirectory(QFileInfo(m_connection->path()).absolutePath())
+    : m_connection(std::make_unique<Connection>(databasePath, options.busyTimeoutMs)), m_runId(runId),
+      m_options(options), m_databaseDirectory(QFileInfo(m_connection->path()).absolutePath())
 {
     // The RunStore that created the run has checked the file's integrity already.
     prepareDatabase(*m_connection, IntegrityCheck::Skip);
@@ -96,23 +91,28 @@ void RunWriter::prepareStatements()
     const Connection& c = *m_connection;
     m_insertSteps = c.prepare(stepInsertSql(m_runId, kRowsPerInsert));
     m_insertStep = c.prepare(stepInsertSql(m_runId, 1));
-    m_insertEpoch = c.prepare(QStringLiteral(
-        "INSERT OR REPLACE INTO epochs (run_id, epoch, train_loss, train_accuracy, test_loss, "
-        "test_accuracy, wall_seconds) VALUES (%1, ?, ?, ?, ?, ?, ?)").arg(m_runId));
-    m_insertEvent = c.prepare(QStringLiteral(
-        "INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter, message, "
-        "location_layer_index, location_layer, location_kind, location_tensor, location_non_finite, "
-        "location_count, location_largest_finite) VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(m_runId));
-    m_insertNumericsStep = c.prepare(QStringLiteral(
-        "INSERT OR REPLACE INTO numerics_steps (run_id, step, loss_scale, scaled_gradients) "
-        "VALUES (%1, ?, ?, ?)").arg(m_runId));
-    m_insertNumericsTensor = c.prepare(QStringLiteral(
-        "INSERT OR REPLACE INTO numerics_tensors (run_id, step, layer_index, kind, tensor, layer, dtype, "
-        "target_dtype, count, amax, zeros, underflow, subnormal, overflow, non_finite, histogram) "
-        "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(m_runId));
-    m_insertCheckpoint = c.prepare(QStringLiteral(
-        "INSERT INTO checkpoints (run_id, path, step, epoch, created_at) VALUES (%1, ?, ?, ?, ?)")
-                                       .arg(m_runId));
+    m_insertEpoch =
+        c.prepare(QStringLiteral("INSERT OR REPLACE INTO epochs (run_id, epoch, train_loss, train_accuracy, test_loss, "
+                                 "test_accuracy, wall_seconds) VALUES (%1, ?, ?, ?, ?, ?, ?)")
+                      .arg(m_runId));
+    m_insertEvent = c.prepare(
+        QStringLiteral("INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter, message, "
+                       "location_layer_index, location_layer, location_kind, location_tensor, location_non_finite, "
+                       "location_count, location_largest_finite) VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            .arg(m_runId));
+    m_insertNumericsStep =
+        c.prepare(QStringLiteral("INSERT OR REPLACE INTO numerics_steps (run_id, step, loss_scale, scaled_gradients) "
+                                 "VALUES (%1, ?, ?, ?)")
+                      .arg(m_runId));
+    m_insertNumericsTensor =
+        c.prepare(QStringLiteral(
+                      "INSERT OR REPLACE INTO numerics_tensors (run_id, step, layer_index, kind, tensor, layer, dtype, "
+                      "target_dtype, count, amax, zeros, underflow, subnormal, overflow, non_finite, histogram) "
+                      "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                      .arg(m_runId));
+    m_insertCheckpoint = c.prepare(
+        QStringLiteral("INSERT INTO checkpoints (run_id, path, step, epoch, created_at) VALUES (%1, ?, ?, ?, ?)")
+            .arg(m_runId));
     m_heartbeat = c.prepare(QStringLiteral("UPDATE runs SET heartbeat_at = ? WHERE id = %1").arg(m_runId));
     m_begin = c.prepare(QStringLiteral("BEGIN IMMEDIATE"));
     m_commit = c.prepare(QStringLiteral("COMMIT"));
@@ -123,9 +123,9 @@ void RunWriter::claimRun()
 {
     const Connection& c = *m_connection;
     const WriterIdentity self = currentWriterIdentity();
-    QSqlQuery claim = c.prepare(QStringLiteral(
-        "UPDATE runs SET writer_pid = ?, writer_host = ?, writer_boot = ?, writer_start = ?, "
-        "heartbeat_at = ? WHERE id = ? AND status = 'running'"));
+    QSqlQuery claim =
+        c.prepare(QStringLiteral("UPDATE runs SET writer_pid = ?, writer_host = ?, writer_boot = ?, writer_start = ?, "
+                                 "heartbeat_at = ? WHERE id = ? AND status = 'running'"));
     for (const QVariant& value : {QVariant(self.pid), QVariant(self.host), QVariant(self.boot),
                                   QVariant(self.startTicks), QVariant(nowDbTime()), QVariant(m_runId)}) {
         claim.addBindValue(value);
@@ -158,8 +158,8 @@ void RunWriter::onStep(const StepRecord& step)
         return;
     }
     observe(step);
-    if (qsizetype(m_steps.size()) >= m_options.maxBufferedSteps
-        || Clock::now() - m_lastCommit >= std::chrono::milliseconds(m_options.commitIntervalMs)) {
+    if (qsizetype(m_steps.size()) >= m_options.maxBufferedSteps ||
+        Clock::now() - m_lastCommit >= std::chrono::milliseconds(m_options.commitIntervalMs)) {
         commit(nullptr);
     }
 }
@@ -201,10 +201,7 @@ void RunWriter::addCheckpoint(const QString& filePath, qint64 step, int epoch)
     commit(nullptr);
 }
 
-bool RunWriter::flush()
-{
-    return commit(nullptr);
-}
+bool RunWriter::flush() { return commit(nullptr); }
 
 bool RunWriter::finish(const RunSummary& summary)
 {
@@ -229,10 +226,7 @@ bool RunWriter::finish(const RunSummary& summary)
     return commit(&complete);
 }
 
-QString RunWriter::errorMessage() const
-{
-    return failed() ? m_errorMessage : QString();
-}
+QString RunWriter::errorMessage() const { return failed() ? m_errorMessage : QString(); }
 
 bool RunWriter::commit(const FinishedRow* finish)
 {
@@ -287,8 +281,8 @@ void RunWriter::writePending(const FinishedRow* finish)
     for (const EpochRecord& e : m_epochs) {
         int i = 0;
         m_insertEpoch.bindValue(i++, e.epoch);
-        for (double value : {double(e.trainLoss), double(e.trainAccuracy), double(e.testLoss),
-                             double(e.testAccuracy), e.wallSeconds}) {
+        for (double value : {double(e.trainLoss), double(e.trainAccuracy), double(e.testLoss), double(e.testAccuracy),
+                             e.wallSeconds}) {
             m_insertEpoch.bindValue(i++, value);
         }
         c.exec(m_insertEpoch, QStringLiteral("writing epoch %1 of run %2").arg(e.epoch).arg(m_runId));

@@ -96,8 +96,8 @@ private:
     QString m_databaseDirectory;
 
     static constexpr int kRowsPerInsert = 64; // rows per multi-row INSERT: fewer statement executions
-    QSqlQuery m_insertSteps;  // kRowsPerInsert rows
-    QSqlQuery m_insertStep;   // one row
+    QSqlQuery m_insertSteps;                  // kRowsPerInsert rows
+    QSqlQuery m_insertStep;                   // one row
     QSqlQuery m_insertEpoch, m_insertEvent, m_insertCheckpoint, m_heartbeat;
     QSqlQuery m_insertNumericsStep, m_insertNumericsTensor;
     QSqlQuery m_begin, m_commit, m_rollback;

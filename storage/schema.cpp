@@ -150,8 +150,8 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
 
 int userVersion(const Connection& connection)
 {
-    return connection.scalar(QStringLiteral("PRAGMA user_version"),
-                             QStringLiteral("reading the schema version")).toInt();
+    return connection.scalar(QStringLiteral("PRAGMA user_version"), QStringLiteral("reading the schema version"))
+        .toInt();
 }
 
 // Read-only checks: nothing is written before they pass.
@@ -165,14 +165,14 @@ void refuseForeignOrNewer(const Connection& connection, int version)
                                .arg(version)
                                .arg(kSchemaVersion));
     }
-    const int applicationId = connection.scalar(QStringLiteral("PRAGMA application_id"),
-                                                QStringLiteral("reading the application id")).toInt();
+    const int applicationId =
+        connection.scalar(QStringLiteral("PRAGMA application_id"), QStringLiteral("reading the application id"))
+            .toInt();
     QStringList tables;
     if (version == 0) {
-        QSqlQuery query = connection.exec(
-            QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'table' "
-                           "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-            QStringLiteral("listing tables"));
+        QSqlQuery query = connection.exec(QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                                         "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
+                                          QStringLiteral("listing tables"));
         while (query.next())
             tables << query.value(0).toString();
     }
@@ -189,8 +189,8 @@ void refuseForeignOrNewer(const Connection& connection, int version)
 
 void quickCheck(const Connection& connection)
 {
-    QSqlQuery query = connection.exec(QStringLiteral("PRAGMA quick_check(5)"),
-                                      QStringLiteral("checking the database's integrity"));
+    QSqlQuery query =
+        connection.exec(QStringLiteral("PRAGMA quick_check(5)"), QStringLiteral("checking the database's integrity"));
     QStringList problems;
     while (query.next()) {
         const QString line = query.value(0).toString();
@@ -207,8 +207,9 @@ void quickCheck(const Connection& connection)
 
 void setPragmas(const Connection& connection)
 {
-    const QString mode = connection.scalar(QStringLiteral("PRAGMA journal_mode = WAL"),
-                                           QStringLiteral("switching to WAL mode")).toString();
+    const QString mode =
+        connection.scalar(QStringLiteral("PRAGMA journal_mode = WAL"), QStringLiteral("switching to WAL mode"))
+            .toString();
     if (mode.compare(QStringLiteral("wal"), Qt::CaseInsensitive) != 0) {
         throw StorageError(StorageError::Kind::Sql, connection.path(),
                            QStringLiteral("cannot switch the database to WAL mode (it stays in "

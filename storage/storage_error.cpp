@@ -8,10 +8,8 @@ static QString prefixed(const QString& path, const QString& problem)
 }
 
 StorageError::StorageError(Kind kind, const QString& path, const QString& problem)
-    : Error(prefixed(path, problem).toStdString()), m_kind(kind), m_path(path),
-      m_message(prefixed(path, problem))
-{
-}
+    : Error(prefixed(path, problem).toStdString()), m_kind(kind), m_path(path), m_message(prefixed(path, problem))
+{}
 
 const char* storageErrorKindName(StorageError::Kind kind)
 {

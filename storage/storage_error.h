@@ -30,7 +30,7 @@ public:
     StorageError(Kind kind, const QString& path, const QString& problem);
 
     Kind kind() const { return m_kind; }
-    const QString& path() const { return m_path; } // the database or file concerned
+    const QString& path() const { return m_path; }       // the database or file concerned
     const QString& message() const { return m_message; } // "PATH: PROBLEM", == what()
 
 private:

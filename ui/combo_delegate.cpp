@@ -6,8 +6,7 @@ namespace mantissa::ui {
 
 ComboDelegate::ComboDelegate(QStringList choices, QObject* parent)
     : QStyledItemDelegate(parent), m_choices(std::move(choices))
-{
-}
+{}
 
 QWidget* ComboDelegate::createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const
 {

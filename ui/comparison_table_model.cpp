@@ -37,10 +37,7 @@ int ComparisonTableModel::rowCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : static_cast<int>(m_runs.size());
 }
 
-int ComparisonTableModel::columnCount(const QModelIndex& parent) const
-{
-    return parent.isValid() ? 0 : ColumnCount;
-}
+int ComparisonTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ComparisonTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
@@ -81,7 +78,8 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
     case Run: return r.name;
     case Precision: return QString::fromStdString(precisionModeName(r.config.precision));
     case Batch: return static_cast<qlonglong>(r.config.training.batchSize);
-    case TestAccuracy: return r.testAccuracy.isEmpty() ? QString("—") : QString("%1%").arg(r.testAccuracy.last() * 100, 0, 'f', 2);
+    case TestAccuracy:
+        return r.testAccuracy.isEmpty() ? QString("—") : QString("%1%").arg(r.testAccuracy.last() * 100, 0, 'f', 2);
     case TrainTime: return done ? QString("%1 s").arg(r.summary->trainSeconds, 0, 'f', 2) : QString("—");
     case Speedup: {
         const auto& base = m_runs[m_baseline]->summary;

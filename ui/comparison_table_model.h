@@ -18,7 +18,18 @@ double speedup(const RunSummary& baseline, const RunSummary& run);
 class ComparisonTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Run, Precision, Batch, TestAccuracy, TrainTime, Speedup, Skipped, FinalScale, PeakMemory, ColumnCount };
+    enum Column {
+        Run,
+        Precision,
+        Batch,
+        TestAccuracy,
+        TrainTime,
+        Speedup,
+        Skipped,
+        FinalScale,
+        PeakMemory,
+        ColumnCount
+    };
 
     explicit ComparisonTableModel(QObject* parent = nullptr);
 

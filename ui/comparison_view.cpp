@@ -99,10 +99,7 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent)
     layout->addWidget(split, 1);
 }
 
-QList<PlotWidget*> ComparisonView::plots() const
-{
-    return {m_loss, m_accuracy, m_scale};
-}
+QList<PlotWidget*> ComparisonView::plots() const { return {m_loss, m_accuracy, m_scale}; }
 
 void ComparisonView::setRuns(QList<std::shared_ptr<const RunRecording>> runs)
 {

@@ -49,7 +49,8 @@ QList<ConfigDifference> diffConfigs(const QStringList& configJsons)
     std::vector<std::map<QString, QString>> flat(static_cast<std::size_t>(configJsons.size()));
     std::map<QString, int> keys;
     for (qsizetype i = 0; i < configJsons.size(); ++i) {
-        flatten(QJsonDocument::fromJson(configJsons[i].toUtf8()).object(), QString(), flat[static_cast<std::size_t>(i)]);
+        flatten(QJsonDocument::fromJson(configJsons[i].toUtf8()).object(), QString(),
+                flat[static_cast<std::size_t>(i)]);
         for (const auto& [key, value] : flat[static_cast<std::size_t>(i)])
             keys[key] = 0;
     }

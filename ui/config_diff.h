@@ -9,8 +9,8 @@
 namespace mantissa::ui {
 
 struct ConfigDifference {
-    QString key;          // "optimizer.lr"
-    QStringList values;   // one per config, "" where the key is absent
+    QString key;        // "optimizer.lr"
+    QStringList values; // one per config, "" where the key is absent
 };
 
 // Compares configs given as JSON text (runConfigToJson). Keys in sorted order.

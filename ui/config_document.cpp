@@ -4,20 +4,14 @@
 
 namespace mantissa::ui {
 
-ConfigDocument::ConfigDocument(QObject* parent) : QObject(parent)
-{
-    m_report = validateModel(m_config.model);
-}
+ConfigDocument::ConfigDocument(QObject* parent) : QObject(parent) { m_report = validateModel(m_config.model); }
 
 void ConfigDocument::apply(const RunConfig& next, const QString& description, const QString& mergeKey)
 {
     m_undoStack.push(new ConfigEditCommand(this, m_config, next, description, mergeKey));
 }
 
-void ConfigDocument::load(const RunConfig& next, const QString& description)
-{
-    apply(next, description);
-}
+void ConfigDocument::load(const RunConfig& next, const QString& description) { apply(next, description); }
 
 void ConfigDocument::setConfigFromUndo(const RunConfig& config, bool layersRestructured)
 {
@@ -46,9 +40,6 @@ QString ConfigDocument::runBlocker() const
     return {};
 }
 
-bool sameLayerCount(const RunConfig& a, const RunConfig& b)
-{
-    return a.model.layers.size() == b.model.layers.size();
-}
+bool sameLayerCount(const RunConfig& a, const RunConfig& b) { return a.model.layers.size() == b.model.layers.size(); }
 
 } // namespace mantissa::ui

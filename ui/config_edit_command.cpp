@@ -4,12 +4,11 @@
 
 namespace mantissa::ui {
 
-ConfigEditCommand::ConfigEditCommand(ConfigDocument* document, RunConfig before, RunConfig after,
-                                     const QString& text, QString mergeKey)
+ConfigEditCommand::ConfigEditCommand(ConfigDocument* document, RunConfig before, RunConfig after, const QString& text,
+                                     QString mergeKey)
     : QUndoCommand(text), m_document(document), m_before(std::move(before)), m_after(std::move(after)),
       m_mergeKey(std::move(mergeKey))
-{
-}
+{}
 
 void ConfigEditCommand::undo()
 {

@@ -27,9 +27,6 @@ void ErrorBanner::showError(const QString& title, const QString& message)
     show();
 }
 
-QString ErrorBanner::text() const
-{
-    return m_label->text();
-}
+QString ErrorBanner::text() const { return m_label->text(); }
 
 } // namespace mantissa::ui

@@ -10,8 +10,8 @@ namespace mantissa::ui {
 
 QStringList layerTypeNames()
 {
-    return {"linear", "conv2d", "batchnorm", "relu", "gelu", "tanh", "sigmoid",
-            "maxpool", "avgpool", "dropout", "flatten", "residual"};
+    return {"linear",  "conv2d",  "batchnorm", "relu",    "gelu",    "tanh",
+            "sigmoid", "maxpool", "avgpool",   "dropout", "flatten", "residual"};
 }
 
 QStringList layerParamKeys(const std::string& type)
@@ -36,29 +36,46 @@ namespace {
 QString valueOf(const LayerSpec& l, const QString& key)
 {
     auto number = [](double v) { return QString::fromStdString(formatNumber(v)); };
-    if (key == "units") return QString::number(l.units);
-    if (key == "inputs") return QString::number(l.inputs);
-    if (key == "filters") return QString::number(l.filters);
-    if (key == "kernel") return QString::number(l.kernel);
-    if (key == "stride") return QString::number(l.stride);
-    if (key == "padding") return QString::number(l.padding);
-    if (key == "bias") return l.bias ? "true" : "false";
-    if (key == "activation") return l.activation.empty() ? "none" : QString::fromStdString(l.activation);
-    if (key == "rate") return number(l.rate);
-    if (key == "epsilon") return number(l.epsilon);
-    if (key == "momentum") return number(l.momentum);
-    if (key == "init") return QString::fromStdString(l.init);
-    if (key == "shortcut") return QString::fromStdString(l.shortcut);
+    if (key == "units")
+        return QString::number(l.units);
+    if (key == "inputs")
+        return QString::number(l.inputs);
+    if (key == "filters")
+        return QString::number(l.filters);
+    if (key == "kernel")
+        return QString::number(l.kernel);
+    if (key == "stride")
+        return QString::number(l.stride);
+    if (key == "padding")
+        return QString::number(l.padding);
+    if (key == "bias")
+        return l.bias ? "true" : "false";
+    if (key == "activation")
+        return l.activation.empty() ? "none" : QString::fromStdString(l.activation);
+    if (key == "rate")
+        return number(l.rate);
+    if (key == "epsilon")
+        return number(l.epsilon);
+    if (key == "momentum")
+        return number(l.momentum);
+    if (key == "init")
+        return QString::fromStdString(l.init);
+    if (key == "shortcut")
+        return QString::fromStdString(l.shortcut);
     return {};
 }
 
 // Keys at their default are left out of the cell so that it shows what was chosen.
 bool isWorthShowing(const LayerSpec& l, const QString& key)
 {
-    if (key == "bias") return !l.bias;
-    if (key == "inputs") return l.inputs != 0;
-    if (key == "init") return !l.init.empty();
-    if (key == "activation") return !l.activation.empty();
+    if (key == "bias")
+        return !l.bias;
+    if (key == "inputs")
+        return l.inputs != 0;
+    if (key == "init")
+        return !l.init.empty();
+    if (key == "activation")
+        return !l.activation.empty();
     return true;
 }
 
@@ -75,19 +92,32 @@ QString setValue(LayerSpec& l, const QString& key, const QString& value)
     auto real = [&](float& target, double minimum, double maximum) -> QString {
         const double v = value.toDouble(&ok);
         if (!ok || v < minimum || v > maximum)
-            return QObject::tr("%1 must be a number in [%2, %3], got \"%4\"").arg(key).arg(minimum).arg(maximum).arg(value);
+            return QObject::tr("%1 must be a number in [%2, %3], got \"%4\"")
+                .arg(key)
+                .arg(minimum)
+                .arg(maximum)
+                .arg(value);
         target = static_cast<float>(v);
         return {};
     };
-    if (key == "units") return integer(l.units, 1);
-    if (key == "inputs") return integer(l.inputs, 0);
-    if (key == "filters") return integer(l.filters, 1);
-    if (key == "kernel") return integer(l.kernel, 1);
-    if (key == "stride") return integer(l.stride, 1);
-    if (key == "padding") return integer(l.padding, 0);
-    if (key == "rate") return real(l.rate, 0, 0.99);
-    if (key == "epsilon") return real(l.epsilon, 0, 1);
-    if (key == "momentum") return real(l.momentum, 0, 1);
+    if (key == "units")
+        return integer(l.units, 1);
+    if (key == "inputs")
+        return integer(l.inputs, 0);
+    if (key == "filters")
+        return integer(l.filters, 1);
+    if (key == "kernel")
+        return integer(l.kernel, 1);
+    if (key == "stride")
+        return integer(l.stride, 1);
+    if (key == "padding")
+        return integer(l.padding, 0);
+    if (key == "rate")
+        return real(l.rate, 0, 0.99);
+    if (key == "epsilon")
+        return real(l.epsilon, 0, 1);
+    if (key == "momentum")
+        return real(l.momentum, 0, 1);
     if (key == "bias") {
         if (value != "true" && value != "false")
             return QObject::tr("bias must be true or false, got \"%1\"").arg(value);

@@ -29,20 +29,14 @@ LayerTableModel::LayerTableModel(ConfigDocument* document, QObject* parent)
     connect(document, &ConfigDocument::changed, this, &LayerTableModel::onDocumentChanged);
 }
 
-QStringList LayerTableModel::precisionNames()
-{
-    return enumKeys<LayerPrecision>();
-}
+QStringList LayerTableModel::precisionNames() { return enumKeys<LayerPrecision>(); }
 
 int LayerTableModel::rowCount(const QModelIndex& parent) const
 {
     return parent.isValid() ? 0 : static_cast<int>(m_document->config().model.layers.size());
 }
 
-int LayerTableModel::columnCount(const QModelIndex& parent) const
-{
-    return parent.isValid() ? 0 : ColumnCount;
-}
+int LayerTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
@@ -79,7 +73,8 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
     const int row = index.row();
     const LayerSpec& layer = m_document->config().model.layers[static_cast<std::size_t>(row)];
     const ModelReport& report = m_document->report();
-    const LayerReport* info = row < static_cast<int>(report.layers.size()) ? &report.layers[static_cast<std::size_t>(row)] : nullptr;
+    const LayerReport* info =
+        row < static_cast<int>(report.layers.size()) ? &report.layers[static_cast<std::size_t>(row)] : nullptr;
     const bool known = info && info->error.empty() && info->outputShape.rank() > 0;
 
     if (role == Qt::BackgroundRole && report.errorLayer == row)
@@ -97,7 +92,8 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
     switch (index.column()) {
     case Type: return QString::fromStdString(layer.type);
     case Params: return formatLayerParams(layer);
-    case OutputShape: return known ? shapeText(info->outputShape) : (info && !info->error.empty() ? tr("error") : QString());
+    case OutputShape:
+        return known ? shapeText(info->outputShape) : (info && !info->error.empty() ? tr("error") : QString());
     case ParamCount: return known ? locale.toString(static_cast<qlonglong>(info->parameters)) : QString();
     case Flops: return known ? locale.toString(static_cast<qlonglong>(info->flopsPerSample)) : QString();
     case Precision: return fromView(enumKey(layer.precision));
@@ -117,7 +113,8 @@ QVariant LayerTableModel::tensorCoreData(int row, int role) const
 
 bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, int role)
 {
-    if (role != Qt::EditRole || !checkIndex(index, CheckIndexOption::IndexIsValid) || !(flags(index) & Qt::ItemIsEditable))
+    if (role != Qt::EditRole || !checkIndex(index, CheckIndexOption::IndexIsValid) ||
+        !(flags(index) & Qt::ItemIsEditable))
         return false;
     RunConfig next = m_document->config();
     LayerSpec& layer = next.model.layers[static_cast<std::size_t>(index.row())];
@@ -126,7 +123,8 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
     switch (index.column()) {
     case Type: {
         if (!layerTypeNames().contains(text)) {
-            emit editRejected(tr("\"%1\" is not a layer type; choose one of %2").arg(text, layerTypeNames().join(", ")));
+            emit editRejected(
+                tr("\"%1\" is not a layer type; choose one of %2").arg(text, layerTypeNames().join(", ")));
             return false;
         }
         if (layer.type == text.toStdString())

@@ -92,10 +92,7 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
     refresh();
 }
 
-QString ModelEditor::messageText() const
-{
-    return m_message->text();
-}
+QString ModelEditor::messageText() const { return m_message->text(); }
 
 int ModelEditor::currentRow() const
 {
@@ -155,10 +152,7 @@ void ModelEditor::moveLayer(int delta)
     selectRow(target);
 }
 
-void ModelEditor::showRejection(const QString& message)
-{
-    m_message->setText(message);
-}
+void ModelEditor::showRejection(const QString& message) { m_message->setText(message); }
 
 void ModelEditor::refresh()
 {

@@ -11,15 +11,9 @@ NumberSpinBox::NumberSpinBox(double minimum, double maximum, QWidget* parent) : 
     setKeyboardTracking(false);
 }
 
-QString NumberSpinBox::textFromValue(double value) const
-{
-    return QString::number(value, 'g', 6);
-}
+QString NumberSpinBox::textFromValue(double value) const { return QString::number(value, 'g', 6); }
 
-double NumberSpinBox::valueFromText(const QString& text) const
-{
-    return text.trimmed().toDouble();
-}
+double NumberSpinBox::valueFromText(const QString& text) const { return text.trimmed().toDouble(); }
 
 QValidator::State NumberSpinBox::validate(QString& text, int&) const
 {

@@ -12,10 +12,7 @@ namespace mantissa::ui {
 
 namespace {
 
-bool isGradient(TensorKind kind)
-{
-    return kind == TensorKind::ActivationGrad || kind == TensorKind::WeightGrad;
-}
+bool isGradient(TensorKind kind) { return kind == TensorKind::ActivationGrad || kind == TensorKind::WeightGrad; }
 
 // Above this a fraction is worth the user's attention: one value in a hundred lost.
 constexpr double kWarnFraction = 0.01;
@@ -60,10 +57,7 @@ int NumericsTableModel::rowCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : static_cast<int>(m_record.tensors.size());
 }
 
-int NumericsTableModel::columnCount(const QModelIndex& parent) const
-{
-    return parent.isValid() ? 0 : ColumnCount;
-}
+int NumericsTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
 {

@@ -37,10 +37,7 @@ QString kindLabel(TensorKind kind)
     return {};
 }
 
-bool isGradient(TensorKind kind)
-{
-    return kind == TensorKind::ActivationGrad || kind == TensorKind::WeightGrad;
-}
+bool isGradient(TensorKind kind) { return kind == TensorKind::ActivationGrad || kind == TensorKind::WeightGrad; }
 
 // fp16's limits as log2 of the magnitude; the heatmap's y axis is log2|x|, with the bin of
 // exponent e spanning [e, e + 1).

@@ -4,9 +4,9 @@ namespace mantissa::ui {
 
 QColor seriesColor(int index)
 {
-    static const QColor palette[] = {QColor(0, 114, 178), QColor(213, 94, 0), QColor(0, 158, 115),
+    static const QColor palette[] = {QColor(0, 114, 178),   QColor(213, 94, 0),  QColor(0, 158, 115),
                                      QColor(204, 121, 167), QColor(230, 159, 0), QColor(86, 180, 233),
-                                     QColor(0, 0, 0), QColor(240, 228, 66)};
+                                     QColor(0, 0, 0),       QColor(240, 228, 66)};
     constexpr int count = sizeof(palette) / sizeof(palette[0]);
     return palette[((index % count) + count) % count];
 }

@@ -80,7 +80,8 @@ void PrecisionPanel::load(const RunConfig& c)
     m_min->setValue(ls.minScale);
     m_max->setValue(ls.maxScale);
     m_static->setEnabled(type == LossScaleType::Static);
-    for (QWidget* w : std::initializer_list<QWidget*>{m_initial, m_growth, m_backoff, m_interval, m_hysteresis, m_min, m_max})
+    for (QWidget* w :
+         std::initializer_list<QWidget*>{m_initial, m_growth, m_backoff, m_interval, m_hysteresis, m_min, m_max})
         w->setEnabled(type == LossScaleType::Dynamic);
 }
 

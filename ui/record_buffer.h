@@ -19,11 +19,11 @@ struct RunStartInfo {
     std::int64_t totalSteps = 0;
     std::int64_t stepsPerEpoch = 0;
     std::int64_t trainSamples = 0, testSamples = 0;
-    QString device;      // the backend's name
-    QString deviceNote;  // why this backend (selectBackend's reason)
-    QString scaler;      // LossScaler::describe()
-    qint64 runId = 0;    // in the run database; 0 when the run is not recorded
-    QString runName;     // as the database named it ("mlp-fp32-3")
+    QString device;     // the backend's name
+    QString deviceNote; // why this backend (selectBackend's reason)
+    QString scaler;     // LossScaler::describe()
+    qint64 runId = 0;   // in the run database; 0 when the run is not recorded
+    QString runName;    // as the database named it ("mlp-fp32-3")
 };
 
 // Everything that arrived since the last take(), in arrival order per kind. Steps always
@@ -33,8 +33,8 @@ struct RecordBatch {
     std::vector<EpochRecord> epochs;
     std::vector<EventRecord> events;
     std::optional<RunStartInfo> started;
-    std::optional<RunSummary> ended;  // the run is over (any status)
-    QString failure;                  // set with `ended` when the run never started (bad data, config)
+    std::optional<RunSummary> ended; // the run is over (any status)
+    QString failure;                 // set with `ended` when the run never started (bad data, config)
 
     bool empty() const { return steps.empty() && epochs.empty() && events.empty() && !started && !ended; }
 };

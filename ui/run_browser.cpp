@@ -4,6 +4,7 @@
 #include "ui/report_export.h"
 #include "ui/run_list_model.h"
 
+#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -11,7 +12,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
-#include <QFileDialog>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTableView>
@@ -233,8 +233,8 @@ void RunBrowser::editNotes()
     if (row < 0)
         return;
     bool ok = false;
-    const QString notes = QInputDialog::getMultiLineText(this, tr("Notes"), tr("Notes on %1:").arg(m_model->run(row).name),
-                                                         m_model->run(row).notes, &ok);
+    const QString notes = QInputDialog::getMultiLineText(
+        this, tr("Notes"), tr("Notes on %1:").arg(m_model->run(row).name), m_model->run(row).notes, &ok);
     if (ok)
         m_model->setNotes(row, notes);
 }
@@ -245,8 +245,9 @@ void RunBrowser::editTags()
     if (row < 0)
         return;
     bool ok = false;
-    const QString text = QInputDialog::getText(this, tr("Tags"), tr("Tags of %1, separated by commas:").arg(m_model->run(row).name),
-                                               QLineEdit::Normal, m_model->run(row).tags.join(", "), &ok);
+    const QString text =
+        QInputDialog::getText(this, tr("Tags"), tr("Tags of %1, separated by commas:").arg(m_model->run(row).name),
+                              QLineEdit::Normal, m_model->run(row).tags.join(", "), &ok);
     if (!ok)
         return;
     QStringList tags;
@@ -263,7 +264,8 @@ void RunBrowser::deleteSelected()
         return;
     const auto answer = QMessageBox::question(this, tr("Delete runs"),
                                               tr("Delete %n run(s) with their steps, epochs, events and checkpoints? "
-                                                 "This cannot be undone.", nullptr, static_cast<int>(ids.size())));
+                                                 "This cannot be undone.",
+                                                 nullptr, static_cast<int>(ids.size())));
     if (answer != QMessageBox::Yes)
         return;
     for (qint64 id : ids)

@@ -43,8 +43,8 @@ void RunController::startNext()
     emit runStarted(m_index, config);
     TrainingWorker* worker = m_worker;
     const RecordingTarget target = m_target;
-    QMetaObject::invokeMethod(worker, [worker, config, target] { worker->train(config, target); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker, [worker, config, target] { worker->train(config, target); }, Qt::QueuedConnection);
     m_timer.start();
 }
 

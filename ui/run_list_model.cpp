@@ -3,7 +3,6 @@
 #include "storage/run_store.h"
 #include "ui/run_status_bar.h"
 
-
 namespace mantissa::ui {
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -29,10 +28,7 @@ void RunListModel::reload()
     endResetModel();
 }
 
-qint64 RunListModel::runId(int row) const
-{
-    return row >= 0 && row < m_runs.size() ? m_runs[row].id : 0;
-}
+qint64 RunListModel::runId(int row) const { return row >= 0 && row < m_runs.size() ? m_runs[row].id : 0; }
 
 int RunListModel::rowOfRun(qint64 id) const
 {
@@ -47,10 +43,7 @@ int RunListModel::rowCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : static_cast<int>(m_runs.size());
 }
 
-int RunListModel::columnCount(const QModelIndex& parent) const
-{
-    return parent.isValid() ? 0 : ColumnCount;
-}
+int RunListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
@@ -109,8 +102,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
             return r.notes;
         return {};
     }
-    if (role == Qt::TextAlignmentRole && (index.column() == BestAccuracy || index.column() == Skipped ||
-                                          index.column() == Duration))
+    if (role == Qt::TextAlignmentRole &&
+        (index.column() == BestAccuracy || index.column() == Skipped || index.column() == Duration))
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     const bool sorting = role == SortRole;
     if (role != Qt::DisplayRole && role != Qt::EditRole && !sorting)

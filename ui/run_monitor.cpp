@@ -32,7 +32,8 @@ QString recordingStateText(const RunRecording& r)
     if (!r.summary) {
         if (!r.start)
             return QObject::tr("loading data…");
-        return QObject::tr("running: step %1 of %2").arg(r.step.isEmpty() ? 0 : static_cast<qlonglong>(r.step.last()))
+        return QObject::tr("running: step %1 of %2")
+            .arg(r.step.isEmpty() ? 0 : static_cast<qlonglong>(r.step.last()))
             .arg(r.start->totalSteps);
     }
     const RunSummary& s = *r.summary;
@@ -93,10 +94,7 @@ RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent)
     clearGraphs();
 }
 
-QList<PlotWidget*> RunMonitor::plots() const
-{
-    return {m_loss, m_accuracy, m_scale, m_throughput};
-}
+QList<PlotWidget*> RunMonitor::plots() const { return {m_loss, m_accuracy, m_scale, m_throughput}; }
 
 void RunMonitor::buildPlots()
 {

@@ -21,8 +21,8 @@ struct OverflowMarker {
 };
 
 struct RunRecording {
-    QString name;          // "mlp · fp32", or the database's name for a recorded run
-    qint64 runId = 0;      // in the run database; 0 when not recorded
+    QString name;     // "mlp · fp32", or the database's name for a recorded run
+    qint64 runId = 0; // in the run database; 0 when not recorded
     RunConfig config;
     std::optional<RunStartInfo> start;
     // Per step.

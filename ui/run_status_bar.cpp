@@ -60,9 +60,6 @@ void RunStatusBar::hideProgress()
     m_rate->hide();
 }
 
-QString RunStatusBar::progressText() const
-{
-    return m_rate->text();
-}
+QString RunStatusBar::progressText() const { return m_rate->text(); }
 
 } // namespace mantissa::ui

@@ -194,10 +194,7 @@ void TrainingPanel::fillDevices()
     }
 }
 
-QString TrainingPanel::batchNote() const
-{
-    return m_batchNote->text();
-}
+QString TrainingPanel::batchNote() const { return m_batchNote->text(); }
 
 void TrainingPanel::load(const RunConfig& c)
 {

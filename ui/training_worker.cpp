@@ -1,8 +1,8 @@
 #include "ui/training_worker.h"
 
-#include "engine/train/training_backend.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
+#include "engine/train/training_backend.h"
 #include "engine/util/check.h"
 #include "storage/run_recorder.h"
 #include "storage/run_store.h"

@@ -14,7 +14,7 @@
 namespace mantissa {
 class Trainer;
 class TrainingObserver;
-}
+} // namespace mantissa
 
 namespace mantissa::storage {
 class RunRecorder;

@@ -115,13 +115,15 @@ void Workbench::createActions()
     m_undo->setEnabled(false);
     connect(m_undo, &QAction::triggered, stack, &QUndoStack::undo);
     connect(stack, &QUndoStack::canUndoChanged, m_undo, &QAction::setEnabled);
-    connect(stack, &QUndoStack::undoTextChanged, m_undo, [this](const QString& text) { m_undo->setToolTip(tr("Undo %1").arg(text)); });
+    connect(stack, &QUndoStack::undoTextChanged, m_undo,
+            [this](const QString& text) { m_undo->setToolTip(tr("Undo %1").arg(text)); });
     m_redo = new QAction(tr("Redo"), this);
     m_redo->setShortcut(QKeySequence::Redo);
     m_redo->setEnabled(false);
     connect(m_redo, &QAction::triggered, stack, &QUndoStack::redo);
     connect(stack, &QUndoStack::canRedoChanged, m_redo, &QAction::setEnabled);
-    connect(stack, &QUndoStack::redoTextChanged, m_redo, [this](const QString& text) { m_redo->setToolTip(tr("Redo %1").arg(text)); });
+    connect(stack, &QUndoStack::redoTextChanged, m_redo,
+            [this](const QString& text) { m_redo->setToolTip(tr("Redo %1").arg(text)); });
     m_toolBar->addAction(m_undo);
     m_toolBar->addAction(m_redo);
     m_toolBar->addSeparator();
@@ -326,10 +328,7 @@ bool Workbench::startComparison()
     return m_controller->start({reference, low}, target);
 }
 
-QList<std::shared_ptr<const RunRecording>> Workbench::sessionRuns() const
-{
-    return m_session;
-}
+QList<std::shared_ptr<const RunRecording>> Workbench::sessionRuns() const { return m_session; }
 
 void Workbench::showComparison(QList<std::shared_ptr<const RunRecording>> runs)
 {
@@ -337,10 +336,7 @@ void Workbench::showComparison(QList<std::shared_ptr<const RunRecording>> runs)
     m_rightTabs->setCurrentWidget(m_comparison);
 }
 
-void Workbench::showRunBrowser()
-{
-    m_rightTabs->setCurrentWidget(m_browser);
-}
+void Workbench::showRunBrowser() { m_rightTabs->setCurrentWidget(m_browser); }
 
 void Workbench::onRunStarted(int index, const RunConfig& config)
 {
@@ -349,12 +345,12 @@ void Workbench::onRunStarted(int index, const RunConfig& config)
     m_current->config = config;
     m_current->name = recordingName(config);
     m_monitor->setRecording(m_current);
-    m_numerics->clear(config.numerics.every > 0
-                          ? tr("The per-layer statistics of %1 appear here from its first sampled step.")
-                                .arg(m_current->name)
-                          : tr("%1 records no per-layer statistics: set Training → Statistics every N steps "
-                               "before training to see them here.")
-                                .arg(m_current->name));
+    m_numerics->clear(
+        config.numerics.every > 0
+            ? tr("The per-layer statistics of %1 appear here from its first sampled step.").arg(m_current->name)
+            : tr("%1 records no per-layer statistics: set Training → Statistics every N steps "
+                 "before training to see them here.")
+                  .arg(m_current->name));
     if (config.numerics.every > 0)
         m_numericsPoll->start();
     m_rightTabs->setCurrentWidget(m_monitor);
@@ -410,9 +406,7 @@ void Workbench::onRunEnded(int, const RunSummary& summary, const QString& failur
         m_banner->showError(tr("%1 diverged").arg(what), QString::fromStdString(summary.message));
         m_status->showMessage(tr("%1 diverged").arg(what));
         break;
-    default:
-        m_status->showMessage(tr("%1: %2").arg(what, recordingStateText(*m_current)));
-        break;
+    default: m_status->showMessage(tr("%1: %2").arg(what, recordingStateText(*m_current))); break;
     }
     m_browser->reload();
     // The last sampled steps may have been committed after the last poll: read the run
@@ -450,10 +444,7 @@ bool Workbench::setDatabasePath(const QString& path, QString* error)
     return true;
 }
 
-QString Workbench::databasePath() const
-{
-    return m_store ? m_store->path() : QString();
-}
+QString Workbench::databasePath() const { return m_store ? m_store->path() : QString(); }
 
 bool Workbench::openStoredRun(qint64 runId)
 {
@@ -514,7 +505,8 @@ void Workbench::showNumerics(qint64 runId)
         else
             m_numerics->setRun(m_store.get(), runId);
     } catch (const std::exception& e) {
-        m_numerics->clear(tr("Cannot read the statistics of run %1: %2").arg(runId).arg(QString::fromLocal8Bit(e.what())));
+        m_numerics->clear(
+            tr("Cannot read the statistics of run %1: %2").arg(runId).arg(QString::fromLocal8Bit(e.what())));
     }
 }
 
@@ -531,9 +523,8 @@ void Workbench::pollNumerics()
             m_numerics->refresh();
     } catch (const std::exception& e) {
         m_numericsPoll->stop();
-        m_numerics->clear(tr("Cannot read the statistics of run %1: %2")
-                              .arg(m_current->runId)
-                              .arg(QString::fromLocal8Bit(e.what())));
+        m_numerics->clear(
+            tr("Cannot read the statistics of run %1: %2").arg(m_current->runId).arg(QString::fromLocal8Bit(e.what())));
     }
 }
 

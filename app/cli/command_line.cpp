@@ -38,9 +38,10 @@ std::optional<int> requirePositionals(const QCommandLineParser& parser, qsizetyp
 {
     if (parser.positionalArguments().size() == count)
         return std::nullopt;
-    return fail(command, QStringLiteral("expected %1; usage: mantissa-cli %2 %3")
-                             .arg(count == 1 ? QStringLiteral("one argument") : QStringLiteral("%1 arguments").arg(count))
-                             .arg(QString::fromLatin1(command), QString::fromLatin1(usage)),
+    return fail(command,
+                QStringLiteral("expected %1; usage: mantissa-cli %2 %3")
+                    .arg(count == 1 ? QStringLiteral("one argument") : QStringLiteral("%1 arguments").arg(count))
+                    .arg(QString::fromLatin1(command), QString::fromLatin1(usage)),
                 kExitBadInput);
 }
 

@@ -15,8 +15,7 @@ namespace mantissa::cli {
 
 // Parses `arguments` (argv without the command word, argv[0] first). Returns an exit code
 // when the command must end now: --help printed (0) or a parse error reported (2).
-std::optional<int> parseCommandLine(QCommandLineParser& parser, const QStringList& arguments,
-                                    const char* command);
+std::optional<int> parseCommandLine(QCommandLineParser& parser, const QStringList& arguments, const char* command);
 
 // Adds --db FILE.
 void addDatabaseOption(QCommandLineParser& parser);
@@ -25,8 +24,8 @@ void addDatabaseOption(QCommandLineParser& parser);
 std::unique_ptr<storage::RunStore> openRunStore(const QCommandLineParser& parser);
 
 // Exactly `count` positional arguments, else a message naming `usage` and exit code 2.
-std::optional<int> requirePositionals(const QCommandLineParser& parser, qsizetype count,
-                                      const char* command, const char* usage);
+std::optional<int> requirePositionals(const QCommandLineParser& parser, qsizetype count, const char* command,
+                                      const char* usage);
 
 // Prints "mantissa-cli COMMAND: MESSAGE" on stderr and returns `code`.
 int fail(const char* command, const QString& message, int code);

@@ -71,8 +71,8 @@ void printTable(const std::vector<RecordedRun>& runs, std::int64_t batchSize)
         table.addRow({QString::fromStdString(precisionModeName(run.precision)), QString::number(batchSize),
                       formatPercent(testAccuracy(run)), formatSeconds(s.wallSeconds),
                       formatSpeedup(speedup(runs.front(), run)), QString::number(s.skippedSteps),
-                      formatValue(s.finalLossScale), formatMemory(qint64(s.peakBytes)),
-                      runStatusName(s.status), QStringLiteral("%1 (%2)").arg(run.runId).arg(run.name)});
+                      formatValue(s.finalLossScale), formatMemory(qint64(s.peakBytes)), runStatusName(s.status),
+                      QStringLiteral("%1 (%2)").arg(run.runId).arg(run.name)});
     }
     table.print(stdout);
 }

@@ -44,7 +44,9 @@ QString modelText(const ModelSpec& model)
     QStringList layers;
     for (const LayerSpec& layer : model.layers)
         layers << layerText(layer);
-    return QStringLiteral("%1 -> %2 -> %3 classes").arg(shape(model.input), layers.join(QStringLiteral(", "))).arg(model.classes);
+    return QStringLiteral("%1 -> %2 -> %3 classes")
+        .arg(shape(model.input), layers.join(QStringLiteral(", ")))
+        .arg(model.classes);
 }
 
 QString dataText(const DataSpec& data)
@@ -65,7 +67,9 @@ QString optimizerText(const OptimizerSpec& optimizer, const ScheduleSpec& schedu
 {
     QString text = QStringLiteral("%1 lr %2").arg(key(optimizer.type)).arg(double(optimizer.lr));
     if (optimizer.type == OptimizerKind::Sgd && optimizer.momentum > 0)
-        text += QStringLiteral(" momentum %1%2").arg(double(optimizer.momentum)).arg(optimizer.nesterov ? " (nesterov)" : "");
+        text += QStringLiteral(" momentum %1%2")
+                    .arg(double(optimizer.momentum))
+                    .arg(optimizer.nesterov ? " (nesterov)" : "");
     if (optimizer.weightDecay > 0)
         text += QStringLiteral(" weight decay %1").arg(double(optimizer.weightDecay));
     if (optimizer.gradClipNorm > 0)
@@ -94,7 +98,10 @@ QString precisionText(const RunConfig& config)
 
 QString trainingText(const TrainingSpec& training)
 {
-    QString text = QStringLiteral("batch %1, %2 epoch%3").arg(training.batchSize).arg(training.epochs).arg(training.epochs == 1 ? "" : "s");
+    QString text = QStringLiteral("batch %1, %2 epoch%3")
+                       .arg(training.batchSize)
+                       .arg(training.epochs)
+                       .arg(training.epochs == 1 ? "" : "s");
     if (training.maxSteps > 0)
         text += QStringLiteral(", at most %1 steps").arg(training.maxSteps);
     text += QStringLiteral(", seed %1, device %2").arg(training.seed).arg(QString::fromStdString(training.device));
@@ -115,8 +122,8 @@ QList<QPair<QString, QString>> summarizeConfig(const QString& configJson)
             {QStringLiteral("training"), trainingText(config.training)},
         };
     } catch (const std::exception& error) {
-        return {{QStringLiteral("config"),
-                 QStringLiteral("not readable by this build (%1); `show --config` prints it").arg(QString::fromLocal8Bit(error.what()))}};
+        return {{QStringLiteral("config"), QStringLiteral("not readable by this build (%1); `show --config` prints it")
+                                               .arg(QString::fromLocal8Bit(error.what()))}};
     }
 }
 

@@ -90,7 +90,8 @@ int runExportCommand(const QStringList& arguments)
     });
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
-    if (const auto exit = requirePositionals(parser, 1, kCommand, "RUN --format csv|json [-o FILE] [--table steps|epochs]"))
+    if (const auto exit =
+            requirePositionals(parser, 1, kCommand, "RUN --format csv|json [-o FILE] [--table steps|epochs]"))
         return *exit;
     try {
         const QString format = parser.value("format");
@@ -110,7 +111,8 @@ int runExportCommand(const QStringList& arguments)
             const Writer json = [&store, runId](QIODevice& out) { storage::writeJson(*store, runId, out); };
             output.isEmpty() ? writeStdout(json) : writeFile(output, json);
         } else if (parser.isSet("table") || output.isEmpty()) {
-            const storage::ExportTable table = parseTable(parser.isSet("table") ? parser.value("table") : QStringLiteral("steps"));
+            const storage::ExportTable table =
+                parseTable(parser.isSet("table") ? parser.value("table") : QStringLiteral("steps"));
             output.isEmpty() ? writeStdout(csv(table)) : writeFile(output, csv(table));
         } else {
             writeFile(output, csv(storage::ExportTable::Steps));

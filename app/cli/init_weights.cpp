@@ -46,11 +46,9 @@ InitialWeights resolveInitialWeights(const storage::RunStore& store, const QStri
                                   .arg(latest.step)
                                   .arg(latest.absolutePath));
     }
-    return {latest.absolutePath, QStringLiteral("run %1 (%2), epoch %3, step %4")
-                                     .arg(run.id)
-                                     .arg(run.name)
-                                     .arg(latest.epoch)
-                                     .arg(latest.step)};
+    return {
+        latest.absolutePath,
+        QStringLiteral("run %1 (%2), epoch %3, step %4").arg(run.id).arg(run.name).arg(latest.epoch).arg(latest.step)};
 }
 
 } // namespace mantissa::cli

@@ -35,14 +35,8 @@ InterruptHandler::~InterruptHandler()
     g_activeTrainer.store(nullptr);
 }
 
-void InterruptHandler::setActiveTrainer(Trainer* trainer)
-{
-    g_activeTrainer.store(trainer);
-}
+void InterruptHandler::setActiveTrainer(Trainer* trainer) { g_activeTrainer.store(trainer); }
 
-bool InterruptHandler::interrupted()
-{
-    return g_interrupted.load();
-}
+bool InterruptHandler::interrupted() { return g_interrupted.load(); }
 
 } // namespace mantissa::cli

@@ -20,13 +20,16 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"train", mantissa::cli::runTrainCommand, "(--preset NAME | CONFIG.json) [options]", "train a model and record the run"},
-    {"compare", mantissa::cli::runCompareCommand, "(--preset NAME | CONFIG.json) --precisions fp32,mixed-fp16 [options]",
+    {"train", mantissa::cli::runTrainCommand, "(--preset NAME | CONFIG.json) [options]",
+     "train a model and record the run"},
+    {"compare", mantissa::cli::runCompareCommand,
+     "(--preset NAME | CONFIG.json) --precisions fp32,mixed-fp16 [options]",
      "train once per precision in a comparison group; results table"},
-    {"runs", mantissa::cli::runRunsCommand, "[--status S] [--preset P] [--precision M] [--group G] [--tag T] [--limit N]",
-     "list the runs, newest first"},
+    {"runs", mantissa::cli::runRunsCommand,
+     "[--status S] [--preset P] [--precision M] [--group G] [--tag T] [--limit N]", "list the runs, newest first"},
     {"show", mantissa::cli::runShowCommand, "RUN [--config]", "config, summary, epochs and events of a run"},
-    {"export", mantissa::cli::runExportCommand, "RUN --format csv|json [-o FILE]", "a run's per-step and per-epoch rows"},
+    {"export", mantissa::cli::runExportCommand, "RUN --format csv|json [-o FILE]",
+     "a run's per-step and per-epoch rows"},
     {"delete", mantissa::cli::runDeleteCommand, "RUN", "delete a run and its checkpoints"},
     {"note", mantissa::cli::runNoteCommand, "RUN TEXT [--append]", "set a run's notes"},
     {"tag", mantissa::cli::runTagCommand, "RUN TAG... [--remove]", "tag a run (or untag it)"},
@@ -37,13 +40,13 @@ constexpr Command kCommands[] = {
 };
 
 // `report` is dispatched before the QCoreApplication exists: it needs a QApplication to draw plots.
-constexpr const char* kReportUsage =
-    "  report   RUN [RUN...] -o FILE.pdf|.html|.md|.csv [--baseline RUN]\n"
-    "           a report of one run or a comparison (report --help)\n";
+constexpr const char* kReportUsage = "  report   RUN [RUN...] -o FILE.pdf|.html|.md|.csv [--baseline RUN]\n"
+                                     "           a report of one run or a comparison (report --help)\n";
 
 void printUsage(std::FILE* out)
 {
-    std::fputs("usage: mantissa-cli COMMAND [options]   (mantissa-cli COMMAND --help for its options)\n\ncommands:\n", out);
+    std::fputs("usage: mantissa-cli COMMAND [options]   (mantissa-cli COMMAND --help for its options)\n\ncommands:\n",
+               out);
     for (const Command& command : kCommands)
         std::fprintf(out, "  %-8s %s\n           %s\n", command.name, command.arguments, command.summary);
     std::fputs(kReportUsage, out);

@@ -12,7 +12,8 @@ int runNoteCommand(const QStringList& arguments)
 {
     constexpr const char* kCommand = "note";
     QCommandLineParser parser;
-    parser.setApplicationDescription("Set a run's notes (replacing them; \"\" clears them), or add a line with --append.");
+    parser.setApplicationDescription(
+        "Set a run's notes (replacing them; \"\" clears them), or add a line with --append.");
     parser.addPositionalArgument("run", "The run's id or name.", "RUN");
     parser.addPositionalArgument("text", "The notes; several words are joined with spaces.", "TEXT...");
     addDatabaseOption(parser);

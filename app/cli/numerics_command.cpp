@@ -73,7 +73,8 @@ int runNumericsCommand(const QStringList& arguments)
     parser.addOption({"step", "The sampled step nearest to N (default: the last).", "N"});
     parser.addOption({"percentile",
                       "Percentile of nonzero gradient magnitudes the suggested scale lifts into fp16's "
-                      "normal range (default 1).", "P", "1"});
+                      "normal range (default 1).",
+                      "P", "1"});
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
     if (const auto exit = requirePositionals(parser, 1, kCommand, kUsage))
@@ -95,7 +96,9 @@ int runNumericsCommand(const QStringList& arguments)
         if (steps.isEmpty()) {
             return fail(kCommand,
                         QStringLiteral("run %1 (%2) recorded no numerics; train it with "
-                                       "\"numerics\": {\"every\": 100} in its config").arg(run.id).arg(run.name),
+                                       "\"numerics\": {\"every\": 100} in its config")
+                            .arg(run.id)
+                            .arg(run.name),
                         kExitBadInput);
         }
         const qint64 step = wantedStep < 0 ? steps.back() : nearestStep(steps, wantedStep);

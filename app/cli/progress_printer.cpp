@@ -24,8 +24,7 @@ std::string formatDuration(double seconds)
 
 ProgressPrinter::ProgressPrinter(std::int64_t totalSteps, bool interactive, std::FILE* out)
     : m_totalSteps(totalSteps), m_interactive(interactive), m_out(out)
-{
-}
+{}
 
 void ProgressPrinter::onStep(const StepRecord& record)
 {
@@ -46,7 +45,8 @@ void ProgressPrinter::drawBar(const StepRecord& r)
     const int filled = static_cast<int>(fraction * width);
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.append(static_cast<std::size_t>(width - filled), '.');
-    const double eta = r.step > 0 ? r.elapsedSeconds / static_cast<double>(r.step) * static_cast<double>(m_totalSteps - r.step) : NAN;
+    const double eta =
+        r.step > 0 ? r.elapsedSeconds / static_cast<double>(r.step) * static_cast<double>(m_totalSteps - r.step) : NAN;
     std::fprintf(m_out, "\r\033[K[%s] %3.0f%% step %lld/%lld  epoch %d  loss %.4f  scale %g  %.0f samples/s  ETA %s",
                  bar.c_str(), fraction * 100, static_cast<long long>(r.step), static_cast<long long>(m_totalSteps),
                  r.epoch, m_smoothedLoss, r.lossScale, r.samplesPerSecond, formatDuration(eta).c_str());
@@ -91,9 +91,6 @@ void ProgressPrinter::onEvent(const EventRecord& e)
     std::fflush(m_out);
 }
 
-void ProgressPrinter::finish()
-{
-    clearBar();
-}
+void ProgressPrinter::finish() { clearBar(); }
 
 } // namespace mantissa::cli

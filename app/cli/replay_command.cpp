@@ -75,7 +75,9 @@ int runReplayCommand(const QStringList& arguments)
             if (std::isnan(a) && !steps.skipped[i]) {
                 return fail(kCommand,
                             QStringLiteral("run %1 (%2) was recorded without gradient magnitudes "
-                                           "(by an older Mantissa); train it again to replay it").arg(run.id).arg(run.name),
+                                           "(by an older Mantissa); train it again to replay it")
+                                .arg(run.id)
+                                .arg(run.name),
                             kExitBadInput);
             }
             amax.push_back(steps.skipped[i] ? INFINITY : float(a));

@@ -17,7 +17,8 @@ QString formatSeconds(std::optional<double> seconds)
     if (*seconds < 60)
         return QStringLiteral("%1 s").arg(*seconds, 0, 'f', *seconds < 10 ? 2 : 1);
     const auto total = static_cast<qint64>(std::llround(*seconds));
-    const QString minutesSeconds = QStringLiteral("%1:%2").arg((total / 60) % 60, total >= 3600 ? 2 : 1, 10, QChar(u'0'))
+    const QString minutesSeconds = QStringLiteral("%1:%2")
+                                       .arg((total / 60) % 60, total >= 3600 ? 2 : 1, 10, QChar(u'0'))
                                        .arg(total % 60, 2, 10, QChar(u'0'));
     return total >= 3600 ? QStringLiteral("%1:%2").arg(total / 3600).arg(minutesSeconds) : minutesSeconds;
 }
@@ -47,10 +48,7 @@ QString formatValue(std::optional<double> value, int significantDigits)
     return QString::number(*value, 'g', significantDigits);
 }
 
-QString formatCount(std::optional<qint64> count)
-{
-    return count ? QString::number(*count) : kUnknown;
-}
+QString formatCount(std::optional<qint64> count) { return count ? QString::number(*count) : kUnknown; }
 
 QString formatRate(std::optional<double> samplesPerSecond)
 {

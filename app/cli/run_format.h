@@ -8,9 +8,9 @@
 
 namespace mantissa::cli {
 
-QString formatSeconds(std::optional<double> seconds); // "8.4 s", "3:07", "1:02:09"
-QString formatMemory(std::optional<qint64> bytes);    // formatBytes() of the engine: "412.5 MiB"
-QString formatPercent(std::optional<double> fraction); // 0.8751 -> "87.51%"
+QString formatSeconds(std::optional<double> seconds);                        // "8.4 s", "3:07", "1:02:09"
+QString formatMemory(std::optional<qint64> bytes);                           // formatBytes() of the engine: "412.5 MiB"
+QString formatPercent(std::optional<double> fraction);                       // 0.8751 -> "87.51%"
 QString formatValue(std::optional<double> value, int significantDigits = 5); // "0.43172", "65536", "nan"
 QString formatCount(std::optional<qint64> count);
 QString formatRate(std::optional<double> samplesPerSecond); // "25310/s"

@@ -12,9 +12,9 @@ storage::RunInfo lookUpRun(const storage::RunStore& store, const QString& idOrNa
         if (error.kind() != storage::StorageError::Kind::NotFound)
             throw;
         // The store's message says what is missing; point at where to look.
-        throw storage::StorageError(error.kind(), error.path(),
-                                    QStringLiteral("no run \"%1\" in this database; `mantissa-cli runs` lists them")
-                                        .arg(idOrName));
+        throw storage::StorageError(
+            error.kind(), error.path(),
+            QStringLiteral("no run \"%1\" in this database; `mantissa-cli runs` lists them").arg(idOrName));
     }
 }
 

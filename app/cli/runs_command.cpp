@@ -30,7 +30,8 @@ storage::RunFilter filterFromOptions(const QCommandLineParser& parser)
         bool ok = false;
         filter.groupId = parser.value("group").toLongLong(&ok);
         if (!ok)
-            throw ConfigError("--group expects a comparison group id, got \"" + parser.value("group").toStdString() + "\"");
+            throw ConfigError("--group expects a comparison group id, got \"" + parser.value("group").toStdString() +
+                              "\"");
     }
     if (parser.isSet("limit")) {
         bool ok = false;
@@ -58,7 +59,8 @@ int runRunsCommand(const QStringList& arguments)
     });
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
-    if (const auto exit = requirePositionals(parser, 0, kCommand, "[--status S] [--preset P] [--precision M] [--group G] [--tag T] [--limit N]"))
+    if (const auto exit = requirePositionals(
+            parser, 0, kCommand, "[--status S] [--preset P] [--precision M] [--group G] [--tag T] [--limit N]"))
         return *exit;
     try {
         const storage::RunFilter filter = filterFromOptions(parser);
@@ -82,10 +84,11 @@ int runRunsCommand(const QStringList& arguments)
         table.addColumn(QStringLiteral("group"), Align::Right);
         table.addColumn(QStringLiteral("tags"));
         for (const storage::RunInfo& run : runs) {
-            table.addRow({QString::number(run.id), run.name, QString::fromLatin1(runStatusName(run.status)), run.precision,
-                          formatCount(run.summary.steps), formatCount(run.summary.skippedSteps),
+            table.addRow({QString::number(run.id), run.name, QString::fromLatin1(runStatusName(run.status)),
+                          run.precision, formatCount(run.summary.steps), formatCount(run.summary.skippedSteps),
                           formatPercent(run.summary.finalTestAccuracy), formatSeconds(run.wallSeconds),
-                          formatLocalTime(run.createdAt), run.groupId ? QString::number(*run.groupId) : QStringLiteral("-"),
+                          formatLocalTime(run.createdAt),
+                          run.groupId ? QString::number(*run.groupId) : QStringLiteral("-"),
                           run.tags.join(QStringLiteral(", "))});
         }
         table.print(stdout);

@@ -50,7 +50,8 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
     if (!run.notes.isEmpty())
         printField(QStringLiteral("notes"), run.notes);
     // A fine-tune names the checkpoint it started from (train --init-from).
-    const QJsonObject training = QJsonDocument::fromJson(run.configJson.toUtf8()).object().value(u"training").toObject();
+    const QJsonObject training =
+        QJsonDocument::fromJson(run.configJson.toUtf8()).object().value(u"training").toObject();
     if (const QString initFrom = training.value(u"init_from").toString(); !initFrom.isEmpty())
         printField(QStringLiteral("weights from"), initFrom);
 }
@@ -83,10 +84,12 @@ void printSummary(const storage::RunInfo& run)
 {
     const storage::StoredSummary& s = run.summary;
     std::printf("\nsummary\n");
-    printField(QStringLiteral("  steps"), QStringLiteral("%1 (%2 skipped)").arg(formatCount(s.steps), formatCount(s.skippedSteps)));
+    printField(QStringLiteral("  steps"),
+               QStringLiteral("%1 (%2 skipped)").arg(formatCount(s.steps), formatCount(s.skippedSteps)));
     printField(QStringLiteral("  train loss"), formatValue(s.finalTrainLoss));
-    printField(QStringLiteral("  test acc"),
-               QStringLiteral("%1 final, %2 best").arg(formatPercent(s.finalTestAccuracy), formatPercent(s.bestTestAccuracy)));
+    printField(
+        QStringLiteral("  test acc"),
+        QStringLiteral("%1 final, %2 best").arg(formatPercent(s.finalTestAccuracy), formatPercent(s.bestTestAccuracy)));
     printField(QStringLiteral("  loss scale"), formatValue(s.finalLossScale));
     printField(QStringLiteral("  throughput"), formatRate(s.samplesPerSecond));
     printField(QStringLiteral("  time"), formatSeconds(run.wallSeconds));
@@ -134,8 +137,7 @@ QString eventDetail(const EventRecord& e)
         return QStringLiteral("loss scale %1 -> %2").arg(formatValue(e.scaleBefore), formatValue(e.scaleAfter));
     case EventKind::Divergence:
     case EventKind::Finished:
-    case EventKind::Error:
-        break;
+    case EventKind::Error: break;
     }
     return QString::fromStdString(e.message);
 }

@@ -21,7 +21,8 @@ int runTagCommand(const QStringList& arguments)
         return *exit;
     QStringList positional = parser.positionalArguments();
     if (positional.size() < 2)
-        return fail(kCommand, QStringLiteral("expected RUN and at least one TAG; usage: mantissa-cli tag RUN TAG... [--remove]"),
+        return fail(kCommand,
+                    QStringLiteral("expected RUN and at least one TAG; usage: mantissa-cli tag RUN TAG... [--remove]"),
                     kExitBadInput);
     try {
         const auto store = openRunStore(parser);

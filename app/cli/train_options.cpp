@@ -14,8 +14,8 @@ std::int64_t integerOption(const QCommandLineParser& parser, const QString& name
     bool ok = false;
     const qlonglong value = parser.value(name).toLongLong(&ok);
     if (!ok || value < minimum)
-        throw ConfigError("--" + name.toStdString() + " expects an integer >= " + std::to_string(minimum) +
-                          ", got \"" + parser.value(name).toStdString() + "\"");
+        throw ConfigError("--" + name.toStdString() + " expects an integer >= " + std::to_string(minimum) + ", got \"" +
+                          parser.value(name).toStdString() + "\"");
     return value;
 }
 

@@ -22,8 +22,7 @@ namespace mantissa::gui {
 
 ScreenshotSession::ScreenshotSession(MainWindow* window, ScreenshotOptions options)
     : QObject(window), m_window(window), m_options(std::move(options))
-{
-}
+{}
 
 void ScreenshotSession::configure(const QString& preset)
 {

@@ -25,12 +25,21 @@ enum class Transpose : std::uint8_t { No, Yes };
 
 // The op families a backend may or may not support for a dtype (see Backend::supports).
 enum class Op : std::uint8_t {
-    Gemm, Conv2d, BatchNorm, Activation, Pooling, Dropout, Elementwise, SoftmaxCrossEntropy, Cast, MultiTensor
+    Gemm,
+    Conv2d,
+    BatchNorm,
+    Activation,
+    Pooling,
+    Dropout,
+    Elementwise,
+    SoftmaxCrossEntropy,
+    Cast,
+    MultiTensor
 };
 
 struct LossResult {
-    float meanLoss = 0;          // mean cross-entropy over the batch, fp32
-    std::int64_t correct = 0;    // samples whose arg-max equals the label
+    float meanLoss = 0;       // mean cross-entropy over the batch, fp32
+    std::int64_t correct = 0; // samples whose arg-max equals the label
 };
 
 // Batch-norm statistics. Running statistics and the saved batch statistics are
@@ -42,12 +51,12 @@ struct BatchNormState {
 
 // One parameter as an optimizer step sees it.
 struct OptimizerSlot {
-    Tensor* master = nullptr;       // fp32 master weights, or the 16-bit weights in a pure mode
-    const Tensor* grad = nullptr;   // fp32, already unscaled and clipped
-    Tensor* state1 = nullptr;       // momentum / Adam m, in master's dtype
-    Tensor* state2 = nullptr;       // Adam v, in master's dtype (unused by SGD)
-    Tensor* working = nullptr;      // low-precision copy refreshed from master, or nullptr
-    bool decay = true;              // weight decay applies (false for biases and norms)
+    Tensor* master = nullptr;     // fp32 master weights, or the 16-bit weights in a pure mode
+    const Tensor* grad = nullptr; // fp32, already unscaled and clipped
+    Tensor* state1 = nullptr;     // momentum / Adam m, in master's dtype
+    Tensor* state2 = nullptr;     // Adam v, in master's dtype (unused by SGD)
+    Tensor* working = nullptr;    // low-precision copy refreshed from master, or nullptr
+    bool decay = true;            // weight decay applies (false for biases and norms)
 };
 
 struct SgdSettings {
@@ -133,8 +142,8 @@ public:
     // --- batch norm: x is [N, C] or [N, C, H, W]; gamma and beta are fp32 [C] -------
     virtual void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                   BatchNormState& state, bool training, float momentum, float epsilon) = 0;
-    virtual void batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const BatchNormState& state, Tensor& dx, Tensor& dgamma, Tensor& dbeta) = 0;
+    virtual void batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
+                                   Tensor& dx, Tensor& dgamma, Tensor& dbeta) = 0;
 
     // --- activations ------------------------------------------------------------------
     virtual void activationForward(Activation kind, const Tensor& x, Tensor& y) = 0;
@@ -193,8 +202,7 @@ public:
     // working copy (if any) refreshed from master in the same pass. A skipped step leaves
     // weights and state untouched.
     virtual void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) = 0;
-    virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s,
-                          const StepScalars& scalars) = 0;
+    virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) = 0;
     // ScaleUsed = LossScale, then the dynamic rule (LossScaler::update, exactly) on Skipped;
     // a held step leaves the scaler's state alone.
     virtual void updateLossScale(StepScalars& scalars, const ScaleRule& rule) = 0;

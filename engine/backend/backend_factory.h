@@ -26,7 +26,7 @@ bool cudaBackendBuilt();
 
 struct GpuDevice {
     int index = 0;
-    std::string name;          // "NVIDIA H100 80GB HBM3"
+    std::string name; // "NVIDIA H100 80GB HBM3"
     std::size_t memoryBytes = 0;
     int computeMajor = 0, computeMinor = 0;
 };

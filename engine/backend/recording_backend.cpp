@@ -101,7 +101,10 @@ void RecordingBackend::fill(Tensor& t, float value)
 
 void RecordingBackend::upload(const float*, Tensor&) { refuse("upload"); }
 void RecordingBackend::download(const Tensor&, float*) { refuse("download"); }
-TensorStats RecordingBackend::tensorStats(const Tensor&, DType, float) { refuse("tensorStats (its result goes to the host)"); }
+TensorStats RecordingBackend::tensorStats(const Tensor&, DType, float)
+{
+    refuse("tensorStats (its result goes to the host)");
+}
 
 void RecordingBackend::cast(const Tensor& src, Tensor& dst)
 {
@@ -245,8 +248,7 @@ void RecordingBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSe
     record([owned = OwnedSlots(slots), s, scalars](Backend& b) mutable { b.sgdStep(owned.view(), s, scalars); });
 }
 
-void RecordingBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s,
-                                const StepScalars& scalars)
+void RecordingBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars)
 {
     record([owned = OwnedSlots(slots), s, scalars](Backend& b) mutable { b.adamStep(owned.view(), s, scalars); });
 }

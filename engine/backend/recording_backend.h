@@ -37,26 +37,24 @@ public:
     std::size_t peakBytes() const override { return m_target.peakBytes(); }
     void resetPeakBytes() override { m_target.resetPeakBytes(); }
 
-    void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-              const Tensor& a, const Tensor& b, float beta, Tensor& c) override;
+    void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const Tensor& a,
+              const Tensor& b, float beta, Tensor& c) override;
     void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
                      const Tensor& b, const Tensor& bias, Tensor& c) override;
     void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
 
-    void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                       const ConvGeometry& g) override;
+    void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g) override;
     void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g) override;
     void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
                               const ConvGeometry& g) override;
 
-    void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                          BatchNormState& state, bool training, float momentum, float epsilon) override;
+    void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, BatchNormState& state,
+                          bool training, float momentum, float epsilon) override;
     void batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
                            Tensor& dx, Tensor& dgamma, Tensor& dbeta) override;
 
     void activationForward(Activation kind, const Tensor& x, Tensor& y) override;
-    void activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
-                            Tensor& dx) override;
+    void activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override;
 
     void maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g) override;
     void maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g) override;

@@ -24,9 +24,6 @@ std::string presetJson(const std::string& name)
     throw ConfigError("unknown preset \"" + name + "\"; the presets are " + known);
 }
 
-RunConfig presetConfig(const std::string& name)
-{
-    return parseRunConfig(presetJson(name), "preset " + name);
-}
+RunConfig presetConfig(const std::string& name) { return parseRunConfig(presetJson(name), "preset " + name); }
 
 } // namespace mantissa

@@ -116,9 +116,12 @@ json layerToJson(const LayerSpec& l)
     json j;
     j["type"] = l.type;
     const LayerSpec d; // defaults are omitted so configs stay short and readable
-    if (l.units) j["units"] = l.units;
-    if (l.inputs) j["inputs"] = l.inputs;
-    if (l.filters) j["filters"] = l.filters;
+    if (l.units)
+        j["units"] = l.units;
+    if (l.inputs)
+        j["inputs"] = l.inputs;
+    if (l.filters)
+        j["filters"] = l.filters;
     const bool windowed = l.type == "conv2d" || l.type == "maxpool" || l.type == "avgpool";
     if (windowed) {
         j["kernel"] = l.kernel;
@@ -126,15 +129,20 @@ json layerToJson(const LayerSpec& l)
             j["stride"] = l.stride;
         j["padding"] = l.padding;
     }
-    if (l.bias != d.bias) j["bias"] = l.bias;
-    if (!l.activation.empty()) j["activation"] = l.activation;
-    if (l.type == "dropout") j["rate"] = l.rate;
+    if (l.bias != d.bias)
+        j["bias"] = l.bias;
+    if (!l.activation.empty())
+        j["activation"] = l.activation;
+    if (l.type == "dropout")
+        j["rate"] = l.rate;
     if (l.type == "batchnorm") {
         j["epsilon"] = l.epsilon;
         j["momentum"] = l.momentum;
     }
-    if (!l.init.empty()) j["init"] = l.init;
-    if (l.precision != LayerPrecision::Auto) j["precision"] = enumKey(l.precision);
+    if (!l.init.empty())
+        j["init"] = l.init;
+    if (l.precision != LayerPrecision::Auto)
+        j["precision"] = enumKey(l.precision);
     if (l.type == "residual") {
         j["shortcut"] = l.shortcut;
         j["layers"] = json::array();
@@ -267,13 +275,16 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         throw ConfigError(origin + ": training.cudnn_workspace_mib must be 0 to 65536 (got " +
                           std::to_string(c.training.cudnnWorkspaceMiB) + ")");
     if (c.training.checkpointEveryEpochs < 0)
-        throw ConfigError(origin + ": training.checkpoint_every_epochs must be 0 (at the end of the run only) or a "
-                                   "positive number of epochs (got " +
+        throw ConfigError(origin +
+                          ": training.checkpoint_every_epochs must be 0 (at the end of the run only) or a "
+                          "positive number of epochs (got " +
                           std::to_string(c.training.checkpointEveryEpochs) + ")");
     if (c.training.batchSize <= 0)
-        throw ConfigError(origin + ": training.batch_size must be positive (got " + std::to_string(c.training.batchSize) + ")");
+        throw ConfigError(origin + ": training.batch_size must be positive (got " +
+                          std::to_string(c.training.batchSize) + ")");
     if (c.training.epochs <= 0 && c.training.maxSteps <= 0)
-        throw ConfigError(origin + ": training.epochs must be positive (got " + std::to_string(c.training.epochs) + ")");
+        throw ConfigError(origin + ": training.epochs must be positive (got " + std::to_string(c.training.epochs) +
+                          ")");
     return c;
 }
 
@@ -298,31 +309,47 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     j["model"]["layers"] = json::array();
     for (const auto& l : c.model.layers)
         j["model"]["layers"].push_back(layerToJson(l));
-    j["data"] = {{"dataset", enumKey(c.data.dataset)}, {"directory", c.data.directory},
+    j["data"] = {{"dataset", enumKey(c.data.dataset)},         {"directory", c.data.directory},
                  {"validation_split", c.data.validationSplit}, {"normalize", c.data.normalize},
-                 {"limit_train", c.data.limitTrain}, {"limit_test", c.data.limitTest},
-                 {"synthetic_train", c.data.syntheticTrain}, {"synthetic_test", c.data.syntheticTest},
-                 {"synthetic_shape", c.data.syntheticShape}, {"synthetic_classes", c.data.syntheticClasses},
+                 {"limit_train", c.data.limitTrain},           {"limit_test", c.data.limitTest},
+                 {"synthetic_train", c.data.syntheticTrain},   {"synthetic_test", c.data.syntheticTest},
+                 {"synthetic_shape", c.data.syntheticShape},   {"synthetic_classes", c.data.syntheticClasses},
                  {"synthetic_noise", c.data.syntheticNoise}};
-    j["optimizer"] = {{"type", enumKey(c.optimizer.type)}, {"lr", c.optimizer.lr}, {"momentum", c.optimizer.momentum},
-                      {"nesterov", c.optimizer.nesterov}, {"weight_decay", c.optimizer.weightDecay},
-                      {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
-                      {"epsilon", c.optimizer.epsilon}, {"grad_clip_norm", c.optimizer.gradClipNorm}};
+    j["optimizer"] = {{"type", enumKey(c.optimizer.type)},
+                      {"lr", c.optimizer.lr},
+                      {"momentum", c.optimizer.momentum},
+                      {"nesterov", c.optimizer.nesterov},
+                      {"weight_decay", c.optimizer.weightDecay},
+                      {"beta1", c.optimizer.beta1},
+                      {"beta2", c.optimizer.beta2},
+                      {"epsilon", c.optimizer.epsilon},
+                      {"grad_clip_norm", c.optimizer.gradClipNorm}};
     j["schedule"] = {{"type", enumKey(c.schedule.type)}, {"milestones", c.schedule.milestones},
-                     {"gamma", c.schedule.gamma}, {"warmup_steps", c.schedule.warmupSteps},
-                     {"min_lr", c.schedule.minLr}, {"max_lr", c.schedule.maxLr},
+                     {"gamma", c.schedule.gamma},        {"warmup_steps", c.schedule.warmupSteps},
+                     {"min_lr", c.schedule.minLr},       {"max_lr", c.schedule.maxLr},
                      {"pct_start", c.schedule.pctStart}};
     const LossScaleSpec& ls = c.lossScale;
     j["precision"] = {{"mode", enumKey(c.precision)},
-                      {"loss_scale", {{"type", enumKey(ls.type)}, {"value", ls.value}, {"initial", ls.initial},
-                                      {"growth_factor", ls.growthFactor}, {"backoff_factor", ls.backoffFactor},
-                                      {"growth_interval", ls.growthInterval}, {"hysteresis", ls.hysteresis},
-                                      {"min", ls.minScale}, {"max", ls.maxScale}}}};
-    j["training"] = {{"batch_size", c.training.batchSize}, {"epochs", c.training.epochs},
-                     {"max_steps", c.training.maxSteps}, {"seed", c.training.seed},
-                     {"device", c.training.device}, {"threads", c.training.threads},
-                     {"tf32", c.training.tf32}, {"cudnn_workspace_mib", c.training.cudnnWorkspaceMiB},
-                     {"graphs", enumKey(c.training.graphs)}, {"run_ahead", enumKey(c.training.runAhead)},
+                      {"loss_scale",
+                       {{"type", enumKey(ls.type)},
+                        {"value", ls.value},
+                        {"initial", ls.initial},
+                        {"growth_factor", ls.growthFactor},
+                        {"backoff_factor", ls.backoffFactor},
+                        {"growth_interval", ls.growthInterval},
+                        {"hysteresis", ls.hysteresis},
+                        {"min", ls.minScale},
+                        {"max", ls.maxScale}}}};
+    j["training"] = {{"batch_size", c.training.batchSize},
+                     {"epochs", c.training.epochs},
+                     {"max_steps", c.training.maxSteps},
+                     {"seed", c.training.seed},
+                     {"device", c.training.device},
+                     {"threads", c.training.threads},
+                     {"tf32", c.training.tf32},
+                     {"cudnn_workspace_mib", c.training.cudnnWorkspaceMiB},
+                     {"graphs", enumKey(c.training.graphs)},
+                     {"run_ahead", enumKey(c.training.runAhead)},
                      {"eval_batch_size", c.training.evalBatchSize}};
     j["training"]["checkpoint_every_epochs"] = c.training.checkpointEveryEpochs;
     j["training"]["init_from"] = c.training.initFrom;

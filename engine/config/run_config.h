@@ -12,22 +12,22 @@
 namespace mantissa {
 
 struct LayerSpec {
-    std::string type;            // linear, conv2d, batchnorm, relu, gelu, tanh, sigmoid, maxpool,
-                                 // avgpool, dropout, flatten, residual
-    std::int64_t units = 0;      // linear
-    std::int64_t inputs = 0;     // linear: expected input features (0 = inferred); catches shape drift
-    std::int64_t filters = 0;    // conv2d
-    std::int64_t kernel = 3;     // conv2d, pools
-    std::int64_t stride = 0;     // conv2d, pools; 0 = the layer's default: 1 for conv2d, the kernel
-                                 // for pools (non-overlapping windows, as PyTorch and Keras do)
-    std::int64_t padding = 0;    // conv2d, pools
-    bool bias = true;            // linear, conv2d
-    std::string activation;      // optional fused activation after linear/conv2d: relu|gelu|tanh|sigmoid
-    float rate = 0.5f;           // dropout probability
+    std::string type;                       // linear, conv2d, batchnorm, relu, gelu, tanh, sigmoid, maxpool,
+                                            // avgpool, dropout, flatten, residual
+    std::int64_t units = 0;                 // linear
+    std::int64_t inputs = 0;                // linear: expected input features (0 = inferred); catches shape drift
+    std::int64_t filters = 0;               // conv2d
+    std::int64_t kernel = 3;                // conv2d, pools
+    std::int64_t stride = 0;                // conv2d, pools; 0 = the layer's default: 1 for conv2d, the kernel
+                                            // for pools (non-overlapping windows, as PyTorch and Keras do)
+    std::int64_t padding = 0;               // conv2d, pools
+    bool bias = true;                       // linear, conv2d
+    std::string activation;                 // optional fused activation after linear/conv2d: relu|gelu|tanh|sigmoid
+    float rate = 0.5f;                      // dropout probability
     float epsilon = 1e-5f, momentum = 0.1f; // batchnorm
-    std::string init;            // "" (He/Xavier by activation) | "normal:STD" | "uniform:A"
+    std::string init;                       // "" (He/Xavier by activation) | "normal:STD" | "uniform:A"
     LayerPrecision precision = LayerPrecision::Auto;
-    std::vector<LayerSpec> body; // residual: the layers of the residual branch
+    std::vector<LayerSpec> body;       // residual: the layers of the residual branch
     std::string shortcut = "identity"; // residual: identity | projection (1x1 conv or linear)
 };
 
@@ -39,10 +39,10 @@ struct ModelSpec {
 
 struct DataSpec {
     DatasetKind dataset = DatasetKind::FashionMnist;
-    std::string directory;                 // "" = default (MANTISSA_DATA_DIR or the Debian path)
-    float validationSplit = 0;             // fraction of the training set held out
-    bool normalize = true;                 // subtract the mean, divide by the std of the train set
-    std::int64_t limitTrain = 0, limitTest = 0; // 0 = all; smaller for quick runs and tests
+    std::string directory;                                    // "" = default (MANTISSA_DATA_DIR or the Debian path)
+    float validationSplit = 0;                                // fraction of the training set held out
+    bool normalize = true;                                    // subtract the mean, divide by the std of the train set
+    std::int64_t limitTrain = 0, limitTest = 0;               // 0 = all; smaller for quick runs and tests
     std::int64_t syntheticTrain = 8192, syntheticTest = 1024; // synthetic dataset sizes
     // Synthetic data has no files to take its shape from, so the spec carries it; the defaults
     // match ModelSpec's so a default model trains on it. It must agree with model.input/classes.
@@ -63,18 +63,18 @@ struct OptimizerSpec {
 
 struct ScheduleSpec {
     ScheduleKind type = ScheduleKind::Constant;
-    std::vector<int> milestones;        // step: epochs at which lr *= gamma
+    std::vector<int> milestones; // step: epochs at which lr *= gamma
     float gamma = 0.1f;
-    std::int64_t warmupSteps = 0;       // linear warm-up from 0, combines with any type
-    float minLr = 0;                    // cosine floor
-    float maxLr = 0;                    // one-cycle peak (0 = 10x lr)
-    float pctStart = 0.3f;              // one-cycle: fraction of steps spent rising
+    std::int64_t warmupSteps = 0; // linear warm-up from 0, combines with any type
+    float minLr = 0;              // cosine floor
+    float maxLr = 0;              // one-cycle peak (0 = 10x lr)
+    float pctStart = 0.3f;        // one-cycle: fraction of steps spent rising
 };
 
 struct TrainingSpec {
     std::int64_t batchSize = 128;
     int epochs = 1;
-    std::int64_t maxSteps = 0;  // 0 = no limit
+    std::int64_t maxSteps = 0; // 0 = no limit
     std::uint64_t seed = 42;
     std::string device = "auto"; // auto | cpu | cuda | cuda:N
     int threads = 0;             // CPU threads, 0 = all cores
@@ -97,12 +97,12 @@ struct TrainingSpec {
 
 // The numerics lens: per-layer statistics every `every` steps (engine/lens).
 struct NumericsSpec {
-    int every = 0;                 // 0 = off, else 1..1000
-    bool scaledGradients = false;  // gradient histograms of the scaled values instead of the unscaled
+    int every = 0;                // 0 = off, else 1..1000
+    bool scaledGradients = false; // gradient histograms of the scaled values instead of the unscaled
 };
 
 struct RunConfig {
-    std::string name;           // preset name or file stem
+    std::string name; // preset name or file stem
     std::string description;
     ModelSpec model;
     DataSpec data;

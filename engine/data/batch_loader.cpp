@@ -9,14 +9,14 @@
 
 namespace mantissa {
 
-BatchLoader::BatchLoader(const Dataset& data, const BatchLoaderOptions& options)
-    : m_data(data), m_options(options)
+BatchLoader::BatchLoader(const Dataset& data, const BatchLoaderOptions& options) : m_data(data), m_options(options)
 {
     if (options.batchSize < 1)
         throw ConfigError(data.name + ": batch size must be >= 1, got " + std::to_string(options.batchSize));
     if (options.dropLast && data.size() < options.batchSize)
         throw ConfigError(data.name + ": batch size " + std::to_string(options.batchSize) + " is larger than its " +
-                          std::to_string(data.size()) + " samples, so an epoch would have no full batch; "
+                          std::to_string(data.size()) +
+                          " samples, so an epoch would have no full batch; "
                           "use a smaller batch size or more data");
     MANTISSA_ASSERT(static_cast<std::int64_t>(data.inputs.size()) == data.size() * data.sampleSize());
     startEpoch(0);

@@ -16,7 +16,10 @@ struct BatchLoaderOptions {
     bool dropLast = true;
     std::uint64_t seed = 0;
 
-    static BatchLoaderOptions training(std::int64_t batchSize, std::uint64_t seed) { return {batchSize, true, true, seed}; }
+    static BatchLoaderOptions training(std::int64_t batchSize, std::uint64_t seed)
+    {
+        return {batchSize, true, true, seed};
+    }
     static BatchLoaderOptions evaluation(std::int64_t batchSize) { return {batchSize, false, false, 0}; }
 };
 

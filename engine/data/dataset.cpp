@@ -55,8 +55,7 @@ std::string findFile(const DataDirectory& dir, const std::string& stem)
     return plain.string();
 }
 
-IdxArray readPart(const DataDirectory& dir, DatasetKind dataset, const std::string& stem, int rank,
-                  std::string& path)
+IdxArray readPart(const DataDirectory& dir, DatasetKind dataset, const std::string& stem, int rank, std::string& path)
 {
     path = findFile(dir, stem);
     if (!std::filesystem::exists(path))
@@ -77,14 +76,17 @@ void validateDataSpec(const DataSpec& spec)
 {
     checkRange(spec.validationSplit >= 0 && spec.validationSplit < 1, "data.validationSplit",
                formatNumber(spec.validationSplit) + " is outside [0, 1)");
-    checkRange(spec.limitTrain >= 0, "data.limitTrain", "must be >= 0 (0 = all), got " + std::to_string(spec.limitTrain));
+    checkRange(spec.limitTrain >= 0, "data.limitTrain",
+               "must be >= 0 (0 = all), got " + std::to_string(spec.limitTrain));
     checkRange(spec.limitTest >= 0, "data.limitTest", "must be >= 0 (0 = all), got " + std::to_string(spec.limitTest));
     if (spec.dataset != DatasetKind::Synthetic)
         return;
-    checkRange(spec.syntheticTrain > 0, "data.syntheticTrain", "must be > 0, got " + std::to_string(spec.syntheticTrain));
+    checkRange(spec.syntheticTrain > 0, "data.syntheticTrain",
+               "must be > 0, got " + std::to_string(spec.syntheticTrain));
     checkRange(spec.syntheticTest > 0, "data.syntheticTest", "must be > 0, got " + std::to_string(spec.syntheticTest));
-    const bool shapeOk = !spec.syntheticShape.empty() &&
-                         std::all_of(spec.syntheticShape.begin(), spec.syntheticShape.end(), [](auto d) { return d > 0; });
+    const bool shapeOk =
+        !spec.syntheticShape.empty() &&
+        std::all_of(spec.syntheticShape.begin(), spec.syntheticShape.end(), [](auto d) { return d > 0; });
     checkRange(shapeOk, "data.syntheticShape",
                "must be a non-empty list of positive extents, got " + Shape(spec.syntheticShape).toString());
     checkRange(spec.syntheticClasses >= 2, "data.syntheticClasses",
@@ -206,7 +208,9 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
     if (spec.dataset == DatasetKind::Synthetic) {
         // Sample i does not depend on the set's size, so generating only the first `limit`
         // samples is the same as generating all and keeping the first `limit`.
-        const auto limited = [](std::int64_t size, std::int64_t limit) { return limit > 0 ? std::min(size, limit) : size; };
+        const auto limited = [](std::int64_t size, std::int64_t limit) {
+            return limit > 0 ? std::min(size, limit) : size;
+        };
         const Shape shape(spec.syntheticShape);
         splits.train = makeSyntheticDataset(shape, spec.syntheticClasses, limited(spec.syntheticTrain, spec.limitTrain),
                                             spec.syntheticNoise, seed, 0, "synthetic/train");

@@ -12,11 +12,11 @@ namespace mantissa {
 
 // Samples and labels on the host, sample-major, ready to be copied into batches.
 struct Dataset {
-    Shape sampleShape;          // per-sample shape, e.g. {1, 28, 28}
-    std::vector<float> inputs;  // size() * sampleSize() values
-    std::vector<float> labels;  // class index as float: the loss reads fp32 labels
+    Shape sampleShape;         // per-sample shape, e.g. {1, 28, 28}
+    std::vector<float> inputs; // size() * sampleSize() values
+    std::vector<float> labels; // class index as float: the loss reads fp32 labels
     std::int64_t classes = 0;
-    std::string name;           // "fashion-mnist/train": shown to users and in error messages
+    std::string name; // "fashion-mnist/train": shown to users and in error messages
 
     std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
     std::int64_t sampleSize() const { return sampleShape.numel(); }
@@ -30,7 +30,7 @@ struct Normalization {
 
 struct DatasetSplits {
     Dataset train;
-    Dataset validation;          // empty when DataSpec::validationSplit is 0
+    Dataset validation; // empty when DataSpec::validationSplit is 0
     Dataset test;
     Normalization normalization; // what was applied (identity when DataSpec::normalize is false)
     std::string directory;       // where the files were read ("" for synthetic data)
@@ -58,8 +58,7 @@ DataDirectory resolveDataDirectory(const DataSpec& spec);
 // One split of an MNIST-format dataset (fashion-mnist or mnist) from `directory`, which
 // holds train-images-idx3-ubyte.gz and friends (or their uncompressed forms). Pixels are
 // scaled to [0, 1]; `limit` > 0 keeps only the first `limit` samples.
-Dataset loadMnistFormat(const DataDirectory& directory, DatasetKind dataset, bool train,
-                        std::int64_t limit = 0);
+Dataset loadMnistFormat(const DataDirectory& directory, DatasetKind dataset, bool train, std::int64_t limit = 0);
 
 // Mean and (population) standard deviation over every input value of `data`, in double.
 Normalization computeNormalization(const Dataset& data);

@@ -16,10 +16,7 @@ namespace {
 
 constexpr std::uint8_t kUnsignedByte = 0x08;
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem)
-{
-    throw DataError(path + ": " + problem);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& problem) { throw DataError(path + ": " + problem); }
 
 struct GzCloser {
     void operator()(gzFile_s* f) const { gzclose(f); }
@@ -109,8 +106,8 @@ IdxArray readIdxFile(const std::string& path, int expectedRank)
     if (b.size() < 4) {
         if (raw.compressed && !raw.streamError.empty())
             fail(path, "not a valid gzip file: " + raw.streamError);
-        fail(path, "truncated: the file ends inside the IDX header (" + std::to_string(b.size()) + " bytes)" +
-                       gzipNote(raw));
+        fail(path,
+             "truncated: the file ends inside the IDX header (" + std::to_string(b.size()) + " bytes)" + gzipNote(raw));
     }
     if (b[0] != 0 || b[1] != 0)
         fail(path, "not an IDX file: it starts with " + hexByte(b[0]) + " " + hexByte(b[1]) +
@@ -123,8 +120,10 @@ IdxArray readIdxFile(const std::string& path, int expectedRank)
         fail(path, "invalid IDX header: rank 0");
     if (expectedRank > 0 && rank != expectedRank)
         fail(path, "expected an IDX file of rank " + std::to_string(expectedRank) +
-                       (expectedRank == 3 ? " (images)" : expectedRank == 1 ? " (labels)" : "") + " but the header has rank " +
-                       std::to_string(rank));
+                       (expectedRank == 3   ? " (images)"
+                        : expectedRank == 1 ? " (labels)"
+                                            : "") +
+                       " but the header has rank " + std::to_string(rank));
     const std::size_t headerBytes = 4 + 4 * static_cast<std::size_t>(rank);
     if (b.size() < headerBytes)
         fail(path, "truncated: the file ends inside the IDX header (" + std::to_string(b.size()) + " of " +
@@ -147,8 +146,9 @@ IdxArray readIdxFile(const std::string& path, int expectedRank)
     if (!raw.streamError.empty())
         fail(path, "corrupt gzip stream: " + raw.streamError);
     if (held > expected)
-        fail(path, "header says " + describe(out.dims) + " (" + std::to_string(expected) + " bytes) but the file holds " +
-                       std::to_string(held) + " bytes of data; " + std::to_string(held - expected) + " bytes are left over");
+        fail(path, "header says " + describe(out.dims) + " (" + std::to_string(expected) +
+                       " bytes) but the file holds " + std::to_string(held) + " bytes of data; " +
+                       std::to_string(held - expected) + " bytes are left over");
 
     out.values = std::move(raw.bytes);
     out.values.erase(out.values.begin(), out.values.begin() + static_cast<std::ptrdiff_t>(headerBytes));
@@ -160,7 +160,8 @@ void checkIdxPair(const IdxArray& images, const std::string& imagesPath, const I
 {
     if (images.count() != labels.count())
         throw DataError(imagesPath + ": holds " + std::to_string(images.count()) + " images but " + labelsPath +
-                        " holds " + std::to_string(labels.count()) + " labels; the two files must come from the same split");
+                        " holds " + std::to_string(labels.count()) +
+                        " labels; the two files must come from the same split");
     for (std::size_t i = 0; i < labels.values.size(); ++i)
         if (labels.values[i] >= classes)
             fail(labelsPath, "label " + std::to_string(labels.values[i]) + " of sample " + std::to_string(i) +

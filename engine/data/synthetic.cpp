@@ -30,10 +30,7 @@ float gaussian(std::uint64_t stream, std::uint64_t index)
     return std::sqrt(-2.0f * std::log(u1)) * std::cos(2.0f * std::numbers::pi_v<float> * u2);
 }
 
-std::uint64_t streamKey(std::uint64_t seed, std::uint64_t purpose)
-{
-    return mix(mix(seed) ^ mix(purpose + 0x5eed));
-}
+std::uint64_t streamKey(std::uint64_t seed, std::uint64_t purpose) { return mix(mix(seed) ^ mix(purpose + 0x5eed)); }
 
 } // namespace
 

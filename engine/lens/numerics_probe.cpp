@@ -7,8 +7,7 @@ namespace mantissa {
 NumericsProbe::NumericsProbe(Model& model, Backend& backend, const ProbeSettings& settings)
     : m_layers(model.layers()), m_backend(backend), m_settings(settings),
       m_gradientScale(settings.scaledGradients || settings.lossScale == 0 ? 1.0f : 1.0f / settings.lossScale)
-{
-}
+{}
 
 DType NumericsProbe::targetOf(std::size_t layer) const
 {

@@ -11,9 +11,9 @@
 namespace mantissa {
 
 struct ProbeSettings {
-    DType runTarget = DType::F16;  // the run's 16-bit type (fp16 for an fp32 run: "what would fp16 do")
-    float lossScale = 1;           // the scale the step's backward used
-    bool scaledGradients = false;  // gradient histograms of the scaled values
+    DType runTarget = DType::F16; // the run's 16-bit type (fp16 for an fp32 run: "what would fp16 do")
+    float lossScale = 1;          // the scale the step's backward used
+    bool scaledGradients = false; // gradient histograms of the scaled values
 };
 
 class NumericsProbe final : public LayerTap {

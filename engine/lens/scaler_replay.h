@@ -17,8 +17,8 @@
 namespace mantissa {
 
 struct ScalerPolicy {
-    std::string name;     // "pytorch", "deepspeed", "static 128", ...
-    LossScaleSpec spec;   // type "static" or "dynamic"
+    std::string name;   // "pytorch", "deepspeed", "static 128", ...
+    LossScaleSpec spec; // type "static" or "dynamic"
 };
 
 // PyTorch GradScaler defaults (init 2^16, x2 every 2000, x0.5, hysteresis 1); DeepSpeed
@@ -27,10 +27,10 @@ std::vector<ScalerPolicy> standardScalerPolicies();
 
 struct ReplayResult {
     std::string policy;
-    std::vector<float> scales;       // the scale each step would have used
+    std::vector<float> scales; // the scale each step would have used
     std::int64_t skippedSteps = 0;
-    float finalScale = 1;            // after the last step
-    float minScale = 1;              // smallest scale used
+    float finalScale = 1; // after the last step
+    float minScale = 1;   // smallest scale used
 };
 
 ReplayResult replayScaler(const std::vector<float>& gradAmax, const ScalerPolicy& policy, float overflowAt = 65520.0f);

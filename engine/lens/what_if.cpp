@@ -4,8 +4,8 @@
 
 namespace mantissa {
 
-std::optional<ScaleSuggestion> suggestLossScale(const ExponentHistogram& histogram, double percentile,
-                                                DType target, int exponentShift)
+std::optional<ScaleSuggestion> suggestLossScale(const ExponentHistogram& histogram, double percentile, DType target,
+                                                int exponentShift)
 {
     std::uint64_t nonzero = 0;
     int top = 0;
@@ -28,8 +28,8 @@ std::optional<ScaleSuggestion> suggestLossScale(const ExponentHistogram& histogr
         }
     }
     const DTypeLimits limits = dtypeLimits(target);
-    const int minNormalExponent = std::ilogb(limits.minNormal);  // -14 for fp16
-    const int maxExponent = std::ilogb(limits.maxFinite);        // 15 for fp16
+    const int minNormalExponent = std::ilogb(limits.minNormal); // -14 for fp16
+    const int maxExponent = std::ilogb(limits.maxFinite);       // 15 for fp16
     const int lowExponent = histogramExponentOfBin(low) + exponentShift;
     const int topExponent = histogramExponentOfBin(top) + exponentShift;
     // Values of the top bin are below 2^(top+1); 2^(top+1) * S <= 2^maxExponent keeps them

@@ -9,10 +9,10 @@
 namespace mantissa {
 
 struct ScaleSuggestion {
-    float lowest = 0;     // the smallest scale that lifts the percentile to the normal range
-    float highest = 0;    // the largest scale under which the top bin cannot overflow
-    float suggested = 0;  // `lowest` when it fits, else `highest` (overflow costs a step, underflow only precision)
-    bool fits = false;    // lowest <= highest
+    float lowest = 0;    // the smallest scale that lifts the percentile to the normal range
+    float highest = 0;   // the largest scale under which the top bin cannot overflow
+    float suggested = 0; // `lowest` when it fits, else `highest` (overflow costs a step, underflow only precision)
+    bool fits = false;   // lowest <= highest
 };
 
 // `histogram` counts unscaled magnitudes (shift its exponents by exponentShift first: pass

@@ -33,10 +33,7 @@ InitRule parseInitRule(const std::string& text, InitRule fallback)
     throw ConfigError("init \"" + text + "\": expected normal:STD, uniform:BOUND, zeros or ones");
 }
 
-InitRule heNormal(std::int64_t fanIn)
-{
-    return {InitRule::Kind::Normal, std::sqrt(2.0f / static_cast<float>(fanIn))};
-}
+InitRule heNormal(std::int64_t fanIn) { return {InitRule::Kind::Normal, std::sqrt(2.0f / static_cast<float>(fanIn))}; }
 
 InitRule xavierNormal(std::int64_t fanIn, std::int64_t fanOut)
 {
@@ -69,9 +66,7 @@ void createParameter(Parameter& p, std::string name, const Shape& shape, Backend
             v = dist(generator);
         break;
     }
-    case InitRule::Kind::Constant:
-        std::fill(values.begin(), values.end(), rule.value);
-        break;
+    case InitRule::Kind::Constant: std::fill(values.begin(), values.end(), rule.value); break;
     }
     p.master = backend.empty(shape, masterType);
     backend.upload(values.data(), p.master);

@@ -37,8 +37,8 @@ public:
 struct PassState {
     Backend& backend;
     bool training = true;
-    std::uint64_t seed = 0;   // for dropout masks
-    std::uint64_t step = 0;   // for dropout masks
+    std::uint64_t seed = 0; // for dropout masks
+    std::uint64_t step = 0; // for dropout masks
     // False for the first layer: nothing consumes the gradient of the input data, so its
     // backward may skip computing dx (and return an undefined tensor).
     bool inputGradNeeded = true;

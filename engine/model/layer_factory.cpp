@@ -34,7 +34,8 @@ LayerPtr wrapActivation(LayerPtr layer, const LayerSpec& spec)
         return layer;
     const auto kind = parseActivation(spec.activation);
     if (!kind)
-        throw ConfigError("activation \"" + spec.activation + "\" is unknown; expected " + activationKeys() + " or none");
+        throw ConfigError("activation \"" + spec.activation + "\" is unknown; expected " + activationKeys() +
+                          " or none");
     return std::make_unique<ActivatedLayer>(std::move(layer), *kind);
 }
 
@@ -97,12 +98,12 @@ LayerPtr createConv2d(const LayerSpec& spec, const Shape& in)
     requireImage(in);
     const std::int64_t stride = checkWindow(spec, 1);
     if (!windowFits(in, spec.kernel, spec.padding))
-        throw ConfigError("kernel " + number(spec.kernel) + " does not fit a " + spatial(in) +
-                          " input with padding " + number(spec.padding) + "; use a smaller kernel or more padding");
+        throw ConfigError("kernel " + number(spec.kernel) + " does not fit a " + spatial(in) + " input with padding " +
+                          number(spec.padding) + "; use a smaller kernel or more padding");
     const bool xavier = spec.activation == "tanh" || spec.activation == "sigmoid";
-    return wrapActivation(std::make_unique<Conv2d>(in, spec.filters, spec.kernel, stride, spec.padding, spec.bias,
-                                                   spec.init, xavier),
-                          spec);
+    return wrapActivation(
+        std::make_unique<Conv2d>(in, spec.filters, spec.kernel, stride, spec.padding, spec.bias, spec.init, xavier),
+        spec);
 }
 
 // Pools default to non-overlapping windows (stride = kernel), as PyTorch and Keras do, so
@@ -118,7 +119,8 @@ LayerPtr createPool(PoolKind kind, const LayerSpec& spec, const Shape& in)
                           "; a window could hold nothing but padding");
     if (!windowFits(in, spec.kernel, spec.padding))
         throw ConfigError("kernel " + number(spec.kernel) + " leaves no output (output size 0) for a " + spatial(in) +
-                          " input with padding " + number(spec.padding) + "; use a smaller kernel or remove a pooling layer");
+                          " input with padding " + number(spec.padding) +
+                          "; use a smaller kernel or remove a pooling layer");
     return std::make_unique<Pool2d>(kind, in, spec.kernel, stride, spec.padding);
 }
 

@@ -10,19 +10,19 @@
 namespace mantissa {
 
 struct LayerReport {
-    int index = 0;                // position in ModelSpec::layers
+    int index = 0; // position in ModelSpec::layers
     std::string type;
     Shape inputShape, outputShape; // per sample; empty when the layer is invalid
     std::int64_t parameters = 0;
     std::int64_t flopsPerSample = 0;
     std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents;
-    std::string error;            // empty when valid
+    std::string error; // empty when valid
 };
 
 struct ModelReport {
     std::vector<LayerReport> layers;
-    std::string error;            // the first error, already prefixed: "layer 5 (linear): ..."
-    int errorLayer = -1;          // index of the first invalid layer, -1 when the model is valid
+    std::string error;   // the first error, already prefixed: "layer 5 (linear): ..."
+    int errorLayer = -1; // index of the first invalid layer, -1 when the model is valid
     std::int64_t totalParameters = 0;
     std::int64_t totalFlopsPerSample = 0;
     std::int64_t activationValuesPerSample = 0; // sum of every layer's output size

@@ -7,14 +7,14 @@
 namespace mantissa {
 
 struct Parameter {
-    std::string name;   // "3.linear.weight": layer index, layer type, role
-    Tensor master;      // fp32 master weights, or 16-bit weights in a pure fp16/bf16 run
-    Tensor working;     // the copy the layer computes with, in its compute type; shares
-                        // master's storage when the types match
-    Tensor grad;        // written by backward, in the working type (possibly loss-scaled)
-    Tensor fp32Grad;    // unscaled fp32 gradient the optimizer reads
+    std::string name;      // "3.linear.weight": layer index, layer type, role
+    Tensor master;         // fp32 master weights, or 16-bit weights in a pure fp16/bf16 run
+    Tensor working;        // the copy the layer computes with, in its compute type; shares
+                           // master's storage when the types match
+    Tensor grad;           // written by backward, in the working type (possibly loss-scaled)
+    Tensor fp32Grad;       // unscaled fp32 gradient the optimizer reads
     Tensor state1, state2; // optimizer state in master's dtype
-    bool decay = true;  // weight decay applies (not to biases or normalisation)
+    bool decay = true;     // weight decay applies (not to biases or normalisation)
 };
 
 } // namespace mantissa

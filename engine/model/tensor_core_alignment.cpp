@@ -25,10 +25,7 @@ std::string listMisaligned(const std::vector<MisalignedExtent>& extents)
 
 } // namespace
 
-bool wantsTensorCoreAlignment(DType compute)
-{
-    return compute == DType::F16 || compute == DType::BF16;
-}
+bool wantsTensorCoreAlignment(DType compute) { return compute == DType::F16 || compute == DType::BF16; }
 
 std::string MisalignedExtent::suggestion() const
 {
@@ -65,7 +62,8 @@ std::string LayerAlignment::reason() const
             suggestions += (suggestions.empty() ? "" : "; ") + e.name + ": " + e.suggestion();
         return listMisaligned(misaligned) + (one ? " is not a multiple" : " are not multiples") +
                " of 8: fp16/bf16 tensor cores work on tiles of 8, so this layer's GEMMs pad or fall back to slower "
-               "kernels (" + suggestions + " would use them fully)";
+               "kernels (" +
+               suggestions + " would use them fully)";
     }
     }
     return "";
@@ -107,7 +105,8 @@ std::string batchAdvice(const MisalignedExtent& batch)
     // weight-gradient GEMM (NVIDIA, "Optimizing Fully-Connected Layers": batch size a multiple of 8).
     return "batch size " + std::to_string(batch.value) +
            " is not a multiple of 8: fp16/bf16 tensor cores multiply tiles of 8, so the batch dimension of every "
-           "GEMM gets padded or runs on slower kernels; " + batch.suggestion() + " would use them fully";
+           "GEMM gets padded or runs on slower kernels; " +
+           batch.suggestion() + " would use them fully";
 }
 
 std::vector<std::string> TensorCoreAdvice::messages() const

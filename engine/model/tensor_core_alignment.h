@@ -36,23 +36,23 @@ bool wantsTensorCoreAlignment(DType compute);
 
 // One extent that is not a multiple of 8, and the nearest multiples that are.
 struct MisalignedExtent {
-    std::string name;         // "in features", "body 0 (conv2d): in channels", "batch size"
+    std::string name; // "in features", "body 0 (conv2d): in channels", "batch size"
     std::int64_t value = 0;
-    std::int64_t below = 0;   // the next multiple of 8 down; 0 when value < 8
-    std::int64_t above = 0;   // the next multiple of 8 up
+    std::int64_t below = 0;         // the next multiple of 8 down; 0 when value < 8
+    std::int64_t above = 0;         // the next multiple of 8 up
     std::string suggestion() const; // "96 or 104", or "8" when there is none below
 };
 
 enum class AlignmentVerdict : std::uint8_t {
-    NoGemm,    // no matrix multiply or convolution in this layer
-    Fp32,      // computes in fp32: no 16-bit tensor cores, no advice
-    Aligned,   // every extent is a multiple of 8
+    NoGemm,  // no matrix multiply or convolution in this layer
+    Fp32,    // computes in fp32: no 16-bit tensor cores, no advice
+    Aligned, // every extent is a multiple of 8
     Misaligned,
 };
 
 // One top-level layer's verdict.
 struct LayerAlignment {
-    int layer = 0;            // index in ModelSpec::layers
+    int layer = 0; // index in ModelSpec::layers
     std::string type;
     DType compute = DType::F32;
     std::vector<std::pair<std::string, std::int64_t>> extents; // every extent checked
@@ -66,8 +66,8 @@ struct LayerAlignment {
 };
 
 struct TensorCoreAdvice {
-    std::vector<LayerAlignment> layers;     // one per layer of the model report
-    std::optional<MisalignedExtent> batch;  // set when some layer runs 16-bit GEMMs and the batch is not a multiple of 8
+    std::vector<LayerAlignment> layers;    // one per layer of the model report
+    std::optional<MisalignedExtent> batch; // set when some layer runs 16-bit GEMMs and the batch is not a multiple of 8
 
     // One line per misaligned 16-bit layer ("layer 5 (linear), fp16: out features = 10 is not
     // a multiple of 8: ...") and one for the batch; empty when there is nothing to advise

@@ -20,8 +20,8 @@ inline __m256i bfloat16Lanes(__m256i x)
     const __m256i absx = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
     const __m256i isNan = _mm256_cmpgt_epi32(absx, _mm256_set1_epi32(0x7f800000));
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
     const __m256i quietNan = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
     return _mm256_blendv_epi8(rounded, quietNan, isNan);
 }

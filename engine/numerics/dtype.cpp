@@ -17,9 +17,12 @@ std::string_view dtypeName(DType t)
 
 std::optional<DType> parseDType(std::string_view text)
 {
-    if (text == "fp32" || text == "f32" || text == "float32") return DType::F32;
-    if (text == "fp16" || text == "f16" || text == "half" || text == "float16") return DType::F16;
-    if (text == "bf16" || text == "bfloat16") return DType::BF16;
+    if (text == "fp32" || text == "f32" || text == "float32")
+        return DType::F32;
+    if (text == "fp16" || text == "f16" || text == "half" || text == "float16")
+        return DType::F16;
+    if (text == "bf16" || text == "bfloat16")
+        return DType::BF16;
     return std::nullopt;
 }
 

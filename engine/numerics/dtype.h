@@ -21,10 +21,10 @@ std::optional<DType> parseDType(std::string_view text);
 
 // Range facts a user studies; kept here so the UI, the docs and the tests agree.
 struct DTypeLimits {
-    float maxFinite;      // 65504 for fp16
-    float minNormal;      // 2^-14 for fp16
-    float minSubnormal;   // 2^-24 for fp16
-    int mantissaBits;     // stored fraction bits: 23, 10, 7
+    float maxFinite;    // 65504 for fp16
+    float minNormal;    // 2^-14 for fp16
+    float minSubnormal; // 2^-24 for fp16
+    int mantissaBits;   // stored fraction bits: 23, 10, 7
 };
 DTypeLimits dtypeLimits(DType t);
 

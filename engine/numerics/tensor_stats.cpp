@@ -44,8 +44,7 @@ RoundingThresholds computeThresholds(DType target)
     return t;
 }
 
-void measureChunk(const float* values, std::size_t n, const RoundingThresholds& t, float histogramScale,
-                  TensorStats& s)
+void measureChunk(const float* values, std::size_t n, const RoundingThresholds& t, float histogramScale, TensorStats& s)
 {
     const bool rescale = histogramScale != 1.0f;
     for (std::size_t i = 0; i < n; ++i) {

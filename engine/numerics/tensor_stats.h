@@ -26,7 +26,7 @@ using ExponentHistogram = std::array<std::uint32_t, kHistogramBins>;
 // The bin of an exponent (clamped), and back.
 constexpr int histogramBinOfExponent(int exponent)
 {
-    exponent = exponent < kHistogramMinExponent ? kHistogramMinExponent
+    exponent = exponent < kHistogramMinExponent   ? kHistogramMinExponent
                : exponent > kHistogramMaxExponent ? kHistogramMaxExponent
                                                   : exponent;
     return exponent - kHistogramMinExponent + 1;
@@ -37,13 +37,13 @@ int histogramBin(float value);
 
 struct TensorStats {
     std::int64_t count = 0;
-    float amax = 0;                 // largest finite |x| (of the measured, possibly unscaled values)
-    std::int64_t zeros = 0;         // exactly zero
-    std::int64_t underflow = 0;     // nonzero but rounds to zero in the target type
-    std::int64_t subnormal = 0;     // rounds to a nonzero subnormal of the target type
-    std::int64_t overflow = 0;      // finite but rounds to infinity in the target type
-    std::int64_t nonFinite = 0;     // inf or NaN already
-    ExponentHistogram histogram{};  // of the measured values
+    float amax = 0;                // largest finite |x| (of the measured, possibly unscaled values)
+    std::int64_t zeros = 0;        // exactly zero
+    std::int64_t underflow = 0;    // nonzero but rounds to zero in the target type
+    std::int64_t subnormal = 0;    // rounds to a nonzero subnormal of the target type
+    std::int64_t overflow = 0;     // finite but rounds to infinity in the target type
+    std::int64_t nonFinite = 0;    // inf or NaN already
+    ExponentHistogram histogram{}; // of the measured values
 
     double fraction(std::int64_t part) const { return count ? double(part) / double(count) : 0.0; }
     void merge(const TensorStats& other);

@@ -27,7 +27,8 @@ const char* tensorKindName(TensorKind kind)
 
 std::optional<TensorKind> parseTensorKind(const std::string& name)
 {
-    for (TensorKind kind : {TensorKind::Activation, TensorKind::ActivationGrad, TensorKind::Weight, TensorKind::WeightGrad})
+    for (TensorKind kind :
+         {TensorKind::Activation, TensorKind::ActivationGrad, TensorKind::Weight, TensorKind::WeightGrad})
         if (name == tensorKindName(kind))
             return kind;
     return std::nullopt;

@@ -12,15 +12,15 @@
 namespace mantissa {
 
 struct StepRecord {
-    std::int64_t step = 0;          // 1-based optimizer step, counting skipped ones
-    int epoch = 0;                  // 1-based
-    float loss = 0;                 // unscaled mean training loss of the batch
+    std::int64_t step = 0; // 1-based optimizer step, counting skipped ones
+    int epoch = 0;         // 1-based
+    float loss = 0;        // unscaled mean training loss of the batch
     float learningRate = 0;
-    float lossScale = 1;            // the scale used for this step's backward
-    bool skipped = false;           // gradients were non-finite; no update happened
-    float gradNorm = 0;             // global L2 norm of unscaled gradients (NaN/inf if skipped)
-    float samplesPerSecond = 0;     // this step's throughput
-    double elapsedSeconds = 0;      // since the run started, training time only
+    float lossScale = 1;        // the scale used for this step's backward
+    bool skipped = false;       // gradients were non-finite; no update happened
+    float gradNorm = 0;         // global L2 norm of unscaled gradients (NaN/inf if skipped)
+    float samplesPerSecond = 0; // this step's throughput
+    double elapsedSeconds = 0;  // since the run started, training time only
     // Largest |g| over all unscaled gradients (inf when any was non-finite): with it any
     // loss-scale policy can be replayed (engine/lens/scaler_replay.h).
     float gradAmax = 0;
@@ -30,7 +30,7 @@ struct EpochRecord {
     int epoch = 0;
     float trainLoss = 0, trainAccuracy = 0; // over the epoch's training steps
     float testLoss = 0, testAccuracy = 0;   // accuracy in [0, 1]
-    double wallSeconds = 0;                  // since the run started, evaluation included
+    double wallSeconds = 0;                 // since the run started, evaluation included
 };
 
 enum class EventKind : std::uint8_t { Overflow, ScaleChange, Divergence, Finished, Error };
@@ -44,38 +44,38 @@ std::optional<TensorKind> parseTensorKind(const std::string& name);
 // (activation gradients and weight gradients as backward produced them), or in forward
 // order when the forward pass (the loss) was already non-finite.
 struct OverflowLocation {
-    int layerIndex = -1;          // 0-based index in model.layers
-    std::string layer;            // "3.linear"
+    int layerIndex = -1; // 0-based index in model.layers
+    std::string layer;   // "3.linear"
     TensorKind kind = TensorKind::WeightGrad;
-    std::string tensor;           // "3.linear.weight", or the layer name for activations
+    std::string tensor; // "3.linear.weight", or the layer name for activations
     std::int64_t nonFiniteCount = 0, count = 0;
-    float largestFinite = 0;      // largest finite |x| in that tensor, as stored (scaled)
+    float largestFinite = 0; // largest finite |x| in that tensor, as stored (scaled)
 };
 
 // One measured tensor of one sampled step (engine/lens/numerics_probe.h).
 struct TensorNumerics {
     int layerIndex = 0;
-    std::string layer;            // "3.linear"
+    std::string layer; // "3.linear"
     TensorKind kind = TensorKind::Activation;
-    std::string tensor;           // "3.linear.weight"; the layer name for (gradients of) activations
-    DType dtype = DType::F32;     // the dtype the tensor is stored in
-    DType target = DType::F16;    // the dtype the fractions are measured against
-    TensorStats stats;            // histogram and amax unscaled unless NumericsRecord::scaledGradients
+    std::string tensor;        // "3.linear.weight"; the layer name for (gradients of) activations
+    DType dtype = DType::F32;  // the dtype the tensor is stored in
+    DType target = DType::F16; // the dtype the fractions are measured against
+    TensorStats stats;         // histogram and amax unscaled unless NumericsRecord::scaledGradients
 };
 
 struct NumericsRecord {
     std::int64_t step = 0;
-    float lossScale = 1;          // the scale this step's backward used
-    bool scaledGradients = false; // gradient histograms and amax are of scaled values
+    float lossScale = 1;                 // the scale this step's backward used
+    bool scaledGradients = false;        // gradient histograms and amax are of scaled values
     std::vector<TensorNumerics> tensors; // by layer, then kind
 };
 
 struct EventRecord {
     EventKind kind = EventKind::Overflow;
     std::int64_t step = 0;
-    float scaleBefore = 0, scaleAfter = 0; // Overflow and ScaleChange
-    std::string parameter;                  // Overflow: first parameter whose gradient was non-finite
-    std::string message;                    // Divergence, Finished (status), Error
+    float scaleBefore = 0, scaleAfter = 0;    // Overflow and ScaleChange
+    std::string parameter;                    // Overflow: first parameter whose gradient was non-finite
+    std::string message;                      // Divergence, Finished (status), Error
     std::optional<OverflowLocation> location; // Overflow: where the first non-finite value was
 };
 

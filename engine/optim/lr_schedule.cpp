@@ -44,8 +44,7 @@ void LrSchedule::validate(const ScheduleSpec& spec, float baseLr)
     require(finite(baseLr) && baseLr > 0, "optimizer.lr", "must be > 0, got " + formatNumber(baseLr));
     require(spec.warmupSteps >= 0, "schedule.warmupSteps", "must be >= 0, got " + std::to_string(spec.warmupSteps));
     switch (spec.type) {
-    case ScheduleKind::Constant:
-        break;
+    case ScheduleKind::Constant: break;
     case ScheduleKind::Step: {
         require(finite(spec.gamma) && spec.gamma > 0, "schedule.gamma", "must be > 0, got " + formatNumber(spec.gamma));
         bool increasing = true;
@@ -56,7 +55,8 @@ void LrSchedule::validate(const ScheduleSpec& spec, float baseLr)
         break;
     }
     case ScheduleKind::Cosine:
-        require(finite(spec.minLr) && spec.minLr >= 0, "schedule.minLr", "must be >= 0, got " + formatNumber(spec.minLr));
+        require(finite(spec.minLr) && spec.minLr >= 0, "schedule.minLr",
+                "must be >= 0, got " + formatNumber(spec.minLr));
         require(spec.minLr <= baseLr, "schedule.minLr",
                 formatNumber(spec.minLr) + " is above the base learning rate optimizer.lr = " + formatNumber(baseLr));
         break;
@@ -96,11 +96,10 @@ float LrSchedule::rate(std::int64_t step, std::int64_t epoch, std::int64_t /*ste
 float LrSchedule::scheduledRate(std::int64_t step, std::int64_t epoch, std::int64_t totalSteps) const
 {
     switch (m_kind) {
-    case ScheduleKind::Constant:
-        return m_baseLr;
+    case ScheduleKind::Constant: return m_baseLr;
     case ScheduleKind::Step: {
-        const auto passed = std::count_if(m_spec.milestones.begin(), m_spec.milestones.end(),
-                                          [epoch](int m) { return epoch >= m; });
+        const auto passed =
+            std::count_if(m_spec.milestones.begin(), m_spec.milestones.end(), [epoch](int m) { return epoch >= m; });
         return static_cast<float>(m_baseLr * std::pow(static_cast<double>(m_spec.gamma), static_cast<double>(passed)));
     }
     case ScheduleKind::Cosine: {
@@ -108,8 +107,7 @@ float LrSchedule::scheduledRate(std::int64_t step, std::int64_t epoch, std::int6
         const double t = static_cast<double>(std::min(step, totalSteps)) / static_cast<double>(totalSteps);
         return static_cast<float>(annealCos(m_baseLr, m_spec.minLr, t));
     }
-    case ScheduleKind::OneCycle:
-        return oneCycleRate(step, totalSteps);
+    case ScheduleKind::OneCycle: return oneCycleRate(step, totalSteps);
     }
     return m_baseLr;
 }

@@ -96,10 +96,7 @@ void Optimizer::buildSlots(std::span<Parameter* const> params)
     }
 }
 
-SgdSettings Optimizer::sgdSettings() const
-{
-    return {m_spec.momentum, m_spec.weightDecay, m_spec.nesterov};
-}
+SgdSettings Optimizer::sgdSettings() const { return {m_spec.momentum, m_spec.weightDecay, m_spec.nesterov}; }
 
 AdamSettings Optimizer::adamSettings() const
 {

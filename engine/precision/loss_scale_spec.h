@@ -10,11 +10,11 @@ namespace mantissa {
 
 struct LossScaleSpec {
     LossScaleType type = LossScaleType::Auto; // auto: PrecisionPolicy::resolveLossScale
-    float value = 128;          // static
-    float initial = 65536;      // dynamic: 2^16
+    float value = 128;                        // static
+    float initial = 65536;                    // dynamic: 2^16
     float growthFactor = 2, backoffFactor = 0.5f;
     std::int64_t growthInterval = 2000;
-    int hysteresis = 1;         // consecutive overflows before backing off (PyTorch 1, DeepSpeed 2)
+    int hysteresis = 1; // consecutive overflows before backing off (PyTorch 1, DeepSpeed 2)
     float minScale = 1.0f / 65536.0f, maxScale = 16777216.0f; // 2^-16 .. 2^24
 };
 

@@ -117,15 +117,9 @@ std::span<const EnumEntry<LossScaleType>> enumEntries<LossScaleType>()
     return kLossScaleNames;
 }
 
-std::string precisionModeName(PrecisionMode mode)
-{
-    return std::string(enumKey(mode));
-}
+std::string precisionModeName(PrecisionMode mode) { return std::string(enumKey(mode)); }
 
-std::optional<PrecisionMode> parsePrecisionMode(std::string_view key)
-{
-    return parseEnum<PrecisionMode>(key);
-}
+std::optional<PrecisionMode> parsePrecisionMode(std::string_view key) { return parseEnum<PrecisionMode>(key); }
 
 DType LayerDTypes::operator[](TensorRole role) const
 {
@@ -175,9 +169,6 @@ LossScaleType PrecisionPolicy::resolveLossScale(LossScaleType requested) const
     return requested == LossScaleType::Auto ? modeRow(m_mode).autoLossScale : requested;
 }
 
-DType PrecisionPolicy::lensTarget() const
-{
-    return modeRow(m_mode).lensTarget;
-}
+DType PrecisionPolicy::lensTarget() const { return modeRow(m_mode).lensTarget; }
 
 } // namespace mantissa

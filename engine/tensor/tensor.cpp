@@ -70,10 +70,7 @@ std::shared_ptr<Storage> allocateHostStorage(std::size_t bytes)
     return storage;
 }
 
-void trimHostMemoryPool()
-{
-    hostPool().trim();
-}
+void trimHostMemoryPool() { hostPool().trim(); }
 
 Tensor::Tensor(Shape shape, DType dtype, std::shared_ptr<Storage> storage)
     : m_shape(std::move(shape)), m_dtype(dtype), m_storage(std::move(storage))

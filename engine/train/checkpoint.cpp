@@ -54,7 +54,8 @@ void Trainer::saveCheckpoint(const std::string& path) const
     nlohmann::json header;
     header["config"] = nlohmann::json::parse(runConfigToJson(m_config, -1));
     const LossScalerState scaler = m_scaler.state();
-    header["scaler"] = {{"scale", scaler.scale}, {"good_steps", scaler.goodSteps}, {"hysteresis_left", scaler.hysteresisLeft}};
+    header["scaler"] = {
+        {"scale", scaler.scale}, {"good_steps", scaler.goodSteps}, {"hysteresis_left", scaler.hysteresisLeft}};
     header["optimizer_steps"] = m_optimizer.stepCount();
     header["tensors"] = nlohmann::json::array();
     for (auto& t : tensors)
@@ -69,7 +70,8 @@ void Trainer::saveCheckpoint(const std::string& path) const
         for (auto& t : tensors) {
             std::vector<float> values(static_cast<std::size_t>(t.tensor->numel()));
             m_backend.download(*t.tensor, values.data());
-            out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+            out.write(reinterpret_cast<const char*>(values.data()),
+                      static_cast<std::streamsize>(values.size() * sizeof(float)));
         }
         if (!out.flush())
             throw IoError(path + ": writing the checkpoint failed (disk full?)");
@@ -120,7 +122,8 @@ void Trainer::loadCheckpoint(const std::string& path, bool weightsOnly)
     std::size_t loaded = 0;
     for (const auto& [name, shape] : entries) {
         std::vector<float> values(static_cast<std::size_t>(shape.numel()));
-        if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float))))
+        if (!in.read(reinterpret_cast<char*>(values.data()),
+                     static_cast<std::streamsize>(values.size() * sizeof(float))))
             throw IoError(path + ": truncated while reading tensor " + name);
         auto it = targets.find(name);
         if (it == targets.end())
@@ -140,8 +143,8 @@ void Trainer::loadCheckpoint(const std::string& path, bool weightsOnly)
             m_backend.cast(p->master, p->working);
     if (!weightsOnly) {
         const auto& s = header.at("scaler");
-        m_scaler.restore({s.at("scale").get<float>(), s.at("good_steps").get<std::int64_t>(),
-                          s.at("hysteresis_left").get<int>()});
+        m_scaler.restore(
+            {s.at("scale").get<float>(), s.at("good_steps").get<std::int64_t>(), s.at("hysteresis_left").get<int>()});
         m_optimizer.setStepCount(header.at("optimizer_steps").get<std::int64_t>());
     }
 }

@@ -5,8 +5,8 @@
 namespace mantissa {
 
 namespace {
-constexpr std::array kStatuses{RunStatus::Running, RunStatus::Finished, RunStatus::Stopped,
-                               RunStatus::Diverged, RunStatus::Failed, RunStatus::Interrupted};
+constexpr std::array kStatuses{RunStatus::Running,  RunStatus::Finished, RunStatus::Stopped,
+                               RunStatus::Diverged, RunStatus::Failed,   RunStatus::Interrupted};
 }
 
 const char* runStatusName(RunStatus status)

@@ -13,7 +13,7 @@ namespace mantissa {
 enum class RunStatus : std::uint8_t {
     Running,
     Finished,
-    Stopped,  // by the user
+    Stopped, // by the user
     Diverged,
     Failed,
     // Never returned by Trainer::run: a run whose process died (or closed it unfinished) while
@@ -31,17 +31,17 @@ std::optional<RunStatus> parseRunStatus(std::string_view name);
 
 struct RunSummary {
     RunStatus status = RunStatus::Running;
-    std::string message;             // why it stopped, for diverged/failed runs
+    std::string message; // why it stopped, for diverged/failed runs
     // The evaluation fields below mean something once `epochs` > 0: before the first
     // evaluation they are placeholders, and a recorder stores them as "not known".
-    float trainLoss = 0;             // mean over the last epoch's finite steps
+    float trainLoss = 0; // mean over the last epoch's finite steps
     float testLoss = 0, testAccuracy = 0, bestTestAccuracy = 0;
     std::int64_t steps = 0, skippedSteps = 0;
-    int epochs = 0;                  // completed (or partially run) epochs
+    int epochs = 0; // completed (or partially run) epochs
     float finalLossScale = 1;
-    double samplesPerSecond = 0;     // training steps only, evaluation excluded; 0: not known
+    double samplesPerSecond = 0; // training steps only, evaluation excluded; 0: not known
     double trainSeconds = 0, wallSeconds = 0;
-    std::size_t peakBytes = 0;       // peak memory allocated through the backend; 0: not known
+    std::size_t peakBytes = 0; // peak memory allocated through the backend; 0: not known
 };
 
 } // namespace mantissa

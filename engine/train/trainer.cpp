@@ -14,10 +14,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double secondsSince(Clock::time_point start)
-{
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Consecutive skipped steps after which a run is declared diverged: the scaler has had
 // every chance to recover by then (16 halvings take 2^16 down to 1).
@@ -26,12 +23,8 @@ constexpr int kMaxConsecutiveSkips = 64;
 } // namespace
 
 Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data)
-    : m_config(config),
-      m_backend(backend),
-      m_data(data),
-      m_optimizer(config.optimizer),
-      m_schedule(config.schedule, config.optimizer.lr),
-      m_scaler(config.lossScale, config.precision)
+    : m_config(config), m_backend(backend), m_data(data), m_optimizer(config.optimizer),
+      m_schedule(config.schedule, config.optimizer.lr), m_scaler(config.lossScale, config.precision)
 {
     if (data.train.size() == 0)
         throw DataError(data.train.name + ": the training set is empty");
@@ -97,7 +90,8 @@ ProbeSettings Trainer::probeSettings(float scale, bool scaledGradients) const
     return settings;
 }
 
-std::optional<OverflowLocation> Trainer::locateOverflow(const Tensor& x, const Tensor& y, std::int64_t step, float scale)
+std::optional<OverflowLocation> Trainer::locateOverflow(const Tensor& x, const Tensor& y, std::int64_t step,
+                                                        float scale)
 {
     // A training forward updates batch-norm running statistics: keep them as they were.
     std::vector<std::pair<Tensor*, Tensor>> saved;
@@ -128,7 +122,8 @@ Evaluation Trainer::evaluate(const Dataset& data)
     Evaluation result;
     if (data.size() == 0)
         return result;
-    BatchLoader loader(data, BatchLoaderOptions::evaluation(std::max<std::int64_t>(1, m_config.training.evalBatchSize)));
+    BatchLoader loader(data,
+                       BatchLoaderOptions::evaluation(std::max<std::int64_t>(1, m_config.training.evalBatchSize)));
     loader.startEpoch(0);
     HostBatch batch;
     double lossSum = 0;
@@ -154,10 +149,10 @@ Evaluation Trainer::evaluate(const Dataset& data)
 struct Trainer::RunState {
     RunSummary summary;
     Clock::time_point start = Clock::now();
-    double trainSeconds = 0;       // steps only, evaluations and pauses excluded
+    double trainSeconds = 0; // steps only, evaluations and pauses excluded
     std::int64_t trainedSamples = 0;
-    HostBatch batch;               // the next batch; a finished step's buffers serve it
-    std::int64_t lastQueued = 0;   // the last step queued
+    HostBatch batch;                // the next batch; a finished step's buffers serve it
+    std::int64_t lastQueued = 0;    // the last step queued
     std::int64_t lastPublished = 0; // the last step whose record was published
     int consecutiveSkips = 0;
     // Over the current epoch's finite steps.
@@ -330,12 +325,13 @@ void Trainer::checkDivergence(RunState& run, std::int64_t step, const StepOutcom
     const bool fp32Diverged = !outcome.lossFinite && m_config.precision == PrecisionMode::Fp32;
     if (!fp32Diverged && run.consecutiveSkips < kMaxConsecutiveSkips)
         return;
-    run.divergence = fp32Diverged
-        ? "the loss became non-finite at step " + std::to_string(step) + " in fp32; lower the learning rate"
-        : std::to_string(run.consecutiveSkips) + " consecutive steps had non-finite gradients (last at " +
-              outcome.firstNonFinite + ")" +
-              (m_scaler.kind() == LossScaler::Kind::Dynamic ? "; the loss scale cannot recover"
-                                                            : "; try mixed precision or dynamic loss scaling");
+    run.divergence =
+        fp32Diverged
+            ? "the loss became non-finite at step " + std::to_string(step) + " in fp32; lower the learning rate"
+            : std::to_string(run.consecutiveSkips) + " consecutive steps had non-finite gradients (last at " +
+                  outcome.firstNonFinite + ")" +
+                  (m_scaler.kind() == LossScaler::Kind::Dynamic ? "; the loss scale cannot recover"
+                                                                : "; try mixed precision or dynamic loss scaling");
     EventRecord event;
     event.kind = EventKind::Divergence;
     event.step = step;
@@ -350,9 +346,10 @@ void Trainer::evaluateEpoch(RunState& run, int epoch)
     EpochRecord record;
     record.epoch = epoch;
     record.trainLoss = run.epochTrainLoss();
-    record.trainAccuracy = run.epochSamples ? static_cast<float>(static_cast<double>(run.epochCorrect) /
-                                                                 static_cast<double>(run.epochSamples))
-                                            : 0.0f;
+    record.trainAccuracy =
+        run.epochSamples
+            ? static_cast<float>(static_cast<double>(run.epochCorrect) / static_cast<double>(run.epochSamples))
+            : 0.0f;
     record.testLoss = test.loss;
     record.testAccuracy = test.accuracy;
     record.wallSeconds = secondsSince(run.start);

@@ -85,8 +85,8 @@ private:
         float gradNorm = 0;
         float gradAmax = 0;
         std::string firstNonFinite;
-        std::optional<OverflowLocation> location;  // skipped steps
-        std::optional<NumericsRecord> numerics;    // sampled steps
+        std::optional<OverflowLocation> location; // skipped steps
+        std::optional<NumericsRecord> numerics;   // sampled steps
         ScaleUpdate scaleUpdate;
     };
     // A step on the device whose record the host has not read yet.

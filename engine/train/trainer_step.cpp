@@ -135,7 +135,7 @@ Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, 
     if (isNumericsStep(step)) {
         MANTISSA_ASSERT(!ahead); // the probe reads tensors on the host as the step goes
         q.probe = std::make_unique<NumericsProbe>(*m_model, m_backend,
-                                                   probeSettings(m_scaler.scale(), m_config.numerics.scaledGradients));
+                                                  probeSettings(m_scaler.scale(), m_config.numerics.scaledGradients));
         q.probe->measureWeights(); // the weights this step computes with, before the update
     }
     if (!q.probe && runStepOnGraph(step)) {
@@ -174,8 +174,8 @@ Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
         return out;
     }
     const float first = state[slot(StepState::FirstNonFinite)];
-    out.firstNonFinite = first == kLossNotFinite ? std::string("loss (forward pass)")
-                                                 : m_params[static_cast<std::size_t>(first)]->name;
+    out.firstNonFinite =
+        first == kLossNotFinite ? std::string("loss (forward pass)") : m_params[static_cast<std::size_t>(first)]->name;
     // The weights are those the step computed with: a skipped step changes none, and a step
     // queued after it was held. That step did move the batch-norm statistics and replace the
     // batch; with nothing queued after it, the batch tensors still hold this step's batch.

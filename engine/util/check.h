@@ -14,15 +14,24 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-class ConfigError : public Error { using Error::Error; };      // bad config / model spec
-class DataError : public Error { using Error::Error; };        // missing or corrupt dataset
-class ResourceError : public Error { using Error::Error; };    // out of memory, device unusable
-class UnsupportedError : public Error { using Error::Error; };  // op/dtype a backend lacks
-class IoError : public Error { using Error::Error; };          // checkpoint files and the like
+class ConfigError : public Error {
+    using Error::Error;
+}; // bad config / model spec
+class DataError : public Error {
+    using Error::Error;
+}; // missing or corrupt dataset
+class ResourceError : public Error {
+    using Error::Error;
+}; // out of memory, device unusable
+class UnsupportedError : public Error {
+    using Error::Error;
+}; // op/dtype a backend lacks
+class IoError : public Error {
+    using Error::Error;
+}; // checkpoint files and the like
 
 [[noreturn]] void assertionFailed(const char* expression, const char* file, int line);
 
 } // namespace mantissa
 
-#define MANTISSA_ASSERT(cond) \
-    ((cond) ? static_cast<void>(0) : ::mantissa::assertionFailed(#cond, __FILE__, __LINE__))
+#define MANTISSA_ASSERT(cond) ((cond) ? static_cast<void>(0) : ::mantissa::assertionFailed(#cond, __FILE__, __LINE__))

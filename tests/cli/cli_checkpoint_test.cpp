@@ -125,21 +125,23 @@ private slots:
         QCOMPARE(checkpoints[0].step, qint64(16));
         QCOMPARE(checkpoints[1].epoch, 2);
         QCOMPARE(checkpoints[1].step, qint64(32));
-        const CliResult show = runCli({QStringLiteral("show"), QString::number(m_baseId), QStringLiteral("--db"), m_db});
+        const CliResult show =
+            runCli({QStringLiteral("show"), QString::number(m_baseId), QStringLiteral("--db"), m_db});
         QVERIFY2(show.exitCode == 0, qPrintable(show.describe()));
         for (const storage::CheckpointInfo& c : checkpoints) {
             QVERIFY2(QFile::exists(c.absolutePath), qPrintable(c.absolutePath));
-            QVERIFY2(show.out.contains(QStringLiteral("epoch %1, step %2: %3").arg(c.epoch).arg(c.step).arg(c.absolutePath)),
-                     qPrintable(show.out));
+            QVERIFY2(
+                show.out.contains(QStringLiteral("epoch %1, step %2: %3").arg(c.epoch).arg(c.step).arg(c.absolutePath)),
+                qPrintable(show.out));
         }
     }
 
     void fineTunesTheFp32RunInMixedFp16FromItsWeights()
     {
         const QString baseName = storage::RunStore(m_db).run(m_baseId).name;
-        const CliResult r = runCli({QStringLiteral("train"), m_frozen, QStringLiteral("--init-from"), baseName,
-                                    QStringLiteral("--precision"), QStringLiteral("mixed-fp16"), QStringLiteral("--db"),
-                                    m_db});
+        const CliResult r =
+            runCli({QStringLiteral("train"), m_frozen, QStringLiteral("--init-from"), baseName,
+                    QStringLiteral("--precision"), QStringLiteral("mixed-fp16"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(r.err.contains(QStringLiteral("starting from the weights of run %1 (%2), epoch 2, step 32")
                                     .arg(m_baseId)
@@ -189,17 +191,20 @@ private slots:
         QTest::addColumn<QStringList>("expected");
         QTest::newRow("no such run or file")
             << QStringLiteral("frozen") << QStringLiteral("no-such-run")
-            << QStringList{QStringLiteral("--init-from \"no-such-run\" is neither a run in this database nor a checkpoint file")};
+            << QStringList{QStringLiteral(
+                   "--init-from \"no-such-run\" is neither a run in this database nor a checkpoint file")};
         QTest::newRow("a run without a checkpoint")
             << QStringLiteral("frozen") << QStringLiteral("stopped-early")
             << QStringList{QStringLiteral("run "), QStringLiteral("(stopped-early, stopped) has no checkpoint")};
-        QTest::newRow("a corrupt file")
-            << QStringLiteral("frozen") << QStringLiteral("corrupt.ckpt")
-            << QStringList{QStringLiteral("training.init_from: "), QStringLiteral("corrupt.ckpt: not a Mantissa checkpoint")};
+        QTest::newRow("a corrupt file") << QStringLiteral("frozen") << QStringLiteral("corrupt.ckpt")
+                                        << QStringList{QStringLiteral("training.init_from: "),
+                                                       QStringLiteral("corrupt.ckpt: not a Mantissa checkpoint")};
         QTest::newRow("other shapes")
             << QStringLiteral("wide") << QStringLiteral("base")
-            << QStringList{QStringLiteral("training.init_from: "),
-                           QStringLiteral("tensor 1.linear.weight has shape [4, 64] in the checkpoint but [4, 128] in this model")};
+            << QStringList{
+                   QStringLiteral("training.init_from: "),
+                   QStringLiteral(
+                       "tensor 1.linear.weight has shape [4, 64] in the checkpoint but [4, 128] in this model")};
     }
     void refusesWhatItCannotStartFrom()
     {
@@ -207,12 +212,12 @@ private slots:
         QFETCH(QString, initFrom);
         QFETCH(QStringList, expected);
         const qsizetype runsBefore = storage::RunStore(m_db).listRuns().size();
-        const QString value = initFrom == QLatin1String("base") ? QString::number(m_baseId)
-            : initFrom.endsWith(QLatin1String(".ckpt"))          ? m_dir.filePath(initFrom)
-                                                                  : initFrom;
+        const QString value = initFrom == QLatin1String("base")           ? QString::number(m_baseId)
+                              : initFrom.endsWith(QLatin1String(".ckpt")) ? m_dir.filePath(initFrom)
+                                                                          : initFrom;
         const QString path = QDir(m_dir.path()).filePath(config + QStringLiteral(".json"));
-        const CliResult r = runCli({QStringLiteral("train"), path, QStringLiteral("--init-from"), value,
-                                    QStringLiteral("--db"), m_db});
+        const CliResult r =
+            runCli({QStringLiteral("train"), path, QStringLiteral("--init-from"), value, QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 2, qPrintable(r.describe()));
         for (const QString& part : expected)
             QVERIFY2(r.err.contains(part), qPrintable(r.describe()));

@@ -35,15 +35,15 @@ private slots:
     {
         const QString db = m_dir.filePath(QStringLiteral("compare.sqlite"));
         const CliResult r = runCli({QStringLiteral("compare"), m_config, QStringLiteral("--precisions"),
-                                    QStringLiteral("fp32,mixed-fp16"), QStringLiteral("--max-steps"), QStringLiteral("12"),
-                                    QStringLiteral("--db"), db});
+                                    QStringLiteral("fp32,mixed-fp16"), QStringLiteral("--max-steps"),
+                                    QStringLiteral("12"), QStringLiteral("--db"), db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
 
         // The table: a header with every column, then one row per precision, baseline first.
         const QStringList lines = r.outLines();
         QVERIFY2(lines.size() == 4, qPrintable(r.describe()));
-        for (const char* column : {"precision", "batch", "test acc", "time", "speedup", "skipped", "loss scale",
-                                   "peak memory"}) {
+        for (const char* column :
+             {"precision", "batch", "test acc", "time", "speedup", "skipped", "loss scale", "peak memory"}) {
             QVERIFY2(lines[0].contains(QLatin1String(column)), column);
         }
         QVERIFY(lines[1].startsWith(QStringLiteral("fp32 ")));
@@ -73,8 +73,8 @@ private slots:
         QCOMPARE(QSet<QString>({runs[0].precision, runs[1].precision}), QSet<QString>({"fp32", "mixed-fp16"}));
         QCOMPARE(store.groups().first().name, QStringLiteral("tiny: fp32 vs mixed-fp16"));
 
-        const CliResult group = runCli({QStringLiteral("runs"), QStringLiteral("--group"), QString::number(groupId),
-                                        QStringLiteral("--db"), db});
+        const CliResult group = runCli(
+            {QStringLiteral("runs"), QStringLiteral("--group"), QString::number(groupId), QStringLiteral("--db"), db});
         QVERIFY2(group.exitCode == 0 && group.outLines().size() == 3, qPrintable(group.describe())); // header + 2
     }
 
@@ -84,15 +84,17 @@ private slots:
     void samePrecisionTwiceIsBitIdentical()
     {
         const QString db = m_dir.filePath(QStringLiteral("twice.sqlite"));
-        const CliResult r = runCli({QStringLiteral("compare"), m_config, QStringLiteral("--precisions"),
-                                    QStringLiteral("fp32,fp32"), QStringLiteral("--max-steps"), QStringLiteral("10"),
-                                    QStringLiteral("--db"), db});
+        const CliResult r =
+            runCli({QStringLiteral("compare"), m_config, QStringLiteral("--precisions"), QStringLiteral("fp32,fp32"),
+                    QStringLiteral("--max-steps"), QStringLiteral("10"), QStringLiteral("--db"), db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         const QJsonArray results = r.json().value(QStringLiteral("runs")).toArray();
         QCOMPARE(results.size(), 2);
         storage::RunStore store(db);
-        const storage::StepSeries first = store.steps(results[0].toObject().value(QStringLiteral("run_id")).toInteger());
-        const storage::StepSeries second = store.steps(results[1].toObject().value(QStringLiteral("run_id")).toInteger());
+        const storage::StepSeries first =
+            store.steps(results[0].toObject().value(QStringLiteral("run_id")).toInteger());
+        const storage::StepSeries second =
+            store.steps(results[1].toObject().value(QStringLiteral("run_id")).toInteger());
         QCOMPARE(first.size(), 10);
         QCOMPARE(second.loss, first.loss);
         QCOMPARE(second.gradNorm, first.gradNorm);
@@ -114,7 +116,8 @@ private slots:
         QFETCH(QStringList, options);
         QFETCH(QString, message);
         const QString db = m_dir.filePath(QStringLiteral("rejected.sqlite"));
-        const CliResult r = runCli(QStringList{QStringLiteral("compare"), m_config, QStringLiteral("--db"), db} + options);
+        const CliResult r =
+            runCli(QStringList{QStringLiteral("compare"), m_config, QStringLiteral("--db"), db} + options);
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains(message), qPrintable(r.describe()));
         QVERIFY(!QFile::exists(db) || storage::RunStore(db).listRuns().isEmpty());

@@ -68,7 +68,9 @@ private slots:
     void refusesNewerSchema()
     {
         const QString db = m_dir.filePath(QStringLiteral("newer.sqlite"));
-        { storage::RunStore store(db); }
+        {
+            storage::RunStore store(db);
+        }
         {
             storage::test::RawDatabase raw(db);
             QVERIFY(raw.exec(QStringLiteral("PRAGMA user_version = 99")));
@@ -76,7 +78,8 @@ private slots:
         const FileSnapshot before = snapshot(db);
         const CliResult r = runCli({QStringLiteral("train"), m_config, QStringLiteral("--db"), db});
         QCOMPARE(r.exitCode, 2);
-        QVERIFY2(r.err.contains(db + QStringLiteral(": database schema version 99 is newer")), qPrintable(r.describe()));
+        QVERIFY2(r.err.contains(db + QStringLiteral(": database schema version 99 is newer")),
+                 qPrintable(r.describe()));
         QVERIFY(snapshot(db) == before);
     }
 
@@ -99,7 +102,8 @@ private slots:
         const CliResult r = runCli({QStringLiteral("train"), m_config, QStringLiteral("--db"), db});
         qInfo("read-only directory by %s: %s", qPrintable(directory.technique), qPrintable(r.err.trimmed()));
         QCOMPARE(r.exitCode, 2);
-        QVERIFY2(r.err.contains(QStringLiteral("mantissa-cli train: ") + db + QStringLiteral(": ")), qPrintable(r.describe()));
+        QVERIFY2(r.err.contains(QStringLiteral("mantissa-cli train: ") + db + QStringLiteral(": ")),
+                 qPrintable(r.describe()));
         QVERIFY(snapshot(db) == before);
     }
 
@@ -108,7 +112,9 @@ private slots:
     void refusesDatabaseLockedPastTheTimeout()
     {
         const QString db = m_dir.filePath(QStringLiteral("locked.sqlite"));
-        { storage::RunStore store(db); }
+        {
+            storage::RunStore store(db);
+        }
         storage::test::RawDatabase raw(db);
         QVERIFY(raw.exec(QStringLiteral("BEGIN IMMEDIATE")));
         auto release = qScopeGuard([&] { raw.exec(QStringLiteral("ROLLBACK")); });
@@ -127,11 +133,14 @@ private slots:
         if (prlimit.isEmpty())
             QSKIP("prlimit (util-linux) is not installed, so a file size limit cannot be set");
         const QString db = m_dir.filePath(QStringLiteral("full.sqlite"));
-        { storage::RunStore store(db); } // created outside the limit
+        {
+            storage::RunStore store(db);
+        } // created outside the limit
         const QString config = writeTinyConfig(m_dir.path(), {QStringLiteral("long"), 1000, 4096, 256, {}});
         const QString script = QStringLiteral("trap '' XFSZ; exec \"$0\" --fsize=300000 \"$@\"");
-        const CliResult r = runProgram(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), script, prlimit, cliPath(),
-                                                                   QStringLiteral("train"), config, QStringLiteral("--db"), db});
+        const CliResult r =
+            runProgram(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), script, prlimit, cliPath(),
+                                                   QStringLiteral("train"), config, QStringLiteral("--db"), db});
         QVERIFY2(r.exitCode == 1, qPrintable(r.describe()));
         const QJsonObject line = r.json();
         QCOMPARE(line.value(QStringLiteral("status")).toString(), QStringLiteral("failed"));

@@ -89,7 +89,7 @@ QStringList committedRows(const QString& db, const QString& table, const QString
         QStringList columns;
         for (int c = 0; c < query.record().count(); ++c) {
             const QVariant v = query.value(c);
-            columns << (v.isNull() ? QStringLiteral("NULL")
+            columns << (v.isNull()                        ? QStringLiteral("NULL")
                         : v.typeId() == QMetaType::Double ? QString::number(v.toDouble(), 'g', 17)
                                                           : v.toString());
         }
@@ -105,10 +105,15 @@ QString lostOrChanged(const QString& table, const QStringList& before, const QSt
     for (qsizetype i = 0; i < before.size(); ++i) {
         if (i >= after.size())
             return QStringLiteral("%1: row %2 of %3 committed before the kill is gone: %4")
-                .arg(table).arg(i).arg(before.size()).arg(before[i]);
+                .arg(table)
+                .arg(i)
+                .arg(before.size())
+                .arg(before[i]);
         if (after[i] != before[i])
             return QStringLiteral("%1: row %2 changed after the kill:\n before %3\n after  %4")
-                .arg(table).arg(i).arg(before[i], after[i]);
+                .arg(table)
+                .arg(i)
+                .arg(before[i], after[i]);
     }
     return {};
 }

@@ -35,11 +35,14 @@ private slots:
 
     void printsTheTableOfTheLastSampledStep()
     {
-        const CliResult r = runCli({QStringLiteral("numerics"), QStringLiteral("lens-mixed-fp16-1"), QStringLiteral("--db"), m_db});
+        const CliResult r =
+            runCli({QStringLiteral("numerics"), QStringLiteral("lens-mixed-fp16-1"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         const QStringList lines = r.outLines();
-        QVERIFY2(lines.front().contains(QStringLiteral("step 15 (sampled: 3 steps, 5 to 15)")), qPrintable(lines.front()));
-        for (const char* column : {"layer", "tensor", "amax", "zeros", "underflow", "subnormal", "overflow", "suggested scale"})
+        QVERIFY2(lines.front().contains(QStringLiteral("step 15 (sampled: 3 steps, 5 to 15)")),
+                 qPrintable(lines.front()));
+        for (const char* column :
+             {"layer", "tensor", "amax", "zeros", "underflow", "subnormal", "overflow", "suggested scale"})
             QVERIFY2(lines[1].contains(QLatin1String(column)), column);
         QVERIFY(r.out.contains(QStringLiteral("weight_grad")));
         QVERIFY(r.out.contains(QStringLiteral("activation_grad")));
@@ -48,9 +51,9 @@ private slots:
 
     void nearestStepAndLayerFilter()
     {
-        const CliResult r = runCli({QStringLiteral("numerics"), QStringLiteral("lens-mixed-fp16-1"), QStringLiteral("--step"),
-                                    QStringLiteral("6"), QStringLiteral("--layer"), QStringLiteral("1.linear"),
-                                    QStringLiteral("--db"), m_db});
+        const CliResult r = runCli({QStringLiteral("numerics"), QStringLiteral("lens-mixed-fp16-1"),
+                                    QStringLiteral("--step"), QStringLiteral("6"), QStringLiteral("--layer"),
+                                    QStringLiteral("1.linear"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         const QStringList lines = r.outLines();
         QVERIFY2(lines.front().contains(QStringLiteral("step 5 ")), qPrintable(lines.front()));
@@ -62,14 +65,16 @@ private slots:
 
     void runWithoutStatisticsIsRefused()
     {
-        const CliResult r = runCli({QStringLiteral("numerics"), QStringLiteral("plain-fp32-1"), QStringLiteral("--db"), m_db});
+        const CliResult r =
+            runCli({QStringLiteral("numerics"), QStringLiteral("plain-fp32-1"), QStringLiteral("--db"), m_db});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains(QStringLiteral("recorded no numerics")), qPrintable(r.err));
     }
 
     void replayPrintsThePolicyTable()
     {
-        const CliResult r = runCli({QStringLiteral("replay"), QStringLiteral("lens-mixed-fp16-1"), QStringLiteral("--db"), m_db});
+        const CliResult r =
+            runCli({QStringLiteral("replay"), QStringLiteral("lens-mixed-fp16-1"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY(r.out.contains(QStringLiteral("skipped steps")));
         QStringList recorded, replayed;

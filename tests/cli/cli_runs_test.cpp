@@ -18,13 +18,10 @@ namespace {
 
 // Dynamic loss scaling from 2^24, the bound: the first gradients overflow fp16 and the
 // scaler backs off step by step, so the run has overflow events to show.
-const QString kOverflowingMixedFp16 = QStringLiteral(
-    R"("precision": {"mode": "mixed-fp16", "loss_scale": {"type": "dynamic", "initial": 16777216}})");
+const QString kOverflowingMixedFp16 =
+    QStringLiteral(R"("precision": {"mode": "mixed-fp16", "loss_scale": {"type": "dynamic", "initial": 16777216}})");
 
-qsizetype countLines(const QByteArray& text)
-{
-    return text.split('\n').size() - (text.endsWith('\n') ? 1 : 0);
-}
+qsizetype countLines(const QByteArray& text) { return text.split('\n').size() - (text.endsWith('\n') ? 1 : 0); }
 
 QByteArray readFile(const QString& path)
 {
@@ -43,14 +40,15 @@ private slots:
         QVERIFY(m_dir.isValid());
         m_db = m_dir.filePath(QStringLiteral("runs.sqlite"));
         m_config = writeTinyConfig(m_dir.path());
-        m_overflowConfig = writeTinyConfig(m_dir.path(), {QStringLiteral("overflow"), 1, 512, 256, kOverflowingMixedFp16});
+        m_overflowConfig =
+            writeTinyConfig(m_dir.path(), {QStringLiteral("overflow"), 1, 512, 256, kOverflowingMixedFp16});
         QVERIFY(!m_config.isEmpty() && !m_overflowConfig.isEmpty());
     }
 
     void trainRecordsTheRunAndPrintsItsId()
     {
-        const CliResult r = runCli({QStringLiteral("train"), m_config, QStringLiteral("--max-steps"), QStringLiteral("12"),
-                                    QStringLiteral("--db"), m_db});
+        const CliResult r = runCli({QStringLiteral("train"), m_config, QStringLiteral("--max-steps"),
+                                    QStringLiteral("12"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         const QJsonObject line = r.json();
         for (const char* key : {"status", "train_loss", "test_accuracy", "steps", "skipped_steps", "final_loss_scale",
@@ -89,8 +87,8 @@ private slots:
         const QString path = m_dir.filePath(QStringLiteral("from-env/runs.sqlite"));
         QProcessEnvironment environment = cliEnvironment();
         environment.insert(QStringLiteral("MANTISSA_DB"), path);
-        const CliResult r = runCli({QStringLiteral("train"), m_config, QStringLiteral("--max-steps"), QStringLiteral("2")},
-                                   environment);
+        const CliResult r = runCli(
+            {QStringLiteral("train"), m_config, QStringLiteral("--max-steps"), QStringLiteral("2")}, environment);
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(r.err.contains(path), qPrintable(r.describe()));
         storage::RunStore store(path);
@@ -101,9 +99,9 @@ private slots:
     {
         const QString db = m_dir.filePath(QStringLiteral("filters.sqlite"));
         for (const char* precision : {"fp32", "bf16", "bf16"}) {
-            const CliResult r = runCli({QStringLiteral("train"), m_config, QStringLiteral("--precision"),
-                                        QLatin1String(precision), QStringLiteral("--max-steps"), QStringLiteral("2"),
-                                        QStringLiteral("--db"), db});
+            const CliResult r =
+                runCli({QStringLiteral("train"), m_config, QStringLiteral("--precision"), QLatin1String(precision),
+                        QStringLiteral("--max-steps"), QStringLiteral("2"), QStringLiteral("--db"), db});
             QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         }
         auto names = [&](const QStringList& filter) {
@@ -121,8 +119,8 @@ private slots:
                         QStringLiteral("finished")})
                      .size(),
                  3);
-        const CliResult bad = runCli({QStringLiteral("runs"), QStringLiteral("--db"), db, QStringLiteral("--status"),
-                                      QStringLiteral("done")});
+        const CliResult bad = runCli(
+            {QStringLiteral("runs"), QStringLiteral("--db"), db, QStringLiteral("--status"), QStringLiteral("done")});
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains(QStringLiteral("--status")), qPrintable(bad.describe()));
     }
@@ -144,7 +142,8 @@ private slots:
         const CliResult show = runCli({QStringLiteral("show"), QString::number(id), QStringLiteral("--db"), m_db});
         QVERIFY2(show.exitCode == 0, qPrintable(show.describe()));
         for (const QString& expected :
-             {QStringLiteral("run %1: overflow-mixed-fp16-1").arg(id), QStringLiteral("mixed-fp16, loss scaling dynamic"), QStringLiteral("epochs\n"),
+             {QStringLiteral("run %1: overflow-mixed-fp16-1").arg(id),
+              QStringLiteral("mixed-fp16, loss scaling dynamic"), QStringLiteral("epochs\n"),
               QStringLiteral("%1 overflow").arg(overflows), QStringLiteral("non-finite gradient in ") + firstParameter,
               QStringLiteral("finished")}) {
             QVERIFY2(show.out.contains(expected), qPrintable(expected + QStringLiteral(" missing from\n") + show.out));
@@ -170,7 +169,8 @@ private slots:
                            QStringLiteral("2"), QStringLiteral("--db"), db});
         };
         const auto show = [&](const CliResult& trained) {
-            return runCli({QStringLiteral("show"), QString::number(trained.json().value(QStringLiteral("run_id")).toInteger()),
+            return runCli({QStringLiteral("show"),
+                           QString::number(trained.json().value(QStringLiteral("run_id")).toInteger()),
                            QStringLiteral("--db"), db});
         };
 
@@ -198,8 +198,8 @@ private slots:
 
     void exportCsvHasOneRowPerStoredStep()
     {
-        const CliResult train = runCli({QStringLiteral("train"), m_config, QStringLiteral("--epochs"), QStringLiteral("2"),
-                                        QStringLiteral("--db"), m_db});
+        const CliResult train = runCli({QStringLiteral("train"), m_config, QStringLiteral("--epochs"),
+                                        QStringLiteral("2"), QStringLiteral("--db"), m_db});
         QVERIFY2(train.exitCode == 0, qPrintable(train.describe()));
         const qint64 id = train.json().value(QStringLiteral("run_id")).toInteger();
         storage::RunStore store(m_db);
@@ -214,8 +214,9 @@ private slots:
 
         const QString file = m_dir.filePath(QStringLiteral("export/run.csv"));
         QDir().mkpath(QFileInfo(file).absolutePath());
-        const CliResult files = runCli({QStringLiteral("export"), QString::number(id), QStringLiteral("--format"),
-                                        QStringLiteral("csv"), QStringLiteral("-o"), file, QStringLiteral("--db"), m_db});
+        const CliResult files =
+            runCli({QStringLiteral("export"), QString::number(id), QStringLiteral("--format"), QStringLiteral("csv"),
+                    QStringLiteral("-o"), file, QStringLiteral("--db"), m_db});
         QVERIFY2(files.exitCode == 0, qPrintable(files.describe()));
         QCOMPARE(countLines(readFile(file)), 1 + steps);
         QCOMPARE(countLines(readFile(m_dir.filePath(QStringLiteral("export/run-epochs.csv")))), 1 + 2);
@@ -238,8 +239,9 @@ private slots:
         const CliResult stdoutJson = runCli({QStringLiteral("export"), QString::number(id), QStringLiteral("--format"),
                                              QStringLiteral("json"), QStringLiteral("--db"), m_db});
         QVERIFY2(stdoutJson.exitCode == 0, qPrintable(stdoutJson.describe()));
-        QCOMPARE(QJsonDocument::fromJson(stdoutJson.out.toUtf8()).object().value(QStringLiteral("steps")).toArray().size(),
-                 steps);
+        QCOMPARE(
+            QJsonDocument::fromJson(stdoutJson.out.toUtf8()).object().value(QStringLiteral("steps")).toArray().size(),
+            steps);
     }
 
     void noteAndTagShowUp()
@@ -249,8 +251,9 @@ private slots:
             const CliResult r = runCli(arguments + QStringList{QStringLiteral("--db"), m_db});
             return r.exitCode == 0 ? r.out : QStringLiteral("FAILED: ") + r.describe();
         };
-        QVERIFY(!run({QStringLiteral("note"), name, QStringLiteral("lr"), QStringLiteral("too"), QStringLiteral("high?")})
-                     .startsWith(QStringLiteral("FAILED")));
+        QVERIFY(
+            !run({QStringLiteral("note"), name, QStringLiteral("lr"), QStringLiteral("too"), QStringLiteral("high?")})
+                 .startsWith(QStringLiteral("FAILED")));
         QVERIFY(!run({QStringLiteral("tag"), name, QStringLiteral("paper"), QStringLiteral("baseline")})
                      .startsWith(QStringLiteral("FAILED")));
         QVERIFY(!run({QStringLiteral("tag"), name, QStringLiteral("baseline"), QStringLiteral("--remove")})
@@ -264,10 +267,12 @@ private slots:
 
     void deleteRemovesTheRun()
     {
-        const CliResult train = runCli({QStringLiteral("train"), m_config, QStringLiteral("--max-steps"), QStringLiteral("2"),
-                                        QStringLiteral("--name"), QStringLiteral("doomed"), QStringLiteral("--db"), m_db});
+        const CliResult train =
+            runCli({QStringLiteral("train"), m_config, QStringLiteral("--max-steps"), QStringLiteral("2"),
+                    QStringLiteral("--name"), QStringLiteral("doomed"), QStringLiteral("--db"), m_db});
         QVERIFY2(train.exitCode == 0, qPrintable(train.describe()));
-        const CliResult deleted = runCli({QStringLiteral("delete"), QStringLiteral("doomed"), QStringLiteral("--db"), m_db});
+        const CliResult deleted =
+            runCli({QStringLiteral("delete"), QStringLiteral("doomed"), QStringLiteral("--db"), m_db});
         QVERIFY2(deleted.exitCode == 0, qPrintable(deleted.describe()));
         const CliResult runs = runCli({QStringLiteral("runs"), QStringLiteral("--db"), m_db});
         QVERIFY2(!runs.out.contains(QStringLiteral("doomed")), qPrintable(runs.describe()));
@@ -283,7 +288,8 @@ private slots:
             QTest::addRow("export %s", qPrintable(run))
                 << QStringList{QStringLiteral("export"), run, QStringLiteral("--format"), QStringLiteral("csv")};
             QTest::addRow("delete %s", qPrintable(run)) << QStringList{QStringLiteral("delete"), run};
-            QTest::addRow("note %s", qPrintable(run)) << QStringList{QStringLiteral("note"), run, QStringLiteral("text")};
+            QTest::addRow("note %s", qPrintable(run))
+                << QStringList{QStringLiteral("note"), run, QStringLiteral("text")};
             QTest::addRow("tag %s", qPrintable(run)) << QStringList{QStringLiteral("tag"), run, QStringLiteral("t")};
         }
     }

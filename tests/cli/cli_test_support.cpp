@@ -18,10 +18,7 @@ const QTemporaryDir& sandbox()
 
 } // namespace
 
-QStringList CliResult::outLines() const
-{
-    return out.split(u'\n', Qt::SkipEmptyParts);
-}
+QStringList CliResult::outLines() const { return out.split(u'\n', Qt::SkipEmptyParts); }
 
 QJsonObject CliResult::json() const
 {
@@ -36,10 +33,7 @@ QString CliResult::describe() const
         .arg(finished ? QString() : QStringLiteral(" (did not finish)"), out, err);
 }
 
-QString cliPath()
-{
-    return QStringLiteral(MANTISSA_CLI);
-}
+QString cliPath() { return QStringLiteral(MANTISSA_CLI); }
 
 QProcessEnvironment cliEnvironment()
 {

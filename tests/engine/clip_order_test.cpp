@@ -33,7 +33,8 @@ RunConfig clipConfig(const std::string& lossScale, float clipNorm)
                "synthetic_train": 512, "synthetic_test": 128},
       "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9, "grad_clip_norm": )" +
                              std::to_string(clipNorm) + R"(},
-      "precision": {"mode": "mixed-bf16", "loss_scale": )" + lossScale + R"(},
+      "precision": {"mode": "mixed-bf16", "loss_scale": )" +
+                             lossScale + R"(},
       "training": {"batch_size": 32, "epochs": 2, "seed": 7, "threads": 1}
     })";
     return parseRunConfig(json, "clip_order_test");

@@ -217,7 +217,8 @@ TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
 TEST(Config, EveryPresetIsValid)
 {
     const auto names = presetNames();
-    for (const char* expected : {"softmax", "mlp", "cnn", "wide-mlp", "deep-mlp", "deep-sigmoid", "vgg-small", "resnet-small"})
+    for (const char* expected :
+         {"softmax", "mlp", "cnn", "wide-mlp", "deep-mlp", "deep-sigmoid", "vgg-small", "resnet-small"})
         EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
     for (const std::string& name : names) {
         const ModelReport report = validateModel(presetConfig(name).model);
@@ -252,7 +253,8 @@ TEST(ModelValidation, LinearInputsMismatchNamesLayerAndSuggestsCause)
     const ModelReport report = validateModel(c.model);
     ASSERT_FALSE(report.valid());
     EXPECT_EQ(report.errorLayer, 9);
-    EXPECT_NE(report.error.find("layer 9 (linear): expects 3136 inputs, receives 1568"), std::string::npos) << report.error;
+    EXPECT_NE(report.error.find("layer 9 (linear): expects 3136 inputs, receives 1568"), std::string::npos)
+        << report.error;
     EXPECT_NE(report.error.find("did the pooling change?"), std::string::npos) << report.error;
 }
 

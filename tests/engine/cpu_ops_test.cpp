@@ -90,9 +90,15 @@ NaiveConv naiveConv(const ConvGeometry& g, const std::vector<float>& x, const st
     r.dx.resize(x.size());
     r.dw.resize(w.size());
     r.dbias.resize(static_cast<std::size_t>(g.outChannels));
-    auto xAt = [&](auto b, auto c, auto ih, auto iw) { return static_cast<std::size_t>(((b * g.inChannels + c) * g.inH + ih) * g.inW + iw); };
-    auto wAt = [&](auto o, auto c, auto kh, auto kw) { return static_cast<std::size_t>(((o * g.inChannels + c) * g.kH + kh) * g.kW + kw); };
-    auto yAt = [&](auto b, auto o, auto oh, auto ow) { return static_cast<std::size_t>(((b * g.outChannels + o) * g.outH + oh) * g.outW + ow); };
+    auto xAt = [&](auto b, auto c, auto ih, auto iw) {
+        return static_cast<std::size_t>(((b * g.inChannels + c) * g.inH + ih) * g.inW + iw);
+    };
+    auto wAt = [&](auto o, auto c, auto kh, auto kw) {
+        return static_cast<std::size_t>(((o * g.inChannels + c) * g.kH + kh) * g.kW + kw);
+    };
+    auto yAt = [&](auto b, auto o, auto oh, auto ow) {
+        return static_cast<std::size_t>(((b * g.outChannels + o) * g.outH + oh) * g.outW + ow);
+    };
     forEachProduct(g, [&](auto b, auto o, auto oh, auto ow, auto c, auto ih, auto iw, auto kh, auto kw) {
         r.y.add(yAt(b, o, oh, ow), static_cast<double>(x[xAt(b, c, ih, iw)]) * w[wAt(o, c, kh, kw)]);
         r.dx.add(xAt(b, c, ih, iw), static_cast<double>(dy[yAt(b, o, oh, ow)]) * w[wAt(o, c, kh, kw)]);
@@ -153,23 +159,22 @@ TEST_P(ConvAgainstNaive, ForwardAndBothBackwardsMatch)
     expectNear(dbias.toFloats(), expected.dbias, "dbias");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, ConvAgainstNaive,
-    ::testing::Values(
-        //      name              n   c   h   w  oc kH kW sH sW pH pW bias
-        ConvCase{"same3x3",        2,  3,  5,  5,  4, 3, 3, 1, 1, 1, 1, true},
-        ConvCase{"valid3x3s2",     3,  5,  7,  9,  7, 3, 3, 2, 2, 0, 0, true},
-        ConvCase{"mnistFirst",     2,  1, 28, 28, 32, 3, 3, 1, 1, 1, 1, true},
-        ConvCase{"pointwise",      2,  6,  6,  5,  3, 1, 1, 1, 1, 0, 0, false},
-        ConvCase{"pointwiseS2",    2,  6,  7,  7,  3, 1, 1, 2, 2, 0, 0, false},
-        ConvCase{"kernel5pad2s2",  2,  4,  9,  7,  5, 5, 5, 2, 2, 2, 2, true},
-        ConvCase{"kernel2s2pad1",  3,  3,  8,  8,  6, 2, 2, 2, 2, 1, 1, false},
-        ConvCase{"rectangular",    2,  2,  6,  7,  3, 3, 2, 2, 1, 1, 0, true},
-        ConvCase{"kernelIsInput",  2,  3,  4,  4,  5, 4, 4, 1, 1, 0, 0, true},
-        ConvCase{"stride3pad1",    1,  2, 10, 11,  3, 3, 3, 3, 3, 1, 1, true},
-        // Large enough to run in more than one chunk of images.
-        ConvCase{"severalChunks", 40, 16, 28, 28,  9, 3, 3, 1, 1, 1, 1, true}),
-    [](const ::testing::TestParamInfo<ConvCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Shapes, ConvAgainstNaive,
+                         ::testing::Values(
+                             //      name              n   c   h   w  oc kH kW sH sW pH pW bias
+                             ConvCase{"same3x3", 2, 3, 5, 5, 4, 3, 3, 1, 1, 1, 1, true},
+                             ConvCase{"valid3x3s2", 3, 5, 7, 9, 7, 3, 3, 2, 2, 0, 0, true},
+                             ConvCase{"mnistFirst", 2, 1, 28, 28, 32, 3, 3, 1, 1, 1, 1, true},
+                             ConvCase{"pointwise", 2, 6, 6, 5, 3, 1, 1, 1, 1, 0, 0, false},
+                             ConvCase{"pointwiseS2", 2, 6, 7, 7, 3, 1, 1, 2, 2, 0, 0, false},
+                             ConvCase{"kernel5pad2s2", 2, 4, 9, 7, 5, 5, 5, 2, 2, 2, 2, true},
+                             ConvCase{"kernel2s2pad1", 3, 3, 8, 8, 6, 2, 2, 2, 2, 1, 1, false},
+                             ConvCase{"rectangular", 2, 2, 6, 7, 3, 3, 2, 2, 1, 1, 0, true},
+                             ConvCase{"kernelIsInput", 2, 3, 4, 4, 5, 4, 4, 1, 1, 0, 0, true},
+                             ConvCase{"stride3pad1", 1, 2, 10, 11, 3, 3, 3, 3, 3, 1, 1, true},
+                             // Large enough to run in more than one chunk of images.
+                             ConvCase{"severalChunks", 40, 16, 28, 28, 9, 3, 3, 1, 1, 1, 1, true}),
+                         [](const ::testing::TestParamInfo<ConvCase>& info) { return info.param.name; });
 
 // 16-bit tensors hold exactly representable values and the GEMM accumulates in fp32, so a
 // 16-bit output must be the fp32 result rounded once: within one ulp of it (the sum order
@@ -408,13 +413,12 @@ TEST_P(PoolAgainstNaive, MatchesDirectLoops)
         ASSERT_NEAR(gotAvgDx[i], avgDx[i], 1e-5) << "average-pool dx " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, PoolAgainstNaive,
-    ::testing::Values(PoolCase{"k2s2", 28, 28, 2, 2, 0}, PoolCase{"k2s2OddWidth", 9, 23, 2, 2, 0},
-                      PoolCase{"k3s1p1", 11, 19, 3, 1, 1}, PoolCase{"k3s2p1", 13, 17, 3, 2, 1},
-                      PoolCase{"k2s3p1", 10, 20, 2, 3, 1}, PoolCase{"k4s4p2", 10, 10, 4, 4, 2},
-                      PoolCase{"k5s1p2", 7, 9, 5, 1, 2}, PoolCase{"k3s3", 31, 40, 3, 3, 0}),
-    [](const ::testing::TestParamInfo<PoolCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Shapes, PoolAgainstNaive,
+                         ::testing::Values(PoolCase{"k2s2", 28, 28, 2, 2, 0}, PoolCase{"k2s2OddWidth", 9, 23, 2, 2, 0},
+                                           PoolCase{"k3s1p1", 11, 19, 3, 1, 1}, PoolCase{"k3s2p1", 13, 17, 3, 2, 1},
+                                           PoolCase{"k2s3p1", 10, 20, 2, 3, 1}, PoolCase{"k4s4p2", 10, 10, 4, 4, 2},
+                                           PoolCase{"k5s1p2", 7, 9, 5, 1, 2}, PoolCase{"k3s3", 31, 40, 3, 3, 0}),
+                         [](const ::testing::TestParamInfo<PoolCase>& info) { return info.param.name; });
 
 TEST(Pooling, MaxPoolTiesKeepTheFirstMaximumAndRouteTheWholeGradient)
 {

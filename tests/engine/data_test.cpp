@@ -80,7 +80,8 @@ void expectDataError(const std::function<void()>& f, const std::vector<std::stri
         if (std::getenv("MANTISSA_SHOW_ERRORS"))
             std::printf("%s\n", e.what());
         for (const auto& part : parts)
-            EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "message: " << e.what() << "\nlacks: " << part;
+            EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+                << "message: " << e.what() << "\nlacks: " << part;
     }
 }
 
@@ -99,9 +100,8 @@ class DataFiles : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        m_dir = fs::temp_directory_path() /
-                ("mantissa-data-test-" + std::to_string(::getpid()) + "-" +
-                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        m_dir = fs::temp_directory_path() / ("mantissa-data-test-" + std::to_string(::getpid()) + "-" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::remove_all(m_dir);
         fs::create_directories(m_dir);
     }
@@ -354,9 +354,9 @@ TEST(DataSplits, ValidationHoldOutSizesAndDisjointness)
         float previous = -1;
         for (std::int64_t i = 0; i < d->size(); ++i) {
             const float id = d->sample(i)[0];
-            EXPECT_EQ(d->sample(i)[2], id);                                       // samples stay whole
+            EXPECT_EQ(d->sample(i)[2], id);                                          // samples stay whole
             EXPECT_EQ(d->labels[static_cast<std::size_t>(i)], std::fmod(id, 10.0f)); // with their labels
-            EXPECT_GT(id, previous);                                              // original order kept
+            EXPECT_GT(id, previous);                                                 // original order kept
             previous = id;
             EXPECT_TRUE(seen.insert(static_cast<int>(id)).second) << "sample " << id << " in both splits";
         }

@@ -126,9 +126,11 @@ TEST(Fp32Loss, Fp16LogitsNearTheLimitGiveTheExactLossAndGradient)
 {
     // fp16 holds up to 65504 (spacing 32 above 32768). Row 0's label is 120000 below the
     // max; row 1 is right; rows 2 and 3 have two logits 32 apart and the third 120000 away.
-    const LossCase c{DType::F16, 3,
+    const LossCase c{DType::F16,
+                     3,
                      {60000, -60000, 0, 60000, -60000, 0, -60000, 60000, 59968, 59968, 60000, -59968},
-                     {1, 0, 2, 0}, 8.0f};
+                     {1, 0, 2, 0},
+                     8.0f};
     const Reference ref = referenceLoss(c);
     // (120000 + 0 + 32 + 32) / 4, the log terms (e^-32 and smaller) below fp32's resolution.
     ASSERT_EQ(ref.meanLoss, 30016.0f);

@@ -44,7 +44,7 @@ protected:
     void SetUp() override
     {
         m_path = std::filesystem::temp_directory_path() /
-            ("mantissa-init-from-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".ckpt");
+                 ("mantissa-init-from-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".ckpt");
         Trainer trained(m_fp32, *m_backend, m_data);
         trained.run();
         m_trainedLoss = trained.evaluate(m_data.test).loss;

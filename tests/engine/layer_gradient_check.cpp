@@ -227,10 +227,7 @@ LayerSpec residual(std::string shortcut, std::vector<LayerSpec> body)
 
 } // namespace
 
-void checkLayerGradients(Backend& backend, const GradientCase& c)
-{
-    GradientCheck(backend, c).run();
-}
+void checkLayerGradients(Backend& backend, const GradientCase& c) { GradientCheck(backend, c).run(); }
 
 const std::vector<GradientCase>& layerGradientCases()
 {
@@ -255,8 +252,10 @@ const std::vector<GradientCase>& layerGradientCases()
         {"avgpool2x2", pool("avgpool", 2, 0, 0), {2, 4, 4}, 2},
         {"avgpool3x3Stride2Pad1", pool("avgpool", 3, 2, 1), {2, 5, 6}, 2},
         {"dropout", dropout(0.5f), {12}, 4},
-        {"residualIdentity", residual("identity", {conv(3, 3, 1, 1, true, "tanh"), conv(3, 3, 1, 1, false)}),
-         {3, 4, 4}, 2},
+        {"residualIdentity",
+         residual("identity", {conv(3, 3, 1, 1, true, "tanh"), conv(3, 3, 1, 1, false)}),
+         {3, 4, 4},
+         2},
         {"residualProjectionConv", residual("projection", {conv(4, 3, 2, 1, true, "tanh")}), {2, 6, 6}, 2},
         {"residualProjectionLinear", residual("projection", {linear(5, true, "tanh"), layer("batchnorm")}), {4}, 5},
     };

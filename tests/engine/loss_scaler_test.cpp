@@ -66,7 +66,7 @@ TEST(LossScaler, HysteresisDelaysBackoff)
 TEST(LossScaler, HysteresisRestoredAfterGrowth)
 {
     LossScaler s(dynamicSpec(1024, 2, 2), PrecisionMode::MixedFp16);
-    s.update(true);                         // tolerated
+    s.update(true);                          // tolerated
     EXPECT_EQ(s.update(true).after, 512.0f); // backs off
     s.update(false);
     EXPECT_EQ(s.update(false).after, 1024.0f); // growth restores hysteresis
@@ -116,7 +116,10 @@ TEST(LossScaler, RestoreContinuesExactly)
 
 TEST(LossScaler, InvalidSpecsNameTheField)
 {
-    struct Case { const char* field; LossScaleSpec spec; };
+    struct Case {
+        const char* field;
+        LossScaleSpec spec;
+    };
     LossScaleSpec badGrowth = dynamicSpec();
     badGrowth.growthFactor = 0.5f;
     LossScaleSpec badBackoff = dynamicSpec();
@@ -124,8 +127,8 @@ TEST(LossScaler, InvalidSpecsNameTheField)
     LossScaleSpec badStatic;
     badStatic.type = LossScaleType::Static;
     badStatic.value = -1;
-    for (const auto& c : {Case{"growth_factor", badGrowth}, Case{"backoff_factor", badBackoff},
-                          Case{"value", badStatic}}) {
+    for (const auto& c :
+         {Case{"growth_factor", badGrowth}, Case{"backoff_factor", badBackoff}, Case{"value", badStatic}}) {
         try {
             LossScaler s(c.spec, PrecisionMode::MixedFp16);
             ADD_FAILURE() << "no error for " << c.field;

@@ -42,7 +42,8 @@ TEST_P(ModelErrors, NameTheLayerAndTheMismatch)
     ASSERT_FALSE(c.phrases.empty());
     EXPECT_EQ(report.error.rfind(c.phrases.front(), 0), 0u) << "prefix of: " << report.error;
     for (const std::string& phrase : c.phrases)
-        EXPECT_NE(report.error.find(phrase), std::string::npos) << "\"" << phrase << "\" missing from: " << report.error;
+        EXPECT_NE(report.error.find(phrase), std::string::npos)
+            << "\"" << phrase << "\" missing from: " << report.error;
     EXPECT_FALSE(report.layers[static_cast<std::size_t>(c.errorLayer)].error.empty());
 }
 
@@ -51,66 +52,129 @@ const std::string kHead = R"({"type": "flatten"}, {"type": "linear", "units": 10
 
 const ErrorCase kErrorCases[] = {
     // conv2d
-    {"convOnFlatInput", kImage, R"([{"type": "flatten"}, {"type": "conv2d", "filters": 8}])", 1,
+    {"convOnFlatInput",
+     kImage,
+     R"([{"type": "flatten"}, {"type": "conv2d", "filters": 8}])",
+     1,
      {"layer 1 (conv2d): ", "expects an image [channels, height, width] but receives [784]", "before the flatten"}},
-    {"convKernelTooLarge", "[1, 3, 3]", R"([{"type": "conv2d", "filters": 4, "kernel": 5}, )" + kHead + "]", 0,
+    {"convKernelTooLarge",
+     "[1, 3, 3]",
+     R"([{"type": "conv2d", "filters": 4, "kernel": 5}, )" + kHead + "]",
+     0,
      {"layer 0 (conv2d): ", "kernel 5 does not fit a 3x3 input with padding 0"}},
-    {"convNoFilters", kImage, R"([{"type": "conv2d"}, )" + kHead + "]", 0,
+    {"convNoFilters",
+     kImage,
+     R"([{"type": "conv2d"}, )" + kHead + "]",
+     0,
      {"layer 0 (conv2d): ", "filters must be positive (got 0)"}},
-    {"convNegativeStride", kImage, R"([{"type": "conv2d", "filters": 4, "stride": -1}, )" + kHead + "]", 0,
+    {"convNegativeStride",
+     kImage,
+     R"([{"type": "conv2d", "filters": 4, "stride": -1}, )" + kHead + "]",
+     0,
      {"layer 0 (conv2d): ", "stride must be positive", "-1"}},
-    {"convNegativePadding", kImage, R"([{"type": "conv2d", "filters": 4, "padding": -2}, )" + kHead + "]", 0,
+    {"convNegativePadding",
+     kImage,
+     R"([{"type": "conv2d", "filters": 4, "padding": -2}, )" + kHead + "]",
+     0,
      {"layer 0 (conv2d): ", "padding must not be negative", "-2"}},
-    {"convZeroKernel", kImage, R"([{"type": "conv2d", "filters": 4, "kernel": 0}, )" + kHead + "]", 0,
+    {"convZeroKernel",
+     kImage,
+     R"([{"type": "conv2d", "filters": 4, "kernel": 0}, )" + kHead + "]",
+     0,
      {"layer 0 (conv2d): ", "kernel must be positive"}},
-    {"convUnknownActivation", kImage, R"([{"type": "conv2d", "filters": 4, "activation": "swish"}, )" + kHead + "]",
-     0, {"layer 0 (conv2d): ", "activation \"swish\" is unknown"}},
+    {"convUnknownActivation",
+     kImage,
+     R"([{"type": "conv2d", "filters": 4, "activation": "swish"}, )" + kHead + "]",
+     0,
+     {"layer 0 (conv2d): ", "activation \"swish\" is unknown"}},
     // pools
-    {"maxpoolNoOutput", kImage,
+    {"maxpoolNoOutput",
+     kImage,
      R"([{"type": "maxpool", "kernel": 2}, {"type": "maxpool", "kernel": 2}, {"type": "maxpool", "kernel": 2},
-         {"type": "maxpool", "kernel": 2}, {"type": "maxpool", "kernel": 2}, )" + kHead + "]",
-     4, {"layer 4 (maxpool): ", "kernel 2 leaves no output (output size 0) for a 1x1 input"}},
-    {"avgpoolKernelTooLarge", "[3, 4, 4]", R"([{"type": "avgpool", "kernel": 5}, )" + kHead + "]", 0,
+         {"type": "maxpool", "kernel": 2}, {"type": "maxpool", "kernel": 2}, )" +
+         kHead + "]",
+     4,
+     {"layer 4 (maxpool): ", "kernel 2 leaves no output (output size 0) for a 1x1 input"}},
+    {"avgpoolKernelTooLarge",
+     "[3, 4, 4]",
+     R"([{"type": "avgpool", "kernel": 5}, )" + kHead + "]",
+     0,
      {"layer 0 (avgpool): ", "output size 0", "4x4"}},
-    {"avgpoolPaddingMoreThanHalf", kImage, R"([{"type": "avgpool", "kernel": 2, "padding": 2}, )" + kHead + "]", 0,
+    {"avgpoolPaddingMoreThanHalf",
+     kImage,
+     R"([{"type": "avgpool", "kernel": 2, "padding": 2}, )" + kHead + "]",
+     0,
      {"layer 0 (avgpool): ", "padding 2 is more than half the kernel 2"}},
-    {"maxpoolOnFlatInput", "[64]", R"([{"type": "maxpool", "kernel": 2}, {"type": "linear", "units": 10}])", 0,
+    {"maxpoolOnFlatInput",
+     "[64]",
+     R"([{"type": "maxpool", "kernel": 2}, {"type": "linear", "units": 10}])",
+     0,
      {"layer 0 (maxpool): ", "expects an image", "[64]"}},
     // batchnorm
-    {"batchnormOnSequence", "[4, 5]", R"([{"type": "batchnorm"}, )" + kHead + "]", 0,
+    {"batchnormOnSequence",
+     "[4, 5]",
+     R"([{"type": "batchnorm"}, )" + kHead + "]",
+     0,
      {"layer 0 (batchnorm): ", "expects [channels] or [channels, height, width] but receives [4, 5]"}},
-    {"batchnormMomentum", kImage, R"([{"type": "batchnorm", "momentum": 1.5}, )" + kHead + "]", 0,
+    {"batchnormMomentum",
+     kImage,
+     R"([{"type": "batchnorm", "momentum": 1.5}, )" + kHead + "]",
+     0,
      {"layer 0 (batchnorm): ", "momentum must be in [0, 1]", "1.5"}},
-    {"batchnormEpsilon", kImage, R"([{"type": "batchnorm", "epsilon": 0}, )" + kHead + "]", 0,
+    {"batchnormEpsilon",
+     kImage,
+     R"([{"type": "batchnorm", "epsilon": 0}, )" + kHead + "]",
+     0,
      {"layer 0 (batchnorm): ", "epsilon must be positive"}},
     // dropout
-    {"dropoutRateOne", "[32]", R"([{"type": "dropout", "rate": 1.0}, {"type": "linear", "units": 10}])", 0,
+    {"dropoutRateOne",
+     "[32]",
+     R"([{"type": "dropout", "rate": 1.0}, {"type": "linear", "units": 10}])",
+     0,
      {"layer 0 (dropout): ", "rate must be in [0, 1)", "got 1"}},
-    {"dropoutRateNegative", "[32]", R"([{"type": "dropout", "rate": -0.1}, {"type": "linear", "units": 10}])", 0,
+    {"dropoutRateNegative",
+     "[32]",
+     R"([{"type": "dropout", "rate": -0.1}, {"type": "linear", "units": 10}])",
+     0,
      {"layer 0 (dropout): ", "rate must be in [0, 1)", "-0.1"}},
     // residual
-    {"residualIdentityShapes", "[8, 14, 14]",
-     R"([{"type": "residual", "layers": [{"type": "conv2d", "filters": 16, "padding": 1}]}, )" + kHead + "]", 0,
+    {"residualIdentityShapes",
+     "[8, 14, 14]",
+     R"([{"type": "residual", "layers": [{"type": "conv2d", "filters": 16, "padding": 1}]}, )" + kHead + "]",
+     0,
      {"layer 0 (residual): ", "maps [8, 14, 14] to [16, 14, 14]", "identity shortcut needs equal shapes",
       R"("shortcut": "projection")"}},
-    {"residualEmptyBody", kImage, R"([{"type": "residual", "layers": []}, )" + kHead + "]", 0,
+    {"residualEmptyBody",
+     kImage,
+     R"([{"type": "residual", "layers": []}, )" + kHead + "]",
+     0,
      {"layer 0 (residual): ", "has no layers"}},
-    {"residualUnknownShortcut", kImage,
-     R"([{"type": "residual", "shortcut": "gated", "layers": [{"type": "relu"}]}, )" + kHead + "]", 0,
+    {"residualUnknownShortcut",
+     kImage,
+     R"([{"type": "residual", "shortcut": "gated", "layers": [{"type": "relu"}]}, )" + kHead + "]",
+     0,
      {"layer 0 (residual): ", "shortcut \"gated\" is unknown", "identity or projection"}},
-    {"residualBodyError", kImage,
+    {"residualBodyError",
+     kImage,
      R"([{"type": "relu"}, {"type": "residual", "layers": [{"type": "relu"}, {"type": "conv2d", "filters": 1, "kernel": 31}]}, )" +
          kHead + "]",
-     1, {"layer 1 (residual): ", "body layer 1 (conv2d): ", "kernel 31 does not fit a 28x28 input"}},
-    {"residualBodyFlattens", kImage,
+     1,
+     {"layer 1 (residual): ", "body layer 1 (conv2d): ", "kernel 31 does not fit a 28x28 input"}},
+    {"residualBodyFlattens",
+     kImage,
      R"([{"type": "residual", "shortcut": "projection", "layers": [{"type": "flatten"}]}, {"type": "linear", "units": 10}])",
-     0, {"layer 0 (residual): ", "turns [1, 28, 28] into [784]", "flatten after the block"}},
-    {"residualNoWholeStride", "[2, 7, 7]",
-     R"([{"type": "residual", "shortcut": "projection", "layers": [{"type": "conv2d", "filters": 4}]}, )" + kHead +
-         "]",
-     0, {"layer 0 (residual): ", "no strided 1x1 projection maps [2, 7, 7] to [4, 5, 5]"}},
+     0,
+     {"layer 0 (residual): ", "turns [1, 28, 28] into [784]", "flatten after the block"}},
+    {"residualNoWholeStride",
+     "[2, 7, 7]",
+     R"([{"type": "residual", "shortcut": "projection", "layers": [{"type": "conv2d", "filters": 4}]}, )" + kHead + "]",
+     0,
+     {"layer 0 (residual): ", "no strided 1x1 projection maps [2, 7, 7] to [4, 5, 5]"}},
     // the model as a whole
-    {"wrongClassCount", "[32]", R"([{"type": "dropout"}, {"type": "linear", "units": 7}])", 1,
+    {"wrongClassCount",
+     "[32]",
+     R"([{"type": "dropout"}, {"type": "linear", "units": 7}])",
+     1,
      {"layer 1 (linear): ", "produces [7] but the model has 10 classes"}},
 };
 
@@ -194,7 +258,8 @@ TEST(ModelValidation, ResidualAggregatesItsLayers)
     EXPECT_EQ(block.flopsPerSample, 2 * 16 * 9 * 8 * 9 + 2 * 144 + 2 * 16 * 9 * 8 + 144);
     ASSERT_EQ(block.tensorCoreExtents.size(), 6u);
     EXPECT_EQ(block.tensorCoreExtents[0].first, "body 0 (conv2d): in channels");
-    EXPECT_EQ(block.tensorCoreExtents[5], (std::pair<std::string, std::int64_t>{"shortcut: GEMM K (in channels x kernel area)", 8}));
+    EXPECT_EQ(block.tensorCoreExtents[5],
+              (std::pair<std::string, std::int64_t>{"shortcut: GEMM K (in channels x kernel area)", 8}));
 }
 
 // --- built models ------------------------------------------------------------------------------------
@@ -220,20 +285,27 @@ TEST(ModelBuild, ResidualNamesNestAndBuffersAreNamed)
     std::vector<std::string> names;
     for (Parameter* p : model.parametersInBackwardOrder())
         names.push_back(p->name);
-    const std::vector<std::string> expected{
-        "8.linear.weight",          "8.linear.bias",           "4.residual.shortcut.weight",
-        "4.residual.0.conv2d.weight", "4.residual.0.conv2d.bias", "3.residual.1.batchnorm.gamma",
-        "3.residual.1.batchnorm.beta", "3.residual.0.conv2d.weight", "3.residual.0.conv2d.bias",
-        "1.batchnorm.gamma",        "1.batchnorm.beta",        "0.conv2d.weight"};
+    const std::vector<std::string> expected{"8.linear.weight",
+                                            "8.linear.bias",
+                                            "4.residual.shortcut.weight",
+                                            "4.residual.0.conv2d.weight",
+                                            "4.residual.0.conv2d.bias",
+                                            "3.residual.1.batchnorm.gamma",
+                                            "3.residual.1.batchnorm.beta",
+                                            "3.residual.0.conv2d.weight",
+                                            "3.residual.0.conv2d.bias",
+                                            "1.batchnorm.gamma",
+                                            "1.batchnorm.beta",
+                                            "0.conv2d.weight"};
     EXPECT_EQ(names, expected);
     std::vector<std::string> buffers;
     for (const auto& [name, tensor] : model.buffers()) {
         buffers.push_back(name);
         EXPECT_EQ(tensor->dtype(), DType::F32) << name;
     }
-    EXPECT_EQ(buffers, (std::vector<std::string>{"1.batchnorm.running_mean", "1.batchnorm.running_var",
-                                                 "3.residual.1.batchnorm.running_mean",
-                                                 "3.residual.1.batchnorm.running_var"}));
+    EXPECT_EQ(buffers,
+              (std::vector<std::string>{"1.batchnorm.running_mean", "1.batchnorm.running_var",
+                                        "3.residual.1.batchnorm.running_mean", "3.residual.1.batchnorm.running_var"}));
     // Sub-layers inherit the block's compute type unless they override it; batch-norm
     // parameters stay fp32 whatever the layer computes in.
     for (Parameter* p : model.parametersInBackwardOrder()) {
@@ -245,8 +317,8 @@ TEST(ModelBuild, ResidualNamesNestAndBuffersAreNamed)
 
 TEST(ModelBuild, MixedAndPurePrecisionRunForwardAndBackward)
 {
-    for (PrecisionMode mode : {PrecisionMode::Fp32, PrecisionMode::MixedFp16, PrecisionMode::MixedBf16,
-                               PrecisionMode::Fp16}) {
+    for (PrecisionMode mode :
+         {PrecisionMode::Fp32, PrecisionMode::MixedFp16, PrecisionMode::MixedBf16, PrecisionMode::Fp16}) {
         SCOPED_TRACE(precisionModeName(mode));
         auto backend = makeCpuBackend(2);
         Model model(modelFromJson("[1, 8, 8]", kResidualLayers), mode, *backend, 1);

@@ -65,13 +65,13 @@ TEST(ExponentHistogram, BinsOfChosenValues)
 
 TEST(TensorStats, Fp16FractionsFollowTheRoundingRule)
 {
-    const float justAbove2m25 = std::nextafter(pow2(-25), 1.0f);      // rounds up to 2^-24
+    const float justAbove2m25 = std::nextafter(pow2(-25), 1.0f);            // rounds up to 2^-24
     const float belowMinNormal = pow2(-14) * (1.0f - pow2(-11)) * 0.99999f; // stays subnormal
-    const float tieToMinNormal = pow2(-14) * (1.0f - pow2(-12));        // 2047/2048 * 2^-14: ties up to normal
-    const TensorStats s = measure({0.0f, -0.0f, pow2(-26), pow2(-25), -pow2(-25), justAbove2m25, pow2(-24),
-                                   belowMinNormal, tieToMinNormal, pow2(-14), 1.0f, 65504.0f, 65519.0f, 65520.0f,
-                                   -70000.0f, kInf, kNan},
-                                  DType::F16);
+    const float tieToMinNormal = pow2(-14) * (1.0f - pow2(-12));            // 2047/2048 * 2^-14: ties up to normal
+    const TensorStats s =
+        measure({0.0f, -0.0f, pow2(-26), pow2(-25), -pow2(-25), justAbove2m25, pow2(-24), belowMinNormal,
+                 tieToMinNormal, pow2(-14), 1.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, kInf, kNan},
+                DType::F16);
     EXPECT_EQ(s.count, 17);
     EXPECT_EQ(s.zeros, 2);
     EXPECT_EQ(s.underflow, 3) << "2^-26 and +-2^-25 (the tie rounds to even zero)";
@@ -137,11 +137,11 @@ TEST(TensorStats, TensorsOfEveryDtypeAndSizeAgreeWithTheScalarCount)
 TEST(WhatIf, ScaleLiftsThePercentileWithoutOverflow)
 {
     ExponentHistogram h{};
-    h[0] = 50;                                                  // zeros are ignored
+    h[0] = 50; // zeros are ignored
     h[static_cast<std::size_t>(histogramBinOfExponent(-30))] = 1;
     h[static_cast<std::size_t>(histogramBinOfExponent(-20))] = 98;
     h[static_cast<std::size_t>(histogramBinOfExponent(-5))] = 1;
-    h[kHistogramNonFiniteBin] = 3;                              // and so are non-finite values
+    h[kHistogramNonFiniteBin] = 3; // and so are non-finite values
     auto s = suggestLossScale(h, 0.01);
     ASSERT_TRUE(s);
     EXPECT_EQ(s->lowest, pow2(16)) << "2^-30 * 2^16 = 2^-14, the smallest fp16 normal";

@@ -40,16 +40,16 @@ TEST(Numerics, BuildUsesVectorPaths)
 TEST(Numerics, HalfBoundaryValues)
 {
     using reference::floatToHalfBits;
-    EXPECT_EQ(floatToHalfBits(65504.0f), 0x7bff);                 // max finite
-    EXPECT_EQ(floatToHalfBits(65519.99f), 0x7bff);                // below the tie: stays finite
-    EXPECT_EQ(floatToHalfBits(65520.0f), 0x7c00);                 // the tie rounds to even: inf
+    EXPECT_EQ(floatToHalfBits(65504.0f), 0x7bff);  // max finite
+    EXPECT_EQ(floatToHalfBits(65519.99f), 0x7bff); // below the tie: stays finite
+    EXPECT_EQ(floatToHalfBits(65520.0f), 0x7c00);  // the tie rounds to even: inf
     EXPECT_EQ(floatToHalfBits(-65520.0f), 0xfc00);
-    EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -14)), 0x0400);    // min normal
-    EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -24)), 0x0001);    // min subnormal
-    EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -25)), 0x0000);    // tie between 0 and 2^-24: even is 0
-    EXPECT_EQ(floatToHalfBits(std::ldexp(1.5f, -25)), 0x0001);    // above the tie: rounds up
-    EXPECT_EQ(floatToHalfBits(-std::ldexp(1.0f, -26)), 0x8000);   // underflow keeps the sign
-    EXPECT_EQ(floatToHalfBits(std::ldexp(3.0f, -25)), 0x0002);    // 1.5 ulp ties to even (2)
+    EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -14)), 0x0400);        // min normal
+    EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -24)), 0x0001);        // min subnormal
+    EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -25)), 0x0000);        // tie between 0 and 2^-24: even is 0
+    EXPECT_EQ(floatToHalfBits(std::ldexp(1.5f, -25)), 0x0001);        // above the tie: rounds up
+    EXPECT_EQ(floatToHalfBits(-std::ldexp(1.0f, -26)), 0x8000);       // underflow keeps the sign
+    EXPECT_EQ(floatToHalfBits(std::ldexp(3.0f, -25)), 0x0002);        // 1.5 ulp ties to even (2)
     EXPECT_EQ(floatToHalfBits(1.0f + std::ldexp(1.0f, -11)), 0x3c00); // tie at 1 + half ulp: even
     EXPECT_EQ(floatToHalfBits(std::numeric_limits<float>::infinity()), 0x7c00);
     const std::uint16_t nan = floatToHalfBits(std::numeric_limits<float>::quiet_NaN());
@@ -62,10 +62,22 @@ TEST(Numerics, HalfBoundaryValues)
 
 TEST(Numerics, VectorMatchesReferenceOnBoundaries)
 {
-    const float values[] = {65504.0f, 65519.0f, 65520.0f, 65536.0f, 1e9f, std::ldexp(1.0f, -14),
-                            std::ldexp(1.0f, -24), std::ldexp(1.0f, -25), std::ldexp(1.0f, -26),
-                            std::ldexp(1.5f, -25), 0.0f, -0.0f, 1.0f / 3.0f, -2.5e-6f,
-                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min()};
+    const float values[] = {65504.0f,
+                            65519.0f,
+                            65520.0f,
+                            65536.0f,
+                            1e9f,
+                            std::ldexp(1.0f, -14),
+                            std::ldexp(1.0f, -24),
+                            std::ldexp(1.0f, -25),
+                            std::ldexp(1.0f, -26),
+                            std::ldexp(1.5f, -25),
+                            0.0f,
+                            -0.0f,
+                            1.0f / 3.0f,
+                            -2.5e-6f,
+                            std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::denorm_min()};
     for (float v : values)
         EXPECT_EQ(vectorHalf(v), reference::floatToHalfBits(v)) << "value " << v;
 }
@@ -149,10 +161,10 @@ TEST(Numerics, BFloat16Rounding)
 {
     using reference::floatToBFloat16Bits;
     EXPECT_EQ(floatToBFloat16Bits(1.0f), 0x3f80);
-    EXPECT_EQ(floatToBFloat16Bits(std::bit_cast<float>(0x3f808000u)), 0x3f80); // tie, even stays
-    EXPECT_EQ(floatToBFloat16Bits(std::bit_cast<float>(0x3f818000u)), 0x3f82); // tie, odd rounds up
-    EXPECT_EQ(floatToBFloat16Bits(std::numeric_limits<float>::max()), 0x7f80); // overflows to inf
-    EXPECT_EQ(floatToBFloat16Bits(std::ldexp(1.0f, -130)), 0x0008);           // subnormals kept
+    EXPECT_EQ(floatToBFloat16Bits(std::bit_cast<float>(0x3f808000u)), 0x3f80);        // tie, even stays
+    EXPECT_EQ(floatToBFloat16Bits(std::bit_cast<float>(0x3f818000u)), 0x3f82);        // tie, odd rounds up
+    EXPECT_EQ(floatToBFloat16Bits(std::numeric_limits<float>::max()), 0x7f80);        // overflows to inf
+    EXPECT_EQ(floatToBFloat16Bits(std::ldexp(1.0f, -130)), 0x0008);                   // subnormals kept
     const std::uint16_t nan = floatToBFloat16Bits(std::bit_cast<float>(0x7f800001u)); // signalling NaN
     EXPECT_EQ(nan & 0x7f80, 0x7f80);
     EXPECT_NE(nan & 0x007f, 0) << "a NaN must never turn into infinity";

@@ -125,7 +125,8 @@ TEST(NumericsLens, SamplingDoesNotChangeTraining)
         const TrainedRun every = train(smallConfig(mode, 1));
         ASSERT_EQ(off.recorder.steps.size(), every.recorder.steps.size());
         for (std::size_t i = 0; i < off.recorder.steps.size(); ++i) {
-            EXPECT_EQ(off.recorder.steps[i].loss, every.recorder.steps[i].loss) << precisionModeName(mode) << " step " << i + 1;
+            EXPECT_EQ(off.recorder.steps[i].loss, every.recorder.steps[i].loss)
+                << precisionModeName(mode) << " step " << i + 1;
             EXPECT_EQ(off.recorder.steps[i].gradAmax, every.recorder.steps[i].gradAmax);
         }
     }

@@ -109,8 +109,8 @@ TEST_F(OptimizerTest, PlainSgd)
 {
     Parameter p = makeParameter({1.0f, -2.0f}, {0.5f, 0.25f});
     const auto w = run(sgd(), p, {{0.5f, 0.25f}}, 0.1f);
-    EXPECT_FLOAT_EQ(w[0], 0.95f);   // 1 - 0.1 * 0.5
-    EXPECT_FLOAT_EQ(w[1], -2.025f); // -2 - 0.1 * 0.25
+    EXPECT_FLOAT_EQ(w[0], 0.95f);     // 1 - 0.1 * 0.5
+    EXPECT_FLOAT_EQ(w[1], -2.025f);   // -2 - 0.1 * 0.25
     EXPECT_FALSE(p.state1.defined()); // no momentum, no state
 }
 
@@ -296,12 +296,12 @@ ScheduleSpec schedule(ScheduleKind type)
 }
 
 // rate() at `step` for a 100-step run of 10 epochs.
-float at(const LrSchedule& s, std::int64_t step, std::int64_t epoch = 0)
-{
-    return s.rate(step, epoch, 10, 100);
-}
+float at(const LrSchedule& s, std::int64_t step, std::int64_t epoch = 0) { return s.rate(step, epoch, 10, 100); }
 
-double cosineFrom(double from, double to, double pct) { return to + (from - to) * (1 + std::cos(std::numbers::pi * pct)) / 2; }
+double cosineFrom(double from, double to, double pct)
+{
+    return to + (from - to) * (1 + std::cos(std::numbers::pi * pct)) / 2;
+}
 
 } // namespace
 
@@ -375,7 +375,9 @@ TEST(LrScheduleTest, WarmupMultipliesAnySchedule)
 
 TEST(LrScheduleTest, BadSpecsNameTheField)
 {
-    const auto message = [](const ScheduleSpec& s, float lr = 0.1f) { return configErrorOf([&] { LrSchedule(s, lr); }); };
+    const auto message = [](const ScheduleSpec& s, float lr = 0.1f) {
+        return configErrorOf([&] { LrSchedule(s, lr); });
+    };
     EXPECT_EQ(message(schedule(ScheduleKind::Constant), -0.1f), "optimizer.lr: must be > 0, got -0.1");
     ScheduleSpec s = schedule(ScheduleKind::Step);
     s.gamma = 0;

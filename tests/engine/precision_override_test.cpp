@@ -209,11 +209,14 @@ TEST(PrecisionOverride, PureBf16KeepsAnFp32LayerInsideABlockInFp32)
         {"type": "residual", "precision": "fp32", "layers": [{"type": "linear", "units": 16}]},
         {"type": "linear", "units": 4}])"),
                 PrecisionMode::Bf16, *backend, 3);
-    std::map<std::string, DType> expected{
-        {"0.residual.0.linear.weight", DType::F32}, {"0.residual.0.linear.bias", DType::F32},
-        {"0.residual.1.linear.weight", DType::BF16}, {"0.residual.1.linear.bias", DType::BF16},
-        {"1.residual.0.linear.weight", DType::F32}, {"1.residual.0.linear.bias", DType::F32},
-        {"2.linear.weight", DType::BF16},           {"2.linear.bias", DType::BF16}};
+    std::map<std::string, DType> expected{{"0.residual.0.linear.weight", DType::F32},
+                                          {"0.residual.0.linear.bias", DType::F32},
+                                          {"0.residual.1.linear.weight", DType::BF16},
+                                          {"0.residual.1.linear.bias", DType::BF16},
+                                          {"1.residual.0.linear.weight", DType::F32},
+                                          {"1.residual.0.linear.bias", DType::F32},
+                                          {"2.linear.weight", DType::BF16},
+                                          {"2.linear.bias", DType::BF16}};
     for (Parameter* p : model.parametersInBackwardOrder()) {
         ASSERT_TRUE(expected.contains(p->name)) << p->name;
         EXPECT_EQ(p->working.dtype(), expected[p->name]) << p->name;

@@ -96,7 +96,7 @@ TEST(PrecisionPolicy, AutoLossScalingIsDynamicOnlyForMixedFp16)
         // The loss scaler applies the policy's answer.
         const LossScaler scaler(LossScaleSpec{}, mode.value);
         const auto expected = caseOf(mode.value).autoLossScale == LossScaleType::Dynamic ? LossScaler::Kind::Dynamic
-                                                                                        : LossScaler::Kind::None;
+                                                                                         : LossScaler::Kind::None;
         EXPECT_EQ(scaler.kind(), expected);
     }
 }

@@ -89,7 +89,8 @@ RunConfig convConfig(AutoSwitch graphs, AutoSwitch runAhead)
 
 TEST(SkippedStep, LeavesTheBatchNormStatisticsAsTheStepBeforeLeftThem)
 {
-    for (const auto& [graphs, runAhead] : {std::pair{AutoSwitch::Off, AutoSwitch::Off}, {AutoSwitch::On, AutoSwitch::Off},
+    for (const auto& [graphs, runAhead] : {std::pair{AutoSwitch::Off, AutoSwitch::Off},
+                                           {AutoSwitch::On, AutoSwitch::Off},
                                            {AutoSwitch::Off, AutoSwitch::On}}) {
         RunConfig config = convConfig(graphs, runAhead);
         // Scaled gradients beyond fp16 on the first steps: skipped until the scale backs off.

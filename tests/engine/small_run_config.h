@@ -54,8 +54,8 @@ inline RunConfig smallConvConfig(PrecisionMode mode = PrecisionMode::Fp32)
     residual.body = {branchConv, layerSpec("batchnorm")};
     LayerSpec pool = layerSpec("maxpool");
     pool.kernel = 2;
-    c.model.layers = {conv, layerSpec("batchnorm"), layerSpec("relu"), residual, pool, layerSpec("flatten"),
-                      layerSpec("linear", 4)};
+    c.model.layers = {conv, layerSpec("batchnorm"), layerSpec("relu"),     residual,
+                      pool, layerSpec("flatten"),   layerSpec("linear", 4)};
     c.training.epochs = 1;
     return c;
 }

@@ -203,8 +203,8 @@ TEST(StepOps, DeviceLossScaleRuleFollowsLossScalerStepForStep)
     LossScaleSpec fixed;
     fixed.type = LossScaleType::Static;
     fixed.value = 512.0f;
-    for (const Case& c : {Case{"pytorch", pytorch}, Case{"deepspeed", deepspeed}, Case{"bounded", bounded},
-                          Case{"static", fixed}}) {
+    for (const Case& c :
+         {Case{"pytorch", pytorch}, Case{"deepspeed", deepspeed}, Case{"bounded", bounded}, Case{"static", fixed}}) {
         SCOPED_TRACE(c.name);
         LossScaler host(c.spec, PrecisionMode::MixedFp16);
         Fixture f;

@@ -29,10 +29,10 @@ struct AlignmentCase {
     std::string name;
     std::string mode, input, layers;
     int classes, batch;
-    std::vector<AlignmentVerdict> verdicts;      // per layer
-    std::vector<std::string> misaligned;         // "layer:extent=value", every one, in order
-    std::int64_t batchBelow, batchAbove;         // the batch suggestion; 0, 0: no batch advice
-    std::vector<std::string> messagePhrases;     // each appears in one of the advice lines
+    std::vector<AlignmentVerdict> verdicts;  // per layer
+    std::vector<std::string> misaligned;     // "layer:extent=value", every one, in order
+    std::int64_t batchBelow, batchAbove;     // the batch suggestion; 0, 0: no batch advice
+    std::vector<std::string> messagePhrases; // each appears in one of the advice lines
 };
 
 void PrintTo(const AlignmentCase& c, std::ostream* os) { *os << c.name; }
@@ -83,32 +83,80 @@ const std::string kConv = R"([{"type": "conv2d", "filters": 16, "activation": "r
                               {"type": "flatten"}, {"type": "linear", "units": 16}])";
 
 const AlignmentCase kCases[] = {
-    {"alignedMixedFp16", "mixed-fp16", "[32]",
-     R"([{"type": "linear", "units": 64, "activation": "relu"}, {"type": "linear", "units": 8}])", 8, 32,
-     {V::Aligned, V::Aligned}, {}, 0, 0, {}},
+    {"alignedMixedFp16",
+     "mixed-fp16",
+     "[32]",
+     R"([{"type": "linear", "units": 64, "activation": "relu"}, {"type": "linear", "units": 8}])",
+     8,
+     32,
+     {V::Aligned, V::Aligned},
+     {},
+     0,
+     0,
+     {}},
     // fp32 runs get no advice however odd the extents and the batch.
     {"fp32NoAdvice", "fp32", "[30]", kMlp, 10, 100, {V::Fp32, V::Fp32}, {}, 0, 0, {}},
-    {"tenClassesBf16", "bf16", "[32]", kMlp, 10, 100, {V::Aligned, V::Misaligned}, {"1:out features=10"}, 96, 104,
+    {"tenClassesBf16",
+     "bf16",
+     "[32]",
+     kMlp,
+     10,
+     100,
+     {V::Aligned, V::Misaligned},
+     {"1:out features=10"},
+     96,
+     104,
      {"layer 1 (linear), bf16: out features = 10 is not a multiple of 8", "out features: 8 or 16",
       "batch size 100 is not a multiple of 8", "96 or 104 would use them fully"}},
-    {"oddInputPureFp16", "fp16", "[30]", kMlp, 10, 64, {V::Misaligned, V::Misaligned},
-     {"0:in features=30", "1:out features=10"}, 0, 0,
+    {"oddInputPureFp16",
+     "fp16",
+     "[30]",
+     kMlp,
+     10,
+     64,
+     {V::Misaligned, V::Misaligned},
+     {"0:in features=30", "1:out features=10"},
+     0,
+     0,
      {"layer 0 (linear), fp16: in features = 30 is not a multiple of 8", "in features: 24 or 32"}},
     // A convolution: one input channel and a 3x3 kernel give a GEMM K of 9; 16 filters are fine.
-    {"convMixedFp16", "mixed-fp16", "[1, 12, 12]", kConv, 16, 4,
+    {"convMixedFp16",
+     "mixed-fp16",
+     "[1, 12, 12]",
+     kConv,
+     16,
+     4,
      {V::Misaligned, V::NoGemm, V::NoGemm, V::Aligned},
-     {"0:in channels=1", "0:GEMM K (in channels x kernel area)=9"}, 0, 8,
+     {"0:in channels=1", "0:GEMM K (in channels x kernel area)=9"},
+     0,
+     8,
      {"layer 0 (conv2d), fp16: in channels = 1 and GEMM K (in channels x kernel area) = 9 are not multiples of 8",
       "in channels: 8;", "batch size 4 is not a multiple of 8", "; 8 would use them fully"}},
     // An override to fp32 takes the layer off tensor cores: no advice for its 10 outputs, but
     // the batch still matters to the first layer's fp16 GEMMs.
-    {"fp32OverrideMixedFp16", "mixed-fp16", "[32]",
-     R"([{"type": "linear", "units": 64}, {"type": "linear", "units": 10, "precision": "fp32"}])", 10, 20,
-     {V::Aligned, V::Fp32}, {}, 16, 24, {"batch size 20"}},
+    {"fp32OverrideMixedFp16",
+     "mixed-fp16",
+     "[32]",
+     R"([{"type": "linear", "units": 64}, {"type": "linear", "units": 10, "precision": "fp32"}])",
+     10,
+     20,
+     {V::Aligned, V::Fp32},
+     {},
+     16,
+     24,
+     {"batch size 20"}},
     // And an fp16 override in an fp32 run puts that layer on them.
-    {"fp16OverrideFp32", "fp32", "[32]",
-     R"([{"type": "linear", "units": 12, "precision": "fp16"}, {"type": "linear", "units": 10}])", 10, 20,
-     {V::Misaligned, V::Fp32}, {"0:out features=12"}, 16, 24, {"layer 0 (linear), fp16: out features = 12"}},
+    {"fp16OverrideFp32",
+     "fp32",
+     "[32]",
+     R"([{"type": "linear", "units": 12, "precision": "fp16"}, {"type": "linear", "units": 10}])",
+     10,
+     20,
+     {V::Misaligned, V::Fp32},
+     {"0:out features=12"},
+     16,
+     24,
+     {"layer 0 (linear), fp16: out features = 12"}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Alignment, ::testing::ValuesIn(kCases),

@@ -7,22 +7,19 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <bit>
+#include <cmath>
 #include <cstdio>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 using namespace mantissa;
 
 namespace {
 
-RunConfig smallConfig(PrecisionMode mode = PrecisionMode::Fp32)
-{
-    return test_support::smallSyntheticConfig(mode);
-}
+RunConfig smallConfig(PrecisionMode mode = PrecisionMode::Fp32) { return test_support::smallSyntheticConfig(mode); }
 
 struct Recorder final : TrainingObserver {
     std::vector<StepRecord> steps;

@@ -71,8 +71,8 @@ private slots:
         QFETCH(QStringList, written);
         QTemporaryDir out;
         // One run by id, the other by name.
-        const Result result = runCli({QString::number(m_sample.fp32), m_sample.mixedSpec.name, "-o", out.filePath(file),
-                                      "--db", m_sample.path});
+        const Result result = runCli(
+            {QString::number(m_sample.fp32), m_sample.mixedSpec.name, "-o", out.filePath(file), "--db", m_sample.path});
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         QStringList expected;
         for (const QString& name : written)
@@ -87,7 +87,8 @@ private slots:
         QTemporaryDir out;
         const QString path = out.filePath(QStringLiteral("r.html"));
         // The baseline need not be listed; the database comes from MANTISSA_DB.
-        const Result result = runCli({m_sample.mixedSpec.name, "--baseline", m_sample.fp32Spec.name, "-o", path}, m_sample.path);
+        const Result result =
+            runCli({m_sample.mixedSpec.name, "--baseline", m_sample.fp32Spec.name, "-o", path}, m_sample.path);
         QVERIFY2(result.exitCode == 0, qPrintable(result.err));
         QFile file(path);
         QVERIFY(file.open(QIODevice::ReadOnly));

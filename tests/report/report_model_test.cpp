@@ -39,8 +39,10 @@ private slots:
         const QString cpuinfo = QStringLiteral(
             "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz\n"
             "physical id\t: 0\ncore id\t\t: 0\n\n"
-            "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz\nphysical id\t: 0\ncore id\t\t: 0\n\n"
-            "processor\t: 2\nmodel name\t: Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz\nphysical id\t: 0\ncore id\t\t: 1\n\n");
+            "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz\nphysical id\t: 0\ncore id\t\t: "
+            "0\n\n"
+            "processor\t: 2\nmodel name\t: Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz\nphysical id\t: 0\ncore id\t\t: "
+            "1\n\n");
         const MachineInfo info = parseCpuInfo(cpuinfo);
         QCOMPARE(info.cpuModel, QStringLiteral("Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz"));
         QCOMPARE(info.logicalCores, 3);
@@ -57,15 +59,31 @@ private slots:
         QTest::addColumn<QString>("driver");
         QTest::addColumn<QString>("cuda");
         QTest::addColumn<QString>("cudnn");
-        QTest::newRow("cpu as the CLI records it")
-            << "cpu (OpenBLAS, 8 threads, F16C): AMD EPYC 7B13" << "cpu" << "AMD EPYC 7B13" << 8 << "" << "" << "";
-        QTest::newRow("cpu, no model") << "cpu (OpenBLAS, 1 thread)" << "cpu" << "" << 1 << "" << "" << "";
-        QTest::newRow("cuda with versions")
-            << "cuda: NVIDIA H100 80GB HBM3, driver 550.54.15, CUDA 12.4, cuDNN 9.1.0" << "cuda" << "NVIDIA H100 80GB HBM3"
-            << 0 << "550.54.15" << "12.4" << "9.1.0";
-        QTest::newRow("cuda:1 in parentheses") << "cuda:1 (NVIDIA A100-SXM4-40GB, driver 535.104, CUDA 12.2)" << "cuda"
-                                               << "NVIDIA A100-SXM4-40GB" << 0 << "535.104" << "12.2" << "";
-        QTest::newRow("unknown") << "tpu v4" << "" << "" << 0 << "" << "" << "";
+        QTest::newRow("cpu as the CLI records it") << "cpu (OpenBLAS, 8 threads, F16C): AMD EPYC 7B13"
+                                                   << "cpu"
+                                                   << "AMD EPYC 7B13" << 8 << ""
+                                                   << ""
+                                                   << "";
+        QTest::newRow("cpu, no model") << "cpu (OpenBLAS, 1 thread)"
+                                       << "cpu"
+                                       << "" << 1 << ""
+                                       << ""
+                                       << "";
+        QTest::newRow("cuda with versions") << "cuda: NVIDIA H100 80GB HBM3, driver 550.54.15, CUDA 12.4, cuDNN 9.1.0"
+                                            << "cuda"
+                                            << "NVIDIA H100 80GB HBM3" << 0 << "550.54.15"
+                                            << "12.4"
+                                            << "9.1.0";
+        QTest::newRow("cuda:1 in parentheses") << "cuda:1 (NVIDIA A100-SXM4-40GB, driver 535.104, CUDA 12.2)"
+                                               << "cuda"
+                                               << "NVIDIA A100-SXM4-40GB" << 0 << "535.104"
+                                               << "12.2"
+                                               << "";
+        QTest::newRow("unknown") << "tpu v4"
+                                 << ""
+                                 << "" << 0 << ""
+                                 << ""
+                                 << "";
     }
 
     void parsesDeviceDescriptions()
@@ -185,11 +203,10 @@ private slots:
 
         const QStringList statements = comparisonStatements(data);
         QCOMPARE(statements.size(), 1);
-        const QString expected = QStringLiteral("mixed-fp16 reached %1 vs %2 in fp32, %3 faster, 6 skipped steps, %4 the peak memory.")
-                                     .arg(formatPercent(*mixed.summary.finalTestAccuracy),
-                                          formatPercent(*fp32.summary.finalTestAccuracy),
-                                          formatRatio(*fp32.wallSeconds / *mixed.wallSeconds),
-                                          formatRatio(236.0 / 412.0));
+        const QString expected =
+            QStringLiteral("mixed-fp16 reached %1 vs %2 in fp32, %3 faster, 6 skipped steps, %4 the peak memory.")
+                .arg(formatPercent(*mixed.summary.finalTestAccuracy), formatPercent(*fp32.summary.finalTestAccuracy),
+                     formatRatio(*fp32.wallSeconds / *mixed.wallSeconds), formatRatio(236.0 / 412.0));
         QCOMPARE(statements.first(), expected);
 
         // Measured against the mixed run instead, fp32 is the slower one.
@@ -257,7 +274,8 @@ private slots:
             const ReportBlock& block = document.blocks[i];
             if (block.kind == ReportBlock::Kind::Heading && block.level == 1)
                 inSection = block.text;
-            if (block.kind != ReportBlock::Kind::Paragraph || !block.text.startsWith(QStringLiteral("Tensor-core alignment")))
+            if (block.kind != ReportBlock::Kind::Paragraph ||
+                !block.text.startsWith(QStringLiteral("Tensor-core alignment")))
                 continue;
             ++paragraphs;
             QCOMPARE(inSection, QStringLiteral("Model"));
@@ -269,7 +287,8 @@ private slots:
         QCOMPARE(paragraphs, 1);
         QCOMPARE(items, QStringList{QString::fromStdString(
                             tensorCoreAdvice(*data.runs[1].config, data.runs[1].model).messages().front())});
-        QVERIFY2(items.front().startsWith(QStringLiteral("layer 3 (linear), fp16: out features = 10 is not a multiple of 8")),
+        QVERIFY2(items.front().startsWith(
+                     QStringLiteral("layer 3 (linear), fp16: out features = 10 is not a multiple of 8")),
                  qPrintable(items.front()));
 
         for (const ReportBlock& block : buildReportDocument(loadReportData(*m_store, {m_sample.fp32})).blocks)

@@ -174,14 +174,16 @@ private slots:
             for (const QByteArray& line : lines)
                 rows += line.startsWith(prefix);
             QCOMPARE(rows, steps.size()); // one row per stored step
-            const auto first = std::find_if(lines.cbegin(), lines.cend(), [&](const QByteArray& l) { return l.startsWith(prefix); });
+            const auto first =
+                std::find_if(lines.cbegin(), lines.cend(), [&](const QByteArray& l) { return l.startsWith(prefix); });
             QVERIFY(first->startsWith(prefix + "1,1,")); // step 1 of epoch 1 comes first
         }
         QCOMPARE(lines.size() - 1, expected);
 
         QList<QByteArray> epochs = readAll(files[1]).split('\n');
         epochs.removeAll(QByteArray());
-        QCOMPARE(epochs.first(), QByteArray("run_id,run,epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds"));
+        QCOMPARE(epochs.first(),
+                 QByteArray("run_id,run,epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds"));
         qsizetype epochRows = 0;
         for (const RunData& run : data.runs)
             epochRows += m_store->epochs(run.info.id).size();
@@ -209,8 +211,9 @@ private slots:
             QSKIP("pdftotext (poppler-utils) is not installed: scripts/setup installs it");
         const QString firstPage = pdfText(dir.filePath(QStringLiteral("bare.%1").arg(int(ReportFormat::Pdf))), 1);
         QVERIFY(firstPage.contains(QStringLiteral("is still running")));
-        QVERIFY(pdfText(dir.filePath(QStringLiteral("bare.%1").arg(int(ReportFormat::Pdf)))).simplified().contains(
-            QStringLiteral("does not parse")));
+        QVERIFY(pdfText(dir.filePath(QStringLiteral("bare.%1").arg(int(ReportFormat::Pdf))))
+                    .simplified()
+                    .contains(QStringLiteral("does not parse")));
     }
 
     void unwritablePathIsAnIoError_data()
@@ -253,7 +256,8 @@ private:
 
     static bool hasLossScaling(const ReportData& data)
     {
-        return std::any_of(data.runs.cbegin(), data.runs.cend(), [](const RunData& run) { return run.usesLossScaling(); });
+        return std::any_of(data.runs.cbegin(), data.runs.cend(),
+                           [](const RunData& run) { return run.usesLossScaling(); });
     }
 
     // The text of the PDF (or of one page), as a reader copying it would get it.

@@ -17,10 +17,7 @@ constexpr int kBatch = 128;
 constexpr float kInitialScale = 65536;
 constexpr qint64 kGrowthInterval = 100;
 
-bool isMixed(const SyntheticRun& run)
-{
-    return run.precision == QLatin1String("mixed-fp16");
-}
+bool isMixed(const SyntheticRun& run) { return run.precision == QLatin1String("mixed-fp16"); }
 
 // A deterministic value in [-1, 1] for (salt, n): noise that every test can recompute.
 double noise(std::uint64_t salt, std::uint64_t n)
@@ -32,10 +29,7 @@ double noise(std::uint64_t salt, std::uint64_t n)
     return double(x % 20001) / 10000.0 - 1.0;
 }
 
-std::uint64_t salt(const SyntheticRun& run)
-{
-    return isMixed(run) ? 2 : 1;
-}
+std::uint64_t salt(const SyntheticRun& run) { return isMixed(run) ? 2 : 1; }
 
 QString configJson(const SyntheticRun& run)
 {
@@ -145,7 +139,7 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
         }
     }
     if (written < total)
-        return id; // the writer's destructor marks the run interrupted
+        return id;     // the writer's destructor marks the run interrupted
     RunSummary finish; // the step and evaluation figures come from the rows written
     finish.status = RunStatus::Finished;
     finish.wallSeconds = elapsed + 0.4 * run.epochs;
@@ -177,7 +171,8 @@ SampleDatabase writeSampleDatabase(const QString& path)
     sample.interruptedSpec.name = QStringLiteral("mlp-mixed-fp16-3");
     sample.interruptedSpec.groupId.reset();
     sample.interruptedSpec.stepsWritten = 180;
-    sample.interruptedSpec.device = QStringLiteral("cuda: NVIDIA H100 80GB HBM3, driver 550.54.15, CUDA 12.4, cuDNN 9.1.0");
+    sample.interruptedSpec.device =
+        QStringLiteral("cuda: NVIDIA H100 80GB HBM3, driver 550.54.15, CUDA 12.4, cuDNN 9.1.0");
     sample.fp32 = writeSyntheticRun(path, sample.fp32Spec);
     sample.mixed = writeSyntheticRun(path, sample.mixedSpec);
     sample.interrupted = writeSyntheticRun(path, sample.interruptedSpec);

@@ -17,7 +17,7 @@ struct SyntheticRun {
     QString precision = QStringLiteral("fp32"); // fp32 | mixed-fp16
     int epochs = 3;
     int stepsPerEpoch = 120;
-    int stepsWritten = -1;  // fewer than epochs * stepsPerEpoch: the writer is closed early (interrupted)
+    int stepsWritten = -1; // fewer than epochs * stepsPerEpoch: the writer is closed early (interrupted)
     double samplesPerSecond = 9000;
     qint64 peakMemoryBytes = 0;
     QString device = QStringLiteral("cpu (OpenBLAS, 2 threads, F16C): Intel(R) Xeon(R) CPU @ 2.20GHz");

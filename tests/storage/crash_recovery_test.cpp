@@ -92,8 +92,8 @@ private slots:
         for (const EpochRecord& epoch : epochs)
             QCOMPARE(epoch.trainLoss, makeEpoch(epoch.epoch).trainLoss);
         QCOMPARE(store.events(runId).size(), steps.size() / 50000);
-        qInfo("killed after %d ms: %lld steps committed (%lld seen while alive)", runMs,
-              qint64(steps.size()), seenBeforeKill);
+        qInfo("killed after %d ms: %lld steps committed (%lld seen while alive)", runMs, qint64(steps.size()),
+              seenBeforeKill);
         QCOMPARE(store.markInterruptedRuns(), 0); // done once, on open
     }
 
@@ -108,13 +108,17 @@ private slots:
         QTest::addColumn<bool>("interrupted");
         const WriterIdentity self = currentWriterIdentity();
         QTest::newRow("this process") << self.pid << self.host << self.boot << qint64(0) << 5 << false;
-        QTest::newRow("this process, old heartbeat (paused)") << self.pid << self.host << self.boot << qint64(0) << 86400 << false;
+        QTest::newRow("this process, old heartbeat (paused)")
+            << self.pid << self.host << self.boot << qint64(0) << 86400 << false;
         QTest::newRow("dead process") << deadPid() << self.host << self.boot << qint64(0) << 5 << true;
         QTest::newRow("reused PID") << self.pid << self.host << self.boot << qint64(-100) << 5 << true;
-        QTest::newRow("before a reboot") << self.pid << self.host << QStringLiteral("another-boot") << qint64(0) << 5 << true;
+        QTest::newRow("before a reboot") << self.pid << self.host << QStringLiteral("another-boot") << qint64(0) << 5
+                                         << true;
         QTest::newRow("no writer recorded") << qint64(0) << QString() << QString() << qint64(0) << 5 << true;
-        QTest::newRow("other host, recent heartbeat") << qint64(1) << QStringLiteral("elsewhere") << QString() << qint64(0) << 60 << false;
-        QTest::newRow("other host, stale heartbeat") << qint64(1) << QStringLiteral("elsewhere") << QString() << qint64(0) << 7200 << true;
+        QTest::newRow("other host, recent heartbeat")
+            << qint64(1) << QStringLiteral("elsewhere") << QString() << qint64(0) << 60 << false;
+        QTest::newRow("other host, stale heartbeat")
+            << qint64(1) << QStringLiteral("elsewhere") << QString() << qint64(0) << 7200 << true;
     }
     void judgesWriterLiveness()
     {
@@ -138,7 +142,8 @@ private slots:
             update.addBindValue(host);
             update.addBindValue(boot);
             update.addBindValue(startDelta);
-            update.addBindValue(QDateTime::currentDateTimeUtc().addSecs(-heartbeatAgeSeconds).toString(Qt::ISODateWithMs));
+            update.addBindValue(
+                QDateTime::currentDateTimeUtc().addSecs(-heartbeatAgeSeconds).toString(Qt::ISODateWithMs));
             update.addBindValue(runId);
             QVERIFY(update.exec());
         }

@@ -20,8 +20,8 @@ using namespace mantissa::storage::test;
 
 namespace {
 
-StepRecord step(qint64 n, int epoch, float loss, float lr, float scale, bool skipped, float gradNorm,
-                float rate, double elapsed)
+StepRecord step(qint64 n, int epoch, float loss, float lr, float scale, bool skipped, float gradNorm, float rate,
+                double elapsed)
 {
     return {n, epoch, loss, lr, scale, skipped, gradNorm, rate, elapsed};
 }
@@ -57,15 +57,17 @@ private slots:
     {
         QTest::addColumn<ExportTable>("table");
         QTest::addColumn<QByteArray>("expected");
-        QTest::newRow("steps") << ExportTable::Steps
-            << QByteArray("step,epoch,loss,learning_rate,loss_scale,skipped,grad_norm,samples_per_second,elapsed_seconds\n"
-                          "1,1,0.5,0.05,65536,0,1.25,1000,0.125\n"
-                          "2,1,inf,0.05,32768,1,,999.5,0.25\n"
-                          "3,2,0.1,0.025,32768,0,2,1000,0.375\n");
+        QTest::newRow("steps")
+            << ExportTable::Steps
+            << QByteArray(
+                   "step,epoch,loss,learning_rate,loss_scale,skipped,grad_norm,samples_per_second,elapsed_seconds\n"
+                   "1,1,0.5,0.05,65536,0,1.25,1000,0.125\n"
+                   "2,1,inf,0.05,32768,1,,999.5,0.25\n"
+                   "3,2,0.1,0.025,32768,0,2,1000,0.375\n");
         QTest::newRow("epochs") << ExportTable::Epochs
-            << QByteArray("epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds\n"
-                          "1,0.75,0.5,0.8,0.625,10.5\n"
-                          "2,0.25,0.875,0.3,0.9,21\n");
+                                << QByteArray("epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds\n"
+                                              "1,0.75,0.5,0.8,0.625,10.5\n"
+                                              "2,0.25,0.875,0.3,0.9,21\n");
     }
     void csv()
     {
@@ -95,8 +97,8 @@ private slots:
         QCOMPARE(steps.size(), 3);
         QCOMPARE(steps[0][QStringLiteral("loss")].toDouble(), 0.5);
         QCOMPARE(steps[0][QStringLiteral("learning_rate")].toDouble(), 0.05); // the float's shortest form
-        QVERIFY(steps[1][QStringLiteral("loss")].isNull());      // inf
-        QVERIFY(steps[1][QStringLiteral("grad_norm")].isNull()); // NaN
+        QVERIFY(steps[1][QStringLiteral("loss")].isNull());                   // inf
+        QVERIFY(steps[1][QStringLiteral("grad_norm")].isNull());              // NaN
         QCOMPARE(steps[1][QStringLiteral("skipped")].toInt(), 1);
         QCOMPARE(steps[2][QStringLiteral("elapsed_seconds")].toDouble(), 0.375);
 

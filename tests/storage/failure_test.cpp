@@ -57,7 +57,11 @@ class FailureTest : public QObject {
     Q_OBJECT
 
 private slots:
-    void init() { QVERIFY(m_dir.isValid()); m_path = m_dir.filePath(QStringLiteral("runs.sqlite")); }
+    void init()
+    {
+        QVERIFY(m_dir.isValid());
+        m_path = m_dir.filePath(QStringLiteral("runs.sqlite"));
+    }
     void cleanup()
     {
         for (const QString& suffix : {QString(), QStringLiteral("-wal"), QStringLiteral("-shm")})
@@ -174,8 +178,8 @@ private slots:
             QSKIP("no way to make a directory read-only here: running as root, chattr +i failed "
                   "and /proc accepts new files");
         if (existing && !directory.canHoldDatabase)
-            QSKIP(qPrintable(QStringLiteral("a database cannot be put in the read-only directory %1 first")
-                                 .arg(directory.path)));
+            QSKIP(qPrintable(
+                QStringLiteral("a database cannot be put in the read-only directory %1 first").arg(directory.path)));
         const QString path = QDir(directory.path).filePath(QStringLiteral("runs.sqlite"));
         if (existing)
             buildDatabase(path, 10);
@@ -248,8 +252,9 @@ private slots:
             QSKIP("filling a disk needs a small tmpfs, and mounting one needs root");
         const QString mountPoint = m_dir.filePath(QStringLiteral("small-disk"));
         QVERIFY(QDir().mkpath(mountPoint));
-        if (QProcess::execute(QStringLiteral("mount"), {QStringLiteral("-t"), QStringLiteral("tmpfs"), QStringLiteral("-o"),
-                                                        QStringLiteral("size=1m"), QStringLiteral("tmpfs"), mountPoint}) != 0) {
+        if (QProcess::execute(QStringLiteral("mount"),
+                              {QStringLiteral("-t"), QStringLiteral("tmpfs"), QStringLiteral("-o"),
+                               QStringLiteral("size=1m"), QStringLiteral("tmpfs"), mountPoint}) != 0) {
             QSKIP("cannot mount a 1 MiB tmpfs here (no CAP_SYS_ADMIN?), so a full disk cannot be made");
         }
         auto unmount = qScopeGuard([&] { QProcess::execute(QStringLiteral("umount"), {mountPoint}); });
@@ -268,7 +273,8 @@ private slots:
             message = writer.errorMessage();
             QVERIFY2(message.startsWith(path + QStringLiteral(": the disk is full")), qPrintable(message));
             committed = writer.committedSteps();
-            qInfo("failed after %lld committed steps, %lld commits: %s", committed, writer.commitCount(), qPrintable(message));
+            qInfo("failed after %lld committed steps, %lld commits: %s", committed, writer.commitCount(),
+                  qPrintable(message));
             QVERIFY(committed > 0);
         }
         const RunInfo run = store.run(id);

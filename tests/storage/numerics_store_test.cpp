@@ -57,9 +57,9 @@ NumericsRecord record(qint64 step)
 
 bool sameStats(const TensorStats& a, const TensorStats& b)
 {
-    return a.count == b.count && a.amax == b.amax && a.zeros == b.zeros && a.underflow == b.underflow
-        && a.subnormal == b.subnormal && a.overflow == b.overflow && a.nonFinite == b.nonFinite
-        && a.histogram == b.histogram;
+    return a.count == b.count && a.amax == b.amax && a.zeros == b.zeros && a.underflow == b.underflow &&
+           a.subnormal == b.subnormal && a.overflow == b.overflow && a.nonFinite == b.nonFinite &&
+           a.histogram == b.histogram;
 }
 
 } // namespace
@@ -88,7 +88,8 @@ private slots:
         overflow.scaleBefore = 65536;
         overflow.scaleAfter = 32768;
         overflow.parameter = "1.linear.weight";
-        overflow.location = OverflowLocation{1, "1.linear", TensorKind::ActivationGrad, "1.linear.input_grad", 12, 4096, 60000.0f};
+        overflow.location =
+            OverflowLocation{1, "1.linear", TensorKind::ActivationGrad, "1.linear.input_grad", 12, 4096, 60000.0f};
         writer.onEvent(overflow);
         EventRecord change;
         change.kind = EventKind::ScaleChange;
@@ -142,8 +143,10 @@ private slots:
     {
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("SELECT DISTINCT length(histogram) FROM numerics_tensors")).toInt(), 63 * 4);
-        const QByteArray blob = db.scalar(QStringLiteral(
-            "SELECT histogram FROM numerics_tensors WHERE step = 10 AND tensor = '0.linear.output'")).toByteArray();
+        const QByteArray blob =
+            db.scalar(QStringLiteral(
+                          "SELECT histogram FROM numerics_tensors WHERE step = 10 AND tensor = '0.linear.output'"))
+                .toByteArray();
         QCOMPARE(blob.mid(5 * 4, 4), QByteArray("\xD4\xC3\xB2\xA1", 4));
         QCOMPARE(blob.mid(1 * 4, 4), QByteArray("\x11\x00\x00\x00", 4)); // 1 * 7 + 10
     }
@@ -151,9 +154,11 @@ private slots:
     void histogramSeriesOverSteps()
     {
         RunStore store(m_path);
-        const HistogramSeries series = store.histogramSeries(m_run, QStringLiteral("0.linear.weight"), TensorKind::WeightGrad);
+        const HistogramSeries series =
+            store.histogramSeries(m_run, QStringLiteral("0.linear.weight"), TensorKind::WeightGrad);
         QCOMPARE(series.step, (QList<qint64>{10, 20, 30}));
-        QCOMPARE(series.lossScale, (QList<double>{double(65536.0f / 10.0f), double(65536.0f / 20.0f), double(65536.0f / 30.0f)}));
+        QCOMPARE(series.lossScale,
+                 (QList<double>{double(65536.0f / 10.0f), double(65536.0f / 20.0f), double(65536.0f / 30.0f)}));
         QCOMPARE(series.scaledGradients, (QList<bool>{false, true, false}));
         QCOMPARE(series.counts[1], record(20).tensors[1].stats.histogram);
         QCOMPARE(store.histogramSeries(m_run, QStringLiteral("0.linear.weight"), TensorKind::Weight).size(), 0);

@@ -203,8 +203,8 @@ private slots:
         QCOMPARE(recorded.status, RunStatus::Failed);
         const RunInfo run = m_store->run(recorder.runId());
         QCOMPARE(run.status, RunStatus::Failed);
-        QVERIFY2(run.errorMessage.contains(QStringLiteral("saving the checkpoint of step 16 failed"))
-                     && run.errorMessage.contains(blocked),
+        QVERIFY2(run.errorMessage.contains(QStringLiteral("saving the checkpoint of step 16 failed")) &&
+                     run.errorMessage.contains(blocked),
                  qPrintable(run.errorMessage));
         QVERIFY(m_store->checkpoints(recorder.runId()).isEmpty());
     }
@@ -222,7 +222,8 @@ private slots:
         } // e.g. the process unwound
         const RunInfo run = m_store->run(id);
         QCOMPARE(run.status, RunStatus::Interrupted);
-        QVERIFY2(run.errorMessage.contains(QStringLiteral("closed before the run finished")), qPrintable(run.errorMessage));
+        QVERIFY2(run.errorMessage.contains(QStringLiteral("closed before the run finished")),
+                 qPrintable(run.errorMessage));
         QCOMPARE(m_store->steps(id).size(), 7);
         QCOMPARE(m_store->epochs(id).size(), 1);
         QVERIFY(m_store->checkpoints(id).isEmpty()); // no trainer, no weights to keep

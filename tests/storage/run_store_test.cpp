@@ -70,12 +70,16 @@ private slots:
         QTest::addColumn<QString>("preset");
         QTest::addColumn<QString>("precision");
         QTest::addColumn<QStringList>("expected"); // three runs in a row
-        QTest::newRow("preset and precision") << "mlp" << "mixed-fp16"
-            << QStringList{"mlp-mixed-fp16-1", "mlp-mixed-fp16-2", "mlp-mixed-fp16-3"};
-        QTest::newRow("no preset") << "" << "fp32" << QStringList{"run-fp32-1", "run-fp32-2", "run-fp32-3"};
-        QTest::newRow("no precision") << "cnn" << "" << QStringList{"cnn-1", "cnn-2", "cnn-3"};
-        QTest::newRow("spaces and capitals") << "Wide MLP" << "Mixed BF16"
-            << QStringList{"wide-mlp-mixed-bf16-1", "wide-mlp-mixed-bf16-2", "wide-mlp-mixed-bf16-3"};
+        QTest::newRow("preset and precision")
+            << "mlp"
+            << "mixed-fp16" << QStringList{"mlp-mixed-fp16-1", "mlp-mixed-fp16-2", "mlp-mixed-fp16-3"};
+        QTest::newRow("no preset") << ""
+                                   << "fp32" << QStringList{"run-fp32-1", "run-fp32-2", "run-fp32-3"};
+        QTest::newRow("no precision") << "cnn"
+                                      << "" << QStringList{"cnn-1", "cnn-2", "cnn-3"};
+        QTest::newRow("spaces and capitals")
+            << "Wide MLP"
+            << "Mixed BF16" << QStringList{"wide-mlp-mixed-bf16-1", "wide-mlp-mixed-bf16-2", "wide-mlp-mixed-bf16-3"};
     }
     void generatesNames()
     {
@@ -101,8 +105,10 @@ private slots:
     {
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("problem");
-        QTest::newRow("taken") << "baseline" << "already exists";
-        QTest::newRow("digits") << "123" << "all digits";
+        QTest::newRow("taken") << "baseline"
+                               << "already exists";
+        QTest::newRow("digits") << "123"
+                                << "all digits";
         QTest::newRow("too long") << QString(201, u'x') << "longer than 200";
     }
     void rejectsBadNames()
@@ -203,12 +209,18 @@ private slots:
     {
         QTest::addColumn<QString>("key");
         QTest::addColumn<QString>("expected"); // empty: not found
-        QTest::newRow("id") << "2" << "mlp-mixed-fp16-2";
-        QTest::newRow("name") << "mlp-mixed-fp16-1" << "mlp-mixed-fp16-1";
-        QTest::newRow("name with spaces around") << " mlp-mixed-fp16-2 " << "mlp-mixed-fp16-2";
-        QTest::newRow("unknown name") << "mlp-fp32-9" << "";
-        QTest::newRow("unknown id") << "42" << "";
-        QTest::newRow("negative number is a name") << "-1" << "";
+        QTest::newRow("id") << "2"
+                            << "mlp-mixed-fp16-2";
+        QTest::newRow("name") << "mlp-mixed-fp16-1"
+                              << "mlp-mixed-fp16-1";
+        QTest::newRow("name with spaces around") << " mlp-mixed-fp16-2 "
+                                                 << "mlp-mixed-fp16-2";
+        QTest::newRow("unknown name") << "mlp-fp32-9"
+                                      << "";
+        QTest::newRow("unknown id") << "42"
+                                    << "";
+        QTest::newRow("negative number is a name") << "-1"
+                                                   << "";
     }
     void findsRunsByIdOrName()
     {
@@ -279,7 +291,8 @@ private slots:
         const qint64 id = m_store->createRun(sampleRun());
         m_store->renameRun(id, QStringLiteral("fp16 baseline"));
         QCOMPARE(m_store->findRun(QStringLiteral("fp16 baseline")).id, id);
-        QCOMPARE(errorKind([&] { m_store->findRun(QStringLiteral("mlp-mixed-fp16-1")); }), StorageError::Kind::NotFound);
+        QCOMPARE(errorKind([&] { m_store->findRun(QStringLiteral("mlp-mixed-fp16-1")); }),
+                 StorageError::Kind::NotFound);
         m_store->setNotes(id, QStringLiteral("lr too high?"));
         m_store->addTag(id, QStringLiteral("b"));
         m_store->addTag(id, QStringLiteral("a"));
@@ -318,10 +331,12 @@ private slots:
 
     void storesCheckpointPaths_data()
     {
-        QTest::addColumn<QString>("file");     // relative to the database directory, or absolute
-        QTest::addColumn<QString>("stored");   // empty: stored as the absolute path
-        QTest::newRow("inside") << "checkpoints/step-100.ckpt" << "checkpoints/step-100.ckpt";
-        QTest::newRow("outside") << "/var/tmp/elsewhere.ckpt" << "";
+        QTest::addColumn<QString>("file");   // relative to the database directory, or absolute
+        QTest::addColumn<QString>("stored"); // empty: stored as the absolute path
+        QTest::newRow("inside") << "checkpoints/step-100.ckpt"
+                                << "checkpoints/step-100.ckpt";
+        QTest::newRow("outside") << "/var/tmp/elsewhere.ckpt"
+                                 << "";
     }
     void storesCheckpointPaths()
     {
@@ -337,7 +352,8 @@ private slots:
         QCOMPARE(checkpoints.front().step, qint64(100));
         QCOMPARE(checkpoints.front().epoch, 2);
         RawDatabase db(m_path);
-        QCOMPARE(db.scalar(QStringLiteral("SELECT path FROM checkpoints")).toString(), stored.isEmpty() ? absolute : stored);
+        QCOMPARE(db.scalar(QStringLiteral("SELECT path FROM checkpoints")).toString(),
+                 stored.isEmpty() ? absolute : stored);
     }
 
     void deletesRunsWithRowsAndFiles()
@@ -368,7 +384,11 @@ private slots:
         QVERIFY(QFile::exists(files[0]));
         RawDatabase db(m_path);
         for (const char* table : {"steps", "epochs", "events", "checkpoints", "run_tags"}) {
-            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM %1 WHERE run_id = %2").arg(QLatin1String(table)).arg(doomed)).toInt(), 0);
+            QCOMPARE(
+                db.scalar(
+                      QStringLiteral("SELECT count(*) FROM %1 WHERE run_id = %2").arg(QLatin1String(table)).arg(doomed))
+                    .toInt(),
+                0);
         }
         QCOMPARE(m_store->steps(keep).size(), 300);
         QCOMPARE(m_store->epochs(keep).size(), 1);
@@ -392,9 +412,15 @@ private slots:
         QTest::addColumn<QString>("option");
         QTest::addColumn<QString>("environment");
         QTest::addColumn<QString>("expected"); // relative to the temporary directory; "default"
-        QTest::newRow("option wins") << "opt/a.sqlite" << "env/b.sqlite" << "opt/a.sqlite";
-        QTest::newRow("environment") << "" << "env/b.sqlite" << "env/b.sqlite";
-        QTest::newRow("default") << "" << "" << "default";
+        QTest::newRow("option wins") << "opt/a.sqlite"
+                                     << "env/b.sqlite"
+                                     << "opt/a.sqlite";
+        QTest::newRow("environment") << ""
+                                     << "env/b.sqlite"
+                                     << "env/b.sqlite";
+        QTest::newRow("default") << ""
+                                 << ""
+                                 << "default";
     }
     void resolvesDatabasePath()
     {
@@ -413,7 +439,7 @@ private slots:
             QCOMPARE(resolved, base.filePath(expected));
         }
         QVERIFY(QFileInfo(resolved).dir().exists()); // created
-        QVERIFY(!QFile::exists(resolved));          // but not the file
+        QVERIFY(!QFile::exists(resolved));           // but not the file
     }
 
 private:

@@ -156,9 +156,9 @@ private slots:
             writer.finish(finishedSummary());
         QCOMPARE(writer.commitCount(), qint64(1));
         QCOMPARE(m_store->steps(m_runId).size(), 5);
-        const int records = m_store->epochs(m_runId).size() + m_store->events(m_runId).size()
-                            + m_store->checkpoints(m_runId).size()
-                            + (m_store->run(m_runId).status == RunStatus::Finished ? 1 : 0);
+        const int records = m_store->epochs(m_runId).size() + m_store->events(m_runId).size() +
+                            m_store->checkpoints(m_runId).size() +
+                            (m_store->run(m_runId).status == RunStatus::Finished ? 1 : 0);
         QCOMPARE(records, 1);
     }
 
@@ -249,7 +249,8 @@ private slots:
         } // e.g. the trainer threw
         const RunInfo run = m_store->run(m_runId);
         QCOMPARE(run.status, RunStatus::Interrupted);
-        QVERIFY2(run.errorMessage.contains(QStringLiteral("closed before the run finished")), qPrintable(run.errorMessage));
+        QVERIFY2(run.errorMessage.contains(QStringLiteral("closed before the run finished")),
+                 qPrintable(run.errorMessage));
         QCOMPARE(run.summary.steps, std::optional<qint64>(25));
         QCOMPARE(m_store->steps(m_runId).size(), 25);
     }

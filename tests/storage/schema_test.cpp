@@ -7,9 +7,9 @@
 
 #include <QFile>
 
-#include <cmath>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cmath>
 
 using namespace mantissa;
 using namespace mantissa::storage;
@@ -45,7 +45,8 @@ const QStringList kVersion1 = {
     QStringLiteral("CREATE INDEX events_run_step ON events (run_id, step)"),
 };
 const QStringList kVersion2 = {
-    QStringLiteral("CREATE TABLE comparison_groups (id INTEGER PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL)"),
+    QStringLiteral(
+        "CREATE TABLE comparison_groups (id INTEGER PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL)"),
     QStringLiteral("ALTER TABLE runs ADD COLUMN group_id INTEGER REFERENCES comparison_groups (id) ON DELETE SET NULL"),
     QStringLiteral("ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT ''"),
     QStringLiteral("CREATE INDEX runs_group ON runs (group_id)"),
@@ -93,10 +94,10 @@ void buildOldDatabase(const QString& path, int version)
     insert.prepare(QStringLiteral("INSERT INTO steps VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     for (qint64 n = 1; n <= 50; ++n) {
         const StepRecord s = makeStep(n);
-        for (const QVariant& v : {QVariant(qlonglong(s.step)), QVariant(s.epoch), QVariant(double(s.loss)),
-                                  QVariant(double(s.learningRate)), QVariant(double(s.lossScale)),
-                                  QVariant(int(s.skipped)), QVariant(double(s.gradNorm)),
-                                  QVariant(double(s.samplesPerSecond)), QVariant(s.elapsedSeconds)}) {
+        for (const QVariant& v :
+             {QVariant(qlonglong(s.step)), QVariant(s.epoch), QVariant(double(s.loss)),
+              QVariant(double(s.learningRate)), QVariant(double(s.lossScale)), QVariant(int(s.skipped)),
+              QVariant(double(s.gradNorm)), QVariant(double(s.samplesPerSecond)), QVariant(s.elapsedSeconds)}) {
             insert.addBindValue(v);
         }
         QVERIFY(insert.exec());
@@ -109,8 +110,17 @@ class SchemaTest : public QObject {
     Q_OBJECT
 
 private slots:
-    void init() { QVERIFY(m_dir.isValid()); m_path = m_dir.filePath(QStringLiteral("runs.sqlite")); }
-    void cleanup() { QFile::remove(m_path); QFile::remove(m_path + "-wal"); QFile::remove(m_path + "-shm"); }
+    void init()
+    {
+        QVERIFY(m_dir.isValid());
+        m_path = m_dir.filePath(QStringLiteral("runs.sqlite"));
+    }
+    void cleanup()
+    {
+        QFile::remove(m_path);
+        QFile::remove(m_path + "-wal");
+        QFile::remove(m_path + "-shm");
+    }
 
     void createsCurrentSchema_data()
     {
@@ -122,19 +132,27 @@ private slots:
     void createsCurrentSchema()
     {
         QFETCH(QString, table);
-        { RunStore store(m_path); }
+        {
+            RunStore store(m_path);
+        }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
         QCOMPARE(RunStore::schemaVersion(), 4);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
-        QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%1'")
-                               .arg(table)).toInt(), 1);
+        QCOMPARE(
+            db.scalar(
+                  QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%1'").arg(table))
+                .toInt(),
+            1);
     }
 
     void emptyFileBecomesDatabase()
     {
-        { QFile file(m_path); QVERIFY(file.open(QIODevice::WriteOnly)); }
+        {
+            QFile file(m_path);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+        }
         RunStore store(m_path);
         QVERIFY(store.listRuns().isEmpty());
     }
@@ -239,7 +257,8 @@ private slots:
         }
         QVERIFY(snapshot(m_path) == before);
         RawDatabase db(m_path);
-        QCOMPARE(db.scalar(QStringLiteral("SELECT future_column FROM runs")).toString(), QStringLiteral("from the future"));
+        QCOMPARE(db.scalar(QStringLiteral("SELECT future_column FROM runs")).toString(),
+                 QStringLiteral("from the future"));
     }
 
 private:

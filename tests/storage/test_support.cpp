@@ -55,10 +55,7 @@ EventRecord makeOverflow(qint64 step)
 
 namespace {
 
-bool same(double stored, double expected)
-{
-    return (std::isnan(stored) && std::isnan(expected)) || stored == expected;
-}
+bool same(double stored, double expected) { return (std::isnan(stored) && std::isnan(expected)) || stored == expected; }
 
 } // namespace
 
@@ -111,8 +108,8 @@ NewRun sampleRun(const QString& preset, const QString& precision)
     NewRun run;
     run.preset = preset;
     run.precision = precision;
-    run.configJson = QStringLiteral(R"({"name": "%1", "precision": "%2", "training": {"seed": 42}})")
-                         .arg(preset, precision);
+    run.configJson =
+        QStringLiteral(R"({"name": "%1", "precision": "%2", "training": {"seed": 42}})").arg(preset, precision);
     run.device = QStringLiteral("cpu: test");
     return run;
 }
@@ -165,10 +162,7 @@ FileSnapshot snapshot(const QString& path)
     return s;
 }
 
-bool isRoot()
-{
-    return ::geteuid() == 0;
-}
+bool isRoot() { return ::geteuid() == 0; }
 
 namespace {
 
@@ -188,8 +182,10 @@ ReadOnlyDirectory readOnlyDirectory(const QString& path)
     QDir().mkpath(path);
     if (!isRoot()) {
         return {path, QStringLiteral("chmod 0555"), true,
-                [path] { QFile::setPermissions(path, QFile::ReadOwner | QFile::ExeOwner | QFile::ReadGroup |
-                                                         QFile::ExeGroup | QFile::ReadOther | QFile::ExeOther); },
+                [path] {
+                    QFile::setPermissions(path, QFile::ReadOwner | QFile::ExeOwner | QFile::ReadGroup |
+                                                    QFile::ExeGroup | QFile::ReadOther | QFile::ExeOther);
+                },
                 [path] { QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner); }};
     }
     if (QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("+i"), path}) == 0) {
@@ -197,8 +193,12 @@ ReadOnlyDirectory readOnlyDirectory(const QString& path)
         QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("-i"), path});
         if (works) {
             return {path, QStringLiteral("chattr +i"), true,
-                    [path] { QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("+i"), path}); },
-                    [path] { QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("-i"), path}); }};
+                    [path] {
+                        QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("+i"), path});
+                    },
+                    [path] {
+                        QProcess::execute(QStringLiteral("chattr"), {QStringLiteral("-i"), path});
+                    }};
         }
     }
     if (!canCreateFileIn(QStringLiteral("/proc")))

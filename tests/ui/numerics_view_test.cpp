@@ -3,6 +3,7 @@
 // measured tensor at the selected step.
 #include "engine/lens/what_if.h"
 #include "storage/run_store.h"
+#include "tests/ui/quick_config.h"
 #include "ui/config_document.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/numerics_table_model.h"
@@ -11,7 +12,6 @@
 #include "ui/run_controller.h"
 #include "ui/run_list_model.h"
 #include "ui/run_monitor.h"
-#include "tests/ui/quick_config.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>

@@ -110,7 +110,10 @@ private slots:
     }
 
 private:
-    static QString describe(const QCPRange& range) { return QString("range %1 .. %2").arg(range.lower).arg(range.upper); }
+    static QString describe(const QCPRange& range)
+    {
+        return QString("range %1 .. %2").arg(range.lower).arg(range.upper);
+    }
 };
 
 QTEST_MAIN(PlotsTest)

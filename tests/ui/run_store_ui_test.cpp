@@ -2,6 +2,7 @@
 // lists them (sort, filter, rename, notes, tags, delete) and opens one read back from
 // SQLite, and the comparison computes speedups and shows only the settings that differ.
 #include "storage/run_store.h"
+#include "tests/ui/quick_config.h"
 #include "ui/comparison_table_model.h"
 #include "ui/comparison_view.h"
 #include "ui/config_diff.h"
@@ -11,7 +12,6 @@
 #include "ui/run_controller.h"
 #include "ui/run_list_model.h"
 #include "ui/run_monitor.h"
-#include "tests/ui/quick_config.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
@@ -128,7 +128,8 @@ private slots:
         QCOMPARE(QString::fromStdString(bench.document()->config().training.initFrom), checkpoints[0].absolutePath);
         auto* initial = bench.findChild<QLabel*>("initialWeights");
         QVERIFY(initial);
-        QVERIFY2(initial->text().contains(QString("run-%1/epoch-1-step-20.ckpt").arg(fp32Id)), qPrintable(initial->text()));
+        QVERIFY2(initial->text().contains(QString("run-%1/epoch-1-step-20.ckpt").arg(fp32Id)),
+                 qPrintable(initial->text()));
         // "Fresh weights" and undo both go back and forth.
         auto* fresh = bench.findChild<QPushButton*>("freshWeights");
         QVERIFY(fresh && fresh->isEnabled());
@@ -232,15 +233,16 @@ private slots:
         LayerSpec relu;
         relu.type = "relu";
         b.model.layers.push_back(relu);
-        const QList<ConfigDifference> diffs = diffConfigs(
-            {QString::fromStdString(runConfigToJson(a)), QString::fromStdString(runConfigToJson(b))});
+        const QList<ConfigDifference> diffs =
+            diffConfigs({QString::fromStdString(runConfigToJson(a)), QString::fromStdString(runConfigToJson(b))});
         QStringList keys;
         for (const ConfigDifference& d : diffs)
             keys << d.key;
         QVERIFY(keys.contains("precision.mode"));
         QVERIFY(keys.contains("model.layers[0].type"));
         QVERIFY(!keys.contains("optimizer.lr"));
-        const auto mode = std::find_if(diffs.begin(), diffs.end(), [](const auto& d) { return d.key == "precision.mode"; });
+        const auto mode =
+            std::find_if(diffs.begin(), diffs.end(), [](const auto& d) { return d.key == "precision.mode"; });
         QCOMPARE(mode->values, QStringList({"fp32", "mixed-bf16"}));
         QCOMPARE(diffs.back().values.size(), 2);
     }

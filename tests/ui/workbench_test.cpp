@@ -2,6 +2,7 @@
 // filling the plots, pause and stop, and a responsive event loop while training.
 #include "engine/backend/backend_factory.h"
 #include "engine/model/tensor_core_alignment.h"
+#include "tests/ui/quick_config.h"
 #include "ui/comparison_table_model.h"
 #include "ui/config_document.h"
 #include "ui/enum_combo.h"
@@ -11,15 +12,14 @@
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
 #include "ui/training_panel.h"
-#include "tests/ui/quick_config.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QComboBox>
-#include <QStandardItemModel>
 #include <QElapsedTimer>
 #include <QSignalSpy>
+#include <QStandardItemModel>
 #include <QTimer>
 #include <QUndoStack>
 #include <QtTest>

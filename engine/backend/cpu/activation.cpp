@@ -30,8 +30,7 @@ inline float derivative(Activation kind, float x, float y)
 {
     switch (kind) {
     case Activation::Relu: return x > 0 ? 1.0f : 0.0f;
-    case Activation::Gelu:
-        return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+    case Activation::Gelu: return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
     case Activation::Tanh: return 1.0f - y * y;
     case Activation::Sigmoid: return y * (1.0f - y);
     }
@@ -86,8 +85,7 @@ void CpuBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
     fy.commit();
 }
 
-void CpuBackend::activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
-                                    Tensor& dx)
+void CpuBackend::activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx)
 {
     MANTISSA_ASSERT(x.numel() == dy.numel() && dx.numel() == dy.numel());
     cpu::FloatInput fx(x);

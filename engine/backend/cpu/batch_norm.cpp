@@ -169,8 +169,8 @@ void CpuBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Te
     fy.commit();
 }
 
-void CpuBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const BatchNormState& state, Tensor& dx, Tensor& dgamma, Tensor& dbeta)
+void CpuBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
+                                   Tensor& dx, Tensor& dgamma, Tensor& dbeta)
 {
     const Layout l = layoutOf(x);
     checkParameters(gamma, dgamma, l);

@@ -37,8 +37,7 @@ class Scratch {
 public:
     explicit Scratch(std::int64_t floats)
         : m_storage(allocateHostStorage(static_cast<std::size_t>(floats) * sizeof(float)))
-    {
-    }
+    {}
     float* get() { return static_cast<float*>(m_storage->data); }
 
 private:
@@ -54,8 +53,8 @@ std::int64_t imagesPerChunk(std::int64_t n, std::int64_t floatsPerImage)
     return (n + chunks - 1) / chunks;
 }
 
-void sgemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
-           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc)
+void sgemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+           const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc)
 {
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
                 static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
@@ -142,8 +141,8 @@ void im2colChunk(const Tensor& x, const ConvGeometry& g, std::int64_t first, std
 #pragma omp for schedule(static)
         for (std::int64_t t = 0; t < tasks; ++t) {
             const std::int64_t b = t / g.inChannels, c = t % g.inChannels;
-            const float* plane = cpu::readFloats(x, ((first + b) * g.inChannels + c) * planeSize, planeSize,
-                                                 widened.data());
+            const float* plane =
+                cpu::readFloats(x, ((first + b) * g.inChannels + c) * planeSize, planeSize, widened.data());
             im2colPlane(plane, g, col + c * kk * ld + b * p, ld);
         }
     }
@@ -221,8 +220,7 @@ void checkShapes(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGe
 
 // --- public ops -------------------------------------------------------------------------------
 
-void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                               const ConvGeometry& g)
+void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g)
 {
     checkShapes(x, w, y, g);
     MANTISSA_ASSERT(x.dtype() == w.dtype());
@@ -286,8 +284,8 @@ void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor&
         im2colChunk(x, g, first, count, col.get());
         gatherChunk(dy, g.outChannels, p, first, count, rows.get());
         // dw[OC, K] += dy[OC, B*P] col^T[B*P, K]
-        sgemm(false, true, g.outChannels, k, ld, rows.get(), ld, col.get(), ld, first == 0 ? 0.0f : 1.0f,
-              fdw.data(), k);
+        sgemm(false, true, g.outChannels, k, ld, rows.get(), ld, col.get(), ld, first == 0 ? 0.0f : 1.0f, fdw.data(),
+              k);
         if (dbias) {
             const float* r = rows.get();
 #pragma omp parallel for schedule(static) if (g.outChannels * ld > kParallelValues)

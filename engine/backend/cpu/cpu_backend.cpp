@@ -13,10 +13,7 @@
 
 namespace mantissa {
 
-std::unique_ptr<Backend> makeCpuBackend(int threads)
-{
-    return std::make_unique<CpuBackend>(threads);
-}
+std::unique_ptr<Backend> makeCpuBackend(int threads) { return std::make_unique<CpuBackend>(threads); }
 
 CpuBackend::CpuBackend(int threads)
     : m_threads(threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())))

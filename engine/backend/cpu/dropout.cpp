@@ -1,8 +1,8 @@
 // Inverted dropout: y = x * mask with mask in {0, 1/(1-p)}, so evaluation needs no rescaling.
 // The mask comes from backend/dropout_hash.h, shared with the CUDA kernel.
 #include "engine/backend/cpu/cpu_backend.h"
-#include "engine/backend/dropout_hash.h"
 #include "engine/backend/cpu/float_view.h"
+#include "engine/backend/dropout_hash.h"
 #include "engine/util/check.h"
 
 namespace mantissa {

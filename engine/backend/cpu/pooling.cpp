@@ -31,7 +31,8 @@ std::vector<ColumnRange> columnRanges(const PoolGeometry& g)
     for (std::int64_t kw = 0; kw < g.kW; ++kw) {
         const std::int64_t offset = kw - g.padW;
         std::int64_t lo = offset >= 0 ? 0 : (-offset + g.strideW - 1) / g.strideW;
-        const std::int64_t hi = g.inW - offset <= 0 ? 0 : std::min(g.outW, (g.inW - offset + g.strideW - 1) / g.strideW);
+        const std::int64_t hi =
+            g.inW - offset <= 0 ? 0 : std::min(g.outW, (g.inW - offset + g.strideW - 1) / g.strideW);
         ranges[static_cast<std::size_t>(kw)] = {std::min(lo, hi), hi};
     }
     return ranges;
@@ -127,10 +128,9 @@ void maxPoolRow(const float* x, const PoolGeometry& g, const std::vector<ColumnR
                     _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(static_cast<std::int32_t>(first - ow0 - 1))),
                     _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<std::int32_t>(last - ow0)), lane));
                 // Left padding leaves the first lanes outside the row: those windows gather.
-                const __m256 v = first == ow0
-                                     ? loadPrefix(row + ow0 * g.strideW + kw - g.padW, g.strideW, last - ow0)
-                                     : _mm256_mask_i32gather_ps(_mm256_setzero_ps(), row, tap,
-                                                                _mm256_castsi256_ps(valid), 4);
+                const __m256 v = first == ow0 ? loadPrefix(row + ow0 * g.strideW + kw - g.padW, g.strideW, last - ow0)
+                                              : _mm256_mask_i32gather_ps(_mm256_setzero_ps(), row, tap,
+                                                                         _mm256_castsi256_ps(valid), 4);
                 const __m256 nanOverNumber =
                     _mm256_andnot_ps(_mm256_cmp_ps(best, best, _CMP_UNORD_Q), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
                 const __m256 takes = _mm256_and_ps(_mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), nanOverNumber),
@@ -206,8 +206,8 @@ void avgPoolPlane(const float* x, const PoolGeometry& g, const std::vector<Colum
     }
 }
 
-void avgPoolBackwardPlane(const float* dy, const PoolGeometry& g, const std::vector<ColumnRange>& columns,
-                          float* share, float* dx)
+void avgPoolBackwardPlane(const float* dy, const PoolGeometry& g, const std::vector<ColumnRange>& columns, float* share,
+                          float* dx)
 {
     std::fill_n(dx, g.inH * g.inW, 0.0f);
     for (std::int64_t oh = 0; oh < g.outH; ++oh) {

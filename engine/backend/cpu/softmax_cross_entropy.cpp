@@ -10,8 +10,7 @@
 
 namespace mantissa {
 
-LossResult CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
-                                           Tensor* dlogits)
+LossResult CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale, Tensor* dlogits)
 {
     const std::int64_t batch = logits.shape()[0];
     const std::int64_t classes = logits.numel() / batch;

@@ -32,8 +32,7 @@ void CpuBackend::beginStep(StepScalars& scalars)
     at(scalars.state, StepState::Held) = hold ? 1.0f : 0.0f;
 }
 
-void CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
-                                     Tensor& dlogits)
+void CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars, Tensor& dlogits)
 {
     checkScalars(scalars);
     const LossResult r = softmaxCrossEntropy(logits, labels, at(scalars.state, StepState::LossScale), &dlogits);

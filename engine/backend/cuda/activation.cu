@@ -52,8 +52,8 @@ __global__ void forwardKernel(const void* x, DType xType, void* y, DType yType, 
 }
 
 template <Activation Kind>
-__global__ void backwardKernel(const void* x, DType xType, const void* y, DType yType, const void* dy,
-                               DType dyType, void* dx, DType dxType, std::int64_t n)
+__global__ void backwardKernel(const void* x, DType xType, const void* y, DType yType, const void* dy, DType dyType,
+                               void* dx, DType dxType, std::int64_t n)
 {
     for (std::int64_t i = firstIndex(); i < n; i += gridStride()) {
         const float in = kReadsInput<Kind> ? loadAs(x, xType, i) : 0.0f;
@@ -72,8 +72,7 @@ template <Activation Kind>
 void backward(const void* x, DType xType, const void* y, DType yType, const void* dy, DType dyType, void* dx,
               DType dxType, std::int64_t n, cudaStream_t stream)
 {
-    backwardKernel<Kind>
-        <<<blocksFor(n), kThreadsPerBlock, 0, stream>>>(x, xType, y, yType, dy, dyType, dx, dxType, n);
+    backwardKernel<Kind><<<blocksFor(n), kThreadsPerBlock, 0, stream>>>(x, xType, y, yType, dy, dyType, dx, dxType, n);
 }
 
 } // namespace
@@ -91,22 +90,15 @@ void launchActivationForward(Activation kind, const void* x, DType xType, void* 
     }
 }
 
-void launchActivationBackward(Activation kind, const void* x, DType xType, const void* y, DType yType,
-                              const void* dy, DType dyType, void* dx, DType dxType, std::int64_t n,
-                              cudaStream_t stream)
+void launchActivationBackward(Activation kind, const void* x, DType xType, const void* y, DType yType, const void* dy,
+                              DType dyType, void* dx, DType dxType, std::int64_t n, cudaStream_t stream)
 {
     if (n <= 0)
         return;
     switch (kind) {
-    case Activation::Relu:
-        backward<Activation::Relu>(x, xType, y, yType, dy, dyType, dx, dxType, n, stream);
-        break;
-    case Activation::Gelu:
-        backward<Activation::Gelu>(x, xType, y, yType, dy, dyType, dx, dxType, n, stream);
-        break;
-    case Activation::Tanh:
-        backward<Activation::Tanh>(x, xType, y, yType, dy, dyType, dx, dxType, n, stream);
-        break;
+    case Activation::Relu: backward<Activation::Relu>(x, xType, y, yType, dy, dyType, dx, dxType, n, stream); break;
+    case Activation::Gelu: backward<Activation::Gelu>(x, xType, y, yType, dy, dyType, dx, dxType, n, stream); break;
+    case Activation::Tanh: backward<Activation::Tanh>(x, xType, y, yType, dy, dyType, dx, dxType, n, stream); break;
     case Activation::Sigmoid:
         backward<Activation::Sigmoid>(x, xType, y, yType, dy, dyType, dx, dxType, n, stream);
         break;

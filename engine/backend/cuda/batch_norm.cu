@@ -78,10 +78,7 @@ __host__ __device__ inline float dotLane(float acc, float dy, float x, float mea
 {
     return exact::fma(dy, exact::sub(x, mean), acc);
 }
-__host__ __device__ inline float dotTail(float dy, float x, float mean)
-{
-    return exact::mul(dy, exact::sub(x, mean));
-}
+__host__ __device__ inline float dotTail(float dy, float x, float mean) { return exact::mul(dy, exact::sub(x, mean)); }
 
 // A training forward's per-channel work once the batch mean and biased variance are known:
 // saved statistics, the PyTorch-convention running update (unbiased variance), and the
@@ -97,11 +94,10 @@ __host__ __device__ inline NormaliseTerms trainingTerms(std::int64_t c, double m
     savedMean[c] = m;
     savedInvStd[c] = invStd;
     const double keep = 1.0 - momentum;
-    runningMean[c] = static_cast<float>(exact::fma(keep, static_cast<double>(runningMean[c]),
-                                                   exact::mul(static_cast<double>(momentum), mean)));
-    runningVar[c] = static_cast<float>(
-        exact::fma(keep, static_cast<double>(runningVar[c]),
-                   exact::mul(exact::mul(static_cast<double>(momentum), var), unbias)));
+    runningMean[c] = static_cast<float>(
+        exact::fma(keep, static_cast<double>(runningMean[c]), exact::mul(static_cast<double>(momentum), mean)));
+    runningVar[c] = static_cast<float>(exact::fma(keep, static_cast<double>(runningVar[c]),
+                                                  exact::mul(exact::mul(static_cast<double>(momentum), var), unbias)));
     return {m, exact::mul(gamma[c], invStd), beta[c]};
 }
 
@@ -342,8 +338,8 @@ __global__ void columnBackwardKernel(const void* x, DType xType, const void* dy,
             const float deviation = exact::sub(loadAs(x, xType, i * channels + c), mean);
             sumDyXmu = exact::fma(static_cast<double>(g), static_cast<double>(deviation), sumDyXmu);
         }
-        const GradientTerms t = gradientTerms(c, sumDy, sumDyXmu, static_cast<double>(batch), gamma, savedMean,
-                                              savedInvStd, dgamma, dbeta);
+        const GradientTerms t =
+            gradientTerms(c, sumDy, sumDyXmu, static_cast<double>(batch), gamma, savedMean, savedInvStd, dgamma, dbeta);
         for (std::int64_t i = 0; i < batch; ++i) {
             const std::int64_t at = i * channels + c;
             storeAs(dx, dxType, at, inputGradient(loadAs(dy, dyType, at), loadAs(x, xType, at), t));
@@ -367,8 +363,8 @@ void launchBatchNormForward(const void* x, DType xType, const float* gamma, cons
         return;
     if (plane == 1) {
         columnForwardKernel<<<blocksFor(channels, kColumnThreads), kColumnThreads, 0, stream>>>(
-            x, xType, gamma, beta, y, yType, runningMean, runningVar, savedMean, savedInvStd, batch, channels,
-            training, momentum, epsilon);
+            x, xType, gamma, beta, y, yType, runningMean, runningVar, savedMean, savedInvStd, batch, channels, training,
+            momentum, epsilon);
         return;
     }
     planeForwardKernel<<<planeBlocks(channels), kPlaneThreads, 0, stream>>>(
@@ -389,8 +385,7 @@ void launchBatchNormBackward(const void* x, DType xType, const void* dy, DType d
         return;
     }
     planeBackwardKernel<<<planeBlocks(channels), kPlaneThreads, 0, stream>>>(
-        x, xType, dy, dyType, gamma, savedMean, savedInvStd, dx, dxType, dgamma, dbeta,
-        Layout{batch, channels, plane});
+        x, xType, dy, dyType, gamma, savedMean, savedInvStd, dx, dxType, dgamma, dbeta, Layout{batch, channels, plane});
 }
 
 } // namespace mantissa::cuda

@@ -115,8 +115,8 @@ __device__ float blockSum(float v)
 // One block per channel of dy [batch, channels, plane]. The block walks the channel's
 // batch * plane values as one flat range (so small planes, even plane = 1, keep every thread
 // busy), advancing (image, pixel) by the block size instead of dividing per element.
-__global__ void channelBiasGradKernel(const void* dy, DType dyType, void* dbias, DType dbiasType,
-                                      std::int64_t batch, std::int64_t channels, std::int64_t plane)
+__global__ void channelBiasGradKernel(const void* dy, DType dyType, void* dbias, DType dbiasType, std::int64_t batch,
+                                      std::int64_t channels, std::int64_t plane)
 {
     const std::int64_t pixelStep = blockDim.x % plane, imageStep = blockDim.x / plane;
     for (std::int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
@@ -173,8 +173,8 @@ void launchAddRowBias(void* y, DType yType, const void* bias, DType biasType, st
     addRowBiasKernel<<<blocksFor(n), kThreadsPerBlock, 0, stream>>>(y, yType, bias, biasType, n, cols);
 }
 
-void launchRowBiasGrad(const void* dy, DType dyType, void* dbias, DType dbiasType, std::int64_t rows,
-                       std::int64_t cols, cudaStream_t stream)
+void launchRowBiasGrad(const void* dy, DType dyType, void* dbias, DType dbiasType, std::int64_t rows, std::int64_t cols,
+                       cudaStream_t stream)
 {
     if (cols <= 0)
         return;
@@ -190,8 +190,7 @@ void launchAddChannelBias(void* y, DType yType, const void* bias, DType biasType
     const std::int64_t n = batch * channels * plane;
     if (n <= 0)
         return;
-    addChannelBiasKernel<<<blocksFor(n), kThreadsPerBlock, 0, stream>>>(y, yType, bias, biasType, n, channels,
-                                                                         plane);
+    addChannelBiasKernel<<<blocksFor(n), kThreadsPerBlock, 0, stream>>>(y, yType, bias, biasType, n, channels, plane);
 }
 
 void launchChannelBiasGrad(const void* dy, DType dyType, void* dbias, DType dbiasType, std::int64_t batch,
@@ -199,8 +198,8 @@ void launchChannelBiasGrad(const void* dy, DType dyType, void* dbias, DType dbia
 {
     if (channels <= 0 || plane <= 0)
         return;
-    channelBiasGradKernel<<<reduceBlocks(channels), kReduceThreads, 0, stream>>>(dy, dyType, dbias, dbiasType,
-                                                                                 batch, channels, plane);
+    channelBiasGradKernel<<<reduceBlocks(channels), kReduceThreads, 0, stream>>>(dy, dyType, dbias, dbiasType, batch,
+                                                                                 channels, plane);
 }
 
 } // namespace mantissa::cuda

@@ -15,10 +15,7 @@ cudnnDataType_t cudnnTypeOf(DType dtype)
     }
 }
 
-int dim(std::int64_t v)
-{
-    return static_cast<int>(v);
-}
+int dim(std::int64_t v) { return static_cast<int>(v); }
 
 // The first (fastest: cudnnFind sorts by time) result that ran, fits the workspace limit,
 // uses an allowed math type and, when asked, is deterministic.
@@ -67,13 +64,9 @@ ConvPlan::~ConvPlan()
 
 ConvPlans::ConvPlans(cudnnHandle_t handle, const CudaOptions& options, bool bf16Supported)
     : m_handle(handle), m_options(options), m_bf16(bf16Supported)
-{
-}
+{}
 
-bool ConvPlans::native(DType dtype) const
-{
-    return dtype != DType::BF16 || m_bf16;
-}
+bool ConvPlans::native(DType dtype) const { return dtype != DType::BF16 || m_bf16; }
 
 void ConvPlans::describe(ConvPlan& plan, const ConvGeometry& g, DType dtype) const
 {
@@ -111,9 +104,9 @@ void ConvPlans::find(ConvPlan& plan, DType dtype, ConvDirection direction) const
     switch (direction) {
     case ConvDirection::Forward: {
         cudnnConvolutionFwdAlgoPerf_t results[kMax];
-        checkCudnn(cudnnFindConvolutionForwardAlgorithm(m_handle, plan.x, plan.w, plan.conv, plan.y, kMax, &count,
-                                                        results),
-                   "cudnnFindConvolutionForwardAlgorithm");
+        checkCudnn(
+            cudnnFindConvolutionForwardAlgorithm(m_handle, plan.x, plan.w, plan.conv, plan.y, kMax, &count, results),
+            "cudnnFindConvolutionForwardAlgorithm");
         // The forward pass has one writer per output element in every algorithm.
         adopt(plan, d, pick(results, count, limit, fp32, m_options.tf32, false));
         break;
@@ -139,8 +132,8 @@ void ConvPlans::find(ConvPlan& plan, DType dtype, ConvDirection direction) const
 
 const ConvPlan* ConvPlans::plan(const ConvGeometry& g, DType dtype, ConvDirection direction)
 {
-    const Key key{g.n,     g.inChannels, g.inH,    g.inW, g.outChannels, g.kH, g.kW, g.strideH, g.strideW, g.padH,
-                  g.padW, static_cast<int>(dtype)};
+    const Key key{g.n,  g.inChannels, g.inH,     g.inW,  g.outChannels, g.kH,
+                  g.kW, g.strideH,    g.strideW, g.padH, g.padW,        static_cast<int>(dtype)};
     std::unique_ptr<ConvPlan>& slot = m_plans[key];
     const auto d = static_cast<int>(direction);
     if (!slot || !slot->found[d]) {

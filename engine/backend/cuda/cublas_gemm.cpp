@@ -29,10 +29,7 @@ cudaDataType_t cudaTypeOf(DType dtype)
 
 // cuBLAS multiplies 16-bit inputs into a 16-bit C of the same type or into fp32, and fp32
 // inputs only into fp32; other pairs go through an fp32 C and a cast.
-bool cublasWritesDirectly(DType inputs, DType output)
-{
-    return output == DType::F32 || output == inputs;
-}
+bool cublasWritesDirectly(DType inputs, DType output) { return output == DType::F32 || output == inputs; }
 
 } // namespace
 
@@ -57,9 +54,9 @@ void CudaBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t 
     const bool fp32Inputs = a.dtype() == DType::F32;
     const cublasComputeType_t compute =
         fp32Inputs && m_options.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    checkCublas(cublasGemmEx(m_cublas, opB, opA, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-                             &alpha, b.data(), cudaTypeOf(b.dtype()), ldb, a.data(), cudaTypeOf(a.dtype()), lda,
-                             &beta, target.data(), cudaTypeOf(target.dtype()), static_cast<int>(n), compute,
+    checkCublas(cublasGemmEx(m_cublas, opB, opA, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha,
+                             b.data(), cudaTypeOf(b.dtype()), ldb, a.data(), cudaTypeOf(a.dtype()), lda, &beta,
+                             target.data(), cudaTypeOf(target.dtype()), static_cast<int>(n), compute,
                              CUBLAS_GEMM_DEFAULT),
                 "cublasGemmEx");
     if (!direct)

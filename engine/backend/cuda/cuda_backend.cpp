@@ -50,10 +50,7 @@ constexpr std::size_t kLossSumAt = 0, kCorrectAt = 8, kSumOfSquaresAt = 16, kFir
 
 // cuBLAS's recommended workspace (cublasSetWorkspace): 32 MiB on Hopper and newer, 4 MiB
 // before. Given one, cuBLAS takes no memory of its own, in a graph capture or out of it.
-std::size_t cublasWorkspaceBytes(int computeMajor)
-{
-    return (computeMajor >= 9 ? 32u : 4u) << 20;
-}
+std::size_t cublasWorkspaceBytes(int computeMajor) { return (computeMajor >= 9 ? 32u : 4u) << 20; }
 
 } // namespace
 
@@ -106,20 +103,11 @@ CudaBackend::~CudaBackend()
         cublasDestroy(m_cublas);
 }
 
-cudaStream_t CudaBackend::stream() const
-{
-    return m_memory->stream();
-}
+cudaStream_t CudaBackend::stream() const { return m_memory->stream(); }
 
-void CudaBackend::synchronize()
-{
-    checkCuda(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
-}
+void CudaBackend::synchronize() { checkCuda(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"); }
 
-void CudaBackend::checkLaunch(const char* what)
-{
-    checkCuda(cudaGetLastError(), what);
-}
+void CudaBackend::checkLaunch(const char* what) { checkCuda(cudaGetLastError(), what); }
 
 bool CudaBackend::supports(Op, DType) const
 {
@@ -165,8 +153,7 @@ void CudaBackend::download(const Tensor& src, float* host)
                                    "the host");
     const auto n = static_cast<std::size_t>(src.numel());
     if (src.dtype() == DType::F32) {
-        checkCuda(cudaMemcpyAsync(host, src.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream()),
-                  "download");
+        checkCuda(cudaMemcpyAsync(host, src.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream()), "download");
         synchronize();
         return;
     }
@@ -183,15 +170,9 @@ void CudaBackend::cast(const Tensor& src, Tensor& dst)
     checkLaunch("cast");
 }
 
-std::size_t CudaBackend::peakBytes() const
-{
-    return m_memory->peakBytes();
-}
+std::size_t CudaBackend::peakBytes() const { return m_memory->peakBytes(); }
 
-void CudaBackend::resetPeakBytes()
-{
-    m_memory->resetPeak();
-}
+void CudaBackend::resetPeakBytes() { m_memory->resetPeak(); }
 
 TensorStats CudaBackend::tensorStats(const Tensor& t, DType target, float histogramScale)
 {
@@ -236,8 +217,8 @@ const SlotRef* CudaBackend::deviceSlots(std::span<const OptimizerSlot> slots, st
     const auto optional = [](const Tensor* t) { return t ? refOf(*t) : TensorRef{}; };
     for (const OptimizerSlot& s : slots) {
         MANTISSA_ASSERT(s.master && s.grad);
-        refs.push_back({refOf(*s.master), refOf(*s.grad), optional(s.state1), optional(s.state2),
-                        optional(s.working), s.decay});
+        refs.push_back(
+            {refOf(*s.master), refOf(*s.grad), optional(s.state1), optional(s.state2), optional(s.working), s.decay});
         *maxElements = std::max(*maxElements, s.master->numel());
     }
     return static_cast<const SlotRef*>(
@@ -272,15 +253,14 @@ void CudaBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const T
                                    BatchNormState& state, bool training, float momentum, float epsilon)
 {
     const BatchNormExtent e = extentOf(x);
-    launchBatchNormForward(x.data(), x.dtype(), gamma.f32(), beta.f32(), y.data(), y.dtype(),
-                           state.runningMean.f32(), state.runningVar.f32(), state.savedMean.f32(),
-                           state.savedInvStd.f32(), e.batch, e.channels, e.plane, training, momentum, epsilon,
-                           stream());
+    launchBatchNormForward(x.data(), x.dtype(), gamma.f32(), beta.f32(), y.data(), y.dtype(), state.runningMean.f32(),
+                           state.runningVar.f32(), state.savedMean.f32(), state.savedInvStd.f32(), e.batch, e.channels,
+                           e.plane, training, momentum, epsilon, stream());
     checkLaunch("batchNormForward");
 }
 
-void CudaBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                    const BatchNormState& state, Tensor& dx, Tensor& dgamma, Tensor& dbeta)
+void CudaBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
+                                    Tensor& dx, Tensor& dgamma, Tensor& dbeta)
 {
     const BatchNormExtent e = extentOf(x);
     launchBatchNormBackward(x.data(), x.dtype(), dy.data(), dy.dtype(), gamma.f32(), state.savedMean.f32(),
@@ -296,8 +276,7 @@ void CudaBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
     checkLaunch("activationForward");
 }
 
-void CudaBackend::activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
-                                     Tensor& dx)
+void CudaBackend::activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx)
 {
     MANTISSA_ASSERT(dy.numel() == dx.numel());
     launchActivationBackward(kind, x.data(), x.dtype(), y.data(), y.dtype(), dy.data(), dy.dtype(), dx.data(),

@@ -30,8 +30,7 @@ public:
     CudaStepGraph(cudaGraph_t graph, cudaGraphExec_t exec, std::shared_ptr<DeviceMemory> memory,
                   std::vector<std::shared_ptr<const void>> kept)
         : m_graph(graph), m_exec(exec), m_memory(std::move(memory)), m_kept(std::move(kept))
-    {
-    }
+    {}
 
     ~CudaStepGraph() override
     {

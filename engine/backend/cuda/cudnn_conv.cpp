@@ -21,8 +21,7 @@ bool sameType(const Tensor& a, const Tensor& b, const Tensor& c)
 
 } // namespace
 
-void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                                const ConvGeometry& g)
+void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g)
 {
     if (bias && y.dtype() != DType::F32) {
         // The CPU adds the bias to the fp32 accumulator and rounds once. Rounding the sum of
@@ -34,15 +33,14 @@ void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* 
         return;
     }
     const DType type = x.dtype();
-    const ConvPlan* plan = sameType(x, w, y) && m_conv->native(type)
-                               ? m_conv->plan(g, type, ConvDirection::Forward)
-                               : nullptr;
+    const ConvPlan* plan =
+        sameType(x, w, y) && m_conv->native(type) ? m_conv->plan(g, type, ConvDirection::Forward) : nullptr;
     if (plan) {
         const float one = 1, zero = 0;
         Tensor workspace = empty(Shape{static_cast<std::int64_t>(plan->workspace[0])}, DType::F16);
         checkCudnn(cudnnConvolutionForward(m_cudnn, &one, plan->x, x.data(), plan->w, w.data(), plan->conv,
-                                           static_cast<cudnnConvolutionFwdAlgo_t>(plan->algorithm[0]),
-                                           workspace.data(), plan->workspace[0], &zero, plan->y, y.data()),
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(plan->algorithm[0]), workspace.data(),
+                                           plan->workspace[0], &zero, plan->y, y.data()),
                    "cudnnConvolutionForward");
     } else if (type == DType::F32 && w.dtype() == DType::F32 && y.dtype() == DType::F32) {
         throw UnsupportedError("cuDNN has no fp32 convolution algorithm for this shape within the workspace limit");
@@ -63,9 +61,8 @@ void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* 
 void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g)
 {
     const DType type = dy.dtype();
-    const ConvPlan* plan = sameType(dy, w, dx) && m_conv->native(type)
-                               ? m_conv->plan(g, type, ConvDirection::BackwardData)
-                               : nullptr;
+    const ConvPlan* plan =
+        sameType(dy, w, dx) && m_conv->native(type) ? m_conv->plan(g, type, ConvDirection::BackwardData) : nullptr;
     if (plan) {
         const float one = 1, zero = 0;
         Tensor workspace = empty(Shape{static_cast<std::int64_t>(plan->workspace[1])}, DType::F16);
@@ -89,9 +86,8 @@ void CudaBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor
                                        const ConvGeometry& g)
 {
     const DType type = x.dtype();
-    const ConvPlan* plan = sameType(x, dy, dw) && m_conv->native(type)
-                               ? m_conv->plan(g, type, ConvDirection::BackwardFilter)
-                               : nullptr;
+    const ConvPlan* plan =
+        sameType(x, dy, dw) && m_conv->native(type) ? m_conv->plan(g, type, ConvDirection::BackwardFilter) : nullptr;
     if (plan) {
         const float one = 1, zero = 0;
         Tensor workspace = empty(Shape{static_cast<std::int64_t>(plan->workspace[2])}, DType::F16);
@@ -111,8 +107,8 @@ void CudaBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor
         cast(dwf, dw);
     }
     if (dbias) {
-        launchChannelBiasGrad(dy.data(), dy.dtype(), dbias->data(), dbias->dtype(), g.n, g.outChannels,
-                              g.outH * g.outW, stream());
+        launchChannelBiasGrad(dy.data(), dy.dtype(), dbias->data(), dbias->dtype(), g.n, g.outChannels, g.outH * g.outW,
+                              stream());
         checkLaunch("conv bias gradient");
     }
 }

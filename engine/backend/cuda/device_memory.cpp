@@ -10,10 +10,7 @@ namespace mantissa::cuda {
 
 namespace {
 
-std::string mib(std::size_t bytes)
-{
-    return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB";
-}
+std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
 } // namespace
 

@@ -74,8 +74,8 @@ private:
     cudaStream_t m_stream = nullptr;
     std::atomic<std::size_t> m_live{0};
     std::atomic<std::size_t> m_peak{0};
-    std::mutex m_captureMutex;            // guards the two below; tensors die on any thread
-    std::shared_ptr<Capture> m_capture;   // the capture in progress, or null
+    std::mutex m_captureMutex;          // guards the two below; tensors die on any thread
+    std::shared_ptr<Capture> m_capture; // the capture in progress, or null
     std::vector<std::pair<void*, std::size_t>> m_retained;
 };
 
@@ -83,8 +83,7 @@ class DeviceMemory::Retained {
 public:
     Retained(std::shared_ptr<DeviceMemory> memory, std::vector<std::pair<void*, std::size_t>> buffers)
         : m_memory(std::move(memory)), m_buffers(std::move(buffers))
-    {
-    }
+    {}
     ~Retained();
     Retained(const Retained&) = delete;
     Retained& operator=(const Retained&) = delete;

@@ -50,10 +50,7 @@ __device__ __forceinline__ std::int64_t firstIndex()
     return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 
-__device__ __forceinline__ std::int64_t gridStride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
+__device__ __forceinline__ std::int64_t gridStride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 inline unsigned blocksFor(std::int64_t n, int threads = kThreadsPerBlock)
 {

@@ -46,17 +46,16 @@ void launchFill(void* dst, DType dstType, std::int64_t n, float value, cudaStrea
 // --- activation.cu ----------------------------------------------------------------------
 void launchActivationForward(Activation kind, const void* x, DType xType, void* y, DType yType, std::int64_t n,
                              cudaStream_t stream);
-void launchActivationBackward(Activation kind, const void* x, DType xType, const void* y, DType yType,
-                              const void* dy, DType dyType, void* dx, DType dxType, std::int64_t n,
-                              cudaStream_t stream);
+void launchActivationBackward(Activation kind, const void* x, DType xType, const void* y, DType yType, const void* dy,
+                              DType dyType, void* dx, DType dxType, std::int64_t n, cudaStream_t stream);
 
 // --- bias.cu ----------------------------------------------------------------------------
 // y[r, c] += bias[c], y is [rows, cols].
 void launchAddRowBias(void* y, DType yType, const void* bias, DType biasType, std::int64_t rows, std::int64_t cols,
                       cudaStream_t stream);
 // dbias[c] = sum over r of dy[r, c], accumulated in fp32.
-void launchRowBiasGrad(const void* dy, DType dyType, void* dbias, DType dbiasType, std::int64_t rows,
-                       std::int64_t cols, cudaStream_t stream);
+void launchRowBiasGrad(const void* dy, DType dyType, void* dbias, DType dbiasType, std::int64_t rows, std::int64_t cols,
+                       cudaStream_t stream);
 // y[n, c, p] += bias[c] for NCHW with `plane` = H * W.
 void launchAddChannelBias(void* y, DType yType, const void* bias, DType biasType, std::int64_t batch,
                           std::int64_t channels, std::int64_t plane, cudaStream_t stream);
@@ -85,8 +84,7 @@ void launchMaxPoolForward(const void* x, DType xType, void* y, DType yType, floa
 // dx is zeroed and receives every dy at its argmax (overlapping windows add up in fp32).
 void launchMaxPoolBackward(const void* dy, DType dyType, const float* argmax, void* dx, DType dxType,
                            const PoolGeometry& g, cudaStream_t stream);
-void launchAvgPoolForward(const void* x, DType xType, void* y, DType yType, const PoolGeometry& g,
-                          cudaStream_t stream);
+void launchAvgPoolForward(const void* x, DType xType, void* y, DType yType, const PoolGeometry& g, cudaStream_t stream);
 void launchAvgPoolBackward(const void* dy, DType dyType, void* dx, DType dxType, const PoolGeometry& g,
                            cudaStream_t stream);
 
@@ -127,17 +125,16 @@ struct TensorRef {
 // set to INT_MAX by the launcher) receives the smallest index of a tensor holding a
 // non-finite value; *absMax (device float, zeroed by the launcher) the largest |unscaled
 // value| over all tensors, +inf when any is non-finite.
-void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count,
-                                 std::int64_t maxElements, ScalarArg invScale, int* firstNonFinite, float* absMax,
-                                 cudaStream_t stream);
+void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count, std::int64_t maxElements,
+                                 ScalarArg invScale, int* firstNonFinite, float* absMax, cudaStream_t stream);
 // *result (device double, zeroed by the launcher) = sum of squares of every element; left
 // at zero when `skip` is set.
-void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result,
-                        SkipFlag skip, cudaStream_t stream);
+void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result, SkipFlag skip,
+                        cudaStream_t stream);
 // dst = src, `bytes` bytes, unless the step is not skipped (then nothing).
 void launchCopyIfSkipped(const void* src, void* dst, std::int64_t bytes, SkipFlag skipped, cudaStream_t stream);
-void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, ScalarArg factor,
-                        SkipFlag skip, cudaStream_t stream);
+void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, ScalarArg factor, SkipFlag skip,
+                        cudaStream_t stream);
 
 // One parameter of an optimizer step (device copy of OptimizerSlot's pointers).
 struct SlotRef {
@@ -166,8 +163,8 @@ struct DeviceTensorStats {
 };
 // Zeroes *out, then classifies x[0, n) against `thresholds` (the target type's, as fp32 bit
 // patterns of |x|) exactly as measureValues does on the host.
-void launchTensorStats(const void* x, DType xType, std::int64_t n, RoundingThresholds thresholds,
-                       float histogramScale, DeviceTensorStats* out, cudaStream_t stream);
+void launchTensorStats(const void* x, DType xType, std::int64_t n, RoundingThresholds thresholds, float histogramScale,
+                       DeviceTensorStats* out, cudaStream_t stream);
 
 // --- step_scalars.cu --------------------------------------------------------------------------
 // One-thread kernels that turn the results of the multi-tensor and loss kernels into the
@@ -182,8 +179,8 @@ void launchFinishLoss(const double* lossSum, const unsigned long long* correct, 
 void launchFinishFiniteCheck(const int* firstNonFinite, const float* absMax, float* state, cudaStream_t stream);
 // GradNorm from the sum of squares, or NaN on a skipped step; *clipFactor = maxNorm / norm and
 // *clipSkip = 0 when the gradients must be scaled, else *clipSkip = 1.
-void launchFinishGradNorm(const double* sumOfSquares, float maxNorm, float* state, float* clipFactor,
-                          float* clipSkip, cudaStream_t stream);
+void launchFinishGradNorm(const double* sumOfSquares, float maxNorm, float* state, float* clipFactor, float* clipSkip,
+                          cudaStream_t stream);
 // ScaleUsed = LossScale, then (unless the step is held) LossScaler's dynamic rule on
 // state[Skipped].
 void launchUpdateLossScale(float* state, ScaleRule rule, cudaStream_t stream);

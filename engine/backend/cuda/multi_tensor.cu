@@ -61,8 +61,7 @@ struct AdamResult {
 // Adam with L2 decay folded into the gradient, or AdamW's decoupled decay applied to the
 // weight first; correction1/2 are 1 - beta^step.
 __host__ __device__ inline AdamResult adamUpdate(float weight, float grad, float m, float v, float decay,
-                                                 const AdamSettings& s, float lr, float correction1,
-                                                 float correction2)
+                                                 const AdamSettings& s, float lr, float correction1, float correction2)
 {
     if (s.decoupledDecay)
         weight = exact::fma(-exact::mul(lr, decay), weight, weight);
@@ -120,7 +119,8 @@ __global__ void unscaleKernel(const TensorRef* grads, const TensorRef* fp32Out, 
             storeAs(out.data, out.dtype, i, v);
             largest = max(largest, isfinite(v) ? __float_as_uint(fabsf(v)) : kInfinityBits);
         }
-        largest = blockReduce(largest, [](unsigned a, unsigned b) { return max(a, b); }, slots);
+        largest = blockReduce(
+            largest, [](unsigned a, unsigned b) { return max(a, b); }, slots);
         if (threadIdx.x == 0 && largest != 0) {
             if (largest == kInfinityBits && firstNonFinite)
                 atomicMin(firstNonFinite, t);
@@ -142,7 +142,8 @@ __global__ void sumOfSquaresKernel(const TensorRef* tensors, int count, double* 
             const double v = loadAs(tensor.data, tensor.dtype, i);
             sum = exact::fma(v, v, sum);
         }
-        sum = blockReduce(sum, [](double a, double b) { return a + b; }, slots);
+        sum = blockReduce(
+            sum, [](double a, double b) { return a + b; }, slots);
         if (threadIdx.x == 0 && sum != 0.0)
             atomicAdd(result, sum);
     }
@@ -212,8 +213,8 @@ __global__ void adamKernel(const SlotRef* slots, int count, AdamSettings setting
         for (std::int64_t i = firstIndex(); i < slot.master.n; i += gridStride()) {
             const AdamResult r = adamUpdate(
                 loadAs(slot.master.data, slot.master.dtype, i), loadAs(slot.grad.data, slot.grad.dtype, i),
-                loadAs(slot.state1.data, slot.state1.dtype, i), loadAs(slot.state2.data, slot.state2.dtype, i),
-                decay, settings, lr, correction1, correction2);
+                loadAs(slot.state1.data, slot.state1.dtype, i), loadAs(slot.state2.data, slot.state2.dtype, i), decay,
+                settings, lr, correction1, correction2);
             storeAs(slot.state1.data, slot.state1.dtype, i, r.m);
             storeAs(slot.state2.data, slot.state2.dtype, i, r.v);
             storeWeight(slot, i, r.weight);
@@ -237,9 +238,8 @@ __global__ void writeBytesKernel(unsigned char* dst, ByteChunk chunk, unsigned n
 
 } // namespace
 
-void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count,
-                                 std::int64_t maxElements, ScalarArg invScale, int* firstNonFinite, float* absMax,
-                                 cudaStream_t stream)
+void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count, std::int64_t maxElements,
+                                 ScalarArg invScale, int* firstNonFinite, float* absMax, cudaStream_t stream)
 {
     initUnscaleResults<<<1, 1, 0, stream>>>(firstNonFinite, absMax);
     if (count <= 0 || maxElements <= 0)
@@ -248,8 +248,8 @@ void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Ou
                                                                            firstNonFinite, absMax);
 }
 
-void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result,
-                        SkipFlag skip, cudaStream_t stream)
+void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result, SkipFlag skip,
+                        cudaStream_t stream)
 {
     cudaMemsetAsync(result, 0, sizeof(double), stream);
     if (count <= 0 || maxElements <= 0)
@@ -257,8 +257,8 @@ void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxEle
     sumOfSquaresKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(tensors, count, result, skip);
 }
 
-void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, ScalarArg factor,
-                        SkipFlag skip, cudaStream_t stream)
+void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxElements, ScalarArg factor, SkipFlag skip,
+                        cudaStream_t stream)
 {
     if (count <= 0 || maxElements <= 0)
         return;
@@ -269,8 +269,8 @@ void launchCopyIfSkipped(const void* src, void* dst, std::int64_t bytes, SkipFla
 {
     if (bytes <= 0)
         return;
-    copyIfSkippedKernel<<<tensorGrid(1, bytes), kThreads, 0, stream>>>(static_cast<const unsigned char*>(src),
-                                                                        static_cast<unsigned char*>(dst), bytes, skipped);
+    copyIfSkippedKernel<<<tensorGrid(1, bytes), kThreads, 0, stream>>>(
+        static_cast<const unsigned char*>(src), static_cast<unsigned char*>(dst), bytes, skipped);
 }
 
 void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, ScalarArg lr,

@@ -25,8 +25,8 @@ struct Span {
 };
 
 // Input positions along one axis inside the window of output position o, clipped to the image.
-__device__ __forceinline__ Span windowSpan(std::int64_t o, std::int64_t kernel, std::int64_t stride,
-                                           std::int64_t pad, std::int64_t extent)
+__device__ __forceinline__ Span windowSpan(std::int64_t o, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                                           std::int64_t extent)
 {
     const std::int64_t start = o * stride - pad;
     return {start > 0 ? start : 0, start + kernel < extent ? start + kernel : extent};
@@ -34,8 +34,8 @@ __device__ __forceinline__ Span windowSpan(std::int64_t o, std::int64_t kernel, 
 
 // Output positions along one axis whose window covers input position i: those o with
 // o * stride - pad <= i <= o * stride - pad + kernel - 1.
-__device__ __forceinline__ Span coveringSpan(std::int64_t i, std::int64_t kernel, std::int64_t stride,
-                                             std::int64_t pad, std::int64_t outExtent)
+__device__ __forceinline__ Span coveringSpan(std::int64_t i, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                                             std::int64_t outExtent)
 {
     const std::int64_t lowest = i + pad - kernel + 1; // smallest o * stride that still reaches i
     const std::int64_t begin = lowest <= 0 ? 0 : (lowest + stride - 1) / stride;
@@ -54,8 +54,8 @@ __device__ __forceinline__ Position positionOf(std::int64_t index, std::int64_t 
     return {rest / height, rest % height, index % width};
 }
 
-__global__ void maxPoolForwardKernel(const void* x, DType xType, void* y, DType yType, float* argmax,
-                                     PoolGeometry g, std::int64_t total)
+__global__ void maxPoolForwardKernel(const void* x, DType xType, void* y, DType yType, float* argmax, PoolGeometry g,
+                                     std::int64_t total)
 {
     const std::int64_t inPlane = g.inH * g.inW;
     for (std::int64_t o = firstIndex(); o < total; o += gridStride()) {
@@ -166,12 +166,10 @@ void launchMaxPoolBackward(const void* dy, DType dyType, const float* argmax, vo
     const std::int64_t total = inputCount(g);
     if (total <= 0)
         return;
-    maxPoolBackwardKernel<<<blocksFor(total), kThreadsPerBlock, 0, stream>>>(dy, dyType, argmax, dx, dxType, g,
-                                                                              total);
+    maxPoolBackwardKernel<<<blocksFor(total), kThreadsPerBlock, 0, stream>>>(dy, dyType, argmax, dx, dxType, g, total);
 }
 
-void launchAvgPoolForward(const void* x, DType xType, void* y, DType yType, const PoolGeometry& g,
-                          cudaStream_t stream)
+void launchAvgPoolForward(const void* x, DType xType, void* y, DType yType, const PoolGeometry& g, cudaStream_t stream)
 {
     const std::int64_t total = outputCount(g);
     if (total <= 0)

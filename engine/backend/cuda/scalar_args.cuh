@@ -14,9 +14,6 @@ __device__ __forceinline__ float valueOf(const ScalarArg& a)
     return a.reciprocal ? exact::div(1.0f, *a.device) : *a.device;
 }
 
-__device__ __forceinline__ bool skipRequested(SkipFlag skip)
-{
-    return skip && *skip != 0.0f;
-}
+__device__ __forceinline__ bool skipRequested(SkipFlag skip) { return skip && *skip != 0.0f; }
 
 } // namespace mantissa::cuda

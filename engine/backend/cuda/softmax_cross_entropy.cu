@@ -41,10 +41,9 @@ __host__ __device__ inline ArgMax firstMaximum(ArgMax a, ArgMax b)
     return b.value > a.value || (b.value == a.value && b.index < a.index) ? b : a;
 }
 
-__global__ void softmaxCrossEntropyKernel(const void* logits, DType logitsType, const float* labels,
-                                          std::int64_t batch, std::int64_t classes, ScalarArg lossScale,
-                                          void* dlogits, DType dlogitsType, double* lossSum,
-                                          unsigned long long* correct)
+__global__ void softmaxCrossEntropyKernel(const void* logits, DType logitsType, const float* labels, std::int64_t batch,
+                                          std::int64_t classes, ScalarArg lossScale, void* dlogits, DType dlogitsType,
+                                          double* lossSum, unsigned long long* correct)
 {
     __shared__ ArgMax maxSlots[kReduceSlots];
     __shared__ double sumSlots[kReduceSlots];
@@ -66,7 +65,8 @@ __global__ void softmaxCrossEntropyKernel(const void* logits, DType logitsType, 
         double sum = 0;
         for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x)
             sum += exp(static_cast<double>(loadAs(logits, logitsType, base + c) - maxValue));
-        sum = blockReduce(sum, [](double a, double b) { return a + b; }, sumSlots);
+        sum = blockReduce(
+            sum, [](double a, double b) { return a + b; }, sumSlots);
         const double logSum = log(sum);
 
         // The CPU truncates the fp32 label toward zero and asserts it names a class. A kernel
@@ -86,8 +86,7 @@ __global__ void softmaxCrossEntropyKernel(const void* logits, DType logitsType, 
         }
         if (dlogits) {
             for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-                const double p =
-                    exp(static_cast<double>(loadAs(logits, logitsType, base + c) - maxValue) - logSum);
+                const double p = exp(static_cast<double>(loadAs(logits, logitsType, base + c) - maxValue) - logSum);
                 const float g = valid ? static_cast<float>(p - (c == label ? 1.0 : 0.0)) * gradScale : CUDART_NAN_F;
                 storeAs(dlogits, dlogitsType, base + c, g);
             }

@@ -35,8 +35,7 @@ void CudaBackend::beginStep(StepScalars& scalars)
     checkLaunch("beginStep");
 }
 
-void CudaBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
-                                      Tensor& dlogits)
+void CudaBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars, Tensor& dlogits)
 {
     checkScalars(scalars);
     const std::int64_t batch = logits.shape()[0];
@@ -79,8 +78,7 @@ void CudaBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& 
     const float* skipped = at(scalars.state, StepState::Skipped);
     launchSumOfSquares(device, count, largest(refs), m_out.sumOfSquares, skipped, stream());
     checkLaunch("clipGradNorm (sum of squares)");
-    launchFinishGradNorm(m_out.sumOfSquares, maxNorm, scalars.state.f32(), m_out.clipFactor, m_out.clipSkip,
-                         stream());
+    launchFinishGradNorm(m_out.sumOfSquares, maxNorm, scalars.state.f32(), m_out.clipFactor, m_out.clipSkip, stream());
     checkLaunch("clipGradNorm (norm to StepScalars)");
     // Whether to clip is decided on the device; with no limit there is nothing to launch.
     if (maxNorm > 0 && device) {

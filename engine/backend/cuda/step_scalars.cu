@@ -37,8 +37,7 @@ __global__ void beginStepKernel(const float* inputs, float* state)
     state[kHeld] = hold ? 1.0f : 0.0f;
 }
 
-__global__ void finishLossKernel(const double* lossSum, const unsigned long long* correct, double batch,
-                                 float* state)
+__global__ void finishLossKernel(const double* lossSum, const unsigned long long* correct, double batch, float* state)
 {
     // The host-valued call's float(loss / double(batch)) and float(int64 correct).
     state[kLoss] = __double2float_rn(__ddiv_rn(*lossSum, batch));
@@ -123,8 +122,8 @@ void launchFinishFiniteCheck(const int* firstNonFinite, const float* absMax, flo
     finishFiniteCheckKernel<<<1, 1, 0, stream>>>(firstNonFinite, absMax, state);
 }
 
-void launchFinishGradNorm(const double* sumOfSquares, float maxNorm, float* state, float* clipFactor,
-                          float* clipSkip, cudaStream_t stream)
+void launchFinishGradNorm(const double* sumOfSquares, float maxNorm, float* state, float* clipFactor, float* clipSkip,
+                          cudaStream_t stream)
 {
     finishGradNormKernel<<<1, 1, 0, stream>>>(sumOfSquares, maxNorm, state, clipFactor, clipSkip);
 }

@@ -14,10 +14,7 @@
 
 namespace mantissa::cuda {
 
-inline TensorRef refOf(const Tensor& t)
-{
-    return {const_cast<void*>(t.data()), t.numel(), t.dtype()};
-}
+inline TensorRef refOf(const Tensor& t) { return {const_cast<void*>(t.data()), t.numel(), t.dtype()}; }
 
 inline std::int64_t largest(const std::vector<TensorRef>& refs)
 {

@@ -86,8 +86,8 @@ __global__ void tensorStatsKernel(const void* x, DType xType, std::int64_t n, Ro
 
 } // namespace
 
-void launchTensorStats(const void* x, DType xType, std::int64_t n, RoundingThresholds thresholds,
-                       float histogramScale, DeviceTensorStats* out, cudaStream_t stream)
+void launchTensorStats(const void* x, DType xType, std::int64_t n, RoundingThresholds thresholds, float histogramScale,
+                       DeviceTensorStats* out, cudaStream_t stream)
 {
     cudaMemsetAsync(out, 0, sizeof(DeviceTensorStats), stream);
     if (n <= 0)

@@ -9,10 +9,10 @@ struct ActivationContext final : LayerContext {
     Tensor input, output;
 };
 
-
 constexpr std::array kActivations{
     EnumEntry<Activation>{Activation::Relu, "relu", "ReLU", "max(0, x)."},
-    EnumEntry<Activation>{Activation::Gelu, "gelu", "GELU", "x times the normal CDF of x (the exact erf form, as PyTorch)."},
+    EnumEntry<Activation>{Activation::Gelu, "gelu", "GELU",
+                          "x times the normal CDF of x (the exact erf form, as PyTorch)."},
     EnumEntry<Activation>{Activation::Tanh, "tanh", "tanh", "Hyperbolic tangent."},
     EnumEntry<Activation>{Activation::Sigmoid, "sigmoid", "sigmoid", "1 / (1 + e^-x)."},
 };
@@ -24,15 +24,9 @@ std::span<const EnumEntry<Activation>> enumEntries<Activation>()
     return kActivations;
 }
 
-std::optional<Activation> parseActivation(const std::string& name)
-{
-    return parseEnum<Activation>(name);
-}
+std::optional<Activation> parseActivation(const std::string& name) { return parseEnum<Activation>(name); }
 
-std::string activationName(Activation kind)
-{
-    return std::string(enumKey(kind));
-}
+std::string activationName(Activation kind) { return std::string(enumKey(kind)); }
 
 ForwardResult ActivationLayer::forward(PassState& pass, const Tensor& x)
 {

@@ -13,8 +13,7 @@ struct BatchNormContext final : LayerContext {
 
 BatchNorm::BatchNorm(const Shape& input, float momentum, float epsilon)
     : m_channels(input[0]), m_valuesPerSample(input.numel()), m_momentum(momentum), m_epsilon(epsilon)
-{
-}
+{}
 
 void BatchNorm::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
 {
@@ -47,8 +46,7 @@ ForwardResult BatchNorm::forward(PassState& pass, const Tensor& x)
         context->savedMean = state.savedMean;
         context->savedInvStd = state.savedInvStd;
     }
-    pass.backend.batchNormForward(x, m_gamma.working, m_beta.working, y, state, pass.training, m_momentum,
-                                  m_epsilon);
+    pass.backend.batchNormForward(x, m_gamma.working, m_beta.working, y, state, pass.training, m_momentum, m_epsilon);
     return {y, std::move(context)};
 }
 

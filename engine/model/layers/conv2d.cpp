@@ -10,8 +10,8 @@ struct Conv2dContext final : LayerContext {
 };
 } // namespace
 
-Conv2d::Conv2d(const Shape& input, std::int64_t filters, std::int64_t kernel, std::int64_t stride,
-               std::int64_t padding, bool bias, std::string init, bool xavier)
+Conv2d::Conv2d(const Shape& input, std::int64_t filters, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
+               bool bias, std::string init, bool xavier)
     : m_hasBias(bias), m_init(std::move(init)), m_xavier(xavier)
 {
     m_shape.inChannels = input[0];

@@ -12,8 +12,7 @@ struct LinearContext final : LayerContext {
 
 Linear::Linear(std::int64_t inFeatures, std::int64_t outFeatures, bool bias, std::string init, bool xavier)
     : m_in(inFeatures), m_out(outFeatures), m_hasBias(bias), m_init(std::move(init)), m_xavier(xavier)
-{
-}
+{}
 
 void Linear::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
 {

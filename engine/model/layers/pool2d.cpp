@@ -29,10 +29,7 @@ PoolGeometry Pool2d::geometry(std::int64_t batch) const
     return g;
 }
 
-Shape Pool2d::outputShape(const Shape& input) const
-{
-    return {input[0], m_shape.channels, m_shape.outH, m_shape.outW};
-}
+Shape Pool2d::outputShape(const Shape& input) const { return {input[0], m_shape.channels, m_shape.outH, m_shape.outW}; }
 
 ForwardResult Pool2d::forward(PassState& pass, const Tensor& x)
 {

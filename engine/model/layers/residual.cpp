@@ -21,8 +21,7 @@ Tensor inType(Backend& backend, const Tensor& x, DType type)
 }
 } // namespace
 
-Residual::Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection,
-                   Shape output)
+Residual::Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape output)
     : m_body(std::move(body)), m_overrides(std::move(overrides)), m_projection(std::move(projection)),
       m_output(std::move(output))
 {

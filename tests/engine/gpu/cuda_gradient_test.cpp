@@ -15,10 +15,7 @@ namespace {
 
 class CudaLayerGradient : public test::DeviceTest, public ::testing::WithParamInterface<GradientCase> {};
 
-TEST_P(CudaLayerGradient, BackwardMatchesFiniteDifferences)
-{
-    test::checkLayerGradients(device(), GetParam());
-}
+TEST_P(CudaLayerGradient, BackwardMatchesFiniteDifferences) { test::checkLayerGradients(device(), GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Layers, CudaLayerGradient, ::testing::ValuesIn(test::layerGradientCases()),
                          [](const ::testing::TestParamInfo<GradientCase>& info) { return info.param.name; });

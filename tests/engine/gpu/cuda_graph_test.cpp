@@ -336,8 +336,8 @@ TEST_F(GraphTest, DownloadInTheBodyFailsTheCaptureAndLeavesTheBackendUsable)
     b.fill(t, 5.0f);
     EXPECT_EQ(contents(b, t), std::vector<float>(16, 5.0f));
     why.clear();
-    const std::unique_ptr<StepGraph> graph = b.captureGraph([&t](Backend& recording) { recording.fill(t, 7.0f); },
-                                                            &why);
+    const std::unique_ptr<StepGraph> graph =
+        b.captureGraph([&t](Backend& recording) { recording.fill(t, 7.0f); }, &why);
     ASSERT_NE(graph, nullptr) << why;
     EXPECT_EQ(contents(b, t), std::vector<float>(16, 5.0f));
     graph->replay();

@@ -36,7 +36,7 @@ const std::vector<std::int64_t> kSizes{1, 7, 8, 33, 6400};
 
 struct ParityCase {
     std::string name;
-    Op op;                    // the family Backend::supports is asked about
+    Op op;                     // the family Backend::supports is asked about
     std::vector<DType> dtypes; // the types the case runs in
     std::function<void(OpRun&, DType)> run;
 };
@@ -156,8 +156,8 @@ struct ConvShape {
 ParityCase conv(const ConvShape& s)
 {
     const std::string name = "conv" + extents({s.kernel, s.kernel}) + "s" + std::to_string(s.stride) + "p" +
-                             std::to_string(s.pad) + "_" + extents({s.n, s.c, s.h, s.w}) + "to" +
-                             std::to_string(s.oc) + (s.bias ? "_bias" : "_noBias");
+                             std::to_string(s.pad) + "_" + extents({s.n, s.c, s.h, s.w}) + "to" + std::to_string(s.oc) +
+                             (s.bias ? "_bias" : "_noBias");
     return {name, Op::Conv2d, kAllTypes, [s](OpRun& r, DType t) {
                 ConvGeometry g;
                 g.n = s.n, g.inChannels = s.c, g.inH = s.h, g.inW = s.w, g.outChannels = s.oc;
@@ -285,7 +285,8 @@ ParityCase pool(const PoolShape& s)
                 g.outW = slidingOutput(s.w, s.kernel, s.stride, s.pad);
                 const Shape xs{s.n, s.c, s.h, s.w}, ys{s.n, s.c, g.outH, g.outW};
                 // Windows overlapping one input: its gradient sums that many terms.
-                const std::int64_t overlap = ((s.kernel + s.stride - 1) / s.stride) * ((s.kernel + s.stride - 1) / s.stride);
+                const std::int64_t overlap =
+                    ((s.kernel + s.stride - 1) / s.stride) * ((s.kernel + s.stride - 1) / s.stride);
                 Tensor dy = r.input(ys, t, uniform(-1, 1));
                 Tensor dx = r.output(xs, t);
                 Tensor y = r.output(ys, t);
@@ -398,9 +399,10 @@ ParityCase tensorStats()
                     for (DType target : k16BitTypes) {
                         for (float scale : {1.0f, 1.0f / 65536.0f}) {
                             const TensorStats s = r.backend().tensorStats(x, target, scale);
-                            const std::string what = sized("to " + std::string(dtypeName(target)) +
-                                                               (scale == 1.0f ? "" : " scaled 2^-16"),
-                                                           n) + ": ";
+                            const std::string what =
+                                sized("to " + std::string(dtypeName(target)) + (scale == 1.0f ? "" : " scaled 2^-16"),
+                                      n) +
+                                ": ";
                             // Known totals too, so that a wrong oracle cannot hide a wrong device.
                             std::int64_t binned = 0;
                             for (std::uint32_t b : s.histogram)
@@ -487,8 +489,8 @@ struct OptimizerTensors {
 // --- the step on the device ------------------------------------------------------------------------
 
 constexpr std::array<const char*, kStepStateCount> kStateNames{
-    "LossScale", "GoodSteps", "HysteresisLeft", "ScaleUsed", "Loss", "Correct", "Skipped", "FirstNonFinite",
-    "GradAmax", "GradNorm", "Held"};
+    "LossScale", "GoodSteps",      "HysteresisLeft", "ScaleUsed", "Loss", "Correct",
+    "Skipped",   "FirstNonFinite", "GradAmax",       "GradNorm",  "Held"};
 static_assert(kStateNames.back() != nullptr, "a StepState without a name here");
 
 using StateValues = std::vector<std::pair<StepState, float>>;
@@ -565,8 +567,7 @@ ParityCase stepUnscale(const std::string& name, std::vector<DType> types, Poison
                        float lossScale, bool noGradients = false, bool held = false)
 {
     const bool mixed = types.size() > 1;
-    return {name, Op::MultiTensor, mixed ? std::vector<DType>{DType::F32} : kAllTypes,
-            [=](OpRun& r, DType t) {
+    return {name, Op::MultiTensor, mixed ? std::vector<DType>{DType::F32} : kAllTypes, [=](OpRun& r, DType t) {
                 std::vector<Draw> draws(kSizes.size(), uniform(-3000, 3000));
                 int expectedIndex = -1;
                 if (poison == Poison::InfInSecond) {
@@ -588,8 +589,9 @@ ParityCase stepUnscale(const std::string& name, std::vector<DType> types, Poison
                     in.push_back(&grads[i]);
                     out.push_back(&unscaled[i]);
                 }
-                StepScalars scalars = stepScalars(
-                    r, {{StepState::LossScale, lossScale}, {StepState::Loss, lossValue}, {StepState::Held, held ? 1.0f : 0.0f}});
+                StepScalars scalars = stepScalars(r, {{StepState::LossScale, lossScale},
+                                                      {StepState::Loss, lossValue},
+                                                      {StepState::Held, held ? 1.0f : 0.0f}});
                 r.backend().unscaleAndCheckFinite(in, out, scalars);
                 // Known answers as well as agreement, so that a wrong oracle cannot hide a wrong device.
                 const std::vector<float> s = stateOf(r, scalars);
@@ -639,11 +641,11 @@ ParityCase clipGradNorm(const std::string& name, Clip clip)
 
 ParityCase stepSgd(const std::string& variant, SgdSettings settings, bool pure, bool skipped)
 {
-    return {"stepSgd" + variant + (pure ? "PureMasters" : "Fp32Masters") + (skipped ? "Skipped" : ""),
-            Op::MultiTensor, pure ? k16BitTypes : kAllTypes, [=](OpRun& r, DType t) {
+    return {"stepSgd" + variant + (pure ? "PureMasters" : "Fp32Masters") + (skipped ? "Skipped" : ""), Op::MultiTensor,
+            pure ? k16BitTypes : kAllTypes, [=](OpRun& r, DType t) {
                 OptimizerTensors tensors(r, t, pure, settings.momentum != 0 ? 1 : 0);
-                StepScalars scalars = stepScalars(r, {{StepState::Skipped, skipped ? 1.0f : 0.0f}},
-                                                  {{StepInput::LearningRate, 0.1f}});
+                StepScalars scalars =
+                    stepScalars(r, {{StepState::Skipped, skipped ? 1.0f : 0.0f}}, {{StepInput::LearningRate, 0.1f}});
                 std::vector<float> before(static_cast<std::size_t>(tensors.master.back().numel()));
                 r.backend().download(tensors.master.back(), before.data());
                 r.backend().sgdStep(tensors.slots, settings, scalars);
@@ -662,9 +664,10 @@ ParityCase stepAdam(const std::string& variant, AdamSettings settings, bool pure
                 OptimizerTensors tensors(r, t, pure, 2);
                 // Step 3, the corrections as the host computes them.
                 const float c1 = 1.0f - std::pow(settings.beta1, 3.0f), c2 = 1.0f - std::pow(settings.beta2, 3.0f);
-                StepScalars scalars = stepScalars(
-                    r, {{StepState::Skipped, skipped ? 1.0f : 0.0f}},
-                    {{StepInput::LearningRate, 0.01f}, {StepInput::AdamCorrection1, c1}, {StepInput::AdamCorrection2, c2}});
+                StepScalars scalars = stepScalars(r, {{StepState::Skipped, skipped ? 1.0f : 0.0f}},
+                                                  {{StepInput::LearningRate, 0.01f},
+                                                   {StepInput::AdamCorrection1, c1},
+                                                   {StepInput::AdamCorrection2, c2}});
                 std::vector<float> before(static_cast<std::size_t>(tensors.master.back().numel()));
                 r.backend().download(tensors.master.back(), before.data());
                 r.backend().adamStep(tensors.slots, settings, scalars);
@@ -697,14 +700,17 @@ ParityCase beginStep()
     return {"beginStep", Op::MultiTensor, {DType::F32}, [](OpRun& r, DType) {
                 for (float ahead : {0.0f, 1.0f}) {
                     for (float previousSkipped : {0.0f, 1.0f}) {
-                        StepScalars scalars = stepScalars(r, {{StepState::Skipped, previousSkipped}, {StepState::Held, NAN}},
-                                                          {{StepInput::HoldIfPreviousSkipped, ahead}});
+                        StepScalars scalars =
+                            stepScalars(r, {{StepState::Skipped, previousSkipped}, {StepState::Held, NAN}},
+                                        {{StepInput::HoldIfPreviousSkipped, ahead}});
                         r.backend().beginStep(scalars);
                         EXPECT_EQ(stateAt(stateOf(r, scalars), StepState::Held),
                                   ahead != 0 && previousSkipped != 0 ? 1.0f : 0.0f)
                             << r.backend().name();
-                        keepState(r, "ahead " + std::to_string(ahead) + ", previous skipped " +
-                                         std::to_string(previousSkipped), scalars);
+                        keepState(r,
+                                  "ahead " + std::to_string(ahead) + ", previous skipped " +
+                                      std::to_string(previousSkipped),
+                                  scalars);
                     }
                 }
             }};
@@ -810,7 +816,8 @@ std::vector<ParityCase> buildCases()
                                ConvShape{2, 3, 9, 9, 4, 3, 2, 1, true}, ConvShape{2, 5, 7, 7, 3, 3, 2, 0, false},
                                ConvShape{4, 8, 8, 8, 16, 3, 1, 1, true}, ConvShape{2, 6, 7, 7, 8, 1, 2, 0, false}})
         cases.push_back(conv(s));
-    for (const auto& dims : std::vector<std::vector<std::int64_t>>{{7, 33}, {64, 100}, {3, 8, 7, 7}, {2, 5, 9, 9}, {1, 3, 5, 5}})
+    for (const auto& dims :
+         std::vector<std::vector<std::int64_t>>{{7, 33}, {64, 100}, {3, 8, 7, 7}, {2, 5, 9, 9}, {1, 3, 5, 5}})
         cases.push_back(batchNorm(dims));
     cases.push_back(activation(Activation::Relu, "Relu"));
     cases.push_back(activation(Activation::Gelu, "Gelu"));

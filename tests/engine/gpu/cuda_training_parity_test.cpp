@@ -37,9 +37,9 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace mantissa;
@@ -65,16 +65,16 @@ struct Tolerance {
 };
 
 const Tolerance kTolerances[] = {
-    {"mlp", PrecisionMode::Fp32, 1e-3},       // drift 2.3e-7 (ulp), 2.4e-5 (relative:1e-5)
-    {"mlp", PrecisionMode::MixedFp16, 1e-2},  // drift 6.2e-5
-    {"mlp", PrecisionMode::MixedBf16, 1e-2},  // drift 2.7e-4
-    {"mlp", PrecisionMode::Fp16, 1e-2},       // drift 4.0e-4
-    {"mlp", PrecisionMode::Bf16, 2e-2},       // drift 1.9e-3
-    {"cnn", PrecisionMode::Fp32, 6e-2},       // drift 8.6e-6 (ulp), up to 1.2e-2 (relative:1e-5)
-    {"cnn", PrecisionMode::MixedFp16, 0.1},   // drift 1.8e-2
-    {"cnn", PrecisionMode::MixedBf16, 0.15},  // drift 2.6e-2
-    {"cnn", PrecisionMode::Fp16, 0.1},        // drift 1.4e-2
-    {"cnn", PrecisionMode::Bf16, 0.25},       // drift 4.2e-2
+    {"mlp", PrecisionMode::Fp32, 1e-3},      // drift 2.3e-7 (ulp), 2.4e-5 (relative:1e-5)
+    {"mlp", PrecisionMode::MixedFp16, 1e-2}, // drift 6.2e-5
+    {"mlp", PrecisionMode::MixedBf16, 1e-2}, // drift 2.7e-4
+    {"mlp", PrecisionMode::Fp16, 1e-2},      // drift 4.0e-4
+    {"mlp", PrecisionMode::Bf16, 2e-2},      // drift 1.9e-3
+    {"cnn", PrecisionMode::Fp32, 6e-2},      // drift 8.6e-6 (ulp), up to 1.2e-2 (relative:1e-5)
+    {"cnn", PrecisionMode::MixedFp16, 0.1},  // drift 1.8e-2
+    {"cnn", PrecisionMode::MixedBf16, 0.15}, // drift 2.6e-2
+    {"cnn", PrecisionMode::Fp16, 0.1},       // drift 1.4e-2
+    {"cnn", PrecisionMode::Bf16, 0.25},      // drift 4.2e-2
 };
 
 double toleranceOf(const std::string& preset, PrecisionMode mode)
@@ -487,8 +487,8 @@ TEST_P(CudaOverflowParity, DeepMlpSkipsTheSameSteps)
             continue;
         const bool deviceOverflowed = device.steps[i].skipped;
         const std::string why = deviceOverflowed ? whyNotKnifeEdge(device, cpu, i) : whyNotKnifeEdge(cpu, device, i);
-        EXPECT_EQ(why, "") << "step " << cpu.steps[i].step << " skipped on " << (deviceOverflowed ? device : cpu).backend
-                           << " only, and not on a knife edge";
+        EXPECT_EQ(why, "") << "step " << cpu.steps[i].step << " skipped on "
+                           << (deviceOverflowed ? device : cpu).backend << " only, and not on a knife edge";
         if (why.empty())
             knifeEdges.insert(cpu.steps[i].step);
     }

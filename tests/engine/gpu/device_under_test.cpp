@@ -13,10 +13,7 @@ std::string deviceUnderTestName()
     return name && *name ? name : "cuda";
 }
 
-std::unique_ptr<Backend> makeOracle()
-{
-    return makeCpuBackend(2);
-}
+std::unique_ptr<Backend> makeOracle() { return makeCpuBackend(2); }
 
 void DeviceTest::SetUp()
 {

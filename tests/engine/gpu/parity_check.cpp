@@ -122,8 +122,8 @@ Deviation compare(const KeptOutput& expected, const KeptOutput& actual)
 std::string describe(const Deviation& d, const KeptOutput& expected)
 {
     std::ostringstream out;
-    out << d.count << " of " << expected.values.size() << " values off; worst [" << d.index
-        << "]: device " << number(d.actual) << ", oracle " << number(d.expected) << ", |difference| "
+    out << d.count << " of " << expected.values.size() << " values off; worst [" << d.index << "]: device "
+        << number(d.actual) << ", oracle " << number(d.expected) << ", |difference| "
         << number(std::abs(d.actual - d.expected)) << " > allowed " << number(d.allowed) << " ("
         << describe(expected.tolerance) << ", stored as " << dtypeName(expected.dtype) << ")";
     return out.str();
@@ -131,7 +131,9 @@ std::string describe(const Deviation& d, const KeptOutput& expected)
 
 Draw uniform(float lo, float hi)
 {
-    return [lo, hi](std::mt19937& generator, std::size_t) { return std::uniform_real_distribution<float>(lo, hi)(generator); };
+    return [lo, hi](std::mt19937& generator, std::size_t) {
+        return std::uniform_real_distribution<float>(lo, hi)(generator);
+    };
 }
 
 Draw levels()
@@ -144,19 +146,24 @@ Draw levels()
 Draw specials()
 {
     static const float kSpecials[] = {
-        0.0f, -0.0f, INFINITY, -INFINITY, NAN,
-        65504.0f,                    // fp16's largest finite value
-        65519.0f,                    // rounds down to it in fp16
-        65520.0f,                    // halfway to 2^16: rounds to inf in fp16
-        1e5f, -3e38f,                // beyond fp16; near the top of bf16
+        0.0f,
+        -0.0f,
+        INFINITY,
+        -INFINITY,
+        NAN,
+        65504.0f, // fp16's largest finite value
+        65519.0f, // rounds down to it in fp16
+        65520.0f, // halfway to 2^16: rounds to inf in fp16
+        1e5f,
+        -3e38f,                            // beyond fp16; near the top of bf16
         std::numeric_limits<float>::max(), // rounds to inf in bf16
-        0x1.0p-25f,                  // half of fp16's smallest subnormal: ties to zero
-        0x1.8p-25f,                  // rounds up to fp16's smallest subnormal
-        1e-40f,                      // fp32 subnormal
-        1.0f + 0x1.0p-11f,           // fp16 halfway case, ties to even (1)
-        1.0f + 0x1.8p-10f,           // fp16 halfway case, ties to even (1 + 2^-9)
-        1.0f + 0x1.0p-8f,            // bf16 halfway case, ties to even (1)
-        -(1.0f + 0x1.8p-7f),         // bf16 halfway case, ties to even (-(1 + 2^-6))
+        0x1.0p-25f,                        // half of fp16's smallest subnormal: ties to zero
+        0x1.8p-25f,                        // rounds up to fp16's smallest subnormal
+        1e-40f,                            // fp32 subnormal
+        1.0f + 0x1.0p-11f,                 // fp16 halfway case, ties to even (1)
+        1.0f + 0x1.8p-10f,                 // fp16 halfway case, ties to even (1 + 2^-9)
+        1.0f + 0x1.0p-8f,                  // bf16 halfway case, ties to even (1)
+        -(1.0f + 0x1.8p-7f),               // bf16 halfway case, ties to even (-(1 + 2^-6))
     };
     constexpr std::size_t kCount = sizeof(kSpecials) / sizeof(kSpecials[0]);
     return [](std::mt19937& generator, std::size_t index) {

@@ -43,7 +43,7 @@ namespace mantissa::test {
 
 struct Tolerance {
     enum class Kind : std::uint8_t { Exact, Elementwise, Normwise, Reduction, Relative } kind = Kind::Exact;
-    double amount = 0;          // ulps (Elementwise, Normwise), terms k (Reduction), r (Relative)
+    double amount = 0;             // ulps (Elementwise, Normwise), terms k (Reduction), r (Relative)
     bool tensorCoreInputs = false; // Reduction over 16-bit products
 };
 
@@ -58,16 +58,16 @@ std::string describe(const Tolerance& t);
 // One output as an OpRun kept it.
 struct KeptOutput {
     std::string name;
-    DType dtype = DType::F32;  // the type the op stored it in
+    DType dtype = DType::F32; // the type the op stored it in
     std::vector<double> values;
     Tolerance tolerance;
 };
 
 struct Deviation {
-    std::size_t count = 0;      // values beyond their allowance
-    std::size_t index = 0;      // of the worst one (largest |difference| / allowance)
+    std::size_t count = 0; // values beyond their allowance
+    std::size_t index = 0; // of the worst one (largest |difference| / allowance)
     double expected = 0, actual = 0, allowed = 0;
-    double ratio = 0;           // worst |difference| / allowance; inf when a mismatch is not a number
+    double ratio = 0; // worst |difference| / allowance; inf when a mismatch is not a number
 };
 
 // The actual output against the expected (oracle) one, under expected's tolerance.
