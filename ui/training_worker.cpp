@@ -39,7 +39,7 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
     RunSummary failed;
     failed.status = RunStatus::Failed;
     try {
-        BackendSelection selection = selectBackend(config.training);
+        BackendSelection selection = selectBackend(config);
         const DatasetSplits data = loadDatasets(config.data, config.training.seed);
         if (m_stopRequested) {
             RunSummary stopped;

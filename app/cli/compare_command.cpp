@@ -126,7 +126,7 @@ int runCompareCommand(const QStringList& arguments)
         RunConfig config = runConfigFromOptions(parser, parser.positionalArguments());
         const std::vector<PrecisionMode> modes = parsePrecisions(parser.value("precisions"));
         const auto store = openRunStore(parser);
-        BackendSelection selection = selectBackend(config.training);
+        BackendSelection selection = selectBackend(config);
         std::fprintf(stderr, "%s: batch %lld, %s; %s\n", config.name.c_str(),
                      static_cast<long long>(config.training.batchSize), selection.backend->name().c_str(),
                      selection.reason.c_str());

@@ -43,7 +43,7 @@ int runTrainCommand(const QStringList& arguments)
             config.training.initFrom = weights.path.toStdString();
             std::fprintf(stderr, "starting from the weights of %s\n", qPrintable(weights.description));
         }
-        BackendSelection selection = selectBackend(config.training);
+        BackendSelection selection = selectBackend(config);
         std::fprintf(stderr, "%s: %s, batch %lld, %s; %s\n", config.name.c_str(),
                      precisionModeName(config.precision).c_str(), static_cast<long long>(config.training.batchSize),
                      selection.backend->name().c_str(), selection.reason.c_str());

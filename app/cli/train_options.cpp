@@ -53,6 +53,11 @@ void addTrainOptions(QCommandLineParser& parser)
         {"seed", "Random seed (weights, data order, dropout).", "n"},
         {"device", "auto, cpu, cuda or cuda:N.", "device"},
         {"threads", "CPU threads (default: all cores).", "n"},
+        {"cpu-kernels",
+         QString::fromStdString("16-bit CPU kernels: " + enumKeyList<CpuKernels>() +
+                                " (default: auto, native where the "
+                                "CPU has it)."),
+         "kind"},
         {"data-dir", "Directory holding the IDX files (default: MANTISSA_DATA_DIR or the Debian dataset).", "dir"},
         {"limit-train", "Use only the first N training samples.", "n"},
         {"limit-test", "Use only the first N test samples.", "n"},
@@ -112,6 +117,9 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
         config.training.device = parser.value("device").toStdString();
     if (parser.isSet("threads"))
         config.training.threads = static_cast<int>(integerOption(parser, "threads", 1));
+    if (parser.isSet("cpu-kernels"))
+        config.training.cpuKernels =
+            parseEnumOrThrow<CpuKernels>(parser.value("cpu-kernels").toStdString(), "--cpu-kernels");
     if (parser.isSet("data-dir"))
         config.data.directory = parser.value("data-dir").toStdString();
     if (parser.isSet("limit-train"))

@@ -6,6 +6,7 @@
 // they are widened exactly, arithmetic runs in fp32, and each output is rounded
 // (round-to-nearest-even) to its own dtype. That is how tensor cores behave and it is
 // what makes fp16 underflow and overflow real rather than simulated.
+#include "engine/backend/cpu_options.h"
 #include "engine/backend/geometry.h"
 #include "engine/backend/step_scalars.h"
 #include "engine/numerics/tensor_stats.h"
@@ -99,6 +100,10 @@ public:
 
     // "cpu (OpenBLAS, 2 threads)", "cuda:0 (NVIDIA H100)": shown to users and stored with runs.
     virtual std::string name() const = 0;
+    // Which kernels the 16-bit compute types run on and why, one line per type, then the
+    // library kernels used so far ("bf16: native, oneDNN avx512_core_bf16 ..."); empty where
+    // the backend has one path only. Stored with runs beside the device.
+    virtual std::string kernelPaths() const { return {}; }
     virtual Device device() const = 0;
     // Whether `op` runs for tensors of `dtype`; callers turn false into an UnsupportedError.
     virtual bool supports(Op op, DType dtype) const = 0;
@@ -232,5 +237,6 @@ public:
 
 // The CPU backend; always available.
 std::unique_ptr<Backend> makeCpuBackend(int threads = 0);
+std::unique_ptr<Backend> makeCpuBackend(const CpuOptions& options);
 
 } // namespace mantissa

@@ -20,10 +20,10 @@ bool cudaBackendBuilt()
 #endif
 }
 
-BackendSelection selectBackend(const std::string& device, int cpuThreads, const CudaOptions& cuda)
+BackendSelection selectBackend(const std::string& device, const CpuOptions& cpu, const CudaOptions& cuda)
 {
     if (device == "cpu")
-        return {makeCpuBackend(cpuThreads), "training on the CPU as requested"};
+        return {makeCpuBackend(cpu), "training on the CPU as requested"};
     const bool wantsCuda = device.rfind("cuda", 0) == 0;
     if (device != "auto" && !wantsCuda)
         throw ConfigError("training.device is \"" + device + "\"; expected auto, cpu, cuda or cuda:N");
@@ -50,7 +50,7 @@ BackendSelection selectBackend(const std::string& device, int cpuThreads, const 
 #endif
     if (wantsCuda)
         throw ResourceError("cannot train on " + device + ": " + whyNot);
-    return {makeCpuBackend(cpuThreads), whyNot + "; training on the CPU"};
+    return {makeCpuBackend(cpu), whyNot + "; training on the CPU"};
 }
 
 } // namespace mantissa

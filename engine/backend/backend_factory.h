@@ -2,6 +2,7 @@
 // Turns a device request ("auto", "cpu", "cuda", "cuda:1") into a backend, saying which
 // and why, so that users are never left guessing where their run trained.
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu_options.h"
 #include "engine/backend/cuda_options.h"
 
 #include <cstddef>
@@ -18,8 +19,12 @@ struct BackendSelection {
 
 // Throws ResourceError when an explicitly requested device is unusable, ConfigError when
 // the request is malformed.
-BackendSelection selectBackend(const std::string& device, int cpuThreads, const CudaOptions& cuda = {});
-// The same for a run's training settings: engine/train/training_backend.h.
+BackendSelection selectBackend(const std::string& device, const CpuOptions& cpu, const CudaOptions& cuda = {});
+inline BackendSelection selectBackend(const std::string& device, int cpuThreads, const CudaOptions& cuda = {})
+{
+    return selectBackend(device, CpuOptions{cpuThreads}, cuda);
+}
+// The same for a run's settings: engine/train/training_backend.h.
 
 // Whether this build contains the CUDA backend.
 bool cudaBackendBuilt();

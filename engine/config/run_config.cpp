@@ -251,6 +251,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.read("seed", c.training.seed);
         tr.read("device", c.training.device);
         tr.read("threads", c.training.threads);
+        tr.readEnum("cpu_kernels", c.training.cpuKernels);
         tr.read("tf32", c.training.tf32);
         tr.read("cudnn_workspace_mib", c.training.cudnnWorkspaceMiB);
         tr.readEnum("graphs", c.training.graphs);
@@ -353,6 +354,7 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                      {"eval_batch_size", c.training.evalBatchSize}};
     j["training"]["checkpoint_every_epochs"] = c.training.checkpointEveryEpochs;
     j["training"]["init_from"] = c.training.initFrom;
+    j["training"]["cpu_kernels"] = enumKey(c.training.cpuKernels);
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     return j.dump(indent);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The run config: model + data + optimizer + schedule + precision + training settings.
 // One JSON file drives the GUI, the CLI and the tests; docs/config.md documents every field.
+#include "engine/backend/cpu_options.h"
 #include "engine/config/config_enums.h"
 #include "engine/precision/loss_scale_spec.h"
 #include "engine/precision/precision_policy.h"
@@ -78,6 +79,8 @@ struct TrainingSpec {
     std::uint64_t seed = 42;
     std::string device = "auto"; // auto | cpu | cuda | cuda:N
     int threads = 0;             // CPU threads, 0 = all cores
+    // CPU: native 16-bit kernels where the CPU has them, or the emulated oracle (cpu_options.h).
+    CpuKernels cpuKernels = CpuKernels::Auto;
     bool tf32 = false;           // GPU: fp32 GEMMs and convolutions on TF32 tensor cores
     int cudnnWorkspaceMiB = 256; // GPU: scratch memory a convolution algorithm may use
     // Capture the training step once and replay it: auto (on GPUs, as CUDA graphs), on (also

@@ -126,11 +126,13 @@ TEST(Config, StoredConfigsReadAndWriteByteForByte)
     EXPECT_EQ(c.training.graphs, AutoSwitch::Off);
     EXPECT_EQ(c.training.runAhead, AutoSwitch::On);
     // Every value a stored config holds is written back unchanged. Fields added since it was
-    // stored (training.checkpoint_every_epochs and training.init_from, with the checkpoints) are
-    // written with their defaults, which mean "as before": no epoch checkpoints, fresh weights.
+    // stored (training.checkpoint_every_epochs and training.init_from, with the checkpoints;
+    // training.cpu_kernels) are written with their defaults, which mean "as before": no epoch
+    // checkpoints, fresh weights, and kernels chosen for the CPU that runs it.
     nlohmann::json expected = nlohmann::json::parse(kStoredBeforeEnums);
     expected["training"]["checkpoint_every_epochs"] = 0;
     expected["training"]["init_from"] = "";
+    expected["training"]["cpu_kernels"] = "auto";
     EXPECT_EQ(runConfigToJson(c, -1), expected.dump());
 }
 
@@ -211,6 +213,7 @@ TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
     EXPECT_EQ(documentedValues("precision.mode"), engineValues<PrecisionMode>());
     EXPECT_EQ(documentedValues("precision.loss_scale.type"), engineValues<LossScaleType>());
     EXPECT_EQ(documentedValues("training.graphs"), engineValues<AutoSwitch>());
+    EXPECT_EQ(documentedValues("training.cpu_kernels"), engineValues<CpuKernels>());
     EXPECT_EQ(documentedValues("training.run_ahead"), engineValues<AutoSwitch>());
 }
 

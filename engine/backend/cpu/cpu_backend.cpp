@@ -1,5 +1,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
+#include "engine/backend/cpu/onednn_matmul.h"
+#include "engine/backend/cpu/onednn_runtime.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -13,21 +15,36 @@
 
 namespace mantissa {
 
-std::unique_ptr<Backend> makeCpuBackend(int threads) { return std::make_unique<CpuBackend>(threads); }
+std::unique_ptr<Backend> makeCpuBackend(int threads) { return makeCpuBackend(CpuOptions{threads}); }
 
-CpuBackend::CpuBackend(int threads)
-    : m_threads(threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())))
+std::unique_ptr<Backend> makeCpuBackend(const CpuOptions& options) { return std::make_unique<CpuBackend>(options); }
+
+CpuBackend::CpuBackend(const CpuOptions& options)
+    : m_threads(options.threads > 0 ? options.threads
+                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+      m_plan(cpu::planCpuKernels(options.kernels)), m_onednn(std::make_unique<cpu::OneDnnRuntime>()),
+      m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn))
 {
-    // OpenBLAS runs the GEMMs and OpenMP the loops around them; both get the same budget so
-    // that neither oversubscribes the cores while the other waits.
+    // oneDNN and our own loops share one OpenMP team, and OpenBLAS (built for OpenMP) under the
+    // convolutions joins it too: one budget, so that none oversubscribes the cores while
+    // another waits.
     openblas_set_num_threads(m_threads);
     omp_set_num_threads(m_threads);
 }
 
+CpuBackend::~CpuBackend() = default;
+
 std::string CpuBackend::name() const
 {
-    return "cpu (OpenBLAS, " + std::to_string(m_threads) + (m_threads == 1 ? " thread" : " threads") +
-           (conversionsAreVectorised() ? ", F16C" : "") + ")";
+    return "cpu (oneDNN " + cpu::oneDnnVersion() + " " + cpu::oneDnnIsaName() + ", " + std::to_string(m_threads) +
+           (m_threads == 1 ? " thread" : " threads") + (conversionsAreVectorised() ? ", F16C" : "") + ")";
+}
+
+std::string CpuBackend::kernelPaths() const
+{
+    std::string used = m_onednn->implementations();
+    return "bf16: " + m_plan.bf16Path + "\nfp16: " + m_plan.fp16Path +
+           (used.empty() ? std::string() : "\noneDNN kernels used: " + used);
 }
 
 bool CpuBackend::supports(Op, DType) const

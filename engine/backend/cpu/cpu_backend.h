@@ -1,18 +1,31 @@
 #pragma once
-// The CPU backend: OpenBLAS sgemm for dense algebra, F16C for conversions, OpenMP for
-// the remaining loops. It is the oracle every other backend is tested against.
+// The CPU backend: oneDNN for matrix products (natively in bf16 where the CPU has bf16 dot
+// products, cpu_kernel_plan.h), OpenBLAS sgemm under the convolutions, F16C for conversions,
+// OpenMP for the remaining loops. Its emulated 16-bit path is the oracle every other backend
+// and the native kernels are tested against.
 // Its member functions are defined across one file per op family in this folder.
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_kernel_plan.h"
+#include "engine/backend/cpu_options.h"
 
 #include <atomic>
+#include <memory>
 
 namespace mantissa {
 
+namespace cpu {
+class OneDnnRuntime;
+class OneDnnMatmul;
+} // namespace cpu
+
 class CpuBackend final : public Backend {
 public:
-    explicit CpuBackend(int threads);
+    explicit CpuBackend(const CpuOptions& options);
+    ~CpuBackend() override;
 
     std::string name() const override;
+    std::string kernelPaths() const override;
+    const cpu::CpuKernelPlan& kernelPlan() const { return m_plan; }
     Device device() const override { return {DeviceKind::Cpu, 0}; }
     bool supports(Op op, DType dtype) const override;
     int threads() const { return m_threads; }
@@ -89,6 +102,9 @@ private:
                     float correction2);
 
     int m_threads;
+    cpu::CpuKernelPlan m_plan;
+    std::unique_ptr<cpu::OneDnnRuntime> m_onednn;
+    std::unique_ptr<cpu::OneDnnMatmul> m_matmul;
     std::atomic<std::size_t> m_liveBytes{0};
     std::atomic<std::size_t> m_peakBytes{0};
 };

@@ -1,27 +1,36 @@
 // Tensor-core semantics on the CPU: inputs are already in the compute type (16-bit
-// tensors hold exactly representable values), sgemm multiplies and accumulates in fp32,
-// and the result is rounded to C's storage type.
+// tensors hold exactly representable values), products accumulate in fp32, and the result
+// is rounded once to C's storage type (FloatOutput::commit). bf16 inputs go to oneDNN as
+// they are where the plan says native (the CPU multiplies bf16 pairs into fp32); otherwise,
+// and for fp16, they are widened exactly to fp32 first (the emulated path, the oracle).
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
+#include "engine/backend/cpu/onednn_matmul.h"
 #include "engine/util/check.h"
 
-#include <cblas.h>
+#include <optional>
 
 namespace mantissa {
 
 namespace {
 
-// c = alpha * op(a) op(b) + beta * c, all fp32, row-major.
-void sgemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-           const float* b, float beta, float* c)
-{
-    const auto transA = ta == Transpose::Yes ? CblasTrans : CblasNoTrans;
-    const auto transB = tb == Transpose::Yes ? CblasTrans : CblasNoTrans;
-    const auto lda = static_cast<blasint>(ta == Transpose::Yes ? m : k);
-    const auto ldb = static_cast<blasint>(tb == Transpose::Yes ? k : n);
-    cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(m), static_cast<blasint>(n),
-                static_cast<blasint>(k), alpha, a, lda, b, ldb, beta, c, static_cast<blasint>(n));
-}
+// The operand oneDNN reads: the tensor's own bf16 bits on the native path, else fp32 (16-bit
+// tensors widened into scratch, fp32 ones read in place).
+class MatmulOperand {
+public:
+    MatmulOperand(const Tensor& t, bool native)
+    {
+        if (native)
+            m_data = t.data();
+        else
+            m_data = m_widened.emplace(t).data();
+    }
+    const void* data() const { return m_data; }
+
+private:
+    std::optional<cpu::FloatInput> m_widened;
+    const void* m_data = nullptr;
+};
 
 } // namespace
 
@@ -30,10 +39,11 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n
 {
     MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n);
     MANTISSA_ASSERT(a.dtype() == b.dtype());
-    cpu::FloatInput fa(a);
-    cpu::FloatInput fb(b);
+    const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const MatmulOperand fa(a, native);
+    const MatmulOperand fb(b, native);
     cpu::FloatOutput fc(c, beta != 0.0f);
-    sgemm(ta, tb, m, n, k, alpha, fa.data(), fb.data(), beta, fc.data());
+    m_matmul->run({ta, tb, m, n, k, native, false, alpha, beta}, fa.data(), fb.data(), nullptr, fc.data());
     fc.commit();
 }
 
@@ -42,21 +52,14 @@ void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::in
 {
     MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n && bias.numel() == n);
     MANTISSA_ASSERT(a.dtype() == b.dtype());
-    cpu::FloatInput fa(a);
-    cpu::FloatInput fb(b);
+    const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const MatmulOperand fa(a, native);
+    const MatmulOperand fb(b, native);
     cpu::FloatInput fbias(bias);
     cpu::FloatOutput fc(c);
-    sgemm(ta, tb, m, n, k, 1.0f, fa.data(), fb.data(), 0.0f, fc.data());
-    // The bias joins the fp32 products before the one rounding in commit() (backend.h): the
-    // products are summed first and the bias added after, as cuBLASLt's epilogue does.
-    float* out = fc.data();
-    const float* add = fbias.data();
-#pragma omp parallel for schedule(static) if (m * n > 65536)
-    for (std::int64_t r = 0; r < m; ++r) {
-        float* row = out + r * n;
-        for (std::int64_t col = 0; col < n; ++col)
-            row[col] += add[col];
-    }
+    // The bias joins the fp32 sum of products inside the kernel, before the one rounding in
+    // commit() (backend.h), as cuBLASLt's epilogue does.
+    m_matmul->run({ta, tb, m, n, k, native, true, 1.0f, 0.0f}, fa.data(), fb.data(), fbias.data(), fc.data());
     fc.commit();
 }
 

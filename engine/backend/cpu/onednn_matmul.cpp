@@ -1,0 +1,89 @@
+#include "engine/backend/cpu/onednn_matmul.h"
+
+#include "engine/util/check.h"
+
+#include <bit>
+#include <functional>
+
+namespace mantissa::cpu {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using dims = dnnl::memory::dims;
+
+// A row-major [rows, cols] operand, or the transpose of a row-major [cols, rows] buffer: the
+// strides say which, so no transposed copy is made.
+dnnl::memory::desc operand(std::int64_t rows, std::int64_t cols, bool transposed, dt type)
+{
+    return transposed ? dnnl::memory::desc(dims{rows, cols}, type, dims{1, rows})
+                      : dnnl::memory::desc(dims{rows, cols}, type, dims{cols, 1});
+}
+
+} // namespace
+
+std::size_t OneDnnMatmul::ShapeHash::operator()(const MatmulShape& s) const
+{
+    std::size_t h = std::hash<std::int64_t>{}(s.m);
+    const auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    mix(std::hash<std::int64_t>{}(s.n));
+    mix(std::hash<std::int64_t>{}(s.k));
+    mix((s.ta == Transpose::Yes ? 1u : 0u) | (s.tb == Transpose::Yes ? 2u : 0u) | (s.bf16Inputs ? 4u : 0u) |
+        (s.rowBias ? 8u : 0u));
+    mix(std::bit_cast<std::uint32_t>(s.alpha));
+    mix(std::bit_cast<std::uint32_t>(s.beta));
+    return h;
+}
+
+dnnl::matmul& OneDnnMatmul::primitive(const MatmulShape& s)
+{
+    if (auto found = m_primitives.find(s); found != m_primitives.end())
+        return found->second;
+    const dt in = s.bf16Inputs ? dt::bf16 : dt::f32;
+    const auto a = operand(s.m, s.k, s.ta == Transpose::Yes, in);
+    const auto b = operand(s.k, s.n, s.tb == Transpose::Yes, in);
+    const auto c = dnnl::memory::desc(dims{s.m, s.n}, dt::f32, dims{s.n, 1});
+    dnnl::primitive_attr attr;
+    if (s.alpha != 1.0f)
+        attr.set_output_scales(0, {s.alpha});
+    if (s.beta != 0.0f) {
+        // The previous C joins the fp32 sum before the one rounding the caller does.
+        dnnl::post_ops ops;
+        ops.append_sum(s.beta);
+        attr.set_post_ops(ops);
+    }
+    try {
+        const auto desc = s.rowBias ? dnnl::matmul::desc(a, b, dnnl::memory::desc(dims{1, s.n}, dt::f32, dims{s.n, 1}), c)
+                                    : dnnl::matmul::desc(a, b, c);
+        const dnnl::matmul::primitive_desc pd(desc, attr, m_runtime.engine());
+        m_runtime.noteImplementation(s.bf16Inputs ? "bf16 matmul" : "fp32 matmul", pd.impl_info_str());
+        return m_primitives.emplace(s, dnnl::matmul(pd)).first->second;
+    } catch (const dnnl::error& e) {
+        throw UnsupportedError("oneDNN " + oneDnnVersion() + " cannot create a " + (s.bf16Inputs ? "bf16" : "fp32") +
+                               " matmul for " + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " +
+                               std::to_string(s.k) + "x" + std::to_string(s.n) + " (" + e.what() +
+                               "); training.cpu_kernels emulated avoids native bf16 kernels");
+    }
+}
+
+void OneDnnMatmul::run(const MatmulShape& s, const void* a, const void* b, const float* bias, float* c)
+{
+    MANTISSA_ASSERT(s.rowBias == (bias != nullptr));
+    if (s.m == 0 || s.n == 0)
+        return;
+    dnnl::matmul& mm = primitive(s);
+    const dt in = s.bf16Inputs ? dt::bf16 : dt::f32;
+    dnnl::engine& eng = m_runtime.engine();
+    // oneDNN reads through these handles and never writes the inputs.
+    dnnl::memory ma(operand(s.m, s.k, s.ta == Transpose::Yes, in), eng, const_cast<void*>(a));
+    dnnl::memory mb(operand(s.k, s.n, s.tb == Transpose::Yes, in), eng, const_cast<void*>(b));
+    dnnl::memory mc(dnnl::memory::desc(dims{s.m, s.n}, dt::f32, dims{s.n, 1}), eng, c);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+    if (bias)
+        args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc(dims{1, s.n}, dt::f32, dims{s.n, 1}), eng,
+                                                 const_cast<float*>(bias)));
+    mm.execute(m_runtime.stream(), args);
+    m_runtime.stream().wait();
+}
+
+} // namespace mantissa::cpu

@@ -1,0 +1,43 @@
+#pragma once
+// Matrix products through oneDNN's matmul, with the engine's GEMM semantics: inputs in the
+// compute type (fp32, or bf16 run natively), products accumulated in fp32, an fp32 result
+// that the caller rounds once into C's storage type. oneDNN picks the kernel for the CPU it
+// finds (brgemm on AVX-512, VDPBF16PS or AMX for bf16). Primitives are built once per shape
+// and reused: building one costs far more than running a small GEMM.
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/onednn_runtime.h"
+
+#include <cstdint>
+#include <unordered_map>
+
+namespace mantissa::cpu {
+
+struct MatmulShape {
+    Transpose ta = Transpose::No, tb = Transpose::No;
+    std::int64_t m = 0, n = 0, k = 0;
+    bool bf16Inputs = false; // a and b hold bf16 bits; otherwise fp32
+    bool rowBias = false;    // an fp32 bias[n] joins every row before the result is written
+    float alpha = 1, beta = 0;
+
+    bool operator==(const MatmulShape&) const = default;
+};
+
+class OneDnnMatmul {
+public:
+    explicit OneDnnMatmul(OneDnnRuntime& runtime) : m_runtime(runtime) {}
+
+    // c = alpha * op(a) op(b) [+ bias] [+ beta * c]: c is fp32 [m, n] row-major; a is [m, k]
+    // (or [k, m] when ta) and b is [k, n] (or [n, k] when tb), row-major.
+    void run(const MatmulShape& shape, const void* a, const void* b, const float* bias, float* c);
+
+private:
+    struct ShapeHash {
+        std::size_t operator()(const MatmulShape& s) const;
+    };
+    dnnl::matmul& primitive(const MatmulShape& shape);
+
+    OneDnnRuntime& m_runtime;
+    std::unordered_map<MatmulShape, dnnl::matmul, ShapeHash> m_primitives;
+};
+
+} // namespace mantissa::cpu

@@ -1,0 +1,305 @@
+// The CPU backend's two paths for 16-bit matrix products (training.cpu_kernels): native bf16
+// kernels (the CPU's own bf16 dot products through oneDNN) against the emulated oracle (inputs
+// widened exactly to fp32, multiplied in fp32), per op and per training run. CTest runs this
+// binary twice: as the machine is, and with ONEDNN_MAX_CPU_ISA=AVX2, so that an AVX-512
+// machine also tests the path an AVX2-only CPU takes. Native cases skip, saying why, where the
+// CPU (or the limit) has no native bf16.
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_kernel_plan.h"
+#include "engine/backend/cpu/onednn_runtime.h"
+#include "engine/numerics/conversions.h"
+#include "engine/train/training_backend.h"
+#include "run_comparison.h"
+#include "small_run_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <algorithm>
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <tuple>
+#include <string>
+#include <vector>
+
+using namespace mantissa;
+
+namespace {
+
+bool nativeBf16Here() { return cpu::planCpuKernels(CpuKernels::Auto).nativeBf16; }
+
+#define SKIP_WITHOUT_NATIVE_BF16()                                                                                     \
+    if (!nativeBf16Here())                                                                                             \
+    GTEST_SKIP() << "no native bf16 kernels here: " << cpu::planCpuKernels(CpuKernels::Auto).bf16Path
+
+std::unique_ptr<Backend> backendWith(CpuKernels kernels) { return makeCpuBackend(CpuOptions{2, kernels}); }
+
+std::vector<float> randomValues(std::size_t n, std::uint32_t seed, float scale = 1.0f)
+{
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = dist(rng);
+    return v;
+}
+
+Tensor upload(Backend& b, const std::vector<float>& values, const Shape& shape, DType type)
+{
+    Tensor t = b.empty(shape, type);
+    b.upload(values.data(), t);
+    return t;
+}
+
+std::vector<float> download(Backend& b, const Tensor& t)
+{
+    std::vector<float> out(static_cast<std::size_t>(t.numel()));
+    b.download(t, out.data());
+    return out;
+}
+
+struct GemmCase {
+    Transpose ta, tb;
+    std::int64_t m, n, k;
+    float alpha, beta;
+    bool bias;
+    DType out;
+};
+
+void PrintTo(const GemmCase& c, std::ostream* os)
+{
+    *os << c.m << "x" << c.n << "x" << c.k;
+}
+
+std::string caseName(const ::testing::TestParamInfo<GemmCase>& info)
+{
+    const GemmCase& c = info.param;
+    return std::string(c.ta == Transpose::Yes ? "T" : "N") + (c.tb == Transpose::Yes ? "T" : "N") + "_" +
+           std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + (c.bias ? "_bias" : "") +
+           (c.beta != 0 ? "_beta" : "") + (c.alpha != 1 ? "_alpha" : "") + "_to_" + std::string(dtypeName(c.out));
+}
+
+// One backend's answer to the case, on bf16 inputs drawn from `seed`.
+std::vector<float> runGemm(Backend& b, const GemmCase& c, std::vector<float>* absProducts)
+{
+    const auto av = randomValues(static_cast<std::size_t>(c.m * c.k), 1);
+    const auto bv = randomValues(static_cast<std::size_t>(c.k * c.n), 2);
+    const auto biasv = randomValues(static_cast<std::size_t>(c.n), 3);
+    const auto cv = randomValues(static_cast<std::size_t>(c.m * c.n), 4);
+    const Shape aShape = c.ta == Transpose::Yes ? Shape{c.k, c.m} : Shape{c.m, c.k};
+    const Shape bShape = c.tb == Transpose::Yes ? Shape{c.n, c.k} : Shape{c.k, c.n};
+    Tensor a = upload(b, av, aShape, DType::BF16);
+    Tensor w = upload(b, bv, bShape, DType::BF16);
+    Tensor out = upload(b, cv, Shape{c.m, c.n}, c.out);
+    if (c.bias) {
+        Tensor bias = upload(b, biasv, Shape{c.n}, DType::F32);
+        b.gemmRowBias(c.ta, c.tb, c.m, c.n, c.k, a, w, bias, out);
+    } else {
+        b.gemm(c.ta, c.tb, c.m, c.n, c.k, c.alpha, a, w, c.beta, out);
+    }
+    if (absProducts) {
+        // sum |a_i b_j| per output: the scale of fp32 accumulation error, from the rounded inputs.
+        const auto ar = download(b, a), br = download(b, w);
+        absProducts->assign(static_cast<std::size_t>(c.m * c.n), 0.0f);
+        for (std::int64_t i = 0; i < c.m; ++i)
+            for (std::int64_t j = 0; j < c.n; ++j) {
+                double s = 0;
+                for (std::int64_t p = 0; p < c.k; ++p) {
+                    const float x = ar[static_cast<std::size_t>(c.ta == Transpose::Yes ? p * c.m + i : i * c.k + p)];
+                    const float y = br[static_cast<std::size_t>(c.tb == Transpose::Yes ? j * c.k + p : p * c.n + j)];
+                    s += std::fabs(static_cast<double>(x) * y);
+                }
+                (*absProducts)[static_cast<std::size_t>(i * c.n + j)] = static_cast<float>(s);
+            }
+    }
+    return download(b, out);
+}
+
+class NativeBf16Gemm : public ::testing::TestWithParam<GemmCase> {};
+
+// Both paths multiply exactly-representable bf16 values and sum them in fp32; they differ only
+// in the order of the k additions (oneDNN's blocking, VDPBF16PS summing pairs). Each fp32 sum
+// of k terms is within k * 2^-24 * sum|a b| of the exact one (the standard bound, Higham 3.1),
+// so the two are within twice that, plus |beta c| and |bias| terms, which both add once. An
+// fp32 output is held to that bound; a bf16 output to one bf16 unit in the last place on top
+// (the two fp32 sums may straddle a rounding boundary).
+TEST_P(NativeBf16Gemm, MatchesTheEmulatedOracleWithinAccumulationOrder)
+{
+    SKIP_WITHOUT_NATIVE_BF16();
+    const GemmCase c = GetParam();
+    auto native = backendWith(CpuKernels::Native);
+    auto emulated = backendWith(CpuKernels::Emulated);
+    std::vector<float> absProducts;
+    const auto got = runGemm(*native, c, nullptr);
+    const auto want = runGemm(*emulated, c, &absProducts);
+    ASSERT_EQ(got.size(), want.size());
+    int differing = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const float scale = std::fabs(c.alpha) * absProducts[i] + 4.0f; // + |beta c|, |bias| (both < 4 here)
+        float bound = 2.0f * static_cast<float>(c.k + 2) * std::ldexp(1.0f, -24) * scale;
+        if (c.out == DType::BF16)
+            bound += std::ldexp(std::fabs(want[i]) + 1e-30f, -7);
+        ASSERT_LE(std::fabs(got[i] - want[i]), bound) << "element " << i << ": native " << got[i] << ", emulated "
+                                                      << want[i];
+        differing += got[i] != want[i];
+    }
+    RecordProperty("differing", differing);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, NativeBf16Gemm,
+    ::testing::Values(GemmCase{Transpose::No, Transpose::No, 128, 256, 784, 1, 0, false, DType::F32},
+                      GemmCase{Transpose::No, Transpose::Yes, 128, 256, 784, 1, 0, true, DType::BF16},
+                      GemmCase{Transpose::Yes, Transpose::No, 256, 784, 128, 1, 0, false, DType::F32},
+                      GemmCase{Transpose::No, Transpose::No, 7, 33, 5, 1, 0, false, DType::BF16},
+                      GemmCase{Transpose::Yes, Transpose::Yes, 64, 40, 96, 0.5f, 1, false, DType::BF16},
+                      GemmCase{Transpose::No, Transpose::Yes, 1, 1, 1, 1, 0, true, DType::F32}),
+    caseName);
+
+// The products of bf16 values are exact in fp32, and small integer sums are exact in any
+// order, so here the native kernel must give the oracle's answer to the bit.
+TEST(NativeBf16Gemm, ExactSumsAgreeToTheBit)
+{
+    SKIP_WITHOUT_NATIVE_BF16();
+    const std::int64_t m = 16, n = 32, k = 64;
+    std::vector<float> av(m * k), bv(k * n);
+    for (std::size_t i = 0; i < av.size(); ++i)
+        av[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+    for (std::size_t i = 0; i < bv.size(); ++i)
+        bv[i] = static_cast<float>(static_cast<int>(i % 5) - 2) * 0.5f;
+    std::vector<float> results[2];
+    int index = 0;
+    for (CpuKernels kernels : {CpuKernels::Native, CpuKernels::Emulated}) {
+        auto b = backendWith(kernels);
+        Tensor a = upload(*b, av, Shape{m, k}, DType::BF16);
+        Tensor w = upload(*b, bv, Shape{k, n}, DType::BF16);
+        Tensor out = b->empty(Shape{m, n}, DType::BF16);
+        b->gemm(Transpose::No, Transpose::No, m, n, k, 1.0f, a, w, 0.0f, out);
+        results[index++] = download(*b, out);
+    }
+    EXPECT_EQ(results[0], results[1]);
+}
+
+TEST(CpuKernelPlan, EmulatedIsAlwaysAvailableAndSaysSo)
+{
+    const cpu::CpuKernelPlan plan = cpu::planCpuKernels(CpuKernels::Emulated);
+    EXPECT_FALSE(plan.nativeBf16);
+    EXPECT_FALSE(plan.nativeFp16);
+    EXPECT_NE(plan.bf16Path.find("emulated"), std::string::npos) << plan.bf16Path;
+    EXPECT_NO_THROW(cpu::requireNativeKernels(plan, DType::BF16));
+}
+
+TEST(CpuKernelPlan, AutoTakesNativeBf16ExactlyWhereOneDnnHasIt)
+{
+    const cpu::CpuKernelPlan plan = cpu::planCpuKernels(CpuKernels::Auto);
+    EXPECT_EQ(plan.nativeBf16, cpu::oneDnnHasNativeBf16());
+    EXPECT_NE(plan.bf16Path.find(plan.nativeBf16 ? "native" : "emulated"), std::string::npos) << plan.bf16Path;
+    // fp16 has no kernel that sums fp16 products in fp32 on any CPU oneDNN 2.6 supports.
+    EXPECT_FALSE(plan.nativeFp16);
+    EXPECT_NE(plan.fp16Path.find("emulated"), std::string::npos) << plan.fp16Path;
+}
+
+TEST(CpuKernelPlan, ForcedNativeFp16IsRefusedNamingTheAlternatives)
+{
+    RunConfig config = test_support::smallSyntheticConfig(PrecisionMode::MixedFp16);
+    config.training.device = "cpu";
+    config.training.cpuKernels = CpuKernels::Native;
+    try {
+        selectBackend(config);
+        FAIL() << "native fp16 kernels were accepted";
+    } catch (const ResourceError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("training.cpu_kernels is native"), std::string::npos) << message;
+        EXPECT_NE(message.find("fp16"), std::string::npos) << message;
+        EXPECT_NE(message.find("emulated"), std::string::npos) << message;
+    }
+    // An fp32 run has nothing to emulate: native is no error there.
+    config.precision = PrecisionMode::Fp32;
+    EXPECT_NO_THROW(selectBackend(config));
+}
+
+TEST(CpuKernelPlan, ForcedNativeBf16IsRefusedWhereTheCpuLacksIt)
+{
+    RunConfig config = test_support::smallSyntheticConfig(PrecisionMode::MixedBf16);
+    config.training.device = "cpu";
+    config.training.cpuKernels = CpuKernels::Native;
+    if (nativeBf16Here()) {
+        EXPECT_NO_THROW(selectBackend(config));
+        // A per-layer fp16 override in a bf16 run still needs fp16 kernels.
+        config.model.layers[1].precision = LayerPrecision::Fp16;
+        EXPECT_THROW(selectBackend(config), ResourceError);
+        return;
+    }
+    try {
+        selectBackend(config);
+        FAIL() << "native bf16 kernels were accepted on a CPU without them";
+    } catch (const ResourceError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("avx512_bf16"), std::string::npos) << message;
+        EXPECT_NE(message.find("emulated"), std::string::npos) << message;
+    }
+}
+
+TEST(CpuKernelPlan, TheBackendReportsThePathsItTook)
+{
+    auto b = backendWith(CpuKernels::Auto);
+    Tensor a = upload(*b, randomValues(64, 1), Shape{8, 8}, DType::BF16);
+    Tensor out = b->empty(Shape{8, 8}, DType::BF16);
+    b->gemm(Transpose::No, Transpose::No, 8, 8, 8, 1.0f, a, a, 0.0f, out);
+    const std::string paths = b->kernelPaths();
+    EXPECT_NE(paths.find(nativeBf16Here() ? "bf16: native" : "bf16: emulated"), std::string::npos) << paths;
+    EXPECT_NE(paths.find("fp16: emulated"), std::string::npos) << paths;
+    EXPECT_NE(paths.find(nativeBf16Here() ? "bf16 matmul" : "fp32 matmul"), std::string::npos) << paths;
+    EXPECT_NE(b->name().find("oneDNN"), std::string::npos) << b->name();
+}
+
+// A whole mixed-bf16 training run on both paths: the same steps (none skipped: bf16 has
+// fp32's range) and loss curves that drift apart only as accumulation order allows. The fp32
+// sums differ in their low bits (the GEMM cases above), but the results are rounded to bf16,
+// which rarely flips, so the curves stay close: measured on an AMD EPYC with avx512_bf16, the
+// 48 per-step losses were identical to the bit. 2% leaves room for other CPUs' blockings (AMX
+// tiles sum in another order) while still catching a kernel that computes something else.
+TEST(NativeBf16Training, FollowsTheEmulatedRunWithinTolerance)
+{
+    SKIP_WITHOUT_NATIVE_BF16();
+    RunConfig config = test_support::smallSyntheticConfig(PrecisionMode::MixedBf16);
+    // Wide enough (k = 256) that the kernels' summation orders differ in the sums' low bits.
+    config.model.layers[1].units = 256;
+    config.model.layers[2].units = 256;
+    config.training.epochs = 3;
+    const auto trainWith = [&](CpuKernels kernels) {
+        RunConfig c = config;
+        c.training.cpuKernels = kernels;
+        auto backend = backendWith(kernels);
+        const DatasetSplits data = loadDatasets(c.data, c.training.seed);
+        Trainer trainer(c, *backend, data);
+        test_support::Recorder recorder;
+        trainer.addObserver(&recorder);
+        const RunSummary summary = trainer.run();
+        return std::tuple{summary, recorder.steps, backend->kernelPaths()};
+    };
+    const auto [nativeSummary, nativeSteps, nativePaths] = trainWith(CpuKernels::Native);
+    const auto [emulatedSummary, emulatedSteps, emulatedPaths] = trainWith(CpuKernels::Emulated);
+    // The native run multiplied bf16 on oneDNN's bf16 kernels, the emulated one only in fp32.
+    EXPECT_NE(nativePaths.find("bf16 matmul"), std::string::npos) << nativePaths;
+    EXPECT_EQ(emulatedPaths.find("bf16 matmul"), std::string::npos) << emulatedPaths;
+    ASSERT_EQ(nativeSteps.size(), emulatedSteps.size());
+    ASSERT_GT(nativeSteps.size(), 20u);
+    double largestRelative = 0;
+    for (std::size_t i = 0; i < nativeSteps.size(); ++i) {
+        SCOPED_TRACE("step " + std::to_string(i));
+        EXPECT_EQ(nativeSteps[i].skipped, emulatedSteps[i].skipped);
+        EXPECT_NEAR(nativeSteps[i].loss, emulatedSteps[i].loss, 0.02 * std::fabs(emulatedSteps[i].loss));
+        largestRelative =
+            std::max(largestRelative, std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) / emulatedSteps[i].loss);
+    }
+    std::ostringstream largest;
+    largest << largestRelative;
+    RecordProperty("largest_relative_loss_difference", largest.str());
+    EXPECT_EQ(nativeSummary.skippedSteps, emulatedSummary.skippedSteps);
+    EXPECT_NEAR(nativeSummary.testAccuracy, emulatedSummary.testAccuracy, 0.05);
+}
+
+} // namespace
