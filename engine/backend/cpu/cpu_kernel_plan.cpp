@@ -26,7 +26,7 @@ CpuKernelPlan planCpuKernels(CpuKernels requested)
     // AMX-FP16 or AVX10.2, and oneDNN 2.6 has no fp16 CPU kernels at all.
     plan.fp16Path = std::string("emulated: fp16 widened to fp32, oneDNN fp32 kernels (") +
                     (requested == CpuKernels::Emulated ? "training.cpu_kernels is emulated"
-                     : cpu.amxFp16 ? "this CPU has AMX-FP16, but oneDNN " + oneDnnVersion() + " has no fp16 kernels"
+                     : cpu.amxFp16    ? "this CPU has AMX-FP16, but oneDNN " + oneDnnVersion() + " has no fp16 kernels"
                      : cpu.avx512fp16 ? "avx512_fp16 accumulates in fp16, not fp32; no AMX-FP16"
                                       : "no fp16 dot product into fp32 on this CPU") +
                     ")";

@@ -4,6 +4,7 @@
 // vanish against the weight's precision; that is the failure mixed precision fixes.
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
+#include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
@@ -12,6 +13,14 @@
 
 namespace mantissa {
 
+namespace {
+
+// Elements per block of the fused passes below: small enough that a block converted on the
+// way in or out is still in L1/L2 when the arithmetic reaches it.
+constexpr std::int64_t kStepBlock = 4096;
+
+} // namespace
+
 int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
                                         float invScale, float* absMax)
 {
@@ -19,9 +28,9 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
     int firstNonFinite = -1;
     float amax = 0;
     for (std::size_t t = 0; t < grads.size(); ++t) {
+        const Tensor& in = *grads[t];
         Tensor& out = *fp32Grads[t];
-        MANTISSA_ASSERT(out.dtype() == DType::F32 && out.numel() == grads[t]->numel());
-        cast(*grads[t], out);
+        MANTISSA_ASSERT(out.dtype() == DType::F32 && out.numel() == in.numel());
         float* g = out.f32();
         const auto n = out.numel();
         float tensorMax = 0;
@@ -29,12 +38,23 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
         // unlike a short-circuit test it vectorises. std::max(m, NaN) keeps m, so NaNs are
         // caught by the probe alone.
         float nonFiniteProbe = 0;
-#pragma omp parallel for simd schedule(static) reduction(+ : nonFiniteProbe) reduction(max : tensorMax) if (n > 65536)
-        for (std::int64_t i = 0; i < n; ++i) {
-            const float v = g[i] * invScale;
-            g[i] = v;
-            nonFiniteProbe += v * 0.0f;
-            tensorMax = std::max(tensorMax, std::fabs(v));
+        // One pass over memory: each block is widened into the output while it is still in
+        // cache and scaled there, rather than a whole-tensor cast followed by a second pass.
+        const std::int64_t blocks = (n + kStepBlock - 1) / kStepBlock;
+#pragma omp parallel for schedule(static) reduction(+ : nonFiniteProbe) reduction(max : tensorMax) if (n > 65536)
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const std::int64_t begin = b * kStepBlock;
+            const std::int64_t end = std::min(n, begin + kStepBlock);
+            const float* src = in.dtype() == DType::F32 ? in.f32() : g;
+            if (in.dtype() != DType::F32)
+                widenToFloat(in.u16() + begin, in.dtype(), g + begin, static_cast<std::size_t>(end - begin));
+#pragma omp simd reduction(+ : nonFiniteProbe) reduction(max : tensorMax)
+            for (std::int64_t i = begin; i < end; ++i) {
+                const float v = src[i] * invScale;
+                g[i] = v;
+                nonFiniteProbe += v * 0.0f;
+                tensorMax = std::max(tensorMax, std::fabs(v));
+            }
         }
         const bool finite = nonFiniteProbe == 0.0f;
         amax = std::max(amax, tensorMax);
@@ -93,19 +113,33 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
         // stops the loop from vectorising.
         const float momentum = s.momentum;
         const bool nesterov = s.nesterov;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-        for (std::int64_t i = 0; i < n; ++i) {
-            float d = g[i] + decay * pw[i];
-            if (useMomentum) {
-                pb[i] = momentum * pb[i] + d;
-                d = nesterov ? d + momentum * pb[i] : pb[i];
+        // fp32 masters are updated in place, so each block's 16-bit working copy can be
+        // written while the block is still in cache, instead of in a second pass.
+        Tensor* refreshed = slot.working && slot.master->dtype() == DType::F32 && slot.working->dtype() != DType::F32
+                                ? slot.working
+                                : nullptr;
+        const std::int64_t blocks = (n + kStepBlock - 1) / kStepBlock;
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const std::int64_t begin = b * kStepBlock;
+            const std::int64_t end = std::min(n, begin + kStepBlock);
+#pragma omp simd
+            for (std::int64_t i = begin; i < end; ++i) {
+                float d = g[i] + decay * pw[i];
+                if (useMomentum) {
+                    pb[i] = momentum * pb[i] + d;
+                    d = nesterov ? d + momentum * pb[i] : pb[i];
+                }
+                pw[i] -= lr * d;
             }
-            pw[i] -= lr * d;
+            if (refreshed)
+                narrowFromFloat(pw + begin, refreshed->u16() + begin, static_cast<std::size_t>(end - begin),
+                                refreshed->dtype());
         }
         w.commit();
         if (buf)
             buf->commit();
-        if (slot.working)
+        if (slot.working && !refreshed)
             cast(*slot.master, *slot.working);
     }
 }

@@ -53,8 +53,9 @@ dnnl::matmul& OneDnnMatmul::primitive(const MatmulShape& s)
         attr.set_post_ops(ops);
     }
     try {
-        const auto desc = s.rowBias ? dnnl::matmul::desc(a, b, dnnl::memory::desc(dims{1, s.n}, dt::f32, dims{s.n, 1}), c)
-                                    : dnnl::matmul::desc(a, b, c);
+        const auto desc = s.rowBias
+                              ? dnnl::matmul::desc(a, b, dnnl::memory::desc(dims{1, s.n}, dt::f32, dims{s.n, 1}), c)
+                              : dnnl::matmul::desc(a, b, c);
         const dnnl::matmul::primitive_desc pd(desc, attr, m_runtime.engine());
         m_runtime.noteImplementation(s.bf16Inputs ? "bf16 matmul" : "fp32 matmul", pd.impl_info_str());
         return m_primitives.emplace(s, dnnl::matmul(pd)).first->second;

@@ -2,9 +2,7 @@
 
 namespace mantissa::cpu {
 
-OneDnnRuntime::OneDnnRuntime()
-    : m_engine(dnnl::engine::kind::cpu, 0), m_stream(m_engine)
-{}
+OneDnnRuntime::OneDnnRuntime() : m_engine(dnnl::engine::kind::cpu, 0), m_stream(m_engine) {}
 
 void OneDnnRuntime::noteImplementation(const std::string& family, const std::string& impl)
 {
