@@ -19,6 +19,7 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
     run.preset = QString::fromStdString(config.name);
     run.precision = QString::fromStdString(precisionModeName(config.precision));
     run.device = deviceDescription(backend);
+    run.kernels = QString::fromStdString(backend.kernelPaths());
     run.groupId = metadata.groupId;
     run.tags = metadata.tags;
     run.notes = metadata.notes;
@@ -28,7 +29,7 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
 } // namespace
 
 RunRecorder::RunRecorder(RunStore& store, const RunConfig& config, const Backend& backend, const RunMetadata& metadata)
-    : m_store(store), m_checkpointEveryEpochs(config.training.checkpointEveryEpochs)
+    : m_store(store), m_backend(backend), m_checkpointEveryEpochs(config.training.checkpointEveryEpochs)
 {
     m_runId = m_store.createRun(newRun(config, backend, metadata));
     m_runName = m_store.run(m_runId).name;
@@ -125,8 +126,15 @@ RunSummary RunRecorder::finish(const RunSummary& summary)
         recorded.status = RunStatus::Failed;
         recorded.message = m_checkpointError.toStdString();
     }
-    if (!m_writer->failed())
+    if (!m_writer->failed()) {
+        // By now the backend knows which kernel implementations the run used, beyond the plan
+        // recorded when it started. If the database refuses this update it refuses the finish
+        // too, which reports it; the plan stays.
+        try {
+            m_store.setKernels(m_runId, QString::fromStdString(m_backend.kernelPaths()));
+        } catch (const std::exception&) {}
         m_writer->finish(recorded);
+    }
     if (!m_writer->failed())
         return recorded;
     recorded.status = RunStatus::Failed;

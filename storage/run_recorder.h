@@ -76,6 +76,7 @@ private:
     void saveCheckpoint(int epoch);
 
     RunStore& m_store;
+    const Backend& m_backend; // outlives the recorder: both live for one training
     std::unique_ptr<RunWriter> m_writer;
     Trainer* m_trainer = nullptr;
     int m_checkpointEveryEpochs = 0;

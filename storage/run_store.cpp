@@ -125,13 +125,14 @@ qint64 RunStore::createRun(const NewRun& run)
     const WriterIdentity writer = currentWriterIdentity();
     QSqlQuery insert =
         c.prepare(QStringLiteral("INSERT INTO runs (name, status, created_at, config_json, preset, precision, device, "
-                                 "engine_version, notes, group_id, writer_pid, writer_host, writer_boot, writer_start, "
-                                 "heartbeat_at) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                                 "kernels, engine_version, notes, group_id, writer_pid, writer_host, writer_boot, "
+                                 "writer_start, heartbeat_at) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                                 "?, ?, ?)"));
     const QString now = nowDbTime();
     for (const QVariant& value :
          {QVariant(name), QVariant(now), text(run.configJson), text(run.preset), text(run.precision), text(run.device),
-          text(run.engineVersion), text(run.notes), nullable(run.groupId), QVariant(writer.pid), QVariant(writer.host),
-          QVariant(writer.boot), QVariant(writer.startTicks), QVariant(now)}) {
+          text(run.kernels), text(run.engineVersion), text(run.notes), nullable(run.groupId), QVariant(writer.pid),
+          QVariant(writer.host), QVariant(writer.boot), QVariant(writer.startTicks), QVariant(now)}) {
         insert.addBindValue(value);
     }
     c.exec(insert, QStringLiteral("creating run \"%1\"").arg(name));
@@ -166,6 +167,15 @@ void RunStore::renameRun(qint64 runId, const QString& newName)
     update.addBindValue(runId);
     c.exec(update, QStringLiteral("renaming run %1").arg(runId));
     transaction.commit();
+}
+
+void RunStore::setKernels(qint64 runId, const QString& kernels)
+{
+    requireRun(runId);
+    QSqlQuery update = m_connection->prepare(QStringLiteral("UPDATE runs SET kernels = ? WHERE id = ?"));
+    update.addBindValue(text(kernels));
+    update.addBindValue(runId);
+    m_connection->exec(update, QStringLiteral("recording the kernels of run %1").arg(runId));
 }
 
 void RunStore::setNotes(qint64 runId, const QString& notes)

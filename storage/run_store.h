@@ -55,6 +55,9 @@ public:
     RunInfo findRun(const QString& idOrName) const;
     void renameRun(qint64 runId, const QString& newName);
     void setNotes(qint64 runId, const QString& notes);
+    // Which kernels the run's 16-bit types took (Backend::kernelPaths): the plan when the run
+    // is created, the implementations actually used when it ends.
+    void setKernels(qint64 runId, const QString& kernels);
     void addTag(qint64 runId, const QString& tag);    // adding a present tag does nothing
     void removeTag(qint64 runId, const QString& tag); // removing an absent tag does nothing
     // Deletes the run's rows, then its checkpoint files; returns the files that could not

@@ -21,7 +21,7 @@ const QString kRunColumns =
     QStringLiteral("id, name, status, created_at, finished_at, config_json, preset, precision, device, "
                    "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
                    "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
-                   "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, "
+                   "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, kernels, "
                    "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
 
 RunInfo readRun(const QSqlQuery& q)
@@ -54,6 +54,7 @@ RunInfo readRun(const QSqlQuery& q)
     run.writerPid = q.value(i++).toLongLong();
     run.writerHost = q.value(i++).toString();
     run.heartbeatAt = fromDbTime(q.value(i++));
+    run.kernels = q.value(i++).toString();
     const QString tags = q.value(i++).toString();
     if (!tags.isEmpty()) {
         run.tags = tags.split(QChar(31));

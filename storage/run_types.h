@@ -39,6 +39,7 @@ struct NewRun {
     QString preset;     // preset name or config file stem
     QString precision;  // "fp32", "mixed-fp16", ... (precisionModeName)
     QString device;     // "cpu: <model>" or "cuda: <gpu>, driver, CUDA and cuDNN versions"
+    QString kernels;    // Backend::kernelPaths(): "bf16: native, oneDNN ...\nfp16: emulated ..."
     QString engineVersion = QStringLiteral(MANTISSA_VERSION);
     QStringList tags;
     QString notes;
@@ -52,6 +53,7 @@ struct RunInfo {
     RunStatus status = RunStatus::Running;
     QDateTime createdAt, finishedAt; // UTC; finishedAt is invalid while running
     QString configJson, preset, precision, device, engineVersion;
+    QString kernels; // which path each 16-bit type took (Backend::kernelPaths), "" before schema 5
     std::optional<double> wallSeconds;
     std::optional<qint64> peakMemoryBytes;
     QStringList tags; // sorted

@@ -146,6 +146,11 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
             histogram BLOB NOT NULL,
             PRIMARY KEY (run_id, step, layer_index, kind, tensor)) WITHOUT ROWID)"),
     },
+    // 5: which kernels a run's 16-bit types took on the CPU (native bf16 or emulated, and the
+    // oneDNN implementations used), so that a speedup can be told to be the hardware's.
+    {
+        QStringLiteral("ALTER TABLE runs ADD COLUMN kernels TEXT NOT NULL DEFAULT ''"),
+    },
 }};
 
 int userVersion(const Connection& connection)

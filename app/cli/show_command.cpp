@@ -23,7 +23,7 @@ constexpr int kListedOverflows = 10; // an fp16 run can have thousands; the firs
 
 void printField(const QString& label, const QString& value)
 {
-    std::printf("%-14s %s\n", qPrintable(label + u':'), qPrintable(value));
+    std::printf("%-14s %s\n", qPrintable(label.isEmpty() ? label : label + u':'), qPrintable(value));
 }
 
 void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
@@ -36,6 +36,9 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
     printField(QStringLiteral("finished"), formatLocalTime(run.finishedAt));
     printField(QStringLiteral("preset"), run.preset.isEmpty() ? QStringLiteral("-") : run.preset);
     printField(QStringLiteral("device"), run.device.isEmpty() ? QStringLiteral("-") : run.device);
+    // One line per 16-bit type and the oneDNN kernels used, aligned under the first.
+    for (const QString& line : run.kernels.split(u'\n', Qt::SkipEmptyParts))
+        printField(line == run.kernels.section(u'\n', 0, 0) ? QStringLiteral("kernels") : QString(), line);
     printField(QStringLiteral("version"), run.engineVersion.isEmpty() ? QStringLiteral("-") : run.engineVersion);
     if (run.groupId) {
         QString group = QString::number(*run.groupId);

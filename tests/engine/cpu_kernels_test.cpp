@@ -14,14 +14,14 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <ostream>
 #include <random>
 #include <sstream>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace mantissa;
@@ -68,10 +68,7 @@ struct GemmCase {
     DType out;
 };
 
-void PrintTo(const GemmCase& c, std::ostream* os)
-{
-    *os << c.m << "x" << c.n << "x" << c.k;
-}
+void PrintTo(const GemmCase& c, std::ostream* os) { *os << c.m << "x" << c.n << "x" << c.k; }
 
 std::string caseName(const ::testing::TestParamInfo<GemmCase>& info)
 {
@@ -141,8 +138,8 @@ TEST_P(NativeBf16Gemm, MatchesTheEmulatedOracleWithinAccumulationOrder)
         float bound = 2.0f * static_cast<float>(c.k + 2) * std::ldexp(1.0f, -24) * scale;
         if (c.out == DType::BF16)
             bound += std::ldexp(std::fabs(want[i]) + 1e-30f, -7);
-        ASSERT_LE(std::fabs(got[i] - want[i]), bound) << "element " << i << ": native " << got[i] << ", emulated "
-                                                      << want[i];
+        ASSERT_LE(std::fabs(got[i] - want[i]), bound)
+            << "element " << i << ": native " << got[i] << ", emulated " << want[i];
         differing += got[i] != want[i];
     }
     RecordProperty("differing", differing);
@@ -292,8 +289,8 @@ TEST(NativeBf16Training, FollowsTheEmulatedRunWithinTolerance)
         SCOPED_TRACE("step " + std::to_string(i));
         EXPECT_EQ(nativeSteps[i].skipped, emulatedSteps[i].skipped);
         EXPECT_NEAR(nativeSteps[i].loss, emulatedSteps[i].loss, 0.02 * std::fabs(emulatedSteps[i].loss));
-        largestRelative =
-            std::max(largestRelative, std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) / emulatedSteps[i].loss);
+        largestRelative = std::max(largestRelative, std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) /
+                                                        emulatedSteps[i].loss);
     }
     std::ostringstream largest;
     largest << largestRelative;

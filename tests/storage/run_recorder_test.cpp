@@ -96,6 +96,11 @@ private slots:
         QCOMPARE(run.preset, QStringLiteral("small"));
         QCOMPARE(run.precision, QStringLiteral("fp32"));
         QVERIFY2(run.device.startsWith(QStringLiteral("cpu")), qPrintable(run.device));
+        // The kernel paths: the plan per 16-bit type, and at the end the oneDNN kernels this
+        // fp32 run used, which only the finished run can know.
+        QVERIFY2(run.kernels.contains(QStringLiteral("bf16: ")) && run.kernels.contains(QStringLiteral("fp16: ")),
+                 qPrintable(run.kernels));
+        QVERIFY2(run.kernels.contains(QStringLiteral("fp32 matmul: ")), qPrintable(run.kernels));
         QCOMPARE(parseRunConfig(run.configJson.toStdString(), "stored").training.checkpointEveryEpochs, 1);
         QCOMPARE(run.summary.steps, std::optional<qint64>(32));
         QCOMPARE(run.summary.skippedSteps, std::optional<qint64>(0));

@@ -137,7 +137,7 @@ private slots:
         }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 4);
+        QCOMPARE(RunStore::schemaVersion(), 5);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(
@@ -173,7 +173,8 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 4);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 5);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE kernels != ''")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM checkpoints")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_tensors")).toInt(), 0);
             QVERIFY(db.scalar(QStringLiteral("SELECT count(*) FROM steps WHERE grad_amax IS NOT NULL")).toInt() == 0);
@@ -182,6 +183,7 @@ private slots:
         QCOMPARE(old.status, RunStatus::Finished);
         QCOMPARE(old.summary.bestTestAccuracy, std::optional<double>(0.875));
         QCOMPARE(old.notes, QString());
+        QCOMPARE(old.kernels, QString()); // recorded before runs recorded their kernels
         QVERIFY(old.tags.isEmpty());
         QVERIFY(!old.groupId);
         const StepSeries steps = store.steps(old.id);
@@ -218,7 +220,7 @@ private slots:
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 5") << 5 << false;
+        QTest::newRow("version 6") << 6 << false;
         QTest::newRow("version 7") << 7 << false;
         QTest::newRow("version 7, WAL") << 7 << true;
         QTest::newRow("version 1000") << 1000 << false;
@@ -238,7 +240,7 @@ private slots:
         const FileSnapshot before = snapshot(m_path);
         QTest::qWait(20); // so that a write would show in the modification time
         const QString expected = QStringLiteral("%1: database schema version %2 is newer than this build "
-                                                "of Mantissa supports (4); upgrade Mantissa")
+                                                "of Mantissa supports (5); upgrade Mantissa")
                                      .arg(m_path)
                                      .arg(version);
         try {
