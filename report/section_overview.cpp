@@ -113,7 +113,8 @@ void appendMachine(ReportDocument& document, const ReportData& data)
     for (const RunData& run : data.runs)
         anyCuda = anyCuda || run.device.kind == QLatin1String("cuda");
     ReportTable devices;
-    devices.header = {QStringLiteral("Run"), QStringLiteral("Device"), QStringLiteral("Details")};
+    devices.header = {QStringLiteral("Run"), QStringLiteral("Device"), QStringLiteral("Details"),
+                      QStringLiteral("16-bit kernels")};
     if (anyCuda)
         devices.header << QStringLiteral("Driver") << QStringLiteral("CUDA") << QStringLiteral("cuDNN");
     for (const RunData& run : data.runs) {
@@ -129,7 +130,11 @@ void appendMachine(ReportDocument& document, const ReportData& data)
         } else if (device.kind == QLatin1String("cuda")) {
             name = QStringLiteral("GPU: ") + (device.name.isEmpty() ? notKnown() : device.name);
         }
-        QStringList row{run.label, name, details.isEmpty() ? notKnown() : details.join(QStringLiteral(", "))};
+        // Which path each 16-bit type took (runs.kernels), so that a speedup can be read as the
+        // hardware's or not; runs before schema 5 and GPU runs have none.
+        const QString kernels =
+            run.info.kernels.isEmpty() ? QStringLiteral("-") : run.info.kernels.split(u'\n').join(QStringLiteral("; "));
+        QStringList row{run.label, name, details.isEmpty() ? notKnown() : details.join(QStringLiteral(", ")), kernels};
         if (anyCuda) {
             const auto value = [](const QString& v) { return v.isEmpty() ? notKnown() : v; };
             row << value(device.driver) << value(device.cudaVersion) << value(device.cudnnVersion);

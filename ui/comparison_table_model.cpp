@@ -67,8 +67,12 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
         bold.setBold(true);
         return bold;
     }
-    if (role == Qt::ToolTipRole && index.column() == Speedup)
-        return tr("Training time of the baseline (%1) divided by this run's").arg(m_runs[m_baseline]->name);
+    if (role == Qt::ToolTipRole && index.column() == Speedup) {
+        QString tip = tr("Training time of the baseline (%1) divided by this run's").arg(m_runs[m_baseline]->name);
+        if (!r.kernels.isEmpty())
+            tip += tr("\n\nKernels of this run:\n%1").arg(r.kernels);
+        return tip;
+    }
     if (role == Qt::TextAlignmentRole && index.column() >= Batch)
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role != Qt::DisplayRole)
@@ -84,7 +88,11 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
     case Speedup: {
         const auto& base = m_runs[m_baseline]->summary;
         const double s = done && base ? speedup(*base, *r.summary) : 0;
-        return s > 0 ? QString("%1×").arg(s, 0, 'f', 2) : QString("—");
+        if (s <= 0)
+            return QString("—");
+        // Whether the speedup is the hardware's: "1.52× (native bf16)", "0.97× (emulated fp16)".
+        const QString path = kernelPathLabel(r.config.precision, r.kernels);
+        return path.isEmpty() ? QString("%1×").arg(s, 0, 'f', 2) : QString("%1× (%2)").arg(s, 0, 'f', 2).arg(path);
     }
     case Skipped: return done ? static_cast<qlonglong>(r.summary->skippedSteps) : QVariant("—");
     case FinalScale: return done ? QString::number(r.summary->finalLossScale, 'g', 6) : QString("—");

@@ -1,5 +1,6 @@
 #include "ui/precision_panel.h"
 
+#include "engine/backend/cpu/cpu_kernel_plan.h"
 #include "ui/number_spin_box.h"
 
 #include <QComboBox>
@@ -11,6 +12,30 @@
 
 namespace mantissa::ui {
 
+namespace {
+
+// What the mode's compute type runs on on this machine's CPU, so that a user knows before
+// training whether a speedup would be the hardware's (cpu_kernel_plan.h decides it).
+QString kernelNote(const RunConfig& c)
+{
+    const DType compute = PrecisionPolicy(c.precision).layer().compute();
+    if (compute == DType::F32 || c.training.device.rfind("cuda", 0) == 0)
+        return {};
+    const cpu::CpuKernelPlan plan = cpu::planCpuKernels(c.training.cpuKernels);
+    const std::string& path = compute == DType::BF16 ? plan.bf16Path : plan.fp16Path;
+    QString note =
+        QObject::tr("On this CPU, %1 runs %2").arg(fromView(dtypeName(compute)), QString::fromStdString(path));
+    try {
+        cpu::requireNativeKernels(plan, compute);
+    } catch (const Error& e) {
+        note = QObject::tr("<b>Training will refuse to start:</b> %1")
+                   .arg(QString::fromStdString(e.what()).toHtmlEscaped());
+    }
+    return note;
+}
+
+} // namespace
+
 PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : ConfigForm(document, parent)
 {
     auto* modeBox = new QGroupBox(tr("Precision"));
@@ -20,6 +45,12 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
     m_modeNote = new QLabel;
     m_modeNote->setWordWrap(true);
     modeForm->addRow(m_modeNote);
+    m_cpuKernels = addEnumCombo<CpuKernels>(modeForm, tr("CPU kernels"), "training.cpu_kernels",
+                                            [](RunConfig& c, CpuKernels kernels) { c.training.cpuKernels = kernels; });
+    m_kernelNote = new QLabel;
+    m_kernelNote->setObjectName("precision.kernel_note");
+    m_kernelNote->setWordWrap(true);
+    modeForm->addRow(m_kernelNote);
 
     auto* scaleBox = new QGroupBox(tr("Loss scaling"));
     auto* form = new QFormLayout(scaleBox);
@@ -60,6 +91,8 @@ void PrecisionPanel::load(const RunConfig& c)
 {
     setEnumComboValue(m_mode, c.precision);
     m_modeNote->setText(fromView(enumEntry(c.precision).description));
+    setEnumComboValue(m_cpuKernels, c.training.cpuKernels);
+    m_kernelNote->setText(kernelNote(c));
     const LossScaleSpec& ls = c.lossScale;
     setEnumComboValue(m_scaleType, ls.type);
     const LossScaleType type = PrecisionPolicy(c.precision).resolveLossScale(ls.type);

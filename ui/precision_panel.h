@@ -19,6 +19,8 @@ protected:
 private:
     QComboBox* m_mode;
     QLabel* m_modeNote;
+    QComboBox* m_cpuKernels;
+    QLabel* m_kernelNote; // which kernels the mode's compute type takes on this CPU
     QComboBox* m_scaleType;
     QLabel* m_scaleNote;
     NumberSpinBox* m_static;

@@ -22,6 +22,7 @@ struct RunStartInfo {
     QString device;     // the backend's name
     QString deviceNote; // why this backend (selectBackend's reason)
     QString scaler;     // LossScaler::describe()
+    QString kernels;    // Backend::kernelPaths(): which path each 16-bit type takes
     qint64 runId = 0;   // in the run database; 0 when the run is not recorded
     QString runName;    // as the database named it ("mlp-fp32-3")
 };

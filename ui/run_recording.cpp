@@ -1,5 +1,7 @@
 #include "ui/run_recording.h"
 
+#include "engine/precision/precision_policy.h"
+
 #include <QObject>
 
 namespace mantissa::ui {
@@ -14,6 +16,7 @@ void RunRecording::append(const RecordBatch& batch)
 {
     if (batch.started) {
         start = batch.started;
+        kernels = batch.started->kernels;
         if (batch.started->runId > 0) {
             runId = batch.started->runId;
             name = batch.started->runName;
@@ -46,6 +49,23 @@ void RunRecording::append(const RecordBatch& batch)
         summary = batch.ended;
         failure = batch.failure;
     }
+}
+
+QString kernelPathLabel(PrecisionMode mode, const QString& kernels)
+{
+    const DType compute = PrecisionPolicy(mode).layer().compute();
+    if (compute == DType::F32)
+        return {};
+    const std::string_view name = dtypeName(compute);
+    const QString type = QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
+    // Backend::kernelPaths writes one "<type>: native: ..." or "<type>: emulated: ..." line per type.
+    for (const QString& line : kernels.split(u'\n')) {
+        if (!line.startsWith(type + QStringLiteral(": ")))
+            continue;
+        const QString path = line.mid(type.size() + 2).section(u':', 0, 0).section(u' ', 0, 0);
+        return path + u' ' + type;
+    }
+    return {};
 }
 
 } // namespace mantissa::ui

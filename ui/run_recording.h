@@ -32,6 +32,8 @@ struct RunRecording {
     QVector<OverflowMarker> overflows;
     std::optional<RunSummary> summary;
     QString failure;
+    // Which path each 16-bit type took (Backend::kernelPaths, runs.kernels); empty on a GPU.
+    QString kernels;
 
     void append(const RecordBatch& batch);
     bool finished() const { return summary.has_value(); }
@@ -42,5 +44,9 @@ private:
 
 // "mlp · mixed-fp16"
 QString recordingName(const RunConfig& config);
+
+// "native bf16", "emulated fp16": the path the run's compute type took on the CPU, read from
+// its kernel record; empty for fp32 runs and where nothing was recorded (GPU runs, old runs).
+QString kernelPathLabel(PrecisionMode mode, const QString& kernels);
 
 } // namespace mantissa::ui

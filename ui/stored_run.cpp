@@ -54,6 +54,7 @@ std::shared_ptr<RunRecording> loadStoredRun(const storage::RunStore& store, qint
     auto recording = std::make_shared<RunRecording>();
     recording->runId = runId;
     recording->name = info.name;
+    recording->kernels = info.kernels;
     recording->config = parseRunConfig(info.configJson.toStdString(), "run " + info.name.toStdString());
 
     const storage::StepSeries series = store.steps(runId);

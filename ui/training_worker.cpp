@@ -69,6 +69,7 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
         info.testSamples = data.test.size();
         info.device = QString::fromStdString(selection.backend->name());
         info.deviceNote = QString::fromStdString(selection.reason);
+        info.kernels = QString::fromStdString(selection.backend->kernelPaths());
         info.scaler = QString::fromStdString(trainer.scaler().describe());
         if (recorder) {
             info.runId = recorder->runId();

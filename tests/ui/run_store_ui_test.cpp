@@ -182,7 +182,9 @@ private slots:
         QAbstractItemModelTester tester(results, QAbstractItemModelTester::FailureReportingMode::QtTest);
         QCOMPARE(results->rowCount(), 2);
         QCOMPARE(results->data(results->index(0, ComparisonTableModel::Speedup)).toString(), QString("1.00×"));
-        QVERIFY(results->data(results->index(1, ComparisonTableModel::Speedup)).toString().endsWith("×"));
+        // The mixed-fp16 run says its speedup came from emulated kernels: no CPU sums fp16 in fp32.
+        const QString mixedSpeedup = results->data(results->index(1, ComparisonTableModel::Speedup)).toString();
+        QVERIFY2(mixedSpeedup.endsWith("× (emulated fp16)"), qPrintable(mixedSpeedup));
         // Only what differs: the precision mode (and the run names), not the optimizer.
         QTableWidget* diff = bench.comparison()->diffTable();
         QStringList keys;
@@ -223,6 +225,25 @@ private slots:
         model.setBaseline(1);
         QCOMPARE(model.data(model.index(0, ComparisonTableModel::Speedup)).toString(), QString("0.50×"));
         QCOMPARE(model.data(model.index(1, ComparisonTableModel::Precision)).toString(), QString("mixed-fp16"));
+    }
+
+    void theSpeedupSaysWhichKernelsEarnedIt()
+    {
+        const QString kernels = QStringLiteral("bf16: native: oneDNN avx512_core_bf16, bf16 products accumulated in "
+                                               "fp32\nfp16: emulated: fp16 widened to fp32 (no AMX-FP16)");
+        auto bf16 = fakeRun("bf16", PrecisionMode::MixedBf16, 1.0);
+        auto fp16 = fakeRun("fp16", PrecisionMode::MixedFp16, 2.0);
+        auto fp32 = fakeRun("fp32", PrecisionMode::Fp32, 2.0);
+        for (const auto& run : {bf16, fp16, fp32})
+            run->kernels = kernels;
+        ComparisonTableModel model;
+        model.setRuns({fp32, bf16, fp16});
+        QCOMPARE(model.data(model.index(0, ComparisonTableModel::Speedup)).toString(), QString("1.00×"));
+        QCOMPARE(model.data(model.index(1, ComparisonTableModel::Speedup)).toString(), QString("2.00× (native bf16)"));
+        QCOMPARE(model.data(model.index(2, ComparisonTableModel::Speedup)).toString(),
+                 QString("1.00× (emulated fp16)"));
+        QVERIFY(
+            model.data(model.index(1, ComparisonTableModel::Speedup), Qt::ToolTipRole).toString().contains(kernels));
     }
 
     void theConfigDiffListsOnlyDifferingKeys()

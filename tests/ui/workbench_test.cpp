@@ -100,6 +100,27 @@ private slots:
         }
     }
 
+    // Issue 16: the precision panel says which kernels the mode's compute type takes on this
+    // CPU, and refuses in advance a forced native path the CPU lacks (fp16 has none anywhere).
+    void precisionPanelSaysWhichKernelsTheModeTakes()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        auto* note = bench.findChild<QLabel*>("precision.kernel_note");
+        QVERIFY(note);
+        RunConfig c = bench.document()->config();
+        c.training.device = "cpu";
+        c.precision = PrecisionMode::MixedFp16;
+        bench.document()->apply(c, "mixed fp16");
+        QVERIFY2(note->text().contains("fp16 runs emulated"), qPrintable(note->text()));
+        c.training.cpuKernels = CpuKernels::Native;
+        bench.document()->apply(c, "native kernels");
+        QVERIFY2(note->text().contains("refuse"), qPrintable(note->text()));
+        c.precision = PrecisionMode::Fp32;
+        bench.document()->apply(c, "fp32");
+        QVERIFY(note->text().isEmpty());
+    }
+
     // Issue 15: the settings combos and the layer table's precision editor fill from the
     // engine's tables, so they cannot offer a value the config parser refuses or miss one.
     void choiceCombosListExactlyTheEnginesValues()
@@ -116,6 +137,8 @@ private slots:
                                                       [](const RunConfig& c) { return c.schedule.type; });
         checkComboListsTheEnginesValues<DatasetKind>(bench, "data.dataset",
                                                      [](const RunConfig& c) { return c.data.dataset; });
+        checkComboListsTheEnginesValues<CpuKernels>(bench, "training.cpu_kernels",
+                                                    [](const RunConfig& c) { return c.training.cpuKernels; });
 
         QStringList keys;
         for (const auto& entry : enumEntries<LayerPrecision>())
