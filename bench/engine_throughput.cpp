@@ -5,6 +5,11 @@
 //
 //   engine_throughput [--device auto|cpu|cuda[:N]] [--steps N] [--warmup N] [--threads N]
 //                     [--models mlp,cnn] [--modes fp32,mixed-fp16] [--graphs auto|on|off]
+//                     [--cpu-kernels auto|native|emulated]
+//
+// The header states the kernels each 16-bit type takes (Backend::kernelPaths) and this
+// machine's practical GEMM peak: the backend's own 2048x2048x2048 product in fp32 and in bf16,
+// timed here, against which each row's achieved rate is a percentage.
 //
 // --graphs is training.graphs: auto (the default, as in a run) captures the step after its
 // first run and replays it as a CUDA graph on a GPU and runs op by op on the CPU; on also
@@ -21,6 +26,8 @@
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -77,6 +84,45 @@ Measured measure(Backend& backend, const std::string& device, const std::string&
     return m;
 }
 
+// GFLOP/s of the backend's own square GEMM in `type` (inputs and output), best of a few.
+double gemmPeak(Backend& backend, DType type)
+{
+    const std::int64_t n = 2048;
+    Tensor a = backend.empty(Shape{n, n}, type);
+    Tensor c = backend.empty(Shape{n, n}, type);
+    backend.fill(a, 0.5f);
+    std::vector<float> result(static_cast<std::size_t>(n * n));
+    double best = 0;
+    for (int trial = 0; trial < 4; ++trial) {
+        // The download waits for a GPU to finish; its own time, measured alone, is taken off.
+        const auto start = std::chrono::steady_clock::now();
+        backend.gemm(Transpose::No, Transpose::No, n, n, n, 1.0f, a, a, 0.0f, c);
+        backend.download(c, result.data());
+        const auto computed = std::chrono::steady_clock::now();
+        backend.download(c, result.data());
+        const auto copied = std::chrono::steady_clock::now();
+        const double seconds = std::chrono::duration<double>(computed - start).count() -
+                               std::chrono::duration<double>(copied - computed).count();
+        if (trial > 0) // the first builds the kernel
+            best = std::max(best, 2.0 * n * n * n / seconds * 1e-9);
+    }
+    return best;
+}
+
+// The path a mode's compute type took, from Backend::kernelPaths's "<type>: native: ..." line.
+std::string kernelPath(PrecisionMode mode, const std::string& paths)
+{
+    const DType compute = PrecisionPolicy(mode).layer().compute();
+    if (compute == DType::F32)
+        return "fp32";
+    const std::string prefix = std::string(dtypeName(compute)) + ": ";
+    const std::size_t at = paths.find(prefix);
+    if (at == std::string::npos)
+        return std::string(dtypeName(compute));
+    const std::size_t begin = at + prefix.size();
+    return paths.substr(begin, paths.find(':', begin) - begin) + " " + std::string(dtypeName(compute));
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -85,6 +131,7 @@ int main(int argc, char** argv)
     int threads = 0;
     std::string device = "cpu";
     AutoSwitch graphs = AutoSwitch::Auto;
+    CpuKernels kernels = CpuKernels::Auto;
     std::vector<std::string> models{"mlp", "cnn"};
     std::vector<std::string> modes{"fp32", "mixed-fp16"};
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -104,6 +151,8 @@ int main(int argc, char** argv)
             modes = splitList(value);
         else if (flag == "--graphs" && parseEnum<AutoSwitch>(value))
             graphs = *parseEnum<AutoSwitch>(value);
+        else if (flag == "--cpu-kernels" && parseEnum<CpuKernels>(value))
+            kernels = *parseEnum<CpuKernels>(value);
         else {
             std::fprintf(stderr, "unknown option %s %s\n", flag.c_str(), value.c_str());
             return 2;
@@ -111,7 +160,7 @@ int main(int argc, char** argv)
     }
     BackendSelection selection;
     try {
-        selection = selectBackend(device, threads);
+        selection = selectBackend(device, CpuOptions{threads, kernels});
     } catch (const Error& e) {
         std::fprintf(stderr, "engine_throughput: %s\n", e.what());
         return 1;
@@ -119,11 +168,20 @@ int main(int argc, char** argv)
     Backend& backend = *selection.backend;
     std::printf("backend: %s; %lld timed steps after %lld warm-up steps\n", backend.name().c_str(),
                 static_cast<long long>(steps), static_cast<long long>(warmup));
-    std::printf("device: %s (requested %s)\n\n", selection.reason.c_str(), device.c_str());
+    std::printf("device: %s (requested %s)\n", selection.reason.c_str(), device.c_str());
+    const double peak32 = gemmPeak(backend, DType::F32);
+    const double peak16 = gemmPeak(backend, DType::BF16);
+    std::printf("GEMM peak on this machine (the backend's 2048^3 product): fp32 %.0f GFLOP/s, bf16 %.0f GFLOP/s\n",
+                peak32, peak16);
+    const std::string plan = backend.kernelPaths();
+    if (!plan.empty())
+        std::printf("kernels: %s\n", plan.substr(0, plan.find("\noneDNN kernels used")).c_str());
+    std::printf("\n");
     // New columns go at the end, so that readers of the first six keep working.
-    std::printf(
-        "| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step | skipped |\n");
-    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step | skipped "
+                "| kernels "
+                "| %% of GEMM peak |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const auto& model : models) {
         double fp32Rate = 0;
         for (const auto& modeName : modes) {
@@ -139,10 +197,13 @@ int main(int argc, char** argv)
             if (*mode == PrecisionMode::Fp32)
                 fp32Rate = rate;
             const std::string ratio = fp32Rate > 0 ? std::to_string(fp32Rate / rate).substr(0, 4) + "x" : "-";
-            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s | %lld |\n", model.c_str(),
+            const double tflops = 3.0 * forwardFlops * rate * 1e-12;
+            const std::string path = kernelPath(*mode, backend.kernelPaths());
+            const double peak = path.rfind("native", 0) == 0 ? peak16 : peak32;
+            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s | %lld | %s | %.0f%% |\n", model.c_str(),
                         static_cast<long long>(presetConfig(model).training.batchSize), modeName.c_str(), rate,
-                        ratio.c_str(), static_cast<double>(m.peakBytes) / (1024.0 * 1024.0),
-                        3.0 * forwardFlops * rate * 1e-12, m.stepMode.c_str(), static_cast<long long>(m.skipped));
+                        ratio.c_str(), static_cast<double>(m.peakBytes) / (1024.0 * 1024.0), tflops, m.stepMode.c_str(),
+                        static_cast<long long>(m.skipped), path.c_str(), peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0);
             std::fflush(stdout);
         }
     }

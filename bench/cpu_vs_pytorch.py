@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Mantissa against PyTorch on the CPU, one table from one run (issue 16): Mantissa fp32,
+mixed-fp16 and mixed-bf16 (bench/engine_throughput) beside PyTorch fp32 and bf16 autocast
+(bench/peers/torch_cpu_throughput.py, which sets PyTorch up at its best itself), per model,
+measured back to back on the same machine, with the CPU they ran on.
+
+    python3 bench/cpu_vs_pytorch.py --build build --threads 2 --steps 300 \
+        --models mlp,cnn,vgg-small,resnet-small
+
+Ratios above 1 favour Mantissa. "own fp32" is the speedup of a Mantissa mode over Mantissa's
+fp32. Run it on an otherwise idle machine: a second busy process halves both sides unevenly."""
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PEER_PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives there, whatever python3 is first on PATH
+
+
+def table_rows(text):
+    """The rows of the first markdown table in `text`, as lists of cells."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("| ---"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows[1:] if rows else []
+
+
+def run(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr}{result.stdout}")
+    return result.stdout
+
+
+def cpu_description():
+    text = run(["lscpu"])
+    model = re.search(r"^Model name:\s*(.+)$", text, re.M)
+    flags = re.search(r"^Flags:\s*(.+)$", text, re.M)
+    wanted = [f for f in (flags.group(1).split() if flags else [])
+              if f in ("avx2", "fma", "f16c") or f.startswith("avx512") or f.startswith("amx")]
+    return f"{model.group(1).strip() if model else 'unknown CPU'}; flags: {' '.join(wanted)}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--models", default="mlp,cnn,vgg-small,resnet-small")
+    args = parser.parse_args()
+
+    engine = str(ROOT / args.build / "bin" / "engine_throughput")
+    peer = str(ROOT / "bench" / "peers" / "torch_cpu_throughput.py")
+    print(f"CPU: {cpu_description()}; {args.threads} threads, {args.steps} timed steps per cell")
+    header_printed = False
+    rows = []
+    for model in args.models.split(","):
+        ours = run([engine, "--device", "cpu", "--threads", str(args.threads), "--steps", str(args.steps),
+                    "--warmup", str(args.warmup), "--models", model, "--modes", "fp32,mixed-fp16,mixed-bf16"])
+        theirs = run([PEER_PYTHON, peer, "--threads", str(args.threads), "--steps", str(args.steps),
+                      "--warmup", str(args.warmup), "--models", model])
+        if not header_printed:
+            for line in ours.splitlines()[:5]:
+                if line.startswith(("backend:", "GEMM peak", "kernels:", "fp16:")):
+                    print("Mantissa " + line if not line.startswith("fp16:") else "         " + line)
+            print("PyTorch " + theirs.splitlines()[0])
+            header_printed = True
+        m = {r[2]: r for r in table_rows(ours)}
+        p = {r[2]: float(r[3]) for r in table_rows(theirs)}
+        rate = {mode: float(m[mode][3]) for mode in m}
+        rows.append((model, rate, p, {mode: m[mode][9] for mode in m}, {mode: m[mode][10] for mode in m}))
+        print(f"  measured {model}", file=sys.stderr, flush=True)
+
+    print()
+    print("| model | Mantissa fp32 | PyTorch fp32 | fp32 ratio | Mantissa mixed-fp16 | vs own fp32 "
+          "| Mantissa mixed-bf16 | PyTorch bf16 autocast | bf16 ratio | vs own fp32 | % of GEMM peak (fp32 / bf16) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for model, rate, p, path, peak in rows:
+        print(f"| {model} | {rate['fp32']:.0f} | {p['fp32']:.0f} | {rate['fp32'] / p['fp32']:.2f}x "
+              f"| {rate['mixed-fp16']:.0f} ({path['mixed-fp16']}) | {rate['mixed-fp16'] / rate['fp32']:.2f}x "
+              f"| {rate['mixed-bf16']:.0f} ({path['mixed-bf16']}) | {p['bf16-autocast']:.0f} "
+              f"| {rate['mixed-bf16'] / p['bf16-autocast']:.2f}x | {rate['mixed-bf16'] / rate['fp32']:.2f}x "
+              f"| {peak['fp32']} / {peak['mixed-bf16']} |")
+    print("\nsamples/s; ratios above 1 favour Mantissa.")
+
+
+if __name__ == "__main__":
+    main()
