@@ -119,7 +119,9 @@ struct Trace {
 Trace train(RunConfig config, const std::string& device, const DatasetSplits& data)
 {
     config.training.device = device;
-    BackendSelection selection = selectBackend(config.training.device, config.training.threads);
+    // The CPU side is the emulated oracle (training.cpu_kernels emulated), not native bf16.
+    BackendSelection selection =
+        selectBackend(config.training.device, CpuOptions{config.training.threads, CpuKernels::Emulated});
     Trainer trainer(config, *selection.backend, data);
     StepLog log;
     trainer.addObserver(&log);
@@ -468,7 +470,8 @@ TEST_P(CudaOverflowParity, DeepMlpSkipsTheSameSteps)
     RunConfig onCpu = config, onDevice = config;
     onCpu.training.device = "cpu";
     onDevice.training.device = test::deviceUnderTestName();
-    BackendSelection cpuBackend = selectBackend(onCpu.training.device, onCpu.training.threads);
+    BackendSelection cpuBackend =
+        selectBackend(onCpu.training.device, CpuOptions{onCpu.training.threads, CpuKernels::Emulated});
     BackendSelection deviceBackend = selectBackend(onDevice.training.device, onDevice.training.threads);
     Trainer cpuTrainer(onCpu, *cpuBackend.backend, data);
     Trainer deviceTrainer(onDevice, *deviceBackend.backend, data);

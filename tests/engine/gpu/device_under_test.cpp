@@ -13,7 +13,8 @@ std::string deviceUnderTestName()
     return name && *name ? name : "cuda";
 }
 
-std::unique_ptr<Backend> makeOracle() { return makeCpuBackend(2); }
+// The emulated CPU path is the oracle: native bf16 kernels are themselves held to it.
+std::unique_ptr<Backend> makeOracle() { return makeCpuBackend(CpuOptions{2, CpuKernels::Emulated}); }
 
 void DeviceTest::SetUp()
 {
