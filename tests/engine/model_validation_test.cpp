@@ -149,11 +149,6 @@ const ErrorCase kErrorCases[] = {
      R"([{"type": "residual", "layers": []}, )" + kHead + "]",
      0,
      {"layer 0 (residual): ", "has no layers"}},
-    {"residualUnknownShortcut",
-     kImage,
-     R"([{"type": "residual", "shortcut": "gated", "layers": [{"type": "relu"}]}, )" + kHead + "]",
-     0,
-     {"layer 0 (residual): ", "shortcut \"gated\" is unknown", "identity or projection"}},
     {"residualBodyError",
      kImage,
      R"([{"type": "relu"}, {"type": "residual", "layers": [{"type": "relu"}, {"type": "conv2d", "filters": 1, "kernel": 31}]}, )" +
