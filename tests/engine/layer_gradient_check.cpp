@@ -80,7 +80,7 @@ private:
     void setUp()
     {
         m_layer = createLayer(m_case.spec, m_case.input);
-        m_layer->setName("0." + m_layer->type());
+        m_layer->setName("0." + std::string(enumKey(m_layer->kind())));
         const PrecisionPolicy fp32(PrecisionMode::Fp32);
         m_layer->applyPrecision(fp32, fp32.layer());
         m_layer->createParameters(m_backend, DType::F32, 7);
