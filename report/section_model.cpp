@@ -11,21 +11,32 @@ namespace mantissa::report {
 
 namespace {
 
+template <typename E>
+QString key(E value)
+{
+    const std::string_view text = enumKey(value);
+    return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+}
+
 QString describeLayer(const LayerSpec& spec)
 {
-    QStringList parts{QString::fromStdString(spec.type)};
-    if (spec.type == "linear")
-        parts << QString::number(spec.units);
-    else if (spec.type == "conv2d")
-        parts << QStringLiteral("%1, %2x%2").arg(spec.filters).arg(spec.kernel);
-    else if (spec.type == "maxpool" || spec.type == "avgpool")
-        parts << QStringLiteral("%1x%1").arg(spec.kernel);
-    else if (spec.type == "dropout")
-        parts << QString::number(double(spec.rate));
-    else if (spec.type == "residual")
-        parts << QStringLiteral("(%1 layers, %2 shortcut)")
-                     .arg(spec.body.size())
-                     .arg(QString::fromStdString(spec.shortcut));
+    QStringList parts{key(spec.type)};
+    switch (spec.type) {
+    case LayerKind::Linear: parts << QString::number(spec.units); break;
+    case LayerKind::Conv2d: parts << QStringLiteral("%1, %2x%2").arg(spec.filters).arg(spec.kernel); break;
+    case LayerKind::MaxPool:
+    case LayerKind::AvgPool: parts << QStringLiteral("%1x%1").arg(spec.kernel); break;
+    case LayerKind::Dropout: parts << QString::number(double(spec.rate)); break;
+    case LayerKind::Residual:
+        parts << QStringLiteral("(%1 layers, %2 shortcut)").arg(spec.body.size()).arg(key(spec.shortcut));
+        break;
+    case LayerKind::BatchNorm:
+    case LayerKind::Relu:
+    case LayerKind::Gelu:
+    case LayerKind::Tanh:
+    case LayerKind::Sigmoid:
+    case LayerKind::Flatten: break;
+    }
     QString text = parts.join(QLatin1Char(' '));
     if (!spec.activation.empty())
         text += QStringLiteral(" + ") + QString::fromStdString(spec.activation);

@@ -8,79 +8,52 @@
 
 namespace mantissa::ui {
 
-QStringList layerTypeNames()
+QStringList layerParamKeys(LayerKind type)
 {
-    return {"linear",  "conv2d",  "batchnorm", "relu",    "gelu",    "tanh",
-            "sigmoid", "maxpool", "avgpool",   "dropout", "flatten", "residual"};
-}
-
-QStringList layerParamKeys(const std::string& type)
-{
-    if (type == "linear")
-        return {"units", "activation", "bias", "inputs", "init"};
-    if (type == "conv2d")
-        return {"filters", "kernel", "stride", "padding", "activation", "bias", "init"};
-    if (type == "maxpool" || type == "avgpool")
-        return {"kernel", "stride", "padding"};
-    if (type == "dropout")
-        return {"rate"};
-    if (type == "batchnorm")
-        return {"epsilon", "momentum"};
-    if (type == "residual")
-        return {"shortcut"};
-    return {};
+    QStringList keys;
+    for (LayerField field : layerFields(type))
+        keys << fromView(enumKey(field));
+    return keys;
 }
 
 namespace {
 
-QString valueOf(const LayerSpec& l, const QString& key)
+QString valueOf(const LayerSpec& l, LayerField field)
 {
     auto number = [](double v) { return QString::fromStdString(formatNumber(v)); };
-    if (key == "units")
-        return QString::number(l.units);
-    if (key == "inputs")
-        return QString::number(l.inputs);
-    if (key == "filters")
-        return QString::number(l.filters);
-    if (key == "kernel")
-        return QString::number(l.kernel);
-    if (key == "stride")
-        return QString::number(l.stride);
-    if (key == "padding")
-        return QString::number(l.padding);
-    if (key == "bias")
-        return l.bias ? "true" : "false";
-    if (key == "activation")
-        return l.activation.empty() ? "none" : QString::fromStdString(l.activation);
-    if (key == "rate")
-        return number(l.rate);
-    if (key == "epsilon")
-        return number(l.epsilon);
-    if (key == "momentum")
-        return number(l.momentum);
-    if (key == "init")
-        return QString::fromStdString(l.init);
-    if (key == "shortcut")
-        return QString::fromStdString(l.shortcut);
+    switch (field) {
+    case LayerField::Units: return QString::number(l.units);
+    case LayerField::Inputs: return QString::number(l.inputs);
+    case LayerField::Filters: return QString::number(l.filters);
+    case LayerField::Kernel: return QString::number(l.kernel);
+    case LayerField::Stride: return QString::number(l.stride);
+    case LayerField::Padding: return QString::number(l.padding);
+    case LayerField::Bias: return l.bias ? "true" : "false";
+    case LayerField::Activation: return l.activation.empty() ? "none" : QString::fromStdString(l.activation);
+    case LayerField::Rate: return number(l.rate);
+    case LayerField::Epsilon: return number(l.epsilon);
+    case LayerField::Momentum: return number(l.momentum);
+    case LayerField::Init: return QString::fromStdString(l.init);
+    case LayerField::Shortcut: return fromView(enumKey(l.shortcut));
+    }
     return {};
 }
 
 // Keys at their default are left out of the cell so that it shows what was chosen.
-bool isWorthShowing(const LayerSpec& l, const QString& key)
+bool isWorthShowing(const LayerSpec& l, LayerField field)
 {
-    if (key == "bias")
-        return !l.bias;
-    if (key == "inputs")
-        return l.inputs != 0;
-    if (key == "init")
-        return !l.init.empty();
-    if (key == "activation")
-        return !l.activation.empty();
-    return true;
+    switch (field) {
+    case LayerField::Bias: return !l.bias;
+    case LayerField::Inputs: return l.inputs != 0;
+    case LayerField::Init: return !l.init.empty();
+    case LayerField::Activation: return !l.activation.empty();
+    default: return true; // the fields that define the layer, shown even at their default
+    }
 }
 
-QString setValue(LayerSpec& l, const QString& key, const QString& value)
+QString setValue(LayerSpec& l, LayerField field, const QString& value)
 {
+    const QString key = fromView(enumKey(field));
     bool ok = false;
     auto integer = [&](std::int64_t& target, std::int64_t minimum) -> QString {
         const qlonglong v = value.toLongLong(&ok);
@@ -100,46 +73,37 @@ QString setValue(LayerSpec& l, const QString& key, const QString& value)
         target = static_cast<float>(v);
         return {};
     };
-    if (key == "units")
-        return integer(l.units, 1);
-    if (key == "inputs")
-        return integer(l.inputs, 0);
-    if (key == "filters")
-        return integer(l.filters, 1);
-    if (key == "kernel")
-        return integer(l.kernel, 1);
-    if (key == "stride")
-        return integer(l.stride, 1);
-    if (key == "padding")
-        return integer(l.padding, 0);
-    if (key == "rate")
-        return real(l.rate, 0, 0.99);
-    if (key == "epsilon")
-        return real(l.epsilon, 0, 1);
-    if (key == "momentum")
-        return real(l.momentum, 0, 1);
-    if (key == "bias") {
+    switch (field) {
+    case LayerField::Units: return integer(l.units, 1);
+    case LayerField::Inputs: return integer(l.inputs, 0);
+    case LayerField::Filters: return integer(l.filters, 1);
+    case LayerField::Kernel: return integer(l.kernel, 1);
+    case LayerField::Stride: return integer(l.stride, 1);
+    case LayerField::Padding: return integer(l.padding, 0);
+    case LayerField::Rate: return real(l.rate, 0, 0.99);
+    case LayerField::Epsilon: return real(l.epsilon, 0, 1);
+    case LayerField::Momentum: return real(l.momentum, 0, 1);
+    case LayerField::Bias:
         if (value != "true" && value != "false")
             return QObject::tr("bias must be true or false, got \"%1\"").arg(value);
         l.bias = value == "true";
         return {};
-    }
-    if (key == "activation") {
+    case LayerField::Activation: {
         const QStringList known = QStringList{"none"} + enumKeys<Activation>();
         if (!known.contains(value))
             return QObject::tr("activation must be one of %1, got \"%2\"").arg(known.join(", "), value);
         l.activation = value == "none" ? std::string() : value.toStdString();
         return {};
     }
-    if (key == "init") {
-        l.init = value.toStdString();
+    case LayerField::Init: l.init = value.toStdString(); return {};
+    case LayerField::Shortcut: {
+        const auto shortcut = parseEnum<ShortcutKind>(value.toStdString());
+        if (!shortcut)
+            return QObject::tr("shortcut must be %1, got \"%2\"")
+                .arg(QString::fromStdString(enumKeyList<ShortcutKind>()), value);
+        l.shortcut = *shortcut;
         return {};
     }
-    if (key == "shortcut") {
-        if (value != "identity" && value != "projection")
-            return QObject::tr("shortcut must be identity or projection, got \"%1\"").arg(value);
-        l.shortcut = value.toStdString();
-        return {};
     }
     return QObject::tr("unknown key \"%1\"").arg(key);
 }
@@ -149,10 +113,10 @@ QString setValue(LayerSpec& l, const QString& key, const QString& value)
 QString formatLayerParams(const LayerSpec& layer)
 {
     QStringList parts;
-    for (const QString& key : layerParamKeys(layer.type))
-        if (isWorthShowing(layer, key))
-            parts << key + "=" + valueOf(layer, key);
-    if (layer.type == "residual")
+    for (LayerField field : layerFields(layer.type))
+        if (isWorthShowing(layer, field))
+            parts << fromView(enumKey(field)) + "=" + valueOf(layer, field);
+    if (layer.type == LayerKind::Residual)
         parts << QObject::tr("%n layer(s)", nullptr, static_cast<int>(layer.body.size()));
     return parts.join(", ");
 }
@@ -169,12 +133,14 @@ QString parseLayerParams(const QString& text, LayerSpec& layer)
         if (eq <= 0)
             return QObject::tr("\"%1\" is not key=value").arg(part);
         const QString key = part.left(eq).trimmed();
-        if (!keys.contains(key)) {
-            return keys.isEmpty() ? QObject::tr("a %1 layer has no parameters").arg(QString::fromStdString(layer.type))
-                                  : QObject::tr("a %1 layer has no \"%2\"; it takes %3")
-                                        .arg(QString::fromStdString(layer.type), key, keys.join(", "));
+        const auto field = parseEnum<LayerField>(key.toStdString());
+        if (!field || !layerTakesField(layer.type, *field)) {
+            const QString type = fromView(enumKey(layer.type));
+            return keys.isEmpty()
+                       ? QObject::tr("a %1 layer has no parameters").arg(type)
+                       : QObject::tr("a %1 layer has no \"%2\"; it takes %3").arg(type, key, keys.join(", "));
         }
-        const QString error = setValue(edited, key, part.mid(eq + 1).trimmed());
+        const QString error = setValue(edited, *field, part.mid(eq + 1).trimmed());
         if (!error.isEmpty())
             return error;
     }
@@ -182,17 +148,26 @@ QString parseLayerParams(const QString& text, LayerSpec& layer)
     return {};
 }
 
-LayerSpec defaultLayer(const std::string& type)
+LayerSpec defaultLayer(LayerKind type)
 {
     LayerSpec layer;
     layer.type = type;
-    if (type == "linear")
-        layer.units = 128;
-    if (type == "conv2d")
-        layer.filters = 32;
-    if (type == "maxpool" || type == "avgpool") {
+    switch (type) {
+    case LayerKind::Linear: layer.units = 128; break;
+    case LayerKind::Conv2d: layer.filters = 32; break;
+    case LayerKind::MaxPool:
+    case LayerKind::AvgPool:
         layer.kernel = 2;
         layer.stride = 2;
+        break;
+    case LayerKind::BatchNorm:
+    case LayerKind::Relu:
+    case LayerKind::Gelu:
+    case LayerKind::Tanh:
+    case LayerKind::Sigmoid:
+    case LayerKind::Dropout:
+    case LayerKind::Flatten:
+    case LayerKind::Residual: break; // the spec's defaults
     }
     return layer;
 }

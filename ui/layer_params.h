@@ -9,11 +9,8 @@
 
 namespace mantissa::ui {
 
-// The layer types the editor offers (the engine's LayerSpec::type values).
-QStringList layerTypeNames();
-
-// The keys shown and accepted for a layer type, in display order.
-QStringList layerParamKeys(const std::string& type);
+// The keys shown and accepted for a layer type, in display order (the engine's layerFields).
+QStringList layerParamKeys(LayerKind type);
 
 QString formatLayerParams(const LayerSpec& layer);
 
@@ -22,6 +19,6 @@ QString formatLayerParams(const LayerSpec& layer);
 QString parseLayerParams(const QString& text, LayerSpec& layer);
 
 // A layer of `type` with sensible defaults (what "Add layer" inserts).
-LayerSpec defaultLayer(const std::string& type);
+LayerSpec defaultLayer(LayerKind type);
 
 } // namespace mantissa::ui

@@ -90,7 +90,7 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
 
     const QLocale locale;
     switch (index.column()) {
-    case Type: return QString::fromStdString(layer.type);
+    case Type: return fromView(enumKey(layer.type));
     case Params: return formatLayerParams(layer);
     case OutputShape:
         return known ? shapeText(info->outputShape) : (info && !info->error.empty() ? tr("error") : QString());
@@ -122,14 +122,15 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
     QString what;
     switch (index.column()) {
     case Type: {
-        if (!layerTypeNames().contains(text)) {
+        const auto type = parseEnum<LayerKind>(text.toStdString());
+        if (!type) {
             emit editRejected(
-                tr("\"%1\" is not a layer type; choose one of %2").arg(text, layerTypeNames().join(", ")));
+                tr("\"%1\" is not a layer type; choose one of %2").arg(text, enumKeys<LayerKind>().join(", ")));
             return false;
         }
-        if (layer.type == text.toStdString())
+        if (layer.type == *type)
             return true;
-        LayerSpec replacement = defaultLayer(text.toStdString());
+        LayerSpec replacement = defaultLayer(*type);
         replacement.precision = layer.precision;
         layer = replacement;
         what = tr("type");
@@ -138,7 +139,7 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
     case Params: {
         const QString error = parseLayerParams(text, layer);
         if (!error.isEmpty()) {
-            emit editRejected(tr("layer %1 (%2): %3").arg(index.row()).arg(QString::fromStdString(layer.type), error));
+            emit editRejected(tr("layer %1 (%2): %3").arg(index.row()).arg(fromView(enumKey(layer.type)), error));
             return false;
         }
         what = tr("parameters");

@@ -3,6 +3,7 @@
 #include "engine/util/format_number.h"
 #include "ui/combo_delegate.h"
 #include "ui/config_document.h"
+#include "ui/enum_combo.h"
 #include "ui/layer_params.h"
 #include "ui/layer_table_model.h"
 
@@ -37,8 +38,12 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
     add->setText(tr("Add layer"));
     add->setPopupMode(QToolButton::InstantPopup);
     auto* addMenu = new QMenu(add);
-    for (const QString& type : layerTypeNames())
-        addMenu->addAction(type, this, [this, type] { addLayer(type); });
+    // The engine's layer kinds, by the names the UI shows, each explained in its tooltip.
+    addMenu->setToolTipsVisible(true);
+    for (const EnumEntry<LayerKind>& kind : enumEntries<LayerKind>()) {
+        QAction* action = addMenu->addAction(fromView(kind.displayName), this, [this, kind] { addLayer(kind.value); });
+        action->setToolTip(fromView(kind.description));
+    }
     add->setMenu(addMenu);
     m_remove->setText(tr("Remove"));
     m_duplicate->setText(tr("Duplicate"));
@@ -60,7 +65,7 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
     m_view->setSelectionMode(QAbstractItemView::SingleSelection);
     m_view->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
                             QAbstractItemView::AnyKeyPressed | QAbstractItemView::SelectedClicked);
-    m_view->setItemDelegateForColumn(LayerTableModel::Type, new ComboDelegate(layerTypeNames(), this));
+    m_view->setItemDelegateForColumn(LayerTableModel::Type, new ComboDelegate(enumKeys<LayerKind>(), this));
     m_view->setItemDelegateForColumn(LayerTableModel::Precision,
                                      new ComboDelegate(LayerTableModel::precisionNames(), this));
     // Every column fits its contents (the parameters most of all: "units=1024, activation=relu"
@@ -106,14 +111,14 @@ void ModelEditor::selectRow(int row)
         m_view->setCurrentIndex(m_model->index(row, LayerTableModel::Type));
 }
 
-void ModelEditor::addLayer(const QString& type)
+void ModelEditor::addLayer(LayerKind type)
 {
     RunConfig next = m_document->config();
     auto& layers = next.model.layers;
     // Insert after the selection, or before the classifier, which is usually last.
     const int at = currentRow() >= 0 ? currentRow() + 1 : std::max(0, static_cast<int>(layers.size()) - 1);
-    layers.insert(layers.begin() + at, defaultLayer(type.toStdString()));
-    m_document->apply(next, tr("Add %1 layer").arg(type));
+    layers.insert(layers.begin() + at, defaultLayer(type));
+    m_document->apply(next, tr("Add %1 layer").arg(fromView(enumKey(type))));
     selectRow(at);
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // The model editor: the layer table, the buttons that add, remove, duplicate and move
 // layers, the validator's message under the table, and the model's totals.
+#include "engine/config/layer_kind.h"
+
 #include <QWidget>
 
 class QLabel;
@@ -23,7 +25,7 @@ public:
     QString messageText() const;
 
 private:
-    void addLayer(const QString& type);
+    void addLayer(LayerKind type);
     void removeLayer();
     void duplicateLayer();
     void moveLayer(int delta);

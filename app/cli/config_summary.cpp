@@ -25,13 +25,22 @@ QString shape(const std::vector<std::int64_t>& dims)
 
 QString layerText(const LayerSpec& layer)
 {
-    QString text = QString::fromStdString(layer.type);
-    if (layer.type == "linear")
-        text += QStringLiteral(" %1").arg(layer.units);
-    else if (layer.type == "conv2d")
-        text += QStringLiteral(" %1 %2x%2").arg(layer.filters).arg(layer.kernel);
-    else if (layer.type == "residual")
-        text += QStringLiteral("(%1 layers)").arg(layer.body.size());
+    QString text = key(layer.type);
+    switch (layer.type) {
+    case LayerKind::Linear: text += QStringLiteral(" %1").arg(layer.units); break;
+    case LayerKind::Conv2d: text += QStringLiteral(" %1 %2x%2").arg(layer.filters).arg(layer.kernel); break;
+    case LayerKind::Residual: text += QStringLiteral("(%1 layers)").arg(layer.body.size()); break;
+    // The others' fields are their defaults often enough that the one-line summary leaves them out.
+    case LayerKind::BatchNorm:
+    case LayerKind::Relu:
+    case LayerKind::Gelu:
+    case LayerKind::Tanh:
+    case LayerKind::Sigmoid:
+    case LayerKind::MaxPool:
+    case LayerKind::AvgPool:
+    case LayerKind::Dropout:
+    case LayerKind::Flatten: break;
+    }
     if (!layer.activation.empty())
         text += u' ' + QString::fromStdString(layer.activation);
     if (layer.precision != LayerPrecision::Auto)

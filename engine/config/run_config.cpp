@@ -84,9 +84,9 @@ LayerSpec parseLayer(const json& j, const std::string& path, const std::string& 
 {
     LayerSpec layer;
     ObjectReader r(j, path, origin);
-    r.read("type", layer.type);
-    if (layer.type.empty())
+    if (!r.child("type"))
         r.fail(path, "has no \"type\"");
+    r.readEnum("type", layer.type);
     r.read("units", layer.units);
     r.read("inputs", layer.inputs);
     r.read("filters", layer.filters);
@@ -99,7 +99,7 @@ LayerSpec parseLayer(const json& j, const std::string& path, const std::string& 
     r.read("epsilon", layer.epsilon);
     r.read("momentum", layer.momentum);
     r.read("init", layer.init);
-    r.read("shortcut", layer.shortcut);
+    r.readEnum("shortcut", layer.shortcut);
     r.readEnum("precision", layer.precision);
     if (const json* body = r.child("layers")) {
         if (!body->is_array())
@@ -114,7 +114,7 @@ LayerSpec parseLayer(const json& j, const std::string& path, const std::string& 
 json layerToJson(const LayerSpec& l)
 {
     json j;
-    j["type"] = l.type;
+    j["type"] = enumKey(l.type);
     const LayerSpec d; // defaults are omitted so configs stay short and readable
     if (l.units)
         j["units"] = l.units;
@@ -122,8 +122,8 @@ json layerToJson(const LayerSpec& l)
         j["inputs"] = l.inputs;
     if (l.filters)
         j["filters"] = l.filters;
-    const bool windowed = l.type == "conv2d" || l.type == "maxpool" || l.type == "avgpool";
-    if (windowed) {
+    // The fields of the layer's kind are written even at their default (layer_kind.cpp lists them).
+    if (layerTakesField(l.type, LayerField::Kernel)) {
         j["kernel"] = l.kernel;
         if (l.stride != d.stride) // an unset stride stays unset so that it keeps following the kernel
             j["stride"] = l.stride;
@@ -133,9 +133,9 @@ json layerToJson(const LayerSpec& l)
         j["bias"] = l.bias;
     if (!l.activation.empty())
         j["activation"] = l.activation;
-    if (l.type == "dropout")
+    if (layerTakesField(l.type, LayerField::Rate))
         j["rate"] = l.rate;
-    if (l.type == "batchnorm") {
+    if (layerTakesField(l.type, LayerField::Epsilon)) {
         j["epsilon"] = l.epsilon;
         j["momentum"] = l.momentum;
     }
@@ -143,8 +143,8 @@ json layerToJson(const LayerSpec& l)
         j["init"] = l.init;
     if (l.precision != LayerPrecision::Auto)
         j["precision"] = enumKey(l.precision);
-    if (l.type == "residual") {
-        j["shortcut"] = l.shortcut;
+    if (l.type == LayerKind::Residual) {
+        j["shortcut"] = enumKey(l.shortcut);
         j["layers"] = json::array();
         for (const auto& b : l.body)
             j["layers"].push_back(layerToJson(b));

@@ -3,6 +3,7 @@
 // One JSON file drives the GUI, the CLI and the tests; docs/config.md documents every field.
 #include "engine/backend/cpu_options.h"
 #include "engine/config/config_enums.h"
+#include "engine/config/layer_kind.h"
 #include "engine/precision/loss_scale_spec.h"
 #include "engine/precision/precision_policy.h"
 
@@ -13,8 +14,7 @@
 namespace mantissa {
 
 struct LayerSpec {
-    std::string type;                       // linear, conv2d, batchnorm, relu, gelu, tanh, sigmoid, maxpool,
-                                            // avgpool, dropout, flatten, residual
+    LayerKind type = LayerKind::Linear;
     std::int64_t units = 0;                 // linear
     std::int64_t inputs = 0;                // linear: expected input features (0 = inferred); catches shape drift
     std::int64_t filters = 0;               // conv2d
@@ -28,8 +28,8 @@ struct LayerSpec {
     float epsilon = 1e-5f, momentum = 0.1f; // batchnorm
     std::string init;                       // "" (He/Xavier by activation) | "normal:STD" | "uniform:A"
     LayerPrecision precision = LayerPrecision::Auto;
-    std::vector<LayerSpec> body;       // residual: the layers of the residual branch
-    std::string shortcut = "identity"; // residual: identity | projection (1x1 conv or linear)
+    std::vector<LayerSpec> body;                    // residual: the layers of the residual branch
+    ShortcutKind shortcut = ShortcutKind::Identity; // residual
 };
 
 struct ModelSpec {

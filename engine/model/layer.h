@@ -2,6 +2,7 @@
 // A layer with explicit forward and backward. Forward returns a context that backward
 // consumes, so saved activations have an owner and a lifetime.
 #include "engine/backend/backend.h"
+#include "engine/config/layer_kind.h"
 #include "engine/model/parameter.h"
 #include "engine/precision/precision_policy.h"
 
@@ -49,8 +50,8 @@ class Layer {
 public:
     virtual ~Layer() = default;
 
-    // "linear", "conv2d", ...: the spec's type name.
-    virtual std::string type() const = 0;
+    // The spec's type; its key ("linear", "conv2d", ...) names the layer's parameters.
+    virtual LayerKind kind() const = 0;
     // Output shape for a batched input shape (shapes were validated when the model was built).
     virtual Shape outputShape(const Shape& input) const = 0;
     // The dtype this layer computes and stores its output in.

@@ -161,8 +161,6 @@ LayerPtr createResidual(const LayerSpec& spec, const Shape& in)
 {
     if (spec.body.empty())
         throw ConfigError("has no layers; list the residual branch under \"layers\"");
-    if (spec.shortcut != "identity" && spec.shortcut != "projection")
-        throw ConfigError("shortcut \"" + spec.shortcut + "\" is unknown; expected identity or projection");
     std::vector<LayerPtr> body;
     std::vector<LayerPrecision> overrides;
     Shape shape = in;
@@ -171,7 +169,8 @@ LayerPtr createResidual(const LayerSpec& spec, const Shape& in)
         try {
             body.push_back(createLayer(child, shape));
         } catch (const ConfigError& e) {
-            throw ConfigError("body layer " + std::to_string(i) + " (" + child.type + "): " + e.what());
+            throw ConfigError("body layer " + std::to_string(i) + " (" + std::string(enumKey(child.type)) +
+                              "): " + e.what());
         }
         shape = perSampleOutput(*body.back(), shape);
         overrides.push_back(child.precision);
@@ -180,12 +179,13 @@ LayerPtr createResidual(const LayerSpec& spec, const Shape& in)
         throw ConfigError("the body turns " + in.toString() + " into " + shape.toString() +
                           "; a residual body must keep images as images (flatten after the block)");
     LayerPtr projection;
-    if (spec.shortcut == "identity") {
+    switch (spec.shortcut) {
+    case ShortcutKind::Identity:
         if (shape != in)
             throw ConfigError("the body maps " + in.toString() + " to " + shape.toString() +
                               " but an identity shortcut needs equal shapes; use \"shortcut\": \"projection\"");
-    } else {
-        projection = createProjection(in, shape);
+        break;
+    case ShortcutKind::Projection: projection = createProjection(in, shape); break;
     }
     return std::make_unique<Residual>(std::move(body), std::move(overrides), std::move(projection), shape);
 }
@@ -202,27 +202,21 @@ Shape perSampleOutput(const Layer& layer, const Shape& inputPerSample)
 
 LayerPtr createLayer(const LayerSpec& spec, const Shape& in)
 {
-    if (spec.type == "linear")
-        return createLinear(spec, in);
-    if (spec.type == "conv2d")
-        return createConv2d(spec, in);
-    if (spec.type == "batchnorm")
-        return createBatchNorm(spec, in);
-    if (spec.type == "maxpool")
-        return createPool(PoolKind::Max, spec, in);
-    if (spec.type == "avgpool")
-        return createPool(PoolKind::Avg, spec, in);
-    if (spec.type == "dropout")
-        return createDropout(spec, in);
-    if (spec.type == "residual")
-        return createResidual(spec, in);
-    if (spec.type == "flatten")
-        return std::make_unique<Flatten>();
-    if (auto kind = parseActivation(spec.type))
-        return std::make_unique<ActivationLayer>(*kind);
-    throw ConfigError("unknown layer type \"" + spec.type +
-                      "\"; expected linear, conv2d, batchnorm, relu, gelu, tanh, sigmoid, maxpool, avgpool, "
-                      "dropout, flatten or residual");
+    switch (spec.type) {
+    case LayerKind::Linear: return createLinear(spec, in);
+    case LayerKind::Conv2d: return createConv2d(spec, in);
+    case LayerKind::BatchNorm: return createBatchNorm(spec, in);
+    case LayerKind::Relu: return std::make_unique<ActivationLayer>(Activation::Relu);
+    case LayerKind::Gelu: return std::make_unique<ActivationLayer>(Activation::Gelu);
+    case LayerKind::Tanh: return std::make_unique<ActivationLayer>(Activation::Tanh);
+    case LayerKind::Sigmoid: return std::make_unique<ActivationLayer>(Activation::Sigmoid);
+    case LayerKind::MaxPool: return createPool(PoolKind::Max, spec, in);
+    case LayerKind::AvgPool: return createPool(PoolKind::Avg, spec, in);
+    case LayerKind::Dropout: return createDropout(spec, in);
+    case LayerKind::Flatten: return std::make_unique<Flatten>();
+    case LayerKind::Residual: return createResidual(spec, in);
+    }
+    assertionFailed("LayerKind missing from createLayer", __FILE__, __LINE__);
 }
 
 } // namespace mantissa

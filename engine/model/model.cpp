@@ -17,7 +17,7 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
         LayerPtr layer = createLayer(spec.layers[i], shape);
         shape = perSampleOutput(*layer, shape);
-        layer->setName(std::to_string(i) + "." + layer->type());
+        layer->setName(std::to_string(i) + "." + std::string(enumKey(layer->kind())));
         const LayerDTypes dtypes = policy.layer(spec.layers[i].precision);
         layer->applyPrecision(policy, dtypes);
         layer->createParameters(backend, dtypes.master, seed);

@@ -6,9 +6,9 @@
 namespace mantissa {
 
 namespace {
-std::string prefix(int index, const std::string& type)
+std::string prefix(int index, LayerKind type)
 {
-    return "layer " + std::to_string(index) + " (" + type + "): ";
+    return "layer " + std::to_string(index) + " (" + std::string(enumKey(type)) + "): ";
 }
 } // namespace
 

@@ -11,7 +11,7 @@ namespace mantissa {
 
 struct LayerReport {
     int index = 0; // position in ModelSpec::layers
-    std::string type;
+    LayerKind type = LayerKind::Linear;
     Shape inputShape, outputShape; // per sample; empty when the layer is invalid
     std::int64_t parameters = 0;
     std::int64_t flopsPerSample = 0;

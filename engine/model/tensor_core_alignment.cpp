@@ -114,7 +114,7 @@ std::vector<std::string> TensorCoreAdvice::messages() const
     std::vector<std::string> lines;
     for (const LayerAlignment& layer : layers) {
         if (layer.verdict == AlignmentVerdict::Misaligned)
-            lines.push_back("layer " + std::to_string(layer.layer) + " (" + layer.type + "), " +
+            lines.push_back("layer " + std::to_string(layer.layer) + " (" + std::string(enumKey(layer.type)) + "), " +
                             std::string(dtypeName(layer.compute)) + ": " + layer.reason());
     }
     if (batch)

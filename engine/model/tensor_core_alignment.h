@@ -53,7 +53,7 @@ enum class AlignmentVerdict : std::uint8_t {
 // One top-level layer's verdict.
 struct LayerAlignment {
     int layer = 0; // index in ModelSpec::layers
-    std::string type;
+    LayerKind type = LayerKind::Linear;
     DType compute = DType::F32;
     std::vector<std::pair<std::string, std::int64_t>> extents; // every extent checked
     std::vector<MisalignedExtent> misaligned;

@@ -63,7 +63,7 @@ std::string Trainer::graphIneligibility() const
         return "the CPU runs each op as it is called; training.graphs auto captures on GPUs only";
     const std::function<bool(const std::vector<LayerSpec>&)> hasDropout = [&](const std::vector<LayerSpec>& layers) {
         return std::any_of(layers.begin(), layers.end(),
-                           [&](const LayerSpec& l) { return l.type == "dropout" || hasDropout(l.body); });
+                           [&](const LayerSpec& l) { return l.type == LayerKind::Dropout || hasDropout(l.body); });
     };
     if (hasDropout(m_config.model.layers))
         return "the model has dropout, which draws a new mask every step";

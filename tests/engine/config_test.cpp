@@ -136,6 +136,57 @@ TEST(Config, StoredConfigsReadAndWriteByteForByte)
     EXPECT_EQ(runConfigToJson(c, -1), expected.dump());
 }
 
+// A model with a layer of every kind and both shortcuts, as the build before the layer types
+// became enums (LayerKind) wrote it: it must read back to the same kinds and be written byte for
+// byte, so that the runs stored since keep their configs.
+const char* kStoredBeforeLayerKinds =
+    R"({"data":{"dataset":"fashion-mnist","directory":"","limit_test":0,"limit_train":0,"normalize":true,)"
+    R"("synthetic_classes":10,"synthetic_noise":1.0,"synthetic_shape":[1,28,28],"synthetic_test":1024,)"
+    R"("synthetic_train":8192,"validation_split":0.0},"model":{"classes":4,"input":[3,8,8],)"
+    R"("layers":[{"activation":"relu","bias":false,"filters":8,"init":"normal:0.02","kernel":3,"padding":1,)"
+    R"("type":"conv2d"},{"epsilon":9.999999747378752e-06,"momentum":0.009999999776482582,)"
+    R"("type":"batchnorm"},{"type":"gelu"},{"layers":[{"filters":8,"kernel":3,"padding":1,"type":"conv2d"},)"
+    R"({"type":"tanh"}],"shortcut":"identity","type":"residual"},{"layers":[{"filters":16,"kernel":3,)"
+    R"("padding":1,"stride":2,"type":"conv2d"}],"precision":"fp32","shortcut":"projection",)"
+    R"("type":"residual"},{"kernel":2,"padding":0,"type":"maxpool"},{"kernel":3,"padding":1,"stride":1,)"
+    R"("type":"avgpool"},{"type":"sigmoid"},{"type":"flatten"},{"rate":0.25,"type":"dropout"},)"
+    R"({"activation":"tanh","inputs":64,"precision":"bf16","type":"linear","units":32},{"type":"relu"},)"
+    R"({"type":"linear","units":4}]},"name":"every-layer-kind","numerics":{"every":0,)"
+    R"("scaled_gradients":false},"optimizer":{"beta1":0.8999999761581421,"beta2":0.9990000128746033,)"
+    R"("epsilon":9.99999993922529e-09,"grad_clip_norm":0.0,"lr":0.05000000074505806,)"
+    R"("momentum":0.8999999761581421,"nesterov":false,"type":"sgd","weight_decay":0.0},)"
+    R"("precision":{"loss_scale":{"backoff_factor":0.5,"growth_factor":2.0,"growth_interval":2000,)"
+    R"("hysteresis":1,"initial":65536.0,"max":16777216.0,"min":1.52587890625e-05,"type":"auto",)"
+    R"("value":128.0},"mode":"fp32"},"schedule":{"gamma":0.10000000149011612,"max_lr":0.0,"milestones":[],)"
+    R"("min_lr":0.0,"pct_start":0.30000001192092896,"type":"constant","warmup_steps":0},)"
+    R"("training":{"batch_size":128,"checkpoint_every_epochs":0,"cudnn_workspace_mib":256,"device":"auto",)"
+    R"("epochs":1,"eval_batch_size":1000,"graphs":"auto","init_from":"","max_steps":0,"run_ahead":"auto",)"
+    R"("seed":42,"tf32":false,"threads":0}})";
+
+TEST(Config, StoredLayersOfEveryKindReadAndWriteByteForByte)
+{
+    const RunConfig c = parseRunConfig(kStoredBeforeLayerKinds, "stored run");
+    std::vector<LayerKind> kinds;
+    for (const LayerSpec& layer : c.model.layers)
+        kinds.push_back(layer.type);
+    const std::vector<LayerKind> expected{
+        LayerKind::Conv2d,  LayerKind::BatchNorm, LayerKind::Gelu,    LayerKind::Residual, LayerKind::Residual,
+        LayerKind::MaxPool, LayerKind::AvgPool,   LayerKind::Sigmoid, LayerKind::Flatten,  LayerKind::Dropout,
+        LayerKind::Linear,  LayerKind::Relu,      LayerKind::Linear};
+    EXPECT_EQ(kinds, expected);
+    std::vector<LayerKind> nested = kinds; // with the residual blocks' layers
+    for (const LayerSpec& layer : c.model.layers)
+        for (const LayerSpec& inner : layer.body)
+            nested.push_back(inner.type);
+    for (const EnumEntry<LayerKind>& entry : enumEntries<LayerKind>())
+        EXPECT_NE(std::find(nested.begin(), nested.end(), entry.value), nested.end()) << entry.key << " is not covered";
+    EXPECT_EQ(c.model.layers[3].shortcut, ShortcutKind::Identity);
+    EXPECT_EQ(c.model.layers[3].body[1].type, LayerKind::Tanh);
+    EXPECT_EQ(c.model.layers[4].shortcut, ShortcutKind::Projection);
+    EXPECT_EQ(runConfigToJson(c, -1), kStoredBeforeLayerKinds);
+    EXPECT_TRUE(validateModel(c.model).valid()) << validateModel(c.model).error;
+}
+
 TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
 {
     const std::string layers = R"("layers": [{"type": "linear", "units": 2)";
@@ -162,6 +213,16 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
          "test.json: training.graphs is \"always\"; expected auto, on or off"},
         {config("", R"(, "training": {"run_ahead": "yes"})"),
          "test.json: training.run_ahead is \"yes\"; expected auto, on or off"},
+        // A layer type or shortcut the engine does not know: the layer is named by its index,
+        // inside a residual by the path to it.
+        {R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "relu"}, {"type": "attention"}]}})",
+         "test.json: model.layers[1].type is \"attention\"; expected linear, conv2d, batchnorm, relu, gelu, tanh, "
+         "sigmoid, maxpool, avgpool, dropout, flatten or residual"},
+        {R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "residual", "layers": [{"type": "Linear"}]}]}})",
+         "test.json: model.layers[0].layers[0].type is \"Linear\"; expected linear, conv2d, batchnorm, relu, gelu, "
+         "tanh, sigmoid, maxpool, avgpool, dropout, flatten or residual"},
+        {R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "residual", "shortcut": "gated", "layers": []}]}})",
+         "test.json: model.layers[0].shortcut is \"gated\"; expected identity or projection"},
     };
     for (const Case& c : cases)
         EXPECT_EQ(errorOf(c.json), c.message) << c.json;
@@ -205,6 +266,8 @@ std::vector<std::string> engineValues()
 
 TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
 {
+    EXPECT_EQ(documentedValues("model.layers[].type"), engineValues<LayerKind>());
+    EXPECT_EQ(documentedValues("model.layers[].shortcut"), engineValues<ShortcutKind>());
     EXPECT_EQ(documentedValues("model.layers[].precision"), engineValues<LayerPrecision>());
     EXPECT_EQ(documentedValues("model.layers[].activation"), engineValues<Activation>());
     EXPECT_EQ(documentedValues("data.dataset"), engineValues<DatasetKind>());

@@ -80,7 +80,7 @@ private:
     void setUp()
     {
         m_layer = createLayer(m_case.spec, m_case.input);
-        m_layer->setName("0." + m_layer->type());
+        m_layer->setName("0." + std::string(enumKey(m_layer->kind())));
         const PrecisionPolicy fp32(PrecisionMode::Fp32);
         m_layer->applyPrecision(fp32, fp32.layer());
         m_layer->createParameters(m_backend, DType::F32, 7);
@@ -171,16 +171,16 @@ private:
     std::vector<float> m_rHost;
 };
 
-LayerSpec layer(std::string type)
+LayerSpec layer(LayerKind type)
 {
     LayerSpec spec;
-    spec.type = std::move(type);
+    spec.type = type;
     return spec;
 }
 
 LayerSpec linear(std::int64_t units, bool bias = true, std::string activation = "")
 {
-    LayerSpec spec = layer("linear");
+    LayerSpec spec = layer(LayerKind::Linear);
     spec.units = units;
     spec.bias = bias;
     spec.activation = std::move(activation);
@@ -190,7 +190,7 @@ LayerSpec linear(std::int64_t units, bool bias = true, std::string activation = 
 LayerSpec conv(std::int64_t filters, std::int64_t kernel, std::int64_t stride, std::int64_t padding, bool bias,
                std::string activation = "")
 {
-    LayerSpec spec = layer("conv2d");
+    LayerSpec spec = layer(LayerKind::Conv2d);
     spec.filters = filters;
     spec.kernel = kernel;
     spec.stride = stride;
@@ -201,9 +201,9 @@ LayerSpec conv(std::int64_t filters, std::int64_t kernel, std::int64_t stride, s
 }
 
 // stride 0: the pool's default (its kernel)
-LayerSpec pool(std::string type, std::int64_t kernel, std::int64_t stride, std::int64_t padding)
+LayerSpec pool(LayerKind type, std::int64_t kernel, std::int64_t stride, std::int64_t padding)
 {
-    LayerSpec spec = layer(std::move(type));
+    LayerSpec spec = layer(type);
     spec.kernel = kernel;
     spec.stride = stride;
     spec.padding = padding;
@@ -212,15 +212,15 @@ LayerSpec pool(std::string type, std::int64_t kernel, std::int64_t stride, std::
 
 LayerSpec dropout(float rate)
 {
-    LayerSpec spec = layer("dropout");
+    LayerSpec spec = layer(LayerKind::Dropout);
     spec.rate = rate;
     return spec;
 }
 
-LayerSpec residual(std::string shortcut, std::vector<LayerSpec> body)
+LayerSpec residual(ShortcutKind shortcut, std::vector<LayerSpec> body)
 {
-    LayerSpec spec = layer("residual");
-    spec.shortcut = std::move(shortcut);
+    LayerSpec spec = layer(LayerKind::Residual);
+    spec.shortcut = shortcut;
     spec.body = std::move(body);
     return spec;
 }
@@ -235,29 +235,32 @@ const std::vector<GradientCase>& layerGradientCases()
         {"linear", linear(5), {4}},
         {"linearNoBias", linear(5, false), {4}},
         {"linearRelu", linear(6, true, "relu"), {5}, 4},
-        {"relu", layer("relu"), {7}, 3, InputKind::AwayFromZero},
-        {"gelu", layer("gelu"), {7}},
-        {"tanh", layer("tanh"), {7}},
-        {"sigmoid", layer("sigmoid"), {7}},
-        {"flatten", layer("flatten"), {2, 3, 3}},
+        {"relu", layer(LayerKind::Relu), {7}, 3, InputKind::AwayFromZero},
+        {"gelu", layer(LayerKind::Gelu), {7}},
+        {"tanh", layer(LayerKind::Tanh), {7}},
+        {"sigmoid", layer(LayerKind::Sigmoid), {7}},
+        {"flatten", layer(LayerKind::Flatten), {2, 3, 3}},
         {"conv3x3Stride1Pad1Bias", conv(4, 3, 1, 1, true), {3, 5, 5}, 2},
         {"conv3x3Stride1Pad0NoBias", conv(4, 3, 1, 0, false), {3, 5, 6}, 2},
         {"conv3x3Stride2Pad1Bias", conv(3, 3, 2, 1, true), {2, 7, 6}, 2},
         {"conv2x2Stride2Pad0NoBias", conv(3, 2, 2, 0, false), {2, 6, 6}, 2},
         {"conv3x3Tanh", conv(3, 3, 1, 1, true, "tanh"), {2, 4, 4}, 2},
-        {"batchnorm2d", layer("batchnorm"), {4}, 6},
-        {"batchnorm4d", layer("batchnorm"), {2, 3, 3}, 3},
-        {"maxpool2x2", pool("maxpool", 2, 0, 0), {2, 4, 6}, 2, InputKind::Distinct},
-        {"maxpool3x3Stride2Pad1", pool("maxpool", 3, 2, 1), {2, 5, 5}, 2, InputKind::Distinct},
-        {"avgpool2x2", pool("avgpool", 2, 0, 0), {2, 4, 4}, 2},
-        {"avgpool3x3Stride2Pad1", pool("avgpool", 3, 2, 1), {2, 5, 6}, 2},
+        {"batchnorm2d", layer(LayerKind::BatchNorm), {4}, 6},
+        {"batchnorm4d", layer(LayerKind::BatchNorm), {2, 3, 3}, 3},
+        {"maxpool2x2", pool(LayerKind::MaxPool, 2, 0, 0), {2, 4, 6}, 2, InputKind::Distinct},
+        {"maxpool3x3Stride2Pad1", pool(LayerKind::MaxPool, 3, 2, 1), {2, 5, 5}, 2, InputKind::Distinct},
+        {"avgpool2x2", pool(LayerKind::AvgPool, 2, 0, 0), {2, 4, 4}, 2},
+        {"avgpool3x3Stride2Pad1", pool(LayerKind::AvgPool, 3, 2, 1), {2, 5, 6}, 2},
         {"dropout", dropout(0.5f), {12}, 4},
         {"residualIdentity",
-         residual("identity", {conv(3, 3, 1, 1, true, "tanh"), conv(3, 3, 1, 1, false)}),
+         residual(ShortcutKind::Identity, {conv(3, 3, 1, 1, true, "tanh"), conv(3, 3, 1, 1, false)}),
          {3, 4, 4},
          2},
-        {"residualProjectionConv", residual("projection", {conv(4, 3, 2, 1, true, "tanh")}), {2, 6, 6}, 2},
-        {"residualProjectionLinear", residual("projection", {linear(5, true, "tanh"), layer("batchnorm")}), {4}, 5},
+        {"residualProjectionConv", residual(ShortcutKind::Projection, {conv(4, 3, 2, 1, true, "tanh")}), {2, 6, 6}, 2},
+        {"residualProjectionLinear",
+         residual(ShortcutKind::Projection, {linear(5, true, "tanh"), layer(LayerKind::BatchNorm)}),
+         {4},
+         5},
     };
     return cases;
 }

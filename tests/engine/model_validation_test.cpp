@@ -2,6 +2,7 @@
 // ("layer N (type): ...") and say what is wrong; valid specs get the shapes, counts and
 // extents the editor shows; built models nest residual names and run in mixed precision.
 #include "engine/config/run_config.h"
+#include "engine/model/layer_factory.h"
 #include "engine/model/model.h"
 #include "engine/model/model_validation.h"
 
@@ -149,11 +150,6 @@ const ErrorCase kErrorCases[] = {
      R"([{"type": "residual", "layers": []}, )" + kHead + "]",
      0,
      {"layer 0 (residual): ", "has no layers"}},
-    {"residualUnknownShortcut",
-     kImage,
-     R"([{"type": "residual", "shortcut": "gated", "layers": [{"type": "relu"}]}, )" + kHead + "]",
-     0,
-     {"layer 0 (residual): ", "shortcut \"gated\" is unknown", "identity or projection"}},
     {"residualBodyError",
      kImage,
      R"([{"type": "relu"}, {"type": "residual", "layers": [{"type": "relu"}, {"type": "conv2d", "filters": 1, "kernel": 31}]}, )" +
@@ -277,6 +273,26 @@ const std::string kResidualLayers = R"([
     {"type": "dropout", "rate": 0.25},
     {"type": "flatten"},
     {"type": "linear", "units": 10}])";
+
+// Every kind in the engine's table builds (the factory's switch covers it) into a layer that
+// reports that kind, whose key then names the layer's parameters.
+TEST(ModelBuild, EveryLayerKindBuildsALayerOfThatKind)
+{
+    for (const EnumEntry<LayerKind>& entry : enumEntries<LayerKind>()) {
+        SCOPED_TRACE(std::string(entry.key));
+        LayerSpec spec;
+        spec.type = entry.value;
+        spec.units = 3;
+        spec.filters = 2;
+        spec.kernel = 2;
+        spec.body = {LayerSpec{}};
+        spec.body[0].type = LayerKind::Relu;
+        const Shape input = entry.value == LayerKind::Linear ? Shape({8}) : Shape({2, 4, 4});
+        const LayerPtr layer = createLayer(spec, input);
+        ASSERT_TRUE(layer);
+        EXPECT_EQ(layer->kind(), entry.value);
+    }
+}
 
 TEST(ModelBuild, ResidualNamesNestAndBuffersAreNamed)
 {

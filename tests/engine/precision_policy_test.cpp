@@ -2,6 +2,7 @@
 // choice is read through (engine/util/enum_table.h). The expected dtypes are written out here
 // by hand, from the modes' definitions in docs/config.md, not derived from the policy's tables.
 #include "engine/config/config_enums.h"
+#include "engine/config/layer_kind.h"
 #include "engine/model/layers/activation_layer.h"
 #include "engine/precision/loss_scaler.h"
 #include "engine/precision/precision_policy.h"
@@ -107,7 +108,7 @@ template <typename E>
 class EnumTableTest : public ::testing::Test {};
 
 using ConfigEnums = ::testing::Types<PrecisionMode, LayerPrecision, LossScaleType, DatasetKind, OptimizerKind,
-                                     ScheduleKind, AutoSwitch, Activation>;
+                                     ScheduleKind, AutoSwitch, Activation, LayerKind, ShortcutKind, LayerField>;
 TYPED_TEST_SUITE(EnumTableTest, ConfigEnums);
 
 TYPED_TEST(EnumTableTest, EveryValueRoundTripsThroughItsKey)

@@ -72,7 +72,7 @@ float amaxOf(const Tensor& t)
 const Tensor& firstLinearWeights(Model& model)
 {
     for (Layer* layer : model.layers())
-        if (layer->type() == "linear")
+        if (layer->kind() == LayerKind::Linear)
             return layer->parameters().front()->working;
     throw std::logic_error("the model has no linear layer");
 }

@@ -8,7 +8,7 @@
 
 namespace mantissa::test_support {
 
-inline LayerSpec layerSpec(const std::string& type, std::int64_t units = 0, const std::string& activation = "")
+inline LayerSpec layerSpec(LayerKind type, std::int64_t units = 0, const std::string& activation = "")
 {
     LayerSpec l;
     l.type = type;
@@ -23,8 +23,8 @@ inline RunConfig smallSyntheticConfig(PrecisionMode mode = PrecisionMode::Fp32)
     c.name = "small";
     c.model.input = {1, 8, 8};
     c.model.classes = 4;
-    c.model.layers = {layerSpec("flatten"), layerSpec("linear", 32, "relu"), layerSpec("linear", 32, "relu"),
-                      layerSpec("linear", 4)};
+    c.model.layers = {layerSpec(LayerKind::Flatten), layerSpec(LayerKind::Linear, 32, "relu"),
+                      layerSpec(LayerKind::Linear, 32, "relu"), layerSpec(LayerKind::Linear, 4)};
     c.data.dataset = DatasetKind::Synthetic;
     c.data.syntheticShape = {1, 8, 8};
     c.data.syntheticClasses = 4;
@@ -44,18 +44,18 @@ inline RunConfig smallConvConfig(PrecisionMode mode = PrecisionMode::Fp32)
 {
     RunConfig c = smallSyntheticConfig(mode);
     LayerSpec conv;
-    conv.type = "conv2d";
+    conv.type = LayerKind::Conv2d;
     conv.filters = 8;
     conv.padding = 1;
     LayerSpec branchConv = conv;
     branchConv.activation = "relu";
     LayerSpec residual;
-    residual.type = "residual";
-    residual.body = {branchConv, layerSpec("batchnorm")};
-    LayerSpec pool = layerSpec("maxpool");
+    residual.type = LayerKind::Residual;
+    residual.body = {branchConv, layerSpec(LayerKind::BatchNorm)};
+    LayerSpec pool = layerSpec(LayerKind::MaxPool);
     pool.kernel = 2;
-    c.model.layers = {conv, layerSpec("batchnorm"), layerSpec("relu"),     residual,
-                      pool, layerSpec("flatten"),   layerSpec("linear", 4)};
+    c.model.layers = {conv, layerSpec(LayerKind::BatchNorm), layerSpec(LayerKind::Relu),     residual,
+                      pool, layerSpec(LayerKind::Flatten),   layerSpec(LayerKind::Linear, 4)};
     c.training.epochs = 1;
     return c;
 }

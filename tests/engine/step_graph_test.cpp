@@ -105,7 +105,7 @@ TEST(StepGraph, AutoLeavesTheCpuOpByOp)
 TEST(StepGraph, DropoutModelsRunOpByOpAndSayWhy)
 {
     RunConfig config = mlpConfig(PrecisionMode::Fp32);
-    LayerSpec dropout = layerSpec("dropout");
+    LayerSpec dropout = layerSpec(LayerKind::Dropout);
     dropout.rate = 0.2f;
     config.model.layers.insert(config.model.layers.begin() + 2, dropout);
     const TrainedRun run = train(config, true);

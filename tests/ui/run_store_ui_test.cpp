@@ -252,7 +252,7 @@ private slots:
         RunConfig b = a;
         b.precision = PrecisionMode::MixedBf16;
         LayerSpec relu;
-        relu.type = "relu";
+        relu.type = LayerKind::Relu;
         b.model.layers.push_back(relu);
         const QList<ConfigDifference> diffs =
             diffConfigs({QString::fromStdString(runConfigToJson(a)), QString::fromStdString(runConfigToJson(b))});

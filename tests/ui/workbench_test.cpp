@@ -18,9 +18,12 @@
 #include <QAction>
 #include <QComboBox>
 #include <QElapsedTimer>
+#include <QMenu>
 #include <QSignalSpy>
 #include <QStandardItemModel>
+#include <QTableView>
 #include <QTimer>
+#include <QToolButton>
 #include <QUndoStack>
 #include <QtTest>
 
@@ -151,6 +154,57 @@ private slots:
             QCOMPARE(model->data(model->index(1, LayerTableModel::Precision)).toString(), fromView(entry.key));
         }
         QVERIFY(!model->setData(model->index(1, LayerTableModel::Precision), "fp8"));
+    }
+
+    // The layer types the editor offers (the Type cell's combo and the Add layer menu) are the
+    // engine's LayerKind table: a kind the engine gains appears without a UI edit.
+    void layerTypesComeFromTheEnginesTable()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        ModelEditor* editor = bench.modelEditor();
+        LayerTableModel* model = editor->tableModel();
+        const QModelIndex typeCell = model->index(1, LayerTableModel::Type);
+        QWidget* editorWidget = editor->tableView()
+                                    ->itemDelegateForColumn(LayerTableModel::Type)
+                                    ->createEditor(editor->tableView()->viewport(), QStyleOptionViewItem(), typeCell);
+        auto* combo = qobject_cast<QComboBox*>(editorWidget);
+        QVERIFY(combo);
+        QStringList comboKeys;
+        for (int i = 0; i < combo->count(); ++i)
+            comboKeys << combo->itemText(i);
+        delete editorWidget;
+        QCOMPARE(comboKeys, enumKeys<LayerKind>());
+
+        QMenu* addMenu = nullptr;
+        for (auto* button : editor->findChildren<QToolButton*>())
+            if (button->text() == "Add layer")
+                addMenu = button->menu();
+        QVERIFY(addMenu);
+        const QList<QAction*> actions = addMenu->actions();
+        const auto kinds = enumEntries<LayerKind>();
+        QCOMPARE(actions.size(), static_cast<qsizetype>(kinds.size()));
+        for (std::size_t i = 0; i < kinds.size(); ++i) {
+            QCOMPARE(actions[static_cast<qsizetype>(i)]->text(), fromView(kinds[i].displayName));
+            QCOMPARE(actions[static_cast<qsizetype>(i)]->toolTip(), fromView(kinds[i].description));
+        }
+        // Adding a kind inserts a layer of that kind after the selected row.
+        editor->tableView()->setCurrentIndex(model->index(0, LayerTableModel::Type));
+        const std::size_t before = bench.document()->config().model.layers.size();
+        actions.back()->trigger();
+        QCOMPARE(bench.document()->config().model.layers.size(), before + 1);
+        QCOMPARE(bench.document()->config().model.layers[1].type, kinds.back().value);
+
+        // Every key sets the kind; anything else is refused with the legal keys.
+        for (const EnumEntry<LayerKind>& kind : kinds) {
+            QVERIFY(model->setData(model->index(2, LayerTableModel::Type), fromView(kind.key)));
+            QCOMPARE(bench.document()->config().model.layers[2].type, kind.value);
+            QCOMPARE(model->data(model->index(2, LayerTableModel::Type)).toString(), fromView(kind.key));
+        }
+        QSignalSpy rejected(model, &LayerTableModel::editRejected);
+        QVERIFY(!model->setData(model->index(2, LayerTableModel::Type), "attention"));
+        QCOMPARE(rejected.size(), 1);
+        QVERIFY(rejected.first().first().toString().contains(enumKeys<LayerKind>().join(", ")));
     }
 
     // The layer table's "Tensor cores" column and the batch-size note show the engine's

@@ -1,6 +1,6 @@
 #pragma once
 // A layer followed by a fused activation ("activation": "relu" on a linear or conv2d
-// spec). It reports the inner layer's type so the editor shows one row per spec entry.
+// spec). It reports the inner layer's kind so the editor shows one row per spec entry.
 #include "engine/model/layers/activation_layer.h"
 
 namespace mantissa {
@@ -9,7 +9,7 @@ class ActivatedLayer final : public Layer {
 public:
     ActivatedLayer(LayerPtr inner, Activation kind);
 
-    std::string type() const override { return m_inner->type(); }
+    LayerKind kind() const override { return m_inner->kind(); }
     Shape outputShape(const Shape& input) const override { return m_inner->outputShape(input); }
     void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
     std::vector<Parameter*> parameters() override { return m_inner->parameters(); }

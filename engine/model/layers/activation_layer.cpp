@@ -26,7 +26,16 @@ std::span<const EnumEntry<Activation>> enumEntries<Activation>()
 
 std::optional<Activation> parseActivation(const std::string& name) { return parseEnum<Activation>(name); }
 
-std::string activationName(Activation kind) { return std::string(enumKey(kind)); }
+LayerKind ActivationLayer::kind() const
+{
+    switch (m_kind) {
+    case Activation::Relu: return LayerKind::Relu;
+    case Activation::Gelu: return LayerKind::Gelu;
+    case Activation::Tanh: return LayerKind::Tanh;
+    case Activation::Sigmoid: return LayerKind::Sigmoid;
+    }
+    assertionFailed("Activation without a LayerKind", __FILE__, __LINE__);
+}
 
 ForwardResult ActivationLayer::forward(PassState& pass, const Tensor& x)
 {

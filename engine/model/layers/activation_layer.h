@@ -11,17 +11,16 @@ namespace mantissa {
 template <>
 std::span<const EnumEntry<Activation>> enumEntries<Activation>();
 std::optional<Activation> parseActivation(const std::string& name);
-std::string activationName(Activation kind);
 
 class ActivationLayer final : public Layer {
 public:
     explicit ActivationLayer(Activation kind) : m_kind(kind) {}
 
-    std::string type() const override { return activationName(m_kind); }
+    LayerKind kind() const override;
     Shape outputShape(const Shape& input) const override { return input; }
     ForwardResult forward(PassState& pass, const Tensor& x) override;
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
-    Activation kind() const { return m_kind; }
+    Activation activation() const { return m_kind; }
 
 private:
     Activation m_kind;

@@ -12,7 +12,7 @@ public:
     // `input` is the validated per-sample shape: {channels} or {channels, height, width}.
     BatchNorm(const Shape& input, float momentum, float epsilon);
 
-    std::string type() const override { return "batchnorm"; }
+    LayerKind kind() const override { return LayerKind::BatchNorm; }
     Shape outputShape(const Shape& input) const override { return input; }
     void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
     std::vector<Parameter*> parameters() override { return {&m_gamma, &m_beta}; }

@@ -13,7 +13,7 @@ public:
     Conv2d(const Shape& input, std::int64_t filters, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
            bool bias, std::string init, bool xavier);
 
-    std::string type() const override { return "conv2d"; }
+    LayerKind kind() const override { return LayerKind::Conv2d; }
     Shape outputShape(const Shape& input) const override;
     void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
     std::vector<Parameter*> parameters() override;

@@ -10,7 +10,7 @@ class Dropout final : public Layer {
 public:
     explicit Dropout(float rate, std::int64_t valuesPerSample) : m_rate(rate), m_valuesPerSample(valuesPerSample) {}
 
-    std::string type() const override { return "dropout"; }
+    LayerKind kind() const override { return LayerKind::Dropout; }
     Shape outputShape(const Shape& input) const override { return input; }
     ForwardResult forward(PassState& pass, const Tensor& x) override;
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;

@@ -6,7 +6,7 @@ namespace mantissa {
 
 class Flatten final : public Layer {
 public:
-    std::string type() const override { return "flatten"; }
+    LayerKind kind() const override { return LayerKind::Flatten; }
     Shape outputShape(const Shape& input) const override { return {input[0], input.perSample()}; }
     ForwardResult forward(PassState& pass, const Tensor& x) override;
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;

@@ -10,7 +10,7 @@ public:
     // `init`: "" (He-normal, or Xavier when `xavier`), "normal:STD" or "uniform:A".
     Linear(std::int64_t inFeatures, std::int64_t outFeatures, bool bias, std::string init, bool xavier);
 
-    std::string type() const override { return "linear"; }
+    LayerKind kind() const override { return LayerKind::Linear; }
     Shape outputShape(const Shape& input) const override { return {input[0], m_out}; }
     void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
     std::vector<Parameter*> parameters() override;

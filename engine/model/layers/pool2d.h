@@ -13,7 +13,7 @@ public:
     // `input` is the validated per-sample shape {channels, height, width}.
     Pool2d(PoolKind kind, const Shape& input, std::int64_t kernel, std::int64_t stride, std::int64_t padding);
 
-    std::string type() const override { return m_kind == PoolKind::Max ? "maxpool" : "avgpool"; }
+    LayerKind kind() const override { return m_kind == PoolKind::Max ? LayerKind::MaxPool : LayerKind::AvgPool; }
     Shape outputShape(const Shape& input) const override;
     ForwardResult forward(PassState& pass, const Tensor& x) override;
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;

@@ -57,7 +57,7 @@ void Residual::createParameters(Backend& backend, DType masterType, std::uint64_
     MANTISSA_ASSERT(masterType == m_dtypes.master);
     for (std::size_t i = 0; i < m_body.size(); ++i) {
         Layer& layer = *m_body[i];
-        layer.setName(name() + "." + std::to_string(i) + "." + layer.type());
+        layer.setName(name() + "." + std::to_string(i) + "." + std::string(enumKey(layer.kind())));
         layer.createParameters(backend, m_bodyDTypes[i].master, seed);
     }
     if (m_projection) {
@@ -155,7 +155,8 @@ std::vector<std::pair<std::string, std::int64_t>> Residual::tensorCoreExtents() 
     std::vector<std::pair<std::string, std::int64_t>> all;
     for (std::size_t i = 0; i < m_body.size(); ++i)
         for (const auto& [what, extent] : m_body[i]->tensorCoreExtents())
-            all.emplace_back("body " + std::to_string(i) + " (" + m_body[i]->type() + "): " + what, extent);
+            all.emplace_back(
+                "body " + std::to_string(i) + " (" + std::string(enumKey(m_body[i]->kind())) + "): " + what, extent);
     if (m_projection)
         for (const auto& [what, extent] : m_projection->tensorCoreExtents())
             all.emplace_back("shortcut: " + what, extent);

@@ -13,7 +13,7 @@ public:
     // for an identity shortcut. `output` is the per-sample output shape.
     Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape output);
 
-    std::string type() const override { return "residual"; }
+    LayerKind kind() const override { return LayerKind::Residual; }
     Shape outputShape(const Shape& input) const override;
     void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes) override;
     void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;

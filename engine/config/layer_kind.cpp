@@ -1,0 +1,110 @@
+#include "engine/config/layer_kind.h"
+
+#include <algorithm>
+#include <array>
+
+namespace mantissa {
+
+namespace {
+
+constexpr std::array kLayerKinds{
+    EnumEntry<LayerKind>{LayerKind::Linear, "linear", "Linear", "Fully connected: every output sees every input."},
+    EnumEntry<LayerKind>{LayerKind::Conv2d, "conv2d", "Convolution 2D", "A bank of filters slid over an image."},
+    EnumEntry<LayerKind>{LayerKind::BatchNorm, "batchnorm", "Batch norm",
+                         "Normalises each channel over the batch; its statistics stay fp32."},
+    EnumEntry<LayerKind>{LayerKind::Relu, "relu", "ReLU", "max(0, x)."},
+    EnumEntry<LayerKind>{LayerKind::Gelu, "gelu", "GELU", "x times the normal CDF of x (the exact erf form)."},
+    EnumEntry<LayerKind>{LayerKind::Tanh, "tanh", "tanh", "Hyperbolic tangent."},
+    EnumEntry<LayerKind>{LayerKind::Sigmoid, "sigmoid", "sigmoid", "1 / (1 + e^-x)."},
+    EnumEntry<LayerKind>{LayerKind::MaxPool, "maxpool", "Max pool", "The largest value of each window."},
+    EnumEntry<LayerKind>{LayerKind::AvgPool, "avgpool", "Average pool", "The mean of each window."},
+    EnumEntry<LayerKind>{LayerKind::Dropout, "dropout", "Dropout",
+                         "Zeroes each value with probability rate while training."},
+    EnumEntry<LayerKind>{LayerKind::Flatten, "flatten", "Flatten", "Turns an image into a vector of features."},
+    EnumEntry<LayerKind>{LayerKind::Residual, "residual", "Residual block",
+                         "Adds the block's input (through its shortcut) to the output of its layers."},
+};
+
+constexpr std::array kShortcutKinds{
+    EnumEntry<ShortcutKind>{ShortcutKind::Identity, "identity", "identity",
+                            "Adds the input as it is; the layers must keep its shape."},
+    EnumEntry<ShortcutKind>{ShortcutKind::Projection, "projection", "projection",
+                            "Maps the input to the layers' output shape by a strided 1x1 convolution or a linear."},
+};
+
+constexpr std::array kLayerFields{
+    EnumEntry<LayerField>{LayerField::Units, "units", "units", "Output features of a linear."},
+    EnumEntry<LayerField>{LayerField::Inputs, "inputs", "inputs",
+                          "Input features a linear expects (0 = whatever arrives); catches shape drift."},
+    EnumEntry<LayerField>{LayerField::Filters, "filters", "filters", "Output channels of a convolution."},
+    EnumEntry<LayerField>{LayerField::Kernel, "kernel", "kernel", "Window size of a convolution or a pool."},
+    EnumEntry<LayerField>{LayerField::Stride, "stride", "stride",
+                          "Window step; 0 = 1 for a convolution, the kernel for a pool."},
+    EnumEntry<LayerField>{LayerField::Padding, "padding", "padding", "Zeros added on each side of the image."},
+    EnumEntry<LayerField>{LayerField::Bias, "bias", "bias", "Whether a linear or convolution adds a bias."},
+    EnumEntry<LayerField>{LayerField::Activation, "activation", "activation",
+                          "An activation fused after a linear or convolution."},
+    EnumEntry<LayerField>{LayerField::Rate, "rate", "rate", "The probability that dropout zeroes a value."},
+    EnumEntry<LayerField>{LayerField::Epsilon, "epsilon", "epsilon", "Added to a batch norm's variance."},
+    EnumEntry<LayerField>{LayerField::Momentum, "momentum", "momentum",
+                          "Update rate of a batch norm's running statistics."},
+    EnumEntry<LayerField>{LayerField::Init, "init", "init",
+                          "Weight initialisation: \"\" (by activation), normal:STD, uniform:A."},
+    EnumEntry<LayerField>{LayerField::Shortcut, "shortcut", "shortcut", "How a residual block adds its input back."},
+};
+
+constexpr std::array kLinearFields{LayerField::Units, LayerField::Activation, LayerField::Bias, LayerField::Inputs,
+                                   LayerField::Init};
+constexpr std::array kConvFields{LayerField::Filters,    LayerField::Kernel, LayerField::Stride, LayerField::Padding,
+                                 LayerField::Activation, LayerField::Bias,   LayerField::Init};
+constexpr std::array kBatchNormFields{LayerField::Epsilon, LayerField::Momentum};
+constexpr std::array kPoolFields{LayerField::Kernel, LayerField::Stride, LayerField::Padding};
+constexpr std::array kDropoutFields{LayerField::Rate};
+constexpr std::array kResidualFields{LayerField::Shortcut};
+
+} // namespace
+
+template <>
+std::span<const EnumEntry<LayerKind>> enumEntries<LayerKind>()
+{
+    return kLayerKinds;
+}
+
+template <>
+std::span<const EnumEntry<ShortcutKind>> enumEntries<ShortcutKind>()
+{
+    return kShortcutKinds;
+}
+
+template <>
+std::span<const EnumEntry<LayerField>> enumEntries<LayerField>()
+{
+    return kLayerFields;
+}
+
+std::span<const LayerField> layerFields(LayerKind kind)
+{
+    switch (kind) {
+    case LayerKind::Linear: return kLinearFields;
+    case LayerKind::Conv2d: return kConvFields;
+    case LayerKind::BatchNorm: return kBatchNormFields;
+    case LayerKind::MaxPool:
+    case LayerKind::AvgPool: return kPoolFields;
+    case LayerKind::Dropout: return kDropoutFields;
+    case LayerKind::Residual: return kResidualFields;
+    case LayerKind::Relu:
+    case LayerKind::Gelu:
+    case LayerKind::Tanh:
+    case LayerKind::Sigmoid:
+    case LayerKind::Flatten: return {};
+    }
+    assertionFailed("LayerKind missing from layerFields", __FILE__, __LINE__);
+}
+
+bool layerTakesField(LayerKind kind, LayerField field)
+{
+    const auto fields = layerFields(kind);
+    return std::find(fields.begin(), fields.end(), field) != fields.end();
+}
+
+} // namespace mantissa
