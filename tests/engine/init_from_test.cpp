@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -43,8 +45,10 @@ class InitFrom : public ::testing::Test {
 protected:
     void SetUp() override
     {
+        // One file per test and process: CTest runs these tests in parallel processes.
         m_path = std::filesystem::temp_directory_path() /
-                 ("mantissa-init-from-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".ckpt");
+                 ("mantissa-init-from-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+                  "-" + std::to_string(::getpid()) + ".ckpt");
         Trainer trained(m_fp32, *m_backend, m_data);
         trained.run();
         m_trainedLoss = trained.evaluate(m_data.test).loss;
