@@ -38,8 +38,10 @@ QString describeLayer(const LayerSpec& spec)
     case LayerKind::Flatten: break;
     }
     QString text = parts.join(QLatin1Char(' '));
-    if (!spec.activation.empty())
-        text += QStringLiteral(" + ") + QString::fromStdString(spec.activation);
+    if (spec.activation) {
+        const std::string_view key = enumKey(*spec.activation);
+        text += QStringLiteral(" + ") + QString::fromUtf8(key.data(), qsizetype(key.size()));
+    }
     return text;
 }
 

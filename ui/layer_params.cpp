@@ -29,7 +29,7 @@ QString valueOf(const LayerSpec& l, LayerField field)
     case LayerField::Stride: return QString::number(l.stride);
     case LayerField::Padding: return QString::number(l.padding);
     case LayerField::Bias: return l.bias ? "true" : "false";
-    case LayerField::Activation: return l.activation.empty() ? "none" : QString::fromStdString(l.activation);
+    case LayerField::Activation: return l.activation ? fromView(enumKey(*l.activation)) : QStringLiteral("none");
     case LayerField::Rate: return number(l.rate);
     case LayerField::Epsilon: return number(l.epsilon);
     case LayerField::Momentum: return number(l.momentum);
@@ -46,7 +46,7 @@ bool isWorthShowing(const LayerSpec& l, LayerField field)
     case LayerField::Bias: return !l.bias;
     case LayerField::Inputs: return l.inputs != 0;
     case LayerField::Init: return !l.init.empty();
-    case LayerField::Activation: return !l.activation.empty();
+    case LayerField::Activation: return l.activation.has_value();
     default: return true; // the fields that define the layer, shown even at their default
     }
 }
@@ -92,7 +92,7 @@ QString setValue(LayerSpec& l, LayerField field, const QString& value)
         const QStringList known = QStringList{"none"} + enumKeys<Activation>();
         if (!known.contains(value))
             return QObject::tr("activation must be one of %1, got \"%2\"").arg(known.join(", "), value);
-        l.activation = value == "none" ? std::string() : value.toStdString();
+        l.activation = value == "none" ? std::nullopt : parseEnum<Activation>(value.toStdString());
         return {};
     }
     case LayerField::Init: l.init = value.toStdString(); return {};

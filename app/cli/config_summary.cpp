@@ -41,8 +41,9 @@ QString layerText(const LayerSpec& layer)
     case LayerKind::Dropout:
     case LayerKind::Flatten: break;
     }
-    if (!layer.activation.empty())
-        text += u' ' + QString::fromStdString(layer.activation);
+    if (layer.activation)
+        text +=
+            u' ' + QString::fromUtf8(enumKey(*layer.activation).data(), qsizetype(enumKey(*layer.activation).size()));
     if (layer.precision != LayerPrecision::Auto)
         text += QStringLiteral(" [%1]").arg(key(layer.precision));
     return text;

@@ -21,6 +21,10 @@
 namespace mantissa {
 
 enum class Activation : std::uint8_t { Relu, Gelu, Tanh, Sigmoid };
+// The activations' names, as layer types and as the "activation" of linear and conv2d layers
+// (defined with the activation layer, engine/model/layers/activation_layer.cpp).
+template <>
+std::span<const EnumEntry<Activation>> enumEntries<Activation>();
 
 enum class Transpose : std::uint8_t { No, Yes };
 

@@ -94,7 +94,14 @@ LayerSpec parseLayer(const json& j, const std::string& path, const std::string& 
     r.read("stride", layer.stride);
     r.read("padding", layer.padding);
     r.read("bias", layer.bias);
-    r.read("activation", layer.activation);
+    std::string activation;
+    r.read("activation", activation);
+    // "none" and no key both mean no fused activation.
+    if (!activation.empty() && activation != "none") {
+        layer.activation = parseEnum<Activation>(activation);
+        if (!layer.activation)
+            r.fail(r.field("activation"), "is \"" + activation + "\"; expected none, " + enumKeyList<Activation>());
+    }
     r.read("rate", layer.rate);
     r.read("epsilon", layer.epsilon);
     r.read("momentum", layer.momentum);
@@ -131,8 +138,8 @@ json layerToJson(const LayerSpec& l)
     }
     if (l.bias != d.bias)
         j["bias"] = l.bias;
-    if (!l.activation.empty())
-        j["activation"] = l.activation;
+    if (l.activation)
+        j["activation"] = enumKey(*l.activation);
     if (layerTakesField(l.type, LayerField::Rate))
         j["rate"] = l.rate;
     if (layerTakesField(l.type, LayerField::Epsilon)) {

@@ -1,6 +1,7 @@
 #pragma once
 // The run config: model + data + optimizer + schedule + precision + training settings.
 // One JSON file drives the GUI, the CLI and the tests; docs/config.md documents every field.
+#include "engine/backend/backend.h"
 #include "engine/backend/cpu_options.h"
 #include "engine/config/config_enums.h"
 #include "engine/config/layer_kind.h"
@@ -8,6 +9,7 @@
 #include "engine/precision/precision_policy.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +25,7 @@ struct LayerSpec {
                                             // for pools (non-overlapping windows, as PyTorch and Keras do)
     std::int64_t padding = 0;               // conv2d, pools
     bool bias = true;                       // linear, conv2d
-    std::string activation;                 // optional fused activation after linear/conv2d: relu|gelu|tanh|sigmoid
+    std::optional<Activation> activation;   // optional fused activation after linear/conv2d ("none": nullopt)
     float rate = 0.5f;                      // dropout probability
     float epsilon = 1e-5f, momentum = 0.1f; // batchnorm
     std::string init;                       // "" (He/Xavier by activation) | "normal:STD" | "uniform:A"

@@ -18,25 +18,12 @@ namespace mantissa {
 
 namespace {
 
-// "relu, gelu, tanh, sigmoid": the activations a spec may name.
-std::string activationKeys()
-{
-    std::string keys;
-    for (const auto& entry : enumEntries<Activation>())
-        keys += (keys.empty() ? "" : ", ") + std::string(entry.key);
-    return keys;
-}
-
 // Applies the optional fused activation of a linear or conv2d spec.
 LayerPtr wrapActivation(LayerPtr layer, const LayerSpec& spec)
 {
-    if (spec.activation.empty() || spec.activation == "none")
+    if (!spec.activation)
         return layer;
-    const auto kind = parseActivation(spec.activation);
-    if (!kind)
-        throw ConfigError("activation \"" + spec.activation + "\" is unknown; expected " + activationKeys() +
-                          " or none");
-    return std::make_unique<ActivatedLayer>(std::move(layer), *kind);
+    return std::make_unique<ActivatedLayer>(std::move(layer), *spec.activation);
 }
 
 LayerPtr createLinear(const LayerSpec& spec, const Shape& in)
@@ -49,7 +36,7 @@ LayerPtr createLinear(const LayerSpec& spec, const Shape& in)
     if (spec.inputs > 0 && spec.inputs != in[0])
         throw ConfigError("expects " + std::to_string(spec.inputs) + " inputs, receives " + std::to_string(in[0]) +
                           "; did the pooling change?");
-    const bool xavier = spec.activation == "tanh" || spec.activation == "sigmoid";
+    const bool xavier = spec.activation == Activation::Tanh || spec.activation == Activation::Sigmoid;
     return wrapActivation(std::make_unique<Linear>(in[0], spec.units, spec.bias, spec.init, xavier), spec);
 }
 
@@ -100,7 +87,7 @@ LayerPtr createConv2d(const LayerSpec& spec, const Shape& in)
     if (!windowFits(in, spec.kernel, spec.padding))
         throw ConfigError("kernel " + number(spec.kernel) + " does not fit a " + spatial(in) + " input with padding " +
                           number(spec.padding) + "; use a smaller kernel or more padding");
-    const bool xavier = spec.activation == "tanh" || spec.activation == "sigmoid";
+    const bool xavier = spec.activation == Activation::Tanh || spec.activation == Activation::Sigmoid;
     return wrapActivation(
         std::make_unique<Conv2d>(in, spec.filters, spec.kernel, stride, spec.padding, spec.bias, spec.init, xavier),
         spec);

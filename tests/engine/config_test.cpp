@@ -226,9 +226,15 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
          "tanh, sigmoid, maxpool, avgpool, dropout, flatten or residual"},
         {R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "residual", "shortcut": "gated", "layers": []}]}})",
          "test.json: model.layers[0].shortcut is \"gated\"; expected identity or projection"},
+        {config(R"(, "activation": "swish")", ""),
+         "test.json: model.layers[0].activation is \"swish\"; expected none, relu, gelu, tanh or sigmoid"},
     };
     for (const Case& c : cases)
         EXPECT_EQ(errorOf(c.json), c.message) << c.json;
+    // "none" is the same as no fused activation, and is not written back.
+    const RunConfig none = parseRunConfig(config(R"(, "activation": "none")", ""), "test.json");
+    EXPECT_FALSE(none.model.layers[0].activation.has_value());
+    EXPECT_EQ(runConfigToJson(none).find("activation"), std::string::npos);
     // A choice given as another JSON type is a type error, not an unknown value.
     EXPECT_NE(errorOf(config("", R"(, "optimizer": {"type": 3})")).find("optimizer.type has the wrong type"),
               std::string::npos);

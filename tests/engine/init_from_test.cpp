@@ -104,7 +104,8 @@ TEST_F(InitFrom, ARefusedCheckpointLeavesTheWeightsAsTheyWere)
     // A deeper model: every tensor of the checkpoint's first layers fits, but the checkpoint
     // lacks the extra layer's, and the last layer's input width differs.
     RunConfig deeper = m_fp32;
-    deeper.model.layers.insert(deeper.model.layers.end() - 1, test_support::layerSpec(LayerKind::Linear, 16, "relu"));
+    deeper.model.layers.insert(deeper.model.layers.end() - 1,
+                               test_support::layerSpec(LayerKind::Linear, 16, Activation::Relu));
     Trainer trainer(deeper, *m_backend, m_data);
     const auto before = masterWeights(trainer, *m_backend);
     const std::string message = refusal([&] { trainer.loadCheckpoint(m_path.string(), true); });

@@ -178,17 +178,17 @@ LayerSpec layer(LayerKind type)
     return spec;
 }
 
-LayerSpec linear(std::int64_t units, bool bias = true, std::string activation = "")
+LayerSpec linear(std::int64_t units, bool bias = true, std::optional<Activation> activation = {})
 {
     LayerSpec spec = layer(LayerKind::Linear);
     spec.units = units;
     spec.bias = bias;
-    spec.activation = std::move(activation);
+    spec.activation = activation;
     return spec;
 }
 
 LayerSpec conv(std::int64_t filters, std::int64_t kernel, std::int64_t stride, std::int64_t padding, bool bias,
-               std::string activation = "")
+               std::optional<Activation> activation = {})
 {
     LayerSpec spec = layer(LayerKind::Conv2d);
     spec.filters = filters;
@@ -196,7 +196,7 @@ LayerSpec conv(std::int64_t filters, std::int64_t kernel, std::int64_t stride, s
     spec.stride = stride;
     spec.padding = padding;
     spec.bias = bias;
-    spec.activation = std::move(activation);
+    spec.activation = activation;
     return spec;
 }
 
@@ -234,7 +234,7 @@ const std::vector<GradientCase>& layerGradientCases()
     static const std::vector<GradientCase> cases{
         {"linear", linear(5), {4}},
         {"linearNoBias", linear(5, false), {4}},
-        {"linearRelu", linear(6, true, "relu"), {5}, 4},
+        {"linearRelu", linear(6, true, Activation::Relu), {5}, 4},
         {"relu", layer(LayerKind::Relu), {7}, 3, InputKind::AwayFromZero},
         {"gelu", layer(LayerKind::Gelu), {7}},
         {"tanh", layer(LayerKind::Tanh), {7}},
@@ -244,7 +244,7 @@ const std::vector<GradientCase>& layerGradientCases()
         {"conv3x3Stride1Pad0NoBias", conv(4, 3, 1, 0, false), {3, 5, 6}, 2},
         {"conv3x3Stride2Pad1Bias", conv(3, 3, 2, 1, true), {2, 7, 6}, 2},
         {"conv2x2Stride2Pad0NoBias", conv(3, 2, 2, 0, false), {2, 6, 6}, 2},
-        {"conv3x3Tanh", conv(3, 3, 1, 1, true, "tanh"), {2, 4, 4}, 2},
+        {"conv3x3Tanh", conv(3, 3, 1, 1, true, Activation::Tanh), {2, 4, 4}, 2},
         {"batchnorm2d", layer(LayerKind::BatchNorm), {4}, 6},
         {"batchnorm4d", layer(LayerKind::BatchNorm), {2, 3, 3}, 3},
         {"maxpool2x2", pool(LayerKind::MaxPool, 2, 0, 0), {2, 4, 6}, 2, InputKind::Distinct},
@@ -253,12 +253,15 @@ const std::vector<GradientCase>& layerGradientCases()
         {"avgpool3x3Stride2Pad1", pool(LayerKind::AvgPool, 3, 2, 1), {2, 5, 6}, 2},
         {"dropout", dropout(0.5f), {12}, 4},
         {"residualIdentity",
-         residual(ShortcutKind::Identity, {conv(3, 3, 1, 1, true, "tanh"), conv(3, 3, 1, 1, false)}),
+         residual(ShortcutKind::Identity, {conv(3, 3, 1, 1, true, Activation::Tanh), conv(3, 3, 1, 1, false)}),
          {3, 4, 4},
          2},
-        {"residualProjectionConv", residual(ShortcutKind::Projection, {conv(4, 3, 2, 1, true, "tanh")}), {2, 6, 6}, 2},
+        {"residualProjectionConv",
+         residual(ShortcutKind::Projection, {conv(4, 3, 2, 1, true, Activation::Tanh)}),
+         {2, 6, 6},
+         2},
         {"residualProjectionLinear",
-         residual(ShortcutKind::Projection, {linear(5, true, "tanh"), layer(LayerKind::BatchNorm)}),
+         residual(ShortcutKind::Projection, {linear(5, true, Activation::Tanh), layer(LayerKind::BatchNorm)}),
          {4},
          5},
     };

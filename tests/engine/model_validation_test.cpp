@@ -83,11 +83,6 @@ const ErrorCase kErrorCases[] = {
      R"([{"type": "conv2d", "filters": 4, "kernel": 0}, )" + kHead + "]",
      0,
      {"layer 0 (conv2d): ", "kernel must be positive"}},
-    {"convUnknownActivation",
-     kImage,
-     R"([{"type": "conv2d", "filters": 4, "activation": "swish"}, )" + kHead + "]",
-     0,
-     {"layer 0 (conv2d): ", "activation \"swish\" is unknown"}},
     // pools
     {"maxpoolNoOutput",
      kImage,

@@ -34,7 +34,7 @@ RunConfig deepConfig(PrecisionMode mode)
     c.data.syntheticShape = {64};
     c.model.layers = {};
     for (int i = 0; i < 8; ++i)
-        c.model.layers.push_back(layerSpec(LayerKind::Linear, 32, "sigmoid"));
+        c.model.layers.push_back(layerSpec(LayerKind::Linear, 32, Activation::Sigmoid));
     c.model.layers.push_back(layerSpec(LayerKind::Linear, 4));
     c.optimizer.type = OptimizerKind::Adam;
     c.optimizer.lr = 1e-3f;

@@ -8,7 +8,7 @@
 
 namespace mantissa::test_support {
 
-inline LayerSpec layerSpec(LayerKind type, std::int64_t units = 0, const std::string& activation = "")
+inline LayerSpec layerSpec(LayerKind type, std::int64_t units = 0, std::optional<Activation> activation = {})
 {
     LayerSpec l;
     l.type = type;
@@ -23,8 +23,8 @@ inline RunConfig smallSyntheticConfig(PrecisionMode mode = PrecisionMode::Fp32)
     c.name = "small";
     c.model.input = {1, 8, 8};
     c.model.classes = 4;
-    c.model.layers = {layerSpec(LayerKind::Flatten), layerSpec(LayerKind::Linear, 32, "relu"),
-                      layerSpec(LayerKind::Linear, 32, "relu"), layerSpec(LayerKind::Linear, 4)};
+    c.model.layers = {layerSpec(LayerKind::Flatten), layerSpec(LayerKind::Linear, 32, Activation::Relu),
+                      layerSpec(LayerKind::Linear, 32, Activation::Relu), layerSpec(LayerKind::Linear, 4)};
     c.data.dataset = DatasetKind::Synthetic;
     c.data.syntheticShape = {1, 8, 8};
     c.data.syntheticClasses = 4;
@@ -48,7 +48,7 @@ inline RunConfig smallConvConfig(PrecisionMode mode = PrecisionMode::Fp32)
     conv.filters = 8;
     conv.padding = 1;
     LayerSpec branchConv = conv;
-    branchConv.activation = "relu";
+    branchConv.activation = Activation::Relu;
     LayerSpec residual;
     residual.type = LayerKind::Residual;
     residual.body = {branchConv, layerSpec(LayerKind::BatchNorm)};

@@ -7,9 +7,6 @@
 
 namespace mantissa {
 
-// The activations' names, as layer types and as the "activation" of linear and conv2d layers.
-template <>
-std::span<const EnumEntry<Activation>> enumEntries<Activation>();
 std::optional<Activation> parseActivation(const std::string& name);
 
 class ActivationLayer final : public Layer {
