@@ -20,6 +20,8 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
     run.precision = QString::fromStdString(precisionModeName(config.precision));
     run.device = deviceDescription(backend);
     run.groupId = metadata.groupId;
+    run.sweepId = metadata.sweepId;
+    run.sweepIndex = metadata.sweepIndex;
     run.tags = metadata.tags;
     run.notes = metadata.notes;
     return run;

@@ -80,10 +80,9 @@ void setAtPath(json& config, const std::string& path, const json& value, const s
     for (const PathStep& step : parsePath(path, where)) {
         if (step.member.empty()) {
             if (!node->is_array() || step.index >= node->size())
-                throw ConfigError(where + ": " + walked + indexText(step.index) + " does not exist (" + walked +
-                                  " has " +
-                                  (node->is_array() ? std::to_string(node->size()) + " elements" : "no elements") +
-                                  ")");
+                throw ConfigError(
+                    where + ": " + walked + indexText(step.index) + " does not exist (" + walked + " has " +
+                    (node->is_array() ? std::to_string(node->size()) + " elements" : "no elements") + ")");
             node = &(*node)[step.index];
             walked += indexText(step.index);
         } else {
@@ -227,9 +226,8 @@ SweepSpec parseSweepSpec(const std::string& text, const std::string& origin, con
     const json root = parseJson(text, origin);
     if (!root.is_object())
         throw ConfigError(origin + ": a sweep spec is a JSON object");
-    static const std::set<std::string> kFields = {"name",        "base",           "set",         "precisions",
-                                                  "loss_scales", "learning_rates", "batch_sizes", "axes",
-                                                  "seeds"};
+    static const std::set<std::string> kFields = {"name",           "base",        "set",  "precisions", "loss_scales",
+                                                  "learning_rates", "batch_sizes", "axes", "seeds"};
     for (const auto& [key, value] : root.items()) {
         if (!kFields.contains(key))
             throw ConfigError(origin + ": " + key +
@@ -254,9 +252,9 @@ SweepSpec parseSweepSpec(const std::string& text, const std::string& origin, con
     spec.name = root.value("name", baseConfig.name + " sweep");
 
     const std::pair<const char*, const char*> kShorthands[] = {{"precisions", "precision.mode"},
-                                                                {"loss_scales", "precision.loss_scale"},
-                                                                {"learning_rates", "optimizer.lr"},
-                                                                {"batch_sizes", "training.batch_size"}};
+                                                               {"loss_scales", "precision.loss_scale"},
+                                                               {"learning_rates", "optimizer.lr"},
+                                                               {"batch_sizes", "training.batch_size"}};
     for (const auto& [field, key] : kShorthands) {
         if (!root.contains(field))
             continue;
@@ -346,8 +344,8 @@ SweepPlan expandSweep(const SweepSpec& spec, const std::string& origin)
             for (const std::string& assignment : configuration.assignments)
                 run.label += assignment + ", ";
             run.label += "seed=" + std::to_string(seed);
-            const std::string where = origin + " run " + std::to_string(run.index) + " of " + std::to_string(total) +
-                                      " (" + run.label + ")";
+            const std::string where =
+                origin + " run " + std::to_string(run.index) + " of " + std::to_string(total) + " (" + run.label + ")";
             json config = base;
             for (std::size_t a = 0; a < spec.axes.size(); ++a)
                 setAtPath(config, spec.axes[a].key, json::parse(spec.axes[a].values[choice[a]]), where);

@@ -118,8 +118,7 @@ TEST(SweepSpec, ErrorsNameTheKeyValueAndRun)
     const std::string badMode = errorOf(R"({"base": "mlp", "precisions": ["fp32", "fp17"], "seeds": 1})");
     EXPECT_NE(badMode.find("run 1 of 2 (precision.mode=fp17, seed=0)"), std::string::npos) << badMode;
     EXPECT_NE(badMode.find("fp17"), std::string::npos) << badMode;
-    const std::string badType =
-        errorOf(R"({"base": "mlp", "batch_sizes": [32, "many"], "seeds": 1})");
+    const std::string badType = errorOf(R"({"base": "mlp", "batch_sizes": [32, "many"], "seeds": 1})");
     EXPECT_NE(badType.find("run 1 of 2 (training.batch_size=many, seed=0): training.batch_size has the wrong type"),
               std::string::npos)
         << badType;
