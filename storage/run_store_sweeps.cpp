@@ -188,7 +188,8 @@ std::optional<SweepInfo> RunStore::findSweepBySpec(const QString& specJson) cons
 
 QList<SweepInfo> RunStore::sweeps() const
 {
-    QSqlQuery query = m_connection->prepare(QStringLiteral("SELECT %1 FROM sweeps ORDER BY id DESC").arg(kSweepColumns));
+    QSqlQuery query =
+        m_connection->prepare(QStringLiteral("SELECT %1 FROM sweeps ORDER BY id DESC").arg(kSweepColumns));
     return readSweeps(*m_connection, query, QStringLiteral("listing sweeps"));
 }
 
@@ -224,7 +225,8 @@ ImportResult RunStore::importRuns(const QString& sourcePath)
     if (!source.exists())
         throw StorageError(StorageError::Kind::NotFound, sourceFile, QStringLiteral("does not exist"));
     if (source.isFile() && source.size() == 0)
-        throw StorageError(StorageError::Kind::NotSqlite, sourceFile, QStringLiteral("is an empty file, not a run database"));
+        throw StorageError(StorageError::Kind::NotSqlite, sourceFile,
+                           QStringLiteral("is an empty file, not a run database"));
     // Read only when no connection here has it open (Connection::isOpenInProcess).
     if (!Connection::isOpenInProcess(sourceFile) && !hasSqliteHeader(sourceFile)) {
         checkDatabaseFile(sourceFile); // names what is wrong: missing, a directory, unreadable
@@ -244,8 +246,7 @@ ImportResult RunStore::importRuns(const QString& sourcePath)
     c.exec(QStringLiteral("UPDATE src.runs SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL"),
            QStringLiteral("giving the source's runs an id"));
 
-    const QStringList runColumns =
-        columnsOf(c, QStringLiteral("runs"), {"id", "name", "group_id", "sweep_id"});
+    const QStringList runColumns = columnsOf(c, QStringLiteral("runs"), {"id", "name", "group_id", "sweep_id"});
     const QString runList = runColumns.join(QStringLiteral(", "));
     QSqlQuery insertRun = c.prepare(QStringLiteral("INSERT INTO main.runs (name, sweep_id, %1) SELECT ?, ?, %1 FROM "
                                                    "src.runs WHERE id = ?")

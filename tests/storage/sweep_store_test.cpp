@@ -127,13 +127,15 @@ private slots:
     void concurrentWritersLoseNoRows()
     {
         constexpr int kProcesses = 4, kRuns = 3, kSteps = 300;
-        { RunStore store(m_path); }
+        {
+            RunStore store(m_path);
+        }
         std::vector<std::unique_ptr<QProcess>> processes;
         for (int p = 0; p < kProcesses; ++p) {
             auto process = std::make_unique<QProcess>();
-            process->start(QStringLiteral(MANTISSA_CONCURRENT_WRITER),
-                           {m_path, QStringLiteral("writer%1").arg(p), QString::number(kRuns),
-                            QString::number(kSteps)});
+            process->start(
+                QStringLiteral(MANTISSA_CONCURRENT_WRITER),
+                {m_path, QStringLiteral("writer%1").arg(p), QString::number(kRuns), QString::number(kSteps)});
             processes.push_back(std::move(process));
         }
         for (auto& process : processes) {
@@ -265,9 +267,8 @@ private slots:
             source = m_dir->filePath(QStringLiteral("nothing-here.sqlite"));
         }
         RunStore store(m_path);
-        const FileSnapshot before = kind == QLatin1String("self") || kind == QLatin1String("missing")
-                                        ? FileSnapshot{}
-                                        : snapshot(source);
+        const FileSnapshot before =
+            kind == QLatin1String("self") || kind == QLatin1String("missing") ? FileSnapshot{} : snapshot(source);
         QString text;
         QCOMPARE(int(importError(store, source, &text)), expected);
         QVERIFY2(text.startsWith(QFileInfo(source).absoluteFilePath() + QStringLiteral(": ")), qPrintable(text));
