@@ -54,8 +54,8 @@ std::string describeDifference(const std::string& otherLabel, const std::string&
     std::string text = head + format("%+.*f", test->difference * metric.scale, metric.decimals) + " +/- " +
                        format("%.*f", test->halfWidth * metric.scale, metric.decimals) + unit + ", ";
     if (test->difference == 0 && test->p == 1 && test->halfWidth == 0)
-        return text + "no difference (every run gave the same value, " +
-               sampleSizes(baseline.size(), other.size()) + ")";
+        return text + "no difference (every run gave the same value, " + sampleSizes(baseline.size(), other.size()) +
+               ")";
     return text + verdict(test->p) + " (Welch's t-test, " + formatP(test->p) + ", " +
            sampleSizes(baseline.size(), other.size()) + ")";
 }

@@ -23,10 +23,7 @@ void checkConfidence(double confidence)
 // The two-sided critical value of Student's t: P(|T| <= t) = confidence.
 double tCritical(double confidence, double df) { return gsl_cdf_tdist_Pinv(0.5 + confidence / 2, df); }
 
-double sampleVariance(const std::vector<double>& values)
-{
-    return gsl_stats_variance(values.data(), 1, values.size());
-}
+double sampleVariance(const std::vector<double>& values) { return gsl_stats_variance(values.data(), 1, values.size()); }
 
 } // namespace
 

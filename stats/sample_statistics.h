@@ -11,7 +11,7 @@ namespace mantissa::stats {
 struct SampleSummary {
     int n = 0;
     double mean = 0;
-    double sd = 0;             // sample standard deviation (n - 1); NaN when n < 2
+    double sd = 0;                // sample standard deviation (n - 1); NaN when n < 2
     double ciLow = 0, ciHigh = 0; // confidence interval of the mean; NaN when n < 2
 };
 // Throws std::invalid_argument for an empty sample or a confidence outside (0, 1).
