@@ -68,12 +68,12 @@ int runImportCommand(const QStringList& arguments)
                 continue; // the run database itself may lie in the directory
             try {
                 const storage::ImportResult result = store->importRuns(file);
-                std::fprintf(stderr, "%s: %d imported, %d already here%s\n", qPrintable(file), result.imported,
-                             result.alreadyPresent,
-                             result.stillRunning > 0
-                                 ? qPrintable(QStringLiteral(", %1 still running (import again later)")
-                                                  .arg(result.stillRunning))
-                                 : "");
+                std::fprintf(
+                    stderr, "%s: %d imported, %d already here%s\n", qPrintable(file), result.imported,
+                    result.alreadyPresent,
+                    result.stillRunning > 0
+                        ? qPrintable(QStringLiteral(", %1 still running (import again later)").arg(result.stillRunning))
+                        : "");
                 total.imported += result.imported;
                 total.alreadyPresent += result.alreadyPresent;
                 total.stillRunning += result.stillRunning;

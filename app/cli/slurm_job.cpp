@@ -38,7 +38,10 @@ QString slurmScript(const SlurmOptions& options, const QString& sweepName, int r
         array += QStringLiteral("%%1").arg(options.maxParallel);
     QStringList lines = {
         QStringLiteral("#!/bin/bash"),
-        QStringLiteral("# mantissa-cli sweep --slurm: \"%1\", %2 runs (sweep %3).").arg(sweepName).arg(runCount).arg(sweepUid),
+        QStringLiteral("# mantissa-cli sweep --slurm: \"%1\", %2 runs (sweep %3).")
+            .arg(sweepName)
+            .arg(runCount)
+            .arg(sweepUid),
         QStringLiteral("# Task i trains run i of sweep.json into runs/run-i.sqlite; when all are done:"),
         QStringLiteral("#   mantissa-cli import %1").arg(shellQuoted(dir)),
         QStringLiteral("#SBATCH --job-name=mantissa-sweep"),
@@ -68,15 +71,17 @@ QString writeSlurmJob(const SlurmOptions& options, const SweepSpec& spec, const 
     // #SBATCH lines take no quoting, so a path with white space would be cut there.
     if (options.outDir.isEmpty() || options.outDir.contains(QRegularExpression(QStringLiteral("\\s"))))
         throw ConfigError("--out must name a directory without white space (Slurm's #SBATCH lines cannot quote it), "
-                          "got \"" + options.outDir.toStdString() + "\"");
+                          "got \"" +
+                          options.outDir.toStdString() + "\"");
     const QDir dir(options.outDir);
     for (const QString& sub : {QStringLiteral("runs"), QStringLiteral("logs")})
         if (!dir.mkpath(sub))
             throw IoError(dir.filePath(sub).toStdString() + ": cannot create the directory");
     writeFile(dir.filePath(QStringLiteral("sweep.json")), QByteArray::fromStdString(sweepSpecToJson(spec, 2)) + "\n");
     const QString script = dir.absoluteFilePath(QStringLiteral("sweep.sbatch"));
-    writeFile(script, slurmScript(options, QString::fromStdString(spec.name), int(spec.runCount()), sweepUid, cliPath)
-                          .toUtf8());
+    writeFile(
+        script,
+        slurmScript(options, QString::fromStdString(spec.name), int(spec.runCount()), sweepUid, cliPath).toUtf8());
     return script;
 }
 
@@ -92,8 +97,8 @@ QString submitSlurmJob(const QString& scriptPath)
     const QString out = QString::fromUtf8(sbatch.readAllStandardOutput()).trimmed();
     const QString err = QString::fromUtf8(sbatch.readAllStandardError()).trimmed();
     if (sbatch.exitStatus() != QProcess::NormalExit || sbatch.exitCode() != 0 || out.isEmpty())
-        throw Error("sbatch refused the job (exit code " + std::to_string(sbatch.exitCode()) +
-                    "): " + (err.isEmpty() ? out : err).toStdString() + "; the job script is " + scriptPath.toStdString());
+        throw Error("sbatch refused the job (exit code " + std::to_string(sbatch.exitCode()) + "): " +
+                    (err.isEmpty() ? out : err).toStdString() + "; the job script is " + scriptPath.toStdString());
     // --parsable prints "jobid" or "jobid;cluster".
     return out.section(u';', 0, 0);
 }

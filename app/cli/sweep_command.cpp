@@ -124,7 +124,7 @@ SweepSpec sweepSpecFromOptions(const QCommandLineParser& parser)
     if (parser.isSet("name"))
         root["name"] = parser.value("name").toStdString();
     const std::pair<const char*, const char*> kOverrides[] = {
-        {"epochs", "training.epochs"},        {"max-steps", "training.max_steps"}, {"device", "training.device"},
+        {"epochs", "training.epochs"},       {"max-steps", "training.max_steps"}, {"device", "training.device"},
         {"limit-train", "data.limit_train"}, {"limit-test", "data.limit_test"},   {"data-dir", "data.directory"},
     };
     for (const auto& [option, key] : kOverrides) {
@@ -166,7 +166,8 @@ int runOnSlurm(const QCommandLineParser& parser, const SweepSpec& spec)
     const QString uid = storage::newUid();
     const QString script = writeSlurmJob(options, spec, uid, QCoreApplication::applicationFilePath());
     std::fprintf(stderr, "%s: %zu runs; job script %s\n", spec.name.c_str(), spec.runCount(), qPrintable(script));
-    nlohmann::json line = {{"script", script.toStdString()}, {"runs", spec.runCount()}, {"sweep_uid", uid.toStdString()}};
+    nlohmann::json line = {
+        {"script", script.toStdString()}, {"runs", spec.runCount()}, {"sweep_uid", uid.toStdString()}};
     if (parser.isSet("dry-run")) {
         std::fputs("dry run: not submitted; submit it with sbatch\n", stderr);
     } else {
@@ -234,13 +235,14 @@ int runSweepCommand(const QStringList& arguments)
             sweep = store->findSweepBySpec(specJson);
         const bool resumed = sweep.has_value();
         if (!sweep)
-            sweep = store->sweep(store->createSweep(
-                {{}, QString::fromStdString(spec.name), specJson, int(spec.runCount())}));
+            sweep = store->sweep(
+                store->createSweep({{}, QString::fromStdString(spec.name), specJson, int(spec.runCount())}));
         const std::vector<int> missing = missingRuns(plan, store->sweepRuns(sweep->id));
         const int jobs = std::min(positiveOption(parser, "jobs", 1), std::max(1, int(missing.size())));
         const int threads = positiveOption(parser, "threads", std::max(1, QThread::idealThreadCount() / jobs));
-        std::fprintf(stderr, "sweep %lld (%s): %zu runs, %zu configurations x %zu seeds; %s%zu to run, %d at once, "
-                             "%d thread(s) each\n",
+        std::fprintf(stderr,
+                     "sweep %lld (%s): %zu runs, %zu configurations x %zu seeds; %s%zu to run, %d at once, "
+                     "%d thread(s) each\n",
                      static_cast<long long>(sweep->id), qPrintable(sweep->name), plan.runs.size(),
                      plan.configurations.size(), spec.seeds.size(),
                      resumed ? qPrintable(QStringLiteral("resumed, %1 done; ").arg(plan.runs.size() - missing.size()))

@@ -28,18 +28,21 @@ struct Metric {
 const std::vector<Metric>& metrics()
 {
     static const std::vector<Metric> list = {
-        {"final_test_accuracy", {"test accuracy", 100, "points", 1},
+        {"final_test_accuracy",
+         {"test accuracy", 100, "points", 1},
          [](const RunInfo& r) { return r.summary.finalTestAccuracy; }},
-        {"best_test_accuracy", {"best test accuracy", 100, "points", 1},
+        {"best_test_accuracy",
+         {"best test accuracy", 100, "points", 1},
          [](const RunInfo& r) { return r.summary.bestTestAccuracy; }},
         {"final_train_loss", {"train loss", 1, "", 4}, [](const RunInfo& r) { return r.summary.finalTrainLoss; }},
-        {"skipped_steps", {"skipped steps", 1, "", 1},
+        {"skipped_steps",
+         {"skipped steps", 1, "", 1},
          [](const RunInfo& r) {
              return r.summary.skippedSteps ? std::optional<double>(double(*r.summary.skippedSteps)) : std::nullopt;
          }},
-        {"final_loss_scale", {"final loss scale", 1, "", 0},
-         [](const RunInfo& r) { return r.summary.finalLossScale; }},
-        {"samples_per_second", {"throughput", 1, "samples/s", 0},
+        {"final_loss_scale", {"final loss scale", 1, "", 0}, [](const RunInfo& r) { return r.summary.finalLossScale; }},
+        {"samples_per_second",
+         {"throughput", 1, "samples/s", 0},
          [](const RunInfo& r) { return r.summary.samplesPerSecond; }},
         {"wall_seconds", {"time", 1, "s", 1}, [](const RunInfo& r) { return r.wallSeconds; }},
     };
@@ -71,7 +74,8 @@ QString meanSd(const std::vector<double>& values, double scale, int decimals, bo
     QString text =
         QStringLiteral("%1 +/- %2").arg(s.mean * scale, 0, 'f', decimals).arg(s.sd * scale, 0, 'f', decimals);
     if (withInterval)
-        text += QStringLiteral(" [%1, %2]").arg(s.ciLow * scale, 0, 'f', decimals).arg(s.ciHigh * scale, 0, 'f', decimals);
+        text +=
+            QStringLiteral(" [%1, %2]").arg(s.ciLow * scale, 0, 'f', decimals).arg(s.ciHigh * scale, 0, 'f', decimals);
     return text;
 }
 
@@ -161,8 +165,7 @@ void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults
                       QStringLiteral("%1/%2").arg(r.finished + r.diverged).arg(r.planned), divergenceCell(r),
                       meanSd(valuesOf(r, metric("final_test_accuracy")), 100, 1, true),
                       meanSd(valuesOf(r, metric("final_train_loss")), 1, 4, false),
-                      skipped.empty() ? QStringLiteral("-")
-                                      : QString::number(stats::summarize(skipped).mean, 'f', 1),
+                      skipped.empty() ? QStringLiteral("-") : QString::number(stats::summarize(skipped).mean, 'f', 1),
                       time.empty() ? QStringLiteral("-") : formatSeconds(stats::summarize(time).mean),
                       QString::number(r.failed + r.interrupted + r.missing())});
     }
@@ -177,14 +180,15 @@ void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults
         const std::string label = other.configuration.label;
         for (const char* key : {"final_test_accuracy", "final_train_loss"}) {
             const Metric& m = metric(key);
-            std::fprintf(out, "%s\n",
-                         stats::describeDifference(label, base, m.format, valuesOf(baseline, m), valuesOf(other, m))
-                             .c_str());
+            std::fprintf(
+                out, "%s\n",
+                stats::describeDifference(label, base, m.format, valuesOf(baseline, m), valuesOf(other, m)).c_str());
         }
         if (baseline.diverged + other.diverged > 0)
             std::fprintf(out, "%s\n",
-                         stats::describeDivergence(label, base, baseline.diverged, baseline.finished + baseline.diverged,
-                                                   other.diverged, other.finished + other.diverged)
+                         stats::describeDivergence(label, base, baseline.diverged,
+                                                   baseline.finished + baseline.diverged, other.diverged,
+                                                   other.finished + other.diverged)
                              .c_str());
     }
 }

@@ -59,8 +59,7 @@ public:
                const SweepRunnerOptions& options)
         : m_store(store), m_sweepId(sweepId), m_plan(plan), m_queue(indices.begin(), indices.end()),
           m_total(int(indices.size())), m_options(options)
-    {
-    }
+    {}
 
     SweepRunOutcome run()
     {

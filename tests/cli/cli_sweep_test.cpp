@@ -76,7 +76,8 @@ private slots:
 
     void runsInParallelThenResumesNothing()
     {
-        const QString spec = writeSpec(m_dir->path(), QStringLiteral(R"("precisions": ["fp32", "mixed-fp16"], "seeds": 3)"));
+        const QString spec =
+            writeSpec(m_dir->path(), QStringLiteral(R"("precisions": ["fp32", "mixed-fp16"], "seeds": 3)"));
         const CliResult first = runCli({QStringLiteral("sweep"), spec, QStringLiteral("--jobs"), QStringLiteral("2"),
                                         QStringLiteral("--db"), m_db});
         QVERIFY2(first.exitCode == 0, qPrintable(first.describe()));
@@ -120,8 +121,8 @@ private slots:
     {
         // lr 1e30 makes the fp32 loss non-finite: diverged, a result. A dataset directory that
         // does not exist fails the worker before its run exists: recorded failed by the sweep.
-        const QString spec = writeSpec(
-            m_dir->path(), QStringLiteral(R"("axes": [{"key": "optimizer.lr", "values": [0.05, 1e30]},
+        const QString spec =
+            writeSpec(m_dir->path(), QStringLiteral(R"("axes": [{"key": "optimizer.lr", "values": [0.05, 1e30]},
                 {"key": "data.dataset", "values": ["synthetic", "fashion-mnist"]}],
                 "set": {"data.directory": "/nonexistent/mantissa-data"}, "seeds": 1)"));
         const CliResult result = runCli({QStringLiteral("sweep"), spec, QStringLiteral("--jobs"), QStringLiteral("2"),
@@ -145,8 +146,8 @@ private slots:
     void killedWorkerIsInterruptedAndRedoneOnRestart()
     {
         // Run 0 is far too long to finish; run 1 takes 8 steps.
-        const QString spec = writeSpec(
-            m_dir->path(), QStringLiteral(R"("axes": [{"key": "training.max_steps", "values": [0, 8]}],
+        const QString spec =
+            writeSpec(m_dir->path(), QStringLiteral(R"("axes": [{"key": "training.max_steps", "values": [0, 8]}],
                 "set": {"training.epochs": 100000}, "seeds": 1)"));
         QProcess sweep;
         sweep.setProcessEnvironment(cliEnvironment());
@@ -189,8 +190,8 @@ private slots:
     {
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QString>("message");
-        QTest::newRow("unknown key") << QStringList{QStringLiteral("--preset"), QStringLiteral("mlp"),
-                                                    QStringLiteral("--seeds"), QStringLiteral("2"),
+        QTest::newRow("unknown key") << QStringList{QStringLiteral("--preset"),     QStringLiteral("mlp"),
+                                                    QStringLiteral("--seeds"),      QStringLiteral("2"),
                                                     QStringLiteral("--precisions"), QStringLiteral("fp32")}
                                      << QString();
         QTest::newRow("zero seeds") << QStringList{QStringLiteral("--preset"), QStringLiteral("mlp"),
@@ -199,9 +200,9 @@ private slots:
         QTest::newRow("invalid value") << QStringList{QStringLiteral("--preset"), QStringLiteral("mlp"),
                                                       QStringLiteral("--precisions"), QStringLiteral("fp32,fp17")}
                                        << QStringLiteral("run 1 of 2 (precision.mode=fp17, seed=42)");
-        QTest::newRow("slurm without --out") << QStringList{QStringLiteral("--preset"), QStringLiteral("mlp"),
-                                                            QStringLiteral("--slurm")}
-                                             << QStringLiteral("--slurm needs --out DIR");
+        QTest::newRow("slurm without --out")
+            << QStringList{QStringLiteral("--preset"), QStringLiteral("mlp"), QStringLiteral("--slurm")}
+            << QStringLiteral("--slurm needs --out DIR");
     }
     void badInput()
     {
@@ -213,8 +214,8 @@ private slots:
                                    [0.1]}], "seeds": 2})"))};
             message = QStringLiteral("run 0 of 2 (optimizer.lrr=0.1, seed=0): optimizer.lrr is not a known field");
         }
-        const CliResult result = runCli(QStringList{QStringLiteral("sweep")} + arguments +
-                                        QStringList{QStringLiteral("--db"), m_db});
+        const CliResult result =
+            runCli(QStringList{QStringLiteral("sweep")} + arguments + QStringList{QStringLiteral("--db"), m_db});
         QVERIFY2(result.exitCode == 2, qPrintable(result.describe()));
         QVERIFY2(result.err.contains(message), qPrintable(result.err));
         QVERIFY(!QFile::exists(m_db)); // refused before the database is touched
@@ -222,7 +223,9 @@ private slots:
 
     void lockedDatabaseWaitsThenFails()
     {
-        { storage::RunStore store(m_db); }
+        {
+            storage::RunStore store(m_db);
+        }
         storage::test::RawDatabase holder(m_db);
         QVERIFY(holder.exec(QStringLiteral("BEGIN IMMEDIATE")));
         QVERIFY(holder.exec(QStringLiteral("INSERT INTO comparison_groups (name, created_at) VALUES ('x', 'y')")));
@@ -239,14 +242,15 @@ private slots:
 
     void slurmDryRunWritesTheJobArray()
     {
-        const QString spec = writeSpec(m_dir->path(), QStringLiteral(R"("precisions": ["fp32", "mixed-fp16"], "seeds": 2)"));
+        const QString spec =
+            writeSpec(m_dir->path(), QStringLiteral(R"("precisions": ["fp32", "mixed-fp16"], "seeds": 2)"));
         const QString out = m_dir->filePath(QStringLiteral("slurm"));
-        const CliResult result = runCli({QStringLiteral("sweep"), spec, QStringLiteral("--slurm"), QStringLiteral("--out"),
-                                         out, QStringLiteral("--partition"), QStringLiteral("gpu"),
-                                         QStringLiteral("--time"), QStringLiteral("0:20:00"), QStringLiteral("--mem"),
-                                         QStringLiteral("4G"), QStringLiteral("--gpus-per-task"), QStringLiteral("1"),
-                                         QStringLiteral("--max-parallel"), QStringLiteral("2"),
-                                         QStringLiteral("--dry-run"), QStringLiteral("--db"), m_db});
+        const CliResult result =
+            runCli({QStringLiteral("sweep"), spec, QStringLiteral("--slurm"), QStringLiteral("--out"), out,
+                    QStringLiteral("--partition"), QStringLiteral("gpu"), QStringLiteral("--time"),
+                    QStringLiteral("0:20:00"), QStringLiteral("--mem"), QStringLiteral("4G"),
+                    QStringLiteral("--gpus-per-task"), QStringLiteral("1"), QStringLiteral("--max-parallel"),
+                    QStringLiteral("2"), QStringLiteral("--dry-run"), QStringLiteral("--db"), m_db});
         QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
         QFile script(QDir(out).filePath(QStringLiteral("sweep.sbatch")));
         QVERIFY(script.open(QIODevice::ReadOnly));
@@ -275,8 +279,8 @@ private slots:
         // Run task 3 as Slurm would, then import the directory with a foreign and a corrupt file.
         QProcessEnvironment environment = cliEnvironment();
         const CliResult task = runCli({QStringLiteral("sweep-worker"), QStringLiteral("--spec"),
-                                       QDir(out).filePath(QStringLiteral("sweep.json")), QStringLiteral("--sweep-uid"), uid,
-                                       QStringLiteral("--index"), QStringLiteral("3"), QStringLiteral("--db"),
+                                       QDir(out).filePath(QStringLiteral("sweep.json")), QStringLiteral("--sweep-uid"),
+                                       uid, QStringLiteral("--index"), QStringLiteral("3"), QStringLiteral("--db"),
                                        QDir(out).filePath(QStringLiteral("runs/run-3.sqlite"))});
         QVERIFY2(task.exitCode == 0, qPrintable(task.describe()));
         writeFile(QDir(out).filePath(QStringLiteral("runs/run-1.sqlite")), QStringLiteral("not a database\n"));
@@ -286,8 +290,10 @@ private slots:
         }
         const CliResult imported = runCli({QStringLiteral("import"), out, QStringLiteral("--db"), m_db});
         QVERIFY2(imported.exitCode == 1, qPrintable(imported.describe()));
-        QVERIFY2(imported.err.contains(QStringLiteral("skipped %1/runs/run-1.sqlite: ").arg(out)), qPrintable(imported.err));
-        QVERIFY2(imported.err.contains(QStringLiteral("skipped %1/runs/other.db: ").arg(out)), qPrintable(imported.err));
+        QVERIFY2(imported.err.contains(QStringLiteral("skipped %1/runs/run-1.sqlite: ").arg(out)),
+                 qPrintable(imported.err));
+        QVERIFY2(imported.err.contains(QStringLiteral("skipped %1/runs/other.db: ").arg(out)),
+                 qPrintable(imported.err));
         QCOMPARE(imported.json().value(QStringLiteral("imported")).toInt(), 1);
         {
             storage::RunStore store(m_db);
@@ -308,8 +314,8 @@ private slots:
     void sbatchMissingOrRefusing()
     {
         const QString spec = writeSpec(m_dir->path(), QStringLiteral(R"("seeds": 2)"));
-        const QStringList arguments = {QStringLiteral("sweep"), spec, QStringLiteral("--slurm"), QStringLiteral("--out"),
-                                       m_dir->filePath(QStringLiteral("slurm"))};
+        const QStringList arguments = {QStringLiteral("sweep"), spec, QStringLiteral("--slurm"),
+                                       QStringLiteral("--out"), m_dir->filePath(QStringLiteral("slurm"))};
         QProcessEnvironment environment = cliEnvironment();
         environment.insert(QStringLiteral("PATH"), m_dir->filePath(QStringLiteral("bin")));
         const CliResult missing = runCli(arguments, environment);
@@ -323,8 +329,8 @@ private slots:
         QFile::setPermissions(sbatch, QFileDevice::ReadOwner | QFileDevice::ExeOwner);
         const CliResult refused = runCli(arguments, environment);
         QVERIFY2(refused.exitCode == 2, qPrintable(refused.describe()));
-        QVERIFY2(refused.err.contains(
-                     QStringLiteral("sbatch refused the job (exit code 1): sbatch: error: invalid partition specified: nope")),
+        QVERIFY2(refused.err.contains(QStringLiteral(
+                     "sbatch refused the job (exit code 1): sbatch: error: invalid partition specified: nope")),
                  qPrintable(refused.err));
     }
 
