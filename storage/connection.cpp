@@ -6,7 +6,10 @@
 #include <QFileInfo>
 #include <QSqlError>
 
+#include <QHash>
+
 #include <atomic>
+#include <mutex>
 
 namespace mantissa::storage {
 
@@ -30,12 +33,26 @@ QString uniqueConnectionName()
     return QStringLiteral("mantissa-storage-%1").arg(++counter);
 }
 
+// How many Connections of this process have each database open (any thread).
+std::mutex g_openMutex;
+QHash<QString, int> g_openCounts;
+
+void countOpen(const QString& path, int delta)
+{
+    const std::lock_guard lock(g_openMutex);
+    if ((g_openCounts[path] += delta) <= 0)
+        g_openCounts.remove(path);
+}
+
 } // namespace
 
 Connection::Connection(const QString& path, int busyTimeoutMs)
     : m_name(uniqueConnectionName()), m_path(QFileInfo(path).absoluteFilePath()), m_busyTimeoutMs(busyTimeoutMs)
 {
-    checkDatabaseFile(m_path);
+    // The header was read when the first connection opened it; reading it again would drop
+    // that connection's locks (isOpenInProcess). Measured: four processes each opening a
+    // second connection lost the WAL under them within a few runs (SQLITE_IOERR_SHORT_READ).
+    checkDatabaseFile(m_path, !isOpenInProcess(m_path));
     m_db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), m_name);
     if (!m_db.isValid()) {
         throw StorageError(StorageError::Kind::Sql, m_path,
@@ -46,6 +63,8 @@ Connection::Connection(const QString& path, int busyTimeoutMs)
     if (!m_db.open())
         throw error(m_db.lastError(), QStringLiteral("opening the database"));
     exec(QStringLiteral("PRAGMA busy_timeout = %1").arg(busyTimeoutMs), QStringLiteral("setting the busy timeout"));
+    countOpen(m_path, +1);
+    m_counted = true;
 }
 
 Connection::~Connection()
@@ -53,6 +72,14 @@ Connection::~Connection()
     m_db.close();
     m_db = QSqlDatabase(); // removeDatabase() wants the last handle gone
     QSqlDatabase::removeDatabase(m_name);
+    if (m_counted)
+        countOpen(m_path, -1);
+}
+
+bool Connection::isOpenInProcess(const QString& absolutePath)
+{
+    const std::lock_guard lock(g_openMutex);
+    return g_openCounts.contains(absolutePath);
 }
 
 QSqlQuery Connection::prepare(const QString& sql) const

@@ -31,11 +31,18 @@ public:
 
     StorageError error(const QSqlError& error, const QString& what) const;
 
+    // Whether a Connection of this process has `absolutePath` open. Code that would open
+    // and close that file itself must not while one has: closing any descriptor of a file
+    // drops every POSIX lock this process holds on it, SQLite's included, and another
+    // process may then take the database for unused and delete the WAL under us.
+    static bool isOpenInProcess(const QString& absolutePath);
+
 private:
     QString m_name;
     QString m_path;
     int m_busyTimeoutMs;
     QSqlDatabase m_db;
+    bool m_counted = false;
 };
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back when destroyed uncommitted (an exception).

@@ -38,7 +38,7 @@ bool hasSqliteHeader(const QString& path)
     return file.open(QIODevice::ReadOnly) && file.read(header.size()) == header;
 }
 
-void checkDatabaseFile(const QString& path)
+void checkDatabaseFile(const QString& path, bool readHeader)
 {
     if (path.isEmpty())
         throw StorageError(StorageError::Kind::InvalidArgument, path, QStringLiteral("no database path given"));
@@ -54,7 +54,7 @@ void checkDatabaseFile(const QString& path)
         throw StorageError(StorageError::Kind::Io, path, QStringLiteral("cannot be read (permission denied)"));
     }
     // SQLite treats an empty file as an empty database; anything else must carry the header.
-    if (file.size() > 0 && !hasSqliteHeader(path)) {
+    if (readHeader && file.size() > 0 && !hasSqliteHeader(path)) {
         throw StorageError(StorageError::Kind::NotSqlite, path,
                            QStringLiteral("is not an SQLite database (it does not start with "
                                           "\"SQLite format 3\"); it was left untouched; %1")

@@ -8,7 +8,9 @@ namespace mantissa::storage {
 
 // Throws StorageError: NotFound (no such directory), NotSqlite (wrong header, a
 // directory), ReadOnly (a file or directory we may not write), Io (unreadable).
-void checkDatabaseFile(const QString& path);
+// readHeader false skips reading the file (only stat checks): for a database this process
+// already has open, see Connection.
+void checkDatabaseFile(const QString& path, bool readHeader = true);
 
 // The 16 bytes every SQLite 3 database starts with.
 bool hasSqliteHeader(const QString& path);

@@ -1,5 +1,7 @@
 #include "storage/db_values.h"
 
+#include <QUuid>
+
 #include <limits>
 
 namespace mantissa::storage {
@@ -14,6 +16,8 @@ QDateTime fromDbTime(const QVariant& value)
         return {};
     return QDateTime::fromString(value.toString(), Qt::ISODateWithMs).toUTC();
 }
+
+QString newUid() { return QUuid::createUuid().toString(QUuid::WithoutBraces); }
 
 QVariant text(const QString& value) { return value.isNull() ? QVariant(QStringLiteral("")) : QVariant(value); }
 

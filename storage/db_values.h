@@ -20,6 +20,9 @@ QVariant nullable(const std::optional<T>& value)
     return value ? QVariant::fromValue(*value) : QVariant();
 }
 
+// A new random UUID without braces: runs.uid, sweeps.uid.
+QString newUid();
+
 // For NOT NULL text columns: Qt binds a null QString (QString()) as NULL.
 QVariant text(const QString& value);
 

@@ -21,6 +21,8 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
     run.device = deviceDescription(backend);
     run.kernels = QString::fromStdString(backend.kernelPaths());
     run.groupId = metadata.groupId;
+    run.sweepId = metadata.sweepId;
+    run.sweepIndex = metadata.sweepIndex;
     run.tags = metadata.tags;
     run.notes = metadata.notes;
     return run;

@@ -34,6 +34,8 @@ class RunWriter;
 struct RunMetadata {
     QString name;                  // empty: "<config name>-<precision>-<n>"
     std::optional<qint64> groupId; // comparison group (RunStore::createGroup)
+    std::optional<qint64> sweepId; // sweep (RunStore::createSweep) and the run's place in it
+    std::optional<int> sweepIndex;
     QStringList tags;
     QString notes;
 };

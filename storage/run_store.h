@@ -89,9 +89,28 @@ public:
     void setRunGroup(qint64 runId, std::optional<qint64> groupId);
     QList<RunInfo> groupRuns(qint64 groupId) const;
 
+    // Sweeps (engine/sweep/sweep_spec.h): a sweep row and its runs (NewRun::sweepId, sweepIndex).
+    // run_store_sweeps.cpp.
+    qint64 createSweep(const NewSweep& sweep);
+    SweepInfo sweep(qint64 sweepId) const; // NotFound for an unknown id
+    std::optional<SweepInfo> findSweep(const QString& uid) const;
+    // The newest sweep with exactly this spec (sweepSpecToJson): the one a restarted sweep resumes.
+    std::optional<SweepInfo> findSweepBySpec(const QString& specJson) const;
+    QList<SweepInfo> sweeps() const;                // newest first
+    QList<RunInfo> sweepRuns(qint64 sweepId) const; // by sweep index, then oldest attempt first
+
+    // Copies the finished runs of another run database (a Slurm task's) into this one, with
+    // their rows, tags, checkpoints (paths made to point at the source's files) and sweep,
+    // which is matched by uid so that the runs of one sweep meet in one sweep row. A run whose
+    // uid is already here is left alone, so importing twice adds nothing; a run still being
+    // written is not imported (import again later). Throws StorageError naming `sourcePath`
+    // when it is not a Mantissa run database (foreign, corrupt, empty, newer, this database).
+    ImportResult importRuns(const QString& sourcePath);
+
 private:
     void requireRun(qint64 runId) const;
     void requireGroup(qint64 groupId) const;
+    void requireSweep(qint64 sweepId) const;
 
     std::unique_ptr<Connection> m_connection;
 };

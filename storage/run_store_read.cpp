@@ -17,12 +17,12 @@ namespace mantissa::storage {
 namespace {
 
 // Tags come along as one string joined by the unit separator, to list runs in one query.
-const QString kRunColumns =
-    QStringLiteral("id, name, status, created_at, finished_at, config_json, preset, precision, device, "
-                   "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
-                   "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
-                   "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, kernels, "
-                   "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
+const QString kRunColumns = QStringLiteral(
+    "id, name, status, created_at, finished_at, config_json, preset, precision, device, "
+    "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
+    "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
+    "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, kernels, uid, sweep_id, sweep_index, "
+    "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
 
 RunInfo readRun(const QSqlQuery& q)
 {
@@ -55,6 +55,10 @@ RunInfo readRun(const QSqlQuery& q)
     run.writerHost = q.value(i++).toString();
     run.heartbeatAt = fromDbTime(q.value(i++));
     run.kernels = q.value(i++).toString();
+    run.uid = q.value(i++).toString();
+    run.sweepId = optionalInt(q.value(i++));
+    if (const auto index = optionalInt(q.value(i++)))
+        run.sweepIndex = static_cast<int>(*index);
     const QString tags = q.value(i++).toString();
     if (!tags.isEmpty()) {
         run.tags = tags.split(QChar(31));
@@ -93,6 +97,10 @@ QList<RunInfo> RunStore::listRuns(const RunFilter& filter) const
     if (filter.groupId) {
         where << QStringLiteral("group_id = ?");
         values << *filter.groupId;
+    }
+    if (filter.sweepId) {
+        where << QStringLiteral("sweep_id = ?");
+        values << *filter.sweepId;
     }
     if (!filter.tag.isEmpty()) {
         where << QStringLiteral("EXISTS (SELECT 1 FROM run_tags WHERE run_id = runs.id AND tag = ?)");

@@ -44,6 +44,9 @@ struct NewRun {
     QStringList tags;
     QString notes;
     std::optional<qint64> groupId; // comparison group (RunStore::createGroup)
+    QString uid;                   // empty: a new UUID; an imported run keeps its own
+    std::optional<qint64> sweepId; // the sweep it belongs to (RunStore::createSweep)
+    std::optional<int> sweepIndex; // its position in the sweep (SweepRun::index)
 };
 
 // One row of the runs table with its tags.
@@ -65,6 +68,9 @@ struct RunInfo {
     qint64 writerPid = 0;
     QString writerHost;
     QDateTime heartbeatAt; // last commit by the writer
+    QString uid;           // empty for runs recorded before schema version 5
+    std::optional<qint64> sweepId;
+    std::optional<int> sweepIndex;
 };
 
 // listRuns() filters; an empty field does not filter.
@@ -74,6 +80,7 @@ struct RunFilter {
     QString precision;
     std::optional<qint64> groupId;
     QString tag;
+    std::optional<qint64> sweepId;
     int limit = 0; // 0 = all
 };
 
@@ -108,6 +115,30 @@ struct CheckpointInfo {
     qint64 step = 0;
     int epoch = 0;
     QDateTime createdAt;
+};
+
+// A sweep: a base config times axes times seeds (engine/sweep/sweep_spec.h), its runs
+// linked by runs.sweep_id and ordered by runs.sweep_index.
+struct NewSweep {
+    QString uid; // empty: a new UUID; the same in every database that holds runs of the sweep
+    QString name;
+    QString specJson; // sweepSpecToJson: the self-contained spec
+    int runCount = 0;
+};
+
+struct SweepInfo {
+    qint64 id = 0;
+    QString uid, name, specJson;
+    int runCount = 0;
+    QDateTime createdAt;
+};
+
+// What RunStore::importRuns did with one source database.
+struct ImportResult {
+    int imported = 0;       // runs added
+    int alreadyPresent = 0; // runs whose uid the database already held
+    int stillRunning = 0;   // runs not imported because their writer may still be writing them
+    QStringList sweeps;     // names of the sweeps created for the imported runs
 };
 
 struct GroupInfo {

@@ -146,9 +146,23 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
             histogram BLOB NOT NULL,
             PRIMARY KEY (run_id, step, layer_index, kind, tensor)) WITHOUT ROWID)"),
     },
-    // 5: which kernels a run's 16-bit types took on the CPU (native bf16 or emulated, and the
+    // 5: sweeps (a base config times axes times seeds) and their runs; a run's uid, so that
+    // runs imported from other databases (Slurm tasks) are recognised when imported again; and
+    // which kernels a run's 16-bit types took on the CPU (native bf16 or emulated, and the
     // oneDNN implementations used), so that a speedup can be told to be the hardware's.
     {
+        QStringLiteral(R"(CREATE TABLE sweeps (
+            id INTEGER PRIMARY KEY,
+            uid TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            spec_json TEXT NOT NULL,
+            run_count INTEGER NOT NULL,
+            created_at TEXT NOT NULL))"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN uid TEXT"),
+        QStringLiteral("CREATE UNIQUE INDEX runs_uid ON runs (uid)"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN sweep_id INTEGER REFERENCES sweeps (id) ON DELETE SET NULL"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN sweep_index INTEGER"),
+        QStringLiteral("CREATE INDEX runs_sweep ON runs (sweep_id, sweep_index)"),
         QStringLiteral("ALTER TABLE runs ADD COLUMN kernels TEXT NOT NULL DEFAULT ''"),
     },
 }};

@@ -6,15 +6,18 @@
 
 namespace mantissa::cli {
 
-int runTrainCommand(const QStringList& arguments);    // train_command.cpp
-int runCompareCommand(const QStringList& arguments);  // compare_command.cpp
-int runRunsCommand(const QStringList& arguments);     // runs_command.cpp
-int runShowCommand(const QStringList& arguments);     // show_command.cpp
-int runExportCommand(const QStringList& arguments);   // export_command.cpp
-int runDeleteCommand(const QStringList& arguments);   // delete_command.cpp
-int runNoteCommand(const QStringList& arguments);     // note_command.cpp
-int runTagCommand(const QStringList& arguments);      // tag_command.cpp
-int runNumericsCommand(const QStringList& arguments); // numerics_command.cpp
-int runReplayCommand(const QStringList& arguments);   // replay_command.cpp
+int runTrainCommand(const QStringList& arguments);       // train_command.cpp
+int runCompareCommand(const QStringList& arguments);     // compare_command.cpp
+int runRunsCommand(const QStringList& arguments);        // runs_command.cpp
+int runShowCommand(const QStringList& arguments);        // show_command.cpp
+int runExportCommand(const QStringList& arguments);      // export_command.cpp
+int runDeleteCommand(const QStringList& arguments);      // delete_command.cpp
+int runNoteCommand(const QStringList& arguments);        // note_command.cpp
+int runTagCommand(const QStringList& arguments);         // tag_command.cpp
+int runNumericsCommand(const QStringList& arguments);    // numerics_command.cpp
+int runReplayCommand(const QStringList& arguments);      // replay_command.cpp
+int runSweepCommand(const QStringList& arguments);       // sweep_command.cpp
+int runSweepWorkerCommand(const QStringList& arguments); // sweep_worker_command.cpp (not listed in the usage)
+int runImportCommand(const QStringList& arguments);      // import_command.cpp
 
 } // namespace mantissa::cli

@@ -37,6 +37,11 @@ constexpr Command kCommands[] = {
      "per-layer amax, zeros, underflow, subnormals, overflow and suggested loss scale at a sampled step"},
     {"replay", mantissa::cli::runReplayCommand, "RUN",
      "skipped steps and scales other loss-scale policies would have had on this run"},
+    {"sweep", mantissa::cli::runSweepCommand,
+     "(SPEC.json | --preset P --precisions A,B --seeds N) [--jobs N] [--slurm --out DIR]",
+     "runs of a config times axes times seeds, in parallel or on Slurm; statistics over seeds"},
+    {"import", mantissa::cli::runImportCommand, "DIR|FILE...",
+     "merge other run databases (a Slurm sweep's --out) into this one"},
 };
 
 // `report` is dispatched before the QCoreApplication exists: it needs a QApplication to draw plots.
@@ -76,6 +81,8 @@ int main(int argc, char** argv)
         return mantissa::cli::kExitOk;
     }
     const QString name = arguments.takeAt(1);
+    if (name == QLatin1String("sweep-worker")) // started by `sweep` and by Slurm tasks, not by people
+        return mantissa::cli::runSweepWorkerCommand(arguments);
     for (const Command& command : kCommands) {
         if (name == QLatin1String(command.name))
             return command.run(arguments);

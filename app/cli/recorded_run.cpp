@@ -47,6 +47,8 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
     storage::RunMetadata metadata;
     metadata.name = options.name;
     metadata.groupId = options.groupId;
+    metadata.sweepId = options.sweepId;
+    metadata.sweepIndex = options.sweepIndex;
     storage::RunRecorder recorder(store, config, backend, metadata);
     RecordedRun result;
     result.precision = config.precision;

@@ -21,7 +21,9 @@ namespace mantissa::cli {
 struct RecordingOptions {
     QString name;                  // empty: "<config name>-<precision>-<n>"
     std::optional<qint64> groupId; // comparison group
-    bool interactive = false;      // live progress bar on stderr
+    std::optional<qint64> sweepId; // sweep, and the run's index in it
+    std::optional<int> sweepIndex;
+    bool interactive = false; // live progress bar on stderr
 };
 
 struct RecordedRun {

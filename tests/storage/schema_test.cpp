@@ -66,6 +66,25 @@ const QStringList kVersion3 = {
     QStringLiteral("ALTER TABLE runs ADD COLUMN writer_start INTEGER"),
     QStringLiteral("ALTER TABLE runs ADD COLUMN heartbeat_at TEXT"),
 };
+const QStringList kVersion4 = {
+    QStringLiteral("ALTER TABLE steps ADD COLUMN grad_amax REAL"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN location_layer_index INTEGER"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN location_layer TEXT"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN location_kind TEXT"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN location_tensor TEXT"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN location_non_finite INTEGER"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN location_count INTEGER"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN location_largest_finite REAL"),
+    QStringLiteral(R"(CREATE TABLE numerics_steps (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        step INTEGER NOT NULL, loss_scale REAL NOT NULL, scaled_gradients INTEGER NOT NULL,
+        PRIMARY KEY (run_id, step)) WITHOUT ROWID)"),
+    QStringLiteral(R"(CREATE TABLE numerics_tensors (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        step INTEGER NOT NULL, layer_index INTEGER NOT NULL, kind TEXT NOT NULL, tensor TEXT NOT NULL,
+        layer TEXT NOT NULL, dtype TEXT NOT NULL, target_dtype TEXT NOT NULL, count INTEGER NOT NULL, amax REAL,
+        zeros INTEGER NOT NULL, underflow INTEGER NOT NULL, subnormal INTEGER NOT NULL, overflow INTEGER NOT NULL,
+        non_finite INTEGER NOT NULL, histogram BLOB NOT NULL,
+        PRIMARY KEY (run_id, step, layer_index, kind, tensor)) WITHOUT ROWID)"),
+};
 
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
@@ -77,6 +96,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion2;
     if (version >= 3)
         statements += kVersion3;
+    if (version >= 4)
+        statements += kVersion4;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -91,7 +112,9 @@ void buildOldDatabase(const QString& path, int version)
         QVERIFY2(db.exec(sql, &error), qPrintable(error + QStringLiteral(" in ") + sql));
     }
     QSqlQuery insert(db.database());
-    insert.prepare(QStringLiteral("INSERT INTO steps VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    insert.prepare(
+        QStringLiteral("INSERT INTO steps (run_id, step, epoch, loss, learning_rate, loss_scale, skipped, "
+                       "grad_norm, samples_per_second, elapsed_seconds) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     for (qint64 n = 1; n <= 50; ++n) {
         const StepRecord s = makeStep(n);
         for (const QVariant& v :
@@ -126,7 +149,7 @@ private slots:
     {
         QTest::addColumn<QString>("table");
         for (const char* table : {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags",
-                                  "numerics_steps", "numerics_tensors"})
+                                  "numerics_steps", "numerics_tensors", "sweeps"})
             QTest::newRow(table) << QString::fromLatin1(table);
     }
     void createsCurrentSchema()
@@ -163,6 +186,7 @@ private slots:
         QTest::newRow("from version 1") << 1;
         QTest::newRow("from version 2") << 2;
         QTest::newRow("from version 3") << 3;
+        QTest::newRow("from version 4") << 4;
     }
     void migratesForward()
     {
@@ -175,6 +199,11 @@ private slots:
             RawDatabase db(m_path);
             QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 5);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE kernels != ''")).toInt(), 0);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM sweeps")).toInt(), 0);
+            QCOMPARE(
+                db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE uid IS NOT NULL OR sweep_id IS NOT NULL"))
+                    .toInt(),
+                0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM checkpoints")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_tensors")).toInt(), 0);
             QVERIFY(db.scalar(QStringLiteral("SELECT count(*) FROM steps WHERE grad_amax IS NOT NULL")).toInt() == 0);

@@ -1,0 +1,33 @@
+#pragma once
+// `mantissa-cli sweep ... --slurm --out DIR`: a Slurm job array for a sweep. DIR receives
+// sweep.json (the self-contained spec), sweep.sbatch (--array=0-(N-1)%K; task i runs
+// `mantissa-cli sweep-worker` for run i into runs/run-i.sqlite) and logs/. DIR must be on a
+// file system the compute nodes share; `mantissa-cli import DIR` merges the runs afterwards.
+#include "engine/sweep/sweep_spec.h"
+
+#include <QString>
+
+namespace mantissa::cli {
+
+struct SlurmOptions {
+    QString outDir;
+    QString partition, time, mem; // empty: the cluster's defaults
+    int gpusPerTask = 0;
+    int cpusPerTask = 1;
+    int maxParallel = 0; // 0: no limit
+};
+
+// The batch script, for a sweep of `runCount` runs whose spec is DIR/sweep.json.
+QString slurmScript(const SlurmOptions& options, const QString& sweepName, int runCount, const QString& sweepUid,
+                    const QString& cliPath);
+
+// Writes DIR/sweep.json and DIR/sweep.sbatch (creating DIR, runs/ and logs/); returns the
+// script's path. Throws IoError naming the file that could not be written.
+QString writeSlurmJob(const SlurmOptions& options, const SweepSpec& spec, const QString& sweepUid,
+                      const QString& cliPath);
+
+// Runs `sbatch --parsable SCRIPT` and returns the job id. Throws Error with sbatch's own
+// message when it is missing or refuses the job.
+QString submitSlurmJob(const QString& scriptPath);
+
+} // namespace mantissa::cli
