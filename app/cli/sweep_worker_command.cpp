@@ -95,7 +95,7 @@ int runSweepWorkerCommand(const QStringList& arguments)
             run.config.training.threads = parser.value("threads").toInt();
 
         std::fprintf(stderr, "sweep %lld run %d: %s\n", static_cast<long long>(sweep.id), index, run.label.c_str());
-        BackendSelection selection = selectBackend(run.config.training);
+        BackendSelection selection = selectBackend(run.config);
         const DatasetSplits data = loadDatasets(run.config.data, run.config.training.seed);
         RecordingOptions recording;
         recording.name = runName(*store, run, sweep.uid);
