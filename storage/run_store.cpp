@@ -173,22 +173,25 @@ void RunStore::renameRun(qint64 runId, const QString& newName)
     transaction.commit();
 }
 
-void RunStore::setKernels(qint64 runId, const QString& kernels)
+void RunStore::setRunText(qint64 runId, const char* column, const QString& value, const QString& what)
 {
     requireRun(runId);
-    QSqlQuery update = m_connection->prepare(QStringLiteral("UPDATE runs SET kernels = ? WHERE id = ?"));
-    update.addBindValue(text(kernels));
+    // `column` is one of this file's literals, never user input.
+    QSqlQuery update =
+        m_connection->prepare(QStringLiteral("UPDATE runs SET %1 = ? WHERE id = ?").arg(QLatin1String(column)));
+    update.addBindValue(text(value));
     update.addBindValue(runId);
-    m_connection->exec(update, QStringLiteral("recording the kernels of run %1").arg(runId));
+    m_connection->exec(update, what);
+}
+
+void RunStore::setKernels(qint64 runId, const QString& kernels)
+{
+    setRunText(runId, "kernels", kernels, QStringLiteral("recording the kernels of run %1").arg(runId));
 }
 
 void RunStore::setNotes(qint64 runId, const QString& notes)
 {
-    requireRun(runId);
-    QSqlQuery update = m_connection->prepare(QStringLiteral("UPDATE runs SET notes = ? WHERE id = ?"));
-    update.addBindValue(text(notes));
-    update.addBindValue(runId);
-    m_connection->exec(update, QStringLiteral("setting the notes of run %1").arg(runId));
+    setRunText(runId, "notes", notes, QStringLiteral("setting the notes of run %1").arg(runId));
 }
 
 void RunStore::addTag(qint64 runId, const QString& tag)

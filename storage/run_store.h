@@ -109,6 +109,8 @@ public:
 
 private:
     void requireRun(qint64 runId) const;
+    // UPDATE runs SET column = value for one run; `what` names the action in errors.
+    void setRunText(qint64 runId, const char* column, const QString& value, const QString& what);
     void requireGroup(qint64 groupId) const;
     void requireSweep(qint64 sweepId) const;
 
