@@ -172,6 +172,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ConvAgainstNaive,
                              ConvCase{"rectangular", 2, 2, 6, 7, 3, 3, 2, 2, 1, 1, 0, true},
                              ConvCase{"kernelIsInput", 2, 3, 4, 4, 5, 4, 4, 1, 1, 0, 0, true},
                              ConvCase{"stride3pad1", 1, 2, 10, 11, 3, 3, 3, 3, 3, 1, 1, true},
+                             // The last input row and column fall outside every window.
+                             ConvCase{"stride3unreadEdge", 2, 2, 10, 10, 3, 3, 3, 3, 3, 0, 0, true},
                              // Large enough to run in more than one chunk of images.
                              ConvCase{"severalChunks", 40, 16, 28, 28, 9, 3, 3, 1, 1, 1, 1, true}),
                          [](const ::testing::TestParamInfo<ConvCase>& info) { return info.param.name; });

@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
+#include "engine/backend/cpu/onednn_conv.h"
 #include "engine/backend/cpu/onednn_matmul.h"
 #include "engine/backend/cpu/onednn_runtime.h"
 #include "engine/numerics/conversions.h"
@@ -23,7 +24,7 @@ CpuBackend::CpuBackend(const CpuOptions& options)
     : m_threads(options.threads > 0 ? options.threads
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
       m_plan(cpu::planCpuKernels(options.kernels)), m_onednn(std::make_unique<cpu::OneDnnRuntime>()),
-      m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn))
+      m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn)), m_conv(std::make_unique<cpu::OneDnnConv>(*m_onednn))
 {
     // oneDNN and our own loops share one OpenMP team, and OpenBLAS (built for OpenMP) under the
     // convolutions joins it too: one budget, so that none oversubscribes the cores while
