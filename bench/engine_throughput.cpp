@@ -71,7 +71,7 @@ Measured measure(Backend& backend, const std::string& device, const std::string&
     config.training.epochs = 1;
     config.training.graphs = graphs;
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
-    // Warm-up run: fills the allocator's pool, pages in the weights, lets OpenBLAS spin up
+    // Warm-up run: fills the allocator's pool, pages in the weights, creates oneDNN's primitives and the OpenMP team
     // (on a GPU: loads the kernels and lets cuBLAS and cuDNN pick their algorithms).
     config.training.maxSteps = warmup;
     Trainer(config, backend, data).run();

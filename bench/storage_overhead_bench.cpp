@@ -202,7 +202,7 @@ int main(int argc, char** argv)
         std::printf("%s, %s, batch %lld, %lld steps per run, %d rounds; %s\n", options.model.c_str(),
                     options.precision.c_str(), static_cast<long long>(config.training.batchSize),
                     static_cast<long long>(options.steps), options.rounds, backend->name().c_str());
-        // Warm-up: fills the allocator's pool, pages in the weights, starts OpenBLAS's threads.
+        // Warm-up: fills the allocator's pool, pages in the weights, creates oneDNN's primitives and starts the OpenMP team.
         measure(config, *backend, data, std::nullopt);
 
         std::vector<double> without, with, ratios, cpuRatios;

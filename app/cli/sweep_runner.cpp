@@ -84,7 +84,6 @@ private:
             QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
             // Also for libraries that read their own variable before the engine sets threads.
             environment.insert(QStringLiteral("OMP_NUM_THREADS"), QString::number(m_options.threads));
-            environment.insert(QStringLiteral("OPENBLAS_NUM_THREADS"), QString::number(m_options.threads));
             process->setProcessEnvironment(environment);
             // A worker must not outlive a killed sweep: its run would go on unrecorded by
             // the sweep, and a restarted sweep would train it a second time.

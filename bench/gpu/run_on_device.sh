@@ -6,14 +6,13 @@
 #   bench/gpu/run_on_device.sh
 #
 # Needs a C++20 compiler, CMake >= 3.25, ninja and the CUDA toolkit. Build dependencies the
-# system lacks (OpenBLAS, GoogleTest, nlohmann-json, zlib, cuDNN) may come from Debian
+# system lacks (oneDNN, GoogleTest, nlohmann-json, zlib, cuDNN) may come from Debian
 # packages unpacked without installing them:  for p in *.deb; do dpkg -x "$p" "$MANTISSA_DEPS"; done
 #
 # Environment (all optional):
 #   MANTISSA_DEPS        folder of unpacked .debs; its usr/ is searched like /usr (default:
 #                        .deps/root, where scripts/gpu-deps puts them)
 #   CUDNN_ROOT           cuDNN prefix (include/, lib/); looked for in MANTISSA_DEPS when unset
-#   BLAS_ROOT            prefix of an OpenBLAS installation
 #   CUDA_ARCHITECTURES   CMAKE_CUDA_ARCHITECTURES (default: native, the GPUs of this machine)
 #   DEVICE               device to benchmark (default: cuda)
 #   JOBS                 build jobs (default: all cores); TEST_JOBS: ctest jobs (default: 4)
@@ -60,24 +59,6 @@ if [[ -n ${MANTISSA_DEPS:-} ]]; then
     deps=$(cd "$MANTISSA_DEPS" && pwd)
     prefixes+=("$deps/usr")
     library_dirs+=("$deps/usr/lib/$arch" "$deps/usr/lib")
-    # Debian reaches OpenBLAS through the alternatives system, which dpkg -x does not set up:
-    # name the OpenMP build's library and cblas.h directly.
-    for lib in "$deps/usr/lib/$arch/openblas-openmp/libopenblas.so" "$deps/usr/lib/$arch/openblas-openmp/libopenblas.so.0"; do
-        if [[ -e $lib ]]; then
-            cmake_args+=("-DMANTISSA_OPENBLAS_OPENMP=$lib")
-            library_dirs+=("$(dirname "$lib")")
-            break
-        fi
-    done
-    cblas=$(find "$deps/usr/include" -name cblas.h -path '*openblas-openmp*' 2>/dev/null | head -n1)
-    [[ -n $cblas ]] || cblas=$(find "$deps/usr/include" -name cblas.h 2>/dev/null | head -n1)
-    [[ -z $cblas ]] || cmake_args+=("-DMANTISSA_CBLAS_INCLUDE_DIR=$(dirname "$cblas")")
-fi
-
-if [[ -n ${BLAS_ROOT:-} ]]; then
-    [[ -d $BLAS_ROOT ]] || die "BLAS_ROOT=$BLAS_ROOT is not a directory"
-    prefixes+=("$BLAS_ROOT")
-    library_dirs+=("$BLAS_ROOT/lib" "$BLAS_ROOT/lib64")
 fi
 
 # cuDNN from .debs: its headers and libraries carry versioned names (cudnn_v9.h, libcudnn.so.9)
@@ -121,7 +102,7 @@ mkdir -p "$report"
 say "configuring (engine-only preset, MANTISSA_WITH_CUDA=ON)"
 printf '   %s\n' "${cmake_args[@]}"
 cmake --preset engine-only "${cmake_args[@]}" 2>&1 | tee "$report/configure.log" ||
-    die "configuring failed (see $report/configure.log); MANTISSA_DEPS, CUDNN_ROOT and BLAS_ROOT say where dependencies are"
+    die "configuring failed (see $report/configure.log); MANTISSA_DEPS and CUDNN_ROOT say where dependencies are"
 say "building"
 cmake --build "$build" -j "${JOBS:-$(nproc)}" 2>&1 | tee "$report/build.log" ||
     die "the build failed (see $report/build.log)"

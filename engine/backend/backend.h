@@ -102,7 +102,7 @@ class Backend {
 public:
     virtual ~Backend() = default;
 
-    // "cpu (OpenBLAS, 2 threads)", "cuda:0 (NVIDIA H100)": shown to users and stored with runs.
+    // "cpu (oneDNN 2.6.3 avx512_core_bf16, 2 threads, F16C)", "cuda:0 (NVIDIA H100)": shown to users and stored with runs.
     virtual std::string name() const = 0;
     // Which kernels the 16-bit compute types run on and why, one line per type, then the
     // library kernels used so far ("bf16: native, oneDNN avx512_core_bf16 ..."); empty where

@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
+#include "engine/backend/cpu/onednn_conv.h"
 #include "engine/backend/cpu/onednn_matmul.h"
 #include "engine/backend/cpu/onednn_runtime.h"
 #include "engine/numerics/conversions.h"
@@ -10,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include <cblas.h>
 #include <omp.h>
 
 namespace mantissa {
@@ -23,12 +23,10 @@ CpuBackend::CpuBackend(const CpuOptions& options)
     : m_threads(options.threads > 0 ? options.threads
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
       m_plan(cpu::planCpuKernels(options.kernels)), m_onednn(std::make_unique<cpu::OneDnnRuntime>()),
-      m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn))
+      m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn)), m_conv(std::make_unique<cpu::OneDnnConv>(*m_onednn))
 {
-    // oneDNN and our own loops share one OpenMP team, and OpenBLAS (built for OpenMP) under the
-    // convolutions joins it too: one budget, so that none oversubscribes the cores while
-    // another waits.
-    openblas_set_num_threads(m_threads);
+    // oneDNN (built on OpenMP) and our own loops share one OpenMP team: one budget, so that
+    // neither oversubscribes the cores while the other waits.
     omp_set_num_threads(m_threads);
 }
 

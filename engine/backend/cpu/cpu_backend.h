@@ -1,7 +1,7 @@
 #pragma once
-// The CPU backend: oneDNN for matrix products (natively in bf16 where the CPU has bf16 dot
-// products, cpu_kernel_plan.h), OpenBLAS sgemm under the convolutions, F16C for conversions,
-// OpenMP for the remaining loops. Its emulated 16-bit path is the oracle every other backend
+// The CPU backend: oneDNN for matrix products and convolutions (natively in bf16 where the
+// CPU has bf16 dot products, cpu_kernel_plan.h), F16C for conversions, OpenMP for the
+// remaining loops. Its emulated 16-bit path is the oracle every other backend
 // and the native kernels are tested against.
 // Its member functions are defined across one file per op family in this folder.
 #include "engine/backend/backend.h"
@@ -16,6 +16,7 @@ namespace mantissa {
 namespace cpu {
 class OneDnnRuntime;
 class OneDnnMatmul;
+class OneDnnConv;
 } // namespace cpu
 
 class CpuBackend final : public Backend {
@@ -105,6 +106,7 @@ private:
     cpu::CpuKernelPlan m_plan;
     std::unique_ptr<cpu::OneDnnRuntime> m_onednn;
     std::unique_ptr<cpu::OneDnnMatmul> m_matmul;
+    std::unique_ptr<cpu::OneDnnConv> m_conv;
     std::atomic<std::size_t> m_liveBytes{0};
     std::atomic<std::size_t> m_peakBytes{0};
 };

@@ -1,10 +1,12 @@
 #pragma once
 // Helpers that let CPU kernels work in fp32 whatever a tensor's storage type:
 // FloatInput widens a 16-bit tensor into scratch (fp32 tensors are used in place);
-// FloatOutput hands out an fp32 buffer and rounds it into the tensor on commit().
+// FloatOutput hands out an fp32 buffer and rounds it into the tensor on commit();
+// KernelInput is what a oneDNN GEMM or convolution reads.
 #include "engine/tensor/tensor.h"
 
 #include <memory>
+#include <optional>
 
 namespace mantissa::cpu {
 
@@ -34,6 +36,24 @@ private:
     std::shared_ptr<Storage> m_scratch;
     float* m_data = nullptr;
     std::size_t m_size = 0;
+};
+
+// The operand a oneDNN kernel reads: the tensor's own bf16 bits on the native path, else fp32
+// (16-bit tensors widened into scratch, fp32 ones read in place).
+class KernelInput {
+public:
+    KernelInput(const Tensor& t, bool native)
+    {
+        if (native)
+            m_data = t.data();
+        else
+            m_data = m_widened.emplace(t).data();
+    }
+    const void* data() const { return m_data; }
+
+private:
+    std::optional<FloatInput> m_widened;
+    const void* m_data = nullptr;
 };
 
 } // namespace mantissa::cpu

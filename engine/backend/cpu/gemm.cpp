@@ -8,31 +8,7 @@
 #include "engine/backend/cpu/onednn_matmul.h"
 #include "engine/util/check.h"
 
-#include <optional>
-
 namespace mantissa {
-
-namespace {
-
-// The operand oneDNN reads: the tensor's own bf16 bits on the native path, else fp32 (16-bit
-// tensors widened into scratch, fp32 ones read in place).
-class MatmulOperand {
-public:
-    MatmulOperand(const Tensor& t, bool native)
-    {
-        if (native)
-            m_data = t.data();
-        else
-            m_data = m_widened.emplace(t).data();
-    }
-    const void* data() const { return m_data; }
-
-private:
-    std::optional<cpu::FloatInput> m_widened;
-    const void* m_data = nullptr;
-};
-
-} // namespace
 
 void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                       const Tensor& a, const Tensor& b, float beta, Tensor& c)
@@ -40,8 +16,8 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n
     MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n);
     MANTISSA_ASSERT(a.dtype() == b.dtype());
     const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
-    const MatmulOperand fa(a, native);
-    const MatmulOperand fb(b, native);
+    const cpu::KernelInput fa(a, native);
+    const cpu::KernelInput fb(b, native);
     cpu::FloatOutput fc(c, beta != 0.0f);
     m_matmul->run({ta, tb, m, n, k, native, false, alpha, beta}, fa.data(), fb.data(), nullptr, fc.data());
     fc.commit();
@@ -53,8 +29,8 @@ void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::in
     MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n && bias.numel() == n);
     MANTISSA_ASSERT(a.dtype() == b.dtype());
     const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
-    const MatmulOperand fa(a, native);
-    const MatmulOperand fb(b, native);
+    const cpu::KernelInput fa(a, native);
+    const cpu::KernelInput fb(b, native);
     cpu::FloatInput fbias(bias);
     cpu::FloatOutput fc(c);
     // The bias joins the fp32 sum of products inside the kernel, before the one rounding in

@@ -1,0 +1,56 @@
+#pragma once
+// 2-D convolutions (NCHW tensors) through oneDNN's convolution primitives, with the engine's
+// semantics: inputs in the compute type (fp32, or bf16 run natively), products accumulated in
+// fp32, every result (y, dx, dw, dbias) written in fp32 for the caller to round once into its
+// tensor's dtype. The bias joins the fp32 sum inside the kernel, before that rounding.
+// Primitives, and the reorders between our NCHW tensors and the blocked layouts oneDNN's
+// kernels run on, are built once per geometry and input type and reused.
+#include "engine/backend/cpu/onednn_runtime.h"
+#include "engine/backend/geometry.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+namespace mantissa::cpu {
+
+struct ConvShape {
+    ConvGeometry geometry;
+    bool bf16Inputs = false; // x, w and dy hold bf16 bits; otherwise fp32
+    bool bias = false;       // forward: an fp32 bias[OC] is added; backward weights: dbias is computed
+};
+
+class OneDnnConv {
+public:
+    explicit OneDnnConv(OneDnnRuntime& runtime);
+    ~OneDnnConv();
+
+    // y[N, OC, outH, outW] = x[N, IC, inH, inW] conv w[OC, IC, kH, kW] (+ bias[OC]), y in fp32.
+    void forward(const ConvShape& shape, const void* x, const void* w, const float* bias, float* y);
+    // dx[N, IC, inH, inW] from dy[N, OC, outH, outW] and w, dx in fp32.
+    void backwardData(const ConvShape& shape, const void* dy, const void* w, float* dx);
+    // dw[OC, IC, kH, kW] (and dbias[OC] when shape.bias) from x and dy, in fp32.
+    void backwardWeights(const ConvShape& shape, const void* x, const void* dy, float* dw, float* dbias);
+
+private:
+    // The geometry's thirteen extents, the input type and the bias flag.
+    using Key = std::array<std::int64_t, 15>;
+    struct KeyHash {
+        std::size_t operator()(const Key& key) const;
+    };
+    struct Forward;
+    struct BackwardData;
+    struct BackwardWeights;
+
+    Forward& forwardFor(const ConvShape& shape);
+    BackwardData& backwardDataFor(const ConvShape& shape);
+    BackwardWeights& backwardWeightsFor(const ConvShape& shape);
+
+    OneDnnRuntime& m_runtime;
+    std::unordered_map<Key, std::unique_ptr<Forward>, KeyHash> m_forward;
+    std::unordered_map<Key, std::unique_ptr<BackwardData>, KeyHash> m_backwardData;
+    std::unordered_map<Key, std::unique_ptr<BackwardWeights>, KeyHash> m_backwardWeights;
+};
+
+} // namespace mantissa::cpu

@@ -1,0 +1,311 @@
+// The CPU backend's two paths for bf16 convolutions (training.cpu_kernels), as
+// cpu_kernels_test.cpp holds them for matrix products: oneDNN's native bf16 convolution
+// kernels against the emulated oracle (inputs widened exactly to fp32, convolved in fp32), per
+// op (forward with bias, backward data, backward weights with dbias) and per training run of
+// a convolutional network. Linked into cpu_kernels_test, so CTest runs it as the machine is and
+// again with ONEDNN_MAX_CPU_ISA=AVX2; native cases skip, saying why, where there is no native bf16.
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_kernel_plan.h"
+#include "engine/backend/cpu/onednn_conv.h"
+#include "engine/train/trainer.h"
+#include "run_comparison.h"
+#include "small_run_config.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace mantissa;
+
+namespace {
+
+bool nativeBf16Here() { return cpu::planCpuKernels(CpuKernels::Auto).nativeBf16; }
+
+#define SKIP_WITHOUT_NATIVE_BF16()                                                                                     \
+    if (!nativeBf16Here())                                                                                             \
+    GTEST_SKIP() << "no native bf16 kernels here: " << cpu::planCpuKernels(CpuKernels::Auto).bf16Path
+
+std::unique_ptr<Backend> backendWith(CpuKernels kernels) { return makeCpuBackend(CpuOptions{2, kernels}); }
+
+Tensor uploadRandom(Backend& b, const Shape& shape, DType type, std::uint32_t seed)
+{
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> values(static_cast<std::size_t>(shape.numel()));
+    for (float& v : values)
+        v = dist(rng);
+    Tensor t = b.empty(shape, type);
+    b.upload(values.data(), t);
+    return t;
+}
+
+std::vector<float> download(Backend& b, const Tensor& t)
+{
+    std::vector<float> out(static_cast<std::size_t>(t.numel()));
+    b.download(t, out.data());
+    return out;
+}
+
+struct ConvKernelCase {
+    std::string name;
+    std::int64_t n, c, size, oc, k, stride, pad;
+    bool bias;
+    DType out;
+
+    ConvGeometry geometry() const
+    {
+        ConvGeometry g;
+        g.n = n, g.inChannels = c, g.inH = g.inW = size, g.outChannels = oc, g.kH = g.kW = k;
+        g.strideH = g.strideW = stride, g.padH = g.padW = pad;
+        g.outH = g.outW = slidingOutput(size, k, stride, pad);
+        return g;
+    }
+};
+
+void PrintTo(const ConvKernelCase& c, std::ostream* os) { *os << c.name; }
+
+// The four results of one backend on the case's bf16 inputs (the same seeds on both paths).
+struct ConvResults {
+    std::vector<float> y, dx, dw, dbias;
+    std::vector<float> x, w, dy; // the bf16 inputs as fp32, for the error scale
+};
+
+ConvResults runConv(Backend& b, const ConvKernelCase& c)
+{
+    const ConvGeometry g = c.geometry();
+    const Shape xs{g.n, g.inChannels, g.inH, g.inW}, ws{g.outChannels, g.inChannels, g.kH, g.kW};
+    const Shape ys{g.n, g.outChannels, g.outH, g.outW}, bs{g.outChannels};
+    const Tensor x = uploadRandom(b, xs, DType::BF16, 1), w = uploadRandom(b, ws, DType::BF16, 2);
+    const Tensor bias = uploadRandom(b, bs, DType::BF16, 3), dy = uploadRandom(b, ys, DType::BF16, 4);
+    Tensor y = b.empty(ys, c.out), dx = b.empty(xs, c.out), dw = b.empty(ws, c.out), dbias = b.empty(bs, c.out);
+    b.conv2dForward(x, w, c.bias ? &bias : nullptr, y, g);
+    b.conv2dBackwardData(dy, w, dx, g);
+    b.conv2dBackwardFilter(x, dy, dw, c.bias ? &dbias : nullptr, g);
+    ConvResults r{download(b, y), download(b, dx), download(b, dw), {},
+                  download(b, x), download(b, w),  download(b, dy)};
+    if (c.bias)
+        r.dbias = download(b, dbias);
+    return r;
+}
+
+// Per result: the number of terms summed and the sum of their magnitudes, from the rounded
+// inputs (the scale of fp32 accumulation error).
+struct ErrorScale {
+    std::vector<double> magnitude;
+    std::vector<std::int64_t> terms;
+    void resize(std::size_t n) { magnitude.assign(n, 0.0), terms.assign(n, 0); }
+    void add(std::size_t i, double term) { magnitude[i] += std::fabs(term), ++terms[i]; }
+};
+
+struct ConvScales {
+    ErrorScale y, dx, dw, dbias;
+};
+
+ConvScales errorScales(const ConvGeometry& g, const ConvResults& r)
+{
+    ConvScales s;
+    s.y.resize(r.y.size()), s.dx.resize(r.dx.size()), s.dw.resize(r.dw.size());
+    s.dbias.resize(static_cast<std::size_t>(g.outChannels));
+    const auto at = [](std::int64_t a, std::int64_t b, std::int64_t bs, std::int64_t c, std::int64_t cs, std::int64_t d,
+                       std::int64_t ds) { return static_cast<std::size_t>(((a * bs + b) * cs + c) * ds + d); };
+    for (std::int64_t b = 0; b < g.n; ++b)
+        for (std::int64_t o = 0; o < g.outChannels; ++o)
+            for (std::int64_t oh = 0; oh < g.outH; ++oh)
+                for (std::int64_t ow = 0; ow < g.outW; ++ow) {
+                    const std::size_t yi = at(b, o, g.outChannels, oh, g.outH, ow, g.outW);
+                    s.dbias.add(static_cast<std::size_t>(o), r.dy[yi]);
+                    for (std::int64_t c = 0; c < g.inChannels; ++c)
+                        for (std::int64_t kh = 0; kh < g.kH; ++kh)
+                            for (std::int64_t kw = 0; kw < g.kW; ++kw) {
+                                const std::int64_t ih = oh * g.strideH - g.padH + kh;
+                                const std::int64_t iw = ow * g.strideW - g.padW + kw;
+                                if (ih < 0 || ih >= g.inH || iw < 0 || iw >= g.inW)
+                                    continue;
+                                const std::size_t xi = at(b, c, g.inChannels, ih, g.inH, iw, g.inW);
+                                const std::size_t wi = at(o, c, g.inChannels, kh, g.kH, kw, g.kW);
+                                s.y.add(yi, double(r.x[xi]) * r.w[wi]);
+                                s.dx.add(xi, double(r.dy[yi]) * r.w[wi]);
+                                s.dw.add(wi, double(r.dy[yi]) * r.x[xi]);
+                            }
+                }
+    return s;
+}
+
+// Both paths multiply exactly-representable bf16 values (their products are exact in fp32)
+// and sum them in fp32; they differ only in the order of the additions (oneDNN's blocking and
+// its per-thread partial sums, VDPBF16PS adding pairs). A sum of n terms in any order is
+// within (n - 1) * 2^-24 * sum|terms| of the exact one (Higham, Accuracy and Stability of
+// Numerical Algorithms, 3.1), so the two are within twice that; the bias (|bias| < 8 here)
+// joins y's sum as one more term. A bf16 output is held to one bf16 unit in the last place
+// on top: the two fp32 sums may straddle a rounding boundary.
+void expectWithinAccumulationOrder(const std::vector<float>& got, const std::vector<float>& want,
+                                   const ErrorScale& scale, double extra, DType out, const std::string& what)
+{
+    ASSERT_EQ(got.size(), want.size()) << what;
+    ASSERT_EQ(got.size(), scale.terms.size()) << what;
+    int reported = 0;
+    for (std::size_t i = 0; i < got.size() && reported < 5; ++i) {
+        double bound = 2.0 * double(scale.terms[i] + 1) * std::ldexp(1.0, -24) * (scale.magnitude[i] + extra);
+        if (out == DType::BF16)
+            bound += std::ldexp(std::fabs(double(want[i])), -7);
+        bound += 1e-30; // VDPBF16PS flushes subnormal results to zero
+        if (!(std::fabs(double(got[i]) - want[i]) <= bound)) {
+            ADD_FAILURE() << what << "[" << i << "]: native " << got[i] << ", emulated " << want[i] << ", allowed "
+                          << bound;
+            ++reported;
+        }
+    }
+}
+
+class NativeBf16Conv : public ::testing::TestWithParam<ConvKernelCase> {};
+
+TEST_P(NativeBf16Conv, MatchesTheEmulatedOracleWithinAccumulationOrder)
+{
+    SKIP_WITHOUT_NATIVE_BF16();
+    const ConvKernelCase c = GetParam();
+    auto native = backendWith(CpuKernels::Native);
+    auto emulated = backendWith(CpuKernels::Emulated);
+    const ConvResults got = runConv(*native, c);
+    const ConvResults want = runConv(*emulated, c);
+    const ConvScales scales = errorScales(c.geometry(), want);
+    expectWithinAccumulationOrder(got.y, want.y, scales.y, c.bias ? 8.0 : 0.0, c.out, "y");
+    expectWithinAccumulationOrder(got.dx, want.dx, scales.dx, 0.0, c.out, "dx");
+    expectWithinAccumulationOrder(got.dw, want.dw, scales.dw, 0.0, c.out, "dw");
+    if (c.bias)
+        expectWithinAccumulationOrder(got.dbias, want.dbias, scales.dbias, 0.0, c.out, "dbias");
+    // The native backend ran oneDNN's bf16 convolutions, the emulated one its fp32 ones.
+    const std::string nativePaths = native->kernelPaths(), emulatedPaths = emulated->kernelPaths();
+    for (const char* op : {"bf16 conv forward", "bf16 conv backward data", "bf16 conv backward weights"}) {
+        EXPECT_NE(nativePaths.find(op), std::string::npos) << nativePaths;
+        EXPECT_EQ(emulatedPaths.find(op), std::string::npos) << emulatedPaths;
+    }
+    EXPECT_NE(emulatedPaths.find("fp32 conv forward"), std::string::npos) << emulatedPaths;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, NativeBf16Conv,
+                         ::testing::Values(
+                             //             name               n   c  size oc  k  s  p  bias   out
+                             ConvKernelCase{"firstLayer", 4, 1, 28, 32, 3, 1, 1, true, DType::F32},
+                             ConvKernelCase{"same3x3", 8, 32, 14, 32, 3, 1, 1, false, DType::BF16},
+                             ConvKernelCase{"widening", 8, 32, 14, 64, 3, 1, 1, true, DType::F32},
+                             ConvKernelCase{"strided", 4, 32, 28, 64, 3, 2, 1, false, DType::BF16},
+                             ConvKernelCase{"pointwiseS2", 4, 32, 28, 64, 1, 2, 0, false, DType::F32},
+                             ConvKernelCase{"oddSizes", 3, 5, 9, 7, 5, 2, 2, true, DType::BF16},
+                             // oneDNN's right padding below the left one, then negative: the last input columns unread.
+                             ConvKernelCase{"rightPaddingBelowLeft", 2, 3, 11, 6, 3, 3, 1, true, DType::F32},
+                             ConvKernelCase{"negativeRightPadding", 2, 3, 10, 6, 3, 3, 0, false, DType::BF16}),
+                         [](const ::testing::TestParamInfo<ConvKernelCase>& info) { return info.param.name; });
+
+// Products of bf16 values are exact in fp32, and sums of small multiples of 1/4 are exact in
+// any order, so here every native result must be the oracle's to the bit.
+TEST(NativeBf16Conv, ExactSumsAgreeToTheBit)
+{
+    SKIP_WITHOUT_NATIVE_BF16();
+    const ConvKernelCase c{"exact", 4, 16, 12, 32, 3, 1, 1, true, DType::F32};
+    const ConvGeometry g = c.geometry();
+    const auto pattern = [](std::int64_t n, int period, float step) {
+        std::vector<float> v(static_cast<std::size_t>(n));
+        for (std::size_t i = 0; i < v.size(); ++i)
+            v[i] = static_cast<float>(static_cast<int>(i % static_cast<std::size_t>(period)) - period / 2) * step;
+        return v;
+    };
+    std::vector<std::vector<float>> results[2];
+    int index = 0;
+    for (CpuKernels kernels : {CpuKernels::Native, CpuKernels::Emulated}) {
+        auto b = backendWith(kernels);
+        const auto upload = [&](const Shape& shape, const std::vector<float>& values) {
+            Tensor t = b->empty(shape, DType::BF16);
+            b->upload(values.data(), t);
+            return t;
+        };
+        const Shape xs{g.n, g.inChannels, g.inH, g.inW}, ws{g.outChannels, g.inChannels, g.kH, g.kW};
+        const Shape ys{g.n, g.outChannels, g.outH, g.outW}, bs{g.outChannels};
+        const Tensor x = upload(xs, pattern(xs.numel(), 7, 1.0f)), w = upload(ws, pattern(ws.numel(), 5, 0.5f));
+        const Tensor bias = upload(bs, pattern(bs.numel(), 3, 1.0f)), dy = upload(ys, pattern(ys.numel(), 9, 0.25f));
+        Tensor y = b->empty(ys, DType::F32), dx = b->empty(xs, DType::F32), dw = b->empty(ws, DType::F32);
+        Tensor dbias = b->empty(bs, DType::F32);
+        b->conv2dForward(x, w, &bias, y, g);
+        b->conv2dBackwardData(dy, w, dx, g);
+        b->conv2dBackwardFilter(x, dy, dw, &dbias, g);
+        results[index++] = {download(*b, y), download(*b, dx), download(*b, dw), download(*b, dbias)};
+    }
+    EXPECT_EQ(results[0][0], results[1][0]) << "y";
+    EXPECT_EQ(results[0][1], results[1][1]) << "dx";
+    EXPECT_EQ(results[0][2], results[1][2]) << "dw";
+    EXPECT_EQ(results[0][3], results[1][3]) << "dbias";
+}
+
+// Where oneDNN has no bf16 convolution (ONEDNN_MAX_CPU_ISA=AVX2, an AVX2-only CPU), asking it
+// for one is a typed error naming the op, its shape and type, and what avoids it; the backend
+// never asks there (auto plans emulation), so this drives the oneDNN layer directly.
+TEST(NativeBf16Conv, APrimitiveOneDnnCannotCreateIsAnUnsupportedError)
+{
+    cpu::OneDnnRuntime runtime;
+    cpu::OneDnnConv conv(runtime);
+    const ConvGeometry g = ConvKernelCase{"", 2, 8, 10, 16, 3, 1, 1, false, DType::F32}.geometry();
+    std::vector<std::uint16_t> x(static_cast<std::size_t>(g.n * g.inChannels * g.inH * g.inW));
+    std::vector<std::uint16_t> w(static_cast<std::size_t>(g.outChannels * g.inChannels * g.kH * g.kW));
+    std::vector<float> y(static_cast<std::size_t>(g.n * g.outChannels * g.outH * g.outW));
+    try {
+        conv.forward({g, true, false}, x.data(), w.data(), nullptr, y.data());
+    } catch (const UnsupportedError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("bf16 convolution forward"), std::string::npos) << message;
+        EXPECT_NE(message.find("x [2, 8, 10, 10], w [16, 8, 3, 3]"), std::string::npos) << message;
+        EXPECT_NE(message.find("emulated"), std::string::npos) << message;
+        RecordProperty("message", message);
+        return;
+    }
+    GTEST_SKIP() << "oneDNN has bf16 convolutions here (" << cpu::oneDnnIsaName() << "): nothing to refuse";
+}
+
+// A whole mixed-bf16 training of a convolutional network (conv, batch norm, a residual block,
+// max pooling) on both paths: the same steps (none skipped: bf16 has fp32's range) and loss
+// curves that drift apart only as accumulation order allows. Every conv result is rounded to
+// bf16, so the low-bit differences of the op cases above rarely reach the losses; 2%, as for
+// the matrix-product run, leaves room for other CPUs' blockings while catching a kernel that
+// computes something else.
+TEST(NativeBf16Training, ConvolutionalRunFollowsTheEmulatedRunWithinTolerance)
+{
+    SKIP_WITHOUT_NATIVE_BF16();
+    const RunConfig config = test_support::smallConvConfig(PrecisionMode::MixedBf16);
+    const auto trainWith = [&](CpuKernels kernels) {
+        RunConfig c = config;
+        c.training.cpuKernels = kernels;
+        auto backend = backendWith(kernels);
+        const DatasetSplits data = loadDatasets(c.data, c.training.seed);
+        Trainer trainer(c, *backend, data);
+        test_support::Recorder recorder;
+        trainer.addObserver(&recorder);
+        const RunSummary summary = trainer.run();
+        return std::tuple{summary, recorder.steps, backend->kernelPaths()};
+    };
+    const auto [nativeSummary, nativeSteps, nativePaths] = trainWith(CpuKernels::Native);
+    const auto [emulatedSummary, emulatedSteps, emulatedPaths] = trainWith(CpuKernels::Emulated);
+    EXPECT_NE(nativePaths.find("bf16 conv backward weights"), std::string::npos) << nativePaths;
+    EXPECT_EQ(emulatedPaths.find("bf16 conv"), std::string::npos) << emulatedPaths;
+    ASSERT_EQ(nativeSteps.size(), emulatedSteps.size());
+    ASSERT_GE(nativeSteps.size(), 16u);
+    double largestRelative = 0;
+    for (std::size_t i = 0; i < nativeSteps.size(); ++i) {
+        SCOPED_TRACE("step " + std::to_string(i));
+        EXPECT_EQ(nativeSteps[i].skipped, emulatedSteps[i].skipped);
+        EXPECT_NEAR(nativeSteps[i].loss, emulatedSteps[i].loss, 0.02 * std::fabs(emulatedSteps[i].loss));
+        largestRelative = std::max(largestRelative, std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) /
+                                                        emulatedSteps[i].loss);
+    }
+    std::ostringstream largest;
+    largest << largestRelative;
+    RecordProperty("largest_relative_loss_difference", largest.str());
+    EXPECT_EQ(nativeSummary.skippedSteps, emulatedSummary.skippedSteps);
+    EXPECT_NEAR(nativeSummary.testAccuracy, emulatedSummary.testAccuracy, 0.05);
+}
+
+} // namespace
