@@ -58,6 +58,11 @@ void addTrainOptions(QCommandLineParser& parser)
                                 " (default: auto, native where the "
                                 "CPU has it)."),
          "kind"},
+        {"data",
+         QString::fromStdString("The dataset: " + enumKeyList<DatasetKind>() +
+                                ", or text:FILE for a text file or directory (byte-level language models)."),
+         "source"},
+        {"context", "Text: bytes per window, the sequence length (default 128).", "n"},
         {"data-dir", "Directory holding the IDX files (default: MANTISSA_DATA_DIR or the Debian dataset).", "dir"},
         {"limit-train", "Use only the first N training samples.", "n"},
         {"limit-test", "Use only the first N test samples.", "n"},
@@ -120,6 +125,19 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
     if (parser.isSet("cpu-kernels"))
         config.training.cpuKernels =
             parseEnumOrThrow<CpuKernels>(parser.value("cpu-kernels").toStdString(), "--cpu-kernels");
+    if (parser.isSet("data")) {
+        const std::string source = parser.value("data").toStdString();
+        if (source.starts_with("text:")) {
+            config.data.dataset = DatasetKind::Text;
+            config.data.directory = source.substr(5);
+            if (config.data.directory.empty())
+                throw ConfigError("--data text: needs a file or directory after the colon, e.g. text:book.txt");
+        } else {
+            config.data.dataset = parseEnumOrThrow<DatasetKind>(source, "--data");
+        }
+    }
+    if (parser.isSet("context"))
+        config.data.context = integerOption(parser, "context", 1);
     if (parser.isSet("data-dir"))
         config.data.directory = parser.value("data-dir").toStdString();
     if (parser.isSet("limit-train"))

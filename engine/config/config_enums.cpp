@@ -13,6 +13,9 @@ constexpr std::array kDatasets{
                            "28x28 handwritten digits (its four IDX files, downloaded by hand)."},
     EnumEntry<DatasetKind>{DatasetKind::Synthetic, "synthetic", "synthetic",
                            "Noisy samples around random class prototypes, any shape; needs no files."},
+    EnumEntry<DatasetKind>{DatasetKind::Text, "text", "text",
+                           "Byte-level text for language models: a file or a directory of text files "
+                           "(default: Debian's fortunes), cut into windows of data.context bytes."},
 };
 
 constexpr std::array kOptimizers{

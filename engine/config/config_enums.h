@@ -9,9 +9,9 @@
 
 namespace mantissa {
 
-enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Synthetic };    // data.dataset
-enum class OptimizerKind : std::uint8_t { Sgd, Adam, AdamW };                // optimizer.type
-enum class ScheduleKind : std::uint8_t { Constant, Step, Cosine, OneCycle }; // schedule.type
+enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Synthetic, Text }; // data.dataset
+enum class OptimizerKind : std::uint8_t { Sgd, Adam, AdamW };                   // optimizer.type
+enum class ScheduleKind : std::uint8_t { Constant, Step, Cosine, OneCycle };    // schedule.type
 // training.graphs and training.run_ahead: Auto turns the feature on where it pays (on GPUs).
 enum class AutoSwitch : std::uint8_t { Auto, On, Off };
 

@@ -202,6 +202,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         dr.read("synthetic_shape", c.data.syntheticShape);
         dr.read("synthetic_classes", c.data.syntheticClasses);
         dr.read("synthetic_noise", c.data.syntheticNoise);
+        dr.read("context", c.data.context);
         dr.finish();
     }
 
@@ -323,6 +324,9 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                  {"synthetic_train", c.data.syntheticTrain},   {"synthetic_test", c.data.syntheticTest},
                  {"synthetic_shape", c.data.syntheticShape},   {"synthetic_classes", c.data.syntheticClasses},
                  {"synthetic_noise", c.data.syntheticNoise}};
+    // Only text runs carry a context, so the JSON of every other run stays as it was.
+    if (c.data.dataset == DatasetKind::Text)
+        j["data"]["context"] = c.data.context;
     j["optimizer"] = {{"type", enumKey(c.optimizer.type)},
                       {"lr", c.optimizer.lr},
                       {"momentum", c.optimizer.momentum},

@@ -42,7 +42,8 @@ struct ModelSpec {
 
 struct DataSpec {
     DatasetKind dataset = DatasetKind::FashionMnist;
-    std::string directory;                                    // "" = default (MANTISSA_DATA_DIR or the Debian path)
+    // "" = default (MANTISSA_DATA_DIR or the Debian path); for text, the text file or directory
+    std::string directory;
     float validationSplit = 0;                                // fraction of the training set held out
     bool normalize = true;                                    // subtract the mean, divide by the std of the train set
     std::int64_t limitTrain = 0, limitTest = 0;               // 0 = all; smaller for quick runs and tests
@@ -52,6 +53,7 @@ struct DataSpec {
     std::vector<std::int64_t> syntheticShape{1, 28, 28}; // per-sample shape
     std::int64_t syntheticClasses = 10;
     float syntheticNoise = 1.0f; // std of the noise around each class prototype (prototypes have std 1)
+    std::int64_t context = 128;  // text: bytes per window (the sequence length a model sees)
 };
 
 struct OptimizerSpec {

@@ -57,17 +57,19 @@ std::int64_t BatchLoader::fill(std::int64_t index, float* inputs, float* labels)
     const std::int64_t first = index * m_options.batchSize;
     const std::int64_t size = std::min(m_options.batchSize, m_data.size() - first);
     const std::int64_t n = m_data.sampleSize();
+    const std::int64_t l = m_data.labelSize();
     const std::size_t sampleBytes = static_cast<std::size_t>(n) * sizeof(float);
+    const std::size_t labelBytes = static_cast<std::size_t>(l) * sizeof(float);
     if (!m_options.shuffle) {
         // In order, the batch is one contiguous run of the dataset.
         std::memcpy(inputs, m_data.sample(first), sampleBytes * static_cast<std::size_t>(size));
-        std::memcpy(labels, m_data.labels.data() + first, sizeof(float) * static_cast<std::size_t>(size));
+        std::memcpy(labels, m_data.sampleLabels(first), labelBytes * static_cast<std::size_t>(size));
         return size;
     }
     for (std::int64_t i = 0; i < size; ++i) {
         const std::int64_t s = m_order[static_cast<std::size_t>(first + i)];
         std::memcpy(inputs + i * n, m_data.sample(s), sampleBytes);
-        labels[i] = m_data.labels[static_cast<std::size_t>(s)];
+        std::memcpy(labels + i * l, m_data.sampleLabels(s), labelBytes);
     }
     return size;
 }
@@ -80,10 +82,10 @@ bool BatchLoader::next(HostBatch& batch)
     }
     const std::int64_t capacity = m_options.batchSize;
     batch.inputs.resize(static_cast<std::size_t>(capacity * m_data.sampleSize()));
-    batch.labels.resize(static_cast<std::size_t>(capacity));
+    batch.labels.resize(static_cast<std::size_t>(capacity * m_data.labelSize()));
     batch.size = fill(m_position++, batch.inputs.data(), batch.labels.data());
     batch.inputs.resize(static_cast<std::size_t>(batch.size * m_data.sampleSize()));
-    batch.labels.resize(static_cast<std::size_t>(batch.size));
+    batch.labels.resize(static_cast<std::size_t>(batch.size * m_data.labelSize()));
     batch.inputShape = batchShape(batch.size);
     return true;
 }

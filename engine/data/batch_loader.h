@@ -23,7 +23,8 @@ struct BatchLoaderOptions {
     static BatchLoaderOptions evaluation(std::int64_t batchSize) { return {batchSize, false, false, 0}; }
 };
 
-// One batch on the host: inputs [size, sampleShape...] and labels [size] (class indices).
+// One batch on the host: inputs [size, sampleShape...] and labels [size, labelShape...]
+// (class indices).
 // Reused between batches; the buffers only grow.
 struct HostBatch {
     std::vector<float> inputs;
@@ -55,7 +56,7 @@ public:
     // Copies the next batch into `batch`; false (and batch.size 0) after the epoch's last one.
     bool next(HostBatch& batch);
     // Copies batch `index` of the current epoch into `inputs` (room for batchSize samples) and
-    // `labels`; returns its size. Const, so a prefetch thread may call it.
+    // `labels` (room for batchSize samples' labels); returns its size. Const, so a prefetch thread may call it.
     std::int64_t fill(std::int64_t index, float* inputs, float* labels) const;
     // [batch, sampleShape...]
     Shape batchShape(std::int64_t batch) const;

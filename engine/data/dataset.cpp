@@ -3,6 +3,7 @@
 #include "engine/data/idx_reader.h"
 #include "engine/data/permutation.h"
 #include "engine/data/synthetic.h"
+#include "engine/data/text_corpus.h"
 #include "engine/util/check.h"
 #include "engine/util/format_number.h"
 
@@ -79,6 +80,9 @@ void validateDataSpec(const DataSpec& spec)
     checkRange(spec.limitTrain >= 0, "data.limitTrain",
                "must be >= 0 (0 = all), got " + std::to_string(spec.limitTrain));
     checkRange(spec.limitTest >= 0, "data.limitTest", "must be >= 0 (0 = all), got " + std::to_string(spec.limitTest));
+    if (spec.dataset == DatasetKind::Text)
+        checkRange(spec.context >= 1 && spec.context <= 65536, "data.context",
+                   "must be between 1 and 65536 bytes, got " + std::to_string(spec.context));
     if (spec.dataset != DatasetKind::Synthetic)
         return;
     checkRange(spec.syntheticTrain > 0, "data.syntheticTrain",
@@ -99,6 +103,8 @@ DataDirectory resolveDataDirectory(const DataSpec& spec)
 {
     if (!spec.directory.empty())
         return {spec.directory, "data.directory"};
+    if (spec.dataset == DatasetKind::Text) // MANTISSA_DATA_DIR names where the image sets are
+        return {kDefaultTextCorpus, "the default for text (Debian's fortunes)"};
     if (const char* env = std::getenv(kEnvDataDir); env && *env)
         return {env, kEnvDataDir};
     const std::string name(enumKey(spec.dataset));
@@ -107,7 +113,7 @@ DataDirectory resolveDataDirectory(const DataSpec& spec)
 
 Dataset loadMnistFormat(const DataDirectory& directory, DatasetKind dataset, bool train, std::int64_t limit)
 {
-    MANTISSA_ASSERT(dataset != DatasetKind::Synthetic);
+    MANTISSA_ASSERT(dataset == DatasetKind::FashionMnist || dataset == DatasetKind::Mnist);
     checkDirectory(directory, dataset);
     const std::string prefix = train ? "train" : "t10k";
     std::string imagesPath, labelsPath;
@@ -167,23 +173,26 @@ Dataset holdOut(Dataset& data, std::int64_t count, std::uint64_t seed, const std
 
     Dataset out;
     out.sampleShape = data.sampleShape;
+    out.labelShape = data.labelShape;
     out.classes = data.classes;
     out.name = name;
     const std::int64_t n = data.sampleSize();
+    const std::int64_t l = data.labelSize();
     out.inputs.reserve(static_cast<std::size_t>(count * n));
-    out.labels.reserve(static_cast<std::size_t>(count));
+    out.labels.reserve(static_cast<std::size_t>(count * l));
     // Compact the kept samples in place, in order, while copying the held ones out.
     std::int64_t kept = 0;
     for (std::int64_t i = 0; i < data.size(); ++i) {
         const float* x = data.sample(i);
+        const float* y = data.sampleLabels(i);
         if (held[static_cast<std::size_t>(i)]) {
             out.inputs.insert(out.inputs.end(), x, x + n);
-            out.labels.push_back(data.labels[static_cast<std::size_t>(i)]);
+            out.labels.insert(out.labels.end(), y, y + l);
             continue;
         }
         if (kept != i) {
             std::copy(x, x + n, data.inputs.data() + kept * n);
-            data.labels[static_cast<std::size_t>(kept)] = data.labels[static_cast<std::size_t>(i)];
+            std::copy(y, y + l, data.labels.data() + kept * l);
         }
         ++kept;
     }
@@ -195,7 +204,7 @@ void keepFirst(Dataset& data, std::int64_t limit)
 {
     if (limit <= 0 || limit >= data.size())
         return;
-    data.labels.resize(static_cast<std::size_t>(limit));
+    data.labels.resize(static_cast<std::size_t>(limit * data.labelSize()));
     data.inputs.resize(static_cast<std::size_t>(limit * data.sampleSize()));
     data.labels.shrink_to_fit();
     data.inputs.shrink_to_fit();
@@ -204,6 +213,8 @@ void keepFirst(Dataset& data, std::int64_t limit)
 DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
 {
     validateDataSpec(spec);
+    if (spec.dataset == DatasetKind::Text)
+        return loadTextDatasets(spec, seed); // its own splits by position in the text, no normalisation
     DatasetSplits splits;
     if (spec.dataset == DatasetKind::Synthetic) {
         // Sample i does not depend on the set's size, so generating only the first `limit`

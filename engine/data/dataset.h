@@ -1,6 +1,6 @@
 #pragma once
 // In-memory datasets and the one entry point that builds the train/validation/test splits a
-// run trains on from its DataSpec: Fashion-MNIST, MNIST or synthetic data.
+// run trains on from its DataSpec: Fashion-MNIST, MNIST, synthetic data or text (text_corpus.h).
 #include "engine/config/run_config.h"
 #include "engine/tensor/shape.h"
 
@@ -14,13 +14,18 @@ namespace mantissa {
 struct Dataset {
     Shape sampleShape;         // per-sample shape, e.g. {1, 28, 28}
     std::vector<float> inputs; // size() * sampleSize() values
-    std::vector<float> labels; // class index as float: the loss reads fp32 labels
+    // Class indices as float (the loss reads fp32 labels): one per sample, or labelShape's
+    // worth per sample for sequence data (a next-byte label per position).
+    std::vector<float> labels;
+    Shape labelShape; // {} for one label per sample, {T} for a sequence of T
     std::int64_t classes = 0;
     std::string name; // "fashion-mnist/train": shown to users and in error messages
 
-    std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
+    std::int64_t labelSize() const { return labelShape.rank() == 0 ? 1 : labelShape.numel(); }
+    std::int64_t size() const { return static_cast<std::int64_t>(labels.size()) / labelSize(); }
     std::int64_t sampleSize() const { return sampleShape.numel(); }
     const float* sample(std::int64_t i) const { return inputs.data() + i * sampleSize(); }
+    const float* sampleLabels(std::int64_t i) const { return labels.data() + i * labelSize(); }
 };
 
 // The affine map applied to every input: x' = (x - mean) / std.
@@ -51,7 +56,8 @@ struct DataDirectory {
     std::string path;
     std::string origin; // "data.directory", "MANTISSA_DATA_DIR" or "the default for fashion-mnist"
 };
-// spec.directory, else $MANTISSA_DATA_DIR, else /usr/share/datasets/<dataset>
+// spec.directory, else $MANTISSA_DATA_DIR, else /usr/share/datasets/<dataset>; for text,
+// spec.directory (a file or a directory) else Debian's fortunes (kDefaultTextCorpus)
 // (the Debian package dataset-fashion-mnist installs /usr/share/datasets/fashion-mnist).
 DataDirectory resolveDataDirectory(const DataSpec& spec);
 
