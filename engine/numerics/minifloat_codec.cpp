@@ -92,8 +92,7 @@ EncodedMiniFloat encodeSigned(float value, const MiniFloatFormat& f, Rounding ro
     const int binade = std::max(x.exponent + 23, f.minExponent());
     const int shift = (binade - f.mantissaBits) - x.exponent; // >= 23 - M > 0
     const std::uint64_t n = roundShifted(x.significand, shift, rounding, randomBits);
-    const std::uint64_t magnitude =
-        (static_cast<std::uint64_t>(binade - f.minExponent()) << f.mantissaBits) + n;
+    const std::uint64_t magnitude = (static_cast<std::uint64_t>(binade - f.minExponent()) << f.mantissaBits) + n;
     if (magnitude > f.maxFiniteMagnitudeCode())
         return overflowCode(f, sign, overflow);
     return {static_cast<std::uint8_t>(sign | magnitude), false};
@@ -202,9 +201,8 @@ EncodedMiniFloat encodeMiniFloatWith(float value, MiniFloat format, Rounding rou
 
 std::uint8_t encodeMiniFloat(float value, MiniFloat format, const MiniFloatEncoding& encoding, std::uint64_t counter)
 {
-    const std::uint64_t random = encoding.rounding == Rounding::Stochastic
-                                     ? stochasticBits(stochasticStream(encoding.seed), counter)
-                                     : 0;
+    const std::uint64_t random =
+        encoding.rounding == Rounding::Stochastic ? stochasticBits(stochasticStream(encoding.seed), counter) : 0;
     return encodeMiniFloatWith(value, format, encoding.rounding, encoding.overflow, random).code;
 }
 
@@ -218,8 +216,9 @@ bool isMiniFloatNan(std::uint8_t code, MiniFloat format)
     case Specials::None: return false;
     case Specials::UnsignedNan:
     case Specials::AllOnesNan: return magnitude == allOnesMagnitude(f);
-    case Specials::IeeeInfNan: return (magnitude >> f.mantissaBits) == (1u << f.exponentBits) - 1u &&
-                                      (magnitude & ((1u << f.mantissaBits) - 1u)) != 0;
+    case Specials::IeeeInfNan:
+        return (magnitude >> f.mantissaBits) == (1u << f.exponentBits) - 1u &&
+               (magnitude & ((1u << f.mantissaBits) - 1u)) != 0;
     }
     return false;
 }
@@ -262,7 +261,8 @@ void roundThroughMiniFloat(std::span<float> values, MiniFloat format, const Mini
     forChunks(values.size(), [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
             const std::uint64_t random = stochastic ? stochasticBits(stream, firstCounter + i) : 0;
-            values[i] = table[encodeMiniFloatWith(values[i], format, encoding.rounding, encoding.overflow, random).code];
+            values[i] =
+                table[encodeMiniFloatWith(values[i], format, encoding.rounding, encoding.overflow, random).code];
         }
     });
 }

@@ -17,10 +17,10 @@ enum class MiniFloat : std::uint8_t { E4M3, E5M2, E3M2, E2M3, E2M1, E8M0 };
 // Which codes are not ordinary numbers. The OCP formats differ here, and the difference
 // decides what an overflow becomes.
 enum class MiniFloatSpecials : std::uint8_t {
-    None,         // every code is a number (FP6, FP4): no Inf, no NaN
-    IeeeInfNan,   // exponent all ones: Inf (mantissa 0) or NaN (E5M2)
-    AllOnesNan,   // only S.1111.111 is NaN, no Inf; the all-ones exponent holds numbers (E4M3 "fn")
-    UnsignedNan,  // no sign bit, no zero; 0xFF is NaN (E8M0)
+    None,        // every code is a number (FP6, FP4): no Inf, no NaN
+    IeeeInfNan,  // exponent all ones: Inf (mantissa 0) or NaN (E5M2)
+    AllOnesNan,  // only S.1111.111 is NaN, no Inf; the all-ones exponent holds numbers (E4M3 "fn")
+    UnsignedNan, // no sign bit, no zero; 0xFF is NaN (E8M0)
 };
 
 struct MiniFloatFormat {

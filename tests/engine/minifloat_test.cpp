@@ -28,7 +28,7 @@ struct Spec {
     const char* name;
     int exponentBits, mantissaBits, bias;
     double maxFinite, minNormal, minSubnormal;
-    bool ieeeSpecials; // E5M2: Inf and NaN in the all-ones exponent
+    bool ieeeSpecials;   // E5M2: Inf and NaN in the all-ones exponent
     bool nanOnlyAllOnes; // E4M3: S.1111.111 is NaN, no Inf
 };
 
@@ -74,10 +74,10 @@ double expectedValue(const Spec& s, std::uint32_t code)
     const bool negative = (code & signBit(s)) != 0;
     const std::uint32_t magnitude = code & magnitudeMask(s);
     const double exponent = static_cast<double>(magnitude >> s.mantissaBits);
-    const double fraction = static_cast<double>(magnitude & ((1u << s.mantissaBits) - 1u)) /
-                            std::pow(2.0, s.mantissaBits);
-    const double value = exponent == 0 ? std::pow(2.0, 1 - s.bias) * fraction
-                                       : std::pow(2.0, exponent - s.bias) * (1.0 + fraction);
+    const double fraction =
+        static_cast<double>(magnitude & ((1u << s.mantissaBits) - 1u)) / std::pow(2.0, s.mantissaBits);
+    const double value =
+        exponent == 0 ? std::pow(2.0, 1 - s.bias) * fraction : std::pow(2.0, exponent - s.bias) * (1.0 + fraction);
     return negative ? -value : value;
 }
 
@@ -221,22 +221,22 @@ TEST(MiniFloatFormats, E8M0Rounding)
 {
     const auto e8m0 = [](float v, const MiniFloatEncoding& e = kRne) { return encodeMiniFloat(v, MiniFloat::E8M0, e); };
     EXPECT_EQ(e8m0(1.0f), 127);
-    EXPECT_EQ(e8m0(1.5f), 128);                   // tie between codes 127 and 128: even
-    EXPECT_EQ(e8m0(3.0f), 128);                   // tie between codes 128 and 129: even
+    EXPECT_EQ(e8m0(1.5f), 128); // tie between codes 127 and 128: even
+    EXPECT_EQ(e8m0(3.0f), 128); // tie between codes 128 and 129: even
     EXPECT_EQ(e8m0(std::nextafter(3.0f, 4.0f)), 129);
     EXPECT_EQ(e8m0(std::nextafter(1.5f, 1.0f)), 127);
-    EXPECT_EQ(e8m0(0.0f), 0);                     // no zero: the smallest value
+    EXPECT_EQ(e8m0(0.0f), 0); // no zero: the smallest value
     EXPECT_EQ(e8m0(-0.0f), 0);
     EXPECT_EQ(e8m0(0x1p-127f), 0);
     EXPECT_EQ(e8m0(0x1p-140f), 0);
     EXPECT_EQ(e8m0(std::numeric_limits<float>::denorm_min()), 0);
-    EXPECT_EQ(e8m0(0x1.8p-127f), 0);              // tie between codes 0 and 1: even
-    EXPECT_EQ(e8m0(0x1.9p-127f), 1);              // an fp32 subnormal just above it
-    EXPECT_EQ(e8m0(-1.0f), 0xff);                 // no sign: NaN
+    EXPECT_EQ(e8m0(0x1.8p-127f), 0); // tie between codes 0 and 1: even
+    EXPECT_EQ(e8m0(0x1.9p-127f), 1); // an fp32 subnormal just above it
+    EXPECT_EQ(e8m0(-1.0f), 0xff);    // no sign: NaN
     EXPECT_EQ(e8m0(NAN), 0xff);
     EXPECT_EQ(e8m0(0x1p127f), 0xfe);
-    EXPECT_EQ(e8m0(0x1.8p127f), 0xfe);            // tie between 254 (even) and the beyond
-    EXPECT_EQ(e8m0(0x1.9p127f), 0xff);            // overflow: NaN
+    EXPECT_EQ(e8m0(0x1.8p127f), 0xfe); // tie between 254 (even) and the beyond
+    EXPECT_EQ(e8m0(0x1.9p127f), 0xff); // overflow: NaN
     EXPECT_EQ(e8m0(0x1.9p127f, kRneSaturate), 0xfe);
     EXPECT_EQ(e8m0(INFINITY), 0xff);
     EXPECT_EQ(e8m0(INFINITY, kRneSaturate), 0xfe);
@@ -245,7 +245,9 @@ TEST(MiniFloatFormats, E8M0Rounding)
 TEST_P(EveryFormat, EveryCodeRoundTrips)
 {
     const Spec s = GetParam();
-    const MiniFloatEncoding encodings[] = {kRne, kRneSaturate, {Rounding::Stochastic, OverflowRule::NonSaturating, 7},
+    const MiniFloatEncoding encodings[] = {kRne,
+                                           kRneSaturate,
+                                           {Rounding::Stochastic, OverflowRule::NonSaturating, 7},
                                            {Rounding::Stochastic, OverflowRule::Saturate, 8}};
     for (const MiniFloatEncoding& encoding : encodings) {
         for (std::uint32_t code = 0; code < (1u << codeBits(s)); ++code) {
@@ -317,16 +319,16 @@ TEST_P(EveryFormat, OverflowBoundaries)
 
 TEST(MiniFloatFormats, TheIssueExamples)
 {
-    EXPECT_EQ(encodeMiniFloat(449.0f, MiniFloat::E4M3, kRne), 0x7e);          // rounds to 448: no overflow
-    EXPECT_EQ(encodeMiniFloat(464.0f, MiniFloat::E4M3, kRne), 0x7e);          // the tie: even
+    EXPECT_EQ(encodeMiniFloat(449.0f, MiniFloat::E4M3, kRne), 0x7e); // rounds to 448: no overflow
+    EXPECT_EQ(encodeMiniFloat(464.0f, MiniFloat::E4M3, kRne), 0x7e); // the tie: even
     EXPECT_TRUE(isMiniFloatNan(encodeMiniFloat(465.0f, MiniFloat::E4M3, kRne), MiniFloat::E4M3));
     EXPECT_EQ(encodeMiniFloat(465.0f, MiniFloat::E4M3, kRneSaturate), 0x7e);
-    EXPECT_EQ(encodeMiniFloat(61440.0f, MiniFloat::E5M2, kRne), 0x7c);        // Inf
+    EXPECT_EQ(encodeMiniFloat(61440.0f, MiniFloat::E5M2, kRne), 0x7c); // Inf
     EXPECT_EQ(encodeMiniFloat(61439.0f, MiniFloat::E5M2, kRne), 0x7b);
-    EXPECT_EQ(encodeMiniFloat(7.0f, MiniFloat::E2M1, kRne), 0x7);             // saturates: no Inf
-    EXPECT_EQ(encodeMiniFloat(5.0f, MiniFloat::E2M1, kRne), 0x6);             // tie 4 | 6: even (4)
-    EXPECT_EQ(encodeMiniFloat(2.5f, MiniFloat::E2M1, kRne), 0x4);             // tie 2 | 3: even (2)
-    EXPECT_EQ(encodeMiniFloat(0.25f, MiniFloat::E2M1, kRne), 0x0);            // tie 0 | 0.5: even (0)
+    EXPECT_EQ(encodeMiniFloat(7.0f, MiniFloat::E2M1, kRne), 0x7);  // saturates: no Inf
+    EXPECT_EQ(encodeMiniFloat(5.0f, MiniFloat::E2M1, kRne), 0x6);  // tie 4 | 6: even (4)
+    EXPECT_EQ(encodeMiniFloat(2.5f, MiniFloat::E2M1, kRne), 0x4);  // tie 2 | 3: even (2)
+    EXPECT_EQ(encodeMiniFloat(0.25f, MiniFloat::E2M1, kRne), 0x0); // tie 0 | 0.5: even (0)
 }
 
 TEST_P(EveryFormat, UnderflowBoundaries)
