@@ -29,7 +29,8 @@ std::string quantity(std::size_t n, const char* what) { return std::to_string(n)
 void checkLayout(std::size_t count, std::size_t rowLength, const QuantFormat& format)
 {
     if (count % rowLength != 0)
-        throw ConfigError(quantity(count, "values") + " are not a whole number of rows of " + std::to_string(rowLength));
+        throw ConfigError(quantity(count, "values") + " are not a whole number of rows of " +
+                          std::to_string(rowLength));
     if (format.isBlocked() && rowLength % format.blockSize != 0 && format.partialBlocks == PartialBlock::Refuse) {
         throw ConfigError("a row of " + quantity(rowLength, "values") + " is not a multiple of the block size " +
                           std::to_string(format.blockSize) + " (" + describeQuantFormat(format) +
@@ -113,10 +114,9 @@ BlockPlan nvfp4Plan(const Amax& amax, float tensorEncodeScale)
     if (amax.nonFinite)
         return {0.0f, std::numeric_limits<float>::quiet_NaN(), 0x7f, true};
     const float blockDecode = amax.value / 6.0f;
-    const std::uint8_t code =
-        encodeMiniFloatWith(blockDecode * tensorEncodeScale, MiniFloat::E4M3, Rounding::NearestEven,
-                            OverflowRule::Saturate, 0)
-            .code;
+    const std::uint8_t code = encodeMiniFloatWith(blockDecode * tensorEncodeScale, MiniFloat::E4M3,
+                                                  Rounding::NearestEven, OverflowRule::Saturate, 0)
+                                  .code;
     const float decoded = decodeMiniFloat(code, MiniFloat::E4M3);
     if (decoded == 0.0f) // the block is too small for the tensor's scale: it flushes to zero
         return {0.0f, 0.0f, code, false};
@@ -185,7 +185,8 @@ QuantizedTensor quantize(std::span<const float> values, std::size_t rowLength, c
                 continue;
             }
             const float scaled = format.scheme == ScalingScheme::None ? values[i] : values[i] * plan.encodeMultiplier;
-            const std::uint64_t random = rounding == Rounding::Stochastic ? stochasticBits(stream, firstCounter + i) : 0;
+            const std::uint64_t random =
+                rounding == Rounding::Stochastic ? stochasticBits(stream, firstCounter + i) : 0;
             const EncodedMiniFloat e = encodeMiniFloatWith(scaled, format.element, rounding, overflow, random);
             q.codes[i] = e.code;
             scale.clipped = scale.clipped || (e.overflowed && std::isfinite(values[i]));

@@ -33,11 +33,11 @@
 namespace mantissa {
 
 struct BlockScale {
-    float scale = 1.0f;         // the dequantisation multiplier: value = decode(code) * scale
+    float scale = 1.0f;          // the dequantisation multiplier: value = decode(code) * scale
     std::int32_t scaleCode = -1; // the E8M0 (MX) or E4M3 (NVFP4) code of the block scale; -1 for fp32 scales
-    float amax = 0.0f;          // the block's largest finite magnitude
-    bool clipped = false;       // its largest element saturated: it lay beyond the element format's range
-    bool nanScale = false;      // a NaN or Inf in the block made its scale NaN (MX, NVFP4)
+    float amax = 0.0f;           // the block's largest finite magnitude
+    bool clipped = false;        // its largest element saturated: it lay beyond the element format's range
+    bool nanScale = false;       // a NaN or Inf in the block made its scale NaN (MX, NVFP4)
 };
 
 struct QuantizedTensor {
@@ -49,7 +49,10 @@ struct QuantizedTensor {
     float tensorScale = 1.0f;       // NVFP4's fp32 per-tensor scale amax / (448 * 6); 1 otherwise
 
     std::size_t blocksPerRow() const { return (rowLength + blockSize - 1) / blockSize; }
-    std::size_t blockOf(std::size_t index) const { return index / rowLength * blocksPerRow() + index % rowLength / blockSize; }
+    std::size_t blockOf(std::size_t index) const
+    {
+        return index / rowLength * blocksPerRow() + index % rowLength / blockSize;
+    }
 };
 
 // rowLength 0 means one row (the whole span). Throws ConfigError when the format is unusable,

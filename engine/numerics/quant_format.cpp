@@ -96,8 +96,8 @@ std::string describeQuantFormat(const QuantFormat& format)
     case ScalingScheme::PerTensor: return element + " elements, one fp32 scale per tensor (max / amax" + pow2 + ")";
     case ScalingScheme::Fp32Blocks: return element + " elements, " + blocks + ", fp32 scale (max / amax" + pow2 + ")";
     case ScalingScheme::Mx:
-        return "MX: " + element + " elements, " + blocks + ", E8M0 scale (" +
-               std::string(enumKey(format.scaleRule)) + ")";
+        return "MX: " + element + " elements, " + blocks + ", E8M0 scale (" + std::string(enumKey(format.scaleRule)) +
+               ")";
     case ScalingScheme::Nvfp4: return "NVFP4: " + element + " elements, " + blocks + ", E4M3 scale, fp32 tensor scale";
     }
     return element;

@@ -79,11 +79,10 @@ TEST(MxScaling, ScaleRulesOnTheirBoundaries)
         int floor, ceil, rceil; // E8M0 exponents for E4M3 elements (emax 8, max 448)
     };
     const Case cases[] = {
-        {448.0f, 0, 1, 0},  // max itself: floor and rceil fit it exactly; ceil wastes a binade
-        {256.0f, 0, 0, 0},  // a power of two
-        {500.0f, 0, 1, 1},  // beyond max in its binade: floor clips
-        {449.0f, 0, 1, 1},
-        {1.0f, -8, -8, -8}, // rceil: ceil(log2(1/448)) = ceil(-8.8) = -8
+        {448.0f, 0, 1, 0},                       // max itself: floor and rceil fit it exactly; ceil wastes a binade
+        {256.0f, 0, 0, 0},                       // a power of two
+        {500.0f, 0, 1, 1},                       // beyond max in its binade: floor clips
+        {449.0f, 0, 1, 1},   {1.0f, -8, -8, -8}, // rceil: ceil(log2(1/448)) = ceil(-8.8) = -8
         {0.75f, -9, -8, -9},
     };
     for (const Case& c : cases) {
@@ -117,9 +116,8 @@ TEST(MxScaling, EveryElementCodeRoundTripsAtManyScales)
             for (std::size_t i = 0; i < finiteCodes.size(); i += 31) {
                 values.push_back(std::ldexp(element.maxFinite(), e)); // sets the block's amax
                 for (std::size_t j = i; j < i + 31; ++j)
-                    values.push_back(j < finiteCodes.size()
-                                         ? std::ldexp(decodeMiniFloat(finiteCodes[j], base.element), e)
-                                         : 0.0f);
+                    values.push_back(
+                        j < finiteCodes.size() ? std::ldexp(decodeMiniFloat(finiteCodes[j], base.element), e) : 0.0f);
             }
             for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::RCeil}) {
                 const QuantizedTensor q = quantize(values, 0, withRule(base, rule));
@@ -127,8 +125,8 @@ TEST(MxScaling, EveryElementCodeRoundTripsAtManyScales)
                 int mismatches = 0;
                 for (std::size_t i = 0; i < values.size() && mismatches < 5; ++i) {
                     if (back[i] != values[i] || std::signbit(back[i]) != std::signbit(values[i])) {
-                        ADD_FAILURE() << name << " 2^" << e << " " << enumKey(rule) << ": " << values[i] << " came back "
-                                      << back[i];
+                        ADD_FAILURE() << name << " 2^" << e << " " << enumKey(rule) << ": " << values[i]
+                                      << " came back " << back[i];
                         ++mismatches;
                     }
                 }
@@ -233,8 +231,8 @@ TEST(Nvfp4, TwoLevelScaleWorkedByHand)
     ASSERT_EQ(q.blocks.size(), 3u);
     EXPECT_FLOAT_EQ(q.tensorScale, 1.0f);
     EXPECT_EQ(q.blocks[0].scaleCode, 0x7e);
-    EXPECT_EQ(q.codes[0], 0x7);  // 6
-    EXPECT_EQ(q.codes[1], 0xd);  // -3
+    EXPECT_EQ(q.codes[0], 0x7); // 6
+    EXPECT_EQ(q.codes[1], 0xd); // -3
     EXPECT_EQ(q.blocks[1].scaleCode, 0x23);
     EXPECT_EQ(q.codes[16], 0x7);
     EXPECT_EQ(q.blocks[2].scaleCode, 0x00);
