@@ -454,12 +454,13 @@ TEST_P(EveryFormat, StochasticRoundingComparesTheDiscardedBits)
         };
         EXPECT_EQ(sr(v, 0), c) << "an exact value never moves: " << v;
         EXPECT_EQ(sr(v, ~0ull), c) << v;
-        if (v != 0.0f) // above zero the fp32 ulp is far below the format's gap
+        if (v != 0.0f) // above zero the fp32 ulp is far below the format's gap {
             EXPECT_EQ(sr(std::nextafter(v, next), 0), c + 1) << "smallest excess, smallest draw: " << v;
-        EXPECT_EQ(sr(std::nextafter(v, next), ~0ull), c) << "smallest excess, largest draw: " << v;
-        EXPECT_EQ(sr(std::nextafter(next, v), ~0ull), c) << "largest excess, largest draw: " << next;
-        EXPECT_EQ(sr(std::nextafter(next, v), 1ull << 63), c + 1) << "largest excess, middle draw: " << next;
     }
+    EXPECT_EQ(sr(std::nextafter(v, next), ~0ull), c) << "smallest excess, largest draw: " << v;
+    EXPECT_EQ(sr(std::nextafter(next, v), ~0ull), c) << "largest excess, largest draw: " << next;
+    EXPECT_EQ(sr(std::nextafter(next, v), 1ull << 63), c + 1) << "largest excess, middle draw: " << next;
+}
 }
 
 TEST(MiniFloatStochastic, ReproducibleAndIndependentOfThreads)
