@@ -19,5 +19,7 @@ int runReplayCommand(const QStringList& arguments);      // replay_command.cpp
 int runSweepCommand(const QStringList& arguments);       // sweep_command.cpp
 int runSweepWorkerCommand(const QStringList& arguments); // sweep_worker_command.cpp (not listed in the usage)
 int runImportCommand(const QStringList& arguments);      // import_command.cpp
+int runFormatsCommand(const QStringList& arguments);     // formats_command.cpp
+int runQuantizeCommand(const QStringList& arguments);    // quantize_command.cpp
 
 } // namespace mantissa::cli

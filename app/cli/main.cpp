@@ -42,6 +42,11 @@ constexpr Command kCommands[] = {
      "runs of a config times axes times seeds, in parallel or on Slurm; statistics over seeds"},
     {"import", mantissa::cli::runImportCommand, "DIR|FILE...",
      "merge other run databases (a Slurm sweep's --out) into this one"},
+    {"formats", mantissa::cli::runFormatsCommand, "[--json]",
+     "the FP8, FP6, FP4 and E8M0 formats: bits, bias, range, specials; the scaled formats"},
+    {"quantize", mantissa::cli::runQuantizeCommand,
+     "--format F [--rounding rne|stochastic] [--saturate] [--block N --scale-rule R] (VALUES... | --input FILE)",
+     "code, decoded value, scale and error per value in a sub-16-bit format (mxfp8, nvfp4, ...)"},
 };
 
 // `report` is dispatched before the QCoreApplication exists: it needs a QApplication to draw plots.

@@ -1,0 +1,43 @@
+#include "cli/float_text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace mantissa::cli {
+
+QString formatFloat(float value)
+{
+    if (std::isnan(value))
+        return QStringLiteral("nan");
+    if (std::isinf(value))
+        return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    char text[32];
+    for (int digits = 6; digits <= 9; ++digits) { // 9 significant digits always read back exactly
+        std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(value));
+        if (std::strtof(text, nullptr) == value)
+            break;
+    }
+    return QString::fromLatin1(text);
+}
+
+QString formatPowerOfTwo(float value)
+{
+    if (value > 0 && std::isfinite(value)) {
+        int exponent = 0;
+        if (std::frexp(value, &exponent) == 0.5f && (exponent - 1 < -4 || exponent - 1 > 16))
+            return QStringLiteral("2^%1").arg(exponent - 1);
+    }
+    return formatFloat(value);
+}
+
+nlohmann::json floatJson(float value)
+{
+    if (std::isfinite(value))
+        return static_cast<double>(value);
+    return formatFloat(value).toStdString();
+}
+
+QString formatCode(unsigned code) { return QStringLiteral("0x%1").arg(code, 2, 16, QLatin1Char('0')); }
+
+} // namespace mantissa::cli
