@@ -21,6 +21,7 @@
 // is two FLOPs). Peak memory is Backend::peakBytes over the timed run.
 #include "engine/backend/backend.h"
 #include "engine/backend/backend_factory.h"
+#include "engine/backend/cpu/openmp_wait_policy.h"
 #include "engine/config/presets.h"
 #include "engine/model/model_validation.h"
 #include "engine/train/trainer.h"
@@ -127,6 +128,8 @@ std::string kernelPath(PrecisionMode mode, const std::string& paths)
 
 int main(int argc, char** argv)
 {
+    // As the programs users run do; set OMP_WAIT_POLICY=active to measure spinning instead.
+    mantissa::cpu::adoptPassiveOpenMpWaitPolicy(argv);
     std::int64_t steps = 60, warmup = 10;
     int threads = 0;
     std::string device = "cpu";

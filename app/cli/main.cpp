@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/report_command.h"
+#include "engine/backend/cpu/openmp_wait_policy.h"
 
 #include <QCoreApplication>
 
@@ -70,6 +71,7 @@ void printUsage(std::FILE* out)
 
 int main(int argc, char** argv)
 {
+    mantissa::cpu::adoptPassiveOpenMpWaitPolicy(argv);   // sweep workers and other programs share the cores
     if (argc > 1 && std::strcmp(argv[1], "report") == 0) // needs a QApplication, not a QCoreApplication
         return mantissa::cli::runReportCommand(argc, argv);
     QCoreApplication app(argc, argv);

@@ -1,4 +1,5 @@
 // mantissa: the GUI. Thin on purpose: the window is the Workbench widget from Mantissa::ui.
+#include "engine/backend/cpu/openmp_wait_policy.h"
 #include "gui/main_window.h"
 #include "gui/screenshot_session.h"
 #include "ui/workbench.h"
@@ -8,6 +9,7 @@
 
 int main(int argc, char** argv)
 {
+    mantissa::cpu::adoptPassiveOpenMpWaitPolicy(argv); // the GUI thread shares the cores with training
     QApplication app(argc, argv);
     QApplication::setOrganizationName("Mantissa");
     QApplication::setApplicationName("mantissa");

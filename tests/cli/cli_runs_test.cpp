@@ -95,6 +95,34 @@ private slots:
         QCOMPARE(store.listRuns().size(), 1);
     }
 
+    // libgomp only reads its wait policy when it loads, so the CLI re-executes itself with
+    // OMP_WAIT_POLICY=passive unless the user chose a policy; the run records which one held.
+    void trainWaitsPassivelyUnlessTheUserChoseAPolicy()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("wait-policy.sqlite"));
+        const auto waitsOfRunTrainedWith = [&](const QString& variable, const QString& value) {
+            QProcessEnvironment environment = cliEnvironment();
+            environment.remove(QStringLiteral("OMP_WAIT_POLICY"));
+            environment.remove(QStringLiteral("GOMP_SPINCOUNT"));
+            if (!variable.isEmpty())
+                environment.insert(variable, value);
+            const CliResult r = runCli({QStringLiteral("train"), m_config, QStringLiteral("--max-steps"),
+                                        QStringLiteral("2"), QStringLiteral("--db"), db},
+                                       environment);
+            if (r.exitCode != 0)
+                return r.describe();
+            return storage::RunStore(db)
+                .run(runIdFromStderr(r.err))
+                .kernels.section(QStringLiteral("OpenMP waits: "), 1)
+                .section(u'\n', 0, 0);
+        };
+        QCOMPARE(waitsOfRunTrainedWith({}, {}), QStringLiteral("passive"));
+        QCOMPARE(waitsOfRunTrainedWith(QStringLiteral("OMP_WAIT_POLICY"), QStringLiteral("ACTIVE")),
+                 QStringLiteral("active"));
+        QCOMPARE(waitsOfRunTrainedWith(QStringLiteral("GOMP_SPINCOUNT"), QStringLiteral("1000")),
+                 QStringLiteral("spin count 1000"));
+    }
+
     void runsFiltersAndLimits()
     {
         const QString db = m_dir.filePath(QStringLiteral("filters.sqlite"));

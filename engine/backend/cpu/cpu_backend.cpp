@@ -3,6 +3,7 @@
 #include "engine/backend/cpu/onednn_conv.h"
 #include "engine/backend/cpu/onednn_matmul.h"
 #include "engine/backend/cpu/onednn_runtime.h"
+#include "engine/backend/cpu/openmp_wait_policy.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -41,7 +42,7 @@ std::string CpuBackend::name() const
 std::string CpuBackend::kernelPaths() const
 {
     std::string used = m_onednn->implementations();
-    return "bf16: " + m_plan.bf16Path + "\nfp16: " + m_plan.fp16Path +
+    return "bf16: " + m_plan.bf16Path + "\nfp16: " + m_plan.fp16Path + "\nOpenMP waits: " + cpu::openMpWaitPolicy() +
            (used.empty() ? std::string() : "\noneDNN kernels used: " + used);
 }
 
