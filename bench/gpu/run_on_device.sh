@@ -3,7 +3,11 @@
 # runs the GPU test suite (ctest -L gpu), benchmarks training throughput on the GPU and
 # prints one table, then runs the PyTorch peer where PyTorch is importable.
 #
-#   bench/gpu/run_on_device.sh
+#   bench/gpu/run_on_device.sh [--stage build|tests|bench|peer]...
+#
+# One remote GPU job may run 10 minutes: run the stages one per job where the whole does not
+# fit; a later stage reuses the build the build stage left on the same machine. Every stage
+# prints as it goes and writes its log under REPORT_DIR, so a job cut off still returns them.
 #
 # Needs a C++20 compiler, CMake >= 3.25, ninja and the CUDA toolkit. Build dependencies the
 # system lacks (oneDNN, GoogleTest, nlohmann-json, zlib, cuDNN) may come from Debian
@@ -29,9 +33,27 @@ report=${REPORT_DIR:-$build/gpu-report}
 workloads=mlp,cnn,wide-mlp,resnet-small
 modes=fp32,mixed-fp16,mixed-bf16
 
-say() { printf '\n== %s\n' "$*"; }
+say() { printf '\n== [%4ds] %s\n' "$SECONDS" "$*"; }
 die() { printf 'run_on_device: %s\n' "$*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found on PATH; $2"; }
+
+stages=()
+while (($#)); do
+    case $1 in
+    --stage)
+        [[ $# -ge 2 ]] || die "--stage needs one of build, tests, bench, peer"
+        IFS=',' read -r -a more <<<"$2"
+        stages+=("${more[@]}")
+        shift 2
+        ;;
+    *) die "unknown argument $1 (usage: run_on_device.sh [--stage build|tests|bench|peer]...)" ;;
+    esac
+done
+((${#stages[@]})) || stages=(build tests bench peer)
+for stage in "${stages[@]}"; do
+    [[ $stage =~ ^(build|tests|bench|peer)$ ]] || die "unknown stage $stage: build, tests, bench or peer"
+done
+wants() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 
 # --- tools ----------------------------------------------------------------------------------
 need cmake "install CMake >= 3.25"
@@ -99,28 +121,37 @@ fi
 
 # --- configure and build --------------------------------------------------------------------
 mkdir -p "$report"
-say "configuring (engine-only preset, MANTISSA_WITH_CUDA=ON)"
-printf '   %s\n' "${cmake_args[@]}"
-cmake --preset engine-only "${cmake_args[@]}" 2>&1 | tee "$report/configure.log" ||
-    die "configuring failed (see $report/configure.log); MANTISSA_DEPS and CUDNN_ROOT say where dependencies are"
-say "building"
-cmake --build "$build" -j "${JOBS:-$(nproc)}" 2>&1 | tee "$report/build.log" ||
-    die "the build failed (see $report/build.log)"
-if grep -q 'warning:' "$report/build.log"; then
-    echo "note: the build printed warnings (see $report/build.log)"
+if ! wants build; then
+    [[ -x $build/bin/engine_throughput ]] || die "no build in $build: run --stage build first (on the same machine)"
+else
+    say "configuring (engine-only preset, MANTISSA_WITH_CUDA=ON)"
+    printf '   %s\n' "${cmake_args[@]}"
+    cmake --preset engine-only "${cmake_args[@]}" 2>&1 | tee "$report/configure.log" ||
+        die "configuring failed (see $report/configure.log); MANTISSA_DEPS and CUDNN_ROOT say where dependencies are"
+    say "building"
+    cmake --build "$build" -j "${JOBS:-$(nproc)}" 2>&1 | tee "$report/build.log" ||
+        die "the build failed (see $report/build.log)"
+    if grep -q 'warning:' "$report/build.log"; then
+        echo "note: the build printed warnings (see $report/build.log)"
+    fi
+    # Where the build's time went: the slowest steps from ninja's log (start and end in ms).
+    if [[ -f $build/.ninja_log ]]; then
+        awk -F'\t' 'NR > 1 { printf "%7.1f s  %s\n", ($2 - $1) / 1000, $4 }' "$build/.ninja_log" |
+            sort -rn | head -n 12 | tee "$report/build-slowest.txt"
+    fi
 fi
 
 status=0
 
 # --- GPU tests ------------------------------------------------------------------------------
-if [[ ${SKIP_TESTS:-0} != 1 ]]; then
+if wants tests && [[ ${SKIP_TESTS:-0} != 1 ]]; then
     say "GPU tests (ctest -L gpu)"
     set +e
     # Each training-parity test trains on the CPU too: with -j 4 and every process taking all
     # cores for OpenMP, they crawled (390 s for one mlp case on a 16-core H100 server).
     test_jobs=${TEST_JOBS:-4}
     OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( ($(nproc) + test_jobs - 1) / test_jobs ))} \
-        ctest --test-dir "$build" -L gpu --output-on-failure -j "$test_jobs" 2>&1 | tee "$report/ctest-gpu.log"
+        ctest --test-dir "$build" -L gpu --output-on-failure -j "$test_jobs" --timeout 240 2>&1 | tee "$report/ctest-gpu.log"
     tests_status=${PIPESTATUS[0]}
     set -e
     skipped=$(grep -c '(Skipped)' "$report/ctest-gpu.log" || true)
@@ -129,6 +160,9 @@ if [[ ${SKIP_TESTS:-0} != 1 ]]; then
         reason=$("$build/bin/cuda_parity_test" --gtest_filter='*uploadDownload_fp32' 2>&1 | grep -A1 'Skipped$' | tail -n1 || true)
         echo "warning: $skipped GPU tests were skipped: ${reason:-see $report/ctest-gpu.log}"
     fi
+    # The slowest tests, from ctest's own timings.
+    grep -E 'Test +#[0-9]+:' "$report/ctest-gpu.log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 s  \1/' |
+        sort -rn | head -n 10 >"$report/tests-slowest.txt" || true
     if ((tests_status != 0)); then
         echo "GPU tests FAILED (ctest exit status $tests_status); the benchmarks still run"
         status=1
@@ -154,7 +188,7 @@ summarise() {
         }' "$1"
 }
 
-if [[ ${SKIP_BENCH:-0} != 1 ]]; then
+if wants bench && [[ ${SKIP_BENCH:-0} != 1 ]]; then
     say "Mantissa training throughput on ${DEVICE:-cuda}"
     set +e
     "$build/bin/engine_throughput" --device "${DEVICE:-cuda}" --models "$workloads" --modes "$modes" \
@@ -179,7 +213,7 @@ fi
 
 # --- PyTorch peer ---------------------------------------------------------------------------
 python=${PYTHON:-python3}
-if [[ ${SKIP_PEER:-0} != 1 ]]; then
+if wants peer && [[ ${SKIP_PEER:-0} != 1 ]]; then
     if command -v "$python" >/dev/null 2>&1 && "$python" -c "import torch" >/dev/null 2>&1; then
         say "PyTorch peer ($python)"
         "$python" bench/peers/torch_gpu_throughput.py --models "$workloads" --modes "$modes" \
