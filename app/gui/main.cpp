@@ -6,6 +6,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QIcon>
 
 int main(int argc, char** argv)
 {
@@ -14,6 +15,9 @@ int main(int argc, char** argv)
     QApplication::setOrganizationName("Mantissa");
     QApplication::setApplicationName("mantissa");
     QApplication::setApplicationVersion(MANTISSA_VERSION);
+    // Lets Wayland compositors and docks match the window to its desktop entry and icon.
+    QGuiApplication::setDesktopFileName(QStringLiteral("io.mantissa.Mantissa"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/io.mantissa.Mantissa.png")));
 
     QCommandLineParser parser;
     parser.setApplicationDescription("Mixed-precision training workbench.");
