@@ -16,9 +16,10 @@ LaunchedSweep launchSweep(storage::RunStore& store, const SweepSpec& spec, Sweep
     if (!startNew)
         existing = store.findSweepBySpec(specJson);
     launched.resumed = existing.has_value();
-    launched.info = existing ? *existing
-                             : store.sweep(store.createSweep(
-                                   {{}, QString::fromStdString(spec.name), specJson, int(spec.runCount())}));
+    launched.info =
+        existing
+            ? *existing
+            : store.sweep(store.createSweep({{}, QString::fromStdString(spec.name), specJson, int(spec.runCount())}));
     launched.missing = missingRuns(launched.plan, store.sweepRuns(launched.info.id));
     return launched;
 }

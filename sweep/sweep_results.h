@@ -28,6 +28,13 @@ std::vector<ConfigurationResults> collectResults(const SweepPlan& plan, const QL
 // Indices of the runs still to do: no attempt that finished or diverged.
 std::vector<int> missingRuns(const SweepPlan& plan, const QList<storage::RunInfo>& sweepRuns);
 
+// Runs grouped as a sweep would group them: runs whose configs are equal but for
+// training.seed form one configuration, in the order of their first run; labelled by the
+// settings in which the groups differ (the value alone when one setting differs, "lr=0.1,
+// mode=fp16" for several, "base" when none does). Each run is taken as it is (its status is
+// its outcome); `planned` is the group's size.
+std::vector<ConfigurationResults> groupBySeed(const QList<storage::RunInfo>& runs);
+
 // A stored sweep read back whole: its row, its spec expanded again and its results.
 struct StoredSweep {
     storage::SweepInfo info;

@@ -47,11 +47,8 @@ QString durationText(double seconds)
 
 QString SweepProgress::text() const
 {
-    QString text = QStringLiteral("done %1/%2, running %3, failed %4")
-                       .arg(done)
-                       .arg(total)
-                       .arg(running)
-                       .arg(failed + interrupted);
+    QString text =
+        QStringLiteral("done %1/%2, running %3, failed %4").arg(done).arg(total).arg(running).arg(failed + interrupted);
     if (etaSeconds)
         text += QStringLiteral(", ETA %1").arg(durationText(*etaSeconds));
     return text;
@@ -145,11 +142,10 @@ void SweepRunner::startWorkers()
                 onWorkerEnded(process, true);
         });
         process->start(m_options.workerProgram,
-                       m_options.workerArguments + QStringList{QStringLiteral("--db"), m_store->path(),
-                                                               QStringLiteral("--sweep"), QString::number(m_sweepId),
-                                                               QStringLiteral("--index"), QString::number(index),
-                                                               QStringLiteral("--threads"),
-                                                               QString::number(m_options.threads)});
+                       m_options.workerArguments +
+                           QStringList{QStringLiteral("--db"), m_store->path(), QStringLiteral("--sweep"),
+                                       QString::number(m_sweepId), QStringLiteral("--index"), QString::number(index),
+                                       QStringLiteral("--threads"), QString::number(m_options.threads)});
         emit runStarted(index);
     }
     emit progressChanged(progress());
@@ -181,7 +177,8 @@ void SweepRunner::onWorkerEnded(QProcess* process, bool failedToStart)
         end.status = QStringLiteral("interrupted");
         end.detail = QStringLiteral("the worker crashed or was killed");
     } else {
-        const QJsonObject summary = QJsonDocument::fromJson(lastLine(process->readAllStandardOutput()).toUtf8()).object();
+        const QJsonObject summary =
+            QJsonDocument::fromJson(lastLine(process->readAllStandardOutput()).toUtf8()).object();
         end.status = summary.value(QStringLiteral("status")).toString();
         if (end.status.isEmpty()) {
             end.status = QStringLiteral("failed");

@@ -132,8 +132,8 @@ QStringList pairSentences(const std::vector<ConfigurationResults>& results)
         const std::string label = other.configuration.label;
         for (const char* key : {"final_test_accuracy", "final_train_loss"}) {
             const SweepMetric& m = sweepMetric(key);
-            sentences << QString::fromStdString(stats::describeDifference(
-                label, base, m.format, metricValues(baseline, m), metricValues(other, m)));
+            sentences << QString::fromStdString(
+                stats::describeDifference(label, base, m.format, metricValues(baseline, m), metricValues(other, m)));
         }
         if (baseline.diverged + other.diverged > 0)
             sentences << QString::fromStdString(stats::describeDivergence(

@@ -17,8 +17,8 @@ namespace mantissa::sweep {
 
 // A final metric: its JSON key, its row label, how a sentence names it, where a run keeps it.
 struct SweepMetric {
-    const char* key;   // "final_test_accuracy"
-    QString label;     // "test accuracy (%)"
+    const char* key; // "final_test_accuracy"
+    QString label;   // "test accuracy (%)"
     stats::MetricFormat format;
     std::function<std::optional<double>(const storage::RunInfo&)> value;
 };
