@@ -149,6 +149,22 @@ std::vector<ConfigurationResults> groupBySeed(const QList<RunInfo>& runs)
     return groups;
 }
 
+bool hasSeveralSeeds(const std::vector<ConfigurationResults>& results)
+{
+    for (const ConfigurationResults& r : results) {
+        std::set<std::string> seeds;
+        for (const RunInfo& run : r.runs) {
+            const nlohmann::json config = nlohmann::json::parse(run.configJson.toStdString(), nullptr, false);
+            const bool hasSeed = config.is_object() && config.contains("training") && config["training"].is_object() &&
+                                 config["training"].contains("seed");
+            seeds.insert(hasSeed ? config["training"]["seed"].dump() : std::string());
+        }
+        if (seeds.size() > 1)
+            return true;
+    }
+    return false;
+}
+
 StoredSweep loadStoredSweep(const storage::RunStore& store, qint64 sweepId)
 {
     StoredSweep sweep;

@@ -34,6 +34,9 @@ std::vector<int> missingRuns(const SweepPlan& plan, const QList<storage::RunInfo
 // mode=fp16" for several, "base" when none does). Each run is taken as it is (its status is
 // its outcome); `planned` is the group's size.
 std::vector<ConfigurationResults> groupBySeed(const QList<storage::RunInfo>& runs);
+// Whether some configuration holds runs of at least two different seeds: then statistics over
+// seeds mean something (two runs with the same seed repeat one another).
+bool hasSeveralSeeds(const std::vector<ConfigurationResults>& results);
 
 // A stored sweep read back whole: its row, its spec expanded again and its results.
 struct StoredSweep {

@@ -58,14 +58,10 @@ std::optional<SweepComparison> loadSeedGroupComparison(const storage::RunStore& 
         runs << store.run(id);
     SweepComparison comparison;
     comparison.results = sweep::groupBySeed(runs);
-    bool repeated = false;
-    for (const sweep::ConfigurationResults& r : comparison.results)
-        repeated = repeated || r.runs.size() > 1;
-    if (!repeated)
+    if (!sweep::hasSeveralSeeds(comparison.results))
         return std::nullopt;
-    comparison.title = QObject::tr("%1 runs as %2 configurations over their seeds")
-                           .arg(runs.size())
-                           .arg(comparison.results.size());
+    comparison.title =
+        QObject::tr("%1 runs as %2 configurations over their seeds").arg(runs.size()).arg(comparison.results.size());
     fill(comparison, store);
     return comparison;
 }

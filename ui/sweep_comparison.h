@@ -16,8 +16,8 @@ class RunStore;
 namespace mantissa::ui {
 
 struct SweepComparison {
-    QString title;           // "sweep 3 (mlp: fp32 vs mixed-fp16): 6 of 6 runs"
-    qint64 sweepId = 0;      // 0 for runs grouped by seed
+    QString title;      // "sweep 3 (mlp: fp32 vs mixed-fp16): 6 of 6 runs"
+    qint64 sweepId = 0; // 0 for runs grouped by seed
     std::vector<sweep::ConfigurationResults> results;
     // Per configuration, its finished runs (the runs the statistics are over).
     QList<QList<std::shared_ptr<const RunRecording>>> finishedRuns;
@@ -30,7 +30,7 @@ struct SweepComparison {
 
 // Throws StorageError or ConfigError (a stored config or spec this version refuses).
 SweepComparison loadSweepComparison(const storage::RunStore& store, qint64 sweepId);
-// The runs grouped by seed (sweep::groupBySeed); nullopt when no group has two runs, where
+// The runs grouped by seed (sweep::groupBySeed); nullopt when no group holds two seeds, where
 // the plain run-by-run comparison says more.
 std::optional<SweepComparison> loadSeedGroupComparison(const storage::RunStore& store, const QList<qint64>& runIds);
 

@@ -79,10 +79,7 @@ SweepComparisonView::SweepComparisonView(QWidget* parent) : QWidget(parent)
 
 sweep::BandKind SweepComparisonView::bandKind() const { return sweep::BandKind(m_band->currentData().toInt()); }
 
-void SweepComparisonView::setBandKind(sweep::BandKind kind)
-{
-    m_band->setCurrentIndex(m_band->findData(int(kind)));
-}
+void SweepComparisonView::setBandKind(sweep::BandKind kind) { m_band->setCurrentIndex(m_band->findData(int(kind))); }
 
 void SweepComparisonView::setComparison(SweepComparison comparison)
 {

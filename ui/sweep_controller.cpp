@@ -20,7 +20,10 @@ SweepController::~SweepController() = default;
 
 bool SweepController::isRunning() const { return m_runner && m_runner->isRunning(); }
 
-sweep::SweepProgress SweepController::progress() const { return m_runner ? m_runner->progress() : sweep::SweepProgress{}; }
+sweep::SweepProgress SweepController::progress() const
+{
+    return m_runner ? m_runner->progress() : sweep::SweepProgress{};
+}
 
 bool SweepController::start(storage::RunStore& store, const SweepSpec& spec, int jobs, QString* error)
 {

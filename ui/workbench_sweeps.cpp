@@ -38,14 +38,14 @@ void Workbench::connectSweeps()
     connect(m_sweeps, &SweepController::runEnded, m_browser, &RunBrowser::reload);
     connect(m_sweeps, &SweepController::finished, this, [this](qint64 sweepId, const sweep::SweepProgress& progress) {
         m_status->hideProgress();
-        m_status->showMessage(tr("Sweep %1 ended: %2 finished, %3 diverged, %4 failed, %5 interrupted%6")
-                                  .arg(sweepId)
-                                  .arg(progress.finished)
-                                  .arg(progress.diverged)
-                                  .arg(progress.failed)
-                                  .arg(progress.interrupted)
-                                  .arg(progress.notStarted > 0 ? tr(", %1 not started").arg(progress.notStarted)
-                                                               : QString()));
+        m_status->showMessage(
+            tr("Sweep %1 ended: %2 finished, %3 diverged, %4 failed, %5 interrupted%6")
+                .arg(sweepId)
+                .arg(progress.finished)
+                .arg(progress.diverged)
+                .arg(progress.failed)
+                .arg(progress.interrupted)
+                .arg(progress.notStarted > 0 ? tr(", %1 not started").arg(progress.notStarted) : QString()));
         m_browser->reload();
         showSweep(sweepId);
         updateActions();
