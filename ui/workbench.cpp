@@ -163,6 +163,13 @@ void Workbench::createActions()
                            "sweep over both precisions and seeds 0 to N-1 in worker processes and compares their "
                            "means with bands and statistics"));
     m_toolBar->addWidget(m_seeds);
+    m_sweep = m_toolBar->addAction(tr("Sweep…"), this, &Workbench::editSweepWithDialog);
+    m_sweep->setObjectName("sweepAction");
+    m_sweep->setToolTip(tr("Run any grid over this config: precisions, loss scales, learning rates, batch sizes or "
+                           "any config key, times seeds"));
+    m_import = m_toolBar->addAction(tr("Import sweep…"), this, &Workbench::importWithDialog);
+    m_import->setObjectName("importAction");
+    m_import->setToolTip(tr("Import the runs of a Slurm sweep's directory (as mantissa-cli import does)"));
 }
 
 QWidget* Workbench::buildLeftSide()
@@ -238,6 +245,8 @@ void Workbench::updateActions()
     m_pause->setEnabled(running && !sweeping); // workers stop at a step boundary, they do not pause
     m_stop->setEnabled(running);
     m_seeds->setEnabled(!running);
+    m_sweep->setEnabled(canRun);
+    m_import->setEnabled(!sweeping);
     m_run->setToolTip(running ? tr("A run is in progress") : blocker.isEmpty() ? tr("Train this config") : blocker);
     if (!running) {
         // Clear only our own "cannot run" note: a finished run's message must stay.

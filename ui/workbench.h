@@ -73,6 +73,8 @@ public:
     QAction* pauseAction() const { return m_pause; }
     QAction* stopAction() const { return m_stop; }
     QAction* compareAction() const { return m_compare; }
+    QAction* sweepAction() const { return m_sweep; }
+    QAction* importAction() const { return m_import; }
     QAction* openAction() const { return m_open; }
     QAction* saveAction() const { return m_save; }
     QAction* undoAction() const { return m_undo; }
@@ -95,6 +97,10 @@ public:
     bool startSweep(const SweepSpec& spec);
     // Shows a stored sweep (mean curves with bands, statistics) in the Comparison tab.
     bool showSweep(qint64 sweepId);
+    // Merges the run databases under `path` (a Slurm sweep's --out, as `mantissa-cli import`
+    // does) into the run database and shows the newest sweep with runs. Files that
+    // are not run databases are skipped by name (in the status line and `summary`).
+    bool importSweepDirectory(const QString& path, QString* summary = nullptr);
     // Runs trained in this session, oldest first.
     QList<std::shared_ptr<const RunRecording>> sessionRuns() const;
     void showComparison(QList<std::shared_ptr<const RunRecording>> runs);
@@ -137,6 +143,8 @@ private:
     void onSequenceEnded(bool completed);
     void connectSweeps();
     bool startPrecisionSweep(int seeds);
+    void editSweepWithDialog();
+    void importWithDialog();
     void showSweepComparison(SweepComparison comparison);
     void stopTraining();
     void showNumerics(qint64 runId);
@@ -165,6 +173,8 @@ private:
     QTabWidget* m_leftTabs;
     QTabWidget* m_rightTabs;
     QAction *m_run, *m_pause, *m_stop, *m_compare, *m_open, *m_save, *m_undo, *m_redo;
+    QAction *m_sweep, *m_import;
+    int m_sweepJobs = 0; // runs at once of the next sweep (the editor's choice); 0: one per core
 
     std::shared_ptr<RunRecording> m_current;
     QList<std::shared_ptr<const RunRecording>> m_session;

@@ -3,6 +3,7 @@
 #include "ui/workbench.h"
 
 #include "storage/run_store.h"
+#include "sweep/sweep_import.h"
 #include "ui/config_document.h"
 #include "ui/error_banner.h"
 #include "ui/run_browser.h"
@@ -10,6 +11,9 @@
 #include "ui/run_status_bar.h"
 #include "ui/sweep_comparison_view.h"
 #include "ui/sweep_controller.h"
+#include "ui/sweep_editor.h"
+
+#include <QFileDialog>
 
 #include <QStackedWidget>
 #include <QTabWidget>
@@ -95,11 +99,64 @@ bool Workbench::startSweep(const SweepSpec& spec)
         return false;
     }
     QString error;
-    if (!m_sweeps->start(*m_store, spec, 0, &error)) {
+    if (!m_sweeps->start(*m_store, spec, m_sweepJobs, &error)) {
         m_banner->showError(tr("Cannot run the sweep %1").arg(QString::fromStdString(spec.name)), error);
         return false;
     }
     updateActions();
+    return true;
+}
+
+void Workbench::editSweepWithDialog()
+{
+    SweepEditor editor(m_document->config(), this);
+    editor.addAxis(
+        SweepEditor::AxisKind::Precisions,
+        QStringLiteral("fp32, %1")
+            .arg(QString::fromStdString(precisionModeName(comparedPrecision(m_document->config().precision)))));
+    if (editor.exec() != QDialog::Accepted || !editor.spec())
+        return;
+    m_sweepJobs = editor.jobs();
+    startSweep(*editor.spec());
+    m_sweepJobs = 0;
+}
+
+void Workbench::importWithDialog()
+{
+    const QString path = QFileDialog::getExistingDirectory(this, tr("Import a sweep directory"));
+    if (!path.isEmpty())
+        importSweepDirectory(path);
+}
+
+bool Workbench::importSweepDirectory(const QString& path, QString* summary)
+{
+    if (!m_store) {
+        m_banner->showError(tr("Cannot import"), tr("Imported runs go into a run database, and none is open."));
+        return false;
+    }
+    sweep::ImportSummary imported;
+    try {
+        imported = sweep::importDatabases(*m_store, {path});
+    } catch (const std::exception& e) {
+        m_banner->showError(tr("Cannot import %1").arg(path), QString::fromLocal8Bit(e.what()));
+        return false;
+    }
+    QStringList skipped;
+    for (const sweep::FileImport& file : imported.files)
+        if (!file.skipped.isEmpty())
+            skipped << file.skipped;
+    if (!skipped.isEmpty())
+        m_banner->showError(tr("%n file(s) skipped", nullptr, int(skipped.size())), skipped.join('\n'));
+    m_status->showMessage(imported.text(), 15000);
+    if (summary)
+        *summary = imported.text();
+    m_browser->reload();
+    // A Slurm directory holds one sweep: the newest with runs is the one just imported (or, on
+    // a second import, merged before).
+    if (imported.total.imported + imported.total.alreadyPresent > 0)
+        for (const storage::SweepInfo& info : m_store->sweeps())
+            if (!m_store->sweepRuns(info.id).isEmpty())
+                return showSweep(info.id);
     return true;
 }
 

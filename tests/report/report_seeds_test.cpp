@@ -61,8 +61,8 @@ private slots:
         std::vector<double> fp32, mixed;
         for (int i = 0; i < 6; ++i)
             (i < 3 ? fp32 : mixed).push_back(double(syntheticTestAccuracy(m_specs[i], 2)));
-        const std::string expected = stats::describeDifference("mixed-fp16", "fp32", {"test accuracy", 100, "points", 1},
-                                                               fp32, mixed);
+        const std::string expected =
+            stats::describeDifference("mixed-fp16", "fp32", {"test accuracy", 100, "points", 1}, fp32, mixed);
         QCOMPARE(data.seeds->sentences.front(), QString::fromStdString(expected));
         const auto welch = stats::welchTest(fp32, mixed);
         QVERIFY(welch.has_value());
@@ -88,7 +88,8 @@ private slots:
         QVERIFY(text.contains(QString(cell).replace("[", "\\[").replace("]", "\\]"))); // Markdown escapes
         QVERIFY(markdown.contains(m_dir.filePath("seeds-mean-loss.png")));
         QVERIFY(markdown.contains(m_dir.filePath("seeds-mean-accuracy.png")));
-        const QString html = readAll(writeReport(store, data, m_dir.filePath("seeds.html"), ReportFormat::Html).front());
+        const QString html =
+            readAll(writeReport(store, data, m_dir.filePath("seeds.html"), ReportFormat::Html).front());
         QVERIFY(html.contains(QStringLiteral("Over the seeds")));
         QVERIFY(html.contains(cell));
         QVERIFY(!writeReport(store, data, m_dir.filePath("seeds.pdf"), ReportFormat::Pdf).isEmpty());

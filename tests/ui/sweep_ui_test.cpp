@@ -4,9 +4,11 @@
 // to the mean of the stored (smoothed) curves, a min-max or 95% CI band around it, and the
 // statistics table and sentences of Mantissa::sweep. Stored runs of one config over several
 // seeds compare the same way.
+#include "engine/config/presets.h"
 #include "report/band_plot.h"
 #include "stats/sample_statistics.h"
 #include "storage/run_store.h"
+#include "sweep/sweep_results.h"
 #include "sweep/sweep_statistics.h"
 #include "tests/ui/quick_config.h"
 #include "ui/config_document.h"
@@ -15,6 +17,7 @@
 #include "ui/stored_run.h"
 #include "ui/sweep_comparison_view.h"
 #include "ui/sweep_controller.h"
+#include "ui/sweep_editor.h"
 #include "ui/workbench.h"
 
 #include <QAction>
@@ -179,6 +182,85 @@ private slots:
         bench.comparisonSeeds()->setValue(2);
         QVERIFY(!bench.startComparison());
         QVERIFY(!bench.sweeps()->isRunning());
+    }
+
+    void sweepEditorChecksWithTheSpecsMessages()
+    {
+        SweepEditor editor(quickConfig(presetConfig("mlp"), 4, 256));
+        editor.setSeeds("2");
+        editor.addAxis(SweepEditor::AxisKind::Precisions, "fp32, mixed-fp16");
+        editor.addAxis(SweepEditor::AxisKind::ConfigKey, "0.1, 0.05", "optimizer.lrr");
+        QVERIFY(!editor.spec());
+        QVERIFY2(editor.problem().contains("optimizer.lrr"), qPrintable(editor.problem()));
+        QCOMPARE(editor.statusLabel()->text(), editor.problem());
+        editor.axesTable()->item(1, 1)->setText("optimizer.lr"); // fixing the key revalidates
+        QVERIFY2(editor.spec(), qPrintable(editor.problem()));
+        QCOMPARE(editor.spec()->runCount(), std::size_t(8));
+        const SweepPlan plan = expandSweep(*editor.spec(), "test");
+        QCOMPARE(plan.configurations.size(), std::size_t(4));
+        QCOMPARE(plan.runs[7].config.optimizer.lr, 0.05f);
+        QCOMPARE(plan.runs[7].config.precision, PrecisionMode::MixedFp16);
+        QCOMPARE(plan.runs[7].seed, std::uint64_t(1));
+        // Bad values and grids are refused by the spec's own checks, naming what is wrong.
+        editor.axesTable()->item(0, 2)->setText("fp32, fp12");
+        QVERIFY(!editor.spec());
+        QVERIFY2(editor.problem().contains("fp12"), qPrintable(editor.problem()));
+        editor.axesTable()->item(0, 2)->setText("fp32, mixed-fp16");
+        editor.addAxis(SweepEditor::AxisKind::Precisions, "bf16");
+        QVERIFY2(editor.problem().contains("two axes sweep precision.mode"), qPrintable(editor.problem()));
+        editor.axesTable()->removeRow(2);
+        editor.setSeeds("0");
+        QVERIFY(!editor.spec());
+        QVERIFY2(editor.problem().contains("seeds"), qPrintable(editor.problem()));
+        editor.setSeeds("3, 5");
+        QVERIFY2(editor.spec(), qPrintable(editor.problem()));
+        QCOMPARE(editor.spec()->seeds, (std::vector<std::uint64_t>{3, 5}));
+    }
+
+    void importsASweepDirectorySkippingForeignFiles()
+    {
+        QTemporaryDir source;
+        QVERIFY(QDir(source.path()).mkpath("runs"));
+        const SweepSpec spec =
+            parseSweepSpec(R"({"base": "mlp", "precisions": ["fp32", "mixed-fp16"], "seeds": 1})", "test", "");
+        const SweepPlan plan = expandSweep(spec, "test");
+        const QString uid = QStringLiteral("4f1c2d7e-0000-4000-8000-00000000abcd");
+        for (const SweepRun& run : plan.runs) {
+            storage::RunStore task(source.filePath(QStringLiteral("runs/run-%1.sqlite").arg(run.index)));
+            const qint64 sweepId = task.createSweep(
+                {uid, QString::fromStdString(spec.name), QString::fromStdString(sweepSpecToJson(spec)), 2});
+            storage::NewRun row;
+            row.configJson = QString::fromStdString(runConfigToJson(run.config));
+            row.precision = QString::fromStdString(precisionModeName(run.config.precision));
+            row.sweepId = sweepId;
+            row.sweepIndex = run.index;
+            const qint64 id = task.createRun(row);
+            RunSummary summary;
+            summary.status = RunStatus::Finished;
+            summary.epochs = 1;
+            summary.testAccuracy = 0.8f + 0.01f * float(run.index);
+            task.finishRun(id, summary);
+        }
+        QFile junk(source.filePath("runs/notes.sqlite"));
+        QVERIFY(junk.open(QIODevice::WriteOnly));
+        junk.write("not a database");
+        junk.close();
+
+        QTemporaryDir dir;
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        QString summary;
+        QVERIFY(bench.importSweepDirectory(source.path(), &summary));
+        QVERIFY2(summary.contains("2 runs imported") && summary.contains("1 files skipped"), qPrintable(summary));
+        const SweepComparison& shown = bench.sweepComparison()->comparison();
+        QVERIFY(shown.sweepId > 0);
+        QCOMPARE(shown.configurationCount(), 2);
+        QCOMPARE(shown.results[1].finished, 1);
+        // Importing twice adds nothing.
+        QVERIFY(bench.importSweepDirectory(source.path(), &summary));
+        QVERIFY2(summary.contains("0 runs imported, 2 already here"), qPrintable(summary));
+        QCOMPARE(bench.store()->sweeps().size(), 1);
+        QCOMPARE(bench.store()->sweepRuns(shown.sweepId).size(), 2);
     }
 
 private:
