@@ -106,6 +106,11 @@ void SweepComparisonView::rebuildPlots()
     }
     m_loss->resetView();
     m_accuracy->resetView();
+    // Room around the first and last epoch, so that their markers and band edges are not cut
+    // by the frame.
+    const QCPRange epochs = m_accuracy->xAxis->range();
+    m_accuracy->xAxis->setRange(epochs.lower - 0.2, epochs.upper + 0.2);
+    m_accuracy->replot();
 }
 
 void SweepComparisonView::rebuildTable()

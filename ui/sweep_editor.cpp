@@ -160,8 +160,7 @@ void SweepEditor::removeSelectedAxis()
 
 QString SweepEditor::specJson() const
 {
-    json spec = {{"name", m_name->text().toStdString()},
-                 {"base", {{"config", json::parse(runConfigToJson(m_base))}}}};
+    json spec = {{"name", m_name->text().toStdString()}, {"base", {{"config", json::parse(runConfigToJson(m_base))}}}};
     const QString seeds = m_seeds->text().trimmed();
     spec["seeds"] = seeds.contains(u',') ? valueList(seeds) : typedValue(seeds);
     json axes = json::array();
