@@ -72,6 +72,8 @@ QString plotSlug(PlotKind kind)
     case PlotKind::Accuracy: return QStringLiteral("accuracy");
     case PlotKind::LossScale: return QStringLiteral("loss-scale");
     case PlotKind::Throughput: return QStringLiteral("throughput");
+    case PlotKind::MeanLoss: return QStringLiteral("mean-loss");
+    case PlotKind::MeanAccuracy: return QStringLiteral("mean-accuracy");
     }
     return QStringLiteral("plot");
 }
@@ -103,6 +105,7 @@ ReportDocument buildReportDocument(const ReportData& data)
     appendModel(document, data);
     appendSettings(document, data);
     appendResults(document, data);
+    appendSeedStatistics(document, data);
     appendPlots(document, data);
     appendOverflows(document, data);
     appendAppendix(document, data);

@@ -138,6 +138,7 @@ ReportData loadReportData(const RunStore& store, const QList<qint64>& runIds, st
     if (baselineId)
         data.baseline = int(ids.indexOf(*baselineId));
     assignLabels(data.runs);
+    data.seeds = seedStatistics(store, data.runs);
     data.machine = localMachineInfo();
     data.generatedAt = QDateTime::currentDateTimeUtc();
     data.databasePath = store.path();

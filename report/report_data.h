@@ -6,6 +6,7 @@
 #include "engine/model/model_validation.h"
 #include "report/machine_info.h"
 #include "report/storage_names.h"
+#include "sweep/sweep_statistics.h"
 
 #include <QDateTime>
 #include <QList>
@@ -43,8 +44,19 @@ struct RunData {
     QString precision() const; // as stored, else from the config
 };
 
+// The statistics over the seeds, when the runs are those of one sweep or repeat a configuration
+// with other seeds (sweep::groupBySeed): the sweep's section of a report.
+struct SeedStatistics {
+    QString title; // "Sweep 3 (mlp: fp32 vs mixed-fp16 x 8 seeds)", or "Runs grouped by seed"
+    std::vector<sweep::ConfigurationResults> results;
+    QList<QList<int>> finishedRuns; // per configuration, the indices in ReportData::runs of its finished runs
+    sweep::StatisticsTable table;
+    QStringList sentences;
+};
+
 struct ReportData {
     QList<RunData> runs;
+    std::optional<SeedStatistics> seeds;
     int baseline = 0; // index in runs of the run the others are measured against
     MachineInfo machine;
     QDateTime generatedAt; // UTC
@@ -57,7 +69,11 @@ struct ReportData {
     QString title() const;
 };
 
-// Reads runs `runIds` (in that order) from `store`. `baselineId`, when given and not among
+// The seed statistics of `runs` read from `store`; nullopt when no configuration was run with
+// two seeds or more.
+std::optional<SeedStatistics> seedStatistics(const RunStore& store, const QList<RunData>& runs);
+
+// Reads runs `runIds` (in that order) from `store`, with their seed statistics. `baselineId`, when given and not among
 // them, is added in front. Throws StorageError (NotFound) for an unknown run.
 ReportData loadReportData(const RunStore& store, const QList<qint64>& runIds,
                           std::optional<qint64> baselineId = std::nullopt);

@@ -8,7 +8,14 @@
 
 namespace mantissa::report {
 
-enum class PlotKind { Loss, Accuracy, LossScale, Throughput };
+enum class PlotKind {
+    Loss,
+    Accuracy,
+    LossScale,
+    Throughput,
+    MeanLoss,     // per configuration over its seeds, with a band (ReportData::seeds)
+    MeanAccuracy, // the same for the test accuracy per epoch
+};
 
 struct ReportTable {
     QStringList header; // a key-value table has {"Setting", "Value"} or similar

@@ -326,6 +326,14 @@ void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const Repo
         frame(plot, title, QStringLiteral("step"), QStringLiteral("samples/s"));
         fillThroughput(plot, data);
         break;
+    case PlotKind::MeanLoss:
+        frame(plot, title, QStringLiteral("step"), QStringLiteral("loss (cross-entropy)"));
+        fillMeanPlot(plot, kind, data);
+        break;
+    case PlotKind::MeanAccuracy:
+        frame(plot, title, QStringLiteral("epoch"), QStringLiteral("test accuracy (%)"));
+        fillMeanPlot(plot, kind, data);
+        break;
     }
 }
 

@@ -22,6 +22,9 @@ constexpr double kLossSmoothingFraction = 1.0 / 60.0;
 // The window of that running mean for a run of `steps` steps.
 int lossSmoothingWindow(qsizetype steps);
 
+// The mean curves with bands of data.seeds (report_seed_plots.cpp): `kind` MeanLoss or MeanAccuracy.
+void fillMeanPlot(QCustomPlot& plot, PlotKind kind, const ReportData& data);
+
 // Fills an empty `plot` with the curves of `kind` for every run in `data`, the title
 // `title`, labelled axes and the legend.
 void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const ReportData& data);

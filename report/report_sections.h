@@ -16,6 +16,9 @@ void appendModel(ReportDocument& document, const ReportData& data);
 void appendSettings(ReportDocument& document, const ReportData& data);
 // Results: the summary (one run) or the comparison table and statements, and the epochs.
 void appendResults(ReportDocument& document, const ReportData& data);
+// Over the seeds (only with ReportData::seeds): the mean curves with their min-max band per
+// configuration, the statistics table and the sentence per pair.
+void appendSeedStatistics(ReportDocument& document, const ReportData& data);
 // Plots: loss, accuracy, loss scale, throughput.
 void appendPlots(ReportDocument& document, const ReportData& data);
 // Overflows: skipped steps, the first overflows, the parameters that overflowed most.

@@ -54,6 +54,16 @@ void RunStatusBar::showProgress(std::int64_t step, std::int64_t totalSteps, doub
     m_rate->show();
 }
 
+void RunStatusBar::showSweepProgress(int done, int total, const QString& text)
+{
+    m_progress->setRange(0, std::max(1, total));
+    m_progress->setValue(std::min(done, total));
+    m_progress->setFormat(tr("%1 / %2 runs").arg(done).arg(total));
+    m_progress->show();
+    m_rate->setText(text);
+    m_rate->show();
+}
+
 void RunStatusBar::hideProgress()
 {
     m_progress->hide();

@@ -16,6 +16,8 @@ public:
     // `elapsedSeconds` is training time so far; the ETA extrapolates its rate per step.
     void showProgress(std::int64_t step, std::int64_t totalSteps, double samplesPerSecond, double elapsedSeconds);
     void showLoading(const QString& what);
+    // A sweep: runs done of `total`, and the runner's "done 3/8, running 2, failed 0, ETA 1:05".
+    void showSweepProgress(int done, int total, const QString& text);
     void hideProgress();
     QString progressText() const;
     QProgressBar* progressBar() const { return m_progress; }

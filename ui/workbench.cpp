@@ -16,6 +16,8 @@
 #include "ui/run_monitor.h"
 #include "ui/run_status_bar.h"
 #include "ui/stored_run.h"
+#include "ui/sweep_comparison_view.h"
+#include "ui/sweep_controller.h"
 #include "ui/training_panel.h"
 
 #include <QAction>
@@ -25,7 +27,9 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QScrollArea>
+#include <QSpinBox>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
@@ -49,7 +53,8 @@ QScrollArea* scrolled(QWidget* widget)
 } // namespace
 
 Workbench::Workbench(QWidget* parent)
-    : QWidget(parent), m_document(new ConfigDocument(this)), m_controller(new RunController(this))
+    : QWidget(parent), m_document(new ConfigDocument(this)), m_controller(new RunController(this)),
+      m_sweeps(new SweepController(this))
 {
     createActions();
     m_banner = new ErrorBanner;
@@ -77,6 +82,7 @@ Workbench::Workbench(QWidget* parent)
     connect(m_controller, &RunController::runEnded, this, &Workbench::onRunEnded);
     connect(m_controller, &RunController::sequenceEnded, this, &Workbench::onSequenceEnded);
     connect(m_controller, &RunController::tick, m_monitor, &RunMonitor::refresh);
+    connectSweeps();
 
     loadPreset("mlp");
     m_document->undoStack()->clear(); // the initial preset is not an edit to undo
@@ -139,13 +145,31 @@ void Workbench::createActions()
         m_pause->setText(paused ? tr("Resume") : tr("Pause"));
         m_status->showMessage(paused ? tr("Paused; press Resume to continue.") : tr("Training…"));
     });
-    m_stop = m_toolBar->addAction(tr("Stop"), m_controller, &RunController::stop);
+    m_stop = m_toolBar->addAction(tr("Stop"), this, &Workbench::stopTraining);
     m_stop->setObjectName("stopAction");
     m_toolBar->addSeparator();
     m_compare = m_toolBar->addAction(tr("Compare precisions"), this, &Workbench::startComparison);
     m_compare->setObjectName("compareAction");
     m_compare->setToolTip(tr("Train this config in fp32 and in its low precision with the same seed, "
                              "then compare them"));
+    // One seed answers "does it train?"; whether a difference is more than noise needs several
+    // (docs/sweeps.md): N > 1 makes the comparison a sweep over precisions x seeds.
+    m_seeds = new QSpinBox;
+    m_seeds->setObjectName("comparisonSeeds");
+    m_seeds->setRange(1, 64);
+    m_seeds->setValue(1);
+    m_seeds->setPrefix(tr("seeds: "));
+    m_seeds->setToolTip(tr("Seeds per precision. 1 compares one run of each with the config's seed; N > 1 runs a "
+                           "sweep over both precisions and seeds 0 to N-1 in worker processes and compares their "
+                           "means with bands and statistics"));
+    m_toolBar->addWidget(m_seeds);
+    m_sweep = m_toolBar->addAction(tr("Sweep…"), this, &Workbench::editSweepWithDialog);
+    m_sweep->setObjectName("sweepAction");
+    m_sweep->setToolTip(tr("Run any grid over this config: precisions, loss scales, learning rates, batch sizes or "
+                           "any config key, times seeds"));
+    m_import = m_toolBar->addAction(tr("Import sweep…"), this, &Workbench::importWithDialog);
+    m_import->setObjectName("importAction");
+    m_import->setToolTip(tr("Import the runs of a Slurm sweep's directory (as mantissa-cli import does)"));
 }
 
 QWidget* Workbench::buildLeftSide()
@@ -175,6 +199,11 @@ QWidget* Workbench::buildRightSide()
         m_rightTabs->setCurrentWidget(m_numerics);
     });
     m_comparison = new ComparisonView;
+    m_sweepView = new SweepComparisonView;
+    m_sweepView->setObjectName("sweepComparison");
+    m_comparisonStack = new QStackedWidget;
+    m_comparisonStack->addWidget(m_comparison);
+    m_comparisonStack->addWidget(m_sweepView);
     m_browser = new RunBrowser;
     connect(m_browser, &RunBrowser::openRequested, this, &Workbench::openStoredRun);
     connect(m_browser, &RunBrowser::compareRequested, this, &Workbench::compareStoredRuns);
@@ -192,7 +221,7 @@ QWidget* Workbench::buildRightSide()
     m_rightTabs->setObjectName("rightTabs");
     m_rightTabs->addTab(m_monitor, tr("Monitor"));
     m_rightTabs->addTab(m_numerics, tr("Numerics"));
-    m_rightTabs->addTab(m_comparison, tr("Comparison"));
+    m_rightTabs->addTab(m_comparisonStack, tr("Comparison"));
     m_rightTabs->addTab(m_browser, tr("Runs"));
     // The writer commits at least once a second, so looking more often finds nothing new.
     m_numericsPoll = new QTimer(this);
@@ -207,13 +236,17 @@ QWidget* Workbench::buildRightSide()
 
 void Workbench::updateActions()
 {
-    const bool running = m_controller->isRunning();
+    const bool sweeping = m_sweeps->isRunning();
+    const bool running = m_controller->isRunning() || sweeping;
     const QString blocker = m_document->runBlocker();
     const bool canRun = !running && blocker.isEmpty();
     m_run->setEnabled(canRun);
     m_compare->setEnabled(canRun);
-    m_pause->setEnabled(running);
+    m_pause->setEnabled(running && !sweeping); // workers stop at a step boundary, they do not pause
     m_stop->setEnabled(running);
+    m_seeds->setEnabled(!running);
+    m_sweep->setEnabled(canRun);
+    m_import->setEnabled(!sweeping);
     m_run->setToolTip(running ? tr("A run is in progress") : blocker.isEmpty() ? tr("Train this config") : blocker);
     if (!running) {
         // Clear only our own "cannot run" note: a finished run's message must stay.
@@ -302,16 +335,17 @@ bool Workbench::startRun()
 bool Workbench::startComparison()
 {
     const QString blocker = m_document->runBlocker();
-    if (m_controller->isRunning() || !blocker.isEmpty()) {
+    if (m_controller->isRunning() || m_sweeps->isRunning() || !blocker.isEmpty()) {
         m_status->showMessage(blocker.isEmpty() ? tr("A run is in progress") : tr("Cannot run: %1").arg(blocker));
         return false;
     }
+    if (m_seeds->value() > 1)
+        return startPrecisionSweep(m_seeds->value());
     RunConfig reference = m_document->config();
     RunConfig low = reference;
     reference.precision = PrecisionMode::Fp32;
     reference.lossScale.type = LossScaleType::Auto; // fp32 needs no scaling; keep the reference honest
-    if (low.precision == PrecisionMode::Fp32)
-        low.precision = PrecisionMode::MixedFp16;
+    low.precision = comparedPrecision(low.precision);
     m_comparing = true;
     m_sequence.clear();
     RecordingTarget target{databasePath(), std::nullopt};
@@ -333,7 +367,8 @@ QList<std::shared_ptr<const RunRecording>> Workbench::sessionRuns() const { retu
 void Workbench::showComparison(QList<std::shared_ptr<const RunRecording>> runs)
 {
     m_comparison->setRuns(std::move(runs));
-    m_rightTabs->setCurrentWidget(m_comparison);
+    m_comparisonStack->setCurrentWidget(m_comparison);
+    m_rightTabs->setCurrentWidget(m_comparisonStack);
 }
 
 void Workbench::showRunBrowser() { m_rightTabs->setCurrentWidget(m_browser); }
@@ -534,6 +569,12 @@ bool Workbench::compareStoredRuns(const QList<qint64>& runIds)
         return false;
     QList<std::shared_ptr<const RunRecording>> runs;
     try {
+        // Runs of one configuration over several seeds compare as a sweep does: means, bands
+        // and statistics rather than one curve per run.
+        if (auto grouped = loadSeedGroupComparison(*m_store, runIds)) {
+            showSweepComparison(std::move(*grouped));
+            return true;
+        }
         for (qint64 id : runIds)
             runs << loadStoredRun(*m_store, id);
     } catch (const std::exception& e) {

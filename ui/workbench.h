@@ -3,7 +3,9 @@
 // the precision and training panels, the run monitor and the comparison view, runs training
 // on a worker thread through RunController, and offers its actions (run, pause, stop,
 // compare precisions, presets, open, save, undo, redo) for a host's menus and toolbars.
+#include "engine/sweep/sweep_spec.h"
 #include "ui/run_recording.h"
+#include "ui/sweep_comparison.h"
 
 #include <QList>
 #include <QWidget>
@@ -12,7 +14,9 @@
 
 class QAction;
 class QMenu;
+class QSpinBox;
 class QSplitter;
+class QStackedWidget;
 class QTabWidget;
 class QTimer;
 class QToolBar;
@@ -22,6 +26,10 @@ class RunStore;
 }
 
 namespace mantissa::ui {
+
+// The precision "Compare precisions" sets against fp32: the config's own, or mixed-fp16 for an
+// fp32 config.
+PrecisionMode comparedPrecision(PrecisionMode configured);
 
 class ComparisonView;
 class RunBrowser;
@@ -33,6 +41,8 @@ class PrecisionPanel;
 class RunController;
 class RunMonitor;
 class RunStatusBar;
+class SweepComparisonView;
+class SweepController;
 class TrainingPanel;
 struct RecordBatch;
 
@@ -50,6 +60,9 @@ public:
     RunMonitor* monitor() const { return m_monitor; }
     NumericsView* numerics() const { return m_numerics; }
     ComparisonView* comparison() const { return m_comparison; }
+    SweepComparisonView* sweepComparison() const { return m_sweepView; }
+    SweepController* sweeps() const { return m_sweeps; }
+    QSpinBox* comparisonSeeds() const { return m_seeds; }
     RunBrowser* runBrowser() const { return m_browser; }
     RunStatusBar* statusBar() const { return m_status; }
     ErrorBanner* banner() const { return m_banner; }
@@ -60,6 +73,8 @@ public:
     QAction* pauseAction() const { return m_pause; }
     QAction* stopAction() const { return m_stop; }
     QAction* compareAction() const { return m_compare; }
+    QAction* sweepAction() const { return m_sweep; }
+    QAction* importAction() const { return m_import; }
     QAction* openAction() const { return m_open; }
     QAction* saveAction() const { return m_save; }
     QAction* undoAction() const { return m_undo; }
@@ -73,8 +88,19 @@ public:
     // Trains the current config; false (with the reason in the status bar) when it cannot.
     bool startRun();
     // Trains the current config in fp32 and then in its low precision (mixed-fp16 when the
-    // config is fp32), same seed and data order, then opens the comparison.
+    // config is fp32), same seed and data order, then opens the comparison. With "seeds: N"
+    // above 1, a sweep over both precisions times seeds 0 to N-1 instead (startSweep).
     bool startComparison();
+    // Runs (or resumes) a sweep in the background, recorded in the run database like
+    // `mantissa-cli sweep`, with progress in the status bar; when it ends, its comparison opens.
+    // False, with the reason in the banner, when it cannot start.
+    bool startSweep(const SweepSpec& spec);
+    // Shows a stored sweep (mean curves with bands, statistics) in the Comparison tab.
+    bool showSweep(qint64 sweepId);
+    // Merges the run databases under `path` (a Slurm sweep's --out, as `mantissa-cli import`
+    // does) into the run database and shows the newest sweep with runs. Files that
+    // are not run databases are skipped by name (in the status line and `summary`).
+    bool importSweepDirectory(const QString& path, QString* summary = nullptr);
     // Runs trained in this session, oldest first.
     QList<std::shared_ptr<const RunRecording>> sessionRuns() const;
     void showComparison(QList<std::shared_ptr<const RunRecording>> runs);
@@ -101,6 +127,8 @@ signals:
     // A run ended (any status); `recording` holds everything it produced.
     void runFinished(std::shared_ptr<const mantissa::ui::RunRecording> recording);
     void comparisonFinished();
+    // A sweep started from the workbench ended (all runs done, or stopped).
+    void sweepFinished(qint64 sweepId);
 
 private:
     void createActions();
@@ -113,6 +141,12 @@ private:
     void onRecords(const RecordBatch& batch);
     void onRunEnded(int index, const RunSummary& summary, const QString& failure);
     void onSequenceEnded(bool completed);
+    void connectSweeps();
+    bool startPrecisionSweep(int seeds);
+    void editSweepWithDialog();
+    void importWithDialog();
+    void showSweepComparison(SweepComparison comparison);
+    void stopTraining();
     void showNumerics(qint64 runId);
     void pollNumerics();
 
@@ -128,6 +162,10 @@ private:
     NumericsView* m_numerics;
     QTimer* m_numericsPoll; // while a run trains and the Numerics tab is shown
     ComparisonView* m_comparison;
+    SweepComparisonView* m_sweepView;
+    QStackedWidget* m_comparisonStack; // the Comparison tab: run by run, or a sweep
+    SweepController* m_sweeps;
+    QSpinBox* m_seeds;
     RunBrowser* m_browser;
     std::unique_ptr<storage::RunStore> m_store;
     RunStatusBar* m_status;
@@ -135,6 +173,8 @@ private:
     QTabWidget* m_leftTabs;
     QTabWidget* m_rightTabs;
     QAction *m_run, *m_pause, *m_stop, *m_compare, *m_open, *m_save, *m_undo, *m_redo;
+    QAction *m_sweep, *m_import;
+    int m_sweepJobs = 0; // runs at once of the next sweep (the editor's choice); 0: one per core
 
     std::shared_ptr<RunRecording> m_current;
     QList<std::shared_ptr<const RunRecording>> m_session;

@@ -7,11 +7,8 @@
 #include "cli/exit_codes.h"
 #include "cli/sweep_report.h"
 #include "storage/storage_error.h"
+#include "sweep/sweep_import.h"
 
-#include <QDirIterator>
-#include <QFileInfo>
-
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -20,24 +17,6 @@ namespace mantissa::cli {
 namespace {
 
 constexpr const char* kCommand = "import";
-
-// Database files under a directory (recursively; logs, scripts and checkpoints are not).
-QStringList databaseFiles(const QString& argument)
-{
-    const QFileInfo info(argument);
-    if (!info.exists())
-        throw storage::StorageError(storage::StorageError::Kind::NotFound, info.absoluteFilePath(),
-                                    QStringLiteral("does not exist"));
-    if (!info.isDir())
-        return {info.absoluteFilePath()};
-    QStringList files;
-    QDirIterator it(info.absoluteFilePath(), {QStringLiteral("*.sqlite"), QStringLiteral("*.db")}, QDir::Files,
-                    QDirIterator::Subdirectories);
-    while (it.hasNext())
-        files << it.next();
-    std::sort(files.begin(), files.end());
-    return files;
-}
 
 } // namespace
 
@@ -57,47 +36,35 @@ int runImportCommand(const QStringList& arguments)
         return fail(kCommand, QStringLiteral("give a directory or database files to import"), kExitBadInput);
     try {
         const auto store = openRunStore(parser);
-        QStringList files;
-        for (const QString& argument : parser.positionalArguments())
-            files << databaseFiles(argument);
-        int skipped = 0;
-        storage::ImportResult total;
-        QSet<qint64> sweepIds;
-        for (const QString& file : files) {
-            if (QFileInfo(file).absoluteFilePath() == store->path())
-                continue; // the run database itself may lie in the directory
-            try {
-                const storage::ImportResult result = store->importRuns(file);
-                std::fprintf(
-                    stderr, "%s: %d imported, %d already here%s\n", qPrintable(file), result.imported,
-                    result.alreadyPresent,
-                    result.stillRunning > 0
-                        ? qPrintable(QStringLiteral(", %1 still running (import again later)").arg(result.stillRunning))
-                        : "");
-                total.imported += result.imported;
-                total.alreadyPresent += result.alreadyPresent;
-                total.stillRunning += result.stillRunning;
-            } catch (const storage::StorageError& error) {
-                ++skipped;
-                std::fprintf(stderr, "skipped %s\n", error.what());
+        const sweep::ImportSummary summary = sweep::importDatabases(*store, parser.positionalArguments());
+        for (const sweep::FileImport& file : summary.files) {
+            if (!file.skipped.isEmpty()) {
+                std::fprintf(stderr, "skipped %s\n", qPrintable(file.skipped));
+                continue;
             }
+            std::fprintf(
+                stderr, "%s: %d imported, %d already here%s\n", qPrintable(file.file), file.result.imported,
+                file.result.alreadyPresent,
+                file.result.stillRunning > 0
+                    ? qPrintable(
+                          QStringLiteral(", %1 still running (import again later)").arg(file.result.stillRunning))
+                    : "");
         }
-        std::fprintf(stderr, "%lld files: %d runs imported, %d already here, %d still running, %d files skipped\n",
-                     static_cast<long long>(files.size()), total.imported, total.alreadyPresent, total.stillRunning,
-                     skipped);
+        std::fprintf(stderr, "%s\n", qPrintable(summary.text()));
+        const storage::ImportResult& total = summary.total;
+        const int skipped = summary.skippedFiles;
         nlohmann::json sweeps = nlohmann::json::array();
-        for (const storage::SweepInfo& sweep : store->sweeps()) {
-            const QList<storage::RunInfo> runs = store->sweepRuns(sweep.id);
+        for (const storage::SweepInfo& info : store->sweeps()) {
+            const QList<storage::RunInfo> runs = store->sweepRuns(info.id);
             if (runs.isEmpty())
                 continue;
-            const SweepSpec spec = parseSweepSpec(sweep.specJson.toStdString(), "sweep", "");
-            const auto results = collectResults(expandSweep(spec, "sweep"), runs);
-            std::printf("\nsweep %lld (%s): %lld of %d runs\n", static_cast<long long>(sweep.id),
-                        qPrintable(sweep.name), static_cast<long long>(runs.size()), sweep.runCount);
+            const auto results = sweep::loadStoredSweep(*store, info.id).results;
+            std::printf("\nsweep %lld (%s): %lld of %d runs\n", static_cast<long long>(info.id), qPrintable(info.name),
+                        static_cast<long long>(runs.size()), info.runCount);
             printSweepStatistics(stdout, results);
             nlohmann::json item = sweepStatisticsJson(results);
-            item["sweep_id"] = sweep.id;
-            item["name"] = sweep.name.toStdString();
+            item["sweep_id"] = info.id;
+            item["name"] = info.name.toStdString();
             sweeps.push_back(std::move(item));
         }
         std::cout << nlohmann::json{{"imported", total.imported},

@@ -2,6 +2,7 @@
 
 #include "report/report_writer.h"
 #include "storage/database_path.h"
+#include "sweep/sweep_results.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -43,11 +44,13 @@ int runReportCommand(int argc, char** argv)
     parser.setApplicationDescription(
         "Write a report of one run, or a comparison of several: PDF, a self-contained HTML file, "
         "Markdown with PNG plots beside it, or CSV of every step and epoch (FILE.csv and FILE-epochs.csv). "
-        "The format follows the output file's suffix.");
+        "The format follows the output file's suffix. Runs that repeat a configuration with other seeds (a "
+        "sweep's) add the statistics over the seeds and the mean curves with bands.");
     parser.addHelpOption();
     parser.addPositionalArgument("runs", "Runs to report, by id or name; the first is the baseline of a comparison.",
                                  "RUN [RUN...]");
     parser.addOption({{"o", "output"}, "The report file: .pdf, .html, .md or .csv.", "FILE"});
+    parser.addOption({"sweep", "Report a sweep: the outcome of each of its runs (instead of RUN...).", "ID"});
     parser.addOption({"baseline", "The run the others are compared with (added if not listed).", "RUN"});
     parser.addOption({"db", "The run database (default: $MANTISSA_DB, else the per-user database).", "FILE"});
     if (!parser.parse(arguments))
@@ -57,7 +60,7 @@ int runReportCommand(int argc, char** argv)
         return kExitOk;
     }
     const QStringList runs = parser.positionalArguments();
-    if (runs.isEmpty())
+    if (runs.isEmpty() && !parser.isSet("sweep"))
         return fail(QStringLiteral("name at least one run (id or name); mantissa-cli report --help for usage"));
     const QString output = parser.value("output");
     if (output.isEmpty())
@@ -71,6 +74,17 @@ int runReportCommand(int argc, char** argv)
         QList<qint64> ids;
         for (const QString& run : runs)
             ids << store.findRun(run).id; // by id or name; StorageError names an unknown one
+        if (parser.isSet("sweep")) {
+            bool ok = false;
+            const qint64 sweepId = parser.value("sweep").toLongLong(&ok);
+            if (!ok)
+                return fail(QStringLiteral("--sweep expects a sweep id, got \"%1\"").arg(parser.value("sweep")));
+            for (const sweep::ConfigurationResults& r : sweep::loadStoredSweep(store, sweepId).results)
+                for (const RunInfo& run : r.runs)
+                    ids << run.id;
+            if (ids.isEmpty())
+                return fail(QStringLiteral("sweep %1 has no runs yet").arg(sweepId));
+        }
         std::optional<qint64> baseline;
         if (parser.isSet("baseline"))
             baseline = store.findRun(parser.value("baseline")).id;

@@ -10,6 +10,7 @@
 #include "cli/sweep_runner.h"
 #include "engine/util/check.h"
 #include "storage/db_values.h"
+#include "sweep/sweep_launch.h"
 
 #include <QCoreApplication>
 #include <QFileInfo>
@@ -224,29 +225,26 @@ int runSweepCommand(const QStringList& arguments)
         return *exit;
     try {
         const SweepSpec spec = sweepSpecFromOptions(parser);
-        const SweepPlan plan = expandSweep(spec, "sweep"); // every run checked before anything starts
+        SweepPlan checked = expandSweep(spec, "sweep"); // every run checked before anything is written
         if (parser.isSet("slurm"))
             return runOnSlurm(parser, spec);
 
         const auto store = openRunStore(parser);
-        const QString specJson = QString::fromStdString(sweepSpecToJson(spec));
-        std::optional<storage::SweepInfo> sweep;
-        if (!parser.isSet("new"))
-            sweep = store->findSweepBySpec(specJson);
-        const bool resumed = sweep.has_value();
-        if (!sweep)
-            sweep = store->sweep(
-                store->createSweep({{}, QString::fromStdString(spec.name), specJson, int(spec.runCount())}));
-        const std::vector<int> missing = missingRuns(plan, store->sweepRuns(sweep->id));
-        const int jobs = std::min(positiveOption(parser, "jobs", 1), std::max(1, int(missing.size())));
-        const int threads = positiveOption(parser, "threads", std::max(1, QThread::idealThreadCount() / jobs));
+        const sweep::LaunchedSweep launched = sweep::launchSweep(*store, spec, std::move(checked), parser.isSet("new"));
+        const SweepPlan& plan = launched.plan;
+        const std::vector<int>& missing = launched.missing;
+        const sweep::Parallelism parallel = sweep::chooseParallelism(
+            positiveOption(parser, "jobs", 1), parser.isSet("threads") ? positiveOption(parser, "threads", 1) : 0,
+            int(missing.size()), QThread::idealThreadCount());
+        const int jobs = parallel.jobs, threads = parallel.threads;
         std::fprintf(stderr,
                      "sweep %lld (%s): %zu runs, %zu configurations x %zu seeds; %s%zu to run, %d at once, "
                      "%d thread(s) each\n",
-                     static_cast<long long>(sweep->id), qPrintable(sweep->name), plan.runs.size(),
+                     static_cast<long long>(launched.info.id), qPrintable(launched.info.name), plan.runs.size(),
                      plan.configurations.size(), spec.seeds.size(),
-                     resumed ? qPrintable(QStringLiteral("resumed, %1 done; ").arg(plan.runs.size() - missing.size()))
-                             : "",
+                     launched.resumed
+                         ? qPrintable(QStringLiteral("resumed, %1 done; ").arg(plan.runs.size() - missing.size()))
+                         : "",
                      missing.size(), jobs, threads);
         std::fflush(stderr);
 
@@ -255,14 +253,14 @@ int runSweepCommand(const QStringList& arguments)
         options.jobs = jobs;
         options.threads = threads;
         options.interactive = isatty(STDERR_FILENO) != 0;
-        const SweepRunOutcome outcome = runSweepLocally(*store, sweep->id, plan, missing, options);
+        const SweepRunOutcome outcome = runSweepLocally(store->path(), launched.info.id, plan, missing, options);
 
-        const auto results = collectResults(plan, store->sweepRuns(sweep->id));
+        const auto results = sweep::collectResults(plan, store->sweepRuns(launched.info.id));
         std::fputs("\n", stdout);
         printSweepStatistics(stdout, results);
         nlohmann::json line = sweepStatisticsJson(results);
-        line["sweep_id"] = sweep->id;
-        line["name"] = sweep->name.toStdString();
+        line["sweep_id"] = launched.info.id;
+        line["name"] = launched.info.name.toStdString();
         line["ran"] = {{"finished", outcome.finished},
                        {"diverged", outcome.diverged},
                        {"failed", outcome.failed},

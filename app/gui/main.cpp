@@ -30,7 +30,8 @@ int main(int argc, char** argv)
     QCommandLineOption preset("preset", "Preset for --screenshot (default mlp).", "NAME", "mlp");
     QCommandLineOption steps("steps", "Steps per run for --screenshot (default 120).", "N", "120");
     QCommandLineOption numerics("numerics", "With --screenshot: only the Numerics tab of the preset in mixed-fp16.");
-    parser.addOptions({config, database, screenshot, preset, steps, numerics});
+    QCommandLineOption sweep("sweep", "Show this sweep of the run database in the Comparison tab.", "ID");
+    parser.addOptions({config, database, screenshot, preset, steps, numerics, sweep});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -56,6 +57,8 @@ int main(int argc, char** argv)
         if (!window.workbench()->openConfig(parser.value(config), &error))
             qWarning("%s", qPrintable(error));
     }
+    if (parser.isSet(sweep))
+        window.workbench()->showSweep(parser.value(sweep).toLongLong());
     window.show();
     return QApplication::exec();
 }

@@ -29,7 +29,7 @@ double noise(std::uint64_t salt, std::uint64_t n)
     return double(x % 20001) / 10000.0 - 1.0;
 }
 
-std::uint64_t salt(const SyntheticRun& run) { return isMixed(run) ? 2 : 1; }
+std::uint64_t salt(const SyntheticRun& run) { return (isMixed(run) ? 2 : 1) + (run.seed == 42 ? 0 : 7 * run.seed); }
 
 QString configJson(const SyntheticRun& run)
 {
@@ -38,6 +38,7 @@ QString configJson(const SyntheticRun& run)
     config.training.epochs = run.epochs;
     config.data.limitTrain = std::int64_t(run.stepsPerEpoch) * kBatch;
     config.lossScale.growthInterval = kGrowthInterval;
+    config.training.seed = run.seed;
     return QString::fromStdString(runConfigToJson(config));
 }
 
@@ -48,7 +49,8 @@ float syntheticTestAccuracy(const SyntheticRun& run, int epoch)
     static const float fp32[] = {0.8421f, 0.8613f, 0.8742f, 0.8807f, 0.8853f};
     static const float mixed[] = {0.8396f, 0.8620f, 0.8718f, 0.8791f, 0.8840f};
     const int i = std::clamp(epoch, 1, 5) - 1;
-    return isMixed(run) ? mixed[i] : fp32[i];
+    const float seedOffset = run.seed == 42 ? 0.0f : float(0.004 * noise(run.seed + 100, std::uint64_t(i)));
+    return (isMixed(run) ? mixed[i] : fp32[i]) + seedOffset;
 }
 
 bool isSyntheticOverflow(const SyntheticRun& run, qint64 step)

@@ -1,0 +1,145 @@
+#include "sweep/sweep_statistics.h"
+
+#include "engine/util/check.h"
+#include "stats/sample_statistics.h"
+
+#include <cmath>
+
+namespace mantissa::sweep {
+
+using storage::RunInfo;
+
+const std::vector<SweepMetric>& sweepMetrics()
+{
+    static const std::vector<SweepMetric> list = {
+        {"final_test_accuracy",
+         QStringLiteral("test accuracy (%)"),
+         {"test accuracy", 100, "points", 1},
+         [](const RunInfo& r) { return r.summary.finalTestAccuracy; }},
+        {"best_test_accuracy",
+         QStringLiteral("best test accuracy (%)"),
+         {"best test accuracy", 100, "points", 1},
+         [](const RunInfo& r) { return r.summary.bestTestAccuracy; }},
+        {"final_train_loss",
+         QStringLiteral("train loss"),
+         {"train loss", 1, "", 4},
+         [](const RunInfo& r) { return r.summary.finalTrainLoss; }},
+        {"skipped_steps",
+         QStringLiteral("skipped steps"),
+         {"skipped steps", 1, "", 1},
+         [](const RunInfo& r) {
+             return r.summary.skippedSteps ? std::optional<double>(double(*r.summary.skippedSteps)) : std::nullopt;
+         }},
+        {"final_loss_scale",
+         QStringLiteral("final loss scale"),
+         {"final loss scale", 1, "", 0},
+         [](const RunInfo& r) { return r.summary.finalLossScale; }},
+        {"samples_per_second",
+         QStringLiteral("throughput (samples/s)"),
+         {"throughput", 1, "samples/s", 0},
+         [](const RunInfo& r) { return r.summary.samplesPerSecond; }},
+        {"wall_seconds",
+         QStringLiteral("time (s)"),
+         {"time", 1, "s", 1},
+         [](const RunInfo& r) { return r.wallSeconds; }},
+    };
+    return list;
+}
+
+const SweepMetric& sweepMetric(std::string_view key)
+{
+    for (const SweepMetric& m : sweepMetrics())
+        if (key == m.key)
+            return m;
+    MANTISSA_ASSERT(!"a sweep metric of sweepMetrics()");
+    std::abort();
+}
+
+std::vector<double> metricValues(const ConfigurationResults& results, const SweepMetric& metric)
+{
+    std::vector<double> values;
+    for (const RunInfo& run : results.runs) {
+        if (run.status != RunStatus::Finished)
+            continue;
+        if (const auto value = metric.value(run); value && std::isfinite(*value))
+            values.push_back(*value);
+    }
+    return values;
+}
+
+QString meanSdText(const std::vector<double>& values, double scale, int decimals, bool withInterval)
+{
+    if (values.empty())
+        return QStringLiteral("-");
+    const stats::SampleSummary s = stats::summarize(values);
+    if (s.n < 2)
+        return QString::number(s.mean * scale, 'f', decimals);
+    QString text =
+        QStringLiteral("%1 +/- %2").arg(s.mean * scale, 0, 'f', decimals).arg(s.sd * scale, 0, 'f', decimals);
+    if (withInterval)
+        text +=
+            QStringLiteral(" [%1, %2]").arg(s.ciLow * scale, 0, 'f', decimals).arg(s.ciHigh * scale, 0, 'f', decimals);
+    return text;
+}
+
+QString divergenceText(const ConfigurationResults& results)
+{
+    const int n = results.results();
+    if (n == 0)
+        return QStringLiteral("-");
+    const stats::ProportionInterval interval = stats::wilsonInterval(results.diverged, n);
+    return QStringLiteral("%1 of %2 [%3%, %4%]")
+        .arg(results.diverged)
+        .arg(n)
+        .arg(interval.low * 100, 0, 'f', 0)
+        .arg(interval.high * 100, 0, 'f', 0);
+}
+
+StatisticsTable statisticsTable(const std::vector<ConfigurationResults>& results)
+{
+    StatisticsTable table;
+    table.header << QStringLiteral("metric: mean +/- sd [95% CI]");
+    QStringList runs{QStringLiteral("runs (results of planned)")}, diverged{QStringLiteral("diverged [95% CI]")};
+    for (const ConfigurationResults& r : results) {
+        table.header << QString::fromStdString(r.configuration.label);
+        runs << QStringLiteral("%1 of %2").arg(r.results()).arg(r.planned);
+        diverged << divergenceText(r);
+    }
+    table.rows << runs << diverged;
+    for (const SweepMetric& metric : sweepMetrics()) {
+        QStringList row{metric.label};
+        bool any = false;
+        for (const ConfigurationResults& r : results) {
+            const std::vector<double> values = metricValues(r, metric);
+            any = any || !values.empty();
+            row << meanSdText(values, metric.format.scale, metric.format.decimals, true);
+        }
+        if (any)
+            table.rows << row;
+    }
+    return table;
+}
+
+QStringList pairSentences(const std::vector<ConfigurationResults>& results)
+{
+    QStringList sentences;
+    if (results.size() < 2)
+        return sentences;
+    const ConfigurationResults& baseline = results.front();
+    const std::string base = baseline.configuration.label;
+    for (std::size_t c = 1; c < results.size(); ++c) {
+        const ConfigurationResults& other = results[c];
+        const std::string label = other.configuration.label;
+        for (const char* key : {"final_test_accuracy", "final_train_loss"}) {
+            const SweepMetric& m = sweepMetric(key);
+            sentences << QString::fromStdString(
+                stats::describeDifference(label, base, m.format, metricValues(baseline, m), metricValues(other, m)));
+        }
+        if (baseline.diverged + other.diverged > 0)
+            sentences << QString::fromStdString(stats::describeDivergence(
+                label, base, baseline.diverged, baseline.results(), other.diverged, other.results()));
+    }
+    return sentences;
+}
+
+} // namespace mantissa::sweep

@@ -1,0 +1,50 @@
+#pragma once
+// The statistics of a sweep's results, as every front end shows them: mean, sd and 95%
+// interval of each final metric over the runs that did not diverge (a diverged run's numbers
+// are those of a broken run; the divergence rate counts them), the divergence rate k of n with
+// Wilson's interval, and a plain sentence per configuration against the first (the baseline).
+// The figures come from Mantissa::stats (GSL); this file only chooses and formats them.
+#include "stats/comparison_text.h"
+#include "sweep/sweep_results.h"
+
+#include <QStringList>
+
+#include <functional>
+#include <optional>
+#include <string_view>
+
+namespace mantissa::sweep {
+
+// A final metric: its JSON key, its row label, how a sentence names it, where a run keeps it.
+struct SweepMetric {
+    const char* key; // "final_test_accuracy"
+    QString label;   // "test accuracy (%)"
+    stats::MetricFormat format;
+    std::function<std::optional<double>(const storage::RunInfo&)> value;
+};
+const std::vector<SweepMetric>& sweepMetrics();
+// Asserts that `key` is one of sweepMetrics().
+const SweepMetric& sweepMetric(std::string_view key);
+
+// The metric over the configuration's finished runs (finite values only).
+std::vector<double> metricValues(const ConfigurationResults& results, const SweepMetric& metric);
+
+// "78.1 +/- 4.2 [74.6, 81.6]": mean, sd and (withInterval) the 95% interval of the mean, in
+// the metric's scale; the mean alone for one value, "-" for none.
+QString meanSdText(const std::vector<double>& values, double scale, int decimals, bool withInterval);
+// "3 of 8 [14%, 69%]": diverged runs of those that are a result, Wilson's 95% interval.
+QString divergenceText(const ConfigurationResults& results);
+
+// One row per final metric (with values in some configuration), after a "runs" row and a
+// "diverged" row; a column per configuration after the row label.
+struct StatisticsTable {
+    QStringList header;
+    QList<QStringList> rows;
+};
+StatisticsTable statisticsTable(const std::vector<ConfigurationResults>& results);
+
+// Per configuration after the first, against the first: the test accuracy and the train loss
+// (Welch's t-test), and the divergence (Fisher's exact test) when a run of either diverged.
+QStringList pairSentences(const std::vector<ConfigurationResults>& results);
+
+} // namespace mantissa::sweep

@@ -1,0 +1,142 @@
+// A report of runs that repeat configurations with other seeds (a sweep's, or runs grouped by
+// seed): the "Over the seeds" section holds the statistics table and the sentence per pair as
+// the stats library computes them, and the mean curves with a min-max band.
+#include "report/report_plots.h"
+#include "report/report_sections.h"
+#include "report/report_writer.h"
+#include "stats/comparison_text.h"
+#include "stats/sample_statistics.h"
+#include "synthetic_runs.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <qcustomplot.h>
+
+using namespace mantissa;
+using namespace mantissa::report;
+using namespace mantissa::report::test;
+
+namespace {
+
+QString readAll(const QString& path)
+{
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
+}
+
+} // namespace
+
+class ReportSeedsTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath("runs.sqlite");
+        for (const char* precision : {"fp32", "mixed-fp16"})
+            for (std::uint64_t seed : {0, 1, 2}) {
+                SyntheticRun run;
+                run.name = QStringLiteral("%1-seed%2").arg(precision).arg(seed);
+                run.precision = precision;
+                run.seed = seed;
+                run.epochs = 2;
+                run.stepsPerEpoch = 40;
+                m_specs << run;
+                m_ids << writeSyntheticRun(m_db, run);
+            }
+    }
+
+    void statisticsAndSentencesAreTheStatsLibrarys()
+    {
+        RunStore store(m_db);
+        const ReportData data = loadReportData(store, m_ids);
+        QVERIFY(data.seeds.has_value());
+        QCOMPARE(data.seeds->results.size(), std::size_t(2));
+        QCOMPARE(data.seeds->results[0].configuration.label, std::string("fp32"));
+        QCOMPARE(data.seeds->results[1].configuration.label, std::string("mixed-fp16"));
+        // The sentence, recomputed here from the runs' final accuracies with the stats library.
+        std::vector<double> fp32, mixed;
+        for (int i = 0; i < 6; ++i)
+            (i < 3 ? fp32 : mixed).push_back(double(syntheticTestAccuracy(m_specs[i], 2)));
+        const std::string expected =
+            stats::describeDifference("mixed-fp16", "fp32", {"test accuracy", 100, "points", 1}, fp32, mixed);
+        QCOMPARE(data.seeds->sentences.front(), QString::fromStdString(expected));
+        const auto welch = stats::welchTest(fp32, mixed);
+        QVERIFY(welch.has_value());
+        QVERIFY(expected.find(stats::formatP(welch->p)) != std::string::npos);
+        QVERIFY(expected.find("n = 3 each") != std::string::npos);
+        // The table's accuracy cell: mean +/- sd [95% CI] over the three seeds.
+        const stats::SampleSummary s = stats::summarize(fp32);
+        const QString cell = QStringLiteral("%1 +/- %2 [%3, %4]")
+                                 .arg(s.mean * 100, 0, 'f', 1)
+                                 .arg(s.sd * 100, 0, 'f', 1)
+                                 .arg(s.ciLow * 100, 0, 'f', 1)
+                                 .arg(s.ciHigh * 100, 0, 'f', 1);
+        bool found = false;
+        for (const QStringList& row : data.seeds->table.rows)
+            found = found || (row.front() == QStringLiteral("test accuracy (%)") && row[1] == cell);
+        QVERIFY2(found, qPrintable(cell));
+
+        // Markdown and HTML say the same, with both mean plots.
+        const QStringList markdown = writeReport(store, data, m_dir.filePath("seeds.md"), ReportFormat::Markdown);
+        const QString text = readAll(markdown.front());
+        QVERIFY(text.contains(QStringLiteral("## Over the seeds")));
+        QVERIFY(text.contains(QString::fromStdString(expected)));
+        QVERIFY(text.contains(QString(cell).replace("[", "\\[").replace("]", "\\]"))); // Markdown escapes
+        QVERIFY(markdown.contains(m_dir.filePath("seeds-mean-loss.png")));
+        QVERIFY(markdown.contains(m_dir.filePath("seeds-mean-accuracy.png")));
+        const QString html =
+            readAll(writeReport(store, data, m_dir.filePath("seeds.html"), ReportFormat::Html).front());
+        QVERIFY(html.contains(QStringLiteral("Over the seeds")));
+        QVERIFY(html.contains(cell));
+        QVERIFY(!writeReport(store, data, m_dir.filePath("seeds.pdf"), ReportFormat::Pdf).isEmpty());
+    }
+
+    void meanCurvesHaveBands()
+    {
+        RunStore store(m_db);
+        const ReportData data = loadReportData(store, m_ids);
+        QCustomPlot plot;
+        fillPlot(plot, PlotKind::MeanAccuracy, QStringLiteral("accuracy"), data);
+        QList<QCPGraph*> means, highs;
+        for (int i = 0; i < plot.graphCount(); ++i) {
+            if (plot.graph(i)->objectName() == QLatin1String("mean"))
+                means << plot.graph(i);
+            if (plot.graph(i)->objectName() == QLatin1String("band high"))
+                highs << plot.graph(i);
+        }
+        QCOMPARE(means.size(), 2);
+        QCOMPARE(highs.size(), 2);
+        QVERIFY(highs[0]->channelFillGraph() != nullptr);
+        for (int c = 0; c < 2; ++c) {
+            double sum = 0, max = 0;
+            for (int i = 0; i < 3; ++i) {
+                const double a = syntheticTestAccuracy(m_specs[c * 3 + i], 2) * 100.0;
+                sum += a;
+                max = std::max(max, a);
+            }
+            QCOMPARE(means[c]->data()->size(), 2); // epochs 1 and 2
+            QVERIFY(std::abs((means[c]->data()->constEnd() - 1)->value - sum / 3) < 1e-4);
+            QVERIFY(std::abs((highs[c]->data()->constEnd() - 1)->value - max) < 1e-4);
+        }
+    }
+
+    void runsOfDifferentConfigsHaveNoSeedSection()
+    {
+        RunStore store(m_db);
+        const ReportData data = loadReportData(store, {m_ids[0], m_ids[3]});
+        QVERIFY(!data.seeds.has_value());
+    }
+
+private:
+    QTemporaryDir m_dir;
+    QString m_db;
+    QList<SyntheticRun> m_specs;
+    QList<qint64> m_ids;
+};
+
+QTEST_MAIN(ReportSeedsTest)
+#include "report_seeds_test.moc"

@@ -1,0 +1,135 @@
+#include "ui/sweep_comparison_view.h"
+
+#include "report/band_plot.h"
+#include "ui/plot_style.h"
+#include "ui/plot_widget.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+namespace mantissa::ui {
+
+SweepComparisonView::SweepComparisonView(QWidget* parent) : QWidget(parent)
+{
+    m_heading = new QLabel;
+    m_heading->setObjectName("sweepHeading");
+    m_heading->setWordWrap(true);
+    m_band = new QComboBox;
+    m_band->setObjectName("sweepBand");
+    m_band->addItem(tr("min to max"), int(sweep::BandKind::MinMax));
+    m_band->addItem(tr("95% CI of the mean"), int(sweep::BandKind::ConfidenceInterval));
+    connect(m_band, &QComboBox::currentIndexChanged, this, &SweepComparisonView::rebuildPlots);
+
+    m_loss = new PlotWidget(tr("Train loss (smoothed), mean over seeds"));
+    m_loss->xAxis->setLabel(tr("step"));
+    m_loss->yAxis->setLabel(tr("cross-entropy loss"));
+    m_accuracy = new PlotWidget(tr("Test accuracy, mean over seeds"));
+    m_accuracy->xAxis->setLabel(tr("epoch"));
+    m_accuracy->yAxis->setLabel(tr("accuracy (%)"));
+    m_accuracy->setLogToggleAllowed(false);
+    auto epochTicker = QSharedPointer<QCPAxisTickerFixed>::create();
+    epochTicker->setTickStep(1);
+    epochTicker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    m_accuracy->xAxis->setTicker(epochTicker);
+    m_accuracy->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+
+    m_table = new QTableWidget;
+    m_table->setObjectName("sweepStatistics");
+    m_table->verticalHeader()->hide();
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_sentences = new QLabel;
+    m_sentences->setObjectName("sweepSentences");
+    m_sentences->setWordWrap(true);
+    m_sentences->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* top = new QHBoxLayout;
+    top->addWidget(m_heading, 1);
+    top->addWidget(new QLabel(tr("Band:")));
+    top->addWidget(m_band);
+
+    auto* plots = new QWidget;
+    auto* plotLayout = new QHBoxLayout(plots);
+    plotLayout->setContentsMargins(0, 0, 0, 0);
+    plotLayout->addWidget(m_loss);
+    plotLayout->addWidget(m_accuracy);
+
+    auto* tables = new QWidget;
+    auto* tableLayout = new QVBoxLayout(tables);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->addWidget(new QLabel(tr("<b>Statistics over the seeds</b> (metrics over the runs that did not "
+                                         "diverge; the divergence interval is Wilson's)")));
+    tableLayout->addWidget(m_table, 1);
+    tableLayout->addWidget(m_sentences);
+
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(plots);
+    split->addWidget(tables);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(top);
+    layout->addWidget(split, 1);
+}
+
+sweep::BandKind SweepComparisonView::bandKind() const { return sweep::BandKind(m_band->currentData().toInt()); }
+
+void SweepComparisonView::setBandKind(sweep::BandKind kind) { m_band->setCurrentIndex(m_band->findData(int(kind))); }
+
+void SweepComparisonView::setComparison(SweepComparison comparison)
+{
+    m_comparison = std::move(comparison);
+    m_heading->setText(m_comparison.title);
+    rebuildPlots();
+    rebuildTable();
+}
+
+void SweepComparisonView::rebuildPlots()
+{
+    m_loss->clearGraphs();
+    m_accuracy->clearGraphs();
+    const sweep::BandKind kind = bandKind();
+    for (int c = 0; c < m_comparison.configurationCount(); ++c) {
+        const auto& runs = m_comparison.finishedRuns[c];
+        if (runs.isEmpty())
+            continue; // nothing finished: the table says how its runs ended
+        const QString name = tr("%1 (n = %2)").arg(m_comparison.label(c)).arg(runs.size());
+        report::addBandGraphs(*m_loss, lossBand(runs, kind), name, seriesColor(c), 1, c > 0);
+        const report::BandGraphs accuracy =
+            report::addBandGraphs(*m_accuracy, accuracyBand(runs, kind), name, seriesColor(c), 100, c > 0);
+        accuracy.mean->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, seriesColor(c), 7));
+    }
+    m_loss->resetView();
+    m_accuracy->resetView();
+    // Room around the first and last epoch, so that their markers and band edges are not cut
+    // by the frame.
+    const QCPRange epochs = m_accuracy->xAxis->range();
+    m_accuracy->xAxis->setRange(epochs.lower - 0.2, epochs.upper + 0.2);
+    m_accuracy->replot();
+}
+
+void SweepComparisonView::rebuildTable()
+{
+    const sweep::StatisticsTable& table = m_comparison.table;
+    m_table->clear();
+    m_table->setColumnCount(int(table.header.size()));
+    m_table->setHorizontalHeaderLabels(table.header);
+    m_table->setRowCount(int(table.rows.size()));
+    for (int row = 0; row < table.rows.size(); ++row)
+        for (int col = 0; col < table.rows[row].size(); ++col) {
+            auto* item = new QTableWidgetItem(table.rows[row][col]);
+            if (col > 0)
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            m_table->setItem(row, col, item);
+        }
+    m_table->resizeColumnsToContents();
+    m_sentences->setText(m_comparison.sentences.isEmpty() ? tr("One configuration: nothing to compare it with.")
+                                                          : m_comparison.sentences.join(QStringLiteral("\n")));
+}
+
+} // namespace mantissa::ui
