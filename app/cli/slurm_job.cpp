@@ -1,6 +1,7 @@
 #include "cli/slurm_job.h"
 
 #include "engine/util/check.h"
+#include "storage/run_store.h"
 
 #include <QDir>
 #include <QFile>
@@ -29,11 +30,24 @@ void writeFile(const QString& path, const QByteArray& contents)
 
 } // namespace
 
+QString arrayRanges(const std::vector<int>& indices)
+{
+    QStringList ranges;
+    for (std::size_t i = 0; i < indices.size();) {
+        std::size_t j = i;
+        while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1)
+            ++j;
+        ranges << (j == i ? QString::number(indices[i]) : QStringLiteral("%1-%2").arg(indices[i]).arg(indices[j]));
+        i = j + 1;
+    }
+    return ranges.join(u',');
+}
+
 QString slurmScript(const SlurmOptions& options, const QString& sweepName, int runCount, const QString& sweepUid,
-                    const QString& cliPath)
+                    const QString& cliPath, const std::vector<int>& tasks)
 {
     const QString dir = QDir(options.outDir).absolutePath();
-    QString array = QStringLiteral("0-%1").arg(runCount - 1);
+    QString array = tasks.empty() ? QStringLiteral("0-%1").arg(runCount - 1) : arrayRanges(tasks);
     if (options.maxParallel > 0)
         array += QStringLiteral("%%1").arg(options.maxParallel);
     QStringList lines = {
@@ -66,7 +80,7 @@ QString slurmScript(const SlurmOptions& options, const QString& sweepName, int r
 }
 
 QString writeSlurmJob(const SlurmOptions& options, const SweepSpec& spec, const QString& sweepUid,
-                      const QString& cliPath)
+                      const QString& cliPath, const std::vector<int>& tasks)
 {
     // #SBATCH lines take no quoting, so a path with white space would be cut there.
     if (options.outDir.isEmpty() || options.outDir.contains(QRegularExpression(QStringLiteral("\\s"))))
@@ -79,10 +93,54 @@ QString writeSlurmJob(const SlurmOptions& options, const SweepSpec& spec, const 
             throw IoError(dir.filePath(sub).toStdString() + ": cannot create the directory");
     writeFile(dir.filePath(QStringLiteral("sweep.json")), QByteArray::fromStdString(sweepSpecToJson(spec, 2)) + "\n");
     const QString script = dir.absoluteFilePath(QStringLiteral("sweep.sbatch"));
-    writeFile(
-        script,
-        slurmScript(options, QString::fromStdString(spec.name), int(spec.runCount()), sweepUid, cliPath).toUtf8());
+    writeFile(script,
+              slurmScript(options, QString::fromStdString(spec.name), int(spec.runCount()), sweepUid, cliPath, tasks)
+                  .toUtf8());
     return script;
+}
+
+std::optional<SlurmSweepState> existingSlurmSweep(const QString& outDir, const SweepSpec& spec)
+{
+    const QDir dir(outDir);
+    QFile specFile(dir.filePath(QStringLiteral("sweep.json")));
+    QFile scriptFile(dir.filePath(QStringLiteral("sweep.sbatch")));
+    if (!specFile.exists() || !scriptFile.exists())
+        return std::nullopt;
+    if (!specFile.open(QIODevice::ReadOnly) || !scriptFile.open(QIODevice::ReadOnly))
+        throw IoError(outDir.toStdString() + ": cannot read its sweep.json and sweep.sbatch");
+    if (specFile.readAll() != QByteArray::fromStdString(sweepSpecToJson(spec, 2)) + "\n")
+        throw ConfigError(outDir.toStdString() +
+                          " holds another sweep (its sweep.json differs from this one); choose another --out, or "
+                          "remove that directory once its runs are imported");
+    const QRegularExpressionMatch uid =
+        QRegularExpression(QStringLiteral("--sweep-uid (\\S+)")).match(QString::fromUtf8(scriptFile.readAll()));
+    if (!uid.hasMatch())
+        throw ConfigError(scriptFile.fileName().toStdString() + ": no --sweep-uid in it; was it edited by hand?");
+    SlurmSweepState state;
+    state.sweepUid = uid.captured(1);
+    for (int index = 0; index < int(spec.runCount()); ++index) {
+        const QString path = dir.filePath(QStringLiteral("runs/run-%1.sqlite").arg(index));
+        std::optional<storage::RunStatus> status;
+        if (QFileInfo::exists(path)) {
+            // Opening marks a run whose writer died as interrupted, so it is redone.
+            // A task run again appends a run: any result wins, then a live one.
+            const auto rank = [](storage::RunStatus s) {
+                return s == storage::RunStatus::Finished || s == storage::RunStatus::Diverged ? 2
+                       : s == storage::RunStatus::Running                                     ? 1
+                                                                                              : 0;
+            };
+            for (const storage::RunInfo& run : storage::RunStore(path).listRuns())
+                if (!status || rank(run.status) > rank(*status))
+                    status = run.status;
+        }
+        if (status == storage::RunStatus::Finished || status == storage::RunStatus::Diverged)
+            state.done.push_back(index);
+        else if (status == storage::RunStatus::Running)
+            state.running.push_back(index);
+        else
+            state.todo.push_back(index);
+    }
+    return state;
 }
 
 QString submitSlurmJob(const QString& scriptPath)

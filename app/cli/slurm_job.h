@@ -7,6 +7,9 @@
 
 #include <QString>
 
+#include <optional>
+#include <vector>
+
 namespace mantissa::cli {
 
 struct SlurmOptions {
@@ -17,14 +20,29 @@ struct SlurmOptions {
     int maxParallel = 0; // 0: no limit
 };
 
-// The batch script, for a sweep of `runCount` runs whose spec is DIR/sweep.json.
+// The batch script, for a sweep of `runCount` runs whose spec is DIR/sweep.json; `tasks`
+// lists the run indices to submit (all of them when empty).
 QString slurmScript(const SlurmOptions& options, const QString& sweepName, int runCount, const QString& sweepUid,
-                    const QString& cliPath);
+                    const QString& cliPath, const std::vector<int>& tasks = {});
 
 // Writes DIR/sweep.json and DIR/sweep.sbatch (creating DIR, runs/ and logs/); returns the
 // script's path. Throws IoError naming the file that could not be written.
 QString writeSlurmJob(const SlurmOptions& options, const SweepSpec& spec, const QString& sweepUid,
-                      const QString& cliPath);
+                      const QString& cliPath, const std::vector<int>& tasks = {});
+
+// A sweep already written to DIR: its uid, and what became of each run's task database.
+struct SlurmSweepState {
+    QString sweepUid;
+    std::vector<int> done;    // finished or diverged: a result
+    std::vector<int> running; // a live writer is training it now
+    std::vector<int> todo;    // no database, no run in it, or the run failed or was interrupted
+};
+// nullopt when DIR holds no sweep yet. Throws ConfigError when DIR holds a different sweep
+// (its sweep.json is not `spec`), so that two sweeps never share task databases.
+std::optional<SlurmSweepState> existingSlurmSweep(const QString& outDir, const SweepSpec& spec);
+
+// "0-3,7,9-10": the indices as an --array list.
+QString arrayRanges(const std::vector<int>& indices);
 
 // Runs `sbatch --parsable SCRIPT` and returns the job id. Throws Error with sbatch's own
 // message when it is missing or refuses the job.

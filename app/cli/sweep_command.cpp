@@ -164,17 +164,41 @@ int runOnSlurm(const QCommandLineParser& parser, const SweepSpec& spec)
     options.gpusPerTask = parser.isSet("gpus-per-task") ? positiveOption(parser, "gpus-per-task", 0) : 0;
     options.cpusPerTask = positiveOption(parser, "cpus-per-task", 1);
     options.maxParallel = parser.isSet("max-parallel") ? positiveOption(parser, "max-parallel", 0) : 0;
-    const QString uid = storage::newUid();
-    const QString script = writeSlurmJob(options, spec, uid, QCoreApplication::applicationFilePath());
+    // Started again on the same --out, a sweep submits only the runs with no result yet.
+    const std::optional<SlurmSweepState> existing = existingSlurmSweep(options.outDir, spec);
+    const QString uid = existing ? existing->sweepUid : storage::newUid();
+    const QString importHint = QStringLiteral("mantissa-cli import ") + QFileInfo(options.outDir).absoluteFilePath();
+    if (existing) {
+        std::fprintf(stderr, "%s: resuming in %s: %zu of %zu runs done, %zu running, %zu to submit\n",
+                     spec.name.c_str(), qPrintable(options.outDir), existing->done.size(), spec.runCount(),
+                     existing->running.size(), existing->todo.size());
+        if (existing->todo.empty()) {
+            std::fprintf(stderr, "nothing to submit%s; %s\n",
+                         existing->running.empty() ? "" : " (wait for the running ones)", qPrintable(importHint));
+            std::cout << nlohmann::json{{"runs", spec.runCount()},
+                                        {"done", existing->done.size()},
+                                        {"running", existing->running.size()},
+                                        {"submitted", 0},
+                                        {"sweep_uid", uid.toStdString()}}
+                             .dump()
+                      << std::endl;
+            return kExitOk;
+        }
+    }
+    const std::vector<int> tasks = existing ? existing->todo : std::vector<int>{};
+    const QString script = writeSlurmJob(options, spec, uid, QCoreApplication::applicationFilePath(), tasks);
     std::fprintf(stderr, "%s: %zu runs; job script %s\n", spec.name.c_str(), spec.runCount(), qPrintable(script));
-    nlohmann::json line = {
-        {"script", script.toStdString()}, {"runs", spec.runCount()}, {"sweep_uid", uid.toStdString()}};
+    nlohmann::json line = {{"script", script.toStdString()},
+                           {"runs", spec.runCount()},
+                           {"submitted", tasks.empty() ? spec.runCount() : tasks.size()},
+                           {"sweep_uid", uid.toStdString()}};
+    if (existing)
+        line["array"] = arrayRanges(tasks).toStdString();
     if (parser.isSet("dry-run")) {
         std::fputs("dry run: not submitted; submit it with sbatch\n", stderr);
     } else {
         const QString job = submitSlurmJob(script);
-        std::fprintf(stderr, "submitted job array %s; when it is done: mantissa-cli import %s\n", qPrintable(job),
-                     qPrintable(QFileInfo(options.outDir).absoluteFilePath()));
+        std::fprintf(stderr, "submitted job array %s; when it is done: %s\n", qPrintable(job), qPrintable(importHint));
         line["job_id"] = job.toStdString();
     }
     std::cout << line.dump() << std::endl;

@@ -95,6 +95,44 @@ private slots:
         const CliResult again = runCli({QStringLiteral("import"), out, QStringLiteral("--db"), db});
         QCOMPARE(again.json().value(QStringLiteral("imported")).toInt(), 0);
         QCOMPARE(again.json().value(QStringLiteral("already_present")).toInt(), 4);
+
+        // Started again on the same --out, the sweep submits only what has no result.
+        const QStringList sweep = {QStringLiteral("sweep"),
+                                   config,
+                                   QStringLiteral("--precisions"),
+                                   QStringLiteral("fp32,mixed-fp16"),
+                                   QStringLiteral("--seeds"),
+                                   QStringLiteral("2"),
+                                   QStringLiteral("--slurm"),
+                                   QStringLiteral("--out"),
+                                   out,
+                                   QStringLiteral("--max-parallel"),
+                                   QStringLiteral("2")};
+        const CliResult complete = runCli(sweep + QStringList{QStringLiteral("--dry-run")}, slurmEnvironment());
+        QVERIFY2(complete.exitCode == 0, qPrintable(complete.describe()));
+        QCOMPARE(complete.json().value(QStringLiteral("submitted")).toInt(), 0);
+        QCOMPARE(complete.json().value(QStringLiteral("done")).toInt(), 4);
+        QVERIFY2(complete.err.contains(QStringLiteral("nothing to submit")), qPrintable(complete.describe()));
+
+        QVERIFY(QFile::remove(QDir(out).filePath(QStringLiteral("runs/run-2.sqlite"))));
+        const CliResult resumed = runCli(sweep + QStringList{QStringLiteral("--dry-run")}, slurmEnvironment());
+        QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.describe()));
+        QCOMPARE(resumed.json().value(QStringLiteral("submitted")).toInt(), 1);
+        QCOMPARE(resumed.json().value(QStringLiteral("array")).toString(), QStringLiteral("2"));
+        QCOMPARE(resumed.json().value(QStringLiteral("sweep_uid")).toString(),
+                 submitted.json().value(QStringLiteral("sweep_uid")).toString());
+        QFile script(QDir(out).filePath(QStringLiteral("sweep.sbatch")));
+        QVERIFY(script.open(QIODevice::ReadOnly));
+        QVERIFY2(script.readAll().contains("#SBATCH --array=2%2\n"), "the script submits only run 2");
+
+        // Another sweep may not reuse the directory: their task databases would mix.
+        const CliResult other =
+            runCli({QStringLiteral("sweep"), config, QStringLiteral("--precisions"), QStringLiteral("fp32,bf16"),
+                    QStringLiteral("--seeds"), QStringLiteral("2"), QStringLiteral("--slurm"), QStringLiteral("--out"),
+                    out, QStringLiteral("--dry-run")},
+                   slurmEnvironment());
+        QCOMPARE(other.exitCode, 2);
+        QVERIFY2(other.err.contains(QStringLiteral("holds another sweep")), qPrintable(other.describe()));
     }
 
     void refusedJobShowsSlurmsMessage()
