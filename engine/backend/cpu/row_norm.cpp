@@ -139,7 +139,8 @@ void CpuBackend::rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor
         float* o = out + r * width;
         for (std::int64_t c = 0; c < width; ++c) {
             const double xhat = (row[c] - mu) * inv;
-            o[c] = static_cast<float>(inv * (static_cast<double>(grad[c]) * gamma[c] - meanDxhat - xhat * meanDxhatXhat));
+            o[c] =
+                static_cast<float>(inv * (static_cast<double>(grad[c]) * gamma[c] - meanDxhat - xhat * meanDxhatXhat));
         }
     }
     fdx.commit();
