@@ -49,7 +49,10 @@ void checkHeads(const LayerSpec& spec, std::int64_t width)
 
 std::int64_t tokensOf(const Shape& in) { return in.rank() == 2 ? in[0] : 1; }
 
-RowNormKind rowNormKind(LayerKind kind) { return kind == LayerKind::RmsNorm ? RowNormKind::RmsNorm : RowNormKind::LayerNorm; }
+RowNormKind rowNormKind(LayerKind kind)
+{
+    return kind == LayerKind::RmsNorm ? RowNormKind::RmsNorm : RowNormKind::LayerNorm;
+}
 
 } // namespace
 

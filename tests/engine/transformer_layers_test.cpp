@@ -70,8 +70,8 @@ struct OverflowRun {
 OverflowRun runLargeLogits(const std::string& softmax, PrecisionMode mode)
 {
     auto backend = makeCpuBackend(2);
-    const ModelSpec spec = modelSpec("[4, 8]", 8,
-                                     R"([{"type": "attention", "heads": 1, "softmax": ")" + softmax + R"("}])");
+    const ModelSpec spec =
+        modelSpec("[4, 8]", 8, R"([{"type": "attention", "heads": 1, "softmax": ")" + softmax + R"("}])");
     Model model(spec, mode, *backend, 1);
     auto params = model.layers()[0]->parameters(); // output, value, key, query: weight then bias
     for (std::size_t i = 0; i < params.size(); i += 2)
@@ -188,8 +188,8 @@ TEST(TokenEmbedding, IdsStayExactWhenTheModelComputesInBf16)
 {
     // bf16 holds whole numbers only to 256: id 257 cast to bf16 would read row 256.
     auto backend = makeCpuBackend(2);
-    const ModelSpec spec =
-        modelSpec("[2]", 4, R"([{"type": "token_embedding", "vocabulary": 300, "units": 4}, {"type": "linear", "units": 4}])");
+    const ModelSpec spec = modelSpec(
+        "[2]", 4, R"([{"type": "token_embedding", "vocabulary": 300, "units": 4}, {"type": "linear", "units": 4}])");
     Model model(spec, PrecisionMode::Bf16, *backend, 1);
     Layer& embedding = *model.layers()[0];
     ASSERT_EQ(embedding.inputType(), DType::F32);
@@ -207,8 +207,8 @@ TEST(TokenEmbedding, IdsStayExactWhenTheModelComputesInBf16)
 TEST(TokenEmbedding, AnIdOutsideTheVocabularyIsADataErrorNamingIt)
 {
     auto backend = makeCpuBackend(2);
-    const ModelSpec spec =
-        modelSpec("[2]", 4, R"([{"type": "token_embedding", "vocabulary": 10, "units": 4}, {"type": "linear", "units": 4}])");
+    const ModelSpec spec = modelSpec(
+        "[2]", 4, R"([{"type": "token_embedding", "vocabulary": 10, "units": 4}, {"type": "linear", "units": 4}])");
     Model model(spec, PrecisionMode::Fp32, *backend, 1);
     Tensor ids = Tensor::fromFloats({1, 2}, {3.0f, 12.0f});
     PassState pass{*backend, false};

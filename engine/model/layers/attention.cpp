@@ -10,10 +10,10 @@ namespace {
 
 struct AttentionContext final : LayerContext {
     std::unique_ptr<LayerContext> query, key, value, output;
-    Tensor q, k, v;       // [N, H, T, dh], compute type
-    Tensor probs;         // [N H, T, T] before dropout, compute type
-    Tensor dropped;       // what P V read: probs after dropout (probs itself without it)
-    Tensor mask;          // dropout mask, undefined without dropout
+    Tensor q, k, v; // [N, H, T, dh], compute type
+    Tensor probs;   // [N H, T, T] before dropout, compute type
+    Tensor dropped; // what P V read: probs after dropout (probs itself without it)
+    Tensor mask;    // dropout mask, undefined without dropout
     std::int64_t tokens = 0;
 };
 
@@ -40,10 +40,9 @@ Tensor inType(Backend& backend, const Tensor& t, DType type)
 
 Attention::Attention(std::int64_t width, std::int64_t heads, std::int64_t tokens, bool causal,
                      InternalPrecision softmax, float dropout, bool bias)
-    : m_width(width), m_heads(heads), m_headDim(width / heads), m_tokens(tokens), m_causal(causal),
-      m_softmax(softmax), m_dropout(dropout), m_query(width, width, bias, "", true, tokens),
-      m_key(width, width, bias, "", true, tokens), m_value(width, width, bias, "", true, tokens),
-      m_output(width, width, bias, "", true, tokens)
+    : m_width(width), m_heads(heads), m_headDim(width / heads), m_tokens(tokens), m_causal(causal), m_softmax(softmax),
+      m_dropout(dropout), m_query(width, width, bias, "", true, tokens), m_key(width, width, bias, "", true, tokens),
+      m_value(width, width, bias, "", true, tokens), m_output(width, width, bias, "", true, tokens)
 {
     MANTISSA_ASSERT(heads > 0 && width % heads == 0);
 }

@@ -5,8 +5,7 @@
 
 namespace mantissa {
 
-PositionalEmbedding::PositionalEmbedding(std::int64_t length, std::int64_t tokens, std::int64_t width,
-                                         std::string init)
+PositionalEmbedding::PositionalEmbedding(std::int64_t length, std::int64_t tokens, std::int64_t width, std::string init)
     : m_length(length), m_tokens(tokens), m_width(width), m_init(std::move(init))
 {
     MANTISSA_ASSERT(tokens <= length);

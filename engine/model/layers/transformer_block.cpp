@@ -9,8 +9,7 @@ struct TransformerContext final : LayerContext {
 } // namespace
 
 TransformerBlock::TransformerBlock(const TransformerSettings& s)
-    : m_values(s.tokens * s.width),
-      m_norm1(s.norm, s.width, s.tokens * s.width, s.epsilon, true, s.statistics),
+    : m_values(s.tokens * s.width), m_norm1(s.norm, s.width, s.tokens * s.width, s.epsilon, true, s.statistics),
       m_attention(s.width, s.heads, s.tokens, s.causal, s.softmax, s.attentionDropout, true),
       m_norm2(s.norm, s.width, s.tokens * s.width, s.epsilon, true, s.statistics),
       m_mlp(s.width, s.hidden, s.tokens, true)
@@ -78,14 +77,13 @@ Tensor TransformerBlock::backward(PassState& pass, const Tensor& dy, LayerContex
 
 std::int64_t TransformerBlock::parameterCount() const
 {
-    return m_norm1.parameterCount() + m_attention.parameterCount() + m_norm2.parameterCount() +
-           m_mlp.parameterCount();
+    return m_norm1.parameterCount() + m_attention.parameterCount() + m_norm2.parameterCount() + m_mlp.parameterCount();
 }
 
 std::int64_t TransformerBlock::flopsPerSample() const
 {
-    return m_norm1.flopsPerSample() + m_attention.flopsPerSample() + m_norm2.flopsPerSample() +
-           m_mlp.flopsPerSample() + 2 * m_values;
+    return m_norm1.flopsPerSample() + m_attention.flopsPerSample() + m_norm2.flopsPerSample() + m_mlp.flopsPerSample() +
+           2 * m_values;
 }
 
 std::vector<std::pair<std::string, std::int64_t>> TransformerBlock::tensorCoreExtents() const
