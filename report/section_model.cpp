@@ -30,6 +30,24 @@ QString describeLayer(const LayerSpec& spec)
     case LayerKind::Residual:
         parts << QStringLiteral("(%1 layers, %2 shortcut)").arg(spec.body.size()).arg(key(spec.shortcut));
         break;
+    case LayerKind::TokenEmbedding: parts << QStringLiteral("%1 x %2").arg(spec.vocabulary).arg(spec.units); break;
+    case LayerKind::PatchEmbedding:
+        parts << QStringLiteral("%1, %2x%2 patches").arg(spec.units).arg(spec.kernel);
+        break;
+    case LayerKind::Mlp: parts << QString::number(spec.units); break;
+    case LayerKind::Attention:
+    case LayerKind::Transformer:
+        parts << QStringLiteral("(%1 heads%2, softmax %3)")
+                     .arg(spec.heads)
+                     .arg(spec.causal ? QStringLiteral(", causal") : QString())
+                     .arg(key(spec.softmax));
+        break;
+    case LayerKind::LayerNorm:
+    case LayerKind::RmsNorm:
+        if (spec.statistics == InternalPrecision::Compute)
+            parts << QStringLiteral("(statistics in the compute dtype)");
+        break;
+    case LayerKind::PositionalEmbedding:
     case LayerKind::BatchNorm:
     case LayerKind::Relu:
     case LayerKind::Gelu:

@@ -6,6 +6,8 @@
 
 #include <QRegularExpression>
 
+#include <type_traits>
+
 namespace mantissa::ui {
 
 QStringList layerParamKeys(LayerKind type)
@@ -35,6 +37,15 @@ QString valueOf(const LayerSpec& l, LayerField field)
     case LayerField::Momentum: return number(l.momentum);
     case LayerField::Init: return QString::fromStdString(l.init);
     case LayerField::Shortcut: return fromView(enumKey(l.shortcut));
+    case LayerField::Vocabulary: return QString::number(l.vocabulary);
+    case LayerField::Heads: return QString::number(l.heads);
+    case LayerField::Length: return QString::number(l.length);
+    case LayerField::Causal: return l.causal ? "true" : "false";
+    case LayerField::Norm: return fromView(enumKey(l.norm));
+    case LayerField::Softmax: return fromView(enumKey(l.softmax));
+    case LayerField::Statistics: return fromView(enumKey(l.statistics));
+    case LayerField::AttentionDropout: return number(l.attentionDropout);
+    case LayerField::Tied: return l.tied ? "true" : "false";
     }
     return {};
 }
@@ -47,6 +58,10 @@ bool isWorthShowing(const LayerSpec& l, LayerField field)
     case LayerField::Inputs: return l.inputs != 0;
     case LayerField::Init: return !l.init.empty();
     case LayerField::Activation: return l.activation.has_value();
+    case LayerField::Tied: return l.tied;
+    case LayerField::Softmax: return l.softmax != InternalPrecision::Fp32;
+    case LayerField::Statistics: return l.statistics != InternalPrecision::Fp32;
+    case LayerField::AttentionDropout: return l.attentionDropout != 0.0f;
     default: return true; // the fields that define the layer, shown even at their default
     }
 }
@@ -73,6 +88,20 @@ QString setValue(LayerSpec& l, LayerField field, const QString& value)
         target = static_cast<float>(v);
         return {};
     };
+    auto boolean = [&](bool& target) -> QString {
+        if (value != "true" && value != "false")
+            return QObject::tr("%1 must be true or false, got \"%2\"").arg(key, value);
+        target = value == "true";
+        return {};
+    };
+    auto choice = [&](auto& target) -> QString {
+        using E = std::remove_reference_t<decltype(target)>;
+        const auto parsed = parseEnum<E>(value.toStdString());
+        if (!parsed)
+            return QObject::tr("%1 must be %2, got \"%3\"").arg(key, QString::fromStdString(enumKeyList<E>()), value);
+        target = *parsed;
+        return {};
+    };
     switch (field) {
     case LayerField::Units: return integer(l.units, 1);
     case LayerField::Inputs: return integer(l.inputs, 0);
@@ -83,11 +112,16 @@ QString setValue(LayerSpec& l, LayerField field, const QString& value)
     case LayerField::Rate: return real(l.rate, 0, 0.99);
     case LayerField::Epsilon: return real(l.epsilon, 0, 1);
     case LayerField::Momentum: return real(l.momentum, 0, 1);
-    case LayerField::Bias:
-        if (value != "true" && value != "false")
-            return QObject::tr("bias must be true or false, got \"%1\"").arg(value);
-        l.bias = value == "true";
-        return {};
+    case LayerField::Bias: return boolean(l.bias);
+    case LayerField::Causal: return boolean(l.causal);
+    case LayerField::Tied: return boolean(l.tied);
+    case LayerField::Vocabulary: return integer(l.vocabulary, 1);
+    case LayerField::Heads: return integer(l.heads, 1);
+    case LayerField::Length: return integer(l.length, 0);
+    case LayerField::AttentionDropout: return real(l.attentionDropout, 0, 0.99);
+    case LayerField::Norm: return choice(l.norm);
+    case LayerField::Softmax: return choice(l.softmax);
+    case LayerField::Statistics: return choice(l.statistics);
     case LayerField::Activation: {
         const QStringList known = QStringList{"none"} + enumKeys<Activation>();
         if (!known.contains(value))
@@ -167,7 +201,21 @@ LayerSpec defaultLayer(LayerKind type)
     case LayerKind::Sigmoid:
     case LayerKind::Dropout:
     case LayerKind::Flatten:
-    case LayerKind::Residual: break; // the spec's defaults
+    case LayerKind::Residual:
+    case LayerKind::LayerNorm:
+    case LayerKind::RmsNorm:
+    case LayerKind::PositionalEmbedding: break; // the spec's defaults
+    case LayerKind::TokenEmbedding:
+        layer.vocabulary = 256; // bytes
+        layer.units = 128;
+        break;
+    case LayerKind::PatchEmbedding:
+        layer.units = 64;
+        layer.kernel = 7;
+        break;
+    case LayerKind::Mlp: layer.units = 512; break;
+    case LayerKind::Attention:
+    case LayerKind::Transformer: layer.heads = 4; break;
     }
     return layer;
 }

@@ -66,6 +66,19 @@ Qt::ItemFlags LayerTableModel::flags(const QModelIndex& index) const
     return f;
 }
 
+namespace {
+QString partsText(const LayerReport& info)
+{
+    const QLocale locale;
+    QStringList lines;
+    for (const LayerPartReport& part : info.parts)
+        lines << LayerTableModel::tr("%1: %2 weights, %3 FLOPs/sample")
+                     .arg(fromView(enumKey(part.type)), locale.toString(static_cast<qlonglong>(part.parameters)),
+                          locale.toString(static_cast<qlonglong>(part.flopsPerSample)));
+    return lines.join(u'\n');
+}
+} // namespace
+
 QVariant LayerTableModel::data(const QModelIndex& index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid))
@@ -81,6 +94,9 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
         return QBrush(QColor(255, 215, 215));
     if (role == Qt::ToolTipRole && info && !info->error.empty())
         return QString::fromStdString(info->error);
+    // A composite layer (a transformer block) is one row; its tooltip opens it up into its parts.
+    if (role == Qt::ToolTipRole && index.column() == Type && known && !info->parts.empty())
+        return partsText(*info);
     if (index.column() == TensorCores && (role == Qt::DisplayRole || role == Qt::ToolTipRole))
         return known ? tensorCoreData(row, role) : QVariant();
     if (role == Qt::TextAlignmentRole && (index.column() == ParamCount || index.column() == Flops))

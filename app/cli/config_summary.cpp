@@ -30,6 +30,19 @@ QString layerText(const LayerSpec& layer)
     case LayerKind::Linear: text += QStringLiteral(" %1").arg(layer.units); break;
     case LayerKind::Conv2d: text += QStringLiteral(" %1 %2x%2").arg(layer.filters).arg(layer.kernel); break;
     case LayerKind::Residual: text += QStringLiteral("(%1 layers)").arg(layer.body.size()); break;
+    case LayerKind::TokenEmbedding: text += QStringLiteral(" %1x%2").arg(layer.vocabulary).arg(layer.units); break;
+    case LayerKind::PatchEmbedding: text += QStringLiteral(" %1 %2x%2").arg(layer.units).arg(layer.kernel); break;
+    case LayerKind::Mlp: text += QStringLiteral(" %1").arg(layer.units); break;
+    case LayerKind::Attention:
+    case LayerKind::Transformer:
+        text += QStringLiteral(" %1 heads%2%3")
+                    .arg(layer.heads)
+                    .arg(layer.causal ? QStringLiteral(" causal") : QString())
+                    .arg(layer.softmax == InternalPrecision::Compute ? QStringLiteral(" softmax=compute") : QString());
+        break;
+    case LayerKind::LayerNorm:
+    case LayerKind::RmsNorm:
+    case LayerKind::PositionalEmbedding:
     // The others' fields are their defaults often enough that the one-line summary leaves them out.
     case LayerKind::BatchNorm:
     case LayerKind::Relu:

@@ -39,8 +39,15 @@ enum class Op : std::uint8_t {
     Elementwise,
     SoftmaxCrossEntropy,
     Cast,
-    MultiTensor
+    MultiTensor,
+    Normalization, // layer norm and RMS norm over the last dimension
+    Embedding,     // token lookup, its scatter-add, broadcast addition of positions
+    Attention,     // strided-batched GEMM, axis swap, attention softmax
 };
+
+// Normalisation over the last (feature) dimension: layer norm subtracts the mean and divides
+// by the standard deviation; RMS norm divides by the root mean square and keeps the mean.
+enum class RowNormKind : std::uint8_t { LayerNorm, RmsNorm };
 
 struct LossResult {
     float meanLoss = 0;       // mean cross-entropy over the batch, fp32
@@ -175,6 +182,60 @@ public:
     // --- elementwise --------------------------------------------------------------------
     // out = a + b (residual connections); out may alias a.
     virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+
+    // --- normalisation over the last dimension: x and y [rows, width] ----------------------
+    // gain (and bias, for a layer norm that has one; null otherwise) are fp32 [width], as
+    // batch norm's are. mean and invStd are fp32 [rows], written for backward and the numerics
+    // lens (RMS norm writes a mean of 0). `statistics` is the arithmetic of mean and variance:
+    // fp32 (two passes, the default everywhere), or a 16-bit type in which every partial sum,
+    // square and quotient is rounded to it, as a kernel that computes them in the compute
+    // dtype does: sums of squares beyond 65504 overflow and long sums stop growing (the setting
+    // exists to show why nobody does it). Normalising and the gain run in fp32, y rounded once.
+    virtual void rowNormForward(RowNormKind kind, const Tensor& x, const Tensor& gain, const Tensor* bias, Tensor& y,
+                                Tensor& mean, Tensor& invStd, float epsilon, DType statistics) = 0;
+    // dx, dgain (and dbias when given) from the saved statistics, all in fp32.
+    virtual void rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor& dy, const Tensor& gain,
+                                 const Tensor& mean, const Tensor& invStd, Tensor& dx, Tensor& dgain,
+                                 Tensor* dbias) = 0;
+
+    // --- embeddings -------------------------------------------------------------------------
+    // y[r, :] = table[ids[r], :]. ids is fp32 [rows] holding token ids (fp32 holds integers
+    // exactly up to 2^24; bf16 only up to 256, which is why ids never take the compute type);
+    // table is [vocabulary, width]. An id that is not a whole number in [0, vocabulary) throws
+    // DataError naming it.
+    virtual void embeddingForward(const Tensor& ids, const Tensor& table, Tensor& y) = 0;
+    // dtable[ids[r], :] += dy[r, :], summed in fp32 and rounded once; the sum starts from
+    // dtable's values when `accumulate` (a table shared with a tied output head, whose backward
+    // ran first), else from zero.
+    virtual void embeddingBackward(const Tensor& ids, const Tensor& dy, Tensor& dtable, bool accumulate) = 0;
+    // y[i] = x[i] + table[i % period]: the first `period` values of a table (the positions a
+    // sequence uses, of a learned positional table) added to every sample.
+    virtual void addBroadcast(const Tensor& x, const Tensor& table, Tensor& y, std::int64_t period) = 0;
+    // Its gradient: dtable[i] = sum over samples of dy[s * period + i] for i < period, summed
+    // in fp32 and rounded once; 0 for the rest of the table (positions the sequence did not use).
+    virtual void addBroadcastBackward(const Tensor& dy, Tensor& dtable, std::int64_t period) = 0;
+
+    // --- attention --------------------------------------------------------------------------
+    // For i < batch: C_i = alpha * op(A_i) op(B_i) + beta * C_i, with A_i at element i * strideA
+    // of a (and so on): cuBLAS's strided-batched GEMM, under gemm's precision rules.
+    virtual void gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                    float alpha, const Tensor& a, std::int64_t strideA, const Tensor& b,
+                                    std::int64_t strideB, float beta, Tensor& c, std::int64_t strideC,
+                                    std::int64_t batch) = 0;
+    // y[o][c][r][i] = x[o][r][c][i] for x viewed as [outer, rows, cols, inner]: moves the heads
+    // out of the token axis ([B, T, H, dh] to [B, H, T, dh]) and back. y is rounded to its dtype.
+    virtual void swapAxes(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t rows, std::int64_t cols,
+                          std::int64_t inner) = 0;
+    // Softmax over the last axis of scores [planes, queries, keys] into probs. With `causal`,
+    // key j > query i gets probability 0 and its score is not read. `arithmetic` F32 widens the
+    // scores and computes in fp32 (the default, as fused attention kernels keep their scores);
+    // a 16-bit type rounds every step to it (the max subtraction, exp, the running sum, the
+    // quotient), as a softmax run in the compute dtype does, so a score of +inf makes its row
+    // NaN (inf - inf), for real.
+    virtual void softmaxForward(const Tensor& scores, Tensor& probs, std::int64_t queries, std::int64_t keys,
+                                bool causal, DType arithmetic) = 0;
+    // dscores = probs * (dprobs - sum over the row of dprobs * probs), in fp32.
+    virtual void softmaxBackward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores, std::int64_t keys) = 0;
 
     // --- loss ---------------------------------------------------------------------------
     // Fused, numerically stable softmax + cross-entropy, entirely in fp32 whatever the logits'

@@ -210,6 +210,74 @@ void RecordingBackend::add(const Tensor& a, const Tensor& b, Tensor& out)
     record([a, b, out](Backend& be) mutable { be.add(a, b, out); });
 }
 
+void RecordingBackend::rowNormForward(RowNormKind kind, const Tensor& x, const Tensor& gain, const Tensor* bias,
+                                      Tensor& y, Tensor& mean, Tensor& invStd, float epsilon, DType statistics)
+{
+    std::optional<Tensor> b = bias ? std::optional<Tensor>(*bias) : std::nullopt;
+    record([=, y = y, mean = mean, invStd = invStd](Backend& be) mutable {
+        be.rowNormForward(kind, x, gain, b ? &*b : nullptr, y, mean, invStd, epsilon, statistics);
+    });
+}
+
+void RecordingBackend::rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor& dy, const Tensor& gain,
+                                       const Tensor& mean, const Tensor& invStd, Tensor& dx, Tensor& dgain,
+                                       Tensor* dbias)
+{
+    std::optional<Tensor> db = dbias ? std::optional<Tensor>(*dbias) : std::nullopt;
+    record([=, dx = dx, dgain = dgain](Backend& be) mutable {
+        be.rowNormBackward(kind, x, dy, gain, mean, invStd, dx, dgain, db ? &*db : nullptr);
+    });
+}
+
+void RecordingBackend::embeddingForward(const Tensor& ids, const Tensor& table, Tensor& y)
+{
+    record([ids, table, y](Backend& be) mutable { be.embeddingForward(ids, table, y); });
+}
+
+void RecordingBackend::embeddingBackward(const Tensor& ids, const Tensor& dy, Tensor& dtable, bool accumulate)
+{
+    record([=, dtable = dtable](Backend& be) mutable { be.embeddingBackward(ids, dy, dtable, accumulate); });
+}
+
+void RecordingBackend::addBroadcast(const Tensor& x, const Tensor& table, Tensor& y, std::int64_t period)
+{
+    record([=, y = y](Backend& be) mutable { be.addBroadcast(x, table, y, period); });
+}
+
+void RecordingBackend::addBroadcastBackward(const Tensor& dy, Tensor& dtable, std::int64_t period)
+{
+    record([=, dtable = dtable](Backend& be) mutable { be.addBroadcastBackward(dy, dtable, period); });
+}
+
+void RecordingBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                          float alpha, const Tensor& a, std::int64_t strideA, const Tensor& b,
+                                          std::int64_t strideB, float beta, Tensor& c, std::int64_t strideC,
+                                          std::int64_t batch)
+{
+    record([=, c = c](Backend& be) mutable {
+        be.gemmStridedBatched(ta, tb, m, n, k, alpha, a, strideA, b, strideB, beta, c, strideC, batch);
+    });
+}
+
+void RecordingBackend::swapAxes(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t rows, std::int64_t cols,
+                                std::int64_t inner)
+{
+    record([=, y = y](Backend& be) mutable { be.swapAxes(x, y, outer, rows, cols, inner); });
+}
+
+void RecordingBackend::softmaxForward(const Tensor& scores, Tensor& probs, std::int64_t queries, std::int64_t keys,
+                                      bool causal, DType arithmetic)
+{
+    record([=, probs = probs](Backend& be) mutable {
+        be.softmaxForward(scores, probs, queries, keys, causal, arithmetic);
+    });
+}
+
+void RecordingBackend::softmaxBackward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores, std::int64_t keys)
+{
+    record([=, dscores = dscores](Backend& be) mutable { be.softmaxBackward(probs, dprobs, dscores, keys); });
+}
+
 LossResult RecordingBackend::softmaxCrossEntropy(const Tensor&, const Tensor&, float, Tensor*)
 {
     refuse("the host-valued softmaxCrossEntropy (use the StepScalars form)");

@@ -28,14 +28,31 @@ enum class LayerKind : std::uint8_t {
     Dropout,
     Flatten,
     Residual,
+    LayerNorm,
+    RmsNorm,
+    TokenEmbedding,
+    PositionalEmbedding,
+    PatchEmbedding,
+    Attention,
+    Mlp,
+    Transformer,
 };
 
 enum class ShortcutKind : std::uint8_t { Identity, Projection }; // model.layers[].shortcut of a residual
+// model.layers[].norm of a transformer block: which normalisation its two norms are.
+enum class NormKind : std::uint8_t { LayerNorm, RmsNorm };
+// Where a layer's internal reduction runs (a norm's "statistics", attention's "softmax"): fp32,
+// as everyone does, or the layer's compute dtype, to reproduce what goes wrong when it does not.
+enum class InternalPrecision : std::uint8_t { Fp32, Compute };
 
 template <>
 std::span<const EnumEntry<LayerKind>> enumEntries<LayerKind>();
 template <>
 std::span<const EnumEntry<ShortcutKind>> enumEntries<ShortcutKind>();
+template <>
+std::span<const EnumEntry<NormKind>> enumEntries<NormKind>();
+template <>
+std::span<const EnumEntry<InternalPrecision>> enumEntries<InternalPrecision>();
 
 // The fields of a layer spec that only some kinds take, by their JSON keys ("units", ...).
 enum class LayerField : std::uint8_t {
@@ -52,6 +69,15 @@ enum class LayerField : std::uint8_t {
     Momentum,
     Init,
     Shortcut,
+    Vocabulary,
+    Heads,
+    Length,
+    Causal,
+    Norm,
+    Softmax,
+    Statistics,
+    AttentionDropout,
+    Tied,
 };
 
 template <>

@@ -107,6 +107,15 @@ LayerSpec parseLayer(const json& j, const std::string& path, const std::string& 
     r.read("momentum", layer.momentum);
     r.read("init", layer.init);
     r.readEnum("shortcut", layer.shortcut);
+    r.read("vocabulary", layer.vocabulary);
+    r.read("heads", layer.heads);
+    r.read("length", layer.length);
+    r.read("causal", layer.causal);
+    r.readEnum("norm", layer.norm);
+    r.readEnum("softmax", layer.softmax);
+    r.readEnum("statistics", layer.statistics);
+    r.read("attention_dropout", layer.attentionDropout);
+    r.read("tied", layer.tied);
     r.readEnum("precision", layer.precision);
     if (const json* body = r.child("layers")) {
         if (!body->is_array())
@@ -130,22 +139,41 @@ json layerToJson(const LayerSpec& l)
     if (l.filters)
         j["filters"] = l.filters;
     // The fields of the layer's kind are written even at their default (layer_kind.cpp lists them).
-    if (layerTakesField(l.type, LayerField::Kernel)) {
+    if (layerTakesField(l.type, LayerField::Kernel))
         j["kernel"] = l.kernel;
-        if (l.stride != d.stride) // an unset stride stays unset so that it keeps following the kernel
-            j["stride"] = l.stride;
+    // an unset stride stays unset so that it keeps following the kernel
+    if (layerTakesField(l.type, LayerField::Stride) && l.stride != d.stride)
+        j["stride"] = l.stride;
+    if (layerTakesField(l.type, LayerField::Padding))
         j["padding"] = l.padding;
-    }
     if (l.bias != d.bias)
         j["bias"] = l.bias;
     if (l.activation)
         j["activation"] = enumKey(*l.activation);
     if (layerTakesField(l.type, LayerField::Rate))
         j["rate"] = l.rate;
-    if (layerTakesField(l.type, LayerField::Epsilon)) {
+    if (layerTakesField(l.type, LayerField::Epsilon))
         j["epsilon"] = l.epsilon;
+    if (layerTakesField(l.type, LayerField::Momentum))
         j["momentum"] = l.momentum;
-    }
+    if (layerTakesField(l.type, LayerField::Vocabulary))
+        j["vocabulary"] = l.vocabulary;
+    if (layerTakesField(l.type, LayerField::Heads))
+        j["heads"] = l.heads;
+    if (layerTakesField(l.type, LayerField::Length))
+        j["length"] = l.length;
+    if (layerTakesField(l.type, LayerField::Causal))
+        j["causal"] = l.causal;
+    if (layerTakesField(l.type, LayerField::Norm))
+        j["norm"] = enumKey(l.norm);
+    if (layerTakesField(l.type, LayerField::Softmax))
+        j["softmax"] = enumKey(l.softmax);
+    if (layerTakesField(l.type, LayerField::Statistics))
+        j["statistics"] = enumKey(l.statistics);
+    if (layerTakesField(l.type, LayerField::AttentionDropout))
+        j["attention_dropout"] = l.attentionDropout;
+    if (l.tied)
+        j["tied"] = true;
     if (!l.init.empty())
         j["init"] = l.init;
     if (l.precision != LayerPrecision::Auto)

@@ -32,6 +32,18 @@ struct LayerSpec {
     LayerPrecision precision = LayerPrecision::Auto;
     std::vector<LayerSpec> body;                    // residual: the layers of the residual branch
     ShortcutKind shortcut = ShortcutKind::Identity; // residual
+    // Transformer layers (docs/config.md). "units" is also the width of an embedding and the
+    // hidden width of an MLP (0 in a transformer block: four times the block's width), and
+    // "kernel" the patch size of a patch embedding.
+    std::int64_t vocabulary = 0;                            // token_embedding
+    std::int64_t heads = 1;                                 // attention, transformer
+    std::int64_t length = 0;                                // positional_embedding; 0 = the sequence length
+    bool causal = false;                                    // attention, transformer
+    NormKind norm = NormKind::LayerNorm;                    // transformer
+    InternalPrecision softmax = InternalPrecision::Fp32;    // attention, transformer
+    InternalPrecision statistics = InternalPrecision::Fp32; // layernorm, rmsnorm, transformer
+    float attentionDropout = 0;                             // attention, transformer
+    bool tied = false;                                      // linear: the token embedding's table as weight
 };
 
 struct ModelSpec {

@@ -35,6 +35,13 @@ void NumericsProbe::afterForward(std::size_t index, const Tensor& output)
     add(index, TensorKind::Activation, m_layers[index]->name() + ".output", output, 1.0f);
 }
 
+void NumericsProbe::insideForward(std::size_t index, const std::string& tensor, const Tensor& t)
+{
+    // Measured against the layer's target like its output, so fp32 attention scores of a
+    // mixed-fp16 run show how far they are from fp16's 65504 before they get there.
+    add(index, TensorKind::Activation, tensor, t, 1.0f);
+}
+
 void NumericsProbe::afterBackward(std::size_t index, const Tensor& inputGradient)
 {
     // Backward order within a layer: its parameter gradients come from the same dy as dx.

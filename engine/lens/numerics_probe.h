@@ -22,6 +22,8 @@ public:
 
     void afterForward(std::size_t index, const Tensor& output) override;
     void afterBackward(std::size_t index, const Tensor& inputGradient) override;
+    // Attention scores and norm statistics, measured as activations of their layer.
+    void insideForward(std::size_t index, const std::string& tensor, const Tensor& t) override;
     // dlogits, the gradient the backward pass starts from (the last layer's output gradient).
     void measureLossGradient(const Tensor& dlogits);
     // Every parameter's master weights; call before the optimizer updates them.

@@ -32,6 +32,15 @@ public:
     // After layer `index`'s backward: its parameters' gradients are written, and
     // inputGradient is its dx (undefined for the first layer, which computes none).
     virtual void afterBackward(std::size_t index, const Tensor& inputGradient) = 0;
+    // During layer `index`'s forward, a tensor of its own that its output does not show: the
+    // attention scores before the softmax, a norm's statistics. `tensor` names it
+    // ("3.transformer.attention.scores"). A tap that wants only outputs ignores these.
+    virtual void insideForward(std::size_t index, const std::string& tensor, const Tensor& t)
+    {
+        static_cast<void>(index);
+        static_cast<void>(tensor);
+        static_cast<void>(t);
+    }
 };
 
 // Runtime state shared by all layers of one pass.
@@ -43,7 +52,8 @@ struct PassState {
     // False for the first layer: nothing consumes the gradient of the input data, so its
     // backward may skip computing dx (and return an undefined tensor).
     bool inputGradNeeded = true;
-    LayerTap* tap = nullptr; // sees the model's top-level layers when set
+    LayerTap* tap = nullptr;    // sees the model's top-level layers when set
+    std::size_t layerIndex = 0; // the top-level layer running, for LayerTap::insideForward
 };
 
 class Layer {
@@ -84,6 +94,12 @@ public:
     // The GEMM/conv extents that tensor cores want as multiples of 8 (batch excluded), with
     // what each one is, e.g. {{"in features", 784}, {"out features", 1024}}.
     virtual std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const { return {}; }
+    // The dtype the model hands this layer its input in: the compute type, except for a layer
+    // that reads token ids, which stay fp32 (bf16 holds whole numbers only up to 256).
+    virtual DType inputType() const { return computeType(); }
+    // The layers a composite block is made of (a transformer block's norms, attention and
+    // MLP), for the editor's expanded row; empty for a plain layer.
+    virtual std::vector<const Layer*> parts() const { return {}; }
 
     // Name prefix for parameters, "3.linear".
     const std::string& name() const { return m_name; }

@@ -8,6 +8,7 @@
 #include "engine/model/layers/linear.h"
 #include "engine/model/layers/pool2d.h"
 #include "engine/model/layers/residual.h"
+#include "engine/model/transformer_factory.h"
 #include "engine/util/check.h"
 
 #include <optional>
@@ -30,14 +31,20 @@ LayerPtr createLinear(const LayerSpec& spec, const Shape& in)
 {
     if (spec.units <= 0)
         throw ConfigError("units must be positive (got " + std::to_string(spec.units) + ")");
-    if (in.rank() != 1)
+    // [features], or [tokens, features] (each token through the same weights, as in a
+    // transformer's output head).
+    if (in.rank() != 1 && in.rank() != 2)
         throw ConfigError("expects a flat vector of features but receives " + in.toString() +
                           "; add a flatten layer before it");
-    if (spec.inputs > 0 && spec.inputs != in[0])
-        throw ConfigError("expects " + std::to_string(spec.inputs) + " inputs, receives " + std::to_string(in[0]) +
+    const std::int64_t features = in.dims().back();
+    if (spec.inputs > 0 && spec.inputs != features)
+        throw ConfigError("expects " + std::to_string(spec.inputs) + " inputs, receives " + std::to_string(features) +
                           "; did the pooling change?");
     const bool xavier = spec.activation == Activation::Tanh || spec.activation == Activation::Sigmoid;
-    return wrapActivation(std::make_unique<Linear>(in[0], spec.units, spec.bias, spec.init, xavier), spec);
+    const std::int64_t tokens = in.rank() == 2 ? in[0] : 1;
+    auto linear = std::make_unique<Linear>(features, spec.units, spec.bias, spec.init, xavier, tokens);
+    linear->setSharesTable(spec.tied); // the model ties it to the embedding (model_validation.cpp checks)
+    return wrapActivation(std::move(linear), spec);
 }
 
 std::string number(std::int64_t v) { return std::to_string(v); }
@@ -202,6 +209,14 @@ LayerPtr createLayer(const LayerSpec& spec, const Shape& in)
     case LayerKind::Dropout: return createDropout(spec, in);
     case LayerKind::Flatten: return std::make_unique<Flatten>();
     case LayerKind::Residual: return createResidual(spec, in);
+    case LayerKind::LayerNorm:
+    case LayerKind::RmsNorm: return createRowNorm(spec, in);
+    case LayerKind::TokenEmbedding: return createTokenEmbedding(spec, in);
+    case LayerKind::PositionalEmbedding: return createPositionalEmbedding(spec, in);
+    case LayerKind::PatchEmbedding: return createPatchEmbedding(spec, in);
+    case LayerKind::Attention: return createAttention(spec, in);
+    case LayerKind::Mlp: return createMlp(spec, in);
+    case LayerKind::Transformer: return createTransformer(spec, in);
     }
     assertionFailed("LayerKind missing from createLayer", __FILE__, __LINE__);
 }

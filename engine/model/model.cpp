@@ -1,6 +1,8 @@
 #include "engine/model/model.h"
 
 #include "engine/model/layer_factory.h"
+#include "engine/model/layers/linear.h"
+#include "engine/model/layers/token_embedding.h"
 #include "engine/model/model_validation.h"
 #include "engine/util/check.h"
 
@@ -14,15 +16,26 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
         throw ConfigError(report.error);
     const PrecisionPolicy policy(mode);
     Shape shape(spec.input);
+    TokenEmbedding* embedding = nullptr; // the first one, which a tied head shares (validated)
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
         LayerPtr layer = createLayer(spec.layers[i], shape);
         shape = perSampleOutput(*layer, shape);
         layer->setName(std::to_string(i) + "." + std::string(enumKey(layer->kind())));
+        if (auto* e = dynamic_cast<TokenEmbedding*>(layer.get()); e && !embedding)
+            embedding = e;
+        if (spec.layers[i].tied) {
+            // The validator checked the extents, the dtype and that no activation wraps it.
+            auto* head = dynamic_cast<Linear*>(layer.get());
+            MANTISSA_ASSERT(head && embedding);
+            head->tieWeight(embedding->table());
+            embedding->setTableShared(true);
+        }
         const LayerDTypes dtypes = policy.layer(spec.layers[i].precision);
         layer->applyPrecision(policy, dtypes);
         layer->createParameters(backend, dtypes.master, seed);
         m_layers.push_back(std::move(layer));
     }
+    m_labelsPerSample = shape.numel() / m_classes;
     for (auto it = m_layers.rbegin(); it != m_layers.rend(); ++it) {
         auto params = (*it)->parameters();
         // Within a layer, backward writes the weight gradient before the bias gradient.
@@ -37,11 +50,12 @@ ModelForward Model::forward(PassState& pass, const Tensor& x)
     Tensor activation = x;
     for (std::size_t i = 0; i < m_layers.size(); ++i) {
         Layer* layer = m_layers[i].get();
-        if (activation.dtype() != layer->computeType()) {
-            Tensor converted = pass.backend.empty(activation.shape(), layer->computeType());
+        if (activation.dtype() != layer->inputType()) {
+            Tensor converted = pass.backend.empty(activation.shape(), layer->inputType());
             pass.backend.cast(activation, converted);
             activation = converted;
         }
+        pass.layerIndex = i;
         ForwardResult out = layer->forward(pass, activation);
         activation = out.output;
         result.contexts.push_back(std::move(out.context));

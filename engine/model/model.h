@@ -33,12 +33,16 @@ public:
     std::vector<Layer*> layers();
     const Shape& inputShape() const { return m_input; }
     std::int64_t classes() const { return m_classes; }
+    // Predictions (and labels) per sample: 1 for a classifier, T for a sequence model whose
+    // output is [T, classes] (token-level cross-entropy, sequence_loss.h).
+    std::int64_t labelsPerSample() const { return m_labelsPerSample; }
 
 private:
     std::vector<LayerPtr> m_layers;
     std::vector<Parameter*> m_backwardOrder;
     Shape m_input;
     std::int64_t m_classes;
+    std::int64_t m_labelsPerSample = 1;
 };
 
 } // namespace mantissa

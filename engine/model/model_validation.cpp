@@ -10,6 +10,26 @@ std::string prefix(int index, LayerKind type)
 {
     return "layer " + std::to_string(index) + " (" + std::string(enumKey(type)) + "): ";
 }
+
+// A linear with "tied": true computes with the table of the first token embedding before it,
+// so it must map that table's width to its vocabulary, with nothing after the product.
+void checkTiedHead(const LayerSpec& spec, const Shape& in, const LayerSpec* embedding)
+{
+    if (spec.type != LayerKind::Linear || !spec.tied)
+        return;
+    if (!embedding)
+        throw ConfigError("is tied but no token_embedding comes before it; \"tied\" shares that layer's table");
+    if (spec.activation)
+        throw ConfigError("is tied to the token embedding and so takes no activation; the logits are the product");
+    if (spec.units != embedding->vocabulary || in.dims().back() != embedding->units)
+        throw ConfigError("is tied to a token embedding of " + std::to_string(embedding->vocabulary) + " x " +
+                          std::to_string(embedding->units) + " but maps " + std::to_string(in.dims().back()) +
+                          " features to " + std::to_string(spec.units) + "; set units to the vocabulary, " +
+                          std::to_string(embedding->vocabulary));
+    if (spec.precision != embedding->precision)
+        throw ConfigError("is tied to the token embedding, so both must compute in one dtype; give them the same "
+                          "\"precision\"");
+}
 } // namespace
 
 ModelReport validateModel(const ModelSpec& spec)
@@ -35,6 +55,7 @@ ModelReport validateModel(const ModelSpec& spec)
         return report;
 
     Shape shape(spec.input);
+    const LayerSpec* embedding = nullptr; // the first token embedding, which a tied head shares
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
         const LayerSpec& layerSpec = spec.layers[i];
         LayerReport layer;
@@ -43,12 +64,17 @@ ModelReport validateModel(const ModelSpec& spec)
         layer.inputShape = shape;
         if (report.valid()) {
             try {
+                checkTiedHead(layerSpec, shape, embedding);
                 LayerPtr built = createLayer(layerSpec, shape);
+                if (layerSpec.type == LayerKind::TokenEmbedding && !embedding)
+                    embedding = &layerSpec;
                 shape = perSampleOutput(*built, shape);
                 layer.outputShape = shape;
                 layer.parameters = built->parameterCount();
                 layer.flopsPerSample = built->flopsPerSample();
                 layer.tensorCoreExtents = built->tensorCoreExtents();
+                for (const Layer* part : built->parts())
+                    layer.parts.push_back({part->kind(), part->parameterCount(), part->flopsPerSample()});
                 report.totalParameters += layer.parameters;
                 report.totalFlopsPerSample += layer.flopsPerSample;
                 report.activationValuesPerSample += shape.numel();
@@ -61,7 +87,10 @@ ModelReport validateModel(const ModelSpec& spec)
         }
         report.layers.push_back(std::move(layer));
     }
-    if (report.valid() && (shape.rank() != 1 || shape[0] != spec.classes)) {
+    // A classifier ends in [classes]; a sequence model in [tokens, classes], one prediction
+    // per token (token-level cross-entropy, engine/model/sequence_loss.h).
+    const bool endsInClasses = (shape.rank() == 1 || shape.rank() == 2) && shape.dims().back() == spec.classes;
+    if (report.valid() && !endsInClasses) {
         const int last = static_cast<int>(spec.layers.size()) - 1;
         const std::string message = "produces " + shape.toString() + " but the model has " +
                                     std::to_string(spec.classes) + " classes; the last layer should be a linear with " +

@@ -9,6 +9,13 @@
 
 namespace mantissa {
 
+// One part of a composite layer (a transformer block's norm1, attention, norm2, mlp).
+struct LayerPartReport {
+    LayerKind type = LayerKind::Linear;
+    std::int64_t parameters = 0;
+    std::int64_t flopsPerSample = 0;
+};
+
 struct LayerReport {
     int index = 0; // position in ModelSpec::layers
     LayerKind type = LayerKind::Linear;
@@ -16,7 +23,8 @@ struct LayerReport {
     std::int64_t parameters = 0;
     std::int64_t flopsPerSample = 0;
     std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents;
-    std::string error; // empty when valid
+    std::vector<LayerPartReport> parts; // what a composite layer is made of; empty otherwise
+    std::string error;                  // empty when valid
 };
 
 struct ModelReport {

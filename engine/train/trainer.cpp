@@ -1,6 +1,7 @@
 #include "engine/train/trainer.h"
 
 #include "engine/data/batch_loader.h"
+#include "engine/model/sequence_loss.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
@@ -106,7 +107,7 @@ std::optional<OverflowLocation> Trainer::locateOverflow(const Tensor& x, const T
     pass.tap = &probe;
     ModelForward forward = m_model->forward(pass, x);
     Tensor dlogits = m_backend.empty(forward.logits.shape(), forward.logits.dtype());
-    const LossResult loss = m_backend.softmaxCrossEntropy(forward.logits, y, scale, &dlogits);
+    const LossResult loss = tokenCrossEntropy(m_backend, forward.logits, y, scale, &dlogits);
     const bool forwardFailed = !std::isfinite(loss.meanLoss);
     if (!forwardFailed) {
         probe.measureLossGradient(dlogits);
@@ -132,16 +133,18 @@ Evaluation Trainer::evaluate(const Dataset& data)
     while (loader.next(batch)) {
         Tensor x = m_backend.empty(batch.inputShape, DType::F32);
         m_backend.upload(batch.inputs.data(), x);
-        Tensor y = m_backend.empty({batch.size}, DType::F32);
+        Tensor y = m_backend.empty({batch.size * m_model->labelsPerSample()}, DType::F32);
         m_backend.upload(batch.labels.data(), y);
         ModelForward forward = m_model->forward(pass, x);
-        const LossResult r = m_backend.softmaxCrossEntropy(forward.logits, y, 1.0f, nullptr);
+        const LossResult r = tokenCrossEntropy(m_backend, forward.logits, y, 1.0f, nullptr);
         lossSum += static_cast<double>(r.meanLoss) * static_cast<double>(batch.size);
         correct += r.correct;
         result.samples += batch.size;
     }
     result.loss = static_cast<float>(lossSum / static_cast<double>(result.samples));
-    result.accuracy = static_cast<float>(static_cast<double>(correct) / static_cast<double>(result.samples));
+    // Accuracy counts predictions: tokens for a sequence model.
+    result.accuracy = static_cast<float>(static_cast<double>(correct) /
+                                         static_cast<double>(result.samples * m_model->labelsPerSample()));
     return result;
 }
 
@@ -272,7 +275,7 @@ void Trainer::publishStep(RunState& run, const QueuedStep& queued, StepOutcome& 
         run.consecutiveSkips = 0;
         run.epochLoss += outcome.loss;
         run.epochCorrect += outcome.correct;
-        run.epochSamples += queued.batch.size;
+        run.epochSamples += queued.batch.size * m_model->labelsPerSample(); // predictions, for the accuracy
         ++run.finiteSteps;
     }
     const ScaleUpdate update = outcome.scaleUpdate;

@@ -178,8 +178,14 @@ TEST(Config, StoredLayersOfEveryKindReadAndWriteByteForByte)
     for (const LayerSpec& layer : c.model.layers)
         for (const LayerSpec& inner : layer.body)
             nested.push_back(inner.type);
-    for (const EnumEntry<LayerKind>& entry : enumEntries<LayerKind>())
-        EXPECT_NE(std::find(nested.begin(), nested.end(), entry.value), nested.end()) << entry.key << " is not covered";
+    // Every kind that existed when it was stored; the transformer kinds (issue 18) came later and
+    // round-trip in transformer_layers_test.
+    for (const EnumEntry<LayerKind>& entry : enumEntries<LayerKind>()) {
+        if (entry.value <= LayerKind::Residual) {
+            EXPECT_NE(std::find(nested.begin(), nested.end(), entry.value), nested.end())
+                << entry.key << " is not covered";
+        }
+    }
     EXPECT_EQ(c.model.layers[3].shortcut, ShortcutKind::Identity);
     EXPECT_EQ(c.model.layers[3].body[1].type, LayerKind::Tanh);
     EXPECT_EQ(c.model.layers[4].shortcut, ShortcutKind::Projection);
@@ -199,6 +205,9 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
     struct Case {
         std::string json, message;
     };
+    const std::string kLayerKeys =
+        "linear, conv2d, batchnorm, relu, gelu, tanh, sigmoid, maxpool, avgpool, dropout, flatten, residual, "
+        "layernorm, rmsnorm, token_embedding, positional_embedding, patch_embedding, attention, mlp or transformer";
     const Case cases[] = {
         {config(R"(, "precision": "fp8")", ""),
          "test.json: model.layers[0].precision is \"fp8\"; expected auto, fp32, fp16 or bf16"},
@@ -218,12 +227,10 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
          "test.json: training.run_ahead is \"yes\"; expected auto, on or off"},
         // A layer type or shortcut the engine does not know: the layer is named by its index,
         // inside a residual by the path to it.
-        {R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "relu"}, {"type": "attention"}]}})",
-         "test.json: model.layers[1].type is \"attention\"; expected linear, conv2d, batchnorm, relu, gelu, tanh, "
-         "sigmoid, maxpool, avgpool, dropout, flatten or residual"},
+        {R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "relu"}, {"type": "lstm"}]}})",
+         "test.json: model.layers[1].type is \"lstm\"; expected " + kLayerKeys},
         {R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "residual", "layers": [{"type": "Linear"}]}]}})",
-         "test.json: model.layers[0].layers[0].type is \"Linear\"; expected linear, conv2d, batchnorm, relu, gelu, "
-         "tanh, sigmoid, maxpool, avgpool, dropout, flatten or residual"},
+         "test.json: model.layers[0].layers[0].type is \"Linear\"; expected " + kLayerKeys},
         {R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "residual", "shortcut": "gated", "layers": []}]}})",
          "test.json: model.layers[0].shortcut is \"gated\"; expected identity or projection"},
         {config(R"(, "activation": "swish")", ""),
@@ -277,6 +284,9 @@ TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
 {
     EXPECT_EQ(documentedValues("model.layers[].type"), engineValues<LayerKind>());
     EXPECT_EQ(documentedValues("model.layers[].shortcut"), engineValues<ShortcutKind>());
+    EXPECT_EQ(documentedValues("model.layers[].norm"), engineValues<NormKind>());
+    EXPECT_EQ(documentedValues("model.layers[].softmax"), engineValues<InternalPrecision>());
+    EXPECT_EQ(documentedValues("model.layers[].statistics"), engineValues<InternalPrecision>());
     EXPECT_EQ(documentedValues("model.layers[].precision"), engineValues<LayerPrecision>());
     EXPECT_EQ(documentedValues("model.layers[].activation"), engineValues<Activation>());
     EXPECT_EQ(documentedValues("data.dataset"), engineValues<DatasetKind>());

@@ -20,5 +20,7 @@ TEST_P(LayerGradient, BackwardMatchesFiniteDifferences)
 
 INSTANTIATE_TEST_SUITE_P(Layers, LayerGradient, ::testing::ValuesIn(test::layerGradientCases()),
                          [](const ::testing::TestParamInfo<GradientCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Transformer, LayerGradient, ::testing::ValuesIn(test::transformerGradientCases()),
+                         [](const ::testing::TestParamInfo<GradientCase>& info) { return info.param.name; });
 
 } // namespace

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -280,9 +281,19 @@ TEST(ModelBuild, EveryLayerKindBuildsALayerOfThatKind)
         spec.units = 3;
         spec.filters = 2;
         spec.kernel = 2;
+        spec.vocabulary = 5;
         spec.body = {LayerSpec{}};
         spec.body[0].type = LayerKind::Relu;
-        const Shape input = entry.value == LayerKind::Linear ? Shape({8}) : Shape({2, 4, 4});
+        // Token ids for an embedding, tokens [tokens, features] for the layers that take them.
+        const std::set<LayerKind> takeTokens{LayerKind::LayerNorm, LayerKind::RmsNorm, LayerKind::PositionalEmbedding,
+                                             LayerKind::Attention, LayerKind::Mlp,     LayerKind::Transformer};
+        Shape input({2, 4, 4});
+        if (entry.value == LayerKind::Linear)
+            input = Shape({8});
+        else if (entry.value == LayerKind::TokenEmbedding)
+            input = Shape({6});
+        else if (takeTokens.contains(entry.value))
+            input = Shape({6, 4});
         const LayerPtr layer = createLayer(spec, input);
         ASSERT_TRUE(layer);
         EXPECT_EQ(layer->kind(), entry.value);

@@ -107,8 +107,9 @@ TEST(PrecisionPolicy, AutoLossScalingIsDynamicOnlyForMixedFp16)
 template <typename E>
 class EnumTableTest : public ::testing::Test {};
 
-using ConfigEnums = ::testing::Types<PrecisionMode, LayerPrecision, LossScaleType, DatasetKind, OptimizerKind,
-                                     ScheduleKind, AutoSwitch, Activation, LayerKind, ShortcutKind, LayerField>;
+using ConfigEnums =
+    ::testing::Types<PrecisionMode, LayerPrecision, LossScaleType, DatasetKind, OptimizerKind, ScheduleKind, AutoSwitch,
+                     Activation, LayerKind, ShortcutKind, LayerField, NormKind, InternalPrecision>;
 TYPED_TEST_SUITE(EnumTableTest, ConfigEnums);
 
 TYPED_TEST(EnumTableTest, EveryValueRoundTripsThroughItsKey)

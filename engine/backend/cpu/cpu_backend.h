@@ -69,6 +69,25 @@ public:
 
     void add(const Tensor& a, const Tensor& b, Tensor& out) override;
 
+    void rowNormForward(RowNormKind kind, const Tensor& x, const Tensor& gain, const Tensor* bias, Tensor& y,
+                        Tensor& mean, Tensor& invStd, float epsilon, DType statistics) override;
+    void rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor& dy, const Tensor& gain, const Tensor& mean,
+                         const Tensor& invStd, Tensor& dx, Tensor& dgain, Tensor* dbias) override;
+
+    void embeddingForward(const Tensor& ids, const Tensor& table, Tensor& y) override;
+    void embeddingBackward(const Tensor& ids, const Tensor& dy, Tensor& dtable, bool accumulate) override;
+    void addBroadcast(const Tensor& x, const Tensor& table, Tensor& y, std::int64_t period) override;
+    void addBroadcastBackward(const Tensor& dy, Tensor& dtable, std::int64_t period) override;
+
+    void gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                            const Tensor& a, std::int64_t strideA, const Tensor& b, std::int64_t strideB, float beta,
+                            Tensor& c, std::int64_t strideC, std::int64_t batch) override;
+    void swapAxes(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t rows, std::int64_t cols,
+                  std::int64_t inner) override;
+    void softmaxForward(const Tensor& scores, Tensor& probs, std::int64_t queries, std::int64_t keys, bool causal,
+                        DType arithmetic) override;
+    void softmaxBackward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores, std::int64_t keys) override;
+
     LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
                                    Tensor* dlogits) override;
 

@@ -109,11 +109,13 @@ void CudaBackend::synchronize() { checkCuda(cudaStreamSynchronize(stream()), "cu
 
 void CudaBackend::checkLaunch(const char* what) { checkCuda(cudaGetLastError(), what); }
 
-bool CudaBackend::supports(Op, DType) const
+bool transformerOpFamily(Op op); // transformer_ops.cpp
+
+bool CudaBackend::supports(Op op, DType) const
 {
-    // Every op runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80, mixed
-    // input and output types) goes through exact fp32 widening (see cudnn_conv.cpp).
-    return true;
+    // Every other op runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80,
+    // mixed input and output types) goes through exact fp32 widening (see cudnn_conv.cpp).
+    return !transformerOpFamily(op);
 }
 
 Tensor CudaBackend::empty(const Shape& shape, DType dtype)

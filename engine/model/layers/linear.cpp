@@ -1,6 +1,7 @@
 #include "engine/model/layers/linear.h"
 
 #include "engine/model/init.h"
+#include "engine/util/check.h"
 
 namespace mantissa {
 
@@ -10,15 +11,25 @@ struct LinearContext final : LayerContext {
 };
 } // namespace
 
-Linear::Linear(std::int64_t inFeatures, std::int64_t outFeatures, bool bias, std::string init, bool xavier)
-    : m_in(inFeatures), m_out(outFeatures), m_hasBias(bias), m_init(std::move(init)), m_xavier(xavier)
+Linear::Linear(std::int64_t inFeatures, std::int64_t outFeatures, bool bias, std::string init, bool xavier,
+               std::int64_t tokens)
+    : m_in(inFeatures), m_out(outFeatures), m_tokens(tokens), m_hasBias(bias), m_init(std::move(init)), m_xavier(xavier)
 {}
+
+Shape Linear::outputShape(const Shape& input) const
+{
+    std::vector<std::int64_t> dims = input.dims();
+    dims.back() = m_out;
+    return Shape(dims);
+}
 
 void Linear::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
 {
     const InitRule fallback = m_xavier ? xavierNormal(m_in, m_out) : heNormal(m_in);
-    createParameter(m_weight, name() + ".weight", {m_out, m_in}, backend, masterType, computeType(),
-                    parseInitRule(m_init, fallback), seed, true);
+    MANTISSA_ASSERT(m_sharesTable == (m_tied != nullptr)); // the model ties a "tied" head first
+    if (!m_tied)
+        createParameter(m_weight, name() + ".weight", {m_out, m_in}, backend, masterType, computeType(),
+                        parseInitRule(m_init, fallback), seed, true);
     if (m_hasBias)
         createParameter(m_bias, name() + ".bias", {m_out}, backend, masterType, computeType(),
                         {InitRule::Kind::Constant, 0.0f}, seed, false);
@@ -26,41 +37,48 @@ void Linear::createParameters(Backend& backend, DType masterType, std::uint64_t 
 
 std::vector<Parameter*> Linear::parameters()
 {
+    std::vector<Parameter*> all;
+    if (!m_tied)
+        all.push_back(&m_weight);
     if (m_hasBias)
-        return {&m_weight, &m_bias};
-    return {&m_weight};
+        all.push_back(&m_bias);
+    return all;
 }
 
 ForwardResult Linear::forward(PassState& pass, const Tensor& x)
 {
-    const std::int64_t batch = x.shape()[0];
-    Tensor input = x.reshaped({batch, m_in});
-    Tensor y = pass.backend.empty({batch, m_out}, computeType());
+    const std::int64_t rows = x.numel() / m_in;
+    Tensor input = x.reshaped({rows, m_in});
+    Tensor y = pass.backend.empty({rows, m_out}, computeType());
     if (m_hasBias)
-        pass.backend.gemmRowBias(Transpose::No, Transpose::Yes, batch, m_out, m_in, input, m_weight.working,
+        pass.backend.gemmRowBias(Transpose::No, Transpose::Yes, rows, m_out, m_in, input, weight().working,
                                  m_bias.working, y);
     else
-        pass.backend.gemm(Transpose::No, Transpose::Yes, batch, m_out, m_in, 1.0f, input, m_weight.working, 0.0f, y);
+        pass.backend.gemm(Transpose::No, Transpose::Yes, rows, m_out, m_in, 1.0f, input, weight().working, 0.0f, y);
     auto context = std::make_unique<LinearContext>();
     if (pass.training)
         context->input = input;
-    return {y, std::move(context)};
+    return {y.reshaped(outputShape(x.shape())), std::move(context)};
 }
 
 Tensor Linear::backward(PassState& pass, const Tensor& dy, LayerContext* context)
 {
     auto& saved = static_cast<LinearContext&>(*context);
-    const std::int64_t batch = dy.shape()[0];
+    const std::int64_t rows = dy.numel() / m_out;
+    const Tensor gradient = dy.reshaped({rows, m_out});
     // dW = dy^T x: its output is rounded to the compute type, which is where small
     // gradients underflow in fp16 unless the loss scale lifted them.
-    pass.backend.gemm(Transpose::Yes, Transpose::No, m_out, m_in, batch, 1.0f, dy, saved.input, 0.0f, m_weight.grad);
+    pass.backend.gemm(Transpose::Yes, Transpose::No, m_out, m_in, rows, 1.0f, gradient, saved.input, 0.0f,
+                      weight().grad);
     if (m_hasBias)
-        pass.backend.rowBiasGrad(dy, m_bias.grad);
+        pass.backend.rowBiasGrad(gradient, m_bias.grad);
     if (!pass.inputGradNeeded)
         return {};
-    Tensor dx = pass.backend.empty({batch, m_in}, computeType());
-    pass.backend.gemm(Transpose::No, Transpose::No, batch, m_in, m_out, 1.0f, dy, m_weight.working, 0.0f, dx);
-    return dx;
+    Tensor dx = pass.backend.empty({rows, m_in}, computeType());
+    pass.backend.gemm(Transpose::No, Transpose::No, rows, m_in, m_out, 1.0f, gradient, weight().working, 0.0f, dx);
+    std::vector<std::int64_t> dims = dy.shape().dims();
+    dims.back() = m_in;
+    return dx.reshaped(Shape(dims));
 }
 
 } // namespace mantissa

@@ -1,0 +1,151 @@
+// The ops attention is built from: strided-batched GEMMs (one oneDNN matmul per matrix, under
+// gemm's rules: compute-type inputs, fp32 accumulation, one rounding into C's type), the axis
+// swap that moves heads out of the token axis, and the softmax with its causal mask, in fp32
+// or, when a layer asks for it, rounded step by step to a 16-bit type (backend.h).
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/float_view.h"
+#include "engine/backend/cpu/onednn_matmul.h"
+#include "engine/numerics/conversions.h"
+#include "engine/util/check.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace mantissa {
+
+namespace {
+
+// What oneDNN reads for one operand: bf16 bits in place on the native path, else fp32.
+class BatchOperand {
+public:
+    BatchOperand(const Tensor& t, bool native)
+    {
+        if (native) {
+            m_bytes = static_cast<const std::byte*>(t.data());
+            m_elementSize = 2;
+        } else {
+            m_bytes = reinterpret_cast<const std::byte*>(m_widened.emplace(t).data());
+            m_elementSize = sizeof(float);
+        }
+    }
+    const void* at(std::int64_t offset) const { return m_bytes + offset * m_elementSize; }
+
+private:
+    std::optional<cpu::FloatInput> m_widened;
+    const std::byte* m_bytes = nullptr;
+    std::int64_t m_elementSize = 4;
+};
+
+} // namespace
+
+void CpuBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                    float alpha, const Tensor& a, std::int64_t strideA, const Tensor& b,
+                                    std::int64_t strideB, float beta, Tensor& c, std::int64_t strideC,
+                                    std::int64_t batch)
+{
+    MANTISSA_ASSERT(a.dtype() == b.dtype() && batch >= 1);
+    MANTISSA_ASSERT(a.numel() >= (batch - 1) * strideA + m * k && b.numel() >= (batch - 1) * strideB + k * n);
+    MANTISSA_ASSERT(c.numel() >= (batch - 1) * strideC + m * n);
+    const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const BatchOperand fa(a, native);
+    const BatchOperand fb(b, native);
+    cpu::FloatOutput fc(c, beta != 0.0f);
+    const cpu::MatmulShape shape{ta, tb, m, n, k, native, false, alpha, beta};
+    for (std::int64_t i = 0; i < batch; ++i)
+        m_matmul->run(shape, fa.at(i * strideA), fb.at(i * strideB), nullptr, fc.data() + i * strideC);
+    fc.commit();
+}
+
+void CpuBackend::swapAxes(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t rows, std::int64_t cols,
+                          std::int64_t inner)
+{
+    MANTISSA_ASSERT(x.numel() == outer * rows * cols * inner && y.numel() == x.numel());
+    cpu::FloatInput fx(x);
+    cpu::FloatOutput fy(y);
+    const float* in = fx.data();
+    float* out = fy.data();
+#pragma omp parallel for collapse(2) schedule(static) if (x.numel() > 65536)
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c) {
+                const float* src = in + ((o * rows + r) * cols + c) * inner;
+                float* dst = out + ((o * cols + c) * rows + r) * inner;
+                for (std::int64_t i = 0; i < inner; ++i)
+                    dst[i] = src[i];
+            }
+    fy.commit();
+}
+
+namespace {
+
+// One row: the max of the visible scores, exp of each difference, their sum, the quotients.
+// `round` is the identity for fp32 arithmetic and rounds to the 16-bit type otherwise.
+template <typename Round>
+void softmaxRow(const float* s, float* p, std::int64_t visible, std::int64_t keys, Round round)
+{
+    float max = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = 0; j < visible; ++j)
+        max = std::max(max, s[j]);
+    float sum = 0;
+    for (std::int64_t j = 0; j < visible; ++j) {
+        p[j] = round(std::exp(round(s[j] - max)));
+        sum = round(sum + p[j]);
+    }
+    for (std::int64_t j = 0; j < visible; ++j)
+        p[j] = round(p[j] / sum);
+    for (std::int64_t j = visible; j < keys; ++j)
+        p[j] = 0.0f;
+}
+
+} // namespace
+
+void CpuBackend::softmaxForward(const Tensor& scores, Tensor& probs, std::int64_t queries, std::int64_t keys,
+                                bool causal, DType arithmetic)
+{
+    MANTISSA_ASSERT(scores.numel() == probs.numel() && scores.numel() % (queries * keys) == 0);
+    MANTISSA_ASSERT(!causal || queries <= keys);
+    cpu::FloatInput fs(scores);
+    cpu::FloatOutput fp(probs);
+    const float* in = fs.data();
+    float* out = fp.data();
+    const std::int64_t rows = scores.numel() / keys;
+#pragma omp parallel for schedule(static) if (scores.numel() > 65536)
+    for (std::int64_t r = 0; r < rows; ++r) {
+        // A causal query sees itself and the keys before it (keys - queries more when the keys
+        // are longer, as with a cache; here they are equal).
+        const std::int64_t visible = causal ? (r % queries) + 1 + (keys - queries) : keys;
+        if (arithmetic == DType::F32)
+            softmaxRow(in + r * keys, out + r * keys, visible, keys, [](float v) { return v; });
+        else
+            softmaxRow(in + r * keys, out + r * keys, visible, keys,
+                       [arithmetic](float v) { return roundToDType(v, arithmetic); });
+    }
+    fp.commit();
+}
+
+void CpuBackend::softmaxBackward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores, std::int64_t keys)
+{
+    MANTISSA_ASSERT(probs.numel() == dprobs.numel() && dscores.numel() == probs.numel() && probs.numel() % keys == 0);
+    cpu::FloatInput fp(probs);
+    cpu::FloatInput fdp(dprobs);
+    cpu::FloatOutput fds(dscores);
+    const float* p = fp.data();
+    const float* dp = fdp.data();
+    float* ds = fds.data();
+    const std::int64_t rows = probs.numel() / keys;
+#pragma omp parallel for schedule(static) if (probs.numel() > 65536)
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* pr = p + r * keys;
+        const float* dpr = dp + r * keys;
+        double dot = 0;
+        for (std::int64_t j = 0; j < keys; ++j)
+            dot += static_cast<double>(pr[j]) * dpr[j];
+        const auto d = static_cast<float>(dot);
+        for (std::int64_t j = 0; j < keys; ++j)
+            ds[r * keys + j] = pr[j] * (dpr[j] - d);
+    }
+    fds.commit();
+}
+
+} // namespace mantissa

@@ -1,0 +1,149 @@
+// Layer norm and RMS norm over the last dimension. The statistics of each row are computed in
+// fp32 (two passes: the mean, then the squared deviations from it) unless the layer asks for
+// its compute dtype, which rounds every step of the same two passes to that type (backend.h).
+// Normalising, the gain and the bias run in fp32 and y is rounded once.
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/float_view.h"
+#include "engine/backend/cpu/reductions.h"
+#include "engine/numerics/conversions.h"
+#include "engine/util/check.h"
+
+#include <cmath>
+#include <vector>
+
+namespace mantissa {
+
+namespace {
+
+struct RowStatistics {
+    float mean = 0, invStd = 0;
+};
+
+RowStatistics fp32Statistics(RowNormKind kind, const float* row, std::int64_t width, float epsilon)
+{
+    const auto n = static_cast<double>(width);
+    if (kind == RowNormKind::RmsNorm) {
+        const double meanSquare = cpu::sumSquaredDeviations(row, width, 0.0f) / n;
+        return {0.0f, static_cast<float>(1.0 / std::sqrt(meanSquare + epsilon))};
+    }
+    const auto mean = static_cast<float>(cpu::sumFloats(row, width) / n);
+    const double variance = cpu::sumSquaredDeviations(row, width, mean) / n;
+    return {mean, static_cast<float>(1.0 / std::sqrt(variance + epsilon))};
+}
+
+// The same passes with every intermediate rounded to `type`, accumulating left to right as a
+// naive per-row kernel does: a sum of squares past the type's largest value becomes inf, and
+// a running sum stops taking in terms smaller than half its ulp.
+RowStatistics roundedStatistics(RowNormKind kind, const float* row, std::int64_t width, float epsilon, DType type)
+{
+    auto r = [type](float v) { return roundToDType(v, type); };
+    const float n = r(static_cast<float>(width));
+    float mean = 0;
+    if (kind == RowNormKind::LayerNorm) {
+        float sum = 0;
+        for (std::int64_t i = 0; i < width; ++i)
+            sum = r(sum + row[i]);
+        mean = r(sum / n);
+    }
+    float squares = 0;
+    for (std::int64_t i = 0; i < width; ++i) {
+        const float d = r(row[i] - mean);
+        squares = r(squares + r(d * d));
+    }
+    const float variance = r(squares / n);
+    return {mean, r(1.0f / r(std::sqrt(r(variance + r(epsilon)))))};
+}
+
+} // namespace
+
+void CpuBackend::rowNormForward(RowNormKind kind, const Tensor& x, const Tensor& gain, const Tensor* bias, Tensor& y,
+                                Tensor& mean, Tensor& invStd, float epsilon, DType statistics)
+{
+    const std::int64_t width = gain.numel();
+    const std::int64_t rows = x.numel() / width;
+    MANTISSA_ASSERT(rows * width == x.numel() && y.numel() == x.numel());
+    MANTISSA_ASSERT(gain.dtype() == DType::F32 && (!bias || (bias->dtype() == DType::F32 && bias->numel() == width)));
+    MANTISSA_ASSERT(mean.dtype() == DType::F32 && invStd.dtype() == DType::F32);
+    MANTISSA_ASSERT(mean.numel() == rows && invStd.numel() == rows);
+    cpu::FloatInput fx(x);
+    cpu::FloatOutput fy(y);
+    const float* in = fx.data();
+    float* out = fy.data();
+    const float* g = gain.f32();
+    const float* b = bias ? bias->f32() : nullptr;
+    float* means = mean.f32();
+    float* invStds = invStd.f32();
+#pragma omp parallel for schedule(static) if (rows * width > 65536)
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* row = in + r * width;
+        const RowStatistics s = statistics == DType::F32 ? fp32Statistics(kind, row, width, epsilon)
+                                                         : roundedStatistics(kind, row, width, epsilon, statistics);
+        means[r] = s.mean;
+        invStds[r] = s.invStd;
+        float* o = out + r * width;
+        for (std::int64_t c = 0; c < width; ++c)
+            o[c] = (row[c] - s.mean) * s.invStd * g[c] + (b ? b[c] : 0.0f);
+    }
+    fy.commit();
+}
+
+// With xhat = (x - mean) * invStd and dxhat = dy * gain:
+//   layer norm: dx = invStd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+//   RMS norm:   dx = invStd * (dxhat - xhat * mean(dxhat * xhat))   (the mean is not subtracted)
+void CpuBackend::rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor& dy, const Tensor& gain,
+                                 const Tensor& mean, const Tensor& invStd, Tensor& dx, Tensor& dgain, Tensor* dbias)
+{
+    const std::int64_t width = gain.numel();
+    const std::int64_t rows = x.numel() / width;
+    MANTISSA_ASSERT(dy.numel() == x.numel() && dx.numel() == x.numel() && dgain.numel() == width);
+    MANTISSA_ASSERT(dgain.dtype() == DType::F32 && (!dbias || dbias->dtype() == DType::F32));
+    cpu::FloatInput fx(x);
+    cpu::FloatInput fdy(dy);
+    cpu::FloatOutput fdx(dx);
+    const float* in = fx.data();
+    const float* g = fdy.data();
+    float* out = fdx.data();
+    const float* gamma = gain.f32();
+    const float* means = mean.f32();
+    const float* invStds = invStd.f32();
+    // Parameter gradients sum over rows: per-column double sums, rows in order, so that the
+    // result does not depend on the thread count.
+    std::vector<double> gainSum(static_cast<std::size_t>(width), 0.0), biasSum(static_cast<std::size_t>(width), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* row = in + r * width;
+        const float* grad = g + r * width;
+        for (std::int64_t c = 0; c < width; ++c) {
+            gainSum[c] += static_cast<double>(grad[c]) * ((row[c] - means[r]) * invStds[r]);
+            biasSum[c] += grad[c];
+        }
+    }
+    for (std::int64_t c = 0; c < width; ++c) {
+        dgain.f32()[c] = static_cast<float>(gainSum[c]);
+        if (dbias)
+            dbias->f32()[c] = static_cast<float>(biasSum[c]);
+    }
+#pragma omp parallel for schedule(static) if (rows * width > 65536)
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* row = in + r * width;
+        const float* grad = g + r * width;
+        const float mu = means[r], inv = invStds[r];
+        double sumDxhat = 0, sumDxhatXhat = 0;
+        for (std::int64_t c = 0; c < width; ++c) {
+            const double dxhat = static_cast<double>(grad[c]) * gamma[c];
+            sumDxhat += dxhat;
+            sumDxhatXhat += dxhat * ((row[c] - mu) * inv);
+        }
+        const auto n = static_cast<double>(width);
+        const double meanDxhat = kind == RowNormKind::LayerNorm ? sumDxhat / n : 0.0;
+        const double meanDxhatXhat = sumDxhatXhat / n;
+        float* o = out + r * width;
+        for (std::int64_t c = 0; c < width; ++c) {
+            const double xhat = (row[c] - mu) * inv;
+            o[c] =
+                static_cast<float>(inv * (static_cast<double>(grad[c]) * gamma[c] - meanDxhat - xhat * meanDxhatXhat));
+        }
+    }
+    fdx.commit();
+}
+
+} // namespace mantissa

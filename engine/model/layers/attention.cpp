@@ -1,0 +1,196 @@
+#include "engine/model/layers/attention.h"
+
+#include "engine/util/check.h"
+
+#include <cmath>
+
+namespace mantissa {
+
+namespace {
+
+struct AttentionContext final : LayerContext {
+    std::unique_ptr<LayerContext> query, key, value, output;
+    Tensor q, k, v; // [N, H, T, dh], compute type
+    Tensor probs;   // [N H, T, T] before dropout, compute type
+    Tensor dropped; // what P V read: probs after dropout (probs itself without it)
+    Tensor mask;    // dropout mask, undefined without dropout
+    std::int64_t tokens = 0;
+};
+
+// FNV-1a of the layer name, so that each attention layer draws its own dropout mask (as the
+// dropout layer does).
+std::uint64_t nameHash(const std::string& name)
+{
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : name)
+        h = (h ^ c) * 0x100000001b3ull;
+    return h;
+}
+
+Tensor inType(Backend& backend, const Tensor& t, DType type)
+{
+    if (t.dtype() == type)
+        return t;
+    Tensor converted = backend.empty(t.shape(), type);
+    backend.cast(t, converted);
+    return converted;
+}
+
+} // namespace
+
+Attention::Attention(std::int64_t width, std::int64_t heads, std::int64_t tokens, bool causal,
+                     InternalPrecision softmax, float dropout, bool bias)
+    : m_width(width), m_heads(heads), m_headDim(width / heads), m_tokens(tokens), m_causal(causal), m_softmax(softmax),
+      m_dropout(dropout), m_query(width, width, bias, "", true, tokens), m_key(width, width, bias, "", true, tokens),
+      m_value(width, width, bias, "", true, tokens), m_output(width, width, bias, "", true, tokens)
+{
+    MANTISSA_ASSERT(heads > 0 && width % heads == 0);
+}
+
+DType Attention::scoresType() const { return m_softmax == InternalPrecision::Fp32 ? DType::F32 : computeType(); }
+
+void Attention::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
+{
+    const std::pair<Linear*, const char*> projections[] = {
+        {&m_query, "query"}, {&m_key, "key"}, {&m_value, "value"}, {&m_output, "output"}};
+    for (auto [projection, role] : projections) {
+        projection->setName(name() + "." + role);
+        projection->setComputeType(computeType());
+        projection->createParameters(backend, masterType, seed);
+    }
+}
+
+std::vector<Parameter*> Attention::parameters()
+{
+    std::vector<Parameter*> all;
+    for (Linear* projection : {&m_output, &m_value, &m_key, &m_query})
+        for (Parameter* p : projection->parameters())
+            all.push_back(p);
+    return all;
+}
+
+ForwardResult Attention::forward(PassState& pass, const Tensor& x)
+{
+    Backend& be = pass.backend;
+    const std::int64_t batch = x.shape()[0], tokens = x.shape()[1];
+    const std::int64_t planes = batch * m_heads;
+    auto context = std::make_unique<AttentionContext>();
+    context->tokens = tokens;
+    // Each projection gives [N, T, H, dh]; the heads move out of the token axis.
+    auto project = [&](Linear& projection, std::unique_ptr<LayerContext>& saved) {
+        ForwardResult out = projection.forward(pass, x);
+        saved = std::move(out.context);
+        Tensor heads = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
+        be.swapAxes(out.output, heads, batch, tokens, m_heads, m_headDim);
+        return heads;
+    };
+    const Tensor q = project(m_query, context->query);
+    const Tensor k = project(m_key, context->key);
+    const Tensor v = project(m_value, context->value);
+
+    const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
+    Tensor scores = be.empty({planes, tokens, tokens}, scoresType());
+    be.gemmStridedBatched(Transpose::No, Transpose::Yes, tokens, tokens, m_headDim, scale, q, tokens * m_headDim, k,
+                          tokens * m_headDim, 0.0f, scores, tokens * tokens, planes);
+    if (pass.tap)
+        pass.tap->insideForward(pass.layerIndex, name() + ".scores", scores);
+    // P is stored in the compute type: the P V GEMM takes its inputs in it.
+    Tensor probs = be.empty(scores.shape(), computeType());
+    be.softmaxForward(scores, probs, tokens, tokens, m_causal, scoresType());
+    Tensor dropped = probs;
+    if (pass.training && m_dropout > 0.0f) {
+        dropped = be.empty(probs.shape(), computeType());
+        context->mask = be.empty(probs.shape(), DType::F32);
+        be.dropoutForward(probs, dropped, context->mask, m_dropout, pass.seed ^ nameHash(name()), pass.step);
+    }
+    Tensor heads = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
+    be.gemmStridedBatched(Transpose::No, Transpose::No, tokens, m_headDim, tokens, 1.0f, dropped, tokens * tokens, v,
+                          tokens * m_headDim, 0.0f, heads, tokens * m_headDim, planes);
+    Tensor merged = be.empty({batch, tokens, m_width}, computeType());
+    be.swapAxes(heads, merged, batch, m_heads, tokens, m_headDim);
+    ForwardResult out = m_output.forward(pass, merged);
+    context->output = std::move(out.context);
+    if (pass.training) {
+        context->q = q;
+        context->k = k;
+        context->v = v;
+        context->probs = probs;
+        context->dropped = dropped;
+    }
+    return {out.output, std::move(context)};
+}
+
+Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* context)
+{
+    auto& saved = static_cast<AttentionContext&>(*context);
+    MANTISSA_ASSERT(saved.q.defined()); // backward follows a training forward
+    Backend& be = pass.backend;
+    const bool inputGradNeeded = pass.inputGradNeeded;
+    const std::int64_t batch = dy.shape()[0], tokens = saved.tokens;
+    const std::int64_t planes = batch * m_heads;
+    const std::int64_t headStride = tokens * m_headDim, planeStride = tokens * tokens;
+
+    pass.inputGradNeeded = true;
+    const Tensor dMerged = m_output.backward(pass, dy, saved.output.get());
+    Tensor dHeads = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
+    be.swapAxes(dMerged, dHeads, batch, tokens, m_heads, m_headDim);
+
+    // dP' = dO V^T and dV = P'^T dO, where P' is P after dropout.
+    Tensor dDropped = be.empty({planes, tokens, tokens}, scoresType());
+    be.gemmStridedBatched(Transpose::No, Transpose::Yes, tokens, tokens, m_headDim, 1.0f, dHeads, headStride, saved.v,
+                          headStride, 0.0f, dDropped, planeStride, planes);
+    Tensor dv = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
+    be.gemmStridedBatched(Transpose::Yes, Transpose::No, tokens, m_headDim, tokens, 1.0f, saved.dropped, planeStride,
+                          dHeads, headStride, 0.0f, dv, headStride, planes);
+    Tensor dProbs = dDropped;
+    if (saved.mask.defined()) {
+        dProbs = be.empty(dDropped.shape(), scoresType());
+        be.dropoutBackward(dDropped, saved.mask, dProbs);
+    }
+    Tensor dScores = be.empty(dProbs.shape(), scoresType());
+    be.softmaxBackward(saved.probs, dProbs, dScores, tokens);
+    // The GEMMs take the score gradient in the compute type, as they take every input.
+    const Tensor dS = inType(be, dScores, computeType());
+    const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
+    Tensor dq = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
+    be.gemmStridedBatched(Transpose::No, Transpose::No, tokens, m_headDim, tokens, scale, dS, planeStride, saved.k,
+                          headStride, 0.0f, dq, headStride, planes);
+    Tensor dk = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
+    be.gemmStridedBatched(Transpose::Yes, Transpose::No, tokens, m_headDim, tokens, scale, dS, planeStride, saved.q,
+                          headStride, 0.0f, dk, headStride, planes);
+
+    // Each projection's dx; their sum is the layer's (formed only when it is needed).
+    auto projectBack = [&](Linear& projection, const Tensor& dHeadsOf, LayerContext* saved) {
+        Tensor dTokens = be.empty({batch, tokens, m_width}, computeType());
+        be.swapAxes(dHeadsOf, dTokens, batch, m_heads, tokens, m_headDim);
+        return projection.backward(pass, dTokens, saved);
+    };
+    pass.inputGradNeeded = inputGradNeeded;
+    const Tensor dxV = projectBack(m_value, dv, saved.value.get());
+    const Tensor dxK = projectBack(m_key, dk, saved.key.get());
+    const Tensor dxQ = projectBack(m_query, dq, saved.query.get());
+    if (!inputGradNeeded)
+        return {};
+    Tensor dx = be.empty(dxQ.shape(), computeType());
+    be.add(dxQ, dxK, dx);
+    be.add(dx, dxV, dx);
+    return dx;
+}
+
+std::int64_t Attention::parameterCount() const
+{
+    return m_query.parameterCount() + m_key.parameterCount() + m_value.parameterCount() + m_output.parameterCount();
+}
+
+std::int64_t Attention::flopsPerSample() const
+{
+    return m_query.flopsPerSample() + m_key.flopsPerSample() + m_value.flopsPerSample() + m_output.flopsPerSample() +
+           4 * m_tokens * m_tokens * m_width;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> Attention::tensorCoreExtents() const
+{
+    return {{"width", m_width}, {"head dimension", m_headDim}, {"sequence", m_tokens}};
+}
+
+} // namespace mantissa

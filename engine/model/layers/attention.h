@@ -1,0 +1,46 @@
+#pragma once
+// Multi-head scaled dot-product self-attention over x [N, T, width], causal or not:
+//   Q, K, V = x Wq^T + bq, ...      (linear layers: GEMMs under the precision policy)
+//   S = Q_h K_h^T / sqrt(dh)         per head, as one strided-batched GEMM
+//   P = softmax(S) (causal mask), dropout on P while training
+//   O = P V_h, heads concatenated, y = O Wo^T + bo
+// "softmax": "fp32" (the default) keeps S in fp32, straight from the GEMM's fp32 accumulator,
+// and computes the softmax in fp32, as fused attention kernels do; "compute" stores S in the
+// compute dtype and computes the softmax in it, as a plain fp16 implementation does: scores
+// beyond 65504 become inf in the GEMM's rounding and their rows NaN (PyTorch issues 119131,
+// 60939). P is rounded to the compute dtype for the P V GEMM either way.
+#include "engine/model/layers/linear.h"
+
+namespace mantissa {
+
+class Attention final : public Layer {
+public:
+    // `tokens` is the model's sequence length (for FLOPs; a forward takes T from its input).
+    Attention(std::int64_t width, std::int64_t heads, std::int64_t tokens, bool causal, InternalPrecision softmax,
+              float dropout, bool bias);
+
+    LayerKind kind() const override { return LayerKind::Attention; }
+    Shape outputShape(const Shape& input) const override { return input; }
+    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    // In the order backward writes them: the output projection, then V, K, Q.
+    std::vector<Parameter*> parameters() override;
+    ForwardResult forward(PassState& pass, const Tensor& x) override;
+    Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
+    std::int64_t parameterCount() const override;
+    // The four projections (8 T width^2) and the quadratic term: S and P V, 2 T^2 width each.
+    // A causal mask skips half of S's values, but the GEMMs compute them all.
+    std::int64_t flopsPerSample() const override;
+    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
+
+    // The dtype S is stored in and the softmax computes in, for this layer's compute type.
+    DType scoresType() const;
+
+private:
+    std::int64_t m_width, m_heads, m_headDim, m_tokens;
+    bool m_causal;
+    InternalPrecision m_softmax;
+    float m_dropout;
+    Linear m_query, m_key, m_value, m_output;
+};
+
+} // namespace mantissa

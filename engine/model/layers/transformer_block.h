@@ -1,0 +1,46 @@
+#pragma once
+// The pre-norm transformer block over [N, T, width]:
+//   h = x + attention(norm1(x)),  y = h + mlp(norm2(h))
+// (GPT-2 and ViT's arrangement: the residual path itself is never normalised). Its parts are
+// named "<block>.norm1", "<block>.attention", "<block>.norm2", "<block>.mlp" and compute in the
+// block's type; the editor shows the block as one row that expands into them (parts()).
+#include "engine/model/layers/attention.h"
+#include "engine/model/layers/mlp.h"
+#include "engine/model/layers/row_norm.h"
+
+namespace mantissa {
+
+struct TransformerSettings {
+    std::int64_t width = 0, heads = 1, hidden = 0, tokens = 0;
+    bool causal = false;
+    RowNormKind norm = RowNormKind::LayerNorm;
+    InternalPrecision softmax = InternalPrecision::Fp32, statistics = InternalPrecision::Fp32;
+    float epsilon = 1e-5f, attentionDropout = 0;
+};
+
+class TransformerBlock final : public Layer {
+public:
+    explicit TransformerBlock(const TransformerSettings& s);
+
+    LayerKind kind() const override { return LayerKind::Transformer; }
+    Shape outputShape(const Shape& input) const override { return input; }
+    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    // In the order backward writes them: the MLP, norm2, attention, norm1.
+    std::vector<Parameter*> parameters() override;
+    ForwardResult forward(PassState& pass, const Tensor& x) override;
+    Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
+    std::int64_t parameterCount() const override;
+    // The parts' FLOPs and the two residual additions.
+    std::int64_t flopsPerSample() const override;
+    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
+    std::vector<const Layer*> parts() const override { return {&m_norm1, &m_attention, &m_norm2, &m_mlp}; }
+
+private:
+    std::int64_t m_values; // per sample
+    RowNorm m_norm1;
+    Attention m_attention;
+    RowNorm m_norm2;
+    Mlp m_mlp;
+};
+
+} // namespace mantissa
