@@ -62,11 +62,17 @@ Measured measure(Backend& backend, const std::string& device, const std::string&
 {
     RunConfig config = presetConfig(preset);
     config.precision = mode;
-    config.data.dataset = DatasetKind::Synthetic;
-    config.data.syntheticShape = config.model.input;
-    config.data.syntheticClasses = config.model.classes;
-    config.data.syntheticTrain = config.training.batchSize * (warmup + steps);
-    config.data.syntheticTest = config.training.batchSize;
+    if (config.data.dataset == DatasetKind::Text) {
+        // Token ids must be whole numbers below the vocabulary: a language model reads its own text.
+        config.data.limitTrain = config.training.batchSize * (warmup + steps);
+        config.data.limitTest = config.training.batchSize;
+    } else {
+        config.data.dataset = DatasetKind::Synthetic;
+        config.data.syntheticShape = config.model.input;
+        config.data.syntheticClasses = config.model.classes;
+        config.data.syntheticTrain = config.training.batchSize * (warmup + steps);
+        config.data.syntheticTest = config.training.batchSize;
+    }
     config.training.threads = threads;
     config.training.device = device;
     config.training.epochs = 1;
@@ -79,6 +85,8 @@ Measured measure(Backend& backend, const std::string& device, const std::string&
     config.training.maxSteps = steps;
     Trainer trainer(config, backend, data);
     const RunSummary summary = trainer.run();
+    if (summary.status == RunStatus::Failed)
+        throw Error(preset + " " + precisionModeName(mode) + ": the run failed: " + summary.message);
     Measured m{summary.samplesPerSecond, summary.peakBytes, "graph", summary.skippedSteps};
     if (trainer.graphSteps() == 0)
         m.stepMode = "op by op (" + trainer.graphStatus() + ")";
