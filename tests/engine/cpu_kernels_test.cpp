@@ -179,6 +179,39 @@ TEST(NativeBf16Gemm, ExactSumsAgreeToTheBit)
     EXPECT_EQ(results[0], results[1]);
 }
 
+// Attention's batched products run as one batched oneDNN matmul: each matrix of the batch,
+// transposed operands and strides included, must equal the same product made alone, on the
+// native and on the emulated path (exact sums, so to the bit).
+TEST(NativeBf16Gemm, StridedBatchedEqualsOneGemmPerMatrix)
+{
+    const std::int64_t batch = 6, m = 16, n = 24, k = 32;
+    std::vector<float> av(batch * k * m), bv(batch * n * k);
+    for (std::size_t i = 0; i < av.size(); ++i)
+        av[i] = static_cast<float>(static_cast<int>(i % 9) - 4);
+    for (std::size_t i = 0; i < bv.size(); ++i)
+        bv[i] = static_cast<float>(static_cast<int>(i % 5) - 2) * 0.25f;
+    for (CpuKernels kernels : {CpuKernels::Auto, CpuKernels::Emulated}) {
+        SCOPED_TRACE(enumKey(kernels));
+        auto b = backendWith(kernels);
+        Tensor a = upload(*b, av, Shape{batch, k, m}, DType::BF16);
+        Tensor w = upload(*b, bv, Shape{batch, n, k}, DType::BF16);
+        Tensor batched = b->empty(Shape{batch, m, n}, DType::BF16);
+        b->gemmStridedBatched(Transpose::Yes, Transpose::Yes, m, n, k, 0.5f, a, k * m, w, n * k, 0.0f, batched, m * n,
+                              batch);
+        const std::vector<float> together = download(*b, batched);
+        for (std::int64_t i = 0; i < batch; ++i) {
+            Tensor ai = upload(*b, std::vector<float>(av.begin() + i * k * m, av.begin() + (i + 1) * k * m),
+                               Shape{k, m}, DType::BF16);
+            Tensor wi = upload(*b, std::vector<float>(bv.begin() + i * n * k, bv.begin() + (i + 1) * n * k),
+                               Shape{n, k}, DType::BF16);
+            Tensor ci = b->empty(Shape{m, n}, DType::BF16);
+            b->gemm(Transpose::Yes, Transpose::Yes, m, n, k, 0.5f, ai, wi, 0.0f, ci);
+            const std::vector<float> alone = download(*b, ci);
+            ASSERT_TRUE(std::equal(alone.begin(), alone.end(), together.begin() + i * m * n)) << "matrix " << i;
+        }
+    }
+}
+
 TEST(CpuKernelPlan, EmulatedIsAlwaysAvailableAndSaysSo)
 {
     const cpu::CpuKernelPlan plan = cpu::planCpuKernels(CpuKernels::Emulated);

@@ -1,4 +1,4 @@
-// The ops attention is built from: strided-batched GEMMs (one oneDNN matmul per matrix, under
+// The ops attention is built from: strided-batched GEMMs (one batched oneDNN matmul, under
 // gemm's rules: compute-type inputs, fp32 accumulation, one rounding into C's type), the axis
 // swap that moves heads out of the token axis, and the softmax with its causal mask, in fp32
 // or, when a layer asks for it, rounded step by step to a 16-bit type (backend.h).
@@ -14,31 +14,6 @@
 
 namespace mantissa {
 
-namespace {
-
-// What oneDNN reads for one operand: bf16 bits in place on the native path, else fp32.
-class BatchOperand {
-public:
-    BatchOperand(const Tensor& t, bool native)
-    {
-        if (native) {
-            m_bytes = static_cast<const std::byte*>(t.data());
-            m_elementSize = 2;
-        } else {
-            m_bytes = reinterpret_cast<const std::byte*>(m_widened.emplace(t).data());
-            m_elementSize = sizeof(float);
-        }
-    }
-    const void* at(std::int64_t offset) const { return m_bytes + offset * m_elementSize; }
-
-private:
-    std::optional<cpu::FloatInput> m_widened;
-    const std::byte* m_bytes = nullptr;
-    std::int64_t m_elementSize = 4;
-};
-
-} // namespace
-
 void CpuBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
                                     float alpha, const Tensor& a, std::int64_t strideA, const Tensor& b,
                                     std::int64_t strideB, float beta, Tensor& c, std::int64_t strideC,
@@ -48,12 +23,11 @@ void CpuBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, 
     MANTISSA_ASSERT(a.numel() >= (batch - 1) * strideA + m * k && b.numel() >= (batch - 1) * strideB + k * n);
     MANTISSA_ASSERT(c.numel() >= (batch - 1) * strideC + m * n);
     const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
-    const BatchOperand fa(a, native);
-    const BatchOperand fb(b, native);
+    const cpu::KernelInput fa(a, native);
+    const cpu::KernelInput fb(b, native);
     cpu::FloatOutput fc(c, beta != 0.0f);
-    const cpu::MatmulShape shape{ta, tb, m, n, k, native, false, alpha, beta};
-    for (std::int64_t i = 0; i < batch; ++i)
-        m_matmul->run(shape, fa.at(i * strideA), fb.at(i * strideB), nullptr, fc.data() + i * strideC);
+    const cpu::MatmulShape shape{ta, tb, m, n, k, native, false, alpha, beta, batch, strideA, strideB, strideC};
+    m_matmul->run(shape, fa.data(), fb.data(), nullptr, fc.data());
     fc.commit();
 }
 

@@ -13,11 +13,28 @@ using dt = dnnl::memory::data_type;
 using dims = dnnl::memory::dims;
 
 // A row-major [rows, cols] operand, or the transpose of a row-major [cols, rows] buffer: the
-// strides say which, so no transposed copy is made.
-dnnl::memory::desc operand(std::int64_t rows, std::int64_t cols, bool transposed, dt type)
+// strides say which, so no transposed copy is made. Batched, a leading dimension of `batch`
+// matrices `batchStride` elements apart.
+dnnl::memory::desc operand(std::int64_t rows, std::int64_t cols, bool transposed, dt type, std::int64_t batch = 1,
+                           std::int64_t batchStride = 0)
 {
+    if (batch > 1)
+        return transposed ? dnnl::memory::desc(dims{batch, rows, cols}, type, dims{batchStride, 1, rows})
+                          : dnnl::memory::desc(dims{batch, rows, cols}, type, dims{batchStride, cols, 1});
     return transposed ? dnnl::memory::desc(dims{rows, cols}, type, dims{1, rows})
                       : dnnl::memory::desc(dims{rows, cols}, type, dims{cols, 1});
+}
+
+struct OperandDescs {
+    dnnl::memory::desc a, b, c;
+};
+
+OperandDescs operandDescs(const MatmulShape& s)
+{
+    const dt in = s.bf16Inputs ? dt::bf16 : dt::f32;
+    return {operand(s.m, s.k, s.ta == Transpose::Yes, in, s.batch, s.strideA),
+            operand(s.k, s.n, s.tb == Transpose::Yes, in, s.batch, s.strideB),
+            operand(s.m, s.n, false, dt::f32, s.batch, s.strideC)};
 }
 
 } // namespace
@@ -32,6 +49,8 @@ std::size_t OneDnnMatmul::ShapeHash::operator()(const MatmulShape& s) const
         (s.rowBias ? 8u : 0u));
     mix(std::bit_cast<std::uint32_t>(s.alpha));
     mix(std::bit_cast<std::uint32_t>(s.beta));
+    mix(std::hash<std::int64_t>{}(s.batch));
+    mix(std::hash<std::int64_t>{}(s.strideA ^ (s.strideB << 21) ^ (s.strideC << 42)));
     return h;
 }
 
@@ -39,10 +58,8 @@ dnnl::matmul& OneDnnMatmul::primitive(const MatmulShape& s)
 {
     if (auto found = m_primitives.find(s); found != m_primitives.end())
         return found->second;
-    const dt in = s.bf16Inputs ? dt::bf16 : dt::f32;
-    const auto a = operand(s.m, s.k, s.ta == Transpose::Yes, in);
-    const auto b = operand(s.k, s.n, s.tb == Transpose::Yes, in);
-    const auto c = dnnl::memory::desc(dims{s.m, s.n}, dt::f32, dims{s.n, 1});
+    MANTISSA_ASSERT(s.batch >= 1 && (s.batch == 1 || !s.rowBias));
+    const auto [a, b, c] = operandDescs(s);
     dnnl::primitive_attr attr;
     if (s.alpha != 1.0f)
         attr.set_output_scales(0, {s.alpha});
@@ -73,12 +90,12 @@ void OneDnnMatmul::run(const MatmulShape& s, const void* a, const void* b, const
     if (s.m == 0 || s.n == 0)
         return;
     dnnl::matmul& mm = primitive(s);
-    const dt in = s.bf16Inputs ? dt::bf16 : dt::f32;
     dnnl::engine& eng = m_runtime.engine();
+    const OperandDescs descs = operandDescs(s);
     // oneDNN reads through these handles and never writes the inputs.
-    dnnl::memory ma(operand(s.m, s.k, s.ta == Transpose::Yes, in), eng, const_cast<void*>(a));
-    dnnl::memory mb(operand(s.k, s.n, s.tb == Transpose::Yes, in), eng, const_cast<void*>(b));
-    dnnl::memory mc(dnnl::memory::desc(dims{s.m, s.n}, dt::f32, dims{s.n, 1}), eng, c);
+    dnnl::memory ma(descs.a, eng, const_cast<void*>(a));
+    dnnl::memory mb(descs.b, eng, const_cast<void*>(b));
+    dnnl::memory mc(descs.c, eng, c);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
     if (bias)
         args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc(dims{1, s.n}, dt::f32, dims{s.n, 1}), eng,

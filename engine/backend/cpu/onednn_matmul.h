@@ -18,6 +18,9 @@ struct MatmulShape {
     bool bf16Inputs = false; // a and b hold bf16 bits; otherwise fp32
     bool rowBias = false;    // an fp32 bias[n] joins every row before the result is written
     float alpha = 1, beta = 0;
+    // batch > 1: that many products in one primitive, the i-th operands starting strideA,
+    // strideB and strideC elements after the previous ones (attention's heads and samples).
+    std::int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
 
     bool operator==(const MatmulShape&) const = default;
 };
@@ -27,7 +30,8 @@ public:
     explicit OneDnnMatmul(OneDnnRuntime& runtime) : m_runtime(runtime) {}
 
     // c = alpha * op(a) op(b) [+ bias] [+ beta * c]: c is fp32 [m, n] row-major; a is [m, k]
-    // (or [k, m] when ta) and b is [k, n] (or [n, k] when tb), row-major.
+    // (or [k, m] when ta) and b is [k, n] (or [n, k] when tb), row-major; for each of
+    // shape.batch products at the shape's strides. A bias needs batch 1.
     void run(const MatmulShape& shape, const void* a, const void* b, const float* bias, float* c);
 
 private:
