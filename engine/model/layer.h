@@ -3,6 +3,7 @@
 // consumes, so saved activations have an owner and a lifetime.
 #include "engine/backend/backend.h"
 #include "engine/config/layer_kind.h"
+#include "engine/model/gemm_inputs.h"
 #include "engine/model/parameter.h"
 #include "engine/precision/precision_policy.h"
 
@@ -24,7 +25,7 @@ struct ForwardResult {
 
 // Sees every layer's tensors as a pass produces them. The numerics lens installs one on
 // sampled steps only (PassState::tap), so other steps pay one null check per layer.
-class LayerTap {
+class LayerTap : public GemmInputObserver {
 public:
     virtual ~LayerTap() = default;
     // After layer `index`'s forward, with its output.
@@ -32,6 +33,11 @@ public:
     // After layer `index`'s backward: its parameters' gradients are written, and
     // inputGradient is its dx (undefined for the first layer, which computes none).
     virtual void afterBackward(std::size_t index, const Tensor& inputGradient) = 0;
+    // What a recipe's quantisation did to one GEMM input of any layer, nested ones included.
+    void gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const QuantStats& stats) override
+    {
+        static_cast<void>(layer), static_cast<void>(pass), static_cast<void>(operand), static_cast<void>(stats);
+    }
 };
 
 // Runtime state shared by all layers of one pass.
@@ -61,9 +67,11 @@ public:
     // the overrides of the layers it holds against `policy`, with its own dtypes as their default.
     virtual void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
     {
-        static_cast<void>(policy);
         setComputeType(dtypes.compute());
+        m_gemmInputs.setRecipe(dtypes.gemmRecipe, policy.recipeOptions());
     }
+    // The recipe this layer's GEMMs quantise their inputs by (None outside the recipes).
+    GemmRecipe gemmRecipe() const { return m_gemmInputs.recipe(); }
 
     // Creates parameters (working, grad and fp32 grad tensors) on `backend`. masterType is fp32
     // except in pure low-precision runs. Initialisation draws from `seed`.
@@ -89,9 +97,21 @@ public:
     const std::string& name() const { return m_name; }
     void setName(std::string name) { m_name = std::move(name); }
 
+protected:
+    // An input of one of this layer's GEMMs as the GEMM should read it: quantised by the run's
+    // recipe (gemm_inputs.h), or `t` itself. Every GEMM operand of every layer goes through here.
+    Tensor gemmInput(PassState& pass, const Tensor& t, GemmPass gemm, GemmOperand operand, const KLayout& layout)
+    {
+        if (m_gemmInputs.recipe() == GemmRecipe::None)
+            return t;
+        return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, pass.tap}, t, gemm,
+                                    operand, layout);
+    }
+
 private:
     DType m_computeType = DType::F32;
     std::string m_name;
+    GemmInputQuantizer m_gemmInputs;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;
