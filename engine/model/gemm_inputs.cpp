@@ -2,6 +2,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/numerics/block_quantizer.h"
+#include "engine/numerics/fast_quantizer.h"
 #include "engine/numerics/stochastic_bits.h"
 #include "engine/util/check.h"
 
@@ -76,6 +77,10 @@ void merge(QuantStats& into, const QuantStats& s)
 void quantizeRows(std::span<const float> rows, std::span<float> out, std::size_t rowLength, const QuantFormat& format,
                   std::uint64_t firstCounter, QuantStats* stats)
 {
+    // The fast path gives the same bits; the lens's statistics need the codes, so sampled
+    // steps take the slow one.
+    if (!stats && quantizeDequantizeFast(rows, out, rowLength, format))
+        return;
     const QuantizedTensor q = quantize(rows, rowLength, format, firstCounter);
     dequantize(q, out);
     if (stats)
@@ -162,6 +167,10 @@ void quantizeGemmOperand(std::span<const float> values, std::span<float> out, co
     }
     if (!format.format.isBlocked()) {
         quantizeRows(values, out, 0, format.format, firstCounter, stats);
+        return;
+    }
+    if (layout.kind == KLayout::Kind::Along && layout.inner == 1) { // K already contiguous
+        quantizeRows(values, out, static_cast<std::size_t>(layout.k), format.format, firstCounter, stats);
         return;
     }
     std::vector<float> rows(values.size()), quantized(values.size());
