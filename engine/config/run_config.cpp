@@ -276,6 +276,14 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
             lr.read("max", c.lossScale.maxScale);
             lr.finish();
         }
+        if (const json* rc = pr.child("recipe")) {
+            ObjectReader rr(*rc, "precision.recipe", origin);
+            rr.readEnum("scale_rule", c.recipe.scaleRule);
+            rr.read("amax_history", c.recipe.amaxHistory);
+            rr.readEnum("stochastic_rounding", c.recipe.stochasticRounding);
+            rr.readEnum("keep_first_last", c.recipe.keepFirstLast);
+            rr.finish();
+        }
         pr.finish();
     }
 
@@ -308,6 +316,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
     if (c.numerics.every < 0 || c.numerics.every > 1000)
         throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to 1000 steps (got " +
                           std::to_string(c.numerics.every) + ")");
+    validateRecipeOptions(c.recipe, origin);
     if (c.training.cudnnWorkspaceMiB < 0 || c.training.cudnnWorkspaceMiB > 65536)
         throw ConfigError(origin + ": training.cudnn_workspace_mib must be 0 to 65536 (got " +
                           std::to_string(c.training.cudnnWorkspaceMiB) + ")");
@@ -380,6 +389,11 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                         {"hysteresis", ls.hysteresis},
                         {"min", ls.minScale},
                         {"max", ls.maxScale}}}};
+    if (PrecisionPolicy(c.precision).recipe() != GemmRecipe::None || c.recipe != RecipeOptions{})
+        j["precision"]["recipe"] = {{"scale_rule", enumKey(c.recipe.scaleRule)},
+                                    {"amax_history", c.recipe.amaxHistory},
+                                    {"stochastic_rounding", enumKey(c.recipe.stochasticRounding)},
+                                    {"keep_first_last", enumKey(c.recipe.keepFirstLast)}};
     j["training"] = {{"batch_size", c.training.batchSize},
                      {"epochs", c.training.epochs},
                      {"max_steps", c.training.maxSteps},

@@ -129,6 +129,7 @@ struct RunConfig {
     ScheduleSpec schedule;
     PrecisionMode precision = PrecisionMode::Fp32;
     LossScaleSpec lossScale;
+    RecipeOptions recipe; // precision.recipe: options of the sub-16-bit recipes (gemm_recipe.h)
     TrainingSpec training;
     NumericsSpec numerics;
 };

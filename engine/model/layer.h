@@ -3,6 +3,7 @@
 // consumes, so saved activations have an owner and a lifetime.
 #include "engine/backend/backend.h"
 #include "engine/config/layer_kind.h"
+#include "engine/model/gemm_inputs.h"
 #include "engine/model/parameter.h"
 #include "engine/precision/precision_policy.h"
 
@@ -24,7 +25,7 @@ struct ForwardResult {
 
 // Sees every layer's tensors as a pass produces them. The numerics lens installs one on
 // sampled steps only (PassState::tap), so other steps pay one null check per layer.
-class LayerTap {
+class LayerTap : public GemmInputObserver {
 public:
     virtual ~LayerTap() = default;
     // After layer `index`'s forward, with its output.
@@ -40,6 +41,11 @@ public:
         static_cast<void>(index);
         static_cast<void>(tensor);
         static_cast<void>(t);
+    }
+    // What a recipe's quantisation did to one GEMM input of any layer, nested ones included.
+    void gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const QuantStats& stats) override
+    {
+        static_cast<void>(layer), static_cast<void>(pass), static_cast<void>(operand), static_cast<void>(stats);
     }
 };
 
@@ -71,9 +77,11 @@ public:
     // the overrides of the layers it holds against `policy`, with its own dtypes as their default.
     virtual void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
     {
-        static_cast<void>(policy);
         setComputeType(dtypes.compute());
+        m_gemmInputs.setRecipe(dtypes.gemmRecipe, policy.recipeOptions());
     }
+    // The recipe this layer's GEMMs quantise their inputs by (None outside the recipes).
+    GemmRecipe gemmRecipe() const { return m_gemmInputs.recipe(); }
 
     // Creates parameters (working, grad and fp32 grad tensors) on `backend`. masterType is fp32
     // except in pure low-precision runs. Initialisation draws from `seed`.
@@ -105,9 +113,21 @@ public:
     const std::string& name() const { return m_name; }
     void setName(std::string name) { m_name = std::move(name); }
 
+protected:
+    // An input of one of this layer's GEMMs as the GEMM should read it: quantised by the run's
+    // recipe (gemm_inputs.h), or `t` itself. Every GEMM operand of every layer goes through here.
+    Tensor gemmInput(PassState& pass, const Tensor& t, GemmPass gemm, GemmOperand operand, const KLayout& layout)
+    {
+        if (m_gemmInputs.recipe() == GemmRecipe::None)
+            return t;
+        return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, pass.tap}, t, gemm,
+                                    operand, layout);
+    }
+
 private:
     DType m_computeType = DType::F32;
     std::string m_name;
+    GemmInputQuantizer m_gemmInputs;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

@@ -6,18 +6,57 @@
 #include "engine/model/model_validation.h"
 #include "engine/util/check.h"
 
+#include <algorithm>
+
 namespace mantissa {
 
-Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed)
+namespace {
+
+bool multipliesMatrices(LayerKind kind) { return kind == LayerKind::Linear || kind == LayerKind::Conv2d; }
+
+// NVFP4 refuses partial blocks (its 16-element blocks are what the hardware reads, NVIDIA's
+// recipe keeps such layers in bf16): the widths that are a GEMM's K must be multiples of 16.
+void checkRecipeFits(std::size_t index, const LayerSpec& spec, const Shape& input, GemmRecipe recipe)
+{
+    if (recipe != GemmRecipe::Nvfp4 || !multipliesMatrices(spec.type))
+        return;
+    const std::size_t block = recipeBlockSize(recipe);
+    const bool linear = spec.type == LayerKind::Linear;
+    const std::pair<const char*, std::int64_t> widths[] = {
+        {linear ? "input features" : "input channels", linear ? input.dims().back() : input[0]},
+        {linear ? "units" : "filters", linear ? spec.units : spec.filters}};
+    for (const auto& [field, width] : widths)
+        if (width % static_cast<std::int64_t>(block) != 0)
+            throw ConfigError("layer " + std::to_string(index) + " (" + std::string(enumKey(spec.type)) +
+                              "): " + gemmRecipeName(recipe) + " quantises blocks of " + std::to_string(block) +
+                              " along K, but its " + field + " (" + std::to_string(width) + ") is not a multiple of " +
+                              std::to_string(block) +
+                              "; keep the layer in bf16 (\"precision\": \"bf16\") or change its width");
+}
+
+} // namespace
+
+Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
+             const RecipeOptions& recipe)
     : m_input(spec.input), m_classes(spec.classes)
 {
     const ModelReport report = validateModel(spec);
     if (!report.valid())
         throw ConfigError(report.error);
-    const PrecisionPolicy policy(mode);
+    const PrecisionPolicy policy(mode, recipe);
+    // The layers a recipe may keep in bf16: the first and the last that multiply matrices
+    // (NVIDIA's NVFP4 and the MX training recipes keep them high; precision.recipe.keep_first_last).
+    std::size_t firstGemm = spec.layers.size(), lastGemm = spec.layers.size();
+    for (std::size_t i = 0; i < spec.layers.size(); ++i)
+        if (multipliesMatrices(spec.layers[i].type)) {
+            firstGemm = std::min(firstGemm, i);
+            lastGemm = i;
+        }
+    const bool keepEnds = keepsFirstAndLastLayers(policy.recipe(), recipe);
     Shape shape(spec.input);
     TokenEmbedding* embedding = nullptr; // the first one, which a tied head shares (validated)
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+        const Shape layerInput = shape;
         LayerPtr layer = createLayer(spec.layers[i], shape);
         shape = perSampleOutput(*layer, shape);
         layer->setName(std::to_string(i) + "." + std::string(enumKey(layer->kind())));
@@ -30,7 +69,11 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
             head->tieWeight(embedding->table());
             embedding->setTableShared(true);
         }
-        const LayerDTypes dtypes = policy.layer(spec.layers[i].precision);
+        LayerPrecision override = spec.layers[i].precision;
+        if (override == LayerPrecision::Auto && keepEnds && (i == firstGemm || i == lastGemm))
+            override = LayerPrecision::Bf16;
+        const LayerDTypes dtypes = policy.layer(override);
+        checkRecipeFits(i, spec.layers[i], layerInput, dtypes.gemmRecipe);
         layer->applyPrecision(policy, dtypes);
         layer->createParameters(backend, dtypes.master, seed);
         m_layers.push_back(std::move(layer));

@@ -18,8 +18,11 @@ struct ModelForward {
 class Model {
 public:
     // Validates the spec (ConfigError "layer 5 (linear): ..." on failure), builds the layers,
-    // applies `mode` and the per-layer overrides, and creates parameters on `backend`.
-    Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed);
+    // applies `mode` and the per-layer overrides, and creates parameters on `backend`. Under a
+    // recipe the first and last GEMM layers stay in bf16 when `recipe` says so, and a layer
+    // whose widths the recipe's blocks do not divide is a ConfigError naming it.
+    Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
+          const RecipeOptions& recipe = {});
 
     // x: [N, input...] in any dtype; returns logits in the last layer's compute type.
     ModelForward forward(PassState& pass, const Tensor& x);

@@ -22,6 +22,7 @@ struct ModeRow {
                                  // masters, in each layer's weight dtype (pure modes)
     LossScaleType autoLossScale; // what precision.loss_scale.type auto means
     DType lensTarget;            // see PrecisionPolicy::lensTarget
+    GemmRecipe recipe = GemmRecipe::None;
 };
 
 // Loss scaling: fp16 gradients below 2^-24 flush to zero, and mixed fp16 is the mode meant to
@@ -34,6 +35,25 @@ constexpr std::array kModes{
     ModeRow{PrecisionMode::MixedFp16, uniform(DType::F16), DType::F32, LossScaleType::Dynamic, DType::F16},
     ModeRow{PrecisionMode::MixedBf16, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16},
     ModeRow{PrecisionMode::Bf16, uniform(DType::BF16), std::nullopt, LossScaleType::None, DType::BF16},
+    // The recipes store activations and gradients in bf16 with fp32 masters, as mixed bf16. Their
+    // scaled formats fit each tensor's range themselves (per tensor, per block), so they need no
+    // loss scaling either (Transformer Engine and the MX and NVFP4 recipes train without it).
+    ModeRow{PrecisionMode::Fp8Hybrid, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16,
+            GemmRecipe::Fp8Hybrid},
+    ModeRow{PrecisionMode::Fp8E4m3, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16,
+            GemmRecipe::Fp8E4m3},
+    ModeRow{PrecisionMode::Fp8Delayed, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16,
+            GemmRecipe::Fp8Delayed},
+    ModeRow{PrecisionMode::Fp8Block, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16,
+            GemmRecipe::Fp8Block},
+    ModeRow{PrecisionMode::Mxfp8, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16,
+            GemmRecipe::Mxfp8},
+    ModeRow{PrecisionMode::Mxfp6, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16,
+            GemmRecipe::Mxfp6},
+    ModeRow{PrecisionMode::Mxfp4, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16,
+            GemmRecipe::Mxfp4},
+    ModeRow{PrecisionMode::Nvfp4, uniform(DType::BF16), DType::F32, LossScaleType::None, DType::BF16,
+            GemmRecipe::Nvfp4},
 };
 
 // One row per override: the compute dtypes it forces (nullopt: follow the mode or the block).
@@ -63,6 +83,31 @@ constexpr std::array kModeNames{
     EnumEntry<PrecisionMode>{PrecisionMode::Bf16, "bf16", "pure bf16",
                              "Pure bf16: weights, gradients and optimizer state in bf16. 8 bits of precision, so small "
                              "updates round away."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Fp8Hybrid, "fp8-hybrid", "FP8 hybrid",
+                             "Mixed bf16 whose GEMMs take FP8: E4M3 forward operands, E5M2 gradients, one scale per "
+                             "tensor from its amax now (Transformer Engine's current scaling)."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Fp8E4m3, "fp8-e4m3", "FP8 E4M3",
+                             "Mixed bf16 whose GEMMs take FP8 E4M3 for every operand, gradients included, one "
+                             "scale per tensor (current scaling)."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Fp8Delayed, "fp8-delayed", "FP8 delayed scaling",
+                             "FP8 hybrid with each tensor's scale from the largest amax of the previous steps "
+                             "(precision.recipe.amax_history; Transformer Engine's DelayedScaling)."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Fp8Block, "fp8-block", "FP8 block (1x128)",
+                             "Mixed bf16 whose GEMMs take E4M3 with an fp32 scale per 1x128 tile of activations "
+                             "and gradients and per 128x128 block of weights (DeepSeek-V3)."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Mxfp8, "mxfp8", "MXFP8",
+                             "Mixed bf16 whose GEMMs take MXFP8: E4M3 elements with an E8M0 scale per 32 along K "
+                             "(OCP MX v1.0)."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Mxfp6, "mxfp6", "MXFP6",
+                             "Mixed bf16 whose GEMMs take MXFP6: E2M3 forward operands, E3M2 gradients, an E8M0 "
+                             "scale per 32 along K."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Mxfp4, "mxfp4", "MXFP4",
+                             "Mixed bf16 whose GEMMs take MXFP4: E2M1 elements with an E8M0 scale per 32 along K; "
+                             "the first and last layers stay in bf16 unless precision.recipe says otherwise."},
+    EnumEntry<PrecisionMode>{PrecisionMode::Nvfp4, "nvfp4", "NVFP4",
+                             "Mixed bf16 whose GEMMs take NVFP4: E2M1 elements, an E4M3 scale per 16 along K and "
+                             "an fp32 scale per tensor; gradients rounded stochastically; first and last layers "
+                             "in bf16."},
 };
 
 constexpr std::array kOverrideNames{
@@ -133,7 +178,8 @@ DType LayerDTypes::operator[](TensorRole role) const
     assertionFailed("unknown tensor role", __FILE__, __LINE__);
 }
 
-PrecisionPolicy::PrecisionPolicy(PrecisionMode mode) : m_mode(mode)
+PrecisionPolicy::PrecisionPolicy(PrecisionMode mode, const RecipeOptions& recipeOptions)
+    : m_mode(mode), m_recipeOptions(recipeOptions)
 {
     modeRow(mode); // every mode has a row: a missing one fails here, at the start of a run
 }
@@ -145,6 +191,7 @@ LayerDTypes PrecisionPolicy::layer(LayerPrecision override) const
     top.weight = mode.weight;
     top.activation = mode.activation;
     top.gradient = mode.gradient;
+    top.gemmRecipe = modeRow(m_mode).recipe;
     return layer(override, top);
 }
 
@@ -155,6 +202,7 @@ LayerDTypes PrecisionPolicy::layer(LayerPrecision override, const LayerDTypes& e
         d.weight = forced->weight;
         d.activation = forced->activation;
         d.gradient = forced->gradient;
+        d.gemmRecipe = GemmRecipe::None; // a layer kept in 16 or 32 bits multiplies them as they are
     }
     // The masters follow the layer's own weights in the pure modes, so a layer kept in fp32
     // in a pure fp16 run also keeps fp32 weights (and an fp32 optimizer state).
@@ -168,6 +216,8 @@ LossScaleType PrecisionPolicy::resolveLossScale(LossScaleType requested) const
 {
     return requested == LossScaleType::Auto ? modeRow(m_mode).autoLossScale : requested;
 }
+
+GemmRecipe PrecisionPolicy::recipe() const { return modeRow(m_mode).recipe; }
 
 DType PrecisionPolicy::lensTarget() const { return modeRow(m_mode).lensTarget; }
 

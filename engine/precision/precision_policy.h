@@ -6,6 +6,7 @@
 // one per layer override, so that a new format (fp8's E4M3 forward and E5M2 backward, a
 // block-scaled type) is a new row there, not an edit of every layer and panel.
 #include "engine/numerics/dtype.h"
+#include "engine/precision/gemm_recipe.h"
 #include "engine/util/enum_table.h"
 
 #include <cstdint>
@@ -14,7 +15,22 @@
 
 namespace mantissa {
 
-enum class PrecisionMode : std::uint8_t { Fp32, Fp16, MixedFp16, MixedBf16, Bf16 };
+// The last eight are the sub-16-bit recipes (gemm_recipe.h): mixed bf16 whose GEMMs quantise their inputs.
+enum class PrecisionMode : std::uint8_t {
+    Fp32,
+    Fp16,
+    MixedFp16,
+    MixedBf16,
+    Bf16,
+    Fp8Hybrid,
+    Fp8E4m3,
+    Fp8Delayed,
+    Fp8Block,
+    Mxfp8,
+    Mxfp6,
+    Mxfp4,
+    Nvfp4
+};
 // A per-layer precision override: Auto follows the run's mode (or the enclosing block's override).
 enum class LayerPrecision : std::uint8_t { Auto, Fp32, Fp16, Bf16 };
 // precision.loss_scale.type: Auto is resolved per mode by PrecisionPolicy::resolveLossScale.
@@ -47,6 +63,9 @@ struct LayerDTypes {
     DType gradient = DType::F32;
     DType master = DType::F32;
     DType optimizerState = DType::F32;
+    // The recipe the layer's GEMMs quantise their inputs by (None: they multiply the compute
+    // type as it is). A per-layer override to fp32, fp16 or bf16 clears it.
+    GemmRecipe gemmRecipe = GemmRecipe::None;
 
     DType operator[](TensorRole role) const;
     // The dtype a layer computes and stores its output in (Layer::computeType). Every format so
@@ -58,9 +77,12 @@ struct LayerDTypes {
 
 class PrecisionPolicy {
 public:
-    explicit PrecisionPolicy(PrecisionMode mode);
+    explicit PrecisionPolicy(PrecisionMode mode, const RecipeOptions& recipeOptions = {});
 
     PrecisionMode mode() const { return m_mode; }
+    // The mode's GEMM recipe (None for the 16- and 32-bit modes) and its options.
+    GemmRecipe recipe() const;
+    const RecipeOptions& recipeOptions() const { return m_recipeOptions; }
 
     // A top-level layer's dtypes: its override's, or the mode's for LayerPrecision::Auto.
     LayerDTypes layer(LayerPrecision override = LayerPrecision::Auto) const;
@@ -78,6 +100,7 @@ public:
 
 private:
     PrecisionMode m_mode;
+    RecipeOptions m_recipeOptions;
 };
 
 } // namespace mantissa

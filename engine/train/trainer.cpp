@@ -38,7 +38,11 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
     if (config.training.batchSize > data.train.size())
         throw ConfigError("training.batch_size " + std::to_string(config.training.batchSize) + " is larger than " +
                           data.train.name + " (" + std::to_string(data.train.size()) + " samples)");
-    m_model = std::make_unique<Model>(config.model, config.precision, backend, config.training.seed);
+    if (const GemmRecipe recipe = PrecisionPolicy(config.precision).recipe();
+        recipe != GemmRecipe::None && backend.device().kind != DeviceKind::Cpu)
+        throw UnsupportedError("precision.mode " + gemmRecipeName(recipe) + " runs on the CPU only: " + backend.name() +
+                               " has no kernels that quantise GEMM inputs yet (set training.device to cpu)");
+    m_model = std::make_unique<Model>(config.model, config.precision, backend, config.training.seed, config.recipe);
     m_params = m_model->parametersInBackwardOrder();
     m_optimizer.attach(backend, m_params);
     m_scalars.inputs = backend.empty({kStepInputCount}, DType::F32);

@@ -106,7 +106,8 @@ private slots:
         QTest::addColumn<QString>("message");
         QTest::newRow("unknown") << QStringList{QStringLiteral("--precisions"), QStringLiteral("fp32,fp8")}
                                  << QStringLiteral("--precisions is \"fp8\"; expected fp32, fp16, mixed-fp16, "
-                                                   "mixed-bf16 or bf16");
+                                                   "mixed-bf16, bf16, fp8-hybrid, fp8-e4m3, fp8-delayed, fp8-block, "
+                                                   "mxfp8, mxfp6, mxfp4 or nvfp4");
         QTest::newRow("missing") << QStringList{} << QStringLiteral("--precisions is required");
         QTest::newRow("--precision") << QStringList{QStringLiteral("--precision"), QStringLiteral("fp16")}
                                      << QStringLiteral("not --precision");

@@ -212,7 +212,8 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
         {config(R"(, "precision": "fp8")", ""),
          "test.json: model.layers[0].precision is \"fp8\"; expected auto, fp32, fp16 or bf16"},
         {config("", R"(, "precision": {"mode": "fp8"})"),
-         "test.json: precision.mode is \"fp8\"; expected fp32, fp16, mixed-fp16, mixed-bf16 or bf16"},
+         "test.json: precision.mode is \"fp8\"; expected fp32, fp16, mixed-fp16, mixed-bf16, bf16, fp8-hybrid, "
+         "fp8-e4m3, fp8-delayed, fp8-block, mxfp8, mxfp6, mxfp4 or nvfp4"},
         {config("", R"(, "precision": {"loss_scale": {"type": "dynamc"}})"),
          "test.json: precision.loss_scale.type is \"dynamc\"; expected auto, none, static or dynamic"},
         {config("", R"(, "optimizer": {"type": "rmsprop"})"),
@@ -294,6 +295,9 @@ TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
     EXPECT_EQ(documentedValues("schedule.type"), engineValues<ScheduleKind>());
     EXPECT_EQ(documentedValues("precision.mode"), engineValues<PrecisionMode>());
     EXPECT_EQ(documentedValues("precision.loss_scale.type"), engineValues<LossScaleType>());
+    EXPECT_EQ(documentedValues("precision.recipe.scale_rule"), engineValues<MxScaleRule>());
+    EXPECT_EQ(documentedValues("precision.recipe.stochastic_rounding"), engineValues<RecipeSwitch>());
+    EXPECT_EQ(documentedValues("precision.recipe.keep_first_last"), engineValues<RecipeSwitch>());
     EXPECT_EQ(documentedValues("training.graphs"), engineValues<AutoSwitch>());
     EXPECT_EQ(documentedValues("training.cpu_kernels"), engineValues<CpuKernels>());
     EXPECT_EQ(documentedValues("training.run_ahead"), engineValues<AutoSwitch>());

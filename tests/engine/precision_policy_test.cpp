@@ -29,6 +29,15 @@ const ModeCase kModeCases[] = {
     {PrecisionMode::MixedFp16, F16, F16, F16, F32, F32, LossScaleType::Dynamic, F16},
     {PrecisionMode::MixedBf16, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
     {PrecisionMode::Bf16, BF16, BF16, BF16, BF16, BF16, LossScaleType::None, BF16},
+    // The sub-16-bit recipes store as mixed bf16 does; their GEMM inputs are gemm_recipe_test's.
+    {PrecisionMode::Fp8Hybrid, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
+    {PrecisionMode::Fp8E4m3, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
+    {PrecisionMode::Fp8Delayed, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
+    {PrecisionMode::Fp8Block, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
+    {PrecisionMode::Mxfp8, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
+    {PrecisionMode::Mxfp6, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
+    {PrecisionMode::Mxfp4, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
+    {PrecisionMode::Nvfp4, BF16, BF16, BF16, F32, F32, LossScaleType::None, BF16},
 };
 
 const ModeCase& caseOf(PrecisionMode mode)
@@ -146,7 +155,8 @@ TYPED_TEST(EnumTableTest, AnUnknownKeyNamesTheFieldAndListsEveryLegalValue)
 
 TEST(EnumTable, KeyListsReadAsEnglish)
 {
-    EXPECT_EQ(enumKeyList<PrecisionMode>(), "fp32, fp16, mixed-fp16, mixed-bf16 or bf16");
+    EXPECT_EQ(enumKeyList<PrecisionMode>(), "fp32, fp16, mixed-fp16, mixed-bf16, bf16, fp8-hybrid, fp8-e4m3, "
+                                            "fp8-delayed, fp8-block, mxfp8, mxfp6, mxfp4 or nvfp4");
     EXPECT_EQ(enumKeyList<LayerPrecision>(), "auto, fp32, fp16 or bf16");
     EXPECT_EQ(enumKeyList<AutoSwitch>(), "auto, on or off");
     EXPECT_EQ(unknownEnumMessage<OptimizerKind>("optimizer.type", "rmsprop"),

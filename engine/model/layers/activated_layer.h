@@ -11,6 +11,11 @@ public:
 
     LayerKind kind() const override { return m_inner->kind(); }
     Shape outputShape(const Shape& input) const override { return m_inner->outputShape(input); }
+    void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes) override
+    {
+        Layer::applyPrecision(policy, dtypes);
+        m_inner->applyPrecision(policy, dtypes); // the inner layer's GEMMs follow the recipe
+    }
     void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
     std::vector<Parameter*> parameters() override { return m_inner->parameters(); }
     std::vector<std::pair<std::string, Tensor*>> buffers() override { return m_inner->buffers(); }

@@ -1,0 +1,252 @@
+#include "engine/model/gemm_inputs.h"
+
+#include "engine/backend/backend.h"
+#include "engine/numerics/block_quantizer.h"
+#include "engine/numerics/fast_quantizer.h"
+#include "engine/numerics/stochastic_bits.h"
+#include "engine/util/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace mantissa {
+
+namespace {
+
+// values[layout order] -> rows with K contiguous.
+void gather(std::span<const float> src, std::span<float> dst, const KLayout& l)
+{
+    if (l.kind == KLayout::Kind::Along) {
+        if (l.inner == 1) {
+            std::copy(src.begin(), src.end(), dst.begin());
+            return;
+        }
+        for (std::int64_t o = 0; o < l.outer; ++o)
+            for (std::int64_t kk = 0; kk < l.k; ++kk) {
+                const float* from = src.data() + (o * l.k + kk) * l.inner;
+                float* to = dst.data() + o * l.inner * l.k + kk;
+                for (std::int64_t i = 0; i < l.inner; ++i)
+                    to[i * l.k] = from[i];
+            }
+        return;
+    }
+    // [k1, rows, k2] -> [rows, k1 * k2]
+    for (std::int64_t a = 0; a < l.outer; ++a)
+        for (std::int64_t r = 0; r < l.k; ++r)
+            std::copy_n(src.data() + (a * l.k + r) * l.inner, l.inner, dst.data() + (r * l.outer + a) * l.inner);
+}
+
+void scatter(std::span<const float> src, std::span<float> dst, const KLayout& l)
+{
+    if (l.kind == KLayout::Kind::Along) {
+        if (l.inner == 1) {
+            std::copy(src.begin(), src.end(), dst.begin());
+            return;
+        }
+        for (std::int64_t o = 0; o < l.outer; ++o)
+            for (std::int64_t kk = 0; kk < l.k; ++kk) {
+                const float* from = src.data() + o * l.inner * l.k + kk;
+                float* to = dst.data() + (o * l.k + kk) * l.inner;
+                for (std::int64_t i = 0; i < l.inner; ++i)
+                    to[i] = from[i * l.k];
+            }
+        return;
+    }
+    for (std::int64_t a = 0; a < l.outer; ++a)
+        for (std::int64_t r = 0; r < l.k; ++r)
+            std::copy_n(src.data() + (r * l.outer + a) * l.inner, l.inner, dst.data() + (a * l.k + r) * l.inner);
+}
+
+void merge(QuantStats& into, const QuantStats& s)
+{
+    into.elements += s.elements;
+    into.blocks += s.blocks;
+    into.clippedBlocks += s.clippedBlocks;
+    into.nanScaleBlocks += s.nanScaleBlocks;
+    into.flushedToZero += s.flushedToZero;
+    into.nonFinite += s.nonFinite;
+    into.signalEnergy += s.signalEnergy;
+    into.noiseEnergy += s.noiseEnergy;
+    for (const auto& [exponent, count] : s.scaleExponents)
+        into.scaleExponents[exponent] += count;
+}
+
+// Rows of K-contiguous values through the block quantiser.
+void quantizeRows(std::span<const float> rows, std::span<float> out, std::size_t rowLength, const QuantFormat& format,
+                  std::uint64_t firstCounter, QuantStats* stats)
+{
+    // The fast path gives the same bits; the lens's statistics need the codes, so sampled
+    // steps take the slow one.
+    if (!stats && quantizeDequantizeFast(rows, out, rowLength, format))
+        return;
+    const QuantizedTensor q = quantize(rows, rowLength, format, firstCounter);
+    dequantize(q, out);
+    if (stats)
+        merge(*stats, measureQuantization(rows, q, out));
+}
+
+// One fp32 scale per square tile of the weight matrix [rows, cols] (DeepSeek-V3's 128x128):
+// each tile is quantised as a tensor of its own with the per-tensor rule.
+void quantizeTiles(std::span<const float> w, std::span<float> out, std::int64_t rows, std::size_t tile,
+                   const QuantFormat& format, QuantStats* stats)
+{
+    const std::int64_t cols = static_cast<std::int64_t>(w.size()) / rows;
+    const auto t = static_cast<std::int64_t>(tile);
+    std::vector<float> buffer, quantized;
+    for (std::int64_t r0 = 0; r0 < rows; r0 += t)
+        for (std::int64_t c0 = 0; c0 < cols; c0 += t) {
+            const std::int64_t h = std::min(t, rows - r0), wd = std::min(t, cols - c0);
+            buffer.resize(static_cast<std::size_t>(h * wd));
+            quantized.resize(buffer.size());
+            for (std::int64_t r = 0; r < h; ++r)
+                std::copy_n(w.data() + (r0 + r) * cols + c0, wd, buffer.data() + r * wd);
+            quantizeRows(buffer, quantized, 0, format, 0, stats);
+            for (std::int64_t r = 0; r < h; ++r)
+                std::copy_n(quantized.data() + r * wd, wd, out.data() + (r0 + r) * cols + c0);
+        }
+}
+
+// The whole tensor with a given fp32 scale (delayed scaling): encode(x * s) saturating,
+// values decode(code) / s, as Transformer Engine's cast with a scale from the amax history.
+void quantizeWithScale(std::span<const float> values, std::span<float> out, const QuantFormat& format, float scale,
+                       QuantStats* stats)
+{
+    QuantizedTensor q;
+    q.format = format;
+    q.rowLength = q.blockSize = std::max<std::size_t>(values.size(), 1);
+    q.codes.resize(values.size());
+    BlockScale block{1.0f / scale, -1, 0.0f, false, false};
+    const float inverse = 1.0f / scale;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const EncodedMiniFloat e =
+            encodeMiniFloatWith(values[i] * scale, format.element, Rounding::NearestEven, OverflowRule::Saturate, 0);
+        q.codes[i] = e.code;
+        out[i] = decodeMiniFloat(e.code, format.element) * inverse;
+        if (std::isfinite(values[i]))
+            block.amax = std::max(block.amax, std::abs(values[i]));
+        block.clipped = block.clipped || (e.overflowed && std::isfinite(values[i]));
+    }
+    q.blocks.push_back(block);
+    if (stats)
+        merge(*stats, measureQuantization(values, q, out));
+}
+
+float finiteAmax(std::span<const float> values)
+{
+    float amax = 0.0f;
+    for (const float v : values)
+        if (std::isfinite(v))
+            amax = std::max(amax, std::abs(v));
+    return amax;
+}
+
+std::uint64_t nameHash(const std::string& s)
+{
+    std::uint64_t h = 1469598103934665603ull; // FNV-1a
+    for (const char c : s)
+        h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+}
+
+} // namespace
+
+void quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& layout,
+                         const OperandFormat& format, std::int64_t weightRows, float delayedScale,
+                         std::uint64_t firstCounter, QuantStats* stats)
+{
+    MANTISSA_ASSERT(static_cast<std::int64_t>(values.size()) == layout.count() && out.size() == values.size());
+    if (format.tile2d > 0) { // a weight's tiles do not depend on which way K runs through it
+        quantizeTiles(values, out, weightRows, format.tile2d, format.format, stats);
+        return;
+    }
+    if (format.delayed) { // one scale for the tensor: the layout does not matter either
+        quantizeWithScale(values, out, format.format, delayedScale, stats);
+        return;
+    }
+    if (!format.format.isBlocked()) {
+        quantizeRows(values, out, 0, format.format, firstCounter, stats);
+        return;
+    }
+    if (layout.kind == KLayout::Kind::Along && layout.inner == 1) { // K already contiguous
+        quantizeRows(values, out, static_cast<std::size_t>(layout.k), format.format, firstCounter, stats);
+        return;
+    }
+    std::vector<float> rows(values.size()), quantized(values.size());
+    gather(values, rows, layout);
+    quantizeRows(rows, quantized, static_cast<std::size_t>(layout.rowLength()), format.format, firstCounter, stats);
+    scatter(quantized, out, layout);
+}
+
+void GemmInputQuantizer::setRecipe(GemmRecipe recipe, const RecipeOptions& options)
+{
+    m_recipe = recipe;
+    m_options = options;
+    m_history = {};
+}
+
+float GemmInputQuantizer::delayedScaleFor(AmaxHistory& h, const GemmInputCall& call, MiniFloat element)
+{
+    // A new step closes the previous one: its amax joins the history and the scale for this
+    // step follows from the history's largest (TE's amax_compute_algo "max", margin 0). An amax
+    // of 0 or a non-finite one keeps the previous scale, as TE's _default_sf_compute does.
+    if (call.training && h.open && h.step != call.step) {
+        h.amaxes.push_back(h.pending);
+        while (h.amaxes.size() > static_cast<std::size_t>(m_options.amaxHistory))
+            h.amaxes.pop_front();
+        h.open = false;
+        const float amax = *std::max_element(h.amaxes.begin(), h.amaxes.end());
+        if (amax > 0.0f && std::isfinite(amax))
+            h.scale = std::min(miniFloatFormat(element).maxFinite() / amax, std::numeric_limits<float>::max());
+    }
+    return h.scale;
+}
+
+Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
+                                   const KLayout& layout)
+{
+    if (m_recipe == GemmRecipe::None)
+        return t;
+    if (t.device().kind != DeviceKind::Cpu)
+        throw UnsupportedError("precision mode " + gemmRecipeName(m_recipe) + " (layer " + call.layer +
+                               "): the CUDA backend does not quantise GEMM inputs yet; run recipes on the CPU "
+                               "(training.device cpu)");
+    MANTISSA_ASSERT(layout.count() == t.numel());
+    const OperandFormat format = operandFormat(m_recipe, operand, m_options);
+    OperandFormat seeded = format;
+    seeded.format.encoding.seed = call.seed;
+    const std::vector<float> values = t.toFloats();
+
+    float scale = 1.0f;
+    AmaxHistory& history = m_history[static_cast<int>(operand)];
+    if (format.delayed) {
+        scale = delayedScaleFor(history, call, format.format.element);
+        if (call.training) {
+            const float amax = finiteAmax(values);
+            history.pending = history.open ? std::max(history.pending, amax) : amax;
+            history.open = true;
+            history.step = call.step;
+        }
+    }
+    // Stochastic rounding draws from a counter unique to (step, layer, GEMM, operand), so that
+    // a run repeats bit for bit and no two tensors share their random bits.
+    const std::uint64_t counter =
+        splitMix64(nameHash(call.layer) ^ splitMix64(call.step * 8 + static_cast<std::uint64_t>(pass) * 3 +
+                                                     static_cast<std::uint64_t>(operand)));
+    Tensor out = call.backend.empty(t.shape(), DType::F32);
+    std::span<float> result(out.f32(), static_cast<std::size_t>(t.numel()));
+    QuantStats stats;
+    try {
+        quantizeGemmOperand(values, result, layout, seeded, t.shape()[0], scale, counter,
+                            call.observer ? &stats : nullptr);
+    } catch (const ConfigError& e) {
+        throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +
+                          std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());
+    }
+    if (call.observer)
+        call.observer->gemmInput(call.layer, pass, operand, stats);
+    return out;
+}
+
+} // namespace mantissa

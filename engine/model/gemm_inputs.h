@@ -1,0 +1,109 @@
+#pragma once
+// The one place where a layer's GEMM inputs are quantised by the run's recipe
+// (engine/precision/gemm_recipe.h). Every layer that multiplies (linear, conv2d, and any layer
+// whose projections go through the backend's GEMM) hands each operand to
+// Layer::gemmInput() before the GEMM; without a recipe the operand comes back untouched.
+//
+// On the CPU an operand is quantise-dequantised into a new fp32 tensor: its values are exactly
+// the format's values times their scales, which the existing fp32 GEMM and convolution then
+// multiply with fp32 accumulation, writing the layer's bf16 output. Blocks run along the
+// GEMM's reduction dimension K (KLayout says where K lies in the operand's buffer); an
+// operand whose K is not contiguous is gathered so that it is, quantised, and scattered back.
+// A convolution's blocks are formed over the stored tensor as an implicit GEMM over NHWC data
+// reads it: along the channels at each pixel for the forward and data-gradient GEMMs (K's
+// channel part), along batch x space for each channel for the weight gradient. The
+// overlapping patches of an explicit im2col are not re-blocked each on their own.
+#include "engine/numerics/quant_stats.h"
+#include "engine/precision/gemm_recipe.h"
+#include "engine/tensor/tensor.h"
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+
+namespace mantissa {
+
+class Backend;
+
+// Where K lies in an operand's row-major buffer.
+//  Along:  the buffer is [outer, k, inner]; a block runs along k for each (outer, inner).
+//          rows(r, k) is [r, k, 1], the contiguous case.
+//  Around: the buffer is [k1, outer, k2]; a block runs along (k1, k2) for each outer (the
+//          weight gradient of a convolution, whose K is batch x pixels and whose "rows" are
+//          the channels).
+struct KLayout {
+    enum class Kind : std::uint8_t { Along, Around };
+    Kind kind = Kind::Along;
+    std::int64_t outer = 1, k = 1, inner = 1; // Around: k1 = outer, rows = k, k2 = inner
+
+    static KLayout rows(std::int64_t rows, std::int64_t k) { return {Kind::Along, rows, k, 1}; }
+    static KLayout along(std::int64_t outer, std::int64_t k, std::int64_t inner)
+    {
+        return {Kind::Along, outer, k, inner};
+    }
+    static KLayout around(std::int64_t k1, std::int64_t rows, std::int64_t k2) { return {Kind::Around, k1, rows, k2}; }
+    // Values per row once K is contiguous: the rowLength of the block quantiser.
+    std::int64_t rowLength() const { return kind == Kind::Along ? k : outer * inner; }
+    std::int64_t count() const { return outer * k * inner; }
+};
+
+// Receives what the quantisation did to each operand on the steps the numerics lens samples.
+class GemmInputObserver {
+public:
+    virtual ~GemmInputObserver() = default;
+    virtual void gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const QuantStats& stats) = 0;
+};
+
+// Host-side quantise-dequantise of one operand (no state): `values` and `out` in the layout's
+// order; `weightRows` is the weight matrix's row count for 2D tiles (its shape[0]).
+// `delayedScale` is the fp32 scale a delayed-scaling operand is encoded with. When `stats` is
+// given it receives what the quantisation did. Throws ConfigError when the format refuses the
+// layout (a partial NVFP4 block).
+void quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& layout,
+                         const OperandFormat& format, std::int64_t weightRows, float delayedScale,
+                         std::uint64_t firstCounter, QuantStats* stats);
+
+// What one call of GemmInputQuantizer::prepare needs to know about the pass.
+struct GemmInputCall {
+    Backend& backend;
+    const std::string& layer; // for messages and the lens
+    bool training = true;     // eval passes do not move the delayed-scaling history
+    std::uint64_t seed = 0, step = 0;
+    GemmInputObserver* observer = nullptr; // set on sampled steps
+};
+
+// A layer's quantisation state: its recipe and, for delayed scaling, the amax history of
+// each operand (per tensor, as Transformer Engine keeps one per GEMM input).
+class GemmInputQuantizer {
+public:
+    void setRecipe(GemmRecipe recipe, const RecipeOptions& options);
+    GemmRecipe recipe() const { return m_recipe; }
+    const RecipeOptions& options() const { return m_options; }
+
+    // `t` as the GEMM of `pass` should read it: `t` itself without a recipe, else an fp32
+    // tensor of the same shape holding the quantise-dequantised values. UnsupportedError off
+    // the CPU (the CUDA backend has no quantising kernels yet).
+    Tensor prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
+                   const KLayout& layout);
+
+    // The scale a delayed-scaling operand uses at `step` (tests and the lens).
+    float delayedScale(GemmOperand operand) const { return m_history[static_cast<int>(operand)].scale; }
+
+private:
+    struct AmaxHistory {
+        std::deque<float> amaxes; // the previous steps', newest last
+        float pending = 0.0f;     // the largest amax of the open step
+        bool open = false;
+        std::uint64_t step = 0;
+        float scale = 1.0f; // Transformer Engine starts from 1
+    };
+    float delayedScaleFor(AmaxHistory& h, const GemmInputCall& call, MiniFloat element);
+
+    GemmRecipe m_recipe = GemmRecipe::None;
+    RecipeOptions m_options;
+    std::array<AmaxHistory, 3> m_history;
+};
+
+} // namespace mantissa

@@ -1,0 +1,146 @@
+#include "engine/precision/gemm_recipe.h"
+
+#include "engine/util/check.h"
+
+#include <array>
+
+namespace mantissa {
+
+namespace {
+
+constexpr std::array kOperandNames{
+    EnumEntry<GemmOperand>{GemmOperand::Activation, "activation", "activation", "a layer's input x"},
+    EnumEntry<GemmOperand>{GemmOperand::Weight, "weight", "weight", "the layer's weights W"},
+    EnumEntry<GemmOperand>{GemmOperand::Gradient, "gradient", "gradient", "the output gradient dy"},
+};
+
+constexpr std::array kPassNames{
+    EnumEntry<GemmPass>{GemmPass::Forward, "fprop", "forward", "y = x W^T"},
+    EnumEntry<GemmPass>{GemmPass::DataGrad, "dgrad", "data gradient", "dx = dy W"},
+    EnumEntry<GemmPass>{GemmPass::WeightGrad, "wgrad", "weight gradient", "dW = dy^T x"},
+};
+
+constexpr std::array kSwitchNames{
+    EnumEntry<RecipeSwitch>{RecipeSwitch::Auto, "auto", "auto", "The recipe's default."},
+    EnumEntry<RecipeSwitch>{RecipeSwitch::On, "on", "on", "On whatever the recipe."},
+    EnumEntry<RecipeSwitch>{RecipeSwitch::Off, "off", "off", "Off whatever the recipe."},
+};
+
+constexpr QuantFormat scaled(ScalingScheme scheme, MiniFloat element, std::size_t blockSize)
+{
+    QuantFormat format;
+    format.scheme = scheme;
+    format.element = element;
+    format.blockSize = blockSize;
+    // A K that is not a multiple of the block leaves a short last block per row, as if padded
+    // with zeros (quant_format.h); NVFP4 layers are checked for whole blocks when the model is built.
+    format.partialBlocks = PartialBlock::Pad;
+    return format;
+}
+
+// One row per recipe: the formats of activations, weights and gradients.
+struct RecipeRow {
+    GemmRecipe recipe;
+    std::string_view name;
+    OperandFormat activation, weight, gradient;
+    bool fourBit;
+};
+
+constexpr OperandFormat tensorScaled(MiniFloat e) { return {scaled(ScalingScheme::PerTensor, e, 0), 0, false}; }
+constexpr OperandFormat delayedScaled(MiniFloat e) { return {scaled(ScalingScheme::PerTensor, e, 0), 0, true}; }
+constexpr OperandFormat tiles1x128() { return {scaled(ScalingScheme::Fp32Blocks, MiniFloat::E4M3, 128), 0, false}; }
+constexpr OperandFormat tiles128x128() { return {scaled(ScalingScheme::PerTensor, MiniFloat::E4M3, 0), 128, false}; }
+constexpr OperandFormat mx(MiniFloat e) { return {scaled(ScalingScheme::Mx, e, 32), 0, false}; }
+constexpr OperandFormat nvfp4() { return {scaled(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16), 0, false}; }
+
+// Sources (docs/formats.md): Transformer Engine's Format.HYBRID and Format.E4M3 with current
+// and delayed scaling; DeepSeek-V3 section 3.3 for 1x128 / 128x128 (all E4M3); OCP MX v1.0 with
+// E4M3 for MXFP8 as torchao's MX training does; for MXFP6 the hybrid split (E2M3's mantissa for
+// the forward operands, E3M2's range for gradients) is our choice; NVFP4 as NVIDIA's NVFP4
+// pretraining recipe (1D 16-element blocks here; the 16x16 weight blocks are not built yet).
+constexpr std::array kRecipes{
+    RecipeRow{GemmRecipe::Fp8Hybrid, "fp8-hybrid", tensorScaled(MiniFloat::E4M3), tensorScaled(MiniFloat::E4M3),
+              tensorScaled(MiniFloat::E5M2), false},
+    RecipeRow{GemmRecipe::Fp8E4m3, "fp8-e4m3", tensorScaled(MiniFloat::E4M3), tensorScaled(MiniFloat::E4M3),
+              tensorScaled(MiniFloat::E4M3), false},
+    RecipeRow{GemmRecipe::Fp8Delayed, "fp8-delayed", delayedScaled(MiniFloat::E4M3), delayedScaled(MiniFloat::E4M3),
+              delayedScaled(MiniFloat::E5M2), false},
+    RecipeRow{GemmRecipe::Fp8Block, "fp8-block", tiles1x128(), tiles128x128(), tiles1x128(), false},
+    RecipeRow{GemmRecipe::Mxfp8, "mxfp8", mx(MiniFloat::E4M3), mx(MiniFloat::E4M3), mx(MiniFloat::E4M3), false},
+    RecipeRow{GemmRecipe::Mxfp6, "mxfp6", mx(MiniFloat::E2M3), mx(MiniFloat::E2M3), mx(MiniFloat::E3M2), false},
+    RecipeRow{GemmRecipe::Mxfp4, "mxfp4", mx(MiniFloat::E2M1), mx(MiniFloat::E2M1), mx(MiniFloat::E2M1), true},
+    RecipeRow{GemmRecipe::Nvfp4, "nvfp4", nvfp4(), nvfp4(), nvfp4(), true},
+};
+
+const RecipeRow& row(GemmRecipe recipe)
+{
+    for (const RecipeRow& r : kRecipes)
+        if (r.recipe == recipe)
+            return r;
+    assertionFailed("GEMM recipe missing from kRecipes", __FILE__, __LINE__);
+}
+
+bool resolve(RecipeSwitch value, bool automatic)
+{
+    return value == RecipeSwitch::Auto ? automatic : value == RecipeSwitch::On;
+}
+
+} // namespace
+
+template <>
+std::span<const EnumEntry<GemmOperand>> enumEntries<GemmOperand>()
+{
+    return kOperandNames;
+}
+
+template <>
+std::span<const EnumEntry<GemmPass>> enumEntries<GemmPass>()
+{
+    return kPassNames;
+}
+
+template <>
+std::span<const EnumEntry<RecipeSwitch>> enumEntries<RecipeSwitch>()
+{
+    return kSwitchNames;
+}
+
+OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const RecipeOptions& options)
+{
+    const RecipeRow& r = row(recipe);
+    OperandFormat f = operand == GemmOperand::Activation ? r.activation
+                      : operand == GemmOperand::Weight   ? r.weight
+                                                         : r.gradient;
+    f.format.scaleRule = options.scaleRule;
+    // NVIDIA's NVFP4 recipe rounds gradients stochastically and everything else to nearest;
+    // stochastic rounding of the forward operands would add noise to the loss itself.
+    if (operand == GemmOperand::Gradient && resolve(options.stochasticRounding, recipe == GemmRecipe::Nvfp4))
+        f.format.encoding.rounding = Rounding::Stochastic;
+    return f;
+}
+
+std::string gemmRecipeName(GemmRecipe recipe)
+{
+    if (recipe == GemmRecipe::None)
+        return "none";
+    return std::string(row(recipe).name);
+}
+
+bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options)
+{
+    return recipe != GemmRecipe::None && resolve(options.keepFirstLast, row(recipe).fourBit);
+}
+
+std::size_t recipeBlockSize(GemmRecipe recipe)
+{
+    return recipe == GemmRecipe::None ? 0 : row(recipe).activation.format.blockSize;
+}
+
+void validateRecipeOptions(const RecipeOptions& options, const std::string& origin)
+{
+    if (options.amaxHistory < 1 || options.amaxHistory > 65536)
+        throw ConfigError(origin + ": precision.recipe.amax_history must be 1 to 65536 steps (got " +
+                          std::to_string(options.amaxHistory) + ")");
+}
+
+} // namespace mantissa

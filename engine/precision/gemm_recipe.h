@@ -1,0 +1,68 @@
+#pragma once
+// Sub-16-bit training recipes (issue 17): which format each input of a layer's GEMMs is
+// quantised to before it is multiplied. A recipe is a mixed-precision mode: activations and
+// gradients are stored in bf16 and the masters and optimizer state are fp32, as in mixed bf16
+// (precision_policy.cpp gives the dtypes); what the recipe adds is the quantisation of the two
+// inputs of every forward, data-gradient and weight-gradient GEMM, after which the product
+// accumulates in fp32 and is written in bf16 (engine/model/gemm_inputs.h does the quantising).
+// docs/formats.md gives every recipe's definition and its source.
+#include "engine/numerics/quant_format.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mantissa {
+
+// The recipe a layer's GEMMs follow; None for the 16- and 32-bit modes and for layers kept in
+// higher precision (an override, or the first and last layers of a 4-bit recipe).
+enum class GemmRecipe : std::uint8_t { None, Fp8Hybrid, Fp8E4m3, Fp8Delayed, Fp8Block, Mxfp8, Mxfp6, Mxfp4, Nvfp4 };
+
+// The three tensors a GEMM of a layer reads: forward x * W, data gradient dy * W, weight
+// gradient dy * x.
+enum class GemmOperand : std::uint8_t { Activation, Weight, Gradient };
+enum class GemmPass : std::uint8_t { Forward, DataGrad, WeightGrad };
+
+template <>
+std::span<const EnumEntry<GemmOperand>> enumEntries<GemmOperand>();
+template <>
+std::span<const EnumEntry<GemmPass>> enumEntries<GemmPass>();
+
+// A three-way setting whose Auto the recipe decides.
+enum class RecipeSwitch : std::uint8_t { Auto, On, Off };
+template <>
+std::span<const EnumEntry<RecipeSwitch>> enumEntries<RecipeSwitch>();
+
+// precision.recipe in the run config (docs/config.md); ignored by the 16- and 32-bit modes.
+struct RecipeOptions {
+    MxScaleRule scaleRule = MxScaleRule::Floor; // MX recipes: how a block's E8M0 scale is rounded
+    // fp8-delayed: how many steps of amax the scale looks back over (Transformer Engine's
+    // DelayedScaling.amax_history_len, default 1024; the scale uses the largest).
+    int amaxHistory = 1024;
+    RecipeSwitch stochasticRounding = RecipeSwitch::Auto; // of the gradients; auto: on for nvfp4 only
+    RecipeSwitch keepFirstLast = RecipeSwitch::Auto;      // first and last GEMM layers in bf16; auto: 4-bit
+    bool operator==(const RecipeOptions&) const = default;
+};
+
+// How one operand is quantised under a recipe.
+struct OperandFormat {
+    QuantFormat format;     // the element format, scheme and 1D block size (blocks along K)
+    std::size_t tile2d = 0; // > 0: square tiles of tile2d x tile2d over the weight matrix, one
+                            // fp32 scale each (DeepSeek-V3's 128x128), instead of 1D blocks
+    bool delayed = false;   // per-tensor scale from the amax history rather than the tensor now
+};
+
+// The formats of a recipe's operands with `options` applied (scale rule, stochastic rounding).
+// Assert: recipe is not None.
+OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const RecipeOptions& options);
+
+// "fp8-hybrid" etc.: the key of the precision mode carrying the recipe.
+std::string gemmRecipeName(GemmRecipe recipe);
+// Whether the first and last GEMM layers stay in bf16 under `recipe` with `options`.
+bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options);
+// The 1D block size of a recipe's activations and gradients (0 for per-tensor scaling).
+std::size_t recipeBlockSize(GemmRecipe recipe);
+// A ConfigError naming the field when `options` are out of range (amax history 1..65536).
+void validateRecipeOptions(const RecipeOptions& options, const std::string& origin);
+
+} // namespace mantissa
