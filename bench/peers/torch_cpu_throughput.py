@@ -137,7 +137,7 @@ def main():
             if mode not in ("fp32", "bf16-autocast"):
                 raise SystemExit(f"unknown mode {mode!r}; expected fp32 or bf16-autocast")
             rate = measure(preset, batch, args.warmup, args.steps, mode == "bf16-autocast")
-            print(f"| {name} | {batch} | {mode} | {rate:.0f} |", flush=True)
+            print(f"| {name} | {batch} | {mode} | {rate:.1f} |", flush=True)
 
 
 if __name__ == "__main__":
