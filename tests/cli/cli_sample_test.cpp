@@ -2,14 +2,17 @@
 // cycle, so greedy sampling from "abc" continues it exactly, past the end of its 16-byte
 // context; a seeded draw is the same every time and another seed gives other text; a run that
 // is not a byte-level language model, a language-model run without stored weights and an empty
-// prompt are refused with exit code 2 and a message naming the problem.
+// prompt are refused with exit code 2 and a message naming the problem. Text runs report their
+// test loss in bits per character too (train's epoch lines, show's epoch table).
 #include "cli_test_support.h"
 #include "storage/run_store.h"
 
-#include <QDir>
 #include <QFile>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <cmath>
 
 using namespace mantissa;
 using namespace mantissa::cli::test;
@@ -63,6 +66,7 @@ private slots:
         const CliResult trained = runCli({QStringLiteral("train"), config, QStringLiteral("--db"), m_db});
         QVERIFY2(trained.exitCode == 0, qPrintable(trained.describe()));
         m_lmId = runIdFromStderr(trained.err);
+        m_trainErr = trained.err;
         QVERIFY(m_lmId > 0);
         QVERIFY2(trained.json().value(u"test_accuracy").toDouble() > 0.99, qPrintable(trained.describe()));
 
@@ -105,6 +109,25 @@ private slots:
         QVERIFY2(other.out != first.out, qPrintable(first.out + " / " + other.out));
     }
 
+    void textRunsReportBitsPerCharacter()
+    {
+        // "test loss 0.0123 (0.018 bits per character)" on each epoch line of `train`.
+        const QRegularExpression epochLine(QStringLiteral(R"(test loss ([0-9.]+) \(([0-9.]+) bits per character\))"));
+        int lines = 0;
+        for (auto it = epochLine.globalMatch(m_trainErr); it.hasNext(); ++lines) {
+            const QRegularExpressionMatch m = it.next();
+            QVERIFY2(std::abs(m.captured(2).toDouble() - m.captured(1).toDouble() / std::log(2.0)) < 1e-3,
+                     qPrintable(m.captured(0)));
+        }
+        QCOMPARE(lines, 15); // one per epoch
+        const CliResult lm = runCli({QStringLiteral("show"), QString::number(m_lmId), QStringLiteral("--db"), m_db});
+        QVERIFY2(lm.out.contains(QStringLiteral("test loss  test bpc")), qPrintable(lm.out));
+        const CliResult classifier =
+            runCli({QStringLiteral("show"), QString::number(m_classifierId), QStringLiteral("--db"), m_db});
+        QVERIFY2(classifier.exitCode == 0 && !classifier.out.contains(QStringLiteral("bpc")),
+                 qPrintable(classifier.out));
+    }
+
     void refusesWhatItCannotSampleFrom_data()
     {
         QTest::addColumn<QString>("run");
@@ -141,7 +164,7 @@ private:
     }
 
     QTemporaryDir m_dir;
-    QString m_db;
+    QString m_db, m_trainErr;
     qint64 m_lmId = 0, m_classifierId = 0;
 };
 
