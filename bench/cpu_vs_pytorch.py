@@ -8,8 +8,11 @@ measured back to back on the same machine, with the CPU they ran on.
         --models mlp,cnn,vgg-small,resnet-small
 
 Ratios above 1 favour Mantissa. "own fp32" is the speedup of a Mantissa mode over Mantissa's
-fp32. Run it on an otherwise idle machine: a second busy process halves both sides unevenly."""
+fp32. Rates are in each model's unit: tokens/s for a language model (samples/s times the
+context: a char-gpt sample is 128 tokens), images/s for an image model, else samples/s.
+Run it on an otherwise idle machine: a second busy process halves both sides unevenly."""
 import argparse
+import json
 import pathlib
 import re
 import subprocess
@@ -33,6 +36,14 @@ def run(command):
     if result.returncode != 0:
         sys.exit(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr}{result.stdout}")
     return result.stdout
+
+
+def rate_unit(model):
+    """(unit, samples-to-unit factor) for a preset: tokens/s for a language model."""
+    spec = json.loads((ROOT / "resources" / "presets" / f"{model}.json").read_text())["model"]
+    if spec["layers"] and spec["layers"][0]["type"] == "token_embedding":
+        return "tokens/s", spec["input"][0]
+    return ("images/s" if len(spec["input"]) == 3 else "samples/s"), 1
 
 
 def cpu_description():
@@ -69,23 +80,24 @@ def main():
                     print("Mantissa " + line if not line.startswith("fp16:") else "         " + line)
             print("PyTorch " + theirs.splitlines()[0])
             header_printed = True
+        unit, factor = rate_unit(model)
         m = {r[2]: r for r in table_rows(ours)}
-        p = {r[2]: float(r[3]) for r in table_rows(theirs)}
-        rate = {mode: float(m[mode][3]) for mode in m}
-        rows.append((model, rate, p, {mode: m[mode][9] for mode in m}, {mode: m[mode][10] for mode in m}))
+        p = {r[2]: float(r[3]) * factor for r in table_rows(theirs)}
+        rate = {mode: float(m[mode][3]) * factor for mode in m}
+        rows.append((model, unit, rate, p, {mode: m[mode][9] for mode in m}, {mode: m[mode][10] for mode in m}))
         print(f"  measured {model}", file=sys.stderr, flush=True)
 
     print()
-    print("| model | Mantissa fp32 | PyTorch fp32 | fp32 ratio | Mantissa mixed-fp16 | vs own fp32 "
+    print("| model | unit | Mantissa fp32 | PyTorch fp32 | fp32 ratio | Mantissa mixed-fp16 | vs own fp32 "
           "| Mantissa mixed-bf16 | PyTorch bf16 autocast | bf16 ratio | vs own fp32 | % of GEMM peak (fp32 / bf16) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for model, rate, p, path, peak in rows:
-        print(f"| {model} | {rate['fp32']:.0f} | {p['fp32']:.0f} | {rate['fp32'] / p['fp32']:.2f}x "
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for model, unit, rate, p, path, peak in rows:
+        print(f"| {model} | {unit} | {rate['fp32']:.0f} | {p['fp32']:.0f} | {rate['fp32'] / p['fp32']:.2f}x "
               f"| {rate['mixed-fp16']:.0f} ({path['mixed-fp16']}) | {rate['mixed-fp16'] / rate['fp32']:.2f}x "
               f"| {rate['mixed-bf16']:.0f} ({path['mixed-bf16']}) | {p['bf16-autocast']:.0f} "
               f"| {rate['mixed-bf16'] / p['bf16-autocast']:.2f}x | {rate['mixed-bf16'] / rate['fp32']:.2f}x "
               f"| {peak['fp32']} / {peak['mixed-bf16']} |")
-    print("\nsamples/s; ratios above 1 favour Mantissa.")
+    print("\nRates per second in each row's unit; ratios above 1 favour Mantissa.")
 
 
 if __name__ == "__main__":

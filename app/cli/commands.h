@@ -21,5 +21,6 @@ int runSweepWorkerCommand(const QStringList& arguments); // sweep_worker_command
 int runImportCommand(const QStringList& arguments);      // import_command.cpp
 int runFormatsCommand(const QStringList& arguments);     // formats_command.cpp
 int runQuantizeCommand(const QStringList& arguments);    // quantize_command.cpp
+int runSampleCommand(const QStringList& arguments);      // sample_command.cpp
 
 } // namespace mantissa::cli

@@ -1,5 +1,7 @@
 #include "cli/progress_printer.h"
 
+#include "cli/bits_per_character.h"
+
 #include <cmath>
 #include <string>
 
@@ -17,6 +19,13 @@ std::string formatDuration(double seconds)
         std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", total / 3600, (total / 60) % 60, total % 60);
     else
         std::snprintf(buffer, sizeof buffer, "%02ld:%02ld", total / 60, total % 60);
+    return buffer;
+}
+
+std::string formatFixed(double value, int decimals)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
     return buffer;
 }
 
@@ -65,8 +74,11 @@ void ProgressPrinter::clearBar()
 void ProgressPrinter::onEpoch(const EpochRecord& r)
 {
     clearBar();
-    std::fprintf(m_out, "epoch %d: train loss %.4f, train accuracy %.2f%%, test loss %.4f, test accuracy %.2f%% (%s)\n",
-                 r.epoch, r.trainLoss, r.trainAccuracy * 100, r.testLoss, r.testAccuracy * 100,
+    const std::string bits =
+        m_bitsPerCharacter ? " (" + formatFixed(bitsPerCharacter(r.testLoss), 3) + " bits per character)" : "";
+    std::fprintf(m_out,
+                 "epoch %d: train loss %.4f, train accuracy %.2f%%, test loss %.4f%s, test accuracy %.2f%% (%s)\n",
+                 r.epoch, r.trainLoss, r.trainAccuracy * 100, r.testLoss, bits.c_str(), r.testAccuracy * 100,
                  formatDuration(r.wallSeconds).c_str());
     std::fflush(m_out);
 }

@@ -18,6 +18,8 @@ public:
     void onEpoch(const EpochRecord& record) override;
     void onEvent(const EventRecord& record) override;
     void finish();
+    // Text runs: each epoch's test loss also in bits per character (bits_per_character.h).
+    void showBitsPerCharacter(bool on) { m_bitsPerCharacter = on; }
 
 private:
     void drawBar(const StepRecord& record);
@@ -30,6 +32,7 @@ private:
     float m_smoothedLoss = 0;
     bool m_barVisible = false;
     std::int64_t m_overflows = 0;
+    bool m_bitsPerCharacter = false;
 };
 
 } // namespace mantissa::cli

@@ -1,5 +1,6 @@
 #include "cli/recorded_run.h"
 
+#include "cli/bits_per_character.h"
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/progress_printer.h"
@@ -59,6 +60,7 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
     std::fflush(stderr);
 
     ProgressPrinter progress(trainer.totalSteps(), options.interactive);
+    progress.showBitsPerCharacter(reportsBitsPerCharacter(config));
     recorder.attach(trainer);
     trainer.addObserver(&progress);
     InterruptHandler::setActiveTrainer(&trainer);

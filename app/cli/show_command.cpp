@@ -1,5 +1,6 @@
 // mantissa-cli show RUN: one run in full: what it trained (the config in a few lines),
 // how it ended (status and summary), its epochs and its events, overflows first.
+#include "cli/bits_per_character.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/config_summary.h"
@@ -83,6 +84,16 @@ void printTensorCoreAdvice(const storage::RunInfo& run)
         std::printf("  %s\n", line.c_str());
 }
 
+// Whether the run's stored config reads byte-level text; false for one this version cannot parse.
+bool isTextRun(const storage::RunInfo& run)
+{
+    try {
+        return reportsBitsPerCharacter(parseRunConfig(run.configJson.toStdString(), "the stored config"));
+    } catch (const ConfigError&) {
+        return false;
+    }
+}
+
 void printSummary(const storage::RunInfo& run)
 {
     const storage::StoredSummary& s = run.summary;
@@ -99,7 +110,8 @@ void printSummary(const storage::RunInfo& run)
     printField(QStringLiteral("  peak memory"), formatMemory(run.peakMemoryBytes));
 }
 
-void printEpochs(const QList<EpochRecord>& epochs)
+// `bitsPerCharacter`: a text run, whose test loss is also shown in bits per character.
+void printEpochs(const QList<EpochRecord>& epochs, bool bitsPerCharacter)
 {
     if (epochs.isEmpty()) {
         std::printf("\nepochs: none completed\n");
@@ -111,11 +123,17 @@ void printEpochs(const QList<EpochRecord>& epochs)
     table.addColumn(QStringLiteral("train loss"), Align::Right);
     table.addColumn(QStringLiteral("train acc"), Align::Right);
     table.addColumn(QStringLiteral("test loss"), Align::Right);
+    if (bitsPerCharacter)
+        table.addColumn(QStringLiteral("test bpc"), Align::Right);
     table.addColumn(QStringLiteral("test acc"), Align::Right);
     table.addColumn(QStringLiteral("time"), Align::Right);
     for (const EpochRecord& e : epochs) {
-        table.addRow({QString::number(e.epoch), formatValue(e.trainLoss), formatPercent(e.trainAccuracy),
-                      formatValue(e.testLoss), formatPercent(e.testAccuracy), formatSeconds(e.wallSeconds)});
+        QStringList row{QString::number(e.epoch), formatValue(e.trainLoss), formatPercent(e.trainAccuracy),
+                        formatValue(e.testLoss)};
+        if (bitsPerCharacter)
+            row << QString::number(cli::bitsPerCharacter(e.testLoss), 'f', 3);
+        row << formatPercent(e.testAccuracy) << formatSeconds(e.wallSeconds);
+        table.addRow(row);
     }
     std::printf("\nepochs\n");
     table.print(stdout);
@@ -212,7 +230,7 @@ int runShowCommand(const QStringList& arguments)
         printConfig(run);
         printTensorCoreAdvice(run);
         printSummary(run);
-        printEpochs(store->epochs(run.id));
+        printEpochs(store->epochs(run.id), isTextRun(run));
         printEvents(store->events(run.id));
         printCheckpoints(store->checkpoints(run.id));
         return kExitOk;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""PyTorch reference for bench/engine_throughput on the CPU: the same preset models, batch
-128, the preset's optimizer, on random 28x28 data, timing training steps only, in fp32 and in
+"""PyTorch reference for bench/engine_throughput on the CPU: the same preset models, the
+preset's batch and optimizer, on random inputs of the preset's shape (integer token ids over
+the vocabulary for a language model, labels [B, T]), timing training steps only, in fp32 and in
 bf16 through torch.autocast("cpu", dtype=torch.bfloat16).
 
     /usr/bin/python3 bench/peers/torch_cpu_throughput.py --threads 2 --steps 60 \
@@ -76,19 +77,28 @@ def measure(preset, batch, warmup, steps, bf16):
     import torch
     import torch.nn as nn
 
-    from preset_models import build_model, build_optimizer
+    from preset_models import build_model, build_optimizer, is_language_model
 
     torch.manual_seed(42)
     model, _ = build_model(preset)
     optimizer = build_optimizer(preset, model.parameters())
     loss_fn = nn.CrossEntropyLoss()
-    x = torch.randn(batch, *preset["model"]["input"])
-    y = torch.randint(0, preset["model"]["classes"], (batch,))
+    classes = preset["model"]["classes"]
+    if is_language_model(preset):
+        # Token ids in, one target per token out; the loss averages over all B*T tokens, as
+        # the engine's token-level cross-entropy does.
+        tokens = preset["model"]["input"][0]
+        x = torch.randint(0, classes, (batch, tokens))
+        y = torch.randint(0, classes, (batch, tokens))
+    else:
+        x = torch.randn(batch, *preset["model"]["input"])
+        y = torch.randint(0, classes, (batch,))
 
     def step():
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = loss_fn(model(x), y)
+            logits = model(x)
+            loss = loss_fn(logits.reshape(-1, classes).float(), y.reshape(-1))
         loss.backward()
         optimizer.step()
 
@@ -127,7 +137,7 @@ def main():
             if mode not in ("fp32", "bf16-autocast"):
                 raise SystemExit(f"unknown mode {mode!r}; expected fp32 or bf16-autocast")
             rate = measure(preset, batch, args.warmup, args.steps, mode == "bf16-autocast")
-            print(f"| {name} | {batch} | {mode} | {rate:.0f} |", flush=True)
+            print(f"| {name} | {batch} | {mode} | {rate:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // Checkpoint files: one text header line, one JSON line describing every tensor, then the
 // tensors' values as little-endian fp32. Everything is stored in fp32 whatever the run's
 // precision, so a checkpoint moves freely between precision modes.
+#include "engine/train/checkpoint_weights.h"
 #include "engine/train/trainer.h"
 
 #include "engine/util/check.h"
@@ -43,7 +44,90 @@ std::vector<NamedTensor> optimizerTensors(Model& model)
     return out;
 }
 
+// An open checkpoint file, its header read.
+class CheckpointReader {
+public:
+    explicit CheckpointReader(const std::string& path) : m_path(path), m_in(path, std::ios::binary)
+    {
+        if (!m_in)
+            throw IoError(path + ": cannot open the checkpoint");
+        std::string magic, headerLine;
+        std::getline(m_in, magic);
+        if (magic != kMagic)
+            throw IoError(path + ": not a Mantissa checkpoint (bad header)");
+        std::getline(m_in, headerLine);
+        try {
+            m_header = nlohmann::json::parse(headerLine);
+            for (const auto& entry : m_header.at("tensors"))
+                m_entries.emplace_back(entry.at("name").get<std::string>(),
+                                       Shape(entry.at("shape").get<std::vector<std::int64_t>>()));
+        } catch (const nlohmann::json::exception&) {
+            throw IoError(path + ": the checkpoint's tensor table is corrupt");
+        }
+    }
+
+    const nlohmann::json& header() const { return m_header; }
+
+    // Uploads the stored values of `targets` (optimizer state, named "...#stateN", is skipped
+    // with weightsOnly). Every shape is checked before any value is uploaded, so a checkpoint
+    // that does not fit leaves the model's weights as they were.
+    void upload(Backend& backend, const std::map<std::string, Tensor*>& targets, bool weightsOnly)
+    {
+        for (const auto& [name, shape] : m_entries) {
+            auto it = targets.find(name);
+            if (it == targets.end() && name.find('#') == std::string::npos)
+                throw IoError(m_path + ": the checkpoint has tensor " + name + " " + shape.toString() +
+                              ", which this model lacks; was it saved from a different model?");
+            if (it != targets.end() && it->second->shape() != shape)
+                throw IoError(m_path + ": tensor " + name + " has shape " + shape.toString() +
+                              " in the checkpoint but " + it->second->shape().toString() + " in this model");
+        }
+        std::size_t loaded = 0;
+        for (const auto& [name, shape] : m_entries) {
+            std::vector<float> values(static_cast<std::size_t>(shape.numel()));
+            if (!m_in.read(reinterpret_cast<char*>(values.data()),
+                           static_cast<std::streamsize>(values.size() * sizeof(float))))
+                throw IoError(m_path + ": truncated while reading tensor " + name);
+            auto it = targets.find(name);
+            if (it == targets.end())
+                continue; // optimizer state when loading weights only
+            backend.upload(values.data(), *it->second);
+            ++loaded;
+        }
+        std::size_t expected = 0;
+        for (auto& [name, tensor] : targets)
+            expected += name.find('#') == std::string::npos || !weightsOnly ? 1 : 0;
+        if (loaded < expected)
+            throw IoError(m_path + ": the checkpoint lacks " + std::to_string(expected - loaded) +
+                          " of this model's tensors; was it saved from a different model?");
+    }
+
+private:
+    std::string m_path;
+    std::ifstream m_in;
+    nlohmann::json m_header;
+    std::vector<std::pair<std::string, Shape>> m_entries;
+};
+
+// Refreshes the low-precision working copies from the loaded masters.
+void refreshWorkingCopies(Backend& backend, const std::vector<Parameter*>& params)
+{
+    for (Parameter* p : params)
+        if (!p->working.sharesStorageWith(p->master))
+            backend.cast(p->master, p->working);
+}
+
 } // namespace
+
+void loadCheckpointWeights(Model& model, Backend& backend, const std::string& path)
+{
+    CheckpointReader reader(path);
+    std::map<std::string, Tensor*> targets;
+    for (auto& t : weightTensors(model))
+        targets[t.name] = t.tensor;
+    reader.upload(backend, targets, true);
+    refreshWorkingCopies(backend, model.parametersInBackwardOrder());
+}
 
 void Trainer::saveCheckpoint(const std::string& path) const
 {
@@ -83,64 +167,16 @@ void Trainer::saveCheckpoint(const std::string& path) const
 
 void Trainer::loadCheckpoint(const std::string& path, bool weightsOnly)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw IoError(path + ": cannot open the checkpoint");
-    std::string magic, headerLine;
-    std::getline(in, magic);
-    if (magic != kMagic)
-        throw IoError(path + ": not a Mantissa checkpoint (bad header)");
-    std::getline(in, headerLine);
-    nlohmann::json header;
-    std::vector<std::pair<std::string, Shape>> entries;
-    try {
-        header = nlohmann::json::parse(headerLine);
-        for (const auto& entry : header.at("tensors"))
-            entries.emplace_back(entry.at("name").get<std::string>(),
-                                 Shape(entry.at("shape").get<std::vector<std::int64_t>>()));
-    } catch (const nlohmann::json::exception&) {
-        throw IoError(path + ": the checkpoint's tensor table is corrupt");
-    }
+    CheckpointReader reader(path);
     std::map<std::string, Tensor*> targets;
     for (auto& t : weightTensors(*m_model))
         targets[t.name] = t.tensor;
     if (!weightsOnly)
         for (auto& t : optimizerTensors(*m_model))
             targets[t.name] = t.tensor;
-
-    // Every shape is checked before any value is uploaded, so a checkpoint that does not fit
-    // leaves this model's weights as they were.
-    for (const auto& [name, shape] : entries) {
-        auto it = targets.find(name);
-        if (it == targets.end() && name.find('#') == std::string::npos)
-            throw IoError(path + ": the checkpoint has tensor " + name + " " + shape.toString() +
-                          ", which this model lacks; was it saved from a different model?");
-        if (it != targets.end() && it->second->shape() != shape)
-            throw IoError(path + ": tensor " + name + " has shape " + shape.toString() + " in the checkpoint but " +
-                          it->second->shape().toString() + " in this model");
-    }
-    std::size_t loaded = 0;
-    for (const auto& [name, shape] : entries) {
-        std::vector<float> values(static_cast<std::size_t>(shape.numel()));
-        if (!in.read(reinterpret_cast<char*>(values.data()),
-                     static_cast<std::streamsize>(values.size() * sizeof(float))))
-            throw IoError(path + ": truncated while reading tensor " + name);
-        auto it = targets.find(name);
-        if (it == targets.end())
-            continue; // optimizer state when loading weights only
-        m_backend.upload(values.data(), *it->second);
-        ++loaded;
-    }
-    std::size_t expected = 0;
-    for (auto& [name, tensor] : targets)
-        expected += name.find('#') == std::string::npos || !weightsOnly ? 1 : 0;
-    if (loaded < expected)
-        throw IoError(path + ": the checkpoint lacks " + std::to_string(expected - loaded) +
-                      " of this model's tensors; was it saved from a different model?");
-    // Refresh the low-precision working copies from the loaded masters.
-    for (Parameter* p : m_params)
-        if (!p->working.sharesStorageWith(p->master))
-            m_backend.cast(p->master, p->working);
+    reader.upload(m_backend, targets, weightsOnly);
+    refreshWorkingCopies(m_backend, m_params);
+    const nlohmann::json& header = reader.header();
     if (!weightsOnly) {
         const auto& s = header.at("scaler");
         m_scaler.restore(
