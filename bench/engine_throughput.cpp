@@ -136,8 +136,8 @@ std::string kernelPath(PrecisionMode mode, const std::string& paths)
 
 int main(int argc, char** argv)
 {
-    // As the programs users run do; set OMP_WAIT_POLICY=active to measure spinning instead.
-    mantissa::cpu::adoptPassiveOpenMpWaitPolicy(argv);
+    // As mantissa-cli does; OMP_WAIT_POLICY=active or passive measures either on purpose.
+    mantissa::cpu::adoptOpenMpWaitPolicy(argv, mantissa::cpu::WaitPolicyChoice::WhenLoaded);
     std::int64_t steps = 60, warmup = 10;
     int threads = 0;
     std::string device = "cpu";

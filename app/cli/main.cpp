@@ -73,7 +73,7 @@ void printUsage(std::FILE* out)
 
 int main(int argc, char** argv)
 {
-    mantissa::cpu::adoptPassiveOpenMpWaitPolicy(argv);   // sweep workers and other programs share the cores
+    mantissa::cpu::adoptOpenMpWaitPolicy(argv, mantissa::cpu::WaitPolicyChoice::WhenLoaded);
     if (argc > 1 && std::strcmp(argv[1], "report") == 0) // needs a QApplication, not a QCoreApplication
         return mantissa::cli::runReportCommand(argc, argv);
     QCoreApplication app(argc, argv);

@@ -10,7 +10,8 @@
 
 int main(int argc, char** argv)
 {
-    mantissa::cpu::adoptPassiveOpenMpWaitPolicy(argv); // the GUI thread shares the cores with training
+    // The GUI thread shares the cores with training and must keep up with the live plots.
+    mantissa::cpu::adoptOpenMpWaitPolicy(argv, mantissa::cpu::WaitPolicyChoice::Passive);
     QApplication app(argc, argv);
     QApplication::setOrganizationName("Mantissa");
     QApplication::setApplicationName("mantissa");

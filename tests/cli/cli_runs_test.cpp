@@ -96,8 +96,9 @@ private slots:
     }
 
     // libgomp only reads its wait policy when it loads, so the CLI re-executes itself with
-    // OMP_WAIT_POLICY=passive unless the user chose a policy; the run records which one held.
-    void trainWaitsPassivelyUnlessTheUserChoseAPolicy()
+    // OMP_WAIT_POLICY=passive when the machine is busy as it starts (else libgomp spins), unless
+    // the user chose a policy; the run records which one held.
+    void trainRecordsItsOpenMpWaitPolicyAndKeepsTheUsersChoice()
     {
         const QString db = m_dir.filePath(QStringLiteral("wait-policy.sqlite"));
         const auto waitsOfRunTrainedWith = [&](const QString& variable, const QString& value) {
@@ -116,7 +117,9 @@ private slots:
                 .kernels.section(QStringLiteral("OpenMP waits: "), 1)
                 .section(u'\n', 0, 0);
         };
-        QCOMPARE(waitsOfRunTrainedWith({}, {}), QStringLiteral("passive"));
+        const QString chosen = waitsOfRunTrainedWith({}, {});
+        QVERIFY2(chosen == QStringLiteral("passive") || chosen == QStringLiteral("spinning (libgomp's default)"),
+                 qPrintable(chosen));
         QCOMPARE(waitsOfRunTrainedWith(QStringLiteral("OMP_WAIT_POLICY"), QStringLiteral("ACTIVE")),
                  QStringLiteral("active"));
         QCOMPARE(waitsOfRunTrainedWith(QStringLiteral("GOMP_SPINCOUNT"), QStringLiteral("1000")),

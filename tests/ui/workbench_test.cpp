@@ -262,6 +262,25 @@ private slots:
         QVERIFY(bench.runAction()->isEnabled());
     }
 
+    // A language model reads windows of data.context bytes: the transformer presets run, and a
+    // context that no longer matches model.input blocks Run with both numbers named.
+    void textPresetsRunAndAContextMismatchBlocksWithBothSizes()
+    {
+        Workbench bench;
+        for (const char* preset : {"char-gpt", "vit-tiny"}) {
+            bench.loadPreset(preset);
+            QVERIFY2(bench.document()->runBlocker().isEmpty(), qPrintable(bench.document()->runBlocker()));
+            QVERIFY(bench.runAction()->isEnabled());
+        }
+        bench.loadPreset("char-gpt");
+        RunConfig config = bench.document()->config();
+        config.data.context = 64;
+        bench.document()->apply(config, "shorter context");
+        const QString reason = bench.document()->runBlocker();
+        QVERIFY2(reason.contains("data.context = 64") && reason.contains("[64]"), qPrintable(reason));
+        QVERIFY(!bench.runAction()->isEnabled());
+    }
+
     void aShortRunFillsThePlotsAndKeepsTheUiResponsive()
     {
         Workbench bench;

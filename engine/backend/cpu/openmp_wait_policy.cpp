@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <strings.h>
+#include <thread>
 #include <unistd.h>
 
 namespace mantissa::cpu {
@@ -16,10 +17,17 @@ const char* setting(const char* name)
 
 } // namespace
 
-void adoptPassiveOpenMpWaitPolicy(char** argv)
+bool machineIsBusy(double loadAverage, unsigned cores) { return cores > 0 && loadAverage >= cores; }
+
+void adoptOpenMpWaitPolicy(char** argv, WaitPolicyChoice choice)
 {
     if (setting("OMP_WAIT_POLICY") || setting("GOMP_SPINCOUNT") || !argv || !argv[0])
         return;
+    if (choice == WaitPolicyChoice::WhenLoaded) {
+        double load[1] = {0};
+        if (::getloadavg(load, 1) != 1 || !machineIsBusy(load[0], std::thread::hardware_concurrency()))
+            return;
+    }
     // The variable set is also what stops a second re-exec.
     if (::setenv("OMP_WAIT_POLICY", "passive", 1) != 0)
         return;
