@@ -276,36 +276,7 @@ TEST(NativeBf16Training, ConvolutionalRunFollowsTheEmulatedRunWithinTolerance)
 {
     SKIP_WITHOUT_NATIVE_BF16();
     const RunConfig config = test_support::smallConvConfig(PrecisionMode::MixedBf16);
-    const auto trainWith = [&](CpuKernels kernels) {
-        RunConfig c = config;
-        c.training.cpuKernels = kernels;
-        auto backend = backendWith(kernels);
-        const DatasetSplits data = loadDatasets(c.data, c.training.seed);
-        Trainer trainer(c, *backend, data);
-        test_support::Recorder recorder;
-        trainer.addObserver(&recorder);
-        const RunSummary summary = trainer.run();
-        return std::tuple{summary, recorder.steps, backend->kernelPaths()};
-    };
-    const auto [nativeSummary, nativeSteps, nativePaths] = trainWith(CpuKernels::Native);
-    const auto [emulatedSummary, emulatedSteps, emulatedPaths] = trainWith(CpuKernels::Emulated);
-    EXPECT_NE(nativePaths.find("bf16 conv backward weights"), std::string::npos) << nativePaths;
-    EXPECT_EQ(emulatedPaths.find("bf16 conv"), std::string::npos) << emulatedPaths;
-    ASSERT_EQ(nativeSteps.size(), emulatedSteps.size());
-    ASSERT_GE(nativeSteps.size(), 16u);
-    double largestRelative = 0;
-    for (std::size_t i = 0; i < nativeSteps.size(); ++i) {
-        SCOPED_TRACE("step " + std::to_string(i));
-        EXPECT_EQ(nativeSteps[i].skipped, emulatedSteps[i].skipped);
-        EXPECT_NEAR(nativeSteps[i].loss, emulatedSteps[i].loss, 0.02 * std::fabs(emulatedSteps[i].loss));
-        largestRelative = std::max(largestRelative, std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) /
-                                                        emulatedSteps[i].loss);
-    }
-    std::ostringstream largest;
-    largest << largestRelative;
-    RecordProperty("largest_relative_loss_difference", largest.str());
-    EXPECT_EQ(nativeSummary.skippedSteps, emulatedSummary.skippedSteps);
-    EXPECT_NEAR(nativeSummary.testAccuracy, emulatedSummary.testAccuracy, 0.05);
+    test_support::expectNativeRunFollowsEmulated(config, "bf16 conv backward weights", 16);
 }
 
 } // namespace

@@ -1,14 +1,19 @@
 #pragma once
 // Two trainings of one config compared record by record: the step-graph and run-ahead tests
-// hold a run with those mechanisms on to the same run with them off.
+// hold a run with those mechanisms on to the same run with them off, the kernel tests a run on
+// native bf16 kernels to the emulated one.
 #include "engine/backend/backend.h"
 #include "engine/train/trainer.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace mantissa::test_support {
@@ -81,6 +86,45 @@ inline void expectIdentical(const TrainedRun& tested, const TrainedRun& referenc
     EXPECT_EQ(bits(tested.summary.testAccuracy), bits(reference.summary.testAccuracy));
     EXPECT_EQ(bits(tested.summary.testLoss), bits(reference.summary.testLoss));
     EXPECT_EQ(bits(tested.summary.finalLossScale), bits(reference.summary.finalLossScale));
+}
+
+// Trains `config` on native and on emulated 16-bit kernels and holds the native run to the
+// emulated one: the same steps skipped, each step's loss within 2% (accumulation order only),
+// test accuracy within 5 points; the native run's kernel log must name `nativeKernel` ("bf16
+// matmul") and the emulated one's must not. Records the largest relative loss difference.
+inline void expectNativeRunFollowsEmulated(const RunConfig& config, const std::string& nativeKernel,
+                                           std::size_t minSteps)
+{
+    const auto trainWith = [&](CpuKernels kernels) {
+        RunConfig c = config;
+        c.training.cpuKernels = kernels;
+        auto backend = makeCpuBackend(CpuOptions{2, kernels});
+        const DatasetSplits data = loadDatasets(c.data, c.training.seed);
+        Trainer trainer(c, *backend, data);
+        Recorder recorder;
+        trainer.addObserver(&recorder);
+        const RunSummary summary = trainer.run();
+        return std::tuple{summary, recorder.steps, backend->kernelPaths()};
+    };
+    const auto [nativeSummary, nativeSteps, nativePaths] = trainWith(CpuKernels::Native);
+    const auto [emulatedSummary, emulatedSteps, emulatedPaths] = trainWith(CpuKernels::Emulated);
+    EXPECT_NE(nativePaths.find(nativeKernel), std::string::npos) << nativePaths;
+    EXPECT_EQ(emulatedPaths.find(nativeKernel), std::string::npos) << emulatedPaths;
+    ASSERT_EQ(nativeSteps.size(), emulatedSteps.size());
+    ASSERT_GE(nativeSteps.size(), minSteps);
+    double largestRelative = 0;
+    for (std::size_t i = 0; i < nativeSteps.size(); ++i) {
+        SCOPED_TRACE("step " + std::to_string(i));
+        EXPECT_EQ(nativeSteps[i].skipped, emulatedSteps[i].skipped);
+        EXPECT_NEAR(nativeSteps[i].loss, emulatedSteps[i].loss, 0.02 * std::fabs(emulatedSteps[i].loss));
+        largestRelative = std::max(largestRelative, std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) /
+                                                        emulatedSteps[i].loss);
+    }
+    std::ostringstream largest;
+    largest << largestRelative;
+    ::testing::Test::RecordProperty("largest_relative_loss_difference", largest.str());
+    EXPECT_EQ(nativeSummary.skippedSteps, emulatedSummary.skippedSteps);
+    EXPECT_NEAR(nativeSummary.testAccuracy, emulatedSummary.testAccuracy, 0.05);
 }
 
 } // namespace mantissa::test_support
