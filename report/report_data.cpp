@@ -1,5 +1,6 @@
 #include "report/report_data.h"
 
+#include "engine/observe/bits_per_character.h"
 #include "engine/precision/loss_scaler.h"
 #include "report/report_format.h"
 
@@ -67,6 +68,14 @@ std::optional<double> RunData::finalTestAccuracy() const
     if (!epochs.isEmpty())
         return epochs.last().testAccuracy;
     return std::nullopt;
+}
+
+bool RunData::reportsBitsPerCharacter() const { return config && mantissa::reportsBitsPerCharacter(*config); }
+
+bool ReportData::reportsBitsPerCharacter() const
+{
+    return !runs.isEmpty() &&
+           std::all_of(runs.cbegin(), runs.cend(), [](const RunData& run) { return run.reportsBitsPerCharacter(); });
 }
 
 std::optional<double> RunData::throughput() const

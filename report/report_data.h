@@ -34,6 +34,9 @@ struct RunData {
     qint64 skippedStepCount() const;
     // Final test accuracy, else that of the last evaluated epoch.
     std::optional<double> finalTestAccuracy() const;
+    // A byte-level language model's run (data.dataset text): its losses are also given in bits
+    // per character, the unit such models are compared in.
+    bool reportsBitsPerCharacter() const;
     // Samples per second over the run: the summary, else the mean of the step rows.
     std::optional<double> throughput() const;
     std::optional<qint64> batchSize() const;
@@ -64,6 +67,9 @@ struct ReportData {
     QString mantissaVersion;
 
     bool isComparison() const { return runs.size() > 1; }
+    // Every run is a text run: the epoch plot shows bits per character instead of accuracy
+    // (one axis holds one unit).
+    bool reportsBitsPerCharacter() const;
     const RunData& baselineRun() const { return runs[baseline]; }
     // "mlp-fp32-1" or "mlp-fp32-1 vs mlp-mixed-fp16-2"
     QString title() const;

@@ -244,6 +244,34 @@ void fillAccuracy(QCustomPlot& plot, const ReportData& data)
     plot.yAxis->setRange(std::max(0.0, lo - pad), std::min(100.0, hi + pad));
 }
 
+// A language model's epochs: train and test loss in bits per character (loss / ln 2).
+void fillBitsPerCharacter(QCustomPlot& plot, const ReportData& data)
+{
+    const double perNat = 1.0 / std::log(2.0);
+    double hi = 0, lastEpoch = 1;
+    for (int i = 0; i < data.runs.size(); ++i) {
+        const RunData& run = data.runs[i];
+        QCPGraph* test = addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6),
+                                  epochValues(run, &EpochRecord::testLoss, perNat));
+        test->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, runColor(i), 5));
+        QCPGraph* train = addGraph(plot, run.label + QStringLiteral(" train"), runPen(i, 1.2, Qt::DashLine),
+                                   epochValues(run, &EpochRecord::trainLoss, perNat));
+        train->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(runColor(i), 1.0), Qt::white, 5));
+        for (const EpochRecord& e : run.epochs) {
+            for (double v : {double(e.testLoss) * perNat, double(e.trainLoss) * perNat})
+                if (std::isfinite(v))
+                    hi = std::max(hi, v);
+            lastEpoch = std::max(lastEpoch, double(e.epoch));
+        }
+    }
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(1.0);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    plot.xAxis->setTicker(ticker);
+    plot.xAxis->setRange(0.5, lastEpoch + 0.5);
+    plot.yAxis->setRange(0, hi > 0 ? hi * 1.1 : 8);
+}
+
 void fillLossScale(QCustomPlot& plot, const ReportData& data)
 {
     plot.yAxis->setScaleType(QCPAxis::stLogarithmic);
@@ -315,8 +343,13 @@ void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const Repo
         fillLoss(plot, data);
         break;
     case PlotKind::Accuracy:
-        frame(plot, title, QStringLiteral("epoch"), QStringLiteral("accuracy (%)"));
-        fillAccuracy(plot, data);
+        if (data.reportsBitsPerCharacter()) {
+            frame(plot, title, QStringLiteral("epoch"), QStringLiteral("bits per character"));
+            fillBitsPerCharacter(plot, data);
+        } else {
+            frame(plot, title, QStringLiteral("epoch"), QStringLiteral("accuracy (%)"));
+            fillAccuracy(plot, data);
+        }
         break;
     case PlotKind::LossScale:
         frame(plot, title, QStringLiteral("step"), QStringLiteral("loss scale (log₂ axis)"));

@@ -1,5 +1,6 @@
 // The results section: one run's summary, or the comparison table with the differences
 // stated in words; then the per-epoch evaluations.
+#include "engine/observe/bits_per_character.h"
 #include "engine/util/format_number.h"
 #include "report/comparison.h"
 #include "report/report_format.h"
@@ -55,6 +56,9 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
         {QStringLiteral("Final loss scale"), run.finalLossScaleText()},
         {QStringLiteral("Peak memory"), peakMemoryText(run.info.peakMemoryBytes)},
     };
+    if (run.reportsBitsPerCharacter() && !run.epochs.isEmpty())
+        table.rows.insert(5, {QStringLiteral("Final test bits per character"),
+                              QString::number(bitsPerCharacter(run.epochs.last().testLoss), 'f', 3)});
     if (!run.info.errorMessage.isEmpty())
         table.rows << QStringList{QStringLiteral("Message"), run.info.errorMessage};
     document.table(table);
@@ -69,6 +73,12 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
         epochs.rows << QStringList{QString::number(e.epoch),          formatLoss(e.trainLoss),
                                    formatPercent(e.trainAccuracy, 2), formatLoss(e.testLoss),
                                    formatPercent(e.testAccuracy, 2),  formatDuration(e.wallSeconds)};
+        if (run.reportsBitsPerCharacter())
+            epochs.rows.last().insert(4, QString::number(bitsPerCharacter(e.testLoss), 'f', 3));
+    }
+    if (run.reportsBitsPerCharacter()) {
+        epochs.header.insert(4, QStringLiteral("Test bits/char"));
+        epochs.numeric.insert(4, true);
     }
     if (!epochs.rows.isEmpty())
         document.table(epochs, epochCaption(run.epochs.size(), shown.size()));
@@ -162,8 +172,13 @@ void appendPlots(ReportDocument& document, const ReportData& data)
                   QStringLiteral("Training loss of each step (faint), its mean over %1 (line), and the test loss "
                                  "after each epoch (markers).")
                       .arg(window));
-    document.plot(PlotKind::Accuracy, QStringLiteral("Accuracy"),
-                  QStringLiteral("Training accuracy over each epoch (dashed) and test accuracy after it (solid)."));
+    if (data.reportsBitsPerCharacter())
+        document.plot(PlotKind::Accuracy, QStringLiteral("Bits per character"),
+                      QStringLiteral("Training loss over each epoch (dashed) and test loss after it (solid), in bits "
+                                     "per character (loss / ln 2); lower is better."));
+    else
+        document.plot(PlotKind::Accuracy, QStringLiteral("Accuracy"),
+                      QStringLiteral("Training accuracy over each epoch (dashed) and test accuracy after it (solid)."));
     bool scaled = false;
     for (const RunData& run : data.runs) {
         for (double scale : run.steps.lossScale)

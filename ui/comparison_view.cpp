@@ -2,6 +2,7 @@
 
 #include "ui/comparison_table_model.h"
 #include "ui/config_diff.h"
+#include "ui/epoch_metric.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/plot_style.h"
 #include "ui/plot_widget.h"
@@ -125,6 +126,11 @@ void ComparisonView::rebuildPlots()
     m_loss->clearGraphs();
     m_accuracy->clearGraphs();
     m_scale->clearRuns();
+    const EpochMetric metric = epochMetricFor(m_runs);
+    m_accuracy->setTitle(metric.bitsPerCharacter ? tr("Test bits per character") : tr("Test accuracy"));
+    m_accuracy->yAxis->setLabel(metric.axisLabel());
+    m_accuracy->axisRect()->insetLayout()->setInsetAlignment(
+        0, Qt::AlignRight | (metric.bitsPerCharacter ? Qt::AlignTop : Qt::AlignBottom));
     // Overflow markers for the run that has them: with fp32 first, that is the low precision one.
     int markerRun = -1;
     for (int i = 0; i < m_runs.size() && markerRun < 0; ++i)
@@ -145,10 +151,7 @@ void ComparisonView::rebuildPlots()
         accuracy->setName(r.name);
         accuracy->setPen(pen);
         accuracy->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, seriesColor(i), 7));
-        QVector<double> percent;
-        for (double a : r.testAccuracy)
-            percent << a * 100;
-        accuracy->setData(r.epoch, percent, true);
+        accuracy->setData(r.epoch, metric.test(r), true);
         QCPGraph* scale = m_scale->addRun(r.name, seriesColor(i), i == markerRun);
         QPen scalePen = scale->pen();
         scalePen.setStyle(pen.style());

@@ -47,8 +47,8 @@ PlotWidget::PlotWidget(const QString& title, QWidget* parent) : QCustomPlot(pare
     // Keep a readable size: the plot must stay legible in a 2x2 grid on a laptop screen.
     setMinimumSize(260, 200);
     plotLayout()->insertRow(0);
-    auto* heading = new QCPTextElement(this, title, QFont(font().family(), font().pointSize() + 1, QFont::Bold));
-    plotLayout()->addElement(0, 0, heading);
+    m_heading = new QCPTextElement(this, title, QFont(font().family(), font().pointSize() + 1, QFont::Bold));
+    plotLayout()->addElement(0, 0, m_heading);
     legend->setVisible(true);
     legend->setBrush(QColor(255, 255, 255, 210));
     legend->setBorderPen(QPen(QColor(180, 180, 180)));
@@ -60,6 +60,13 @@ PlotWidget::PlotWidget(const QString& title, QWidget* parent) : QCustomPlot(pare
     // Adaptive sampling (on by default for QCPGraph) keeps tens of thousands of points cheap;
     // antialiasing of many points is the expensive part, so it stays off for graphs.
     setNotAntialiasedElements(QCP::aePlottables);
+}
+
+void PlotWidget::setTitle(const QString& title)
+{
+    m_title = title;
+    m_heading->setText(title);
+    markDirty();
 }
 
 void PlotWidget::mousePressEvent(QMouseEvent* event)

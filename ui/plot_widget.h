@@ -25,6 +25,8 @@ public:
     // Writes PNG or PDF by the file's suffix; false when writing failed.
     bool saveTo(const QString& path);
     QString title() const { return m_title; }
+    // The heading drawn above the plot (the object name stays the one given at construction).
+    void setTitle(const QString& title);
 
 protected:
     void mousePressEvent(QMouseEvent* event) override;
@@ -36,6 +38,7 @@ private:
     void saveWithDialog(const QString& suffix);
 
     QString m_title;
+    QCPTextElement* m_heading = nullptr;
     bool m_userView = false;
     bool m_logY = false;
     bool m_logToggleAllowed = true;

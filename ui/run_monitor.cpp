@@ -1,5 +1,6 @@
 #include "ui/run_monitor.h"
 
+#include "ui/epoch_metric.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/plot_style.h"
 #include "ui/plot_widget.h"
@@ -14,19 +15,6 @@
 
 namespace mantissa::ui {
 
-namespace {
-
-QVector<double> percent(const QVector<double>& fractions)
-{
-    QVector<double> out;
-    out.reserve(fractions.size());
-    for (double f : fractions)
-        out << f * 100;
-    return out;
-}
-
-} // namespace
-
 QString recordingStateText(const RunRecording& r)
 {
     if (!r.summary) {
@@ -38,8 +26,8 @@ QString recordingStateText(const RunRecording& r)
     }
     const RunSummary& s = *r.summary;
     QString text = QString::fromLatin1(runStatusName(s.status));
-    if (!r.testAccuracy.isEmpty())
-        text += QObject::tr(": test accuracy %1%").arg(r.testAccuracy.last() * 100, 0, 'f', 2);
+    if (const QString last = epochMetricFor(r.config).describeLast(r); !last.isEmpty())
+        text += ": " + last;
     if (s.skippedSteps > 0)
         text += QObject::tr(", %n skipped step(s)", nullptr, static_cast<int>(s.skippedSteps));
     if (!s.message.empty())
@@ -162,6 +150,12 @@ void RunMonitor::setRecording(std::shared_ptr<const RunRecording> recording)
 {
     m_recording = std::move(recording);
     clearGraphs();
+    const EpochMetric metric = m_recording ? epochMetricFor(m_recording->config) : EpochMetric{};
+    m_accuracy->setTitle(metric.title());
+    m_accuracy->yAxis->setLabel(metric.axisLabel());
+    // Lower is better in bits: the legend then sits where the curves are not.
+    m_accuracy->axisRect()->insetLayout()->setInsetAlignment(
+        0, Qt::AlignRight | (metric.bitsPerCharacter ? Qt::AlignTop : Qt::AlignBottom));
     for (PlotWidget* p : plots()) {
         p->resetView();
         p->markDirty();
@@ -225,8 +219,9 @@ void RunMonitor::syncEpochs(const RunRecording& r)
     if (r.epoch.size() <= have)
         return;
     m_testLoss->addData(r.epochEndStep.mid(have), r.testLoss.mid(have), true);
-    m_testAccuracy->addData(r.epoch.mid(have), percent(r.testAccuracy.mid(have)), true);
-    m_trainAccuracy->addData(r.epoch.mid(have), percent(r.trainAccuracy.mid(have)), true);
+    const EpochMetric metric = epochMetricFor(r.config);
+    m_testAccuracy->addData(r.epoch.mid(have), metric.test(r).mid(have), true);
+    m_trainAccuracy->addData(r.epoch.mid(have), metric.train(r).mid(have), true);
     m_loss->markDirty();
     m_accuracy->markDirty();
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The run monitor: train loss per step (raw, faint, behind an adjustable moving average),
-// test loss and accuracy per epoch, the loss scale with overflow markers, throughput and
+// test loss and accuracy per epoch (bits per character for a language model: epoch_metric.h), the loss scale with overflow markers, throughput and
 // learning rate. It shows one RunRecording and catches up with it on refresh(), which
 // the workbench calls from the run controller's timer: plots never redraw per step.
 #include "ui/run_recording.h"
@@ -64,7 +64,8 @@ private:
     EmaSmoother m_smoother{0.6};
 };
 
-// The one-line state of a recording: "running: step 120 of 480", "finished: test accuracy 84.1%".
+// The one-line state of a recording: "running: step 120 of 480", "finished: test accuracy 84.1%",
+// "finished: test 2.314 bits per character".
 QString recordingStateText(const RunRecording& recording);
 
 } // namespace mantissa::ui

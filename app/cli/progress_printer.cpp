@@ -1,6 +1,6 @@
 #include "cli/progress_printer.h"
 
-#include "cli/bits_per_character.h"
+#include "engine/observe/bits_per_character.h"
 
 #include <cmath>
 #include <string>

@@ -1,9 +1,9 @@
 #include "cli/recorded_run.h"
 
-#include "cli/bits_per_character.h"
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/progress_printer.h"
+#include "engine/observe/bits_per_character.h"
 #include "storage/run_recorder.h"
 
 #include <cstdio>

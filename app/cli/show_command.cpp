@@ -1,6 +1,5 @@
 // mantissa-cli show RUN: one run in full: what it trained (the config in a few lines),
 // how it ended (status and summary), its epochs and its events, overflows first.
-#include "cli/bits_per_character.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/config_summary.h"
@@ -9,6 +8,7 @@
 #include "cli/run_lookup.h"
 #include "cli/text_table.h"
 #include "engine/model/tensor_core_alignment.h"
+#include "engine/observe/bits_per_character.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -131,7 +131,7 @@ void printEpochs(const QList<EpochRecord>& epochs, bool bitsPerCharacter)
         QStringList row{QString::number(e.epoch), formatValue(e.trainLoss), formatPercent(e.trainAccuracy),
                         formatValue(e.testLoss)};
         if (bitsPerCharacter)
-            row << QString::number(cli::bitsPerCharacter(e.testLoss), 'f', 3);
+            row << QString::number(mantissa::bitsPerCharacter(e.testLoss), 'f', 3);
         row << formatPercent(e.testAccuracy) << formatSeconds(e.wallSeconds);
         table.addRow(row);
     }

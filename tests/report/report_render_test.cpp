@@ -17,6 +17,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
 #include <memory>
 
 using namespace mantissa;
@@ -214,6 +215,36 @@ private slots:
         QVERIFY(pdfText(dir.filePath(QStringLiteral("bare.%1").arg(int(ReportFormat::Pdf))))
                     .simplified()
                     .contains(QStringLiteral("does not parse")));
+    }
+
+    // A language model's report gives its losses in bits per character (loss / ln 2): the epoch
+    // plot, a column of the epoch table and a line of the results; a classifier's has none of it.
+    void aTextRunsReportIsInBitsPerCharacter()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString db = dir.filePath(QStringLiteral("text.sqlite"));
+        SyntheticRun spec;
+        spec.name = QStringLiteral("char-gpt-fp32");
+        spec.text = true;
+        const qint64 id = writeSyntheticRun(db, spec);
+        storage::RunStore store(db);
+        const ReportData data = loadReportData(store, {id});
+        QVERIFY(data.reportsBitsPerCharacter());
+        const QString path = dir.filePath(QStringLiteral("report.md"));
+        writeReport(store, data, path, ReportFormat::Markdown);
+        const QString text = QString::fromUtf8(readAll(path));
+        // The synthetic test loss after epoch 3 is 0.33 + 0.25 / 3 nats = 0.5967 bits.
+        const QString last = QString::number((0.33 + 0.25 / 3) / std::log(2.0), 'f', 3);
+        QVERIFY2(text.contains(QStringLiteral("| Final test bits per character | %1 |").arg(last)), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Test bits/char")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("in bits per character (loss / ln 2)")), qPrintable(text));
+        const ReportData images = loadReportData(*m_store, {m_sample.fp32});
+        QVERIFY(!images.reportsBitsPerCharacter());
+        // Mixed text and image runs share one epoch axis in percent.
+        ReportData mixed;
+        mixed.runs = {data.runs.first(), images.runs.first()};
+        QVERIFY(!mixed.reportsBitsPerCharacter());
     }
 
     void unwritablePathIsAnIoError_data()

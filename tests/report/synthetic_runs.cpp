@@ -33,7 +33,7 @@ std::uint64_t salt(const SyntheticRun& run) { return (isMixed(run) ? 2 : 1) + (r
 
 QString configJson(const SyntheticRun& run)
 {
-    RunConfig config = presetConfig("mlp");
+    RunConfig config = presetConfig(run.text ? "char-gpt" : "mlp");
     config.precision = *parsePrecisionMode(run.precision.toStdString());
     config.training.epochs = run.epochs;
     config.data.limitTrain = std::int64_t(run.stepsPerEpoch) * kBatch;
@@ -72,7 +72,7 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
         NewRun created;
         created.name = run.name;
         created.configJson = configJson(run);
-        created.preset = QStringLiteral("mlp");
+        created.preset = run.text ? QStringLiteral("char-gpt") : QStringLiteral("mlp");
         created.precision = run.precision;
         created.device = run.device;
         created.notes = run.notes;

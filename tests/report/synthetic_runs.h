@@ -27,6 +27,8 @@ struct SyntheticRun {
     // training.seed; another seed than 42 moves the accuracies by up to +-0.4 points and
     // changes the loss noise, as a rerun with another seed would.
     std::uint64_t seed = 42;
+    // A char-gpt run on text (the same curves): the report gives its losses in bits per character.
+    bool text = false;
 };
 
 // Test accuracy the synthetic run reports after epoch `epoch` (1-based).

@@ -1,6 +1,7 @@
 // The plots' own logic: overflow markers found under the mouse, bulk appends that only add
-// what is new, the debiased moving average behind the smoothed loss, and the loss plot's
-// log axis.
+// what is new, the debiased moving average behind the smoothed loss, the loss plot's
+// log axis, and the epoch plot's unit (accuracy, or bits per character for text runs).
+#include "ui/comparison_view.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/run_monitor.h"
 #include "ui/smoothing.h"
@@ -12,6 +13,7 @@
 #include <cmath>
 
 using namespace mantissa::ui;
+using mantissa::DatasetKind;
 
 class PlotsTest : public QObject {
     Q_OBJECT
@@ -109,7 +111,57 @@ private slots:
         QVERIFY2(range.size() < 2 * (largest - range.lower) + 1, qPrintable(describe(range)));
     }
 
+    void aTextRunsEpochPlotIsInBitsPerCharacterAndAClassifiersInPercent()
+    {
+        auto text = epochRecording(DatasetKind::Text, {2.0, 1.5}, {0.30, 0.45});
+        auto images = epochRecording(DatasetKind::FashionMnist, {0.6, 0.4}, {0.80, 0.85});
+
+        RunMonitor monitor;
+        monitor.setRecording(text);
+        PlotWidget* plot = monitor.accuracyPlot();
+        QCOMPARE(plot->title(), QStringLiteral("Bits per character"));
+        QCOMPARE(plot->yAxis->label(), QStringLiteral("bits per character"));
+        // Test loss 1.5 nats is 1.5 / ln 2 = 2.164 bits per character; not the 45% accuracy.
+        QCOMPARE(plot->graph(0)->dataCount(), 2);
+        QCOMPARE(plot->graph(0)->data()->at(1)->value, 1.5 / std::log(2.0));
+        QCOMPARE(recordingStateText(*text), QStringLiteral("finished: test 2.164 bits per character"));
+
+        // The same monitor showing a classifier goes back to percent.
+        monitor.setRecording(images);
+        QCOMPARE(plot->title(), QStringLiteral("Accuracy"));
+        QCOMPARE(plot->yAxis->label(), QStringLiteral("accuracy (%)"));
+        QCOMPARE(plot->graph(0)->data()->at(1)->value, 85.0);
+        QCOMPARE(recordingStateText(*images), QStringLiteral("finished: test accuracy 85.00%"));
+
+        // A comparison uses bits only when every run is a text run: one axis holds one unit.
+        ComparisonView comparison;
+        comparison.setRuns({text, text});
+        QCOMPARE(comparison.plots()[1]->yAxis->label(), QStringLiteral("bits per character"));
+        QCOMPARE(comparison.plots()[1]->graph(1)->data()->at(0)->value, 2.0 / std::log(2.0));
+        comparison.setRuns({text, images});
+        QCOMPARE(comparison.plots()[1]->yAxis->label(), QStringLiteral("accuracy (%)"));
+    }
+
 private:
+    static std::shared_ptr<RunRecording> epochRecording(mantissa::DatasetKind dataset, QVector<double> testLoss,
+                                                        QVector<double> testAccuracy)
+    {
+        auto run = std::make_shared<RunRecording>();
+        run->name = "run";
+        run->config.data.dataset = dataset;
+        for (qsizetype i = 0; i < testLoss.size(); ++i) {
+            run->epoch << double(i + 1);
+            run->epochEndStep << double(10 * (i + 1));
+            run->testLoss << testLoss[i];
+            run->trainLoss << testLoss[i] + 0.1;
+            run->testAccuracy << testAccuracy[i];
+            run->trainAccuracy << testAccuracy[i];
+        }
+        run->summary = mantissa::RunSummary{};
+        run->summary->status = mantissa::RunStatus::Finished;
+        return run;
+    }
+
     static QString describe(const QCPRange& range)
     {
         return QString("range %1 .. %2").arg(range.lower).arg(range.upper);
