@@ -24,27 +24,65 @@ QString shapeText(const Shape& shape)
 } // namespace
 
 LayerTableModel::LayerTableModel(ConfigDocument* document, QObject* parent)
-    : QAbstractTableModel(parent), m_document(document)
+    : QAbstractItemModel(parent), m_document(document)
 {
+    for (int row = 0; row < rowCount(); ++row)
+        m_partCounts.push_back(partCount(row));
     connect(document, &ConfigDocument::changed, this, &LayerTableModel::onDocumentChanged);
 }
 
 QStringList LayerTableModel::precisionNames() { return enumKeys<LayerPrecision>(); }
 
-int LayerTableModel::rowCount(const QModelIndex& parent) const
+int LayerTableModel::layerRow(const QModelIndex& index)
 {
-    return parent.isValid() ? 0 : static_cast<int>(m_document->config().model.layers.size());
+    if (!index.isValid())
+        return -1;
+    return index.internalId() == 0 ? index.row() : static_cast<int>(index.internalId()) - 1;
 }
 
-int LayerTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int LayerTableModel::partCount(int row) const
+{
+    const ModelReport& report = m_document->report();
+    if (row < 0 || row >= static_cast<int>(report.layers.size()))
+        return 0;
+    return static_cast<int>(report.layers[static_cast<std::size_t>(row)].parts.size());
+}
+
+QModelIndex LayerTableModel::index(int row, int column, const QModelIndex& parent) const
+{
+    if (!hasIndex(row, column, parent))
+        return {};
+    // A layer's internal id is 0; a part's is its layer's row + 1.
+    return parent.isValid() ? createIndex(row, column, static_cast<quintptr>(parent.row()) + 1)
+                            : createIndex(row, column, quintptr{0});
+}
+
+QModelIndex LayerTableModel::parent(const QModelIndex& child) const
+{
+    if (!child.isValid() || child.internalId() == 0)
+        return {};
+    return createIndex(static_cast<int>(child.internalId()) - 1, 0, quintptr{0});
+}
+
+int LayerTableModel::rowCount(const QModelIndex& parent) const
+{
+    if (!parent.isValid())
+        return static_cast<int>(m_document->config().model.layers.size());
+    // Parts hang off a layer's first column only, and have none of their own.
+    if (parent.internalId() != 0 || parent.column() != 0)
+        return 0;
+    return parent.row() < static_cast<int>(m_partCounts.size()) ? m_partCounts[static_cast<std::size_t>(parent.row())]
+                                                                : 0;
+}
+
+int LayerTableModel::columnCount(const QModelIndex&) const { return ColumnCount; }
 
 QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (role != Qt::DisplayRole)
+    if (role != Qt::DisplayRole || orientation != Qt::Horizontal)
         return {};
-    if (orientation == Qt::Vertical)
-        return section; // the validator's messages number layers from 0
     switch (section) {
+    case Index: return tr("#"); // the validator's messages number layers from 0
     case Type: return tr("Type");
     case Params: return tr("Parameters");
     case OutputShape: return tr("Output shape");
@@ -61,7 +99,7 @@ Qt::ItemFlags LayerTableModel::flags(const QModelIndex& index) const
     if (!index.isValid())
         return Qt::NoItemFlags;
     Qt::ItemFlags f = Qt::ItemIsSelectable | Qt::ItemIsEnabled;
-    if (index.column() == Type || index.column() == Params || index.column() == Precision)
+    if (index.internalId() == 0 && (index.column() == Type || index.column() == Params || index.column() == Precision))
         f |= Qt::ItemIsEditable;
     return f;
 }
@@ -83,7 +121,16 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid))
         return {};
-    const int row = index.row();
+    if (role == Qt::TextAlignmentRole &&
+        (index.column() == ParamCount || index.column() == Flops || index.column() == Index))
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    if (index.internalId() == 0)
+        return layerData(index.row(), index.column(), role);
+    return partData(static_cast<int>(index.internalId()) - 1, index.row(), index.column(), role);
+}
+
+QVariant LayerTableModel::layerData(int row, int column, int role) const
+{
     const LayerSpec& layer = m_document->config().model.layers[static_cast<std::size_t>(row)];
     const ModelReport& report = m_document->report();
     const LayerReport* info =
@@ -94,18 +141,16 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
         return QBrush(QColor(255, 215, 215));
     if (role == Qt::ToolTipRole && info && !info->error.empty())
         return QString::fromStdString(info->error);
-    // A composite layer (a transformer block) is one row; its tooltip opens it up into its parts.
-    if (role == Qt::ToolTipRole && index.column() == Type && known && !info->parts.empty())
+    if (role == Qt::ToolTipRole && column == Type && known && !info->parts.empty())
         return partsText(*info);
-    if (index.column() == TensorCores && (role == Qt::DisplayRole || role == Qt::ToolTipRole))
+    if (column == TensorCores && (role == Qt::DisplayRole || role == Qt::ToolTipRole))
         return known ? tensorCoreData(row, role) : QVariant();
-    if (role == Qt::TextAlignmentRole && (index.column() == ParamCount || index.column() == Flops))
-        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role != Qt::DisplayRole && role != Qt::EditRole)
         return {};
 
     const QLocale locale;
-    switch (index.column()) {
+    switch (column) {
+    case Index: return row;
     case Type: return fromView(enumKey(layer.type));
     case Params: return formatLayerParams(layer);
     case OutputShape:
@@ -113,6 +158,37 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const
     case ParamCount: return known ? locale.toString(static_cast<qlonglong>(info->parameters)) : QString();
     case Flops: return known ? locale.toString(static_cast<qlonglong>(info->flopsPerSample)) : QString();
     case Precision: return fromView(enumKey(layer.precision));
+    default: return {};
+    }
+}
+
+QVariant LayerTableModel::partData(int layer, int part, int column, int role) const
+{
+    const ModelReport& report = m_document->report();
+    if (layer >= static_cast<int>(report.layers.size()) ||
+        part >= static_cast<int>(report.layers[static_cast<std::size_t>(layer)].parts.size()))
+        return {};
+    const LayerPartReport& info = report.layers[static_cast<std::size_t>(layer)].parts[static_cast<std::size_t>(part)];
+    const LayerSpec& block = m_document->config().model.layers[static_cast<std::size_t>(layer)];
+    // A residual block's parts are its body's layers, then the shortcut's projection if it has one.
+    const LayerSpec* spec = block.type == LayerKind::Residual && part < static_cast<int>(block.body.size())
+                                ? &block.body[static_cast<std::size_t>(part)]
+                                : nullptr;
+    const bool projection = block.type == LayerKind::Residual && !spec;
+    if (role == Qt::ForegroundRole)
+        return QBrush(QColor(90, 90, 90));
+    if (role == Qt::ToolTipRole)
+        return tr("Part of layer %1 (%2); edit the block in its own row").arg(layer).arg(fromView(enumKey(block.type)));
+    if (role != Qt::DisplayRole)
+        return {};
+    const QLocale locale;
+    switch (column) {
+    case Index: return QStringLiteral("%1.%2").arg(layer).arg(part);
+    case Type: return fromView(enumKey(info.type));
+    case Params: return spec ? formatLayerParams(*spec) : projection ? tr("shortcut projection") : QString();
+    case ParamCount: return locale.toString(static_cast<qlonglong>(info.parameters));
+    case Flops: return locale.toString(static_cast<qlonglong>(info.flopsPerSample));
+    case Precision: return spec ? fromView(enumKey(spec->precision)) : QString();
     default: return {};
     }
 }
@@ -180,14 +256,24 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
 
 void LayerTableModel::onDocumentChanged(bool restructured)
 {
-    if (restructured) {
+    std::vector<int> partCounts;
+    for (int row = 0; row < rowCount(); ++row)
+        partCounts.push_back(partCount(row));
+    if (restructured || partCounts != m_partCounts) {
         beginResetModel();
+        m_partCounts = std::move(partCounts);
         endResetModel();
         return;
     }
-    // Shapes, counts and validity of every later row may change with one edit.
-    if (rowCount() > 0)
-        emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    // Shapes, counts and validity of every later row (and its parts) may change with one edit.
+    if (rowCount() == 0)
+        return;
+    emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    for (int row = 0; row < rowCount(); ++row) {
+        const QModelIndex layer = index(row, 0);
+        if (const int parts = rowCount(layer); parts > 0)
+            emit dataChanged(index(0, 0, layer), index(parts - 1, ColumnCount - 1, layer));
+    }
 }
 
 } // namespace mantissa::ui

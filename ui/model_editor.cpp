@@ -13,8 +13,8 @@
 #include <QLabel>
 #include <QLocale>
 #include <QMenu>
-#include <QTableView>
 #include <QToolButton>
+#include <QTreeView>
 #include <QVBoxLayout>
 
 namespace mantissa::ui {
@@ -30,7 +30,7 @@ QString unbreakableBytes(double bytes)
 } // namespace
 
 ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
-    : QWidget(parent), m_document(document), m_model(new LayerTableModel(document, this)), m_view(new QTableView),
+    : QWidget(parent), m_document(document), m_model(new LayerTableModel(document, this)), m_view(new QTreeView),
       m_message(new QLabel), m_totals(new QLabel), m_remove(new QToolButton), m_duplicate(new QToolButton),
       m_up(new QToolButton), m_down(new QToolButton)
 {
@@ -61,6 +61,9 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
 
     m_view->setObjectName("layerTable");
     m_view->setModel(m_model);
+    m_view->setRootIsDecorated(true);
+    m_view->setAllColumnsShowFocus(true);
+    m_view->setAlternatingRowColors(true);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_view->setSelectionMode(QAbstractItemView::SingleSelection);
     m_view->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
@@ -70,9 +73,8 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
                                      new ComboDelegate(LayerTableModel::precisionNames(), this));
     // Every column fits its contents (the parameters most of all: "units=1024, activation=relu"
     // elided to "unit..." says nothing); the last one takes what width is left.
-    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_view->horizontalHeader()->setStretchLastSection(true);
-    m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
+    m_view->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->header()->setStretchLastSection(true);
 
     m_message->setObjectName("modelMessage");
     m_message->setWordWrap(true);
@@ -99,11 +101,7 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
 
 QString ModelEditor::messageText() const { return m_message->text(); }
 
-int ModelEditor::currentRow() const
-{
-    const QModelIndex current = m_view->currentIndex();
-    return current.isValid() ? current.row() : -1;
-}
+int ModelEditor::currentRow() const { return LayerTableModel::layerRow(m_view->currentIndex()); }
 
 void ModelEditor::selectRow(int row)
 {

@@ -1,12 +1,13 @@
 #pragma once
-// The model editor: the layer table, the buttons that add, remove, duplicate and move
-// layers, the validator's message under the table, and the model's totals.
+// The model editor: the layer table (a tree: composite blocks expand into their parts), the
+// buttons that add, remove, duplicate and move layers, the validator's message under the
+// table, and the model's totals.
 #include "engine/config/layer_kind.h"
 
 #include <QWidget>
 
 class QLabel;
-class QTableView;
+class QTreeView;
 class QToolButton;
 
 namespace mantissa::ui {
@@ -20,7 +21,7 @@ public:
     explicit ModelEditor(ConfigDocument* document, QWidget* parent = nullptr);
 
     LayerTableModel* tableModel() const { return m_model; }
-    QTableView* tableView() const { return m_view; }
+    QTreeView* tableView() const { return m_view; }
     // The validator's message (empty while the model is valid) as shown under the table.
     QString messageText() const;
 
@@ -29,6 +30,7 @@ private:
     void removeLayer();
     void duplicateLayer();
     void moveLayer(int delta);
+    // The top-level layer selected (a part's block when a part is), -1 when none.
     int currentRow() const;
     void selectRow(int row);
     void refresh();
@@ -36,7 +38,7 @@ private:
 
     ConfigDocument* m_document;
     LayerTableModel* m_model;
-    QTableView* m_view;
+    QTreeView* m_view;
     QLabel* m_message;
     QLabel* m_totals;
     QToolButton* m_remove;

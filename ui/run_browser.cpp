@@ -1,8 +1,11 @@
 #include "ui/run_browser.h"
 
+#include "engine/config/run_config.h"
+#include "engine/train/text_sampler.h"
 #include "storage/run_store.h"
 #include "ui/report_export.h"
 #include "ui/run_list_model.h"
+#include "ui/sampling_dialog.h"
 
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -65,6 +68,9 @@ RunBrowser::RunBrowser(QWidget* parent)
         if (ids.size() == 1)
             emit initFromRequested(ids.first());
     });
+    m_sample = new QPushButton(tr("Sample text…"));
+    m_sample->setObjectName("sampleText");
+    connect(m_sample, &QPushButton::clicked, this, &RunBrowser::openSamplingDialog);
     m_checkpoints = new QLabel;
     m_checkpoints->setObjectName("runCheckpoints");
     m_checkpoints->setWordWrap(true);
@@ -99,7 +105,7 @@ RunBrowser::RunBrowser(QWidget* parent)
     top->addWidget(m_filter, 1);
     top->addWidget(refresh);
     auto* buttons = new QHBoxLayout;
-    for (QPushButton* b : {m_open, m_compare, m_rename, m_notes, m_tags, m_delete, m_report, m_initFrom})
+    for (QPushButton* b : {m_open, m_compare, m_rename, m_notes, m_tags, m_delete, m_report, m_initFrom, m_sample})
         buttons->addWidget(b);
     buttons->addStretch();
     m_where->setObjectName("databasePath");
@@ -171,7 +177,53 @@ void RunBrowser::updateButtons()
         b->setEnabled(selected == 1);
     m_delete->setEnabled(selected >= 1);
     m_report->setEnabled(selected >= 1 && !m_export->isBusy());
-    m_initFrom->setEnabled(showCheckpoints(selectedRunIds()));
+    const QList<qint64> ids = selectedRunIds();
+    const bool hasCheckpoint = showCheckpoints(ids);
+    m_initFrom->setEnabled(hasCheckpoint);
+    const QString whyNot = hasCheckpoint ? whyNotSampleable(ids) : tr("Select one finished or stopped run");
+    m_sample->setEnabled(whyNot.isEmpty());
+    m_sample->setToolTip(whyNot.isEmpty() ? tr("Generate text from this language model's latest checkpoint") : whyNot);
+}
+
+QString RunBrowser::whyNotSampleable(const QList<qint64>& selected) const
+{
+    if (!m_store || selected.size() != 1)
+        return tr("Select one run");
+    try {
+        const storage::RunInfo run = m_store->run(selected.first());
+        const RunConfig config = parseRunConfig(run.configJson.toStdString(), "run " + std::to_string(run.id));
+        const std::string why = whyNotByteLanguageModel(config.model);
+        return why.empty() ? QString()
+                           : tr("Not a byte-level language model: %1 (train one on text, such as the char-gpt "
+                                "preset)")
+                                 .arg(QString::fromStdString(why));
+    } catch (const std::exception& e) {
+        return QString::fromLocal8Bit(e.what());
+    }
+}
+
+SamplingDialog* RunBrowser::openSamplingDialog()
+{
+    const QList<qint64> ids = selectedRunIds();
+    if (!m_store || ids.size() != 1 || !whyNotSampleable(ids).isEmpty())
+        return nullptr;
+    try {
+        const storage::RunInfo run = m_store->run(ids.first());
+        const QList<storage::CheckpointInfo> checkpoints = m_store->checkpoints(run.id);
+        if (checkpoints.isEmpty())
+            return nullptr;
+        const storage::CheckpointInfo& latest = checkpoints.last(); // ordered by step
+        const RunConfig config = parseRunConfig(run.configJson.toStdString(), "run " + std::to_string(run.id));
+        auto* dialog = new SamplingDialog(
+            config, latest.absolutePath,
+            tr("run %1 (%2, %3), step %4").arg(run.id).arg(run.name, run.precision).arg(latest.step), this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->show();
+        return dialog;
+    } catch (const std::exception& e) {
+        emit storeError(QString::fromLocal8Bit(e.what()));
+        return nullptr;
+    }
 }
 
 bool RunBrowser::showCheckpoints(const QList<qint64>& selected)

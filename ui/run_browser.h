@@ -1,7 +1,7 @@
 #pragma once
 // The run browser: every run in the database, sortable and filterable, with open, compare,
 // rename, notes, tags, delete, and the selected run's checkpoints, whose weights the next run
-// can start from. Opening, comparing and starting are the workbench's job; the browser says
+// can start from and, for a byte-level language model, sample text from (SamplingDialog). Opening, comparing and starting are the workbench's job; the browser says
 // which runs.
 #include <QList>
 #include <QWidget>
@@ -38,6 +38,9 @@ public:
     // "Export report..." button asks for the path and calls this.
     bool exportReport(const QString& path);
     ReportExport* reportExport() const { return m_export; }
+    // "Sample text…": opens the sampling dialog on the selected run's latest checkpoint; null when
+    // the selection is not one language-model run with a checkpoint.
+    class SamplingDialog* openSamplingDialog();
 
 signals:
     void openRequested(qint64 runId);
@@ -55,13 +58,15 @@ private:
     void editTags();
     void deleteSelected();
     void exportWithDialog();
+    // Why the selected run cannot be sampled from (empty when it can).
+    QString whyNotSampleable(const QList<qint64>& selected) const;
 
     RunListModel* m_model;
     QSortFilterProxyModel* m_proxy;
     QLabel* m_where;
     QLineEdit* m_filter;
     QTableView* m_view;
-    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete, *m_report, *m_initFrom;
+    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete, *m_report, *m_initFrom, *m_sample;
     QLabel* m_checkpoints;
     storage::RunStore* m_store = nullptr;
     ReportExport* m_export;

@@ -1,6 +1,7 @@
 // The workbench over a run database: runs are recorded as they train, the run browser
 // lists them (sort, filter, rename, notes, tags, delete) and opens one read back from
-// SQLite, and the comparison computes speedups and shows only the settings that differ.
+// SQLite, and the comparison computes speedups and shows only the settings that differ; a
+// language model's run is sampled from in the browser.
 #include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
 #include "ui/comparison_table_model.h"
@@ -12,14 +13,20 @@
 #include "ui/run_controller.h"
 #include "ui/run_list_model.h"
 #include "ui/run_monitor.h"
+#include "ui/sampling_dialog.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
+#include <QDoubleSpinBox>
+#include <QFile>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QSpinBox>
 #include <QTemporaryDir>
+#include <QTextEdit>
 #include <QtTest>
 
 using namespace mantissa;
@@ -157,6 +164,97 @@ private slots:
         QVERIFY2(fp32Last < 0.8 * fp32First, qPrintable(QString("fp32 %1 -> %2").arg(fp32First).arg(fp32Last)));
         QVERIFY2(tunedFirst < 0.8 * fp32First,
                  qPrintable(QString("fp32 first %1, fine-tune first %2").arg(fp32First).arg(tunedFirst)));
+    }
+
+    // A tiny causal transformer trained in the GUI on "abcdefgh" repeated learns the cycle; the
+    // run browser's "Sample text…" continues "abc" with it greedily (as mantissa-cli sample does),
+    // the same seed gives the same draw, and a classifier run is not offered for sampling.
+    void aLanguageModelRunIsSampledFromTheRunBrowser()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        QFile text(dir.filePath("cycle.txt"));
+        QVERIFY(text.open(QIODevice::WriteOnly));
+        text.write(QByteArray("abcdefgh").repeated(400));
+        text.close();
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        const RunConfig lm = parseRunConfig(QStringLiteral(R"({
+  "name": "cycle-lm",
+  "model": {"input": [16], "classes": 256, "layers": [
+    {"type": "token_embedding", "vocabulary": 256, "units": 32},
+    {"type": "positional_embedding"},
+    {"type": "transformer", "heads": 2, "causal": true},
+    {"type": "layernorm"},
+    {"type": "linear", "units": 256, "bias": false, "tied": true}
+  ]},
+  "data": {"dataset": "text", "directory": "%1", "context": 16},
+  "optimizer": {"type": "adamw", "lr": 0.01},
+  "training": {"batch_size": 32, "epochs": 15, "seed": 3, "threads": 1}
+})")
+                                                .arg(text.fileName())
+                                                .toStdString(),
+                                            "cycle-lm");
+        bench.document()->load(lm, "cycle-lm");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+        const qint64 lmId = bench.store()->listRuns().first().id;
+        // The monitor plots a language model's epochs in bits per character.
+        QCOMPARE(bench.monitor()->accuracyPlot()->yAxis->label(), QStringLiteral("bits per character"));
+
+        bench.loadPreset("mlp");
+        bench.document()->apply(quickConfig(bench.document()->config(), 10), "quick run");
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 2, 120000);
+        const qint64 mlpId = bench.store()->listRuns().first().id;
+        QVERIFY(mlpId != lmId);
+
+        RunBrowser* browser = bench.runBrowser();
+        browser->reload();
+        auto* sample = browser->findChild<QPushButton*>("sampleText");
+        QVERIFY(sample);
+        browser->selectRuns({mlpId});
+        QVERIFY(!sample->isEnabled());
+        QVERIFY2(sample->toolTip().contains("not a byte-level language model", Qt::CaseInsensitive) &&
+                     sample->toolTip().contains("its first layer is flatten, not a token_embedding"),
+                 qPrintable(sample->toolTip()));
+        QVERIFY(!browser->openSamplingDialog());
+        browser->selectRuns({lmId});
+        QVERIFY2(sample->isEnabled(), qPrintable(sample->toolTip()));
+
+        SamplingDialog* dialog = browser->openSamplingDialog();
+        QVERIFY(dialog);
+        dialog->promptEdit()->setPlainText("abc");
+        dialog->tokensBox()->setValue(21); // past the end of the 16-byte context
+        dialog->temperatureBox()->setValue(0);
+        QSignalSpy generated(dialog, &SamplingDialog::generated);
+        QSignalSpy failed(dialog, &SamplingDialog::failed);
+        dialog->generate();
+        QTRY_VERIFY_WITH_TIMEOUT(generated.count() == 1, 60000);
+        QCOMPARE(generated.first().first().toString(), QStringLiteral("defghabcdefghabcdefgh"));
+        QVERIFY(dialog->output()->toPlainText().startsWith("abcdefgh"));
+
+        // A seeded draw at temperature 1 is the same twice.
+        dialog->temperatureBox()->setValue(1);
+        dialog->seedBox()->setValue(7);
+        QTRY_VERIFY(!dialog->isGenerating());
+        dialog->generate();
+        QTRY_VERIFY_WITH_TIMEOUT(generated.count() == 2, 60000);
+        QTRY_VERIFY(!dialog->isGenerating());
+        dialog->generate();
+        QTRY_VERIFY_WITH_TIMEOUT(generated.count() == 3, 60000);
+        QCOMPARE(generated[2].first().toString(), generated[1].first().toString());
+
+        // An empty prompt is refused with the reason, and nothing is generated.
+        QTRY_VERIFY(!dialog->isGenerating());
+        dialog->promptEdit()->clear();
+        dialog->generate();
+        QCOMPARE(failed.count(), 1);
+        QVERIFY2(failed.first().first().toString().contains("prompt is empty"),
+                 qPrintable(failed.first().first().toString()));
+        QCOMPARE(generated.count(), 3);
+        dialog->close();
     }
 
     void comparePrecisionsRecordsAGroupAndComparesStoredRuns()

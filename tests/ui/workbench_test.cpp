@@ -18,12 +18,14 @@
 #include <QAction>
 #include <QComboBox>
 #include <QElapsedTimer>
+#include <QLocale>
 #include <QMenu>
 #include <QSignalSpy>
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QTimer>
 #include <QToolButton>
+#include <QTreeView>
 #include <QUndoStack>
 #include <QtTest>
 
@@ -75,6 +77,58 @@ private slots:
         QCOMPARE(bench.document()->config().model.layers[1].units, 1024);
         bench.document()->undoStack()->redo();
         QCOMPARE(bench.document()->config().model.layers[1].units, 512);
+    }
+
+    // A transformer block and a residual block are one row each that expands into their parts
+    // (read-only: the block is edited as a whole); the parts' weights add up to the block's.
+    void compositeBlocksExpandIntoTheirParts()
+    {
+        Workbench bench;
+        bench.loadPreset("char-gpt");
+        LayerTableModel* model = bench.modelEditor()->tableModel();
+        QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        const auto& layers = bench.document()->config().model.layers;
+        int block = -1;
+        for (int i = 0; i < static_cast<int>(layers.size()) && block < 0; ++i)
+            if (layers[static_cast<std::size_t>(i)].type == LayerKind::Transformer)
+                block = i;
+        QVERIFY(block >= 0);
+        const QModelIndex row = model->index(block, 0);
+        QCOMPARE(model->data(model->index(block, LayerTableModel::Index)).toInt(), block);
+        QCOMPARE(model->rowCount(row), 4);
+        QStringList types;
+        qlonglong weights = 0;
+        const QLocale locale;
+        for (int part = 0; part < 4; ++part) {
+            types << model->data(model->index(part, LayerTableModel::Type, row)).toString();
+            weights += locale.toLongLong(model->data(model->index(part, LayerTableModel::ParamCount, row)).toString());
+            QVERIFY(!(model->flags(model->index(part, LayerTableModel::Params, row)) & Qt::ItemIsEditable));
+            QCOMPARE(LayerTableModel::layerRow(model->index(part, LayerTableModel::Type, row)), block);
+        }
+        QCOMPARE(types, QStringList({"layernorm", "attention", "layernorm", "mlp"}));
+        QCOMPARE(model->data(model->index(1, LayerTableModel::Index, row)).toString(), QString("%1.1").arg(block));
+        QCOMPARE(weights, locale.toLongLong(model->data(model->index(block, LayerTableModel::ParamCount)).toString()));
+        QCOMPARE(model->rowCount(model->index(0, 0)), 0); // a token embedding has no parts
+
+        // resnet-small: the projection block's parts are its five body layers and the shortcut.
+        bench.loadPreset("resnet-small");
+        QCOMPARE(model->rowCount(model->index(3, 0)), 5);
+        const QModelIndex projected = model->index(5, 0);
+        QCOMPARE(model->rowCount(projected), 6);
+        QCOMPARE(model->data(model->index(0, LayerTableModel::Type, projected)).toString(), QString("conv2d"));
+        QCOMPARE(model->data(model->index(5, LayerTableModel::Params, projected)).toString(),
+                 QString("shortcut projection"));
+        // Selecting a part selects its block for the editor's buttons: removing removes the block.
+        bench.modelEditor()->tableView()->setCurrentIndex(model->index(2, LayerTableModel::Type, projected));
+        const std::size_t before = bench.document()->config().model.layers.size();
+        QToolButton* remove = nullptr;
+        for (QToolButton* b : bench.modelEditor()->findChildren<QToolButton*>())
+            if (b->text() == "Remove")
+                remove = b;
+        QVERIFY(remove && remove->isEnabled());
+        remove->click();
+        QCOMPARE(bench.document()->config().model.layers.size(), before - 1);
+        QCOMPARE(bench.document()->config().model.layers[5].type, LayerKind::Relu);
     }
 
     void theDeviceListNamesEachGpuOrSaysWhyThereIsNone()

@@ -163,4 +163,14 @@ std::vector<std::pair<std::string, std::int64_t>> Residual::tensorCoreExtents() 
     return all;
 }
 
+std::vector<const Layer*> Residual::parts() const
+{
+    std::vector<const Layer*> parts;
+    for (const LayerPtr& layer : m_body)
+        parts.push_back(layer.get());
+    if (m_projection)
+        parts.push_back(m_projection.get());
+    return parts;
+}
+
 } // namespace mantissa

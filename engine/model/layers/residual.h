@@ -26,6 +26,8 @@ public:
     std::int64_t parameterCount() const override;
     std::int64_t flopsPerSample() const override;
     std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
+    // The body's layers, then the shortcut's projection if there is one.
+    std::vector<const Layer*> parts() const override;
 
 private:
     std::vector<LayerPtr> m_body;
