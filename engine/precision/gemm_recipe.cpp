@@ -119,6 +119,28 @@ OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const Recipe
     return f;
 }
 
+std::string operandFormatLabel(const OperandFormat& format)
+{
+    const QuantFormat& f = format.format;
+    std::string label(enumKey(f.element));
+    const std::string block = std::to_string(f.blockSize);
+    if (format.tile2d > 0)
+        label += " " + std::to_string(format.tile2d) + "x" + std::to_string(format.tile2d);
+    else if (format.delayed)
+        label += " delayed";
+    else
+        switch (f.scheme) {
+        case ScalingScheme::None: break;
+        case ScalingScheme::PerTensor: label += " tensor"; break;
+        case ScalingScheme::Fp32Blocks: label += " 1x" + block; break;
+        case ScalingScheme::Mx: label += " mx/" + block + " " + std::string(enumKey(f.scaleRule)); break;
+        case ScalingScheme::Nvfp4: label += " nvfp4/" + block; break;
+        }
+    if (f.encoding.rounding == Rounding::Stochastic)
+        label += " sr";
+    return label;
+}
+
 std::string gemmRecipeName(GemmRecipe recipe)
 {
     if (recipe == GemmRecipe::None)
