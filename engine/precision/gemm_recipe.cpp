@@ -3,6 +3,8 @@
 #include "engine/util/check.h"
 
 #include <array>
+#include <initializer_list>
+#include <string_view>
 
 namespace mantissa {
 
@@ -122,22 +124,27 @@ OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const Recipe
 std::string operandFormatLabel(const OperandFormat& format)
 {
     const QuantFormat& f = format.format;
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on " " + std::string temporaries.
     std::string label(enumKey(f.element));
-    const std::string block = std::to_string(f.blockSize);
+    const auto add = [&label](std::initializer_list<std::string_view> parts) {
+        for (const std::string_view part : parts)
+            label.append(part);
+    };
+    const std::string block = std::to_string(f.blockSize), tile = std::to_string(format.tile2d);
     if (format.tile2d > 0)
-        label += " " + std::to_string(format.tile2d) + "x" + std::to_string(format.tile2d);
+        add({" ", tile, "x", tile});
     else if (format.delayed)
-        label += " delayed";
+        add({" delayed"});
     else
         switch (f.scheme) {
         case ScalingScheme::None: break;
-        case ScalingScheme::PerTensor: label += " tensor"; break;
-        case ScalingScheme::Fp32Blocks: label += " 1x" + block; break;
-        case ScalingScheme::Mx: label += " mx/" + block + " " + std::string(enumKey(f.scaleRule)); break;
-        case ScalingScheme::Nvfp4: label += " nvfp4/" + block; break;
+        case ScalingScheme::PerTensor: add({" tensor"}); break;
+        case ScalingScheme::Fp32Blocks: add({" 1x", block}); break;
+        case ScalingScheme::Mx: add({" mx/", block, " ", enumKey(f.scaleRule)}); break;
+        case ScalingScheme::Nvfp4: add({" nvfp4/", block}); break;
         }
     if (f.encoding.rounding == Rounding::Stochastic)
-        label += " sr";
+        add({" sr"});
     return label;
 }
 
