@@ -341,9 +341,10 @@ private slots:
         const FileSnapshot before = snapshot(m_path);
         QTest::qWait(20); // so that a write would show in the modification time
         const QString expected = QStringLiteral("%1: database schema version %2 is newer than this build "
-                                                "of Mantissa supports (5); upgrade Mantissa")
+                                                "of Mantissa supports (%3); upgrade Mantissa")
                                      .arg(m_path)
-                                     .arg(version);
+                                     .arg(version)
+                                     .arg(RunStore::schemaVersion());
         try {
             RunStore store(m_path);
             QFAIL("a newer schema was opened");
