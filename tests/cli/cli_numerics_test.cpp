@@ -88,7 +88,7 @@ private slots:
         QCOMPARE(lines.size(), title + 2 + 10 + 1);
         QVERIFY2(rows[0].startsWith(QStringLiteral("0.linear  fprop  activation  e2m1 mx/32 floor")),
                  qPrintable(rows[0]));
-        QVERIFY2(rows[9].startsWith(QStringLiteral("1.linear  wgrad  activation")), qPrintable(rows[9]));
+        QVERIFY2(rows[9].startsWith(QStringLiteral("1.linear  wgrad  gradient")), qPrintable(rows[9]));
         QCOMPARE(rows.filter(QStringLiteral(" dgrad ")).size(), 2);
         // Rows of numbers: "<blocks> <clipped>% <flushed>% <SQNR> <low>..<high> 0" at the end.
         static const QRegularExpression numbers(
