@@ -28,7 +28,8 @@ GemmInputPanel::GemmInputPanel(QWidget* parent) : QWidget(parent)
 
     m_plot = new QCustomPlot;
     m_plot->setObjectName("scaleExponentHistogram");
-    m_plot->setMinimumWidth(280);
+    m_plot->setMinimumWidth(220);
+    m_plot->setMaximumWidth(320); // the table's numbers come first
     m_plot->xAxis->setLabel(tr("block scale exponent (log2)"));
     m_plot->yAxis->setLabel(tr("blocks"));
     // One bar per binary exponent: integer ticks, however few bars.
@@ -104,7 +105,7 @@ void GemmInputPanel::updateHistogram()
             counts << static_cast<double>(count);
         }
         const std::string_view pass = enumKey(g.pass), operand = enumKey(g.operand);
-        title->setText(tr("%1 %2 %3: %4 blocks, %5 clipped")
+        title->setText(tr("%1 %2 %3\n%4 blocks, %5 clipped")
                            .arg(QString::fromStdString(g.layer),
                                 QString::fromLatin1(pass.data(), qsizetype(pass.size())),
                                 QString::fromLatin1(operand.data(), qsizetype(operand.size())))
