@@ -21,4 +21,27 @@ ExponentHistogram decodeHistogram(const QByteArray& blob)
     return histogram;
 }
 
+QByteArray encodeScaleExponents(const std::map<int, std::size_t>& counts)
+{
+    QByteArray blob(qsizetype(counts.size() * 2 * sizeof(quint32)), Qt::Uninitialized);
+    char* at = blob.data();
+    for (const auto& [exponent, count] : counts) {
+        qToLittleEndian<qint32>(exponent, at);
+        qToLittleEndian<quint32>(static_cast<quint32>(count), at + sizeof(quint32));
+        at += 2 * sizeof(quint32);
+    }
+    return blob;
+}
+
+std::map<int, std::size_t> decodeScaleExponents(const QByteArray& blob)
+{
+    std::map<int, std::size_t> counts;
+    const std::size_t pairs = std::size_t(blob.size()) / (2 * sizeof(quint32));
+    for (std::size_t i = 0; i < pairs; ++i) {
+        const char* at = blob.constData() + i * 2 * sizeof(quint32);
+        counts[qFromLittleEndian<qint32>(at)] += qFromLittleEndian<quint32>(at + sizeof(quint32));
+    }
+    return counts;
+}
+
 } // namespace mantissa::storage

@@ -108,6 +108,8 @@ public:
     ImportResult importRuns(const QString& sourcePath);
 
 private:
+    // The GEMM inputs of record.step (numerics_gemm_inputs), into record.gemmInputs.
+    void readGemmInputs(qint64 runId, NumericsRecord& record) const;
     void requireRun(qint64 runId) const;
     // UPDATE runs SET column = value for one run; `what` names the action in errors.
     void setRunText(qint64 runId, const char* column, const QString& value, const QString& what);

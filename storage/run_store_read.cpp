@@ -203,7 +203,7 @@ QList<EventRecord> RunStore::events(qint64 runId) const
     QSqlQuery query = m_connection->prepare(
         QStringLiteral("SELECT kind, step, scale_before, scale_after, parameter, message, location_layer_index, "
                        "location_layer, location_kind, location_tensor, location_non_finite, location_count, "
-                       "location_largest_finite FROM events WHERE run_id = ? ORDER BY step, id"));
+                       "location_largest_finite, location_nan FROM events WHERE run_id = ? ORDER BY step, id"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     m_connection->exec(query, QStringLiteral("reading the events of run %1").arg(runId));
@@ -226,6 +226,7 @@ QList<EventRecord> RunStore::events(qint64 runId) const
             where.nonFiniteCount = query.value(10).toLongLong();
             where.count = query.value(11).toLongLong();
             where.largestFinite = float(query.value(12).toDouble());
+            where.nanCount = query.value(13).isNull() ? -1 : query.value(13).toLongLong();
             e.location = where;
         }
         events << e;
@@ -292,7 +293,8 @@ NumericsRecord RunStore::numerics(qint64 runId, qint64 step) const
     record.scaledGradients = head.value(1).toBool();
     QSqlQuery query = m_connection->prepare(
         QStringLiteral("SELECT layer_index, kind, tensor, layer, dtype, target_dtype, count, amax, zeros, underflow, "
-                       "subnormal, overflow, non_finite, histogram FROM numerics_tensors WHERE run_id = ? AND step = ? "
+                       "subnormal, overflow, non_finite, nan_count, histogram FROM numerics_tensors "
+                       "WHERE run_id = ? AND step = ? "
                        "ORDER BY layer_index, CASE kind WHEN 'activation' THEN 0 WHEN 'activation_grad' THEN 1 "
                        "WHEN 'weight' THEN 2 ELSE 3 END, tensor"));
     query.setForwardOnly(true);
@@ -313,10 +315,45 @@ NumericsRecord RunStore::numerics(qint64 runId, qint64 step) const
         s.amax = float(doubleOrNan(query.value(i++)));
         for (std::int64_t* count : {&s.zeros, &s.underflow, &s.subnormal, &s.overflow, &s.nonFinite})
             *count = query.value(i++).toLongLong();
+        s.nan = query.value(i).isNull() ? -1 : query.value(i).toLongLong();
+        ++i;
         s.histogram = decodeHistogram(query.value(i++).toByteArray());
         record.tensors.push_back(std::move(t));
     }
+    readGemmInputs(runId, record);
     return record;
+}
+
+void RunStore::readGemmInputs(qint64 runId, NumericsRecord& record) const
+{
+    QSqlQuery query = m_connection->prepare(
+        QStringLiteral("SELECT layer_index, layer, pass, operand, format, elements, blocks, clipped_blocks, "
+                       "nan_scale_blocks, flushed, non_finite, nan_count, signal_energy, noise_energy, "
+                       "scale_exponents FROM numerics_gemm_inputs WHERE run_id = ? AND step = ? ORDER BY ordinal"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    query.addBindValue(qlonglong(record.step));
+    m_connection->exec(
+        query, QStringLiteral("reading the GEMM inputs' numerics of step %1 of run %2").arg(record.step).arg(runId));
+    while (query.next()) {
+        GemmInputNumerics g;
+        int i = 0;
+        g.layerIndex = query.value(i++).toInt();
+        g.layer = query.value(i++).toString().toStdString();
+        // The table's CHECK constraints admit only these keys.
+        g.pass = parseEnum<GemmPass>(query.value(i++).toString().toStdString()).value_or(GemmPass::Forward);
+        g.operand = parseEnum<GemmOperand>(query.value(i++).toString().toStdString()).value_or(GemmOperand::Activation);
+        g.format = query.value(i++).toString().toStdString();
+        QuantStats& s = g.stats;
+        for (std::size_t* count : {&s.elements, &s.blocks, &s.clippedBlocks, &s.nanScaleBlocks, &s.flushedToZero,
+                                   &s.nonFinite, &s.nanInputs})
+            *count = static_cast<std::size_t>(query.value(i++).toLongLong());
+        s.signalEnergy = query.value(i++).toDouble();
+        // +Inf (a quantised value came back non-finite) is stored as such.
+        s.noiseEnergy = doubleOrNan(query.value(i++));
+        s.scaleExponents = decodeScaleExponents(query.value(i++).toByteArray());
+        record.gemmInputs.push_back(std::move(g));
+    }
 }
 
 HistogramSeries RunStore::histogramSeries(qint64 runId, const QString& tensor, TensorKind kind) const

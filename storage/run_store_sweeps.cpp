@@ -252,9 +252,13 @@ ImportResult RunStore::importRuns(const QString& sourcePath)
                                                    "src.runs WHERE id = ?")
                                         .arg(runList));
     const std::pair<QString, QSet<QString>> childTables[] = {
-        {QStringLiteral("steps"), {"run_id"}},          {QStringLiteral("epochs"), {"run_id"}},
-        {QStringLiteral("events"), {"run_id", "id"}},   {QStringLiteral("run_tags"), {"run_id"}},
-        {QStringLiteral("numerics_steps"), {"run_id"}}, {QStringLiteral("numerics_tensors"), {"run_id"}},
+        {QStringLiteral("steps"), {"run_id"}},
+        {QStringLiteral("epochs"), {"run_id"}},
+        {QStringLiteral("events"), {"run_id", "id"}},
+        {QStringLiteral("run_tags"), {"run_id"}},
+        {QStringLiteral("numerics_steps"), {"run_id"}},
+        {QStringLiteral("numerics_tensors"), {"run_id"}},
+        {QStringLiteral("numerics_gemm_inputs"), {"run_id"}},
     };
     QList<std::pair<QString, QStringList>> children;
     for (const auto& [table, excluded] : childTables)

@@ -98,7 +98,8 @@ void RunWriter::prepareStatements()
     m_insertEvent = c.prepare(
         QStringLiteral("INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter, message, "
                        "location_layer_index, location_layer, location_kind, location_tensor, location_non_finite, "
-                       "location_count, location_largest_finite) VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                       "location_count, location_largest_finite, location_nan) "
+                       "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .arg(m_runId));
     m_insertNumericsStep =
         c.prepare(QStringLiteral("INSERT OR REPLACE INTO numerics_steps (run_id, step, loss_scale, scaled_gradients) "
@@ -107,9 +108,15 @@ void RunWriter::prepareStatements()
     m_insertNumericsTensor =
         c.prepare(QStringLiteral(
                       "INSERT OR REPLACE INTO numerics_tensors (run_id, step, layer_index, kind, tensor, layer, dtype, "
-                      "target_dtype, count, amax, zeros, underflow, subnormal, overflow, non_finite, histogram) "
-                      "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                      "target_dtype, count, amax, zeros, underflow, subnormal, overflow, non_finite, nan_count, "
+                      "histogram) VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
                       .arg(m_runId));
+    m_insertGemmInput = c.prepare(
+        QStringLiteral("INSERT OR REPLACE INTO numerics_gemm_inputs (run_id, step, ordinal, layer_index, layer, pass, "
+                       "operand, format, elements, blocks, clipped_blocks, nan_scale_blocks, flushed, non_finite, "
+                       "nan_count, signal_energy, noise_energy, scale_exponents) "
+                       "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            .arg(m_runId));
     m_insertCheckpoint = c.prepare(
         QStringLiteral("INSERT INTO checkpoints (run_id, path, step, epoch, created_at) VALUES (%1, ?, ?, ?, ?)")
             .arg(m_runId));
@@ -302,6 +309,7 @@ void RunWriter::writePending(const FinishedRow* finish)
         m_insertEvent.bindValue(10, where ? QVariant(qlonglong(where->nonFiniteCount)) : QVariant());
         m_insertEvent.bindValue(11, where ? QVariant(qlonglong(where->count)) : QVariant());
         m_insertEvent.bindValue(12, where ? QVariant(double(where->largestFinite)) : QVariant());
+        m_insertEvent.bindValue(13, where && where->nanCount >= 0 ? QVariant(qlonglong(where->nanCount)) : QVariant());
         c.exec(m_insertEvent, QStringLiteral("writing an event of run %1").arg(m_runId));
     }
     for (const PendingCheckpoint& p : m_checkpoints) {
@@ -360,9 +368,36 @@ void RunWriter::writeNumerics()
             m_insertNumericsTensor.bindValue(i++, double(s.amax));
             for (std::int64_t count : {s.zeros, s.underflow, s.subnormal, s.overflow, s.nonFinite})
                 m_insertNumericsTensor.bindValue(i++, qlonglong(count));
+            m_insertNumericsTensor.bindValue(i++, s.nan >= 0 ? QVariant(qlonglong(s.nan)) : QVariant());
             m_insertNumericsTensor.bindValue(i++, encodeHistogram(s.histogram));
             c.exec(m_insertNumericsTensor, what);
         }
+        writeGemmInputs(r, what);
+    }
+}
+
+void RunWriter::writeGemmInputs(const NumericsRecord& r, const QString& what)
+{
+    const Connection& c = *m_connection;
+    const auto key = [](std::string_view k) { return QString::fromLatin1(k.data(), qsizetype(k.size())); };
+    int ordinal = 0;
+    for (const GemmInputNumerics& g : r.gemmInputs) {
+        const QuantStats& s = g.stats;
+        int i = 0;
+        m_insertGemmInput.bindValue(i++, qlonglong(r.step));
+        m_insertGemmInput.bindValue(i++, ordinal++);
+        m_insertGemmInput.bindValue(i++, g.layerIndex);
+        m_insertGemmInput.bindValue(i++, text(QString::fromStdString(g.layer)));
+        m_insertGemmInput.bindValue(i++, key(enumKey(g.pass)));
+        m_insertGemmInput.bindValue(i++, key(enumKey(g.operand)));
+        m_insertGemmInput.bindValue(i++, text(QString::fromStdString(g.format)));
+        for (std::size_t count :
+             {s.elements, s.blocks, s.clippedBlocks, s.nanScaleBlocks, s.flushedToZero, s.nonFinite, s.nanInputs})
+            m_insertGemmInput.bindValue(i++, qlonglong(count));
+        m_insertGemmInput.bindValue(i++, s.signalEnergy);
+        m_insertGemmInput.bindValue(i++, s.noiseEnergy);
+        m_insertGemmInput.bindValue(i++, encodeScaleExponents(s.scaleExponents));
+        c.exec(m_insertGemmInput, what);
     }
 }
 

@@ -85,6 +85,7 @@ private:
     void writePending(const FinishedRow* finish);
     void writeSteps();
     void writeNumerics();
+    void writeGemmInputs(const NumericsRecord& record, const QString& what);
     void fail(const QString& message);
     bool markRunEnded(RunStatus status, const QString& message);
     void rollback();
@@ -99,7 +100,7 @@ private:
     QSqlQuery m_insertSteps;                  // kRowsPerInsert rows
     QSqlQuery m_insertStep;                   // one row
     QSqlQuery m_insertEpoch, m_insertEvent, m_insertCheckpoint, m_heartbeat;
-    QSqlQuery m_insertNumericsStep, m_insertNumericsTensor;
+    QSqlQuery m_insertNumericsStep, m_insertNumericsTensor, m_insertGemmInput;
     QSqlQuery m_begin, m_commit, m_rollback;
 
     struct PendingCheckpoint {

@@ -165,6 +165,34 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
         QStringLiteral("CREATE INDEX runs_sweep ON runs (sweep_id, sweep_index)"),
         QStringLiteral("ALTER TABLE runs ADD COLUMN kernels TEXT NOT NULL DEFAULT ''"),
     },
+    // 6: the numerics lens for block formats (issue 17): what a sub-16-bit recipe's quantisation
+    // did to each GEMM input of a sampled step (ordinal keeps the record's order: by layer,
+    // pass, operand); and NaN told from Inf in the measured tensors and where an overflow
+    // started (NULL in rows written before: not recorded).
+    {
+        QStringLiteral("ALTER TABLE numerics_tensors ADD COLUMN nan_count INTEGER"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN location_nan INTEGER"),
+        QStringLiteral(R"(CREATE TABLE numerics_gemm_inputs (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            step INTEGER NOT NULL,
+            ordinal INTEGER NOT NULL,
+            layer_index INTEGER NOT NULL,
+            layer TEXT NOT NULL,
+            pass TEXT NOT NULL CHECK (pass IN ('fprop', 'dgrad', 'wgrad')),
+            operand TEXT NOT NULL CHECK (operand IN ('activation', 'weight', 'gradient')),
+            format TEXT NOT NULL,
+            elements INTEGER NOT NULL,
+            blocks INTEGER NOT NULL,
+            clipped_blocks INTEGER NOT NULL,
+            nan_scale_blocks INTEGER NOT NULL,
+            flushed INTEGER NOT NULL,
+            non_finite INTEGER NOT NULL,
+            nan_count INTEGER NOT NULL,
+            signal_energy REAL NOT NULL,
+            noise_energy REAL,
+            scale_exponents BLOB NOT NULL,
+            PRIMARY KEY (run_id, step, ordinal)) WITHOUT ROWID)"),
+    },
 }};
 
 int userVersion(const Connection& connection)

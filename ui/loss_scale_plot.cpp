@@ -142,13 +142,14 @@ void LossScalePlot::mouseMoveEvent(QMouseEvent* event)
     if (event->buttons() != Qt::NoButton)
         return;
     if (const OverflowMarker* m = markerAt(event->position())) {
-        QToolTip::showText(event->globalPosition().toPoint(),
-                           tr("Overflow at step %1\nscale %2 → %3\nfirst non-finite gradient: %4")
-                               .arg(static_cast<qlonglong>(m->step))
-                               .arg(m->scaleBefore, 0, 'g', 6)
-                               .arg(m->scaleAfter, 0, 'g', 6)
-                               .arg(m->parameter.isEmpty() ? tr("(unknown)") : m->parameter),
-                           this);
+        QString text = tr("Overflow at step %1\nscale %2 → %3\nfirst non-finite gradient: %4")
+                           .arg(static_cast<qlonglong>(m->step))
+                           .arg(m->scaleBefore, 0, 'g', 6)
+                           .arg(m->scaleAfter, 0, 'g', 6)
+                           .arg(m->parameter.isEmpty() ? tr("(unknown)") : m->parameter);
+        if (!m->nonFinite.isEmpty())
+            text += tr("\nfirst non-finite tensor: %1").arg(m->nonFinite);
+        QToolTip::showText(event->globalPosition().toPoint(), text, this);
     } else {
         QToolTip::hideText();
     }

@@ -75,7 +75,14 @@ QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
         case Zeros: return percent(s.fraction(s.zeros));
         case Underflow: return percent(s.fraction(s.underflow));
         case Subnormal: return percent(s.fraction(s.subnormal));
-        case Overflow: return percent(s.fraction(s.overflow + s.nonFinite));
+        case Overflow: {
+            // Values already non-finite are named, Inf told from NaN: an Inf overflowed, a NaN
+            // came from an invalid operation.
+            const QString share = percent(s.fraction(s.overflow + s.nonFinite));
+            return s.nonFinite == 0 ? share
+                                    : QStringLiteral("%1 (%2)").arg(
+                                          share, QString::fromStdString(describeNonFinite(s.nonFinite, s.nan)));
+        }
         case ScaleUsed:
             return isGradient(t.kind) ? QString::number(m_record.lossScale, 'g', 6) : QString::fromUtf8("—");
         case SuggestedScale: {
@@ -125,6 +132,10 @@ QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
                       "without overflowing the largest value; the run used %2 at this step.")
                 .arg(100.0 * m_percentile, 0, 'g', 3)
                 .arg(m_record.lossScale);
+        if (index.column() == Overflow)
+            return tr("Finite values that round to infinity in %1, plus values already non-finite (%2).")
+                .arg(QString::fromLatin1(dtypeName(t.target).data(), qsizetype(dtypeName(t.target).size())),
+                     QString::fromStdString(describeNonFinite(s.nonFinite, s.nan)));
         if (index.column() == ScaleUsed)
             return tr("The loss scale the run's scaler used at this step (gradients are multiplied by it "
                       "before they are stored in the low precision).");

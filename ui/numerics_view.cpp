@@ -2,6 +2,7 @@
 
 #include "engine/numerics/tensor_stats.h"
 #include "storage/run_store.h"
+#include "ui/gemm_input_panel.h"
 #include "ui/numerics_table_model.h"
 
 #include <QCheckBox>
@@ -11,6 +12,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -133,9 +135,17 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setSectionResizeMode(NumericsTableModel::Tensor, QHeaderView::Stretch);
 
+    m_gemmInputs = new GemmInputPanel;
+    m_tables = new QTabWidget;
+    m_tables->setObjectName("numericsTables");
+    m_tables->addTab(m_table, tr("Tensors"));
+    m_tables->addTab(m_gemmInputs, tr("GEMM inputs (block formats)"));
+    m_tables->setTabToolTip(1, tr("What a sub-16-bit recipe's quantisation did to each GEMM input: block scale "
+                                  "exponents, clipped blocks, values flushed to zero and the SQNR against fp32."));
+
     auto* splitter = new QSplitter(Qt::Vertical);
     splitter->addWidget(m_plot);
-    splitter->addWidget(m_table);
+    splitter->addWidget(m_tables);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
 
@@ -165,6 +175,9 @@ void NumericsView::clear(const QString& note)
         m_step->clear();
     }
     m_model->setRecord({});
+    m_gemmInputs->setRecord({});
+    m_tables->setTabEnabled(1, false);
+    m_tables->setCurrentIndex(0);
     m_note->setText(note);
     m_note->setVisible(!note.isEmpty());
     updateHeatmap();
@@ -274,7 +287,14 @@ void NumericsView::selectStep(qint64 step, const QString& layer)
 void NumericsView::updateTable()
 {
     const qint64 step = selectedStep();
-    m_model->setRecord(m_store && step >= 0 ? m_store->numerics(m_runId, step) : NumericsRecord{});
+    const NumericsRecord record = m_store && step >= 0 ? m_store->numerics(m_runId, step) : NumericsRecord{};
+    m_model->setRecord(record);
+    m_gemmInputs->setRecord(record);
+    // Only a recipe quantises GEMM inputs: the page stays disabled for the 16- and 32-bit modes.
+    const bool quantised = !record.gemmInputs.empty();
+    m_tables->setTabEnabled(1, quantised);
+    if (!quantised && m_tables->currentIndex() == 1)
+        m_tables->setCurrentIndex(0);
     const int row = m_model->rowOfLayer(m_highlightedLayer);
     if (row >= 0) {
         m_table->selectRow(row);

@@ -3,7 +3,8 @@
 // sampled steps (RunConfig::numerics). A heatmap of one chosen tensor (step on x, binary
 // exponent of |x| on y, colour = fraction of its values in that binade) with the fp16
 // limits and the loss scale's reach drawn across it, and a per-layer table at the
-// selected step. Reads from the run database, for a finished run opened from the run
+// selected step; under a sub-16-bit recipe, a second page with what the quantisation did to
+// each GEMM input at that step (gemm_input_panel.h). Reads from the run database, for a finished run opened from the run
 // browser and, live, for a GUI run while it trains: the numerics records are large and do
 // not travel through the RecordBuffer, so the tab follows the run's rows as the writer
 // commits them (at least once a second) and takes the new steps on refresh().
@@ -24,6 +25,7 @@ class QCustomPlot;
 class QLabel;
 class QMouseEvent;
 class QTableView;
+class QTabWidget;
 
 namespace mantissa::storage {
 class RunStore;
@@ -31,6 +33,7 @@ class RunStore;
 
 namespace mantissa::ui {
 
+class GemmInputPanel;
 class NumericsTableModel;
 
 class NumericsView : public QWidget {
@@ -58,6 +61,10 @@ public:
     QCustomPlot* heatmap() const { return m_plot; }
     QCPColorMap* colorMap() const { return m_map; }
     NumericsTableModel* tableModel() const { return m_model; }
+    // Under a sub-16-bit recipe, the page with its GEMM inputs' block statistics at the
+    // selected step; the tables' tab widget holds it beside the per-tensor table.
+    GemmInputPanel* gemmInputPanel() const { return m_gemmInputs; }
+    QTabWidget* tableTabs() const { return m_tables; }
     QComboBox* layerCombo() const { return m_layer; }
     QComboBox* kindCombo() const { return m_kind; }
     QComboBox* stepCombo() const { return m_step; }
@@ -92,6 +99,8 @@ private:
     QCPItemStraightLine* m_stepMarker; // the step the table shows
     QTableView* m_table;
     NumericsTableModel* m_model;
+    QTabWidget* m_tables;
+    GemmInputPanel* m_gemmInputs;
     QString m_highlightedLayer;
 };
 

@@ -41,9 +41,13 @@ void RunRecording::append(const RecordBatch& batch)
     }
     for (const EventRecord& e : batch.events) {
         if (e.kind == EventKind::Overflow)
-            overflows.push_back({static_cast<double>(e.step), e.scaleBefore, e.scaleAfter,
-                                 QString::fromStdString(e.parameter),
-                                 e.location ? QString::fromStdString(e.location->layer) : QString()});
+            overflows.push_back(
+                {static_cast<double>(e.step), e.scaleBefore, e.scaleAfter, QString::fromStdString(e.parameter),
+                 e.location ? QString::fromStdString(e.location->layer) : QString(),
+                 e.location
+                     ? QString::fromStdString(describeNonFinite(e.location->nonFiniteCount, e.location->nanCount) +
+                                              " in " + e.location->tensor)
+                     : QString()});
     }
     if (batch.ended) {
         summary = batch.ended;

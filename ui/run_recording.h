@@ -17,7 +17,8 @@ struct OverflowMarker {
     double step = 0;
     double scaleBefore = 0, scaleAfter = 0;
     QString parameter;
-    QString layer; // where the first non-finite value was (EventRecord::location), if known
+    QString layer;     // where the first non-finite value was (EventRecord::location), if known
+    QString nonFinite; // what that tensor held, Inf told from NaN ("3 Inf, 1 NaN in 1.linear.weight")
 };
 
 struct RunRecording {

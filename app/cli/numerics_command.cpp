@@ -2,10 +2,12 @@
 // for every layer's activation, activation gradient, weights and weight gradients, the
 // largest magnitude and the shares that are zero, flush to zero, are subnormal or
 // overflow in the run's 16-bit type, and for gradients the loss scale that would lift
-// the chosen percentile into the normal range without overflow.
+// the chosen percentile into the normal range without overflow. Under a sub-16-bit recipe, a
+// second table shows what the quantisation did to every GEMM input (gemm_input_table.h).
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/gemm_input_table.h"
 #include "cli/run_format.h"
 #include "cli/run_lookup.h"
 #include "cli/scale_format.h"
@@ -46,6 +48,15 @@ QString shortName(const TensorNumerics& t)
     const QString tensor = QString::fromStdString(t.tensor);
     const QString prefix = QString::fromStdString(t.layer) + u'.';
     return tensor.startsWith(prefix) ? tensor.mid(prefix.size()) : tensor;
+}
+
+// "0%", or the share with what it holds: "0.01% (3 Inf)".
+QString nonFiniteCell(const TensorStats& s)
+{
+    if (s.nonFinite == 0)
+        return formatPercent(0.0);
+    return QStringLiteral("%1 (%2)").arg(formatPercent(s.fraction(s.nonFinite)),
+                                         QString::fromStdString(describeNonFinite(s.nonFinite, s.nan)));
 }
 
 QString suggestedScale(const NumericsRecord& record, const TensorNumerics& t, double percentile)
@@ -132,7 +143,7 @@ int runNumericsCommand(const QStringList& arguments)
                           QString::fromLatin1(target.data(), qsizetype(target.size())), formatValue(s.amax, 4),
                           formatPercent(s.fraction(s.zeros)), formatPercent(s.fraction(s.underflow)),
                           formatPercent(s.fraction(s.subnormal)), formatPercent(s.fraction(s.overflow)),
-                          formatPercent(s.fraction(s.nonFinite)), suggestedScale(record, t, percentile / 100.0)});
+                          nonFiniteCell(s), suggestedScale(record, t, percentile / 100.0)});
         }
         if (table.isEmpty())
             return fail(kCommand, QStringLiteral("no layer \"%1\" at step %2").arg(layer).arg(step), kExitBadInput);
@@ -141,6 +152,7 @@ int runNumericsCommand(const QStringList& arguments)
                     "zero, at the scale the run used; suggested scale: the %g%% percentile of nonzero |g| into "
                     "the normal range, top bin below the largest finite value ((!) = cannot both hold)\n",
                     percentile);
+        printGemmInputs(record, layer);
         return kExitOk;
     } catch (const std::exception& error) {
         return reportError(kCommand, error);

@@ -149,8 +149,8 @@ QString eventDetail(const EventRecord& e)
         if (const auto& where = e.location) {
             detail += QStringLiteral("; first non-finite: %1 %2 (%3 of %4 values, largest finite %5)")
                           .arg(QString::fromStdString(where->tensor), QString::fromLatin1(tensorKindName(where->kind)),
-                               QString::number(where->nonFiniteCount), QString::number(where->count),
-                               formatValue(where->largestFinite, 4));
+                               QString::fromStdString(describeNonFinite(where->nonFiniteCount, where->nanCount)),
+                               QString::number(where->count), formatValue(where->largestFinite, 4));
         }
         return detail;
     }

@@ -1,5 +1,6 @@
 // mantissa: the GUI. Thin on purpose: the window is the Workbench widget from Mantissa::ui.
 #include "engine/backend/cpu/openmp_wait_policy.h"
+#include "engine/util/enum_table.h"
 #include "gui/main_window.h"
 #include "gui/screenshot_session.h"
 #include "ui/workbench.h"
@@ -7,6 +8,8 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+
+#include <cstdio>
 
 int main(int argc, char** argv)
 {
@@ -31,8 +34,12 @@ int main(int argc, char** argv)
     QCommandLineOption preset("preset", "Preset for --screenshot (default mlp).", "NAME", "mlp");
     QCommandLineOption steps("steps", "Steps per run for --screenshot (default 120).", "N", "120");
     QCommandLineOption numerics("numerics", "With --screenshot: only the Numerics tab of the preset in mixed-fp16.");
+    QCommandLineOption precision("precision",
+                                 "With --screenshot --numerics: this precision mode instead (mxfp4, nvfp4, ...), "
+                                 "grabbed as numerics-MODE.png.",
+                                 "MODE");
     QCommandLineOption sweep("sweep", "Show this sweep of the run database in the Comparison tab.", "ID");
-    parser.addOptions({config, database, screenshot, preset, steps, numerics, sweep});
+    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, sweep});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -42,6 +49,15 @@ int main(int argc, char** argv)
         options.preset = parser.value(preset);
         options.steps = std::max(10, parser.value(steps).toInt());
         options.numericsOnly = parser.isSet(numerics);
+        if (parser.isSet(precision)) {
+            const auto mode = mantissa::parseEnum<mantissa::PrecisionMode>(parser.value(precision).toStdString());
+            if (!mode || !options.numericsOnly) {
+                std::fprintf(stderr, "mantissa: --precision needs --screenshot --numerics and one of %s\n",
+                             mantissa::enumKeyList<mantissa::PrecisionMode>().c_str());
+                return 2;
+            }
+            options.numericsPrecision = mode;
+        }
         // Screenshots record into their own database unless told otherwise, so the run
         // browser shows exactly the runs they made.
         options.database = parser.value(database);

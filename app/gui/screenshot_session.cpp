@@ -1,7 +1,10 @@
 #include "gui/screenshot_session.h"
 
+#include "engine/precision/precision_policy.h"
 #include "gui/main_window.h"
 #include "ui/config_document.h"
+#include "ui/gemm_input_panel.h"
+#include "ui/gemm_input_table_model.h"
 #include "ui/numerics_view.h"
 #include "ui/run_browser.h"
 #include "ui/run_controller.h"
@@ -35,8 +38,43 @@ void ScreenshotSession::configure(const QString& preset)
     wb->document()->apply(config, "screenshot settings");
 }
 
+void ScreenshotSession::startRecipeNumerics(PrecisionMode precision)
+{
+    ui::Workbench* wb = m_window->workbench();
+    const QString name = QStringLiteral("numerics-%1.png").arg(QString::fromStdString(precisionModeName(precision)));
+    connect(wb, &ui::Workbench::runFinished, this, [this, name] {
+        QTimer::singleShot(300, this, [this, name] {
+            ui::Workbench* wb = m_window->workbench();
+            ui::NumericsView* view = wb->numerics();
+            if (!view->steps().isEmpty())
+                view->selectStep(view->steps().last());
+            if (auto* tabs = wb->findChild<QTabWidget*>("rightTabs"))
+                tabs->setCurrentWidget(view);
+            // The block-format page, on the row of the most clipped blocks.
+            if (view->tableTabs()->isTabEnabled(1)) {
+                view->tableTabs()->setCurrentIndex(1);
+                const auto& inputs = view->gemmInputPanel()->model()->inputs();
+                const auto most = std::max_element(inputs.begin(), inputs.end(), [](const auto& a, const auto& b) {
+                    return a.stats.clippedBlockFraction() < b.stats.clippedBlockFraction();
+                });
+                if (most != inputs.end())
+                    view->gemmInputPanel()->selectRow(static_cast<int>(most - inputs.begin()));
+            }
+            QTimer::singleShot(300, this, [this, name] {
+                grab(name);
+                QApplication::quit();
+            });
+        });
+    });
+    startNumericsRun(precision);
+}
+
 void ScreenshotSession::startNumerics()
 {
+    if (m_options.numericsPrecision) {
+        startRecipeNumerics(*m_options.numericsPrecision);
+        return;
+    }
     ui::Workbench* wb = m_window->workbench();
     // Mixed-fp16 first (numerics.png), then pure fp16 (numerics-fp16.png): the pair shows
     // the loss scale lifting the gradients that pure fp16 loses.

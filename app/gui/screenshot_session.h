@@ -8,6 +8,8 @@
 #include <QString>
 #include <QTemporaryDir>
 
+#include <optional>
+
 namespace mantissa::gui {
 
 class MainWindow;
@@ -21,6 +23,9 @@ struct ScreenshotOptions {
     int limitTrain = 4096, limitTest = 1000;
     // Only the Numerics tab: the preset in mixed-fp16 with statistics, grabbed as numerics.png.
     bool numericsOnly = false;
+    // With numericsOnly: this precision mode instead (one run, grabbed as numerics-<mode>.png);
+    // a sub-16-bit recipe's grab shows the GEMM inputs' block statistics.
+    std::optional<PrecisionMode> numericsPrecision;
 };
 
 class ScreenshotSession : public QObject {
@@ -32,6 +37,7 @@ public:
 private:
     void configure(const QString& preset);
     void startNumerics();
+    void startRecipeNumerics(PrecisionMode precision);
     void startNumericsRun(PrecisionMode precision);
     void grab(const QString& name);
     void onTick();

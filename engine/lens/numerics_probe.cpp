@@ -1,6 +1,8 @@
 #include "engine/lens/numerics_probe.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace mantissa {
 
@@ -51,6 +53,37 @@ void NumericsProbe::afterBackward(std::size_t index, const Tensor& inputGradient
         add(index, TensorKind::ActivationGrad, m_layers[index]->name() + ".input_grad", inputGradient, m_gradientScale);
 }
 
+int NumericsProbe::topLevelIndexOf(const std::string& layer) const
+{
+    // A nested layer is named after the block holding it: "3.transformer.attention.q".
+    for (std::size_t i = 0; i < m_layers.size(); ++i) {
+        const std::string& top = m_layers[i]->name();
+        if (layer == top ||
+            (layer.size() > top.size() && layer.compare(0, top.size(), top) == 0 && layer[top.size()] == '.'))
+            return static_cast<int>(i);
+    }
+    return -1;
+}
+
+void NumericsProbe::gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const OperandFormat& format,
+                              const QuantStats& stats)
+{
+    // The same GEMM run twice in a pass (a layer applied twice) adds up: one row per GEMM input.
+    for (GemmInputNumerics& g : m_gemmInputs)
+        if (g.layer == layer && g.pass == pass && g.operand == operand) {
+            g.stats.merge(stats);
+            return;
+        }
+    GemmInputNumerics g;
+    g.layerIndex = topLevelIndexOf(layer);
+    g.layer = layer;
+    g.pass = pass;
+    g.operand = operand;
+    g.format = operandFormatLabel(format);
+    g.stats = stats;
+    m_gemmInputs.push_back(std::move(g));
+}
+
 void NumericsProbe::measureLossGradient(const Tensor& dlogits)
 {
     const std::size_t last = m_layers.size() - 1;
@@ -74,6 +107,16 @@ NumericsRecord NumericsProbe::record(std::int64_t step) const
     std::stable_sort(r.tensors.begin(), r.tensors.end(), [](const TensorNumerics& a, const TensorNumerics& b) {
         return a.layerIndex != b.layerIndex ? a.layerIndex < b.layerIndex : a.kind < b.kind;
     });
+    // Layers in forward order (the order their forward GEMMs ran, nested ones included); within
+    // one, forward, dgrad, wgrad, each with its inputs.
+    std::map<std::string, std::size_t> firstSeen;
+    for (const GemmInputNumerics& g : m_gemmInputs)
+        firstSeen.emplace(g.layer, firstSeen.size());
+    r.gemmInputs = m_gemmInputs;
+    std::sort(r.gemmInputs.begin(), r.gemmInputs.end(), [&](const GemmInputNumerics& a, const GemmInputNumerics& b) {
+        return std::tuple(a.layerIndex, firstSeen.at(a.layer), a.pass, a.operand) <
+               std::tuple(b.layerIndex, firstSeen.at(b.layer), b.pass, b.operand);
+    });
     return r;
 }
 
@@ -90,6 +133,7 @@ std::optional<OverflowLocation> NumericsProbe::locateOverflow(bool forwardFailed
         where.kind = n.kind;
         where.tensor = n.tensor;
         where.nonFiniteCount = n.stats.nonFinite;
+        where.nanCount = n.stats.nan;
         where.count = n.stats.count;
         where.largestFinite = n.stats.amax;
         return where;

@@ -14,6 +14,9 @@ struct ProbeSettings {
     DType runTarget = DType::F16; // the run's 16-bit type (fp16 for an fp32 run: "what would fp16 do")
     float lossScale = 1;          // the scale the step's backward used
     bool scaledGradients = false; // gradient histograms of the scaled values
+    // Measure what a recipe's quantisation does to every GEMM input (the sampled steps; the
+    // overflow localisation does not, so its passes keep the fast quantiser).
+    bool gemmInputs = false;
 };
 
 class NumericsProbe final : public LayerTap {
@@ -24,6 +27,10 @@ public:
     void afterBackward(std::size_t index, const Tensor& inputGradient) override;
     // Attention scores and norm statistics, measured as activations of their layer.
     void insideForward(std::size_t index, const std::string& tensor, const Tensor& t) override;
+    bool measuresGemmInputs() const override { return m_settings.gemmInputs; }
+    // One quantised GEMM input, from GemmInputQuantizer::prepare (nested layers included).
+    void gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const OperandFormat& format,
+                   const QuantStats& stats) override;
     // dlogits, the gradient the backward pass starts from (the last layer's output gradient).
     void measureLossGradient(const Tensor& dlogits);
     // Every parameter's master weights; call before the optimizer updates them.
@@ -31,7 +38,8 @@ public:
 
     // Tensors in the order they were measured (forward, then backward order).
     const std::vector<TensorNumerics>& measured() const { return m_measured; }
-    // The step's record: tensors ordered by layer, then kind.
+    const std::vector<GemmInputNumerics>& gemmInputs() const { return m_gemmInputs; }
+    // The step's record: tensors ordered by layer, then kind; GEMM inputs by layer, pass, operand.
     NumericsRecord record(std::int64_t step) const;
     // The first tensor holding a non-finite value: in forward order when the forward pass
     // failed (the loss was non-finite), else in backward order. nullopt when none did.
@@ -39,6 +47,7 @@ public:
 
 private:
     DType targetOf(std::size_t layer) const;
+    int topLevelIndexOf(const std::string& layer) const;
     void add(std::size_t layer, TensorKind kind, std::string tensor, const Tensor& t, float histogramScale);
 
     std::vector<Layer*> m_layers;
@@ -46,6 +55,7 @@ private:
     ProbeSettings m_settings;
     float m_gradientScale; // applied to gradient histograms: 1 / loss scale, or 1 when scaled
     std::vector<TensorNumerics> m_measured;
+    std::vector<GemmInputNumerics> m_gemmInputs;
 };
 
 // On a sampled step, lets backward write each 16-bit parameter gradient into an fp32

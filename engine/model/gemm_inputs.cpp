@@ -59,20 +59,6 @@ void scatter(std::span<const float> src, std::span<float> dst, const KLayout& l)
             std::copy_n(src.data() + (r * l.outer + a) * l.inner, l.inner, dst.data() + (a * l.k + r) * l.inner);
 }
 
-void merge(QuantStats& into, const QuantStats& s)
-{
-    into.elements += s.elements;
-    into.blocks += s.blocks;
-    into.clippedBlocks += s.clippedBlocks;
-    into.nanScaleBlocks += s.nanScaleBlocks;
-    into.flushedToZero += s.flushedToZero;
-    into.nonFinite += s.nonFinite;
-    into.signalEnergy += s.signalEnergy;
-    into.noiseEnergy += s.noiseEnergy;
-    for (const auto& [exponent, count] : s.scaleExponents)
-        into.scaleExponents[exponent] += count;
-}
-
 // Rows of K-contiguous values through the block quantiser.
 void quantizeRows(std::span<const float> rows, std::span<float> out, std::size_t rowLength, const QuantFormat& format,
                   std::uint64_t firstCounter, QuantStats* stats)
@@ -84,7 +70,7 @@ void quantizeRows(std::span<const float> rows, std::span<float> out, std::size_t
     const QuantizedTensor q = quantize(rows, rowLength, format, firstCounter);
     dequantize(q, out);
     if (stats)
-        merge(*stats, measureQuantization(rows, q, out));
+        stats->merge(measureQuantization(rows, q, out));
 }
 
 // One fp32 scale per square tile of the weight matrix [rows, cols] (DeepSeek-V3's 128x128):
@@ -130,7 +116,7 @@ void quantizeWithScale(std::span<const float> values, std::span<float> out, cons
     }
     q.blocks.push_back(block);
     if (stats)
-        merge(*stats, measureQuantization(values, q, out));
+        stats->merge(measureQuantization(values, q, out));
 }
 
 float finiteAmax(std::span<const float> values)
@@ -245,7 +231,7 @@ Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, G
                           std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());
     }
     if (call.observer)
-        call.observer->gemmInput(call.layer, pass, operand, stats);
+        call.observer->gemmInput(call.layer, pass, operand, format, stats);
     return out;
 }
 

@@ -50,10 +50,13 @@ struct KLayout {
 };
 
 // Receives what the quantisation did to each operand on the steps the numerics lens samples.
+// Only a set observer makes prepare() measure: the statistics need the codes, which the fast
+// quantiser (fast_quantizer.h) never materialises, so measuring takes the slow path.
 class GemmInputObserver {
 public:
     virtual ~GemmInputObserver() = default;
-    virtual void gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const QuantStats& stats) = 0;
+    virtual void gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const OperandFormat& format,
+                           const QuantStats& stats) = 0;
 };
 
 // Host-side quantise-dequantise of one operand (no state): `values` and `out` in the layout's

@@ -42,10 +42,16 @@ public:
         static_cast<void>(tensor);
         static_cast<void>(t);
     }
+    // Whether gemmInput() should be called: true makes every quantised GEMM input of the pass
+    // measure what its quantisation did, which costs the slow quantiser, so a tap that does
+    // not read them (the overflow localisation) leaves it false.
+    virtual bool measuresGemmInputs() const { return false; }
     // What a recipe's quantisation did to one GEMM input of any layer, nested ones included.
-    void gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const QuantStats& stats) override
+    void gemmInput(const std::string& layer, GemmPass pass, GemmOperand operand, const OperandFormat& format,
+                   const QuantStats& stats) override
     {
-        static_cast<void>(layer), static_cast<void>(pass), static_cast<void>(operand), static_cast<void>(stats);
+        static_cast<void>(layer), static_cast<void>(pass), static_cast<void>(operand), static_cast<void>(format),
+            static_cast<void>(stats);
     }
 };
 
@@ -120,7 +126,8 @@ protected:
     {
         if (m_gemmInputs.recipe() == GemmRecipe::None)
             return t;
-        return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, pass.tap}, t, gemm,
+        GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
+        return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, observer}, t, gemm,
                                     operand, layout);
     }
 

@@ -27,6 +27,21 @@ double QuantStats::flushedFraction() const
     return elements == 0 ? 0.0 : static_cast<double>(flushedToZero) / static_cast<double>(elements);
 }
 
+void QuantStats::merge(const QuantStats& s)
+{
+    elements += s.elements;
+    blocks += s.blocks;
+    clippedBlocks += s.clippedBlocks;
+    nanScaleBlocks += s.nanScaleBlocks;
+    flushedToZero += s.flushedToZero;
+    nonFinite += s.nonFinite;
+    nanInputs += s.nanInputs;
+    signalEnergy += s.signalEnergy;
+    noiseEnergy += s.noiseEnergy;
+    for (const auto& [exponent, count] : s.scaleExponents)
+        scaleExponents[exponent] += count;
+}
+
 QuantStats measureQuantization(std::span<const float> values, const QuantizedTensor& quantized,
                                std::span<const float> dequantized)
 {
@@ -38,6 +53,7 @@ QuantStats measureQuantization(std::span<const float> values, const QuantizedTen
         const double q = dequantized[i];
         if (!std::isfinite(x)) {
             ++s.nonFinite;
+            s.nanInputs += std::isnan(x) ? 1 : 0;
             continue;
         }
         s.signalEnergy += x * x;

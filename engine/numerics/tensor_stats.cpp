@@ -51,6 +51,7 @@ void measureChunk(const float* values, std::size_t n, const RoundingThresholds& 
         const std::uint32_t a = std::bit_cast<std::uint32_t>(values[i]) & kAbsMask;
         if (a >= kInfBits) {
             ++s.nonFinite;
+            s.nan += a > kInfBits; // Inf overflowed somewhere; NaN is 0 * Inf or Inf - Inf downstream
             ++s.histogram[kHistogramNonFiniteBin];
             continue;
         }
@@ -116,6 +117,7 @@ void TensorStats::merge(const TensorStats& o)
     subnormal += o.subnormal;
     overflow += o.overflow;
     nonFinite += o.nonFinite;
+    nan += o.nan;
     for (std::size_t i = 0; i < histogram.size(); ++i)
         histogram[i] += o.histogram[i];
 }

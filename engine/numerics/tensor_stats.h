@@ -43,6 +43,7 @@ struct TensorStats {
     std::int64_t subnormal = 0;    // rounds to a nonzero subnormal of the target type
     std::int64_t overflow = 0;     // finite but rounds to infinity in the target type
     std::int64_t nonFinite = 0;    // inf or NaN already
+    std::int64_t nan = 0;          // of nonFinite, the NaNs (the rest are +-Inf); -1: not recorded
     ExponentHistogram histogram{}; // of the measured values
 
     double fraction(std::int64_t part) const { return count ? double(part) / double(count) : 0.0; }

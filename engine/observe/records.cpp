@@ -34,4 +34,16 @@ std::optional<TensorKind> parseTensorKind(const std::string& name)
     return std::nullopt;
 }
 
+std::string describeNonFinite(std::int64_t nonFinite, std::int64_t nan)
+{
+    if (nan < 0)
+        return std::to_string(nonFinite) + " Inf or NaN";
+    const std::int64_t inf = nonFinite - nan;
+    if (nan == 0)
+        return std::to_string(inf) + " Inf";
+    if (inf == 0)
+        return std::to_string(nan) + " NaN";
+    return std::to_string(inf) + " Inf, " + std::to_string(nan) + " NaN";
+}
+
 } // namespace mantissa

@@ -2,7 +2,9 @@
 // What leaves the engine while it trains: small plain structs delivered through
 // TrainingObserver. Storage and the UI consume exactly these.
 #include "engine/numerics/dtype.h"
+#include "engine/numerics/quant_stats.h"
 #include "engine/numerics/tensor_stats.h"
+#include "engine/precision/gemm_recipe.h"
 
 #include <cstdint>
 #include <optional>
@@ -50,7 +52,15 @@ struct OverflowLocation {
     std::string tensor; // "3.linear.weight", or the layer name for activations
     std::int64_t nonFiniteCount = 0, count = 0;
     float largestFinite = 0; // largest finite |x| in that tensor, as stored (scaled)
+    // Of nonFiniteCount, the NaNs; the rest are +-Inf. An Inf is a value that overflowed
+    // (a loss scale too high); a NaN with no Inf beside it is an invalid operation (0 * Inf,
+    // Inf - Inf, a NaN input or a log of a negative). -1: not recorded (schema before 6).
+    std::int64_t nanCount = 0;
 };
+
+// "3 Inf", "2 NaN", "3 Inf, 2 NaN", or "5 Inf or NaN" when nan is -1 (not recorded): how the
+// CLI and the GUI name a tensor's non-finite values, Inf told from NaN.
+std::string describeNonFinite(std::int64_t nonFinite, std::int64_t nan);
 
 // One measured tensor of one sampled step (engine/lens/numerics_probe.h).
 struct TensorNumerics {
@@ -63,11 +73,25 @@ struct TensorNumerics {
     TensorStats stats;         // histogram and amax unscaled unless NumericsRecord::scaledGradients
 };
 
+// What a sub-16-bit recipe's quantisation did to one GEMM input on a sampled step
+// (engine/model/gemm_inputs.h): block scale exponents, clipped blocks, values flushed to zero
+// and the SQNR of the quantised tensor against its fp32 values from the same step.
+struct GemmInputNumerics {
+    int layerIndex = 0; // the top-level layer whose forward or backward ran the GEMM
+    std::string layer;  // the layer that owns the GEMM ("3.transformer.attention" inside a block)
+    GemmPass pass = GemmPass::Forward;
+    GemmOperand operand = GemmOperand::Activation;
+    std::string format; // operandFormatLabel(): "e2m1 mx/32 floor"
+    QuantStats stats;   // one GEMM call's; a layer that runs the same GEMM twice sums them
+};
+
 struct NumericsRecord {
     std::int64_t step = 0;
     float lossScale = 1;                 // the scale this step's backward used
     bool scaledGradients = false;        // gradient histograms and amax are of scaled values
     std::vector<TensorNumerics> tensors; // by layer, then kind
+    // Empty unless a recipe quantises the layers' GEMM inputs; by layer, pass, operand.
+    std::vector<GemmInputNumerics> gemmInputs;
 };
 
 struct EventRecord {

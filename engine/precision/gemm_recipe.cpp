@@ -3,6 +3,8 @@
 #include "engine/util/check.h"
 
 #include <array>
+#include <initializer_list>
+#include <string_view>
 
 namespace mantissa {
 
@@ -117,6 +119,33 @@ OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const Recipe
     if (operand == GemmOperand::Gradient && resolve(options.stochasticRounding, recipe == GemmRecipe::Nvfp4))
         f.format.encoding.rounding = Rounding::Stochastic;
     return f;
+}
+
+std::string operandFormatLabel(const OperandFormat& format)
+{
+    const QuantFormat& f = format.format;
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on " " + std::string temporaries.
+    std::string label(enumKey(f.element));
+    const auto add = [&label](std::initializer_list<std::string_view> parts) {
+        for (const std::string_view part : parts)
+            label.append(part);
+    };
+    const std::string block = std::to_string(f.blockSize), tile = std::to_string(format.tile2d);
+    if (format.tile2d > 0)
+        add({" ", tile, "x", tile});
+    else if (format.delayed)
+        add({" delayed"});
+    else
+        switch (f.scheme) {
+        case ScalingScheme::None: break;
+        case ScalingScheme::PerTensor: add({" tensor"}); break;
+        case ScalingScheme::Fp32Blocks: add({" 1x", block}); break;
+        case ScalingScheme::Mx: add({" mx/", block, " ", enumKey(f.scaleRule)}); break;
+        case ScalingScheme::Nvfp4: add({" nvfp4/", block}); break;
+        }
+    if (f.encoding.rounding == Rounding::Stochastic)
+        add({" sr"});
+    return label;
 }
 
 std::string gemmRecipeName(GemmRecipe recipe)

@@ -56,6 +56,11 @@ struct OperandFormat {
 // Assert: recipe is not None.
 OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const RecipeOptions& options);
 
+// A short label for tables (the numerics lens): element and scaling, e.g. "e2m1 mx/32 floor",
+// "e4m3 1x128", "e4m3 128x128", "e5m2 tensor", "e4m3 delayed", "e2m1 nvfp4/16", with " sr"
+// when the elements round stochastically.
+std::string operandFormatLabel(const OperandFormat& format);
+
 // "fp8-hybrid" etc.: the key of the precision mode carrying the recipe.
 std::string gemmRecipeName(GemmRecipe recipe);
 // Whether the first and last GEMM layers stay in bf16 under `recipe` with `options`.

@@ -138,8 +138,9 @@ Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, 
     // Sampled steps run op by op with the probe; every other step runs exactly as without the lens.
     if (isNumericsStep(step)) {
         MANTISSA_ASSERT(!ahead); // the probe reads tensors on the host as the step goes
-        q.probe = std::make_unique<NumericsProbe>(*m_model, m_backend,
-                                                  probeSettings(m_scaler.scale(), m_config.numerics.scaledGradients));
+        ProbeSettings settings = probeSettings(m_scaler.scale(), m_config.numerics.scaledGradients);
+        settings.gemmInputs = true; // the recipe's GEMM inputs too: only here do they take the slow quantiser
+        q.probe = std::make_unique<NumericsProbe>(*m_model, m_backend, settings);
         q.probe->measureWeights(); // the weights this step computes with, before the update
     }
     if (!q.probe && runStepOnGraph(step)) {

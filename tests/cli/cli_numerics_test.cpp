@@ -1,8 +1,9 @@
 // mantissa-cli numerics and replay on a tiny synthetic run: the per-layer table at the
 // last or nearest sampled step, the layer filter, the refusal for a run without
-// statistics, and the policy table of replay.
+// statistics, the GEMM inputs' block statistics of a recipe run, and the policy table of replay.
 #include "cli_test_support.h"
 
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -13,6 +14,11 @@ namespace {
 // Dynamic scaling from 2^24: early steps overflow, so replay has skips to count.
 const QString kMixedWithNumerics = QStringLiteral(
     R"("precision": {"mode": "mixed-fp16", "loss_scale": {"type": "dynamic", "initial": 16777216}},
+       "numerics": {"every": 5})");
+
+// MXFP4 on every layer with the OCP floor rule, which clips blocks.
+const QString kMxfp4WithNumerics = QStringLiteral(
+    R"("precision": {"mode": "mxfp4", "recipe": {"keep_first_last": "off"}},
        "numerics": {"every": 5})");
 
 } // namespace
@@ -27,7 +33,8 @@ private slots:
         m_db = m_dir.filePath(QStringLiteral("runs.sqlite"));
         const QString lens = writeTinyConfig(m_dir.path(), {QStringLiteral("lens"), 1, 512, 256, kMixedWithNumerics});
         const QString plain = writeTinyConfig(m_dir.path(), {QStringLiteral("plain"), 1, 512, 256, QString()});
-        for (const QString& config : {lens, plain}) {
+        const QString mx = writeTinyConfig(m_dir.path(), {QStringLiteral("mx"), 1, 512, 256, kMxfp4WithNumerics});
+        for (const QString& config : {lens, plain, mx}) {
             const CliResult r = runCli({QStringLiteral("train"), config, QStringLiteral("--db"), m_db});
             QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         }
@@ -61,6 +68,51 @@ private slots:
             QVERIFY2(line.startsWith(QStringLiteral("1.linear ")), qPrintable(line));
         // title, header, 7 rows (output, input_grad, output_grad: the last layer, weight, bias, and their gradients), note
         QCOMPARE(lines.size(), 2 + 7 + 1);
+    }
+
+    void recipeRunShowsItsGemmInputs()
+    {
+        const CliResult r = runCli({QStringLiteral("numerics"), QStringLiteral("mx-mxfp4-1"), QStringLiteral("--step"),
+                                    QStringLiteral("10"), QStringLiteral("--db"), m_db});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        const QStringList lines = r.outLines();
+        const qsizetype title =
+            lines.indexOf(QStringLiteral("GEMM inputs quantised by the recipe (one row per layer, GEMM and operand)"));
+        QVERIFY2(title > 0, qPrintable(r.out));
+        for (const char* column : {"layer", "gemm", "operand", "format", "blocks", "clipped", "flushed", "SQNR dB",
+                                   "scale exp", "non-finite"})
+            QVERIFY2(lines[title + 1].contains(QLatin1String(column)), column);
+        // Layer 0 computes no dx: fprop (activation, weight) and wgrad (gradient, activation);
+        // layer 1 all six. Then the note.
+        const QStringList rows = lines.mid(title + 2, 10);
+        QCOMPARE(lines.size(), title + 2 + 10 + 1);
+        QVERIFY2(rows[0].startsWith(QStringLiteral("0.linear  fprop  activation  e2m1 mx/32 floor")),
+                 qPrintable(rows[0]));
+        QVERIFY2(rows[9].startsWith(QStringLiteral("1.linear  wgrad  gradient")), qPrintable(rows[9]));
+        QCOMPARE(rows.filter(QStringLiteral(" dgrad ")).size(), 2);
+        // Rows of numbers: "<blocks> <clipped>% <flushed>% <SQNR> <low>..<high> 0" at the end.
+        static const QRegularExpression numbers(
+            QStringLiteral(R"((\d+)\s+(\d+\.\d+)%\s+(\d+\.\d+)%\s+(\d+\.\d)\s+(-?\d+)(\.\.(-?\d+))?\s+0$)"));
+        double clipped = 0;
+        for (const QString& row : rows) {
+            const QRegularExpressionMatch m = numbers.match(row);
+            QVERIFY2(m.hasMatch(), qPrintable(row));
+            QVERIFY(m.captured(1).toInt() > 0);
+            clipped += m.captured(2).toDouble();
+            // E2M1 keeps one mantissa bit: a block-scaled tensor's SQNR is a few dB to ~20 dB.
+            QVERIFY2(m.captured(4).toDouble() > 3 && m.captured(4).toDouble() < 30, qPrintable(row));
+        }
+        QVERIFY2(clipped > 0, "the floor rule clips some blocks");
+        // The layer filter selects its rows in both tables.
+        const CliResult one = runCli({QStringLiteral("numerics"), QStringLiteral("mx-mxfp4-1"),
+                                      QStringLiteral("--layer"), QStringLiteral("1"), QStringLiteral("--db"), m_db});
+        QVERIFY2(one.exitCode == 0, qPrintable(one.describe()));
+        QVERIFY(!one.out.contains(QStringLiteral("0.linear  fprop")));
+        QVERIFY(one.out.contains(QStringLiteral("1.linear  dgrad  gradient")));
+        // A 16-bit run has no such table.
+        const CliResult fp16 =
+            runCli({QStringLiteral("numerics"), QStringLiteral("lens-mixed-fp16-1"), QStringLiteral("--db"), m_db});
+        QVERIFY(!fp16.out.contains(QStringLiteral("GEMM inputs")));
     }
 
     void runWithoutStatisticsIsRefused()

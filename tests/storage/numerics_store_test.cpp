@@ -1,5 +1,6 @@
 // The numerics lens in the run store: per-layer rows of sampled steps, the histogram blob
-// layout, a tensor's histogram series, grad amax per step and overflow locations.
+// layout, a tensor's histogram series, grad amax per step and overflow locations (Inf told
+// from NaN), and the block-format statistics of a recipe's GEMM inputs.
 #include "storage/run_store.h"
 #include "storage/run_writer.h"
 #include "storage/storage_error.h"
@@ -35,10 +36,34 @@ TensorNumerics tensor(int layer, TensorKind kind, const std::string& name, std::
     s.subnormal = 3 * seed;
     s.overflow = seed % 2;
     s.nonFinite = seed % 3;
+    s.nan = seed % 3 == 2 ? 1 : 0;
     for (std::size_t i = 0; i < s.histogram.size(); ++i)
         s.histogram[i] = std::uint32_t(i * 7 + seed);
     s.histogram[5] = 0xA1B2C3D4u; // every byte distinct: the blob's byte order shows
     return t;
+}
+
+GemmInputNumerics gemmInput(int layer, GemmPass pass, GemmOperand operand, std::size_t seed)
+{
+    GemmInputNumerics g;
+    g.layerIndex = layer;
+    g.layer = std::to_string(layer) + ".linear";
+    g.pass = pass;
+    g.operand = operand;
+    g.format = "e2m1 mx/32 floor";
+    QuantStats& s = g.stats;
+    s.elements = 4096 + seed;
+    s.blocks = 128;
+    s.clippedBlocks = 40 + seed;
+    s.nanScaleBlocks = seed % 2;
+    s.flushedToZero = 900 + seed;
+    s.nonFinite = seed % 3;
+    s.nanInputs = seed % 3 == 2 ? 1 : 0;
+    s.signalEnergy = 12.5 + double(seed);
+    // A non-finite quantised value makes the noise infinite (SQNR -inf): stored as such.
+    s.noiseEnergy = seed == 11 ? std::numeric_limits<double>::infinity() : 0.75 + double(seed);
+    s.scaleExponents = {{-9, 3}, {-4, 100 + seed}, {2, 25}};
+    return g;
 }
 
 NumericsRecord record(qint64 step)
@@ -52,14 +77,27 @@ NumericsRecord record(qint64 step)
                  tensor(0, TensorKind::WeightGrad, "0.linear.weight", seed + 1),
                  tensor(1, TensorKind::ActivationGrad, "1.linear.input_grad", seed + 2),
                  tensor(1, TensorKind::Weight, "1.linear.weight", seed + 3)};
+    // Sampled step 20 ran a 16-bit layer only: no GEMM inputs.
+    if (step != 20)
+        r.gemmInputs = {gemmInput(0, GemmPass::Forward, GemmOperand::Activation, seed),
+                        gemmInput(0, GemmPass::Forward, GemmOperand::Weight, seed + 1),
+                        gemmInput(0, GemmPass::WeightGrad, GemmOperand::Gradient, seed + 2)};
     return r;
 }
 
 bool sameStats(const TensorStats& a, const TensorStats& b)
 {
     return a.count == b.count && a.amax == b.amax && a.zeros == b.zeros && a.underflow == b.underflow &&
-           a.subnormal == b.subnormal && a.overflow == b.overflow && a.nonFinite == b.nonFinite &&
+           a.subnormal == b.subnormal && a.overflow == b.overflow && a.nonFinite == b.nonFinite && a.nan == b.nan &&
            a.histogram == b.histogram;
+}
+
+bool sameStats(const QuantStats& a, const QuantStats& b)
+{
+    return a.elements == b.elements && a.blocks == b.blocks && a.clippedBlocks == b.clippedBlocks &&
+           a.nanScaleBlocks == b.nanScaleBlocks && a.flushedToZero == b.flushedToZero && a.nonFinite == b.nonFinite &&
+           a.nanInputs == b.nanInputs && a.signalEnergy == b.signalEnergy && a.noiseEnergy == b.noiseEnergy &&
+           a.scaleExponents == b.scaleExponents;
 }
 
 } // namespace
@@ -89,7 +127,7 @@ private slots:
         overflow.scaleAfter = 32768;
         overflow.parameter = "1.linear.weight";
         overflow.location =
-            OverflowLocation{1, "1.linear", TensorKind::ActivationGrad, "1.linear.input_grad", 12, 4096, 60000.0f};
+            OverflowLocation{1, "1.linear", TensorKind::ActivationGrad, "1.linear.input_grad", 12, 4096, 60000.0f, 5};
         writer.onEvent(overflow);
         EventRecord change;
         change.kind = EventKind::ScaleChange;
@@ -125,7 +163,35 @@ private slots:
                 QCOMPARE(a.target, b.target);
                 QVERIFY2(sameStats(a.stats, b.stats), a.tensor.c_str());
             }
+            QCOMPARE(read.gemmInputs.size(), expected.gemmInputs.size());
+            for (std::size_t i = 0; i < read.gemmInputs.size(); ++i) {
+                const GemmInputNumerics& a = read.gemmInputs[i];
+                const GemmInputNumerics& b = expected.gemmInputs[i]; // in the record's order
+                QCOMPARE(a.layerIndex, b.layerIndex);
+                QCOMPARE(a.layer, b.layer);
+                QCOMPARE(a.pass, b.pass);
+                QCOMPARE(a.operand, b.operand);
+                QCOMPARE(a.format, b.format);
+                QVERIFY2(sameStats(a.stats, b.stats), a.layer.c_str());
+            }
         }
+        QVERIFY(std::isinf(store.numerics(m_run, 10).gemmInputs[1].stats.noiseEnergy));
+        QCOMPARE(store.numerics(m_run, 10).gemmInputs[1].stats.sqnrDb(), -std::numeric_limits<double>::infinity());
+    }
+
+    void scaleExponentBlobIsLittleEndianPairs()
+    {
+        RawDatabase db(m_path);
+        const QByteArray blob =
+            db.scalar(
+                  QStringLiteral("SELECT scale_exponents FROM numerics_gemm_inputs WHERE step = 10 AND ordinal = 0"))
+                .toByteArray();
+        QCOMPARE(blob.size(), 3 * 8);
+        QCOMPARE(blob.mid(0, 8), QByteArray("\xF7\xFF\xFF\xFF\x03\x00\x00\x00", 8)); // -9: 3 blocks
+        QCOMPARE(db.scalar(QStringLiteral("SELECT pass || ' ' || operand FROM numerics_gemm_inputs WHERE step = 30 "
+                                          "AND ordinal = 2"))
+                     .toString(),
+                 QStringLiteral("wgrad gradient"));
     }
 
     void unsampledStepIsNotFound()
@@ -182,6 +248,7 @@ private slots:
         QCOMPARE(where.nonFiniteCount, qint64(12));
         QCOMPARE(where.count, qint64(4096));
         QCOMPARE(where.largestFinite, 60000.0f);
+        QCOMPARE(where.nanCount, qint64(5));
         QVERIFY(!events[1].location);
     }
 
@@ -192,6 +259,7 @@ private slots:
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_tensors")).toInt(), 0);
         QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_steps")).toInt(), 0);
+        QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_gemm_inputs")).toInt(), 0);
     }
 
 private:

@@ -86,6 +86,17 @@ const QStringList kVersion4 = {
         PRIMARY KEY (run_id, step, layer_index, kind, tensor)) WITHOUT ROWID)"),
 };
 
+const QStringList kVersion5 = {
+    QStringLiteral(R"(CREATE TABLE sweeps (id INTEGER PRIMARY KEY, uid TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+        spec_json TEXT NOT NULL, run_count INTEGER NOT NULL, created_at TEXT NOT NULL))"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN uid TEXT"),
+    QStringLiteral("CREATE UNIQUE INDEX runs_uid ON runs (uid)"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN sweep_id INTEGER REFERENCES sweeps (id) ON DELETE SET NULL"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN sweep_index INTEGER"),
+    QStringLiteral("CREATE INDEX runs_sweep ON runs (sweep_id, sweep_index)"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN kernels TEXT NOT NULL DEFAULT ''"),
+};
+
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
@@ -98,6 +109,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion3;
     if (version >= 4)
         statements += kVersion4;
+    if (version >= 5)
+        statements += kVersion5;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -149,7 +162,7 @@ private slots:
     {
         QTest::addColumn<QString>("table");
         for (const char* table : {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags",
-                                  "numerics_steps", "numerics_tensors", "sweeps"})
+                                  "numerics_steps", "numerics_tensors", "sweeps", "numerics_gemm_inputs"})
             QTest::newRow(table) << QString::fromLatin1(table);
     }
     void createsCurrentSchema()
@@ -160,7 +173,7 @@ private slots:
         }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 5);
+        QCOMPARE(RunStore::schemaVersion(), 6);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(
@@ -187,6 +200,7 @@ private slots:
         QTest::newRow("from version 2") << 2;
         QTest::newRow("from version 3") << 3;
         QTest::newRow("from version 4") << 4;
+        QTest::newRow("from version 5") << 5;
     }
     void migratesForward()
     {
@@ -197,7 +211,8 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 5);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 6);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_gemm_inputs")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE kernels != ''")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM sweeps")).toInt(), 0);
             QCOMPARE(
@@ -245,11 +260,68 @@ private slots:
         QCOMPARE(store.numericsSteps(3), QList<qint64>{1});
     }
 
+    void lensRowsOfVersion5ReadWithoutTheNewValues()
+    {
+        // A version-5 database with a sampled step and an overflow located in a tensor holding
+        // non-finite values, before NaN was told from Inf and GEMM inputs were measured.
+        buildOldDatabase(m_path, 5);
+        if (QTest::currentTestFailed())
+            return;
+        {
+            RawDatabase db(m_path);
+            for (const QString& sql :
+                 {QStringLiteral("INSERT INTO numerics_steps VALUES (1, 10, 1024, 0)"),
+                  QStringLiteral("INSERT INTO numerics_tensors VALUES (1, 10, 0, 'weight_grad', '0.linear.weight', "
+                                 "'0.linear', 'f16', 'f16', 100, 2.5, 1, 2, 3, 4, 5, zeroblob(252))"),
+                  QStringLiteral("UPDATE events SET location_layer_index = 0, location_layer = '0.linear', "
+                                 "location_kind = 'weight_grad', location_tensor = '0.linear.weight', "
+                                 "location_non_finite = 5, location_count = 100, location_largest_finite = 2.5")}) {
+                QString error;
+                QVERIFY2(db.exec(sql, &error), qPrintable(error));
+            }
+        }
+        RunStore store(m_path);
+        const NumericsRecord old = store.numerics(1, 10);
+        QCOMPARE(old.tensors.size(), std::size_t(1));
+        QCOMPARE(old.tensors[0].stats.nonFinite, qint64(5));
+        QCOMPARE(old.tensors[0].stats.nan, qint64(-1)); // not recorded
+        QVERIFY(old.gemmInputs.empty());
+        const OverflowLocation where = *store.events(1).front().location;
+        QCOMPARE(where.nonFiniteCount, qint64(5));
+        QCOMPARE(where.nanCount, qint64(-1));
+        QCOMPARE(describeNonFinite(where.nonFiniteCount, where.nanCount), std::string("5 Inf or NaN"));
+        // A new run on the migrated database stores both.
+        const qint64 run = store.createRun(sampleRun());
+        {
+            RunWriter writer(m_path, run);
+            NumericsRecord record;
+            record.step = 4;
+            TensorNumerics t;
+            t.stats.nonFinite = 3;
+            t.stats.nan = 1;
+            record.tensors.push_back(t);
+            GemmInputNumerics g;
+            g.layer = "0.linear";
+            g.pass = GemmPass::DataGrad;
+            g.operand = GemmOperand::Gradient;
+            g.format = "e5m2 tensor";
+            g.stats.blocks = 1;
+            g.stats.scaleExponents = {{7, 1}};
+            record.gemmInputs.push_back(g);
+            writer.onNumerics(record);
+            QVERIFY(writer.flush());
+        }
+        const NumericsRecord fresh = store.numerics(run, 4);
+        QCOMPARE(fresh.tensors[0].stats.nan, qint64(1));
+        QCOMPARE(fresh.gemmInputs.size(), std::size_t(1));
+        QCOMPARE(fresh.gemmInputs[0].pass, GemmPass::DataGrad);
+        QCOMPARE(fresh.gemmInputs[0].stats.scaleExponents, (std::map<int, std::size_t>{{7, 1}}));
+    }
+
     void refusesNewerVersion_data()
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 6") << 6 << false;
         QTest::newRow("version 7") << 7 << false;
         QTest::newRow("version 7, WAL") << 7 << true;
         QTest::newRow("version 1000") << 1000 << false;
@@ -269,9 +341,10 @@ private slots:
         const FileSnapshot before = snapshot(m_path);
         QTest::qWait(20); // so that a write would show in the modification time
         const QString expected = QStringLiteral("%1: database schema version %2 is newer than this build "
-                                                "of Mantissa supports (5); upgrade Mantissa")
+                                                "of Mantissa supports (%3); upgrade Mantissa")
                                      .arg(m_path)
-                                     .arg(version);
+                                     .arg(version)
+                                     .arg(RunStore::schemaVersion());
         try {
             RunStore store(m_path);
             QFAIL("a newer schema was opened");

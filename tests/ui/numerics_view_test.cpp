@@ -1,10 +1,13 @@
 // The Numerics tab: a GUI run with statistics every 5 steps is recorded, opened back from
 // the run database, and shows one heatmap column per sampled step and one table row per
-// measured tensor at the selected step.
+// measured tensor at the selected step; under a block-format recipe, one row per quantised
+// GEMM input with the histogram of its block scale exponents.
 #include "engine/lens/what_if.h"
 #include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
 #include "ui/config_document.h"
+#include "ui/gemm_input_panel.h"
+#include "ui/gemm_input_table_model.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/numerics_table_model.h"
 #include "ui/numerics_view.h"
@@ -21,6 +24,7 @@
 #include <QSet>
 #include <QSignalSpy>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -115,6 +119,11 @@ private slots:
         QVERIFY(suggestions.size() > 1);
         view->percentileSpin()->setValue(1.0);
 
+        // An fp32 run quantises no GEMM input: the block-format page is disabled.
+        QVERIFY(record.gemmInputs.empty());
+        QVERIFY(!view->tableTabs()->isTabEnabled(1));
+        QCOMPARE(view->gemmInputPanel()->model()->rowCount(), 0);
+
         // Highlighting a layer marks its rows bold.
         const QString layer = QString::fromStdString(record.tensors.front().layer);
         view->selectStep(steps.front(), layer);
@@ -137,6 +146,73 @@ private slots:
             view->kindCombo()->setCurrentIndex(k);
             QVERIFY(view->colorMap()->data()->keySize() <= static_cast<int>(steps.size()));
         }
+    }
+
+    void aRecipeRunShowsItsGemmInputs()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        NumericsView* view = bench.numerics();
+        GemmInputPanel* panel = view->gemmInputPanel();
+        QAbstractItemModelTester tester(panel->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        bench.loadPreset("mlp");
+        RunConfig c = quickConfig(bench.document()->config(), 10);
+        c.precision = PrecisionMode::Mxfp4; // the first and last layers stay bf16: 1.linear is quantised
+        c.numerics.every = 5;
+        bench.document()->apply(c, "mxfp4 run");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+        const qint64 id = bench.runBrowser()->runModel()->runId(0);
+        QVERIFY(bench.openStoredRun(id));
+        QCOMPARE(view->steps(), (QList<qint64>{5, 10}));
+
+        view->selectStep(5);
+        const NumericsRecord record = bench.store()->numerics(id, 5);
+        QCOMPARE(record.gemmInputs.size(), std::size_t(6)); // fprop, dgrad, wgrad x two operands
+        QVERIFY(view->tableTabs()->isTabEnabled(1));
+        GemmInputTableModel* model = panel->model();
+        QCOMPARE(model->rowCount(), 6);
+        QCOMPARE(model->columnCount(), static_cast<int>(GemmInputTableModel::ColumnCount));
+        const auto cell = [&](int row, int column) { return model->data(model->index(row, column)).toString(); };
+        for (int row = 0; row < 6; ++row) {
+            const GemmInputNumerics& g = record.gemmInputs[static_cast<std::size_t>(row)];
+            QCOMPARE(cell(row, GemmInputTableModel::Layer), QStringLiteral("2.linear"));
+            QCOMPARE(cell(row, GemmInputTableModel::Format), QString::fromStdString(g.format));
+            QCOMPARE(cell(row, GemmInputTableModel::Blocks), QString::number(g.stats.blocks));
+            QCOMPARE(cell(row, GemmInputTableModel::Clipped),
+                     QString::number(100.0 * g.stats.clippedBlockFraction(), 'f', 2));
+            QCOMPARE(cell(row, GemmInputTableModel::Flushed),
+                     QString::number(100.0 * g.stats.flushedFraction(), 'f', 2));
+            QCOMPARE(cell(row, GemmInputTableModel::Sqnr), QString::number(g.stats.sqnrDb(), 'f', 1));
+        }
+        QCOMPARE(cell(0, GemmInputTableModel::Gemm), QStringLiteral("fprop"));
+        QCOMPARE(cell(0, GemmInputTableModel::Operand), QStringLiteral("activation"));
+        QCOMPARE(cell(5, GemmInputTableModel::Gemm), QStringLiteral("wgrad"));
+        QCOMPARE(cell(0, GemmInputTableModel::Format), QStringLiteral("e2m1 mx/32 floor"));
+
+        // The histogram shows the selected row's block scale exponents, one bar per exponent.
+        for (int row : {0, 3}) {
+            panel->selectRow(row);
+            QCOMPARE(panel->selectedRow(), row);
+            const auto& exponents = record.gemmInputs[static_cast<std::size_t>(row)].stats.scaleExponents;
+            QCOMPARE(panel->histogramBars()->data()->size(), static_cast<int>(exponents.size()));
+            double total = 0;
+            for (auto it = panel->histogramBars()->data()->constBegin();
+                 it != panel->histogramBars()->data()->constEnd(); ++it) {
+                QCOMPARE(it->value, double(exponents.at(static_cast<int>(it->key))));
+                total += it->value;
+            }
+            // All-zero blocks have no scale to count (ReLU zeroes whole blocks of activations).
+            QVERIFY(total > 0 && total <= double(record.gemmInputs[static_cast<std::size_t>(row)].stats.blocks));
+        }
+        // Another step keeps the selected row and shows its values there.
+        view->selectStep(10);
+        QCOMPARE(panel->selectedRow(), 3);
+        QCOMPARE(cell(3, GemmInputTableModel::Blocks),
+                 QString::number(bench.store()->numerics(id, 10).gemmInputs[3].stats.blocks));
     }
 
     void theTabFillsLiveWhileTheRunTrains()

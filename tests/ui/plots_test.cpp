@@ -28,7 +28,7 @@ private slots:
             run.step << step;
             run.lossScale << (step < 50 ? 65536.0 : 32768.0);
         }
-        run.overflows << OverflowMarker{50, 65536, 32768, "2.linear.weight", "2.linear"};
+        run.overflows << OverflowMarker{50, 65536, 32768, "2.linear.weight", "2.linear", "1 Inf in 2.linear.weight"};
         plot.addRun("run", Qt::blue, true);
         plot.sync(0, run);
         plot.sync(0, run); // a second sync with nothing new appends nothing

@@ -192,6 +192,7 @@ TensorStats CudaBackend::tensorStats(const Tensor& t, DType target, float histog
     s.subnormal = static_cast<std::int64_t>(d.subnormal);
     s.overflow = static_cast<std::int64_t>(d.overflow);
     s.nonFinite = static_cast<std::int64_t>(d.nonFinite);
+    s.nan = static_cast<std::int64_t>(d.nan);
     for (std::size_t b = 0; b < s.histogram.size(); ++b)
         s.histogram[b] = static_cast<std::uint32_t>(d.histogram[b]);
     return s;

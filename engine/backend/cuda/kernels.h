@@ -157,7 +157,7 @@ void launchWriteBytes(void* dst, const void* src, std::size_t bytes, cudaStream_
 // on the device so that only these ~550 bytes reach the host. Counts are integer atomics, so
 // the result is exact and the same on every run.
 struct DeviceTensorStats {
-    unsigned long long zeros, underflow, subnormal, overflow, nonFinite;
+    unsigned long long zeros, underflow, subnormal, overflow, nonFinite, nan;
     unsigned long long histogram[kHistogramBins];
     unsigned int amaxBits; // of the largest finite |x| * histogramScale: non-negative floats order as their bits
 };

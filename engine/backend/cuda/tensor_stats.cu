@@ -15,7 +15,7 @@ namespace {
 
 constexpr unsigned kAbsMask = 0x7fffffffu;
 constexpr unsigned kInfBits = 0x7f800000u;
-constexpr int kCounts = 5; // zeros, underflow, subnormal, overflow, nonFinite
+constexpr int kCounts = 6; // zeros, underflow, subnormal, overflow, nonFinite, nan
 
 __device__ __forceinline__ int exponentBin(unsigned bits)
 {
@@ -39,11 +39,12 @@ __global__ void tensorStatsKernel(const void* x, DType xType, std::int64_t n, Ro
     __syncthreads();
 
     const bool rescale = histogramScale != 1.0f;
-    unsigned zeros = 0, underflow = 0, subnormal = 0, overflow = 0, nonFinite = 0, largest = 0;
+    unsigned zeros = 0, underflow = 0, subnormal = 0, overflow = 0, nonFinite = 0, nan = 0, largest = 0;
     for (std::int64_t i = firstIndex(); i < n; i += gridStride()) {
         const unsigned a = __float_as_uint(loadAs(x, xType, i)) & kAbsMask;
         if (a >= kInfBits) {
             ++nonFinite;
+            nan += a > kInfBits;
             atomicAdd(&histogram[kHistogramNonFiniteBin], 1u);
             continue;
         }
@@ -69,6 +70,7 @@ __global__ void tensorStatsKernel(const void* x, DType xType, std::int64_t n, Ro
     atomicAdd(&counts[2], subnormal);
     atomicAdd(&counts[3], overflow);
     atomicAdd(&counts[4], nonFinite);
+    atomicAdd(&counts[5], nan);
     atomicMax(&amax, largest);
     __syncthreads();
 
@@ -76,8 +78,8 @@ __global__ void tensorStatsKernel(const void* x, DType xType, std::int64_t n, Ro
         if (histogram[b])
             atomicAdd(&out->histogram[b], static_cast<unsigned long long>(histogram[b]));
     if (threadIdx.x < kCounts && counts[threadIdx.x]) {
-        unsigned long long* total[kCounts] = {&out->zeros, &out->underflow, &out->subnormal, &out->overflow,
-                                              &out->nonFinite};
+        unsigned long long* total[kCounts] = {&out->zeros,    &out->underflow, &out->subnormal,
+                                              &out->overflow, &out->nonFinite, &out->nan};
         atomicAdd(total[threadIdx.x], static_cast<unsigned long long>(counts[threadIdx.x]));
     }
     if (threadIdx.x == 0)
