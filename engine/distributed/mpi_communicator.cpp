@@ -2,6 +2,10 @@
 
 #include "engine/distributed/rounded_sum.h"
 
+// The C API only: Open MPI's and MPICH's mpi.h otherwise pull in the long-removed C++
+// bindings, which live in a library CMake's MPI::MPI_C does not link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <atomic>
