@@ -36,7 +36,7 @@ std::string errorOf(const std::string& json)
     return {};
 }
 
-const char* kMinimal = R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "linear", "units": 2}]})";
+const char* kMinimal = R"({"model": {"input": [4], "classes": 2, "layers": [{"type": "linear", "units": 2}]}})";
 
 std::string withDistributed(const std::string& section)
 {
