@@ -131,19 +131,29 @@ QString trainingText(const TrainingSpec& training)
     return text;
 }
 
+QString distributedText(const DistributedSpec& distributed)
+{
+    return QStringLiteral("%1 ranks, all-reduce in %2, %3")
+        .arg(distributed.worldSize)
+        .arg(key(distributed.allReduceType), key(distributed.reduction));
+}
+
 } // namespace
 
 QList<QPair<QString, QString>> summarizeConfig(const QString& configJson)
 {
     try {
         const RunConfig config = parseRunConfig(configJson.toStdString(), "the stored config");
-        return {
+        QList<QPair<QString, QString>> lines{
             {QStringLiteral("model"), modelText(config.model)},
             {QStringLiteral("data"), dataText(config.data)},
             {QStringLiteral("optimizer"), optimizerText(config.optimizer, config.schedule)},
             {QStringLiteral("precision"), precisionText(config)},
             {QStringLiteral("training"), trainingText(config.training)},
         };
+        if (config.distributed.worldSize > 1)
+            lines.append({QStringLiteral("distributed"), distributedText(config.distributed)});
+        return lines;
     } catch (const std::exception& error) {
         return {{QStringLiteral("config"), QStringLiteral("not readable by this build (%1); `show --config` prints it")
                                                .arg(QString::fromLocal8Bit(error.what()))}};

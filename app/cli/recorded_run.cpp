@@ -37,7 +37,7 @@ nlohmann::json RecordedRun::toJson() const
 RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Backend& backend,
                           const DatasetSplits& data, const RecordingOptions& options)
 {
-    Trainer trainer(config, backend, data);
+    Trainer trainer(config, backend, data, options.ranks);
     std::fprintf(stderr, "%lld training and %lld test samples from %s; loss scaling: %s\n",
                  static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()),
                  data.directory.empty() ? "synthetic data" : data.directory.c_str(),
@@ -57,6 +57,10 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
     result.name = recorder.runName();
     std::fprintf(stderr, "run %lld (%s) in %s\n", static_cast<long long>(result.runId), qPrintable(result.name),
                  qPrintable(store.path()));
+    if (options.ranks)
+        std::fprintf(stderr, "data parallel: %d ranks (%s), batch %lld per rank; rank 0 records the run\n",
+                     options.ranks->worldSize(), options.ranks->communicator().description().c_str(),
+                     static_cast<long long>(config.training.batchSize / options.ranks->worldSize()));
     std::fflush(stderr);
 
     ProgressPrinter progress(trainer.totalSteps(), options.interactive);
@@ -82,6 +86,20 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
         std::fprintf(stderr, "recording run %lld failed: %s\n", static_cast<long long>(result.runId),
                      result.summary.message.c_str());
     return result;
+}
+
+RunSummary trainReplica(const RunConfig& config, Backend& backend, const DatasetSplits& data, DataParallel& ranks)
+{
+    Trainer trainer(config, backend, data, &ranks);
+    // Ctrl-C on any rank stops every rank: the trainer shares the request at its next step.
+    InterruptHandler::setActiveTrainer(&trainer);
+    if (InterruptHandler::interrupted())
+        trainer.requestStop();
+    const RunSummary summary = trainer.run();
+    InterruptHandler::setActiveTrainer(nullptr);
+    if (summary.status == RunStatus::Failed)
+        std::fprintf(stderr, "rank %d of %d failed: %s\n", ranks.rank(), ranks.worldSize(), summary.message.c_str());
+    return summary;
 }
 
 } // namespace mantissa::cli

@@ -24,6 +24,8 @@ struct RecordingOptions {
     std::optional<qint64> sweepId; // sweep, and the run's index in it
     std::optional<int> sweepIndex;
     bool interactive = false; // live progress bar on stderr
+    // Rank 0 of a data-parallel run (the only rank that records): the replicas' collectives.
+    DataParallel* ranks = nullptr;
 };
 
 struct RecordedRun {
@@ -45,5 +47,9 @@ struct RecordedRun {
 // is marked failed. Problems during training end up in the returned status.
 RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Backend& backend,
                           const DatasetSplits& data, const RecordingOptions& options);
+
+// A data-parallel replica other than rank 0: trains with the others and records nothing (rank
+// 0 records the run for all of them); messages go to stderr prefixed with the rank.
+RunSummary trainReplica(const RunConfig& config, Backend& backend, const DatasetSplits& data, DataParallel& ranks);
 
 } // namespace mantissa::cli

@@ -8,11 +8,15 @@
 #include "cli/recorded_run.h"
 #include "cli/train_options.h"
 #include "engine/backend/backend_factory.h"
+#include "engine/distributed/connect_ranks.h"
+#include "engine/distributed/data_parallel.h"
 #include "engine/model/tensor_core_alignment.h"
 #include "engine/train/training_backend.h"
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <unistd.h>
 
 namespace mantissa::cli {
@@ -34,33 +38,72 @@ int runTrainCommand(const QStringList& arguments)
                       "run|file"});
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
+    // Under mpirun or srun, MPI starts first: every rank must reach the collectives below.
+    std::unique_ptr<Communicator> communicator;
+    std::optional<DataParallel> ranks;
     try {
         RunConfig config = runConfigFromOptions(parser, parser.positionalArguments());
-        // The database first: a file we cannot use should fail before minutes of data loading.
-        const auto store = openRunStore(parser);
-        if (parser.isSet("init-from")) {
+        communicator = connectRanks();
+        const int rank = communicator ? communicator->rank() : 0;
+        resolveWorldSize(config, communicator ? communicator->size() : 1);
+        // Only rank 0 opens the database: the other ranks write nothing. The database first: a
+        // file we cannot use should fail before minutes of data loading.
+        std::unique_ptr<storage::RunStore> store;
+        if (rank == 0)
+            store = openRunStore(parser);
+        std::string initFrom;
+        if (rank == 0 && parser.isSet("init-from")) {
             const InitialWeights weights = resolveInitialWeights(*store, parser.value("init-from"));
-            config.training.initFrom = weights.path.toStdString();
+            initFrom = weights.path.toStdString();
             std::fprintf(stderr, "starting from the weights of %s\n", qPrintable(weights.description));
         }
+        if (communicator && communicator->size() > 1)
+            communicator->broadcast(initFrom, 0); // the others cannot look the run up
+        if (!initFrom.empty())
+            config.training.initFrom = initFrom;
+        if (communicator && communicator->size() > 1)
+            ranks.emplace(*communicator, config); // the same config on every rank, a batch that divides
+        if (ranks)                                // which process is which rank, for whoever has to find or stop one
+            std::fprintf(stderr, "rank %d of %d is pid %lld\n", rank, ranks->worldSize(),
+                         static_cast<long long>(getpid()));
         BackendSelection selection = selectBackend(config);
-        std::fprintf(stderr, "%s: %s, batch %lld, %s; %s\n", config.name.c_str(),
-                     precisionModeName(config.precision).c_str(), static_cast<long long>(config.training.batchSize),
-                     selection.backend->name().c_str(), selection.reason.c_str());
-        // Advice, not an error: on stderr, so that stdout's last line stays the JSON summary.
-        for (const std::string& line : tensorCoreAdvice(config).messages())
-            std::fprintf(stderr, "tensor cores: %s\n", line.c_str());
+        if (rank == 0) {
+            std::fprintf(stderr, "%s: %s, batch %lld, %s; %s\n", config.name.c_str(),
+                         precisionModeName(config.precision).c_str(), static_cast<long long>(config.training.batchSize),
+                         selection.backend->name().c_str(), selection.reason.c_str());
+            // Advice, not an error: on stderr, so that stdout's last line stays the JSON summary.
+            for (const std::string& line : tensorCoreAdvice(config).messages())
+                std::fprintf(stderr, "tensor cores: %s\n", line.c_str());
+        }
         const DatasetSplits data = loadDatasets(config.data, config.training.seed);
 
+        InterruptHandler interruptHandler;
+        if (rank != 0) {
+            const RunSummary summary = trainReplica(config, *selection.backend, data, *ranks);
+            // A rank failing alone would leave the others waiting: end the whole job.
+            if (summary.status == RunStatus::Failed)
+                communicator->abortJob(kExitRunFailed);
+            const bool ok = summary.status == RunStatus::Finished || summary.status == RunStatus::Stopped;
+            return ok ? kExitOk : kExitRunFailed;
+        }
         RecordingOptions recording;
         recording.name = parser.value("name");
         recording.interactive = isatty(STDERR_FILENO) != 0;
-        InterruptHandler interruptHandler;
+        recording.ranks = ranks ? &*ranks : nullptr;
         const RecordedRun run = trainRecorded(*store, config, *selection.backend, data, recording);
         std::cout << run.toJson().dump() << std::endl;
+        if (ranks && run.summary.status == RunStatus::Failed)
+            communicator->abortJob(kExitRunFailed); // recorded: now end the other ranks
         return run.exitCode();
     } catch (const std::exception& error) {
-        return reportError(kCommand, error);
+        const int exit = reportError(kCommand, error);
+        // Every rank finds a bad config or a mismatch alike and ends on its own; any other error
+        // may be one rank's alone, and the others would wait for it for ever: end the job.
+        const bool everyRankFailed =
+            dynamic_cast<const DistributedError*>(&error) || (dynamic_cast<const ConfigError*>(&error) && !ranks);
+        if (communicator && communicator->size() > 1 && !everyRankFailed)
+            communicator->abortJob(exit);
+        return exit;
     }
 }
 

@@ -67,6 +67,14 @@ void addTrainOptions(QCommandLineParser& parser)
         {"limit-train", "Use only the first N training samples.", "n"},
         {"limit-test", "Use only the first N test samples.", "n"},
         {"numerics-every", "Per-layer numerics statistics every N steps (1 to 1000; 0 = off).", "n"},
+        {"allreduce-dtype",
+         QString::fromStdString("Under mpirun or srun: the type gradients are summed across ranks in: " +
+                                enumKeyList<AllReduceType>() + " (default fp32)."),
+         "type"},
+        {"reduction",
+         QString::fromStdString("Under mpirun or srun: where the average divides by the world size: " +
+                                enumKeyList<ReductionOrder>() + " (default sum-then-divide)."),
+         "order"},
     });
 }
 
@@ -144,6 +152,12 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
         config.data.limitTrain = integerOption(parser, "limit-train", 1);
     if (parser.isSet("limit-test"))
         config.data.limitTest = integerOption(parser, "limit-test", 1);
+    if (parser.isSet("allreduce-dtype"))
+        config.distributed.allReduceType =
+            parseEnumOrThrow<AllReduceType>(parser.value("allreduce-dtype").toStdString(), "--allreduce-dtype");
+    if (parser.isSet("reduction"))
+        config.distributed.reduction =
+            parseEnumOrThrow<ReductionOrder>(parser.value("reduction").toStdString(), "--reduction");
     return config;
 }
 

@@ -40,7 +40,36 @@ constexpr std::array kSwitches{
     EnumEntry<AutoSwitch>{AutoSwitch::Off, "off", "off", "Off everywhere."},
 };
 
+constexpr std::array kAllReduceTypes{
+    EnumEntry<AllReduceType>{AllReduceType::Fp32, "fp32", "fp32",
+                             "Gradients summed across ranks in fp32, after each rank unscaled its own."},
+    EnumEntry<AllReduceType>{AllReduceType::Compute, "compute", "compute dtype",
+                             "Gradients summed in their own 16-bit type, every partial sum rounded to it, "
+                             "before unscaling: half the bytes, and fp16's real overflow and flush."},
+};
+
+constexpr std::array kReductionOrders{
+    EnumEntry<ReductionOrder>{ReductionOrder::SumThenDivide, "sum-then-divide", "sum, then divide by N",
+                              "Sum the ranks' gradients, then divide by N: a 16-bit sum can overflow."},
+    EnumEntry<ReductionOrder>{ReductionOrder::DivideThenSum, "divide-then-sum", "divide by N, then sum",
+                              "Divide each rank's gradient by N, then sum: small 16-bit values can flush."},
+    EnumEntry<ReductionOrder>{ReductionOrder::SqrtSplit, "sqrt-split", "divide by sqrt(N) before and after",
+                              "Divide by sqrt(N) before the sum and again after it: half the risk of each."},
+};
+
 } // namespace
+
+template <>
+std::span<const EnumEntry<AllReduceType>> enumEntries<AllReduceType>()
+{
+    return kAllReduceTypes;
+}
+
+template <>
+std::span<const EnumEntry<ReductionOrder>> enumEntries<ReductionOrder>()
+{
+    return kReductionOrders;
+}
 
 template <>
 std::span<const EnumEntry<DatasetKind>> enumEntries<DatasetKind>()

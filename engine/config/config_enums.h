@@ -14,6 +14,11 @@ enum class OptimizerKind : std::uint8_t { Sgd, Adam, AdamW };                   
 enum class ScheduleKind : std::uint8_t { Constant, Step, Cosine, OneCycle };    // schedule.type
 // training.graphs and training.run_ahead: Auto turns the feature on where it pays (on GPUs).
 enum class AutoSwitch : std::uint8_t { Auto, On, Off };
+// distributed.allreduce_dtype: the type the gradients are summed across ranks in.
+enum class AllReduceType : std::uint8_t { Fp32, Compute };
+// distributed.reduction: where the average's division by the world size N happens, which is
+// where a 16-bit all-reduce overflows (sum first) or flushes (divide first).
+enum class ReductionOrder : std::uint8_t { SumThenDivide, DivideThenSum, SqrtSplit };
 
 template <>
 std::span<const EnumEntry<DatasetKind>> enumEntries<DatasetKind>();
@@ -23,5 +28,9 @@ template <>
 std::span<const EnumEntry<ScheduleKind>> enumEntries<ScheduleKind>();
 template <>
 std::span<const EnumEntry<AutoSwitch>> enumEntries<AutoSwitch>();
+template <>
+std::span<const EnumEntry<AllReduceType>> enumEntries<AllReduceType>();
+template <>
+std::span<const EnumEntry<ReductionOrder>> enumEntries<ReductionOrder>();
 
 } // namespace mantissa

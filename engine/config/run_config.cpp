@@ -311,7 +311,18 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         nr.read("scaled_gradients", c.numerics.scaledGradients);
         nr.finish();
     }
+    if (const json* d = r.child("distributed")) {
+        ObjectReader dr(*d, "distributed", origin);
+        dr.read("world_size", c.distributed.worldSize);
+        dr.readEnum("allreduce_dtype", c.distributed.allReduceType);
+        dr.readEnum("reduction", c.distributed.reduction);
+        dr.finish();
+    }
     r.finish();
+
+    if (c.distributed.worldSize < 0 || c.distributed.worldSize > 65536)
+        throw ConfigError(origin + ": distributed.world_size must be 0 (as launched) or 1 to 65536 ranks (got " +
+                          std::to_string(c.distributed.worldSize) + ")");
 
     if (c.numerics.every < 0 || c.numerics.every > 1000)
         throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to 1000 steps (got " +
@@ -409,6 +420,12 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     j["training"]["init_from"] = c.training.initFrom;
     j["training"]["cpu_kernels"] = enumKey(c.training.cpuKernels);
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
+    // Written only when set, so that the configs of single-process runs stored before it read
+    // back and are written again byte for byte.
+    if (c.distributed != DistributedSpec{})
+        j["distributed"] = {{"world_size", c.distributed.worldSize},
+                            {"allreduce_dtype", enumKey(c.distributed.allReduceType)},
+                            {"reduction", enumKey(c.distributed.reduction)}};
     return j.dump(indent);
 }
 

@@ -120,6 +120,17 @@ struct NumericsSpec {
     bool scaledGradients = false; // gradient histograms of the scaled values instead of the unscaled
 };
 
+// Data-parallel training across processes (docs/distributed.md): how gradients are averaged
+// over the ranks of an MPI launch. A single process ignores it, unless world_size asks for ranks.
+struct DistributedSpec {
+    // 0: as many ranks as the launch gives. N > 0: exactly N (a stored N-rank run records its
+    // world size here, so re-running its config asks for the same launch).
+    int worldSize = 0;
+    AllReduceType allReduceType = AllReduceType::Fp32;
+    ReductionOrder reduction = ReductionOrder::SumThenDivide;
+    bool operator==(const DistributedSpec&) const = default;
+};
+
 struct RunConfig {
     std::string name; // preset name or file stem
     std::string description;
@@ -132,6 +143,7 @@ struct RunConfig {
     RecipeOptions recipe; // precision.recipe: options of the sub-16-bit recipes (gemm_recipe.h)
     TrainingSpec training;
     NumericsSpec numerics;
+    DistributedSpec distributed;
 };
 
 // Parses JSON text; `origin` (a file path or preset name) prefixes every error message.

@@ -23,8 +23,8 @@ constexpr int kMaxConsecutiveSkips = 64;
 
 } // namespace
 
-Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data)
-    : m_config(config), m_backend(backend), m_data(data), m_optimizer(config.optimizer),
+Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data, DataParallel* ranks)
+    : m_config(config), m_backend(backend), m_data(data), m_ranks(ranks), m_optimizer(config.optimizer),
       m_schedule(config.schedule, config.optimizer.lr), m_scaler(config.lossScale, config.precision)
 {
     if (data.train.size() == 0)
@@ -67,6 +67,11 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
 }
 
 Trainer::~Trainer() = default;
+
+std::int64_t Trainer::globalSamples(const QueuedStep& queued) const
+{
+    return queued.batch.size * (m_ranks ? m_ranks->worldSize() : 1);
+}
 
 void Trainer::publish(const EventRecord& event)
 {
@@ -208,6 +213,9 @@ std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& l
     run.finiteSteps = 0;
     const auto diverged = [&run]() { return RunEnd{RunStatus::Diverged, run.divergence}; };
     while (run.lastQueued < m_totalSteps && loader.next(run.batch)) {
+        // Every rank draws the same global batch (same seed, same order) and keeps its slice.
+        if (m_ranks)
+            m_ranks->takeSlice(run.batch);
         if (m_paused || m_stopRequested) {
             drain(run);
             if (!run.divergence.empty())
@@ -268,7 +276,7 @@ void Trainer::publishStep(RunState& run, const QueuedStep& queued, StepOutcome& 
     const double stepSeconds = std::chrono::duration<double>(now - run.lastRecord).count();
     run.lastRecord = now;
     run.trainSeconds += stepSeconds;
-    run.trainedSamples += queued.batch.size;
+    run.trainedSamples += globalSamples(queued);
     run.lastPublished = queued.step;
     publishStepRecord(run, queued, outcome, stepSeconds);
     if (outcome.skipped) {
@@ -279,7 +287,7 @@ void Trainer::publishStep(RunState& run, const QueuedStep& queued, StepOutcome& 
         run.consecutiveSkips = 0;
         run.epochLoss += outcome.loss;
         run.epochCorrect += outcome.correct;
-        run.epochSamples += queued.batch.size * m_model->labelsPerSample(); // predictions, for the accuracy
+        run.epochSamples += globalSamples(queued) * m_model->labelsPerSample(); // predictions, for the accuracy
         ++run.finiteSteps;
     }
     const ScaleUpdate update = outcome.scaleUpdate;
@@ -305,7 +313,7 @@ void Trainer::publishStepRecord(const RunState& run, const QueuedStep& queued, c
     record.lossScale = outcome.scaleUpdate.before;
     record.skipped = outcome.skipped;
     record.gradNorm = outcome.gradNorm;
-    record.samplesPerSecond = static_cast<float>(static_cast<double>(queued.batch.size) / stepSeconds);
+    record.samplesPerSecond = static_cast<float>(static_cast<double>(globalSamples(queued)) / stepSeconds);
     record.elapsedSeconds = run.trainSeconds;
     record.gradAmax = outcome.gradAmax;
     for (auto* o : m_observers)
@@ -323,6 +331,7 @@ void Trainer::publishOverflow(std::int64_t step, StepOutcome& outcome)
     overflow.scaleBefore = outcome.scaleUpdate.before;
     overflow.scaleAfter = outcome.scaleUpdate.after;
     overflow.parameter = outcome.firstNonFinite;
+    overflow.message = outcome.overflowRanks;
     overflow.location = std::move(outcome.location);
     publish(overflow);
 }
@@ -409,6 +418,17 @@ RunSummary Trainer::conclude(RunState& run, const RunEnd& end)
     finished.message = runStatusName(end.status);
     if (!end.message.empty())
         finished.message += ": " + end.message;
+    // Every rank gathers its throughput to the record (not after a failure: a rank may be gone).
+    if (m_ranks && end.status != RunStatus::Failed) {
+        const AllReduceCounts& counts = m_ranks->counts();
+        finished.message += "; " + m_ranks->rankThroughput(run.trainSeconds, run.trainedSamples);
+        if (m_config.distributed.allReduceType == AllReduceType::Compute)
+            finished.message += "; 16-bit all-reduce: " + std::to_string(counts.flushedByDivision) +
+                                " values flushed to zero by the division before the sum, " +
+                                std::to_string(counts.overflowedInSum) + " overflowed in the sum";
+        finished.message += "; " + std::to_string(counts.stepsSkippedByOneRank) +
+                            " steps skipped on every rank for non-finite values on only some";
+    }
     publish(finished);
     return summary;
 }

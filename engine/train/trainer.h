@@ -5,6 +5,7 @@
 #include "engine/config/run_config.h"
 #include "engine/data/batch_loader.h"
 #include "engine/data/dataset.h"
+#include "engine/distributed/data_parallel.h"
 #include "engine/lens/numerics_probe.h"
 #include "engine/model/model.h"
 #include "engine/observe/records.h"
@@ -31,8 +32,10 @@ class Trainer {
 public:
     // Builds the model (ConfigError on a bad spec) and everything the run needs, starting from
     // the weights of training.init_from when set (IoError as loadCheckpoint). `data` must
-    // outlive the Trainer; so must `backend`.
-    Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data);
+    // outlive the Trainer; so must `backend`. With `ranks`, this is one replica of a
+    // data-parallel run (engine/distributed/data_parallel.h): it trains on its slice of every
+    // global batch and averages gradients with the other ranks; `ranks` must outlive the Trainer.
+    Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data, DataParallel* ranks = nullptr);
     ~Trainer();
 
     void addObserver(TrainingObserver* observer) { m_observers.push_back(observer); }
@@ -57,6 +60,8 @@ public:
     void loadCheckpoint(const std::string& path, bool weightsOnly);
 
     Model& model() { return *m_model; }
+    // The data-parallel ranks this replica trains with, or nullptr for a single process.
+    DataParallel* ranks() const { return m_ranks; }
     const RunConfig& config() const { return m_config; }
     const LossScaler& scaler() const { return m_scaler; }
     // Sets the loss scaler's state, on the host and on the device, for the steps queued from
@@ -85,6 +90,7 @@ private:
         float gradNorm = 0;
         float gradAmax = 0;
         std::string firstNonFinite;
+        std::string overflowRanks;                // data-parallel: which ranks had non-finite values of their own
         std::optional<OverflowLocation> location; // skipped steps
         std::optional<NumericsRecord> numerics;   // sampled steps
         ScaleUpdate scaleUpdate;
@@ -110,6 +116,8 @@ private:
     // rule) through `backend` on the batch tensors and m_scalars, reading nothing back: the
     // same body runs op by op or is recorded into a graph.
     void queueStep(Backend& backend, PassState& pass, NumericsProbe* probe);
+    // Data parallel, all-reduce in the compute type: averages the gradients in their own types.
+    void averageGradientsByType(Backend& backend);
     // Replays the graph, capturing it first when this is the first eligible step; false when
     // the step must run op by op.
     bool runStepOnGraph(std::int64_t step);
@@ -125,6 +133,8 @@ private:
     // non-finite tensor. Skipped steps only, so a healthy run never pays for it.
     std::optional<OverflowLocation> locateOverflow(const Tensor& x, const Tensor& y, std::int64_t step, float scale);
     void publish(const EventRecord& event);
+    // Samples of a step across all ranks: its batch is this rank's slice.
+    std::int64_t globalSamples(const QueuedStep& queued) const;
 
     // run(), step by step (trainer.cpp). RunState is what one run carries from step to step.
     struct RunState;
@@ -158,6 +168,7 @@ private:
     RunConfig m_config;
     Backend& m_backend;
     const DatasetSplits& m_data;
+    DataParallel* m_ranks = nullptr;
     std::unique_ptr<Model> m_model;
     Optimizer m_optimizer;
     LrSchedule m_schedule;

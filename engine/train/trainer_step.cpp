@@ -42,9 +42,19 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
         grads.push_back(&p->grad);
         fp32Grads.push_back(&p->fp32Grad);
     }
+    // Data parallel, all-reduce in the compute type: the scaled gradients are averaged as they
+    // are, so the finite check below sees what the 16-bit sum did.
+    if (m_ranks && m_ranks->reducesBeforeUnscale())
+        averageGradientsByType(backend);
     // From here on the device decides: a non-finite loss or gradient marks the step skipped,
     // and the clip, the optimizer and the loss-scale rule read that mark where they run.
     backend.unscaleAndCheckFinite(grads, fp32Grads, m_scalars);
+    if (m_ranks) {
+        if (!m_ranks->reducesBeforeUnscale())
+            m_ranks->averageGradients(backend, fp32Grads, DType::F32);
+        // Before anything reads the skip mark: every rank must skip the same steps.
+        m_ranks->agreeOnStep(backend, m_scalars, m_stopRequested);
+    }
     // A skipped step leaves no trace, batch-norm statistics included: its forward pass moved
     // them, with inf or NaN where that pass overflowed, and a later evaluation would read them.
     for (auto& [buffer, snapshot] : m_bufferSnapshots)
@@ -54,8 +64,24 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
     backend.updateLossScale(m_scalars, m_scaler.rule());
 }
 
+void Trainer::averageGradientsByType(Backend& backend)
+{
+    // One all-reduce per gradient type (a layer overridden to fp32 keeps fp32 gradients).
+    for (const DType type : {DType::F32, DType::F16, DType::BF16}) {
+        std::vector<Tensor*> ofType;
+        for (Parameter* p : m_params)
+            if (p->grad.dtype() == type)
+                ofType.push_back(&p->grad);
+        if (!ofType.empty())
+            m_ranks->averageGradients(backend, ofType, type);
+    }
+}
+
 std::string Trainer::graphIneligibility() const
 {
+    // The gradients go through the host and MPI in the middle of the step, which no recording holds.
+    if (m_ranks)
+        return "data-parallel steps all-reduce through MPI mid-step";
     if (m_config.training.graphs == AutoSwitch::Off)
         return "training.graphs is off";
     // A tape saves the CPU nothing (no launches) and holds every temporary of the step at
@@ -78,6 +104,9 @@ bool Trainer::runAheadWanted() const
 {
     // On the CPU every op has finished when it returns, so there is no wait to hide, and a
     // skipped step would cost its successor's passes twice.
+    // Ranks agree on each step as it is queued: one in flight at a time keeps that simple.
+    if (m_ranks)
+        return false;
     const AutoSwitch setting = m_config.training.runAhead;
     return setting == AutoSwitch::On || (setting == AutoSwitch::Auto && m_backend.device().kind != DeviceKind::Cpu);
 }
@@ -179,6 +208,8 @@ Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
         return out;
     }
     const float first = state[slot(StepState::FirstNonFinite)];
+    if (m_ranks)
+        out.overflowRanks = m_ranks->lastOverflowRanks();
     out.firstNonFinite =
         first == kLossNotFinite ? std::string("loss (forward pass)") : m_params[static_cast<std::size_t>(first)]->name;
     // The weights are those the step computed with: a skipped step changes none, and a step

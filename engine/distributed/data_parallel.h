@@ -1,0 +1,83 @@
+#pragma once
+// Data parallelism for the Trainer: one replica per rank, each global batch split into equal
+// contiguous slices, gradients averaged across ranks before the finite check and the optimizer
+// (docs/distributed.md). What every rank must agree on for the replicas to stay identical is
+// agreed here: the config (checked at start), the step's skip flag, its loss scale (asserted
+// equal every step) and a stop request.
+//
+// Where the average is taken follows distributed.allreduce_dtype:
+//  - compute: the raw (loss-scaled) gradients, in their own 16-bit type, before unscaling, every
+//    partial sum rounded; the finite check then sees what the sum did (overflow is real);
+//  - fp32: each rank unscales and checks its own gradients into fp32, and the fp32 gradients are
+//    averaged; the skip flag is the MAX of the ranks' flags.
+// distributed.reduction divides by N before or after the sum, or by sqrt(N) at both ends.
+#include "engine/backend/backend.h"
+#include "engine/config/run_config.h"
+#include "engine/data/batch_loader.h"
+#include "engine/distributed/communicator.h"
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mantissa {
+
+// distributed.world_size against the launch: 0 becomes `launchedRanks` when that is more than
+// one; a different N is a ConfigError naming both.
+void resolveWorldSize(RunConfig& config, int launchedRanks);
+
+// What the all-reduces of a run did to the 16-bit values, summed over steps (rank 0's view:
+// every rank holds the same sums).
+struct AllReduceCounts {
+    std::int64_t flushedByDivision = 0;     // nonzero values rounded to zero by the division before the sum
+    std::int64_t overflowedInSum = 0;       // finite on every rank, non-finite after the sum
+    std::int64_t stepsSkippedByOneRank = 0; // skipped though only some ranks had a non-finite value
+};
+
+class DataParallel {
+public:
+    // Checks that every rank runs the same config (a DistributedError naming the first field
+    // that differs, on every rank) and that training.batch_size divides by the world size
+    // (ConfigError). Collective: every rank must construct it.
+    DataParallel(Communicator& communicator, const RunConfig& config);
+
+    int rank() const { return m_comm.rank(); }
+    int worldSize() const { return m_comm.size(); }
+    Communicator& communicator() { return m_comm; }
+
+    // Keeps this rank's contiguous slice of a global batch.
+    void takeSlice(HostBatch& batch) const;
+    // True: gradients are averaged in their own type before unscaling (allreduce_dtype compute).
+    bool reducesBeforeUnscale() const { return m_spec.allReduceType == AllReduceType::Compute; }
+    // Averages `tensors` across ranks in place, in `type` (F32, or the 16-bit type they hold).
+    void averageGradients(Backend& backend, std::span<Tensor* const> tensors, DType type);
+    // After unscaleAndCheckFinite: the step's record made the same on every rank (mean loss,
+    // summed correct count, skip flag and first non-finite tensor as MAX), the loss scale
+    // checked equal (DistributedError otherwise), and a stop asked on any rank set on all.
+    void agreeOnStep(Backend& backend, StepScalars& scalars, std::atomic<bool>& stopRequested);
+    // Which ranks had a non-finite loss or gradient of their own in the last agreed step
+    // ("rank 1 of 2", "none: the 16-bit sum overflowed"), for its overflow event.
+    std::string lastOverflowRanks() const;
+    const AllReduceCounts& counts() const { return m_counts; }
+    // Seconds this rank spent in all-reduces (waiting for the others included).
+    double allReduceSeconds() const { return m_allReduceSeconds; }
+    // Collective: every rank's training seconds and all-reduce seconds, as one line for the
+    // run record ("rank 0: 812 samples/s, all-reduce 14% of step time; rank 1: ...").
+    std::string rankThroughput(double trainSeconds, std::int64_t globalSamples);
+
+private:
+    Communicator& m_comm;
+    DistributedSpec m_spec;
+    std::vector<float> m_flat;          // the gradients of one all-reduce, packed
+    std::vector<std::uint16_t> m_words; // the same as 16-bit words
+    bool m_localNonFinite = false;      // this rank's own gradients before the sum
+    float m_reducedAmax = 0;            // largest |averaged fp32 gradient| (fp32 all-reduce)
+    bool m_reducedFp32 = false;
+    std::vector<int> m_lastNonFiniteRanks;
+    AllReduceCounts m_counts;
+    double m_allReduceSeconds = 0;
+};
+
+} // namespace mantissa

@@ -1,0 +1,219 @@
+// Data-parallel training under mpirun (label mpi): 2 ranks on this machine against 1 rank,
+// mixed fp16 across ranks, a rank that dies, and the launches that must be refused.
+// Skipped, with the reason, where this build has no MPI or mpirun is missing.
+#include "cli_test_support.h"
+#include "storage/run_store.h"
+
+#include <QDeadlineTimer>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <csignal>
+#include <memory>
+#include <unistd.h>
+
+using namespace mantissa;
+using namespace mantissa::cli::test;
+
+namespace {
+
+QString mpirun() { return QStandardPaths::findExecutable(QStringLiteral("mpirun")); }
+
+// mpirun's own options: two ranks on two cores need --oversubscribe when other work holds
+// a core, and Open MPI refuses root (CI containers) unless told.
+QStringList launchOptions()
+{
+    QStringList options{QStringLiteral("--oversubscribe")};
+    if (geteuid() == 0)
+        options << QStringLiteral("--allow-run-as-root");
+    return options;
+}
+
+QStringList onRanks(int ranks, const QStringList& cliArguments)
+{
+    return launchOptions() + QStringList{QStringLiteral("-np"), QString::number(ranks), cliPath()} + cliArguments;
+}
+
+QString onlyRunStatus(const QString& db, qint64* id = nullptr)
+{
+    const QList<storage::RunInfo> runs = storage::RunStore(db).listRuns();
+    if (runs.size() != 1)
+        return QStringLiteral("%1 runs").arg(runs.size());
+    if (id)
+        *id = runs.first().id;
+    return QString::fromLatin1(runStatusName(runs.first().status));
+}
+
+} // namespace
+
+class CliMpiTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void init()
+    {
+#ifndef MANTISSA_HAVE_MPI
+        QSKIP("this build has no MPI (install libopenmpi-dev and reconfigure; scripts/setup does)");
+#endif
+        if (mpirun().isEmpty())
+            QSKIP("mpirun is not on PATH (Debian: openmpi-bin)");
+        QVERIFY(m_dir.isValid());
+        m_config = writeTinyConfig(m_dir.path());
+    }
+
+    // 2 ranks with batch 16 each see exactly the samples of 1 rank with batch 32: the loss
+    // curves agree to fp32 rounding (the sum of two half-batch means, halved, against one
+    // mean), and only rank 0 wrote to the database.
+    void twoRanksFollowOneRank()
+    {
+        const QString one = m_dir.filePath(QStringLiteral("one.db")), two = m_dir.filePath(QStringLiteral("two.db"));
+        const CliResult single = runCli({QStringLiteral("train"), m_config, QStringLiteral("--db"), one});
+        QVERIFY2(single.exitCode == 0, qPrintable(single.describe()));
+        const CliResult pair =
+            runProgram(mpirun(), onRanks(2, {QStringLiteral("train"), m_config, QStringLiteral("--db"), two}));
+        QVERIFY2(pair.exitCode == 0, qPrintable(pair.describe()));
+        QCOMPARE(pair.outLines().size(), 1); // one JSON line: rank 0's
+        qint64 oneId = 0, twoId = 0;
+        QCOMPARE(onlyRunStatus(one, &oneId), QStringLiteral("finished"));
+        QCOMPARE(onlyRunStatus(two, &twoId), QStringLiteral("finished"));
+        const storage::StepSeries a = storage::RunStore(one).steps(oneId), b = storage::RunStore(two).steps(twoId);
+        QCOMPARE(b.size(), a.size());
+        QCOMPARE(a.size(), 16);
+        double worst = 0;
+        for (qsizetype i = 0; i < a.size(); ++i)
+            worst = std::max(worst, std::fabs(a.loss[i] - b.loss[i]) / std::fabs(a.loss[i]));
+        // Calibrated: 16 steps of SGD with momentum differ by about 1e-7 relative (measured
+        // 1.2e-7); 1e-5 leaves room for other CPUs and still fails on a wrong slice or average.
+        QVERIFY2(worst < 1e-5, qPrintable(QStringLiteral("largest relative loss difference %1").arg(worst)));
+        QVERIFY(worst > 0 || a.loss == b.loss);
+        // The record says how it was trained.
+        const CliResult show = runCli({QStringLiteral("show"), QString::number(twoId), QStringLiteral("--db"), two});
+        QVERIFY2(showField(show.out, QStringLiteral("device")).contains(QStringLiteral("x 2 ranks")),
+                 qPrintable(show.out));
+        QVERIFY2(showField(show.out, QStringLiteral("distributed")).startsWith(QStringLiteral("2 ranks")),
+                 qPrintable(show.out));
+        QVERIFY2(show.out.contains(QStringLiteral("rank 1:")), qPrintable(show.out)); // per-rank throughput
+    }
+
+    // Mixed fp16 with a loss scale that grows every step keeps hitting overflow: every rank
+    // skips the same steps (each step asserts the ranks' loss scales are equal, so a drift
+    // would fail the run), and at the edge of overflow one rank's slice often overflows while
+    // the other's does not; those steps are skipped on both and say which rank overflowed.
+    void mixedFp16RanksSkipTogether_data()
+    {
+        QTest::addColumn<QString>("allreduce");
+        QTest::newRow("fp32 all-reduce") << QStringLiteral("fp32");
+        QTest::newRow("fp16 all-reduce") << QStringLiteral("compute");
+    }
+    void mixedFp16RanksSkipTogether()
+    {
+        QFETCH(QString, allreduce);
+        TinyConfig tiny;
+        tiny.name = QStringLiteral("growing");
+        tiny.epochs = 4;
+        tiny.extraJson = QStringLiteral(R"("precision": {"mode": "mixed-fp16", "loss_scale": )"
+                                        R"({"type": "dynamic", "initial": 4096, "growth_interval": 1}})");
+        const QString config = writeTinyConfig(m_dir.path(), tiny);
+        const QString db = m_dir.filePath(allreduce + QStringLiteral(".db"));
+        const CliResult pair = runProgram(mpirun(), onRanks(2, {QStringLiteral("train"), config, QStringLiteral("--db"),
+                                                                db, QStringLiteral("--allreduce-dtype"), allreduce}));
+        QVERIFY2(pair.exitCode == 0, qPrintable(pair.describe()));
+        qint64 id = 0;
+        QCOMPARE(onlyRunStatus(db, &id), QStringLiteral("finished"));
+        const QList<EventRecord> events = storage::RunStore(db).events(id);
+        int overflows = 0, aloneOnOneRank = 0;
+        const QRegularExpression alone(QStringLiteral("^rank [01] of 2 had non-finite values before the all-reduce"));
+        for (const EventRecord& e : events) {
+            if (e.kind != EventKind::Overflow)
+                continue;
+            ++overflows;
+            aloneOnOneRank += alone.match(QString::fromStdString(e.message)).hasMatch();
+        }
+        QVERIFY2(overflows >= 5, qPrintable(QStringLiteral("%1 overflows").arg(overflows)));
+        QVERIFY2(aloneOnOneRank >= 1, qPrintable(pair.err));
+        QVERIFY2(QString::fromStdString(events.last().message).contains(QStringLiteral("steps skipped on every rank")),
+                 events.last().message.c_str());
+    }
+
+    // One rank killed mid-run: the job ends (the launcher ends the other rank), rank 0 records
+    // the run as failed saying why, and every step it had recorded is still there.
+    void aRankThatDiesFailsTheRun()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("dies.db"));
+        TinyConfig tiny;
+        tiny.name = QStringLiteral("long");
+        tiny.epochs = 100000;
+        const QString config = writeTinyConfig(m_dir.path(), tiny);
+        QProcess job;
+        job.setProcessEnvironment(cliEnvironment());
+        job.start(mpirun(), onRanks(2, {QStringLiteral("train"), config, QStringLiteral("--db"), db}));
+        QVERIFY(job.waitForStarted());
+        // Each rank prints its pid; wait for rank 1's and for some committed steps of the run.
+        QString err;
+        qint64 pid = 0, id = 0;
+        const QRegularExpression rank1(QStringLiteral("rank 1 of 2 is pid (\\d+)"));
+        QDeadlineTimer deadline(60000);
+        while (!deadline.hasExpired() && job.state() == QProcess::Running) {
+            job.waitForReadyRead(100);
+            err += QString::fromUtf8(job.readAllStandardError());
+            if (const auto match = rank1.match(err); match.hasMatch())
+                pid = match.captured(1).toLongLong();
+            id = runIdFromStderr(err);
+            if (pid && id && storage::RunStore(db).steps(id).size() >= 20)
+                break;
+        }
+        QVERIFY2(pid > 0 && id > 0, qPrintable(err));
+        const qsizetype before = storage::RunStore(db).steps(id).size();
+        QCOMPARE(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
+        QVERIFY2(job.waitForFinished(30000), "mpirun did not end after a rank died");
+        err += QString::fromUtf8(job.readAllStandardError());
+        QVERIFY2(job.exitCode() != 0, qPrintable(err));
+        const storage::RunInfo run = storage::RunStore(db).run(id);
+        QVERIFY2(run.status == RunStatus::Failed,
+                 qPrintable(err + QStringLiteral("\nstatus ") + QString::fromLatin1(runStatusName(run.status))));
+        QVERIFY2(run.errorMessage.contains(QStringLiteral("another rank failed or was killed")),
+                 qPrintable(run.errorMessage));
+        QVERIFY(storage::RunStore(db).steps(id).size() >= before);
+    }
+
+    // Ranks that would train different things are refused at start, naming the field, before
+    // any run is created.
+    void ranksWithDifferentConfigsAreRefused()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("mismatch.db"));
+        QStringList arguments = launchOptions();
+        arguments << QStringLiteral("-np") << QStringLiteral("1") << cliPath() << QStringLiteral("train") << m_config
+                  << QStringLiteral("--db") << db << QStringLiteral("--seed") << QStringLiteral("1")
+                  << QStringLiteral(":") << QStringLiteral("-np") << QStringLiteral("1") << cliPath()
+                  << QStringLiteral("train") << m_config << QStringLiteral("--db") << db << QStringLiteral("--seed")
+                  << QStringLiteral("2");
+        const CliResult result = runProgram(mpirun(), arguments);
+        QVERIFY2(result.exitCode != 0, qPrintable(result.describe()));
+        QVERIFY2(result.err.contains(QStringLiteral("rank 1's config differs from rank 0's at training.seed: 2 on "
+                                                    "rank 1, 1 on rank 0")),
+                 qPrintable(result.describe()));
+        QCOMPARE(storage::RunStore(db).listRuns().size(), 0);
+    }
+
+    void aBatchThatDoesNotSplitIsRefused()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("split.db"));
+        const CliResult result =
+            runProgram(mpirun(), onRanks(2, {QStringLiteral("train"), m_config, QStringLiteral("--db"), db,
+                                             QStringLiteral("--batch-size"), QStringLiteral("33")}));
+        QVERIFY2(result.exitCode != 0, qPrintable(result.describe()));
+        QVERIFY2(result.err.contains(QStringLiteral("training.batch_size 33 is not divisible by the world size 2")),
+                 qPrintable(result.describe()));
+        QCOMPARE(storage::RunStore(db).listRuns().size(), 0);
+    }
+
+private:
+    QTemporaryDir m_dir;
+    QString m_config;
+};
+
+QTEST_GUILESS_MAIN(CliMpiTest)
+#include "cli_mpi_test.moc"
