@@ -46,6 +46,7 @@ LabWindow::LabWindow(const QString& databasePath, QWidget* parent)
     m_progress->setFormat(tr("step %v of %m"));
     m_progress->setValue(0);
     m_journal->setObjectName("journal");
+    m_journal->setWordWrap(true);
     layout->addWidget(heading);
     layout->addWidget(m_result);
     layout->addWidget(m_progress);
@@ -54,7 +55,7 @@ LabWindow::LabWindow(const QString& databasePath, QWidget* parent)
     splitter->addWidget(notebook);
     splitter->addWidget(m_workbench);
     splitter->setStretchFactor(1, 1);
-    splitter->setSizes({300, 1300});
+    splitter->setSizes({360, 1240});
     setCentralWidget(splitter);
 
     connectWorkbench();
