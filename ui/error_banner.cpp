@@ -25,6 +25,7 @@ void ErrorBanner::showError(const QString& title, const QString& message)
 {
     m_label->setText(QString("<b>%1</b><br>%2").arg(title.toHtmlEscaped(), message.toHtmlEscaped()));
     show();
+    emit shown(title, message);
 }
 
 QString ErrorBanner::text() const { return m_label->text(); }

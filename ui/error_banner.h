@@ -16,6 +16,10 @@ public:
     void showError(const QString& title, const QString& message);
     QString text() const;
 
+signals:
+    // Every error shown, for a host listening through WorkbenchWidget::errorReported.
+    void shown(const QString& title, const QString& message);
+
 private:
     QLabel* m_label;
 };

@@ -37,6 +37,8 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace mantissa::ui {
 
 namespace {
@@ -98,7 +100,7 @@ void Workbench::createActions()
     m_toolBar->setToolButtonStyle(Qt::ToolButtonTextOnly);
 
     m_presets = new QMenu(tr("Presets"), this);
-    for (const std::string& name : presetNames()) {
+    for (const std::string& name : mantissa::presetNames()) {
         const QString preset = QString::fromStdString(name);
         m_presets->addAction(preset, this, [this, preset] { loadPreset(preset); });
     }
@@ -261,14 +263,43 @@ void Workbench::updateActions()
     m_presets->setEnabled(!running);
 }
 
-void Workbench::loadPreset(const QString& name)
+bool Workbench::loadPreset(const QString& name)
 {
     try {
-        m_document->load(presetConfig(name.toStdString()), tr("Load preset %1").arg(name));
+        const auto host = std::find_if(m_hostPresets.begin(), m_hostPresets.end(),
+                                       [&](const auto& preset) { return preset.first == name; });
+        m_document->load(host != m_hostPresets.end() ? host->second : presetConfig(name.toStdString()),
+                         tr("Load preset %1").arg(name));
         m_status->showMessage(tr("Loaded preset %1").arg(name), 4000);
+        return true;
     } catch (const Error& e) {
         m_banner->showError(tr("Cannot load preset %1").arg(name), QString::fromStdString(e.what()));
+        return false;
     }
+}
+
+void Workbench::addPreset(const QString& name, const RunConfig& config)
+{
+    for (auto& preset : m_hostPresets) {
+        if (preset.first == name) {
+            preset.second = config;
+            return;
+        }
+    }
+    m_hostPresets.emplace_back(name, config);
+    if (!m_hostPresetsSeparator)
+        m_hostPresetsSeparator = m_presets->addSeparator();
+    m_presets->addAction(name, this, [this, name] { loadPreset(name); });
+}
+
+QStringList Workbench::presetNames() const
+{
+    QStringList names;
+    for (const std::string& name : mantissa::presetNames())
+        names << QString::fromStdString(name);
+    for (const auto& preset : m_hostPresets)
+        names << preset.first;
+    return names;
 }
 
 bool Workbench::openConfig(const QString& path, QString* error)

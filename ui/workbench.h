@@ -8,9 +8,12 @@
 #include "ui/sweep_comparison.h"
 
 #include <QList>
+#include <QStringList>
 #include <QWidget>
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 class QAction;
 class QMenu;
@@ -80,8 +83,14 @@ public:
     QAction* undoAction() const { return m_undo; }
     QAction* redoAction() const { return m_redo; }
 
-    // Config files and presets. Errors come back as a message naming the file and field.
-    void loadPreset(const QString& name);
+    // Config files and presets. Errors come back as a message naming the file and field;
+    // loadPreset shows its error in the banner.
+    bool loadPreset(const QString& name);
+    // A preset of the host's own (WorkbenchWidget::addPreset), listed after the built-in
+    // ones; one of the same name is replaced.
+    void addPreset(const QString& name, const RunConfig& config);
+    // The built-in presets, then the host's.
+    QStringList presetNames() const;
     bool openConfig(const QString& path, QString* error = nullptr);
     bool saveConfig(const QString& path, QString* error = nullptr);
 
@@ -181,6 +190,8 @@ private:
     QList<std::shared_ptr<const RunRecording>> m_sequence; // runs of the current sequence
     bool m_comparing = false;
     bool m_showingBlocker = false; // the status line shows why Run is disabled
+    std::vector<std::pair<QString, RunConfig>> m_hostPresets;
+    QAction* m_hostPresetsSeparator = nullptr;
 };
 
 } // namespace mantissa::ui
