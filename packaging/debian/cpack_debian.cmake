@@ -32,6 +32,14 @@ set(CPACK_DEBIAN_APP_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_APP_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_APP_PACKAGE_DEPENDS "libqt6sql6-sqlite, qt6-qpa-plugins, dataset-fashion-mnist")
 set(CPACK_DEBIAN_APP_PACKAGE_RECOMMENDS "fortunes")
+# The CUDA plugin needs cuBLAS and cuDNN, which no Debian package provides: dpkg-shlibdeps is
+# shown where they are (they need not be on the loader's path, as on a CI machine with the
+# toolkit mounted at /usr/local/cuda) and, finding no package for them, adds no dependency,
+# since CUDA is optional at run time.
+if(TARGET mantissa_cuda)
+  get_filename_component(_cudnn_dir ${MANTISSA_CUDNN_LIBRARY} DIRECTORY)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR} ${_cudnn_dir})
+endif()
 set(CPACK_DEBIAN_APP_DESCRIPTION "workbench for mixed-precision neural-network training
 Mantissa trains neural networks in fp32, fp16, bf16 and smaller formats
 and shows what each precision does: loss curves, the loss-scale history,
