@@ -53,6 +53,20 @@ exported=$(nm -D --defined-only "$plugin" | awk '{print $3}' | grep -v '^$' | so
 echo "== the plugin is missing: named"
 expect_refusal "*MANTISSA_CUDA_PLUGIN names $tmp/none.so, which is not a file*" env MANTISSA_CUDA_PLUGIN="$tmp/none.so"
 
+echo "== a library that is not the plugin, and a plugin from another version: refused"
+zlib=$(ldconfig -p | awk '/libz\.so\.1 .*x86-64/ {found = $NF} END {print found}')
+expect_refusal "*$zlib is not a Mantissa CUDA backend plugin (no mantissa_cuda_plugin_api)*" \
+  env MANTISSA_CUDA_PLUGIN="$zlib"
+# The loader reads the ABI number and version before anything else of the entry point's struct.
+cat >"$tmp/other.c" <<'OTHER'
+struct api { int abi; const char* version; void* make_backend; void* list_devices; };
+static const struct api other = {1, "0.0.0-other", 0, 0};
+const struct api* mantissa_cuda_plugin_api(void) { return &other; }
+OTHER
+${CC:-cc} -shared -fPIC -o "$tmp/other.so" "$tmp/other.c"
+expect_refusal "*is from Mantissa 0.0.0-other (plugin interface 1), but this program is Mantissa*" \
+  env MANTISSA_CUDA_PLUGIN="$tmp/other.so"
+
 echo "== the plugin loads here: the GPU is used, or refused with the reason"
 # On this machine the plugin loads; without a GPU or driver the refusal says so.
 rc=0
