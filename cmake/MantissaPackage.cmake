@@ -23,4 +23,4 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/MantissaConfig.cmake.i
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/MantissaConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/MantissaConfig.cmake ${PROJECT_BINARY_DIR}/MantissaConfigVersion.cmake
-  ${PROJECT_SOURCE_DIR}/cmake/MantissaFindCudaToolkit.cmake DESTINATION ${_package_dir} COMPONENT dev)
+  DESTINATION ${_package_dir} COMPONENT dev)

@@ -1,15 +1,9 @@
 #include "engine/backend/backend_factory.h"
 
+#include "engine/backend/cuda_plugin_loader.h"
 #include "engine/util/check.h"
 
 namespace mantissa {
-
-#ifdef MANTISSA_HAVE_CUDA
-// Defined in backend/cuda/cuda_factory.cpp; return nullptr / nothing and a reason when no
-// usable GPU is present.
-std::unique_ptr<Backend> makeCudaBackend(int deviceIndex, const CudaOptions& options, std::string& whyNot);
-GpuInventory listCudaDevices();
-#endif
 
 bool cudaBackendBuilt()
 {
@@ -39,7 +33,11 @@ BackendSelection selectBackend(const std::string& device, const CpuOptions& cpu,
     }
     std::string whyNot;
 #ifdef MANTISSA_HAVE_CUDA
-    if (auto gpu = makeCudaBackend(index, cuda, whyNot)) {
+    // The CUDA backend is a plugin (cuda_plugin_loader.h): loaded on first use, and its
+    // absence, or a CUDA library it cannot find, is the reason the GPU is unavailable.
+    if (const CudaPlugin& plugin = cudaPlugin(); !plugin.api) {
+        whyNot = plugin.whyNot;
+    } else if (auto gpu = plugin.api->makeBackend(index, cuda, whyNot)) {
         std::string reason = "training on " + gpu->name();
         return {std::move(gpu), std::move(reason)};
     }
@@ -60,7 +58,10 @@ namespace mantissa {
 GpuInventory listGpus()
 {
 #ifdef MANTISSA_HAVE_CUDA
-    return listCudaDevices();
+    const CudaPlugin& plugin = cudaPlugin();
+    if (!plugin.api)
+        return {{}, plugin.whyNot};
+    return plugin.api->listDevices();
 #else
     return {{}, "this build has no CUDA backend"};
 #endif

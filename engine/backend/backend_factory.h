@@ -26,7 +26,8 @@ inline BackendSelection selectBackend(const std::string& device, int cpuThreads,
 }
 // The same for a run's settings: engine/train/training_backend.h.
 
-// Whether this build contains the CUDA backend.
+// Whether this build made the CUDA backend (a plugin, loaded when a GPU is asked for or
+// listed: whether it loads on this machine is listGpus()'s and selectBackend's to say).
 bool cudaBackendBuilt();
 
 struct GpuDevice {

@@ -1,7 +1,9 @@
 // Finding a usable GPU, and saying precisely why there is none: the message a user sees
-// when `auto` falls back to the CPU or `cuda:N` is refused.
+// when `auto` falls back to the CPU or `cuda:N` is refused. Also the plugin's entry point
+// (backend/cuda_plugin_api.h), through which the backend factory reaches both.
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda_plugin_api.h"
 #include "engine/util/check.h"
 
 #include <cuda_runtime_api.h>
@@ -32,8 +34,6 @@ int countDevices(std::string& whyNone)
     default: whyNone = std::string("CUDA is not usable: ") + cudaGetErrorString(status); return 0;
     }
 }
-
-} // namespace
 
 std::unique_ptr<Backend> makeCudaBackend(int deviceIndex, const CudaOptions& options, std::string& whyNot)
 {
@@ -70,4 +70,14 @@ GpuInventory listCudaDevices()
     return inventory;
 }
 
+} // namespace
+
 } // namespace mantissa
+
+// The only symbol the plugin exports (cuda_plugin.map).
+extern "C" const mantissa::CudaPluginApi* mantissa_cuda_plugin_api()
+{
+    static const mantissa::CudaPluginApi api{mantissa::kCudaPluginAbi, MANTISSA_VERSION, &mantissa::makeCudaBackend,
+                                             &mantissa::listCudaDevices};
+    return &api;
+}
