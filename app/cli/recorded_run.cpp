@@ -1,5 +1,7 @@
 #include "cli/recorded_run.h"
 
+#include "engine/distributed/data_parallel.h"
+
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/progress_printer.h"

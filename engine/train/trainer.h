@@ -5,7 +5,6 @@
 #include "engine/config/run_config.h"
 #include "engine/data/batch_loader.h"
 #include "engine/data/dataset.h"
-#include "engine/distributed/data_parallel.h"
 #include "engine/lens/numerics_probe.h"
 #include "engine/model/model.h"
 #include "engine/observe/records.h"
@@ -22,6 +21,8 @@
 #include <vector>
 
 namespace mantissa {
+
+class DataParallel; // engine/distributed/data_parallel.h: private to the engine
 
 struct Evaluation {
     float loss = 0, accuracy = 0;

@@ -9,6 +9,8 @@
 #include "engine/data/batch_loader.h"
 #include "engine/model/sequence_loss.h"
 #include "engine/train/trainer.h"
+
+#include "engine/distributed/data_parallel.h"
 #include "engine/util/check.h"
 
 #include <algorithm>

@@ -232,6 +232,15 @@ TEST(Trainer, PauseHoldsTheLoopUntilResumed)
     };
     trainer.addObserver(&recorder);
     std::thread worker([&] { trainer.run(); });
+    // Wait for the observer to pause the run: on a busy machine three steps can take longer
+    // than any fixed sleep, and resuming before the pause would leave the run paused for good.
+    for (int i = 0; i < 3000 && !trainer.isPaused(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!trainer.isPaused()) {
+        trainer.requestStop(); // so that join() returns whatever happens next
+        worker.join();
+        FAIL() << "the run did not pause at step 3 within 30 s (last step " << lastStep.load() << ")";
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     EXPECT_EQ(lastStep.load(), 3) << "no step may run while paused";
     EXPECT_TRUE(trainer.isPaused());
