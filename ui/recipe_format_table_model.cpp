@@ -23,6 +23,7 @@ QString percent(double f) { return QString::number(100.0 * f, 'f', 2) + " %"; }
 
 QString powerOfTwo(int exponent) { return QStringLiteral("2^%1").arg(exponent); }
 
+// Short, for a narrow column; the row's tooltip says what the scale does.
 QString scaleText(const OperandFormat& of, const RecipeOptions& options)
 {
     const QuantFormat& f = of.format;
@@ -30,17 +31,14 @@ QString scaleText(const OperandFormat& of, const RecipeOptions& options)
     if (of.tile2d > 0)
         text = RecipeFormatTableModel::tr("fp32 per %1×%1 tile").arg(of.tile2d);
     else if (of.delayed)
-        text =
-            RecipeFormatTableModel::tr("fp32 per tensor, from the amax of the last %1 steps").arg(options.amaxHistory);
+        text = RecipeFormatTableModel::tr("fp32, amax of %1 steps").arg(options.amaxHistory);
     else
         switch (f.scheme) {
         case ScalingScheme::None: text = RecipeFormatTableModel::tr("none"); break;
-        case ScalingScheme::PerTensor: text = RecipeFormatTableModel::tr("fp32 per tensor (current amax)"); break;
+        case ScalingScheme::PerTensor: text = RecipeFormatTableModel::tr("fp32 per tensor"); break;
         case ScalingScheme::Fp32Blocks: text = RecipeFormatTableModel::tr("fp32 per block"); break;
-        case ScalingScheme::Mx:
-            text = RecipeFormatTableModel::tr("E8M0 per block, rounded by %1").arg(fromView(enumKey(f.scaleRule)));
-            break;
-        case ScalingScheme::Nvfp4: text = RecipeFormatTableModel::tr("E4M3 per block × fp32 per tensor"); break;
+        case ScalingScheme::Mx: text = QStringLiteral("E8M0 (%1)").arg(fromView(enumKey(f.scaleRule))); break;
+        case ScalingScheme::Nvfp4: text = RecipeFormatTableModel::tr("E4M3 × fp32 per tensor"); break;
         }
     if (f.powerOfTwoScales)
         text += RecipeFormatTableModel::tr(", powers of two");
@@ -181,8 +179,11 @@ bool RecipeFormatTableModel::warns(Row row, GemmOperand operand) const
     // A tensor spans more binades than the element format holds: under one scale for the
     // tensor, what lies that far below its amax flushes to zero (blocks rescale, so for a
     // block format this is an upper bound on the loss).
+    // Only a format with one scale for the whole tensor is judged so: a block format's
+    // blocks each rescale, and what they lose shows in the clipped and flushed rows.
     if (row == MeasuredSpan)
-        return m.smallest && m.widestSpanBinades > value(SpanBinades, operand).toDouble();
+        return m.smallest && !format(operand).format.isBlocked() && format(operand).tile2d == 0 &&
+               m.widestSpanBinades > value(SpanBinades, operand).toDouble();
     if (!m_sameRecipe || !m.quantized)
         return false;
     const QuantStats& q = *m.quantized;
@@ -251,7 +252,10 @@ QVariant RecipeFormatTableModel::headerData(int section, Qt::Orientation orienta
         case Block:
             return tr("The values that share one scale: 1×N along a row (the GEMM's K), N×N tiles, or "
                       "the whole tensor.");
-        case Scale: return tr("The scale's format and how it follows from the amax.");
+        case Scale:
+            return tr("The scale's format: fp32 per tensor (current amax, or the largest of an amax history), "
+                      "fp32 per block or tile, E8M0 powers of two per 32-value block rounded by the scale rule "
+                      "(MX), or an E4M3 scale per 16 values times an fp32 scale per tensor (NVFP4).");
         case Rounding:
             return tr("How the elements round: to nearest even, or stochastically (seeded by "
                       "training.seed, so a run repeats bit for bit).");
@@ -264,8 +268,9 @@ QVariant RecipeFormatTableModel::headerData(int section, Qt::Orientation orienta
             return tr("The smallest nonzero magnitude over the layers' tensors (the lens's "
                       "histogram stops at 2^-40).");
         case MeasuredSpan:
-            return tr("The most binades one tensor spans, log2(amax / smallest nonzero |x|). Red: more than the "
-                      "format holds, so under one scale its smallest values flush (blocks rescale and lose less).");
+            return tr("The most binades one tensor spans, log2(amax / smallest nonzero |x|). Red (formats with "
+                      "one scale per tensor): more than the format holds, so its smallest values flush to zero. "
+                      "Block formats rescale each block; the clipped and flushed rows say what they lose.");
         case ClippedBlocks: return tr("Blocks whose largest value saturated, over every layer and GEMM.");
         case Flushed: return tr("Nonzero values that came back as zero, over every layer and GEMM.");
         case Sqnr: return tr("Signal-to-quantisation-noise ratio over every layer and GEMM; 6 dB is one bit.");

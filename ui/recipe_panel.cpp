@@ -71,10 +71,9 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
     m_table->setWordWrap(false);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    // Tall enough for every row without a scroll bar of its own inside the scrolled panel.
+    // Exactly as tall as its rows (fitTableHeight): the panel around it scrolls, not the table.
     m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    m_table->setMinimumHeight(m_table->verticalHeader()->defaultSectionSize() * (RecipeFormatTableModel::RowCount + 1) +
-                              8);
+    m_table->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     m_table->setToolTip(tr("The formats this recipe gives each GEMM operand and their ranges, beside the range "
                            "the tensors measured in a recorded run of this model"));
     m_measuredNote = new QLabel;
@@ -124,6 +123,9 @@ void RecipePanel::load(const RunConfig& c)
                         .arg(QString::fromStdString(gemmRecipeName(recipe)), yesNo(stochastic),
                              yesNo(keepsFirstAndLastLayers(recipe, c.recipe))));
     showMeasurement(c);
+    m_table->resizeRowsToContents();
+    m_table->setFixedHeight(m_table->horizontalHeader()->sizeHint().height() + m_table->verticalHeader()->length() +
+                            2 * m_table->frameWidth());
 }
 
 void RecipePanel::showMeasurement(const RunConfig& c)

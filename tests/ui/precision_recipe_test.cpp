@@ -158,7 +158,7 @@ private slots:
                                            << "fp32 per 128×128 tile" << 448.0 << 0.015625 << 0.001953125;
         QTest::newRow("nvfp4 weights") << PrecisionMode::Nvfp4 << GemmOperand::Weight << "FP4 E2M1"
                                        << "1×16"
-                                       << "E4M3 per block × fp32 per tensor" << 6.0 << 1.0 << 0.5;
+                                       << "E4M3 × fp32 per tensor" << 6.0 << 1.0 << 0.5;
         QTest::newRow("mxfp6 gradients") << PrecisionMode::Mxfp6 << GemmOperand::Gradient << "FP6 E3M2"
                                          << "1×32"
                                          << "E8M0" << 28.0 << 0.25 << 0.0625;
@@ -244,6 +244,15 @@ private slots:
                      qPrintable(cell(model, RecipeFormatTableModel::Sqnr, operand)));
         }
         QVERIFY2(recipe->measuredNote()->text().contains("at step 8"), qPrintable(recipe->measuredNote()->text()));
+
+        // A block format rescales every block: the tensors' span is not held against it...
+        const QModelIndex gradientSpan = model->index(RecipeFormatTableModel::MeasuredSpan, int(GemmOperand::Gradient));
+        QVERIFY(!model->data(gradientSpan, Qt::BackgroundRole).isValid());
+        // ...one scale per tensor is: the gradients span more binades than E4M3's 17.8 holds.
+        setMode(bench, PrecisionMode::Fp8E4m3);
+        QVERIFY2(value(model, RecipeFormatTableModel::MeasuredSpan, GemmOperand::Gradient) > 17.8,
+                 qPrintable(cell(model, RecipeFormatTableModel::MeasuredSpan, GemmOperand::Gradient)));
+        QVERIFY(model->data(gradientSpan, Qt::BackgroundRole).isValid());
 
         // Another recipe on the same model: the ranges still apply, the clipping does not.
         setMode(bench, PrecisionMode::Nvfp4);
