@@ -269,8 +269,9 @@ QVariant RecipeFormatTableModel::headerData(int section, Qt::Orientation orienta
                       "histogram stops at 2^-40).");
         case MeasuredSpan:
             return tr("The most binades one tensor spans, log2(amax / smallest nonzero |x|). Red (formats with "
-                      "one scale per tensor): more than the format holds, so its smallest values flush to zero. "
-                      "Block formats rescale each block; the clipped and flushed rows say what they lose.");
+                      "one scale per tensor): more than the format holds, so its smallest values flush to zero; "
+                      "they may be a handful, and the Flushed row says how many. Block formats rescale each "
+                      "block; the clipped and flushed rows say what they lose.");
         case ClippedBlocks: return tr("Blocks whose largest value saturated, over every layer and GEMM.");
         case Flushed: return tr("Nonzero values that came back as zero, over every layer and GEMM.");
         case Sqnr: return tr("Signal-to-quantisation-noise ratio over every layer and GEMM; 6 dB is one bit.");
