@@ -2,6 +2,7 @@
 
 #include "engine/backend/cpu/cpu_kernel_plan.h"
 #include "ui/number_spin_box.h"
+#include "ui/recipe_panel.h"
 
 #include <QComboBox>
 #include <QFormLayout>
@@ -52,6 +53,8 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
     m_kernelNote->setWordWrap(true);
     modeForm->addRow(m_kernelNote);
 
+    m_recipe = new RecipePanel(document);
+
     auto* scaleBox = new QGroupBox(tr("Loss scaling"));
     auto* form = new QFormLayout(scaleBox);
     m_scaleType = addEnumCombo<LossScaleType>(form, tr("Type"), "precision.loss_scale.type",
@@ -82,6 +85,7 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
 
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(modeBox);
+    layout->addWidget(m_recipe);
     layout->addWidget(scaleBox);
     layout->addStretch();
     reload();

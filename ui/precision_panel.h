@@ -1,5 +1,6 @@
 #pragma once
-// Precision mode and loss scaling (none, static, dynamic with its growth/backoff policy).
+// Precision mode, a sub-16-bit recipe's options and formats (recipe_panel.h) and loss scaling
+// (none, static, dynamic with its growth/backoff policy).
 #include "ui/config_form.h"
 
 class QComboBox;
@@ -8,10 +9,15 @@ class QSpinBox;
 
 namespace mantissa::ui {
 
+class RecipePanel;
+
 class PrecisionPanel : public ConfigForm {
     Q_OBJECT
 public:
     explicit PrecisionPanel(ConfigDocument* document, QWidget* parent = nullptr);
+
+    // Shown while the mode is a sub-16-bit recipe.
+    RecipePanel* recipePanel() const { return m_recipe; }
 
 protected:
     void load(const RunConfig& config) override;
@@ -21,6 +27,7 @@ private:
     QLabel* m_modeNote;
     QComboBox* m_cpuKernels;
     QLabel* m_kernelNote; // which kernels the mode's compute type takes on this CPU
+    RecipePanel* m_recipe;
     QComboBox* m_scaleType;
     QLabel* m_scaleNote;
     NumberSpinBox* m_static;

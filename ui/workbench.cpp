@@ -6,10 +6,13 @@
 #include "ui/comparison_view.h"
 #include "ui/config_document.h"
 #include "ui/error_banner.h"
+#include "ui/gemm_input_panel.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/model_editor.h"
 #include "ui/numerics_view.h"
 #include "ui/precision_panel.h"
+#include "ui/recipe_measurement.h"
+#include "ui/recipe_panel.h"
 #include "ui/report_export.h"
 #include "ui/run_browser.h"
 #include "ui/run_controller.h"
@@ -85,6 +88,14 @@ Workbench::Workbench(QWidget* parent)
     connect(m_controller, &RunController::sequenceEnded, this, &Workbench::onSequenceEnded);
     connect(m_controller, &RunController::tick, m_monitor, &RunMonitor::refresh);
     connectSweeps();
+    // The recipe table's link: the measured run's per-layer figures, on the GEMM inputs page.
+    connect(m_precision->recipePanel(), &RecipePanel::numericsRequested, this, [this](qint64 runId) {
+        showNumerics(runId);
+        const int page = m_numerics->tableTabs()->indexOf(m_numerics->gemmInputPanel());
+        if (m_numerics->tableTabs()->isTabEnabled(page))
+            m_numerics->tableTabs()->setCurrentIndex(page);
+        m_rightTabs->setCurrentWidget(m_numerics);
+    });
 
     loadPreset("mlp");
     m_document->undoStack()->clear(); // the initial preset is not an edit to undo
@@ -150,10 +161,17 @@ void Workbench::createActions()
     m_stop = m_toolBar->addAction(tr("Stop"), this, &Workbench::stopTraining);
     m_stop->setObjectName("stopAction");
     m_toolBar->addSeparator();
-    m_compare = m_toolBar->addAction(tr("Compare precisions"), this, &Workbench::startComparison);
+    m_compare = new QAction(tr("Compare precisions"), this);
     m_compare->setObjectName("compareAction");
-    m_compare->setToolTip(tr("Train this config in fp32 and in its low precision with the same seed, "
-                             "then compare them"));
+    connect(m_compare, &QAction::triggered, this, &Workbench::startComparison);
+    // The set to compare is chosen in the button's menu (its arrow).
+    m_precisionSet = new PrecisionSetMenu(this);
+    connect(m_precisionSet, &PrecisionSetMenu::changed, this, &Workbench::updateActions);
+    auto* compareButton = new QToolButton;
+    compareButton->setDefaultAction(m_compare);
+    compareButton->setMenu(m_precisionSet);
+    compareButton->setPopupMode(QToolButton::MenuButtonPopup);
+    m_toolBar->addWidget(compareButton);
     // One seed answers "does it train?"; whether a difference is more than noise needs several
     // (docs/sweeps.md): N > 1 makes the comparison a sweep over precisions x seeds.
     m_seeds = new QSpinBox;
@@ -162,7 +180,7 @@ void Workbench::createActions()
     m_seeds->setValue(1);
     m_seeds->setPrefix(tr("seeds: "));
     m_seeds->setToolTip(tr("Seeds per precision. 1 compares one run of each with the config's seed; N > 1 runs a "
-                           "sweep over both precisions and seeds 0 to N-1 in worker processes and compares their "
+                           "sweep over the precisions and seeds 0 to N-1 in worker processes and compares their "
                            "means with bands and statistics"));
     m_toolBar->addWidget(m_seeds);
     m_sweep = m_toolBar->addAction(tr("Sweep…"), this, &Workbench::editSweepWithDialog);
@@ -249,6 +267,14 @@ void Workbench::updateActions()
     m_seeds->setEnabled(!running);
     m_sweep->setEnabled(canRun);
     m_import->setEnabled(!sweeping);
+    QStringList compared;
+    for (PrecisionMode mode : m_precisionSet->modes(m_document->config().precision))
+        compared << QString::fromStdString(precisionModeName(mode));
+    m_compare->setToolTip(compared.size() < 2
+                              ? tr("Choose two or more precisions in this button's menu")
+                              : tr("Train this config in %1 with the same seed and data order, then compare "
+                                   "them (the menu chooses the precisions)")
+                                    .arg(compared.join(", ")));
     m_run->setToolTip(running ? tr("A run is in progress") : blocker.isEmpty() ? tr("Train this config") : blocker);
     if (!running) {
         // Clear only our own "cannot run" note: a finished run's message must stay.
@@ -370,27 +396,33 @@ bool Workbench::startComparison()
         m_status->showMessage(blocker.isEmpty() ? tr("A run is in progress") : tr("Cannot run: %1").arg(blocker));
         return false;
     }
+    const QList<PrecisionMode> modes = m_precisionSet->modes(m_document->config().precision);
+    if (modes.size() < 2) {
+        m_status->showMessage(tr("Cannot compare: choose two or more precisions in the menu of Compare precisions"));
+        return false;
+    }
     if (m_seeds->value() > 1)
-        return startPrecisionSweep(m_seeds->value());
-    RunConfig reference = m_document->config();
-    RunConfig low = reference;
-    reference.precision = PrecisionMode::Fp32;
-    reference.lossScale.type = LossScaleType::Auto; // fp32 needs no scaling; keep the reference honest
-    low.precision = comparedPrecision(low.precision);
+        return startPrecisionSweep(modes, m_seeds->value());
+    const QList<RunConfig> runs = comparisonConfigs(m_document->config(), modes);
     m_comparing = true;
+    m_comparisonRuns = static_cast<int>(runs.size());
     m_sequence.clear();
     RecordingTarget target{databasePath(), std::nullopt};
     if (m_store) {
-        // One comparison group, so the pair can be found and reported together later.
+        // One comparison group, so the runs can be found and reported together later.
+        QStringList others;
+        for (const RunConfig& run : runs.mid(1))
+            others << QString::fromStdString(precisionModeName(run.precision));
         try {
-            target.groupId = m_store->createGroup(QString("%1: fp32 vs %2")
-                                                      .arg(QString::fromStdString(reference.name),
-                                                           QString::fromStdString(precisionModeName(low.precision))));
+            target.groupId = m_store->createGroup(
+                QString("%1: %2 vs %3")
+                    .arg(QString::fromStdString(runs.front().name),
+                         QString::fromStdString(precisionModeName(runs.front().precision)), others.join(", ")));
         } catch (const std::exception& e) {
             m_banner->showError(tr("Run database"), QString::fromLocal8Bit(e.what()));
         }
     }
-    return m_controller->start({reference, low}, target);
+    return m_controller->start(runs, target);
 }
 
 QList<std::shared_ptr<const RunRecording>> Workbench::sessionRuns() const { return m_session; }
@@ -420,7 +452,7 @@ void Workbench::onRunStarted(int index, const RunConfig& config)
     if (config.numerics.every > 0)
         m_numericsPoll->start();
     m_rightTabs->setCurrentWidget(m_monitor);
-    const QString which = m_comparing ? tr(" (run %1 of 2)").arg(index + 1) : QString();
+    const QString which = m_comparing ? tr(" (run %1 of %2)").arg(index + 1).arg(m_comparisonRuns) : QString();
     m_status->showMessage(tr("Loading data for %1%2…").arg(m_current->name, which));
     m_status->showLoading(tr("loading data"));
     {
@@ -478,6 +510,7 @@ void Workbench::onRunEnded(int, const RunSummary& summary, const QString& failur
     // The last sampled steps may have been committed after the last poll: read the run
     // back whole now that the recorder has written all of it.
     showNumerics(finished->runId);
+    measureForPrecisionPanel(*finished);
     emit runFinished(finished);
     updateActions();
 }
@@ -517,10 +550,12 @@ bool Workbench::openStoredRun(qint64 runId)
     if (!m_store)
         return false;
     try {
-        m_monitor->setRecording(loadStoredRun(*m_store, runId));
+        const std::shared_ptr<const RunRecording> run = loadStoredRun(*m_store, runId);
+        m_monitor->setRecording(run);
         // The tab shows the opened run now, no longer the one training.
         m_numericsPoll->stop();
         m_numerics->setRun(m_store.get(), runId);
+        measureForPrecisionPanel(*run);
     } catch (const std::exception& e) {
         m_banner->showError(tr("Cannot open run %1").arg(runId), QString::fromLocal8Bit(e.what()));
         return false;
@@ -594,6 +629,18 @@ void Workbench::pollNumerics()
     }
 }
 
+void Workbench::measureForPrecisionPanel(const RunRecording& run)
+{
+    if (!m_store || run.runId <= 0 || run.config.numerics.every <= 0)
+        return;
+    try {
+        if (auto measured = readRecipeMeasurement(*m_store, run.runId, run.config, run.name))
+            m_precision->recipePanel()->setMeasurement(std::move(*measured));
+    } catch (const std::exception&) {
+        // The Numerics tab, reading the same rows, has already said why they cannot be read.
+    }
+}
+
 bool Workbench::compareStoredRuns(const QList<qint64>& runIds)
 {
     if (!m_store || runIds.size() < 2)
@@ -620,7 +667,8 @@ QByteArray Workbench::saveLayout() const
 {
     QByteArray state;
     QDataStream out(&state, QIODevice::WriteOnly);
-    out << m_splitter->saveState() << m_leftTabs->currentIndex() << m_rightTabs->currentIndex();
+    out << m_splitter->saveState() << m_leftTabs->currentIndex() << m_rightTabs->currentIndex()
+        << m_precisionSet->checkedKeys();
     return state;
 }
 
@@ -635,6 +683,11 @@ void Workbench::restoreLayout(const QByteArray& state)
     m_splitter->restoreState(splitter);
     m_leftTabs->setCurrentIndex(left);
     m_rightTabs->setCurrentIndex(right);
+    // Absent from the states saved before the precisions to compare were a choice.
+    QStringList compared;
+    in >> compared;
+    if (in.status() == QDataStream::Ok && !compared.isEmpty())
+        m_precisionSet->setCheckedKeys(compared);
 }
 
 } // namespace mantissa::ui

@@ -4,6 +4,7 @@
 // on a worker thread through RunController, and offers its actions (run, pause, stop,
 // compare precisions, presets, open, save, undo, redo) for a host's menus and toolbars.
 #include "engine/sweep/sweep_spec.h"
+#include "ui/precision_set_menu.h"
 #include "ui/run_recording.h"
 #include "ui/sweep_comparison.h"
 
@@ -29,10 +30,6 @@ class RunStore;
 }
 
 namespace mantissa::ui {
-
-// The precision "Compare precisions" sets against fp32: the config's own, or mixed-fp16 for an
-// fp32 config.
-PrecisionMode comparedPrecision(PrecisionMode configured);
 
 class ComparisonView;
 class RunBrowser;
@@ -66,6 +63,8 @@ public:
     SweepComparisonView* sweepComparison() const { return m_sweepView; }
     SweepController* sweeps() const { return m_sweeps; }
     QSpinBox* comparisonSeeds() const { return m_seeds; }
+    // The precisions Compare precisions trains (the menu beside it); saved with the layout.
+    PrecisionSetMenu* comparisonPrecisions() const { return m_precisionSet; }
     RunBrowser* runBrowser() const { return m_browser; }
     RunStatusBar* statusBar() const { return m_status; }
     ErrorBanner* banner() const { return m_banner; }
@@ -96,9 +95,11 @@ public:
 
     // Trains the current config; false (with the reason in the status bar) when it cannot.
     bool startRun();
-    // Trains the current config in fp32 and then in its low precision (mixed-fp16 when the
-    // config is fp32), same seed and data order, then opens the comparison. With "seeds: N"
-    // above 1, a sweep over both precisions times seeds 0 to N-1 instead (startSweep).
+    // Trains the current config in each precision of comparisonPrecisions() (by default fp32 and
+    // the config's own, mixed-fp16 when that is fp32), one after the other with the same seed and
+    // data order, then opens the comparison. With "seeds: N" above 1, a sweep over those
+    // precisions times seeds 0 to N-1 instead (startSweep). False, with the reason in the
+    // status line, when fewer than two precisions are chosen.
     bool startComparison();
     // Runs (or resumes) a sweep in the background, recorded in the run database like
     // `mantissa-cli sweep`, with progress in the status bar; when it ends, its comparison opens.
@@ -128,7 +129,7 @@ public:
     bool startFromWeightsOf(qint64 runId);
     bool compareStoredRuns(const QList<qint64>& runIds);
 
-    // Splitter and tab positions, for a host's QSettings.
+    // Splitter and tab positions and the precisions to compare, for a host's QSettings.
     QByteArray saveLayout() const;
     void restoreLayout(const QByteArray& state);
 
@@ -151,7 +152,9 @@ private:
     void onRunEnded(int index, const RunSummary& summary, const QString& failure);
     void onSequenceEnded(bool completed);
     void connectSweeps();
-    bool startPrecisionSweep(int seeds);
+    bool startPrecisionSweep(const QList<PrecisionMode>& modes, int seeds);
+    // Hands a finished run's sampled statistics to the precision panel's recipe table.
+    void measureForPrecisionPanel(const RunRecording& run);
     void editSweepWithDialog();
     void importWithDialog();
     void showSweepComparison(SweepComparison comparison);
@@ -175,6 +178,7 @@ private:
     QStackedWidget* m_comparisonStack; // the Comparison tab: run by run, or a sweep
     SweepController* m_sweeps;
     QSpinBox* m_seeds;
+    PrecisionSetMenu* m_precisionSet;
     RunBrowser* m_browser;
     std::unique_ptr<storage::RunStore> m_store;
     RunStatusBar* m_status;
@@ -189,6 +193,7 @@ private:
     QList<std::shared_ptr<const RunRecording>> m_session;
     QList<std::shared_ptr<const RunRecording>> m_sequence; // runs of the current sequence
     bool m_comparing = false;
+    int m_comparisonRuns = 0;      // runs in the comparison being trained
     bool m_showingBlocker = false; // the status line shows why Run is disabled
     std::vector<std::pair<QString, RunConfig>> m_hostPresets;
     QAction* m_hostPresetsSeparator = nullptr;

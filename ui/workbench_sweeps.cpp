@@ -1,4 +1,4 @@
-// The Workbench's sweeps: "Compare precisions" with seeds: N > 1, any sweep (the sweep editor),
+// The Workbench's sweeps: "Compare precisions" with seeds: N > 1 (over its chosen precisions), any sweep (the sweep editor),
 // their progress in the status bar, and a sweep's comparison in the Comparison tab.
 #include "ui/workbench.h"
 
@@ -21,11 +21,6 @@
 #include <nlohmann/json.hpp>
 
 namespace mantissa::ui {
-
-PrecisionMode comparedPrecision(PrecisionMode configured)
-{
-    return configured == PrecisionMode::Fp32 ? PrecisionMode::MixedFp16 : configured;
-}
 
 void Workbench::connectSweeps()
 {
@@ -67,16 +62,23 @@ void Workbench::stopTraining()
     }
 }
 
-bool Workbench::startPrecisionSweep(int seeds)
+bool Workbench::startPrecisionSweep(const QList<PrecisionMode>& modes, int seeds)
 {
     const RunConfig config = m_document->config();
-    const std::string low = precisionModeName(comparedPrecision(config.precision));
-    // The same spec `mantissa-cli sweep --precisions fp32,LOW --seeds N` builds, over the
+    nlohmann::json precisions = nlohmann::json::array();
+    std::string others;
+    for (PrecisionMode mode : modes) {
+        precisions.push_back(precisionModeName(mode));
+        if (mode != modes.front())
+            others += (others.empty() ? "" : ", ") + precisionModeName(mode);
+    }
+    // The same spec `mantissa-cli sweep --precisions fp32,LOW,... --seeds N` builds, over the
     // config being edited; parseSweepSpec checks it as it checks a spec file.
     const nlohmann::json spec = {
-        {"name", config.name + ": fp32 vs " + low + " x " + std::to_string(seeds) + " seeds"},
+        {"name", config.name + ": " + precisionModeName(modes.front()) + " vs " + others + " x " +
+                     std::to_string(seeds) + " seeds"},
         {"base", {{"config", nlohmann::json::parse(runConfigToJson(config))}}},
-        {"precisions", {"fp32", low}},
+        {"precisions", precisions},
         {"seeds", seeds},
     };
     try {
@@ -110,10 +112,10 @@ bool Workbench::startSweep(const SweepSpec& spec)
 void Workbench::editSweepWithDialog()
 {
     SweepEditor editor(m_document->config(), this);
-    editor.addAxis(
-        SweepEditor::AxisKind::Precisions,
-        QStringLiteral("fp32, %1")
-            .arg(QString::fromStdString(precisionModeName(comparedPrecision(m_document->config().precision)))));
+    QStringList compared; // the precisions Compare precisions would train
+    for (PrecisionMode mode : m_precisionSet->modes(m_document->config().precision))
+        compared << QString::fromStdString(precisionModeName(mode));
+    editor.addAxis(SweepEditor::AxisKind::Precisions, compared.join(", "));
     if (editor.exec() != QDialog::Accepted || !editor.spec())
         return;
     m_sweepJobs = editor.jobs();

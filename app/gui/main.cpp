@@ -38,8 +38,12 @@ int main(int argc, char** argv)
                                  "With --screenshot --numerics: this precision mode instead (mxfp4, nvfp4, ...), "
                                  "grabbed as numerics-MODE.png.",
                                  "MODE");
+    QCommandLineOption compare("compare",
+                               "With --screenshot: only Compare precisions over these modes (comma-separated, "
+                               "e.g. fp32,bf16,fp8-hybrid,mxfp4,nvfp4), grabbed as comparison-recipes.png.",
+                               "MODES");
     QCommandLineOption sweep("sweep", "Show this sweep of the run database in the Comparison tab.", "ID");
-    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, sweep});
+    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, sweep});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -57,6 +61,14 @@ int main(int argc, char** argv)
                 return 2;
             }
             options.numericsPrecision = mode;
+        }
+        for (const QString& key : parser.value(compare).split(',', Qt::SkipEmptyParts)) {
+            if (!mantissa::parseEnum<mantissa::PrecisionMode>(key.trimmed().toStdString())) {
+                std::fprintf(stderr, "mantissa: --compare: %s is not a precision mode (one of %s)\n", qPrintable(key),
+                             mantissa::enumKeyList<mantissa::PrecisionMode>().c_str());
+                return 2;
+            }
+            options.compareModes << key.trimmed();
         }
         // Screenshots record into their own database unless told otherwise, so the run
         // browser shows exactly the runs they made.

@@ -38,6 +38,7 @@ void MainWindow::buildMenus()
     run->addAction(m_workbench->stopAction());
     run->addSeparator();
     run->addAction(m_workbench->compareAction());
+    run->addMenu(m_workbench->comparisonPrecisions()); // the same menu as the button's arrow
 }
 
 void MainWindow::restoreSettings()

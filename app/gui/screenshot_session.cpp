@@ -60,9 +60,15 @@ void ScreenshotSession::startRecipeNumerics(PrecisionMode precision)
                 if (most != inputs.end())
                     view->gemmInputPanel()->selectRow(static_cast<int>(most - inputs.begin()));
             }
-            QTimer::singleShot(300, this, [this, name] {
+            QTimer::singleShot(300, this, [this, name, wb] {
                 grab(name);
-                QApplication::quit();
+                // The Precision tab beside it: the recipe's formats and the range this run measured.
+                if (auto* tabs = wb->findChild<QTabWidget*>("leftTabs"))
+                    tabs->setCurrentIndex(1);
+                QTimer::singleShot(300, this, [this, name] {
+                    grab(QString(name).replace("numerics-", "precision-"));
+                    QApplication::quit();
+                });
             });
         });
     });
@@ -131,11 +137,34 @@ void ScreenshotSession::startNumericsRun(PrecisionMode precision)
     }
 }
 
+void ScreenshotSession::startRecipeComparison()
+{
+    ui::Workbench* wb = m_window->workbench();
+    connect(wb, &ui::Workbench::comparisonFinished, this, [this] {
+        QTimer::singleShot(300, this, [this] {
+            grab("comparison-recipes.png");
+            QApplication::quit();
+        });
+    });
+    configure(m_options.preset);
+    // The precisions as a user ticks them in the menu of Compare precisions.
+    wb->comparisonPrecisions()->setCheckedKeys(m_options.compareModes);
+    if (!wb->startComparison()) {
+        std::fprintf(stderr, "mantissa --screenshot --compare: cannot compare %s on %s\n",
+                     qPrintable(m_options.compareModes.join(",")), qPrintable(m_options.preset));
+        QApplication::exit(1);
+    }
+}
+
 void ScreenshotSession::start()
 {
     QDir().mkpath(m_options.directory);
     ui::Workbench* wb = m_window->workbench();
     wb->setDatabasePath(m_options.database.isEmpty() ? m_scratch.filePath("runs.sqlite") : m_options.database);
+    if (!m_options.compareModes.isEmpty()) {
+        startRecipeComparison();
+        return;
+    }
     if (m_options.numericsOnly) {
         startNumerics();
         return;

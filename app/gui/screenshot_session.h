@@ -6,6 +6,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QTemporaryDir>
 
 #include <optional>
@@ -26,6 +27,8 @@ struct ScreenshotOptions {
     // With numericsOnly: this precision mode instead (one run, grabbed as numerics-<mode>.png);
     // a sub-16-bit recipe's grab shows the GEMM inputs' block statistics.
     std::optional<PrecisionMode> numericsPrecision;
+    // Only a Compare precisions over these modes (keys), grabbed as comparison-recipes.png.
+    QStringList compareModes;
 };
 
 class ScreenshotSession : public QObject {
@@ -39,6 +42,7 @@ private:
     void startNumerics();
     void startRecipeNumerics(PrecisionMode precision);
     void startNumericsRun(PrecisionMode precision);
+    void startRecipeComparison();
     void grab(const QString& name);
     void onTick();
 

@@ -1,4 +1,5 @@
 // Sweeps in the workbench: "Compare precisions" with seeds: 3 runs a 2-precision x 3-seed sweep
+// (or one over the precisions ticked in its menu)
 // in mantissa-cli worker processes, recorded in the run store like `mantissa-cli sweep`, while
 // the UI keeps responding; the Comparison tab then shows per configuration a mean curve equal
 // to the mean of the stored (smoothed) curves, a min-max or 95% CI band around it, and the
@@ -171,6 +172,32 @@ private slots:
         // Two runs of different configurations are still compared run by run.
         QVERIFY(bench.compareStoredRuns({ids[0], ids[3]}));
         QCOMPARE(bench.sweepComparison()->comparison().sweepId, 0);
+    }
+
+    // Issue 17: the precisions ticked in Compare precisions' menu are the sweep's precision axis.
+    void compareOverSeedsSweepsEveryChosenPrecision()
+    {
+        QTemporaryDir dir;
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        bench.sweeps()->setWorkerProgram(QStringLiteral(MANTISSA_CLI));
+        bench.document()->apply(quickConfig(bench.document()->config(), 4, 256), "quick sweep");
+        bench.comparisonPrecisions()->setCheckedKeys({"fp32", "config", "fp8-hybrid"});
+        bench.comparisonSeeds()->setValue(2);
+        QSignalSpy finished(&bench, &Workbench::sweepFinished);
+        QVERIFY(bench.startComparison());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 120000);
+
+        storage::RunStore store(dir.filePath("runs.sqlite"));
+        const storage::SweepInfo sweep = store.sweeps().front();
+        QCOMPARE(sweep.runCount, 6);
+        for (const storage::RunInfo& run : store.sweepRuns(sweep.id))
+            QCOMPARE(run.status, RunStatus::Finished);
+        const SweepComparison& comparison = bench.sweepComparison()->comparison();
+        QCOMPARE(comparison.configurationCount(), 3);
+        QCOMPARE(comparison.label(0), QStringLiteral("fp32"));
+        QCOMPARE(comparison.label(1), QStringLiteral("mixed-fp16"));
+        QCOMPARE(comparison.label(2), QStringLiteral("fp8-hybrid"));
     }
 
     void aMissingWorkerProgramIsReportedNotRun()

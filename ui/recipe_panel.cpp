@@ -1,0 +1,164 @@
+#include "ui/recipe_panel.h"
+
+#include "engine/precision/precision_policy.h"
+#include "ui/config_document.h"
+#include "ui/recipe_format_table_model.h"
+
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSpinBox>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <nlohmann/json.hpp>
+
+namespace mantissa::ui {
+
+namespace {
+
+QString yesNo(bool on) { return on ? RecipePanel::tr("on") : RecipePanel::tr("off"); }
+
+bool usesScheme(GemmRecipe recipe, const RecipeOptions& options, ScalingScheme scheme)
+{
+    return operandFormat(recipe, GemmOperand::Activation, options).format.scheme == scheme;
+}
+
+} // namespace
+
+std::string modelJson(const RunConfig& config)
+{
+    return nlohmann::json::parse(runConfigToJson(config))["model"].dump();
+}
+
+RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm(document, parent)
+{
+    auto* box = new QGroupBox(tr("Recipe"));
+    auto* form = new QFormLayout(box);
+    m_scaleRule = addEnumCombo<MxScaleRule>(form, tr("Scale rule"), "precision.recipe.scale_rule",
+                                            [](RunConfig& c, MxScaleRule rule) { c.recipe.scaleRule = rule; });
+    m_scaleRule->setToolTip(tr("MX recipes: how a block's power-of-two (E8M0) scale follows from its largest "
+                               "value. floor is the OCP MX rule and can clip that value (957 becomes 896 in "
+                               "MXFP8); ceil and rceil never clip but lose a little range at the bottom."));
+    m_amaxHistory = addInteger(form, tr("Amax history (steps)"), "precision.recipe.amax_history", 1, 65536,
+                               [](RunConfig& c, int steps) { c.recipe.amaxHistory = steps; });
+    m_amaxHistory->setToolTip(tr("fp8-delayed: how many steps of each tensor's amax the scale looks back over "
+                                 "(Transformer Engine's amax_history_len); the scale uses the largest. Short "
+                                 "histories follow a growing tensor sooner, long ones clip less after a spike."));
+    m_stochastic = addEnumCombo<RecipeSwitch>(form, tr("Stochastic rounding"), "precision.recipe.stochastic_rounding",
+                                              [](RunConfig& c, RecipeSwitch s) { c.recipe.stochasticRounding = s; });
+    m_stochastic->setToolTip(tr("Round the gradients (the GEMM input dy) stochastically, seeded by "
+                                "training.seed so that a run repeats bit for bit: unbiased, so small updates "
+                                "survive on average. auto: on for nvfp4 only, as NVIDIA's recipe does."));
+    m_keepFirstLast =
+        addEnumCombo<RecipeSwitch>(form, tr("Keep first and last layers"), "precision.recipe.keep_first_last",
+                                   [](RunConfig& c, RecipeSwitch s) { c.recipe.keepFirstLast = s; });
+    m_keepFirstLast->setToolTip(tr("Compute the first and last linear/conv2d layers in bf16 without quantising: "
+                                   "they are the most sensitive. auto: on for the 4-bit recipes (mxfp4, nvfp4). A "
+                                   "layer's own precision override also leaves it unquantised."));
+    m_note = new QLabel;
+    m_note->setObjectName("precision.recipe.note");
+    m_note->setWordWrap(true);
+    form->addRow(m_note);
+
+    m_model = new RecipeFormatTableModel(this);
+    m_table = new QTableView;
+    m_table->setObjectName("precision.recipe.formats");
+    m_table->setModel(m_model);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setSelectionMode(QAbstractItemView::NoSelection);
+    m_table->setWordWrap(false);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Exactly as tall as its rows (fitTableHeight): the panel around it scrolls, not the table.
+    m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_table->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    m_table->setToolTip(tr("The formats this recipe gives each GEMM operand and their ranges, beside the range "
+                           "the tensors measured in a recorded run of this model"));
+    m_measuredNote = new QLabel;
+    m_measuredNote->setObjectName("precision.recipe.measured");
+    m_measuredNote->setWordWrap(true);
+    connect(m_measuredNote, &QLabel::linkActivated, this, [this] {
+        if (m_measurement)
+            emit numericsRequested(m_measurement->runId);
+    });
+
+    auto* formats = new QGroupBox(tr("Formats and measured ranges"));
+    auto* formatsLayout = new QVBoxLayout(formats);
+    formatsLayout->addWidget(m_table);
+    formatsLayout->addWidget(m_measuredNote);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(box);
+    layout->addWidget(formats);
+    reload();
+}
+
+void RecipePanel::setMeasurement(RecipeMeasurement measurement)
+{
+    m_measuredModel = modelJson(measurement.config);
+    m_measurement = std::move(measurement);
+    showMeasurement(document()->config());
+}
+
+void RecipePanel::load(const RunConfig& c)
+{
+    const GemmRecipe recipe = PrecisionPolicy(c.precision, c.recipe).recipe();
+    setVisible(recipe != GemmRecipe::None);
+    setEnumComboValue(m_scaleRule, c.recipe.scaleRule);
+    m_amaxHistory->setValue(c.recipe.amaxHistory);
+    setEnumComboValue(m_stochastic, c.recipe.stochasticRounding);
+    setEnumComboValue(m_keepFirstLast, c.recipe.keepFirstLast);
+    m_model->setRecipe(recipe, c.recipe);
+    if (recipe == GemmRecipe::None)
+        return;
+    // An option the recipe does not read stays editable in the file but greyed here.
+    m_scaleRule->setEnabled(usesScheme(recipe, c.recipe, ScalingScheme::Mx));
+    m_amaxHistory->setEnabled(operandFormat(recipe, GemmOperand::Activation, c.recipe).delayed);
+    const bool stochastic =
+        operandFormat(recipe, GemmOperand::Gradient, c.recipe).format.encoding.rounding == Rounding::Stochastic;
+    m_note->setText(tr("%1: gradients round stochastically: %2; first and last layers in bf16: %3.")
+                        .arg(QString::fromStdString(gemmRecipeName(recipe)), yesNo(stochastic),
+                             yesNo(keepsFirstAndLastLayers(recipe, c.recipe))));
+    showMeasurement(c);
+    m_table->resizeRowsToContents();
+    m_table->setFixedHeight(m_table->horizontalHeader()->sizeHint().height() + m_table->verticalHeader()->length() +
+                            2 * m_table->frameWidth());
+}
+
+void RecipePanel::showMeasurement(const RunConfig& c)
+{
+    if (!m_measurement) {
+        m_model->setMeasurement(std::nullopt, false);
+        m_measuredNote->setText(
+            c.numerics.every > 0
+                ? tr("Measured ranges: not yet. The next run samples its tensors every %1 steps and fills them in.")
+                      .arg(c.numerics.every)
+                : tr("Measured ranges: not yet. They come from a run of this model that samples its statistics "
+                     "(Training → Statistics every N steps); none has this session."));
+        return;
+    }
+    const RecipeMeasurement& m = *m_measurement;
+    if (m_measuredModel != modelJson(c)) {
+        m_model->setMeasurement(std::nullopt, false);
+        m_measuredNote->setText(tr("Measured ranges: not for this model. The last run that sampled its "
+                                   "statistics, %1, trained another one; run this one with statistics to measure it.")
+                                    .arg(m.runName.toHtmlEscaped()));
+        return;
+    }
+    const bool sameRecipe = m.config.precision == c.precision && m.config.recipe == c.recipe;
+    m_model->setMeasurement(m, sameRecipe);
+    QString text = tr("Measured in %1 at step %2 (%3).")
+                       .arg(m.runName.toHtmlEscaped())
+                       .arg(m.step)
+                       .arg(QString::fromStdString(precisionModeName(m.config.precision)));
+    if (!sameRecipe)
+        text += tr(" Clipping, flushing and SQNR need a run with this recipe and these options.");
+    if (m.runId > 0)
+        text += tr(" <a href=\"numerics\">Per layer: Numerics tab</a>");
+    m_measuredNote->setText(text);
+}
+
+} // namespace mantissa::ui
