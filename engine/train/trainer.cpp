@@ -332,6 +332,7 @@ void Trainer::publishOverflow(std::int64_t step, StepOutcome& outcome)
     overflow.scaleAfter = outcome.scaleUpdate.after;
     overflow.parameter = outcome.firstNonFinite;
     overflow.message = outcome.overflowRanks;
+    overflow.firstRank = outcome.firstRank;
     overflow.location = std::move(outcome.location);
     publish(overflow);
 }
@@ -421,7 +422,8 @@ RunSummary Trainer::conclude(RunState& run, const RunEnd& end)
     // Every rank gathers its throughput to the record (not after a failure: a rank may be gone).
     if (m_ranks && end.status != RunStatus::Failed) {
         const AllReduceCounts& counts = m_ranks->counts();
-        finished.message += "; " + m_ranks->rankThroughput(run.trainSeconds, run.trainedSamples);
+        summary.ranks = m_ranks->gatherRankThroughput(run.trainSeconds, run.trainedSamples);
+        finished.message += "; " + m_ranks->describeRankThroughput(summary.ranks);
         if (m_config.distributed.allReduceType == AllReduceType::Compute)
             finished.message += "; 16-bit all-reduce: " + std::to_string(counts.flushedByDivision) +
                                 " values flushed to zero by the division before the sum, " +

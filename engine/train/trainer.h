@@ -91,6 +91,7 @@ private:
         float gradAmax = 0;
         std::string firstNonFinite;
         std::string overflowRanks;                // data-parallel: which ranks had non-finite values of their own
+        int firstRank = -1;                       // data-parallel: the lowest of them, -1 if none
         std::optional<OverflowLocation> location; // skipped steps
         std::optional<NumericsRecord> numerics;   // sampled steps
         ScaleUpdate scaleUpdate;

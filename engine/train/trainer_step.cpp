@@ -208,8 +208,10 @@ Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
         return out;
     }
     const float first = state[slot(StepState::FirstNonFinite)];
-    if (m_ranks)
+    if (m_ranks) {
         out.overflowRanks = m_ranks->lastOverflowRanks();
+        out.firstRank = m_ranks->lastFirstNonFiniteRank();
+    }
     out.firstNonFinite =
         first == kLossNotFinite ? std::string("loss (forward pass)") : m_params[static_cast<std::size_t>(first)]->name;
     // The weights are those the step computed with: a skipped step changes none, and a step
