@@ -191,7 +191,7 @@ void DataParallel::averageGradients(Backend& backend, std::span<Tensor* const> t
     m_allReduceSeconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, std::atomic<bool>& stopRequested)
+bool DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, bool stopAsked)
 {
     const auto start = Clock::now();
     float state[kStepStateCount];
@@ -209,7 +209,7 @@ void DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, std::atom
     m_comm.sumDoubles(sums);
     const float scale = state[slot(StepState::LossScale)];
     std::vector<double> maxima{state[slot(StepState::Skipped)], state[slot(StepState::FirstNonFinite)], scale, -scale,
-                               stopRequested.load() ? 1.0 : 0.0};
+                               stopAsked ? 1.0 : 0.0};
     m_comm.maxDoubles(maxima);
     // Every rank applies the same rule to the same skip flags, so the scales cannot drift; if
     // they ever did, the replicas would be training different models.
@@ -225,8 +225,6 @@ void DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, std::atom
     if (m_reducedFp32)
         state[slot(StepState::GradAmax)] = skipped ? INFINITY : m_reducedAmax;
     backend.upload(state, scalars.state);
-    if (maxima[4] != 0.0)
-        stopRequested = true;
 
     m_lastNonFiniteRanks.clear();
     for (int r = 0; r < n; ++r)
@@ -238,6 +236,7 @@ void DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, std::atom
     m_reducedFp32 = false;
     m_reducedAmax = 0;
     m_allReduceSeconds += std::chrono::duration<double>(Clock::now() - start).count();
+    return maxima[4] != 0.0;
 }
 
 std::string DataParallel::lastOverflowRanks() const

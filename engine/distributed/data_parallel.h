@@ -17,7 +17,6 @@
 #include "engine/distributed/communicator.h"
 #include "engine/observe/rank_throughput.h"
 
-#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -55,9 +54,10 @@ public:
     // Averages `tensors` across ranks in place, in `type` (F32, or the 16-bit type they hold).
     void averageGradients(Backend& backend, std::span<Tensor* const> tensors, DType type);
     // After unscaleAndCheckFinite: the step's record made the same on every rank (mean loss,
-    // summed correct count, skip flag and first non-finite tensor as MAX), the loss scale
-    // checked equal (DistributedError otherwise), and a stop asked on any rank set on all.
-    void agreeOnStep(Backend& backend, StepScalars& scalars, std::atomic<bool>& stopRequested);
+    // summed correct count, skip flag and first non-finite tensor as MAX) and the loss scale
+    // checked equal (DistributedError otherwise). Returns whether any rank asked to stop
+    // (`stopAsked` on one of them): the same answer on every rank.
+    bool agreeOnStep(Backend& backend, StepScalars& scalars, bool stopAsked);
     // Which ranks had a non-finite loss or gradient of their own in the last agreed step
     // ("rank 1 of 2", "none: the 16-bit sum overflowed"), for its overflow event.
     std::string lastOverflowRanks() const;

@@ -216,7 +216,7 @@ std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& l
         // Every rank draws the same global batch (same seed, same order) and keeps its slice.
         if (m_ranks)
             m_ranks->takeSlice(run.batch);
-        if (m_paused || m_stopRequested) {
+        if (m_paused || stopNow()) {
             drain(run);
             if (!run.divergence.empty())
                 return diverged();
@@ -224,7 +224,7 @@ std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& l
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
             run.lastRecord = Clock::now();
         }
-        if (m_stopRequested)
+        if (stopNow())
             return RunEnd{RunStatus::Stopped, "stopped by the user at step " + std::to_string(run.lastPublished)};
         ++run.lastQueued;
         // Sampled steps read their tensors on the host as they go: nothing runs beside them.

@@ -53,7 +53,7 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
         if (!m_ranks->reducesBeforeUnscale())
             m_ranks->averageGradients(backend, fp32Grads, DType::F32);
         // Before anything reads the skip mark: every rank must skip the same steps.
-        m_ranks->agreeOnStep(backend, m_scalars, m_stopRequested);
+        m_stopAgreed = m_ranks->agreeOnStep(backend, m_scalars, m_stopRequested.load()) || m_stopAgreed;
     }
     // A skipped step leaves no trace, batch-norm statistics included: its forward pass moved
     // them, with inf or NaN where that pass overflowed, and a later evaluation would read them.

@@ -234,7 +234,8 @@ private slots:
         QCOMPARE(::kill(static_cast<pid_t>(pid), SIGINT), 0);
         QVERIFY2(job.waitForFinished(30000), "mpirun did not end after a stop on rank 1");
         err += QString::fromUtf8(job.readAllStandardError());
-        QVERIFY2(job.exitStatus() == QProcess::NormalExit && job.exitCode() == 0, qPrintable(err));
+        QVERIFY2(job.exitStatus() == QProcess::NormalExit && job.exitCode() == 0,
+                 qPrintable(QStringLiteral("exit code %1: %2").arg(job.exitCode()).arg(err.right(800))));
         const storage::RunStore store(db);
         const storage::RunInfo run = store.run(id);
         QVERIFY2(run.status == RunStatus::Stopped,
