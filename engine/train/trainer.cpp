@@ -1,6 +1,7 @@
 #include "engine/train/trainer.h"
 
 #include "engine/data/batch_loader.h"
+#include "engine/distributed/data_parallel.h"
 #include "engine/model/sequence_loss.h"
 #include "engine/util/check.h"
 

@@ -5,7 +5,6 @@
 #include "engine/config/run_config.h"
 #include "engine/data/batch_loader.h"
 #include "engine/data/dataset.h"
-#include "engine/distributed/data_parallel.h"
 #include "engine/lens/numerics_probe.h"
 #include "engine/model/model.h"
 #include "engine/observe/records.h"
@@ -22,6 +21,10 @@
 #include <vector>
 
 namespace mantissa {
+
+// Data parallelism (engine/distributed/data_parallel.h) is not part of the installed API: the
+// trainer takes it by pointer, so a program built against the SDK needs none of its headers.
+class DataParallel;
 
 struct Evaluation {
     float loss = 0, accuracy = 0;

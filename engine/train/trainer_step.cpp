@@ -7,6 +7,7 @@
 // batch-norm statistics it moved, locates step s's overflow on the weights step s used, and
 // queues step s+1 again. Records and events are bit-identical to running step by step.
 #include "engine/data/batch_loader.h"
+#include "engine/distributed/data_parallel.h"
 #include "engine/model/sequence_loss.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
