@@ -24,6 +24,7 @@ struct RunData {
     StepSeries steps;
     QList<EpochRecord> epochs;
     QList<EventRecord> events;
+    QList<RankThroughput> ranks; // a data-parallel run's ranks (run_ranks); empty otherwise
     DeviceInfo device;
     QString label; // legend and table label: the precision, or the name if two runs share it
 

@@ -44,10 +44,18 @@ void appendRunOverflows(ReportDocument& document, const RunData& run)
     first.header = {QStringLiteral("Step"), QStringLiteral("Scale before"), QStringLiteral("Scale after"),
                     QStringLiteral("First non-finite parameter")};
     first.numeric = {true, true, true, false};
+    // A data-parallel run: which rank's own gradients overflowed first, or none (the sum did).
+    const bool ranks = run.info.worldSize > 1;
+    if (ranks) {
+        first.header << QStringLiteral("First rank");
+        first.numeric << false;
+    }
     for (const EventRecord& event : summary.firstOverflows) {
-        first.rows << QStringList{formatCount(event.step), formatScale(event.scaleBefore),
-                                  formatScale(event.scaleAfter),
-                                  event.parameter.empty() ? notKnown() : QString::fromStdString(event.parameter)};
+        QStringList row{formatCount(event.step), formatScale(event.scaleBefore), formatScale(event.scaleAfter),
+                        event.parameter.empty() ? notKnown() : QString::fromStdString(event.parameter)};
+        if (ranks)
+            row << (event.firstRank >= 0 ? QString::number(event.firstRank) : QStringLiteral("none: the sum"));
+        first.rows << row;
     }
     if (!first.rows.isEmpty()) {
         const QString caption =

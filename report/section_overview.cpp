@@ -42,8 +42,9 @@ QString statusNotice(const RunData& run)
 ReportTable runsTable(const ReportData& data)
 {
     ReportTable table;
-    table.header = {QStringLiteral("Run"),    QStringLiteral("Id"),      QStringLiteral("Precision"),
-                    QStringLiteral("Status"), QStringLiteral("Started"), QStringLiteral("Trained by")};
+    table.header = {QStringLiteral("Run"),       QStringLiteral("Id"),     QStringLiteral("Precision"),
+                    QStringLiteral("Ranks"),     QStringLiteral("Status"), QStringLiteral("Started"),
+                    QStringLiteral("Trained by")};
     for (const RunData& run : data.runs) {
         QString name = run.info.name;
         if (data.isComparison() && &run == &data.baselineRun())
@@ -51,6 +52,7 @@ ReportTable runsTable(const ReportData& data)
         table.rows << QStringList{name,
                                   QString::number(run.info.id),
                                   run.precision(),
+                                  QString::number(run.info.worldSize),
                                   runStatusName(run.info.status),
                                   utcTime(run.info.createdAt),
                                   QStringLiteral("Mantissa ") + run.info.engineVersion};

@@ -1,5 +1,7 @@
 // The settings section: what a reader needs to reproduce or judge the runs, one column
 // per run, and in a comparison the settings that differ named plainly.
+#include "engine/config/distributed_summary.h"
+#include "engine/observe/rank_throughput.h"
 #include "engine/precision/loss_scaler.h"
 #include "engine/util/format_number.h"
 #include "report/report_format.h"
@@ -109,11 +111,32 @@ const Setting kSettings[] = {
     {"Optimizer", [](const RunConfig& c) { return optimizer(c.optimizer); }},
     {"LR schedule", [](const RunConfig& c) { return schedule(c.schedule, c.optimizer.lr); }},
     {"Batch size", [](const RunConfig& c) { return formatCount(c.training.batchSize); }},
+    {"Data parallel", [](const RunConfig& c) { return QString::fromStdString(describeDistributed(c.distributed)); }},
     {"Epochs", [](const RunConfig& c) { return epochs(c.training); }},
     {"Seed", [](const RunConfig& c) { return QString::number(c.training.seed); }},
     {"Dataset", [](const RunConfig& c) { return dataset(c.data); }},
     {"Device asked for", [](const RunConfig& c) { return device(c.training); }},
 };
+
+// Each rank of the data-parallel runs: a slow rank holds the others up at every all-reduce, so
+// the run's throughput alone does not say where the time went.
+void appendRanks(ReportDocument& document, const ReportData& data)
+{
+    ReportTable table;
+    table.header = {QStringLiteral("Run"), QStringLiteral("Rank"), QStringLiteral("Samples/s"),
+                    QStringLiteral("Training time"), QStringLiteral("All-reduce share")};
+    table.numeric = {false, true, true, true, true};
+    for (const RunData& run : data.runs) {
+        for (const RankThroughput& r : run.ranks)
+            table.rows << QStringList{run.label, QString::number(r.rank), formatCount(qint64(r.samplesPerSecond + 0.5)),
+                                      QStringLiteral("%1 s").arg(r.trainSeconds, 0, 'f', 1),
+                                      formatPercent(r.allReduceShare(), 0)};
+    }
+    if (!table.rows.isEmpty())
+        document.table(table, QStringLiteral("Per rank of the data-parallel runs: the samples of its slices per "
+                                             "second, and the share of its training time spent in all-reduces "
+                                             "(waiting for the slowest rank included)."));
+}
 
 } // namespace
 
@@ -134,6 +157,7 @@ void appendSettings(ReportDocument& document, const ReportData& data)
         table.rows << row;
     }
     document.table(table);
+    appendRanks(document, data);
     if (!data.isComparison())
         return;
     if (differing.isEmpty())

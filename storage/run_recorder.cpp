@@ -20,8 +20,10 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
     run.precision = QString::fromStdString(precisionModeName(config.precision));
     run.device = deviceDescription(backend);
     // A data-parallel run is recorded once, by rank 0, for all its replicas.
-    if (config.distributed.worldSize > 1)
+    if (config.distributed.worldSize > 1) {
         run.device += QStringLiteral(" x %1 ranks (data parallel)").arg(config.distributed.worldSize);
+        run.worldSize = config.distributed.worldSize;
+    }
     run.kernels = QString::fromStdString(backend.kernelPaths());
     run.groupId = metadata.groupId;
     run.sweepId = metadata.sweepId;

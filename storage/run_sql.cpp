@@ -1,5 +1,6 @@
 #include "storage/run_sql.h"
 
+#include "storage/connection.h"
 #include "storage/db_values.h"
 #include "storage/storage_error.h"
 
@@ -35,6 +36,7 @@ FinishedRow finishedRow(const RunSummary& s)
         s.status == RunStatus::Diverged || s.status == RunStatus::Failed || s.status == RunStatus::Interrupted;
     if (explained)
         row.errorMessage = QString::fromStdString(s.message);
+    row.ranks = s.ranks;
     return row;
 }
 
@@ -65,6 +67,23 @@ void bindFinish(QSqlQuery& query, qint64 runId, const FinishedRow& row)
     query.bindValue(QStringLiteral(":samples_per_second"), nullable(s.samplesPerSecond));
     query.bindValue(QStringLiteral(":error_message"), text(row.errorMessage));
     query.bindValue(QStringLiteral(":id"), runId);
+}
+
+void writeRanks(const Connection& connection, qint64 runId, const std::vector<RankThroughput>& ranks)
+{
+    if (ranks.empty())
+        return;
+    QSqlQuery insert = connection.prepare(
+        QStringLiteral("INSERT OR REPLACE INTO run_ranks (run_id, rank, train_seconds, samples_per_second, "
+                       "allreduce_seconds) VALUES (?, ?, ?, ?, ?)"));
+    for (const RankThroughput& r : ranks) {
+        insert.bindValue(0, runId);
+        insert.bindValue(1, r.rank);
+        insert.bindValue(2, r.trainSeconds);
+        insert.bindValue(3, r.samplesPerSecond);
+        insert.bindValue(4, r.allReduceSeconds);
+        connection.exec(insert, QStringLiteral("recording rank %1 of run %2").arg(r.rank).arg(runId));
+    }
 }
 
 QString storedCheckpointPath(const QString& databaseDirectory, const QString& filePath)

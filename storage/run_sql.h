@@ -7,8 +7,11 @@
 #include <QString>
 
 #include <optional>
+#include <vector>
 
 namespace mantissa::storage {
+
+class Connection;
 
 // What a run's end writes into its runs row.
 struct FinishedRow {
@@ -17,6 +20,7 @@ struct FinishedRow {
     std::optional<double> wallSeconds;
     std::optional<qint64> peakMemoryBytes;
     QString errorMessage;
+    std::vector<RankThroughput> ranks; // run_ranks rows (data parallel)
 };
 // The row for the engine's summary. Values the engine marks as placeholders stay unset
 // (run_summary.h): losses and accuracies before the first evaluation, step counts when no
@@ -28,6 +32,8 @@ FinishedRow finishedRow(const RunSummary& summary);
 // UPDATE of the runs row when a run ends; bindFinish() fills its placeholders.
 QString finishRunSql();
 void bindFinish(QSqlQuery& query, qint64 runId, const FinishedRow& row);
+// The run_ranks rows of a data-parallel run's end (none for a single process).
+void writeRanks(const Connection& connection, qint64 runId, const std::vector<RankThroughput>& ranks);
 
 // Stored relative to the database's directory when inside it, so that a database copied
 // together with its checkpoints keeps working; absolute otherwise.

@@ -128,15 +128,15 @@ qint64 RunStore::createRun(const NewRun& run)
     QSqlQuery insert =
         c.prepare(QStringLiteral("INSERT INTO runs (name, status, created_at, config_json, preset, precision, device, "
                                  "kernels, engine_version, notes, group_id, writer_pid, writer_host, writer_boot, "
-                                 "writer_start, heartbeat_at, uid, sweep_id, sweep_index) "
-                                 "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                                 "writer_start, heartbeat_at, uid, sweep_id, sweep_index, world_size) "
+                                 "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     const QString now = nowDbTime();
     const QString uid = run.uid.isEmpty() ? newUid() : run.uid;
     for (const QVariant& value :
          {QVariant(name), QVariant(now), text(run.configJson), text(run.preset), text(run.precision), text(run.device),
           text(run.kernels), text(run.engineVersion), text(run.notes), nullable(run.groupId), QVariant(writer.pid),
           QVariant(writer.host), QVariant(writer.boot), QVariant(writer.startTicks), QVariant(now), QVariant(uid),
-          nullable(run.sweepId), nullable(run.sweepIndex)}) {
+          nullable(run.sweepId), nullable(run.sweepIndex), QVariant(std::max(1, run.worldSize))}) {
         insert.addBindValue(value);
     }
     c.exec(insert, QStringLiteral("creating run \"%1\"").arg(name));
@@ -155,8 +155,12 @@ void RunStore::finishRun(qint64 runId, const RunSummary& summary)
     }
     requireRun(runId);
     QSqlQuery update = m_connection->prepare(finishRunSql());
-    bindFinish(update, runId, finishedRow(summary));
+    const FinishedRow row = finishedRow(summary);
+    Transaction transaction(*m_connection, QStringLiteral("finishing run %1").arg(runId));
+    bindFinish(update, runId, row);
     m_connection->exec(update, QStringLiteral("finishing run %1").arg(runId));
+    writeRanks(*m_connection, runId, row.ranks);
+    transaction.commit();
 }
 
 void RunStore::renameRun(qint64 runId, const QString& newName)

@@ -72,6 +72,9 @@ public:
     StepSeries steps(qint64 runId, qint64 afterStep = 0) const;
     QList<EpochRecord> epochs(qint64 runId) const;
     QList<EventRecord> events(qint64 runId) const;
+    // A data-parallel run's ranks in rank order (run_ranks): empty for a single process, a
+    // run still training, or one that failed.
+    QList<RankThroughput> rankThroughput(qint64 runId) const;
     QList<CheckpointInfo> checkpoints(qint64 runId) const;
 
     // The numerics lens (RunConfig::numerics). Sampled steps in ascending order; the

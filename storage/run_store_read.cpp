@@ -22,6 +22,7 @@ const QString kRunColumns = QStringLiteral(
     "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
     "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
     "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, kernels, uid, sweep_id, sweep_index, "
+    "world_size, "
     "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
 
 RunInfo readRun(const QSqlQuery& q)
@@ -59,6 +60,7 @@ RunInfo readRun(const QSqlQuery& q)
     run.sweepId = optionalInt(q.value(i++));
     if (const auto index = optionalInt(q.value(i++)))
         run.sweepIndex = static_cast<int>(*index);
+    run.worldSize = q.value(i++).toInt();
     const QString tags = q.value(i++).toString();
     if (!tags.isEmpty()) {
         run.tags = tags.split(QChar(31));
@@ -200,10 +202,10 @@ QList<EpochRecord> RunStore::epochs(qint64 runId) const
 QList<EventRecord> RunStore::events(qint64 runId) const
 {
     requireRun(runId);
-    QSqlQuery query = m_connection->prepare(
-        QStringLiteral("SELECT kind, step, scale_before, scale_after, parameter, message, location_layer_index, "
-                       "location_layer, location_kind, location_tensor, location_non_finite, location_count, "
-                       "location_largest_finite, location_nan FROM events WHERE run_id = ? ORDER BY step, id"));
+    QSqlQuery query = m_connection->prepare(QStringLiteral(
+        "SELECT kind, step, scale_before, scale_after, parameter, message, location_layer_index, "
+        "location_layer, location_kind, location_tensor, location_non_finite, location_count, "
+        "location_largest_finite, location_nan, first_rank FROM events WHERE run_id = ? ORDER BY step, id"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     m_connection->exec(query, QStringLiteral("reading the events of run %1").arg(runId));
@@ -229,9 +231,31 @@ QList<EventRecord> RunStore::events(qint64 runId) const
             where.nanCount = query.value(13).isNull() ? -1 : query.value(13).toLongLong();
             e.location = where;
         }
+        e.firstRank = query.value(14).isNull() ? -1 : query.value(14).toInt();
         events << e;
     }
     return events;
+}
+
+QList<RankThroughput> RunStore::rankThroughput(qint64 runId) const
+{
+    requireRun(runId);
+    QSqlQuery query =
+        m_connection->prepare(QStringLiteral("SELECT rank, train_seconds, samples_per_second, allreduce_seconds "
+                                             "FROM run_ranks WHERE run_id = ? ORDER BY rank"));
+    query.setForwardOnly(true);
+    query.addBindValue(runId);
+    m_connection->exec(query, QStringLiteral("reading the ranks of run %1").arg(runId));
+    QList<RankThroughput> ranks;
+    while (query.next()) {
+        RankThroughput r;
+        r.rank = query.value(0).toInt();
+        r.trainSeconds = query.value(1).toDouble();
+        r.samplesPerSecond = query.value(2).toDouble();
+        r.allReduceSeconds = query.value(3).toDouble();
+        ranks << r;
+    }
+    return ranks;
 }
 
 QList<CheckpointInfo> RunStore::checkpoints(qint64 runId) const

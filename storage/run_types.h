@@ -47,6 +47,7 @@ struct NewRun {
     QString uid;                   // empty: a new UUID; an imported run keeps its own
     std::optional<qint64> sweepId; // the sweep it belongs to (RunStore::createSweep)
     std::optional<int> sweepIndex; // its position in the sweep (SweepRun::index)
+    int worldSize = 1;             // ranks of a data-parallel run (config.distributed.world_size)
 };
 
 // One row of the runs table with its tags.
@@ -71,6 +72,7 @@ struct RunInfo {
     QString uid;           // empty for runs recorded before schema version 5
     std::optional<qint64> sweepId;
     std::optional<int> sweepIndex;
+    int worldSize = 1; // ranks that trained it (data parallel); 1 for a single process
 };
 
 // listRuns() filters; an empty field does not filter.

@@ -98,8 +98,8 @@ void RunWriter::prepareStatements()
     m_insertEvent = c.prepare(
         QStringLiteral("INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter, message, "
                        "location_layer_index, location_layer, location_kind, location_tensor, location_non_finite, "
-                       "location_count, location_largest_finite, location_nan) "
-                       "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                       "location_count, location_largest_finite, location_nan, first_rank) "
+                       "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .arg(m_runId));
     m_insertNumericsStep =
         c.prepare(QStringLiteral("INSERT OR REPLACE INTO numerics_steps (run_id, step, loss_scale, scaled_gradients) "
@@ -310,6 +310,7 @@ void RunWriter::writePending(const FinishedRow* finish)
         m_insertEvent.bindValue(11, where ? QVariant(qlonglong(where->count)) : QVariant());
         m_insertEvent.bindValue(12, where ? QVariant(double(where->largestFinite)) : QVariant());
         m_insertEvent.bindValue(13, where && where->nanCount >= 0 ? QVariant(qlonglong(where->nanCount)) : QVariant());
+        m_insertEvent.bindValue(14, e.firstRank >= 0 ? QVariant(e.firstRank) : QVariant());
         c.exec(m_insertEvent, QStringLiteral("writing an event of run %1").arg(m_runId));
     }
     for (const PendingCheckpoint& p : m_checkpoints) {
@@ -325,6 +326,7 @@ void RunWriter::writePending(const FinishedRow* finish)
         QSqlQuery update = c.prepare(finishRunSql());
         bindFinish(update, m_runId, *finish);
         c.exec(update, QStringLiteral("finishing run %1").arg(m_runId));
+        writeRanks(c, m_runId, finish->ranks);
     }
 }
 

@@ -193,6 +193,23 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
             scale_exponents BLOB NOT NULL,
             PRIMARY KEY (run_id, step, ordinal)) WITHOUT ROWID)"),
     },
+    // 7: data-parallel runs (issue 20) as facts rather than text: how many ranks trained the run
+    // (filled in for runs recorded before from their config, where an N-rank run recorded
+    // distributed.world_size), each rank's throughput and all-reduce time, and which rank an
+    // overflow started on.
+    {
+        QStringLiteral("ALTER TABLE runs ADD COLUMN world_size INTEGER NOT NULL DEFAULT 1"),
+        QStringLiteral(R"(UPDATE runs SET world_size = json_extract(config_json, '$.distributed.world_size')
+            WHERE json_valid(config_json) AND json_extract(config_json, '$.distributed.world_size') > 1)"),
+        QStringLiteral("ALTER TABLE events ADD COLUMN first_rank INTEGER"),
+        QStringLiteral(R"(CREATE TABLE run_ranks (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            rank INTEGER NOT NULL,
+            train_seconds REAL NOT NULL,
+            samples_per_second REAL NOT NULL,
+            allreduce_seconds REAL NOT NULL,
+            PRIMARY KEY (run_id, rank)) WITHOUT ROWID)"),
+    },
 }};
 
 int userVersion(const Connection& connection)

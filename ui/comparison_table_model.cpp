@@ -1,5 +1,6 @@
 #include "ui/comparison_table_model.h"
 
+#include "engine/config/distributed_summary.h"
 #include "engine/util/format_number.h"
 
 #include <QBrush>
@@ -47,8 +48,10 @@ QVariant ComparisonTableModel::headerData(int section, Qt::Orientation orientati
     case Run: return tr("Run");
     case Precision: return tr("Precision");
     case Batch: return tr("Batch");
+    case Ranks: return tr("Ranks");
     case TestAccuracy: return tr("Test accuracy");
     case TrainTime: return tr("Time to train");
+    case Throughput: return tr("Samples/s");
     case Speedup: return tr("Speedup");
     case Skipped: return tr("Skipped steps");
     case FinalScale: return tr("Final loss scale");
@@ -73,6 +76,10 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
             tip += tr("\n\nKernels of this run:\n%1").arg(r.kernels);
         return tip;
     }
+    if (role == Qt::ToolTipRole && index.column() == Ranks)
+        return QString::fromStdString(describeDistributed(r.config.distributed));
+    if (role == Qt::ToolTipRole && index.column() == Throughput && r.summary && !r.summary->ranks.empty())
+        return QString::fromStdString(describeRanks(r.summary->ranks));
     if (role == Qt::TextAlignmentRole && index.column() >= Batch)
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role != Qt::DisplayRole)
@@ -82,9 +89,14 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
     case Run: return r.name;
     case Precision: return QString::fromStdString(precisionModeName(r.config.precision));
     case Batch: return static_cast<qlonglong>(r.config.training.batchSize);
+    case Ranks: return trainedRanks(r.config.distributed);
     case TestAccuracy:
         return r.testAccuracy.isEmpty() ? QString("—") : QString("%1%").arg(r.testAccuracy.last() * 100, 0, 'f', 2);
     case TrainTime: return done ? QString("%1 s").arg(r.summary->trainSeconds, 0, 'f', 2) : QString("—");
+    case Throughput:
+        // The global batch's samples over the training time: all ranks together.
+        return done && r.summary->samplesPerSecond > 0 ? QString::number(r.summary->samplesPerSecond, 'f', 0)
+                                                       : QString("—");
     case Speedup: {
         const auto& base = m_runs[m_baseline]->summary;
         const double s = done && base ? speedup(*base, *r.summary) : 0;

@@ -1,6 +1,7 @@
 #pragma once
-// The comparison's results table: one row per run with precision, batch size, accuracy,
-// time to train, speedup against the chosen baseline, skipped steps, final loss scale and
+// The comparison's results table: one row per run with precision, batch size, ranks (data
+// parallel), accuracy, time to train, throughput (per rank in the tooltip), speedup against
+// the chosen baseline, skipped steps, final loss scale and
 // peak memory.
 #include "ui/run_recording.h"
 
@@ -22,8 +23,10 @@ public:
         Run,
         Precision,
         Batch,
+        Ranks,
         TestAccuracy,
         TrainTime,
+        Throughput,
         Speedup,
         Skipped,
         FinalScale,

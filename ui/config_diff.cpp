@@ -3,6 +3,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QObject>
 
 #include <map>
 
@@ -42,6 +43,20 @@ void flatten(const QJsonValue& value, const QString& path, std::map<QString, QSt
         out[path] = "null";
 }
 
+// A single process's config has no distributed section (or world_size 0: as launched, which was
+// one process when it was recorded). Its world size is 1 and it has no all-reduce, which is
+// what a comparison with an N-rank run must show rather than blank cells, or equal defaults.
+void fillSingleProcess(std::map<QString, QString>& flat)
+{
+    const auto worldSize = flat.find(QStringLiteral("distributed.world_size"));
+    if (worldSize != flat.end() && worldSize->second != QStringLiteral("0"))
+        return;
+    const QString none = QObject::tr("none (1 process)");
+    flat[QStringLiteral("distributed.world_size")] = QStringLiteral("1");
+    flat[QStringLiteral("distributed.allreduce_dtype")] = none;
+    flat[QStringLiteral("distributed.reduction")] = none;
+}
+
 } // namespace
 
 QList<ConfigDifference> diffConfigs(const QStringList& configJsons)
@@ -51,6 +66,7 @@ QList<ConfigDifference> diffConfigs(const QStringList& configJsons)
     for (qsizetype i = 0; i < configJsons.size(); ++i) {
         flatten(QJsonDocument::fromJson(configJsons[i].toUtf8()).object(), QString(),
                 flat[static_cast<std::size_t>(i)]);
+        fillSingleProcess(flat[static_cast<std::size_t>(i)]);
         for (const auto& [key, value] : flat[static_cast<std::size_t>(i)])
             keys[key] = 0;
     }

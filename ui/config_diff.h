@@ -13,7 +13,9 @@ struct ConfigDifference {
     QStringList values; // one per config, "" where the key is absent
 };
 
-// Compares configs given as JSON text (runConfigToJson). Keys in sorted order.
+// Compares configs given as JSON text (runConfigToJson). Keys in sorted order. A single
+// process's config counts as distributed.world_size 1 with no all-reduce, so that it differs
+// from an N-rank run's in those three keys.
 QList<ConfigDifference> diffConfigs(const QStringList& configJsons);
 
 } // namespace mantissa::ui

@@ -1,9 +1,26 @@
 #include "ui/run_list_model.h"
 
+#include "engine/config/distributed_summary.h"
 #include "storage/run_store.h"
 #include "ui/run_status_bar.h"
 
 namespace mantissa::ui {
+
+namespace {
+
+// The tooltip of the Ranks column: the all-reduce settings come from the stored config, read
+// only when asked (a tooltip), not for every row of a long list.
+QString distributedDescription(const storage::RunInfo& run)
+{
+    try {
+        return QString::fromStdString(describeDistributed(
+            parseRunConfig(run.configJson.toStdString(), "run " + run.name.toStdString()).distributed));
+    } catch (const std::exception&) {
+        return run.worldSize > 1 ? QObject::tr("%1 ranks").arg(run.worldSize) : QObject::tr("1 process");
+    }
+}
+
+} // namespace
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -53,6 +70,7 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
         switch (section) {
         case BestAccuracy: return tr("Best test accuracy over the run's epochs");
         case Skipped: return tr("Steps skipped because a gradient overflowed");
+        case Ranks: return tr("Processes that trained the run data-parallel (mpirun, srun); 1 for a single process");
         default: return {};
         }
     }
@@ -63,6 +81,7 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
     case Name: return tr("Name");
     case Preset: return tr("Preset");
     case Precision: return tr("Precision");
+    case Ranks: return tr("Ranks");
     case Status: return tr("Status");
     case BestAccuracy: return tr("Best acc.");
     case Skipped: return tr("Skipped");
@@ -100,10 +119,12 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
             return r.errorMessage;
         if (index.column() == Notes && !r.notes.isEmpty())
             return r.notes;
+        if (index.column() == Ranks)
+            return distributedDescription(r);
         return {};
     }
-    if (role == Qt::TextAlignmentRole &&
-        (index.column() == BestAccuracy || index.column() == Skipped || index.column() == Duration))
+    if (role == Qt::TextAlignmentRole && (index.column() == BestAccuracy || index.column() == Skipped ||
+                                          index.column() == Duration || index.column() == Ranks))
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     const bool sorting = role == SortRole;
     if (role != Qt::DisplayRole && role != Qt::EditRole && !sorting)
@@ -112,6 +133,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     case Name: return r.name;
     case Preset: return r.preset;
     case Precision: return r.precision;
+    case Ranks: return r.worldSize;
     case Status: return QString::fromLatin1(runStatusName(r.status));
     case BestAccuracy:
         if (sorting)

@@ -1,6 +1,6 @@
 #pragma once
-// The runs of the run database as a table: name, preset, precision, status, best test
-// accuracy, skipped steps, duration, created, tags and notes. Names are editable in place
+// The runs of the run database as a table: name, preset, precision, ranks (data parallel),
+// status, best test accuracy, skipped steps, duration, created, tags and notes. Names are editable in place
 // (a rename in the database); Qt::UserRole holds raw values for sorting.
 #include "storage/run_types.h"
 
@@ -15,7 +15,20 @@ namespace mantissa::ui {
 class RunListModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Name, Preset, Precision, Status, BestAccuracy, Skipped, Duration, Created, Tags, Notes, ColumnCount };
+    enum Column {
+        Name,
+        Preset,
+        Precision,
+        Ranks,
+        Status,
+        BestAccuracy,
+        Skipped,
+        Duration,
+        Created,
+        Tags,
+        Notes,
+        ColumnCount
+    };
     static constexpr int SortRole = Qt::UserRole;
     static constexpr int RunIdRole = Qt::UserRole + 1;
 

@@ -1,5 +1,6 @@
 #include "ui/run_monitor.h"
 
+#include "engine/config/distributed_summary.h"
 #include "ui/epoch_metric.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/plot_style.h"
@@ -230,7 +231,11 @@ void RunMonitor::updateHeading()
 {
     if (!m_recording)
         return;
-    m_heading->setText(m_recording->name + " — " + recordingStateText(*m_recording));
+    QString heading = m_recording->name;
+    // A data-parallel run's curves are the global batch's; the heading says how many ranks made them.
+    if (trainedRanks(m_recording->config.distributed) > 1)
+        heading += " · " + QString::fromStdString(describeDistributed(m_recording->config.distributed));
+    m_heading->setText(heading + " — " + recordingStateText(*m_recording));
 }
 
 } // namespace mantissa::ui

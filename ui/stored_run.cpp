@@ -64,8 +64,11 @@ std::shared_ptr<RunRecording> loadStoredRun(const storage::RunStore& store, qint
         batch.epochs.push_back(e);
     for (const EventRecord& e : store.events(runId))
         batch.events.push_back(e);
-    if (info.status != RunStatus::Running)
+    if (info.status != RunStatus::Running) {
         batch.ended = engineSummary(info, series, int(batch.epochs.size()));
+        const QList<RankThroughput> ranks = store.rankThroughput(runId);
+        batch.ended->ranks.assign(ranks.begin(), ranks.end());
+    }
     recording->append(batch);
     return recording;
 }

@@ -1,5 +1,6 @@
 #include "cli/config_summary.h"
 
+#include "engine/config/distributed_summary.h"
 #include "engine/config/run_config.h"
 
 #include <exception>
@@ -131,13 +132,6 @@ QString trainingText(const TrainingSpec& training)
     return text;
 }
 
-QString distributedText(const DistributedSpec& distributed)
-{
-    return QStringLiteral("%1 ranks, all-reduce in %2, %3")
-        .arg(distributed.worldSize)
-        .arg(key(distributed.allReduceType), key(distributed.reduction));
-}
-
 } // namespace
 
 QList<QPair<QString, QString>> summarizeConfig(const QString& configJson)
@@ -152,7 +146,8 @@ QList<QPair<QString, QString>> summarizeConfig(const QString& configJson)
             {QStringLiteral("training"), trainingText(config.training)},
         };
         if (config.distributed.worldSize > 1)
-            lines.append({QStringLiteral("distributed"), distributedText(config.distributed)});
+            lines.append(
+                {QStringLiteral("distributed"), QString::fromStdString(describeDistributed(config.distributed))});
         return lines;
     } catch (const std::exception& error) {
         return {{QStringLiteral("config"), QStringLiteral("not readable by this build (%1); `show --config` prints it")

@@ -5,6 +5,7 @@
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/progress_printer.h"
+#include "engine/distributed/data_parallel.h"
 #include "engine/observe/bits_per_character.h"
 #include "storage/run_recorder.h"
 

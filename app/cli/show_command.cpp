@@ -9,6 +9,7 @@
 #include "cli/text_table.h"
 #include "engine/model/tensor_core_alignment.h"
 #include "engine/observe/bits_per_character.h"
+#include "engine/observe/rank_throughput.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -37,6 +38,11 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
     printField(QStringLiteral("finished"), formatLocalTime(run.finishedAt));
     printField(QStringLiteral("preset"), run.preset.isEmpty() ? QStringLiteral("-") : run.preset);
     printField(QStringLiteral("device"), run.device.isEmpty() ? QStringLiteral("-") : run.device);
+    // A data-parallel run: each rank's throughput (run_ranks), one line per rank.
+    const QList<RankThroughput> ranks = store.rankThroughput(run.id);
+    for (const RankThroughput& rank : ranks)
+        printField(&rank == &ranks.front() ? QStringLiteral("ranks") : QString(),
+                   QString::fromStdString(describeRanks(std::span(&rank, 1))));
     // One line per 16-bit type and the oneDNN kernels used, aligned under the first.
     for (const QString& line : run.kernels.split(u'\n', Qt::SkipEmptyParts))
         printField(line == run.kernels.section(u'\n', 0, 0) ? QStringLiteral("kernels") : QString(), line);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 namespace mantissa {
@@ -51,6 +50,11 @@ std::string configDifference(const std::string& rank0Json, const std::string& mi
     return "rank " + std::to_string(rank) + "'s config differs from rank 0's at " + fieldName(pointer) + ": " + here +
            " on rank " + std::to_string(rank) + ", " + there +
            " on rank 0; every rank must train the same config (same file and options)";
+}
+
+std::int64_t countNonZero(const std::vector<float>& values)
+{
+    return std::count_if(values.begin(), values.end(), [](float v) { return v != 0.0f; });
 }
 
 } // namespace
@@ -147,11 +151,13 @@ void DataParallel::averageGradients(Backend& backend, std::span<Tensor* const> t
         // Each division is rounded to the 16-bit type, as a kernel dividing a 16-bit buffer would.
         std::int64_t flushed = 0;
         if (before != 1.0f) {
-            for (float& v : m_flat) {
-                const float divided = roundToDType(v / before, type);
-                flushed += v != 0.0f && divided == 0.0f;
-                v = divided;
-            }
+            // A nonzero 16-bit value divided by at most 65536 stays nonzero in fp32, so the values
+            // the rounding flushed are the nonzero ones lost between the two counts.
+            for (float& v : m_flat)
+                v /= before;
+            flushed = countNonZero(m_flat);
+            roundThrough(m_flat.data(), total, type);
+            flushed -= countNonZero(m_flat);
         }
         m_words.resize(total);
         narrowFromFloat(m_flat.data(), m_words.data(), total, type); // exact: the values are in `type`
@@ -163,7 +169,8 @@ void DataParallel::averageGradients(Backend& backend, std::span<Tensor* const> t
             overflowed = std::count_if(m_flat.begin(), m_flat.end(), [](float v) { return !std::isfinite(v); });
         if (after != 1.0f) {
             for (float& v : m_flat)
-                v = roundToDType(v / after, type);
+                v /= after;
+            roundThrough(m_flat.data(), total, type);
         }
         // Rank 0 counts for the run; every rank holds the same words, so the same counts.
         m_counts.flushedByDivision += flushed;
@@ -184,7 +191,7 @@ void DataParallel::averageGradients(Backend& backend, std::span<Tensor* const> t
     m_allReduceSeconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, std::atomic<bool>& stopRequested)
+bool DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, bool stopAsked)
 {
     const auto start = Clock::now();
     float state[kStepStateCount];
@@ -202,7 +209,7 @@ void DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, std::atom
     m_comm.sumDoubles(sums);
     const float scale = state[slot(StepState::LossScale)];
     std::vector<double> maxima{state[slot(StepState::Skipped)], state[slot(StepState::FirstNonFinite)], scale, -scale,
-                               stopRequested.load() ? 1.0 : 0.0};
+                               stopAsked ? 1.0 : 0.0};
     m_comm.maxDoubles(maxima);
     // Every rank applies the same rule to the same skip flags, so the scales cannot drift; if
     // they ever did, the replicas would be training different models.
@@ -218,8 +225,6 @@ void DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, std::atom
     if (m_reducedFp32)
         state[slot(StepState::GradAmax)] = skipped ? INFINITY : m_reducedAmax;
     backend.upload(state, scalars.state);
-    if (maxima[4] != 0.0)
-        stopRequested = true;
 
     m_lastNonFiniteRanks.clear();
     for (int r = 0; r < n; ++r)
@@ -231,6 +236,7 @@ void DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, std::atom
     m_reducedFp32 = false;
     m_reducedAmax = 0;
     m_allReduceSeconds += std::chrono::duration<double>(Clock::now() - start).count();
+    return maxima[4] != 0.0;
 }
 
 std::string DataParallel::lastOverflowRanks() const
@@ -249,22 +255,27 @@ std::string DataParallel::lastOverflowRanks() const
                   : "");
 }
 
-std::string DataParallel::rankThroughput(double trainSeconds, std::int64_t globalSamples)
+std::vector<RankThroughput> DataParallel::gatherRankThroughput(double trainSeconds, std::int64_t globalSamples)
 {
     const std::size_t n = static_cast<std::size_t>(worldSize());
     std::vector<double> times(2 * n, 0.0);
     times[static_cast<std::size_t>(rank())] = trainSeconds;
     times[n + static_cast<std::size_t>(rank())] = m_allReduceSeconds;
     m_comm.sumDoubles(times);
-    std::string text = std::to_string(n) + " ranks (" + m_comm.description() + ")";
     const double perRank = static_cast<double>(globalSamples) / static_cast<double>(n);
+    std::vector<RankThroughput> ranks(n);
     for (std::size_t r = 0; r < n; ++r) {
-        char line[160];
-        std::snprintf(line, sizeof line, "; rank %zu: %.0f samples/s, all-reduce %.0f%% of its step time", r,
-                      times[r] > 0 ? perRank / times[r] : 0.0, times[r] > 0 ? 100.0 * times[n + r] / times[r] : 0.0);
-        text += line;
+        ranks[r].rank = static_cast<int>(r);
+        ranks[r].trainSeconds = times[r];
+        ranks[r].samplesPerSecond = times[r] > 0 ? perRank / times[r] : 0.0;
+        ranks[r].allReduceSeconds = times[n + r];
     }
-    return text;
+    return ranks;
+}
+
+std::string DataParallel::describeRankThroughput(const std::vector<RankThroughput>& ranks) const
+{
+    return std::to_string(ranks.size()) + " ranks (" + m_comm.description() + "); " + describeRanks(ranks);
 }
 
 } // namespace mantissa

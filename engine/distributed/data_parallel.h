@@ -15,8 +15,8 @@
 #include "engine/config/run_config.h"
 #include "engine/data/batch_loader.h"
 #include "engine/distributed/communicator.h"
+#include "engine/observe/rank_throughput.h"
 
-#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -54,18 +54,23 @@ public:
     // Averages `tensors` across ranks in place, in `type` (F32, or the 16-bit type they hold).
     void averageGradients(Backend& backend, std::span<Tensor* const> tensors, DType type);
     // After unscaleAndCheckFinite: the step's record made the same on every rank (mean loss,
-    // summed correct count, skip flag and first non-finite tensor as MAX), the loss scale
-    // checked equal (DistributedError otherwise), and a stop asked on any rank set on all.
-    void agreeOnStep(Backend& backend, StepScalars& scalars, std::atomic<bool>& stopRequested);
+    // summed correct count, skip flag and first non-finite tensor as MAX) and the loss scale
+    // checked equal (DistributedError otherwise). Returns whether any rank asked to stop
+    // (`stopAsked` on one of them): the same answer on every rank.
+    bool agreeOnStep(Backend& backend, StepScalars& scalars, bool stopAsked);
     // Which ranks had a non-finite loss or gradient of their own in the last agreed step
     // ("rank 1 of 2", "none: the 16-bit sum overflowed"), for its overflow event.
     std::string lastOverflowRanks() const;
+    // The lowest of those ranks, -1 when none had a non-finite value of its own.
+    int lastFirstNonFiniteRank() const { return m_lastNonFiniteRanks.empty() ? -1 : m_lastNonFiniteRanks.front(); }
     const AllReduceCounts& counts() const { return m_counts; }
     // Seconds this rank spent in all-reduces (waiting for the others included).
     double allReduceSeconds() const { return m_allReduceSeconds; }
-    // Collective: every rank's training seconds and all-reduce seconds, as one line for the
-    // run record ("rank 0: 812 samples/s, all-reduce 14% of step time; rank 1: ...").
-    std::string rankThroughput(double trainSeconds, std::int64_t globalSamples);
+    // Collective: every rank's training seconds and all-reduce seconds, in rank order, for the
+    // run record (run_ranks) and the finished event's line (describeRankThroughput).
+    std::vector<RankThroughput> gatherRankThroughput(double trainSeconds, std::int64_t globalSamples);
+    // "2 ranks (Open MPI v4.1.4); rank 0: 812 samples/s, all-reduce 14% of its step time; rank 1: ...".
+    std::string describeRankThroughput(const std::vector<RankThroughput>& ranks) const;
 
 private:
     Communicator& m_comm;

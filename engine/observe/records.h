@@ -101,6 +101,10 @@ struct EventRecord {
     std::string parameter;                    // Overflow: first parameter whose gradient was non-finite
     std::string message;                      // Divergence, Finished (status), Error
     std::optional<OverflowLocation> location; // Overflow: where the first non-finite value was
+    // Overflow of a data-parallel run: the lowest rank whose own loss or gradients were
+    // non-finite before the all-reduce; -1 when none was (the 16-bit sum overflowed) or the run
+    // is a single process.
+    int firstRank = -1;
 };
 
 const char* eventKindName(EventKind kind);

@@ -2,11 +2,14 @@
 // What a training run reports when it ends, and the states a run can be in. One vocabulary
 // for the trainer, the run store, the CLI and the UI: a status read back from the store is
 // the same enum the trainer returned, so nothing maps one onto the other.
+#include "engine/observe/rank_throughput.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mantissa {
 
@@ -42,6 +45,9 @@ struct RunSummary {
     double samplesPerSecond = 0; // training steps only, evaluation excluded; 0: not known
     double trainSeconds = 0, wallSeconds = 0;
     std::size_t peakBytes = 0; // peak memory allocated through the backend; 0: not known
+    // A data-parallel run: one entry per rank, in rank order (rank 0's summary); empty for a
+    // single process and after a failure (a rank may be gone).
+    std::vector<RankThroughput> ranks;
 };
 
 } // namespace mantissa

@@ -3,6 +3,7 @@
 #include "engine/distributed/data_parallel.h"
 
 #include "engine/data/batch_loader.h"
+#include "engine/distributed/data_parallel.h"
 #include "engine/model/sequence_loss.h"
 #include "engine/util/check.h"
 
@@ -218,7 +219,7 @@ std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& l
         // Every rank draws the same global batch (same seed, same order) and keeps its slice.
         if (m_ranks)
             m_ranks->takeSlice(run.batch);
-        if (m_paused || m_stopRequested) {
+        if (m_paused || stopNow()) {
             drain(run);
             if (!run.divergence.empty())
                 return diverged();
@@ -226,7 +227,7 @@ std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& l
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
             run.lastRecord = Clock::now();
         }
-        if (m_stopRequested)
+        if (stopNow())
             return RunEnd{RunStatus::Stopped, "stopped by the user at step " + std::to_string(run.lastPublished)};
         ++run.lastQueued;
         // Sampled steps read their tensors on the host as they go: nothing runs beside them.
@@ -334,6 +335,7 @@ void Trainer::publishOverflow(std::int64_t step, StepOutcome& outcome)
     overflow.scaleAfter = outcome.scaleUpdate.after;
     overflow.parameter = outcome.firstNonFinite;
     overflow.message = outcome.overflowRanks;
+    overflow.firstRank = outcome.firstRank;
     overflow.location = std::move(outcome.location);
     publish(overflow);
 }
@@ -423,7 +425,8 @@ RunSummary Trainer::conclude(RunState& run, const RunEnd& end)
     // Every rank gathers its throughput to the record (not after a failure: a rank may be gone).
     if (m_ranks && end.status != RunStatus::Failed) {
         const AllReduceCounts& counts = m_ranks->counts();
-        finished.message += "; " + m_ranks->rankThroughput(run.trainSeconds, run.trainedSamples);
+        summary.ranks = m_ranks->gatherRankThroughput(run.trainSeconds, run.trainedSamples);
+        finished.message += "; " + m_ranks->describeRankThroughput(summary.ranks);
         if (m_config.distributed.allReduceType == AllReduceType::Compute)
             finished.message += "; 16-bit all-reduce: " + std::to_string(counts.flushedByDivision) +
                                 " values flushed to zero by the division before the sum, " +

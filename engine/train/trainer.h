@@ -92,6 +92,7 @@ private:
         float gradAmax = 0;
         std::string firstNonFinite;
         std::string overflowRanks;                // data-parallel: which ranks had non-finite values of their own
+        int firstRank = -1;                       // data-parallel: the lowest of them, -1 if none
         std::optional<OverflowLocation> location; // skipped steps
         std::optional<NumericsRecord> numerics;   // sampled steps
         ScaleUpdate scaleUpdate;
@@ -128,6 +129,9 @@ private:
     // The host scaler's state into m_scalars.state, where the device carries it on.
     void uploadScalerState();
     bool isNumericsStep(std::int64_t step) const;
+    // Whether the step loop ends here: this process's stop request, or for a data-parallel
+    // run the one the ranks agreed on.
+    bool stopNow() const { return m_ranks ? m_stopAgreed : m_stopRequested.load(); }
     ProbeSettings probeSettings(float scale, bool scaledGradients) const;
     // On a skipped step that was not sampled: runs the step's passes again with a probe
     // (same batch, same dropout masks, batch-norm statistics restored) to find the first
@@ -177,6 +181,10 @@ private:
     std::vector<Parameter*> m_params; // backward order
     std::vector<TrainingObserver*> m_observers;
     std::atomic<bool> m_stopRequested{false};
+    // Data parallel: a stop every rank agreed on in the last step's agreement. The loop reads
+    // this, never a rank's own request, so that every rank leaves after the same step; a rank
+    // that left on its own request would leave the others waiting in a collective.
+    bool m_stopAgreed = false;
     std::atomic<bool> m_paused{false};
     std::int64_t m_stepsPerEpoch = 0, m_totalSteps = 0;
     std::int64_t m_stepOffset = 0; // steps already done before a resumed checkpoint

@@ -7,6 +7,7 @@
 // batch-norm statistics it moved, locates step s's overflow on the weights step s used, and
 // queues step s+1 again. Records and events are bit-identical to running step by step.
 #include "engine/data/batch_loader.h"
+#include "engine/distributed/data_parallel.h"
 #include "engine/model/sequence_loss.h"
 #include "engine/train/trainer.h"
 
@@ -55,7 +56,7 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
         if (!m_ranks->reducesBeforeUnscale())
             m_ranks->averageGradients(backend, fp32Grads, DType::F32);
         // Before anything reads the skip mark: every rank must skip the same steps.
-        m_ranks->agreeOnStep(backend, m_scalars, m_stopRequested);
+        m_stopAgreed = m_ranks->agreeOnStep(backend, m_scalars, m_stopRequested.load()) || m_stopAgreed;
     }
     // A skipped step leaves no trace, batch-norm statistics included: its forward pass moved
     // them, with inf or NaN where that pass overflowed, and a later evaluation would read them.
@@ -210,8 +211,10 @@ Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
         return out;
     }
     const float first = state[slot(StepState::FirstNonFinite)];
-    if (m_ranks)
+    if (m_ranks) {
         out.overflowRanks = m_ranks->lastOverflowRanks();
+        out.firstRank = m_ranks->lastFirstNonFiniteRank();
+    }
     out.firstNonFinite =
         first == kLossNotFinite ? std::string("loss (forward pass)") : m_params[static_cast<std::size_t>(first)]->name;
     // The weights are those the step computed with: a skipped step changes none, and a step

@@ -96,6 +96,19 @@ private slots:
         QVERIFY2(showField(show.out, QStringLiteral("distributed")).startsWith(QStringLiteral("2 ranks")),
                  qPrintable(show.out));
         QVERIFY2(show.out.contains(QStringLiteral("rank 1:")), qPrintable(show.out)); // per-rank throughput
+        QVERIFY2(showField(show.out, QStringLiteral("ranks")).startsWith(QStringLiteral("rank 0: ")),
+                 qPrintable(show.out));
+        // ... as facts of the run, not only as text: its world size and each rank's throughput.
+        const storage::RunStore twoStore(two), oneStore(one);
+        QCOMPARE(twoStore.run(twoId).worldSize, 2);
+        QCOMPARE(oneStore.run(oneId).worldSize, 1);
+        QVERIFY(oneStore.rankThroughput(oneId).isEmpty());
+        const QList<RankThroughput> ranks = twoStore.rankThroughput(twoId);
+        QCOMPARE(ranks.size(), 2);
+        for (const RankThroughput& r : ranks) {
+            QVERIFY(r.samplesPerSecond > 0 && r.trainSeconds > 0);
+            QVERIFY(r.allReduceSeconds > 0 && r.allReduceSeconds < r.trainSeconds);
+        }
     }
 
     // Mixed fp16 with a loss scale that grows every step keeps hitting overflow: every rank
@@ -125,12 +138,22 @@ private slots:
         QCOMPARE(onlyRunStatus(db, &id), QStringLiteral("finished"));
         const QList<EventRecord> events = storage::RunStore(db).events(id);
         int overflows = 0, aloneOnOneRank = 0;
-        const QRegularExpression alone(QStringLiteral("^rank [01] of 2 had non-finite values before the all-reduce"));
+        const QRegularExpression alone(QStringLiteral("^rank ([01]) of 2 had non-finite values before the all-reduce"));
         for (const EventRecord& e : events) {
             if (e.kind != EventKind::Overflow)
                 continue;
             ++overflows;
-            aloneOnOneRank += alone.match(QString::fromStdString(e.message)).hasMatch();
+            const QString message = QString::fromStdString(e.message);
+            // The rank it started on, as a column: the one the message names, none when the sum did it.
+            if (const auto match = alone.match(message); match.hasMatch()) {
+                ++aloneOnOneRank;
+                QCOMPARE(e.firstRank, match.captured(1).toInt());
+            } else if (message.startsWith(QStringLiteral("no rank"))) {
+                QCOMPARE(e.firstRank, -1);
+            } else {
+                QVERIFY2(message.startsWith(QStringLiteral("ranks 0, 1 of 2")), qPrintable(message));
+                QCOMPARE(e.firstRank, 0);
+            }
         }
         QVERIFY2(overflows >= 5, qPrintable(QStringLiteral("%1 overflows").arg(overflows)));
         QVERIFY2(aloneOnOneRank >= 1, qPrintable(pair.err));
@@ -177,6 +200,49 @@ private slots:
         QVERIFY2(run.errorMessage.contains(QStringLiteral("another rank failed or was killed")),
                  qPrintable(run.errorMessage));
         QVERIFY(storage::RunStore(db).steps(id).size() >= before);
+    }
+
+    // Ctrl-C at one rank (SIGINT to its pid): the stop travels in the next step's agreement, so
+    // every rank stops after the same step and the job ends normally; rank 0 records the run as
+    // stopped with every step it trained (Ctrl-C at mpirun is mpirun's: it ends the job with
+    // SIGTERM, which aRankThatDiesFailsTheRun covers).
+    void aStopOnOneRankStopsEveryRank()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("stop.db"));
+        TinyConfig tiny;
+        tiny.name = QStringLiteral("long");
+        tiny.epochs = 100000;
+        const QString config = writeTinyConfig(m_dir.path(), tiny);
+        QProcess job;
+        job.setProcessEnvironment(cliEnvironment());
+        job.start(mpirun(), onRanks(2, {QStringLiteral("train"), config, QStringLiteral("--db"), db}));
+        QVERIFY(job.waitForStarted());
+        QString err;
+        qint64 pid = 0, id = 0;
+        const QRegularExpression rank1(QStringLiteral("rank 1 of 2 is pid (\\d+)"));
+        QDeadlineTimer deadline(60000);
+        while (!deadline.hasExpired() && job.state() == QProcess::Running) {
+            job.waitForReadyRead(100);
+            err += QString::fromUtf8(job.readAllStandardError());
+            if (const auto match = rank1.match(err); match.hasMatch())
+                pid = match.captured(1).toLongLong();
+            id = runIdFromStderr(err);
+            if (pid && id && storage::RunStore(db).steps(id).size() >= 20)
+                break;
+        }
+        QVERIFY2(pid > 0 && id > 0, qPrintable(err));
+        QCOMPARE(::kill(static_cast<pid_t>(pid), SIGINT), 0);
+        QVERIFY2(job.waitForFinished(30000), "mpirun did not end after a stop on rank 1");
+        err += QString::fromUtf8(job.readAllStandardError());
+        QVERIFY2(job.exitStatus() == QProcess::NormalExit && job.exitCode() == 0,
+                 qPrintable(QStringLiteral("exit code %1: %2").arg(job.exitCode()).arg(err.right(800))));
+        const storage::RunStore store(db);
+        const storage::RunInfo run = store.run(id);
+        QVERIFY2(run.status == RunStatus::Stopped,
+                 qPrintable(err + QStringLiteral("\nstatus ") + QString::fromLatin1(runStatusName(run.status))));
+        // Nothing lost: every step the summary counts is a row, and the ranks' throughput is there.
+        QCOMPARE(store.steps(id).size(), run.summary.steps.value_or(-1));
+        QCOMPARE(store.rankThroughput(id).size(), 2);
     }
 
     // Ranks that would train different things are refused at start, naming the field, before

@@ -12,6 +12,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <random>
+#include <vector>
 
 using namespace mantissa;
 using namespace mantissa::reference;
@@ -67,6 +69,59 @@ TEST(RoundedSum, Bf16SumsKeepEightBits)
     EXPECT_EQ(bfloat16BitsToFloat(inout), 256.0f); // 257 needs 9 bits
 }
 
+namespace {
+
+// Random words of every class: normals, subnormals, zeros of both signs, infinities, NaNs and
+// pairs near the top of the range whose sum overflows; 1000 + 7 words, so the vector loop's
+// tail and a second chunk are both exercised.
+std::vector<std::uint16_t> randomWords(DType type, std::mt19937& rng)
+{
+    const std::uint16_t inf = type == DType::F16 ? 0x7c00 : 0x7f80;
+    const std::uint16_t largest = type == DType::F16 ? 0x7bff : 0x7f7f;
+    const int mantissaBits = type == DType::F16 ? 10 : 7;
+    std::vector<std::uint16_t> words(2 * 1024 + 1000 + 7);
+    std::uniform_int_distribution<int> pick(0, 9);
+    std::uniform_int_distribution<std::uint32_t> any(0, 0xffff);
+    for (std::uint16_t& w : words) {
+        const std::uint16_t sign = (any(rng) & 1) ? 0x8000 : 0;
+        const std::uint16_t mantissa = static_cast<std::uint16_t>(any(rng) & ((1u << mantissaBits) - 1));
+        switch (pick(rng)) {
+        case 0: w = sign | mantissa; break;                                         // subnormal or zero
+        case 1: w = sign; break;                                                    // signed zero
+        case 2: w = sign | inf; break;                                              // infinity
+        case 3: w = static_cast<std::uint16_t>(largest - (any(rng) & 0xff)); break; // near the top: overflows
+        case 4: w = sign | inf | static_cast<std::uint16_t>(mantissa | 1); break;   // NaN
+        default: w = static_cast<std::uint16_t>(any(rng)); break;                   // any bits
+        }
+    }
+    return words;
+}
+
+} // namespace
+
+class RoundedSumTypes : public ::testing::TestWithParam<DType> {};
+
+TEST_P(RoundedSumTypes, VectorisedSumIsBitIdenticalToTheReference)
+{
+    const DType type = GetParam();
+    std::mt19937 rng(20);
+    for (int round = 0; round < 20; ++round) {
+        const std::vector<std::uint16_t> in = randomWords(type, rng);
+        std::vector<std::uint16_t> fast = randomWords(type, rng);
+        std::vector<std::uint16_t> reference = fast;
+        addRoundedWords(in.data(), fast.data(), fast.size(), type);
+        addRoundedWordsReference(in.data(), reference.data(), reference.size(), type);
+        for (std::size_t i = 0; i < fast.size(); ++i)
+            ASSERT_EQ(fast[i], reference[i])
+                << "word " << i << " of round " << round << ": " << std::hex << in[i] << " + the other operand";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp16AndBf16, RoundedSumTypes, ::testing::Values(DType::F16, DType::BF16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                             return info.param == DType::F16 ? std::string("fp16") : std::string("bf16");
+                         });
+
 TEST(LaunchEnvironment, ReadsTheLaunchersVariables)
 {
     unsetenv("OMPI_COMM_WORLD_SIZE");
@@ -91,6 +146,42 @@ TEST(LaunchEnvironment, ReadsTheLaunchersVariables)
     unsetenv("OMPI_COMM_WORLD_RANK");
     unsetenv("SLURM_STEP_NUM_TASKS");
     unsetenv("SLURM_PROCID");
+}
+
+// The refusal a build without MPI gives, checked in every build (an MPI build would start MPI
+// through connectRanks, which this test process must not do): the launchers' variables read
+// back as a launch of several ranks, and the message names the launcher and the fix.
+TEST(LaunchEnvironment, TheRefusalWithoutMpiNamesTheLauncher)
+{
+    const struct {
+        const char* sizeVariable;
+        const char* rankVariable;
+        const char* launcher;
+    } launches[] = {{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "mpirun"},
+                    {"SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "srun"},
+                    {"PMI_SIZE", "PMI_RANK", "a PMI launcher"}};
+    for (const auto& launch : launches) {
+        setenv(launch.sizeVariable, "3", 1);
+        setenv(launch.rankVariable, "2", 1);
+        const LaunchEnvironment env = launchEnvironment();
+        unsetenv(launch.sizeVariable);
+        unsetenv(launch.rankVariable);
+        ASSERT_TRUE(env.launched()) << launch.sizeVariable;
+        try {
+            refuseLaunchWithoutMpi(env);
+            ADD_FAILURE() << "a launch by " << launch.sizeVariable << " was accepted without MPI";
+        } catch (const DistributedError& e) {
+            const std::string message = e.what();
+            EXPECT_NE(message.find("rank 2 of 3 by " + std::string(launch.launcher)), std::string::npos) << message;
+            EXPECT_NE(message.find("no MPI support"), std::string::npos) << message;
+            EXPECT_NE(message.find("libopenmpi-dev"), std::string::npos) << message;
+        }
+    }
+    // A launch of one rank, and a plain process, are a single process: nothing to refuse.
+    setenv("OMPI_COMM_WORLD_SIZE", "1", 1);
+    EXPECT_NO_THROW(refuseLaunchWithoutMpi(launchEnvironment()));
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    EXPECT_NO_THROW(refuseLaunchWithoutMpi(launchEnvironment()));
 }
 
 // Without MPI, a launch of several ranks is refused, naming the launcher; with MPI the same

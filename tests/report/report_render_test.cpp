@@ -247,6 +247,42 @@ private slots:
         QVERIFY(!mixed.reportsBitsPerCharacter());
     }
 
+    // A 1-rank against a 2-rank run: the world size in the overview and the settings (named
+    // among the settings that differ), each rank's throughput, and the rank each overflow of the
+    // data-parallel run started on.
+    void aDataParallelRunIsReportedWithItsRanks()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString db = dir.filePath(QStringLiteral("ranks.sqlite"));
+        SyntheticRun single;
+        single.name = QStringLiteral("mlp-1-rank");
+        single.precision = QStringLiteral("mixed-fp16");
+        single.epochs = 1;
+        SyntheticRun pair = single;
+        pair.name = QStringLiteral("mlp-2-ranks");
+        pair.worldSize = 2;
+        pair.samplesPerSecond = 12000;
+        const qint64 one = writeSyntheticRun(db, single), two = writeSyntheticRun(db, pair);
+        storage::RunStore store(db);
+        const ReportData data = loadReportData(store, {one, two});
+        QCOMPARE(data.runs[1].ranks.size(), 2);
+        const QString path = dir.filePath(QStringLiteral("report.md"));
+        writeReport(store, data, path, ReportFormat::Markdown);
+        const QString text = QString::fromUtf8(readAll(path));
+        QVERIFY2(text.contains(QStringLiteral("| Ranks |")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("| Data parallel | 1 process | 2 ranks, all-reduce in fp32, "
+                                              "sum-then-divide |")),
+                 qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("differ in: data parallel")), qPrintable(text));
+        // rank 1 at 12000 / 2 / 1.1 samples/s, 20% of its time in all-reduces.
+        QVERIFY2(text.contains(QStringLiteral("| mlp-2-ranks | 1 | 5,455 |")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("All-reduce share")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("| First rank |")), qPrintable(text));
+        // Overflows at steps 1, 2 and 3 start on ranks 1, 0 and 1.
+        QVERIFY2(text.contains(QRegularExpression(QStringLiteral("\\| 2 \\|[^\\n]*\\| 0 \\|\\n"))), qPrintable(text));
+    }
+
     void unwritablePathIsAnIoError_data()
     {
         QTest::addColumn<int>("format");

@@ -39,6 +39,8 @@ QString configJson(const SyntheticRun& run)
     config.data.limitTrain = std::int64_t(run.stepsPerEpoch) * kBatch;
     config.lossScale.growthInterval = kGrowthInterval;
     config.training.seed = run.seed;
+    if (run.worldSize > 1)
+        config.distributed.worldSize = run.worldSize;
     return QString::fromStdString(runConfigToJson(config));
 }
 
@@ -77,6 +79,7 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
         created.device = run.device;
         created.notes = run.notes;
         created.groupId = run.groupId;
+        created.worldSize = run.worldSize;
         id = store.createRun(created);
     }
     RunWriter writer(databasePath, id);
@@ -113,6 +116,8 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
                 overflow.scaleBefore = before;
                 overflow.scaleAfter = scale;
                 overflow.parameter = step % 3 == 0 ? "2.linear.weight" : "3.linear.weight";
+                if (run.worldSize > 1)
+                    overflow.firstRank = int(step % run.worldSize);
                 writer.onEvent(overflow);
             } else if (++goodSteps == kGrowthInterval) {
                 scale *= 2;
@@ -147,6 +152,8 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
     finish.wallSeconds = elapsed + 0.4 * run.epochs;
     if (run.peakMemoryBytes > 0)
         finish.peakBytes = std::size_t(run.peakMemoryBytes);
+    for (int r = 0; r < run.worldSize && run.worldSize > 1; ++r)
+        finish.ranks.push_back({r, elapsed, run.samplesPerSecond / run.worldSize / (1 + r / 10.0), 0.2 * elapsed});
     writer.finish(finish);
     return id;
 }

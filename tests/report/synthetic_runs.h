@@ -29,6 +29,9 @@ struct SyntheticRun {
     std::uint64_t seed = 42;
     // A char-gpt run on text (the same curves): the report gives its losses in bits per character.
     bool text = false;
+    // Ranks that trained it data-parallel (mpirun -np N): recorded with each rank's throughput
+    // (rank r at samplesPerSecond / N / (1 + r / 10)), and overflows that start on rank step % N.
+    int worldSize = 1;
 };
 
 // Test accuracy the synthetic run reports after epoch `epoch` (1-based).

@@ -205,6 +205,45 @@ private slots:
         QVERIFY(stoppedInfo.errorMessage.isEmpty());
     }
 
+    // A data-parallel run's facts as columns and rows, not only as text: its world size, each
+    // rank's throughput (written by the writer's finish, as RunRecorder does) and the rank an
+    // overflow started on.
+    void recordsDataParallelRuns()
+    {
+        NewRun run = sampleRun();
+        run.worldSize = 2;
+        const qint64 id = m_store->createRun(run);
+        QCOMPARE(m_store->run(id).worldSize, 2);
+        QCOMPARE(m_store->run(m_store->createRun(sampleRun())).worldSize, 1);
+        RunSummary finish = finishedSummary();
+        finish.ranks = {{0, 10.0, 800.0, 1.5}, {1, 10.5, 761.9, 2.5}};
+        {
+            RunWriter writer(m_path, id);
+            EventRecord overflow;
+            overflow.step = 7;
+            overflow.firstRank = 1;
+            writer.onEvent(overflow);
+            EventRecord plain;
+            plain.step = 8; // no rank of its own: the 16-bit sum overflowed
+            writer.onEvent(plain);
+            QVERIFY(writer.finish(finish));
+        }
+        const QList<RankThroughput> ranks = m_store->rankThroughput(id);
+        QCOMPARE(ranks.size(), 2);
+        QCOMPARE(ranks[1].rank, 1);
+        QCOMPARE(ranks[1].trainSeconds, 10.5);
+        QCOMPARE(ranks[1].samplesPerSecond, 761.9);
+        QCOMPARE(ranks[1].allReduceSeconds, 2.5);
+        QCOMPARE(ranks[0].allReduceShare(), 0.15);
+        const QList<EventRecord> events = m_store->events(id);
+        QCOMPARE(events[0].firstRank, 1);
+        QCOMPARE(events[1].firstRank, -1);
+        // Deleting the run deletes its ranks.
+        m_store->deleteRun(id);
+        RawDatabase db(m_path);
+        QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM run_ranks")).toInt(), 0);
+    }
+
     void findsRunsByIdOrName_data()
     {
         QTest::addColumn<QString>("key");

@@ -97,6 +97,19 @@ const QStringList kVersion5 = {
     QStringLiteral("ALTER TABLE runs ADD COLUMN kernels TEXT NOT NULL DEFAULT ''"),
 };
 
+const QStringList kVersion6 = {
+    QStringLiteral("ALTER TABLE numerics_tensors ADD COLUMN nan_count INTEGER"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN location_nan INTEGER"),
+    QStringLiteral(R"(CREATE TABLE numerics_gemm_inputs (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        step INTEGER NOT NULL, ordinal INTEGER NOT NULL, layer_index INTEGER NOT NULL, layer TEXT NOT NULL,
+        pass TEXT NOT NULL CHECK (pass IN ('fprop', 'dgrad', 'wgrad')),
+        operand TEXT NOT NULL CHECK (operand IN ('activation', 'weight', 'gradient')), format TEXT NOT NULL,
+        elements INTEGER NOT NULL, blocks INTEGER NOT NULL, clipped_blocks INTEGER NOT NULL,
+        nan_scale_blocks INTEGER NOT NULL, flushed INTEGER NOT NULL, non_finite INTEGER NOT NULL,
+        nan_count INTEGER NOT NULL, signal_energy REAL NOT NULL, noise_energy REAL, scale_exponents BLOB NOT NULL,
+        PRIMARY KEY (run_id, step, ordinal)) WITHOUT ROWID)"),
+};
+
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
@@ -111,6 +124,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion4;
     if (version >= 5)
         statements += kVersion5;
+    if (version >= 6)
+        statements += kVersion6;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -162,7 +177,7 @@ private slots:
     {
         QTest::addColumn<QString>("table");
         for (const char* table : {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags",
-                                  "numerics_steps", "numerics_tensors", "sweeps", "numerics_gemm_inputs"})
+                                  "numerics_steps", "numerics_tensors", "sweeps", "numerics_gemm_inputs", "run_ranks"})
             QTest::newRow(table) << QString::fromLatin1(table);
     }
     void createsCurrentSchema()
@@ -173,7 +188,7 @@ private slots:
         }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 6);
+        QCOMPARE(RunStore::schemaVersion(), 7);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(
@@ -201,6 +216,7 @@ private slots:
         QTest::newRow("from version 3") << 3;
         QTest::newRow("from version 4") << 4;
         QTest::newRow("from version 5") << 5;
+        QTest::newRow("from version 6") << 6;
     }
     void migratesForward()
     {
@@ -211,7 +227,9 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 6);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 7);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM run_ranks")).toInt(), 0);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE world_size != 1")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_gemm_inputs")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE kernels != ''")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM sweeps")).toInt(), 0);
@@ -318,12 +336,39 @@ private slots:
         QCOMPARE(fresh.gemmInputs[0].stats.scaleExponents, (std::map<int, std::size_t>{{7, 1}}));
     }
 
+    void worldSizeOfVersion6RunsComesFromTheirConfig()
+    {
+        // A version-6 database holding a 2-rank run, which recorded its world size only in its
+        // config, and a run whose config is not JSON at all (left at 1, not an error).
+        buildOldDatabase(m_path, 6);
+        if (QTest::currentTestFailed())
+            return;
+        {
+            RawDatabase db(m_path);
+            for (const QString& sql :
+                 {QStringLiteral("INSERT INTO runs (id, name, status, created_at, config_json) VALUES (3, 'dp-2', "
+                                 "'finished', '2024-01-03T10:00:00.000Z', "
+                                 "'{\"distributed\": {\"world_size\": 2, \"allreduce_dtype\": \"fp32\"}}')"),
+                  QStringLiteral("INSERT INTO runs (id, name, status, created_at, config_json) VALUES (4, 'bad', "
+                                 "'finished', '2024-01-03T11:00:00.000Z', 'not json')")}) {
+                QString error;
+                QVERIFY2(db.exec(sql, &error), qPrintable(error));
+            }
+        }
+        RunStore store(m_path);
+        QCOMPARE(store.run(3).worldSize, 2);
+        QCOMPARE(store.run(4).worldSize, 1);
+        QCOMPARE(store.run(1).worldSize, 1);
+        QVERIFY(store.rankThroughput(3).isEmpty()); // not recorded before version 7
+        QCOMPARE(store.events(1).front().firstRank, -1);
+    }
+
     void refusesNewerVersion_data()
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 7") << 7 << false;
-        QTest::newRow("version 7, WAL") << 7 << true;
+        QTest::newRow("version 8") << 8 << false;
+        QTest::newRow("version 8, WAL") << 8 << true;
         QTest::newRow("version 1000") << 1000 << false;
     }
     void refusesNewerVersion()

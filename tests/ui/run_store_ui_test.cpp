@@ -2,6 +2,7 @@
 // lists them (sort, filter, rename, notes, tags, delete) and opens one read back from
 // SQLite, and the comparison computes speedups and shows only the settings that differ; a
 // language model's run is sampled from in the browser.
+#include "engine/config/presets.h"
 #include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
 #include "ui/comparison_table_model.h"
@@ -14,6 +15,7 @@
 #include "ui/run_list_model.h"
 #include "ui/run_monitor.h"
 #include "ui/sampling_dialog.h"
+#include "ui/stored_run.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
@@ -364,6 +366,75 @@ private slots:
             std::find_if(diffs.begin(), diffs.end(), [](const auto& d) { return d.key == "precision.mode"; });
         QCOMPARE(mode->values, QStringList({"fp32", "mixed-bf16"}));
         QCOMPARE(diffs.back().values.size(), 2);
+    }
+
+    // A 1-rank and a 2-rank run of one config, recorded as mantissa-cli train and mpirun -np 2
+    // record them (rank 0 writes the world size and every rank's throughput): the run list,
+    // the comparison's table and its config diff tell them apart.
+    void aOneRankAndATwoRankRunAreToldApart()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        storage::RunStore store(dir.filePath("runs.sqlite"));
+        RunConfig config = presetConfig("mlp");
+        const auto record = [&](const RunConfig& c, int ranks, double samplesPerSecond) {
+            storage::NewRun run;
+            run.configJson = QString::fromStdString(runConfigToJson(c));
+            run.preset = "mlp";
+            run.precision = "fp32";
+            run.worldSize = ranks;
+            const qint64 id = store.createRun(run);
+            RunSummary s;
+            s.status = RunStatus::Finished;
+            s.samplesPerSecond = samplesPerSecond;
+            for (int r = 0; r < ranks && ranks > 1; ++r)
+                s.ranks.push_back({r, 2.0, samplesPerSecond / ranks, 0.25 * (r + 1)});
+            store.finishRun(id, s);
+            return id;
+        };
+        const qint64 one = record(config, 1, 7400);
+        config.distributed.worldSize = 2;
+        const qint64 two = record(config, 2, 3454);
+
+        RunListModel runs;
+        runs.setStore(&store);
+        const int twoRow = runs.rowOfRun(two), oneRow = runs.rowOfRun(one);
+        QCOMPARE(runs.data(runs.index(twoRow, RunListModel::Ranks)).toInt(), 2);
+        QCOMPARE(runs.data(runs.index(oneRow, RunListModel::Ranks)).toInt(), 1);
+        QCOMPARE(runs.data(runs.index(twoRow, RunListModel::Ranks), Qt::ToolTipRole).toString(),
+                 QString("2 ranks, all-reduce in fp32, sum-then-divide"));
+
+        ComparisonTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setRuns({loadStoredRun(store, one), loadStoredRun(store, two)});
+        QCOMPARE(model.data(model.index(0, ComparisonTableModel::Ranks)).toInt(), 1);
+        QCOMPARE(model.data(model.index(1, ComparisonTableModel::Ranks)).toInt(), 2);
+        QCOMPARE(model.data(model.index(0, ComparisonTableModel::Throughput)).toString(), QString("7400"));
+        QCOMPARE(model.data(model.index(1, ComparisonTableModel::Throughput)).toString(), QString("3454"));
+        const QString perRank =
+            model.data(model.index(1, ComparisonTableModel::Throughput), Qt::ToolTipRole).toString();
+        QVERIFY2(perRank.contains("rank 1: 1727 samples/s, all-reduce 25% of its step time"), qPrintable(perRank));
+        QVERIFY(model.data(model.index(0, ComparisonTableModel::Throughput), Qt::ToolTipRole).isNull());
+
+        QStringList configs{store.run(one).configJson, store.run(two).configJson};
+        QMap<QString, QStringList> differing;
+        for (const ConfigDifference& d : diffConfigs(configs))
+            differing[d.key] = d.values;
+        QCOMPARE(differing.value("distributed.world_size"), QStringList({"1", "2"}));
+        QCOMPARE(differing.value("distributed.allreduce_dtype"), QStringList({"none (1 process)", "fp32"}));
+        QCOMPARE(differing.value("distributed.reduction"), QStringList({"none (1 process)", "sum-then-divide"}));
+        QCOMPARE(differing.size(), 3); // nothing else differs
+        // Two single processes do not differ in it.
+        QVERIFY(diffConfigs({configs[0], configs[0]}).isEmpty());
+
+        // The monitor's heading says how the opened run was trained; a single process's says nothing of it.
+        RunMonitor monitor;
+        monitor.setRecording(loadStoredRun(store, two));
+        const QLabel* heading = monitor.findChild<QLabel*>("monitorHeading");
+        QVERIFY(heading);
+        QVERIFY2(heading->text().contains("2 ranks, all-reduce in fp32, sum-then-divide"), qPrintable(heading->text()));
+        monitor.setRecording(loadStoredRun(store, one));
+        QVERIFY2(!heading->text().contains("rank"), qPrintable(heading->text()));
     }
 };
 
