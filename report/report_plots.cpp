@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace mantissa::report {
 
@@ -210,66 +211,62 @@ void fillLoss(QCustomPlot& plot, const ReportData& data)
     plot.yAxis->setRange(0, lossCeiling(train, test));
 }
 
-void fillAccuracy(QCustomPlot& plot, const ReportData& data)
+// The finite values the epoch curves hold, and the last epoch.
+struct EpochExtent {
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -std::numeric_limits<double>::infinity();
+    double lastEpoch = 1;
+};
+
+// Each run's test value after every epoch (solid, discs) and train value over it (dashed,
+// circles): `field * factor`, on an epoch axis with a tick per epoch.
+EpochExtent addEpochCurves(QCustomPlot& plot, const ReportData& data, float EpochRecord::*testField,
+                           float EpochRecord::*trainField, double factor)
 {
-    double lo = 100, hi = 0, lastEpoch = 1;
+    EpochExtent extent;
     for (int i = 0; i < data.runs.size(); ++i) {
         const RunData& run = data.runs[i];
-        QCPGraph* test = addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6),
-                                  epochValues(run, &EpochRecord::testAccuracy, 100.0));
+        QCPGraph* test =
+            addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6), epochValues(run, testField, factor));
         test->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, runColor(i), 5));
         QCPGraph* train = addGraph(plot, run.label + QStringLiteral(" train"), runPen(i, 1.2, Qt::DashLine),
-                                   epochValues(run, &EpochRecord::trainAccuracy, 100.0));
+                                   epochValues(run, trainField, factor));
         train->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(runColor(i), 1.0), Qt::white, 5));
         for (const EpochRecord& e : run.epochs) {
-            for (double v : {double(e.testAccuracy) * 100, double(e.trainAccuracy) * 100}) {
+            for (double v : {double(e.*testField) * factor, double(e.*trainField) * factor}) {
                 if (std::isfinite(v)) {
-                    lo = std::min(lo, v);
-                    hi = std::max(hi, v);
+                    extent.lo = std::min(extent.lo, v);
+                    extent.hi = std::max(extent.hi, v);
                 }
             }
-            lastEpoch = std::max(lastEpoch, double(e.epoch));
+            extent.lastEpoch = std::max(extent.lastEpoch, double(e.epoch));
         }
     }
     auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
     ticker->setTickStep(1.0);
     ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
     plot.xAxis->setTicker(ticker);
-    plot.xAxis->setRange(0.5, lastEpoch + 0.5);
-    if (hi < lo) {
-        lo = 0;
-        hi = 100;
+    plot.xAxis->setRange(0.5, extent.lastEpoch + 0.5);
+    return extent;
+}
+
+void fillAccuracy(QCustomPlot& plot, const ReportData& data)
+{
+    EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testAccuracy, &EpochRecord::trainAccuracy, 100.0);
+    if (extent.hi < extent.lo) {
+        extent.lo = 0;
+        extent.hi = 100;
     }
-    const double pad = std::max(1.0, (hi - lo) * 0.08);
-    plot.yAxis->setRange(std::max(0.0, lo - pad), std::min(100.0, hi + pad));
+    const double pad = std::max(1.0, (extent.hi - extent.lo) * 0.08);
+    plot.yAxis->setRange(std::max(0.0, extent.lo - pad), std::min(100.0, extent.hi + pad));
 }
 
 // A language model's epochs: train and test loss in bits per character (loss / ln 2).
 void fillBitsPerCharacter(QCustomPlot& plot, const ReportData& data)
 {
-    const double perNat = 1.0 / std::log(2.0);
-    double hi = 0, lastEpoch = 1;
-    for (int i = 0; i < data.runs.size(); ++i) {
-        const RunData& run = data.runs[i];
-        QCPGraph* test = addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6),
-                                  epochValues(run, &EpochRecord::testLoss, perNat));
-        test->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, runColor(i), 5));
-        QCPGraph* train = addGraph(plot, run.label + QStringLiteral(" train"), runPen(i, 1.2, Qt::DashLine),
-                                   epochValues(run, &EpochRecord::trainLoss, perNat));
-        train->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(runColor(i), 1.0), Qt::white, 5));
-        for (const EpochRecord& e : run.epochs) {
-            for (double v : {double(e.testLoss) * perNat, double(e.trainLoss) * perNat})
-                if (std::isfinite(v))
-                    hi = std::max(hi, v);
-            lastEpoch = std::max(lastEpoch, double(e.epoch));
-        }
-    }
-    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-    ticker->setTickStep(1.0);
-    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-    plot.xAxis->setTicker(ticker);
-    plot.xAxis->setRange(0.5, lastEpoch + 0.5);
-    plot.yAxis->setRange(0, hi > 0 ? hi * 1.1 : 8);
+    const EpochExtent extent =
+        addEpochCurves(plot, data, &EpochRecord::testLoss, &EpochRecord::trainLoss, 1.0 / std::log(2.0));
+    plot.yAxis->setRange(0, extent.hi > 0 ? extent.hi * 1.1 : 8);
 }
 
 void fillLossScale(QCustomPlot& plot, const ReportData& data)
