@@ -14,7 +14,8 @@
 // --repeat R measures every mode of a model R times, interleaved (mode 1, mode 2, ..., mode 1,
 // mode 2, ...), and prints the median samples/s; the last column, "time vs MODE", is the median
 // over the rounds of each round's step-time ratio to --ratio-to's mode (default mixed-bf16), so
-// that a machine whose load changes during the run still gives a fair ratio.
+// that a machine whose load changes during the run still gives a fair ratio. The train loss
+// column gives the timed run's mean loss in hex: two builds that train alike print the same.
 //
 // --graphs is training.graphs: auto (the default, as in a run) captures the step after its
 // first run and replays it as a CUDA graph on a GPU and runs op by op on the CPU; on also
@@ -60,6 +61,7 @@ struct Measured {
     std::size_t peakBytes = 0;
     std::string stepMode;     // "graph" or "op by op (why)"
     std::int64_t skipped = 0; // overflow steps: each is located by running its passes again
+    float trainLoss = 0;      // the timed run's mean loss: equal bits, equal training
 };
 
 Measured measure(Backend& backend, const std::string& device, const std::string& preset, PrecisionMode mode,
@@ -92,7 +94,7 @@ Measured measure(Backend& backend, const std::string& device, const std::string&
     const RunSummary summary = trainer.run();
     if (summary.status == RunStatus::Failed)
         throw Error(preset + " " + precisionModeName(mode) + ": the run failed: " + summary.message);
-    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph", summary.skippedSteps};
+    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph", summary.skippedSteps, summary.trainLoss};
     if (trainer.graphSteps() == 0)
         m.stepMode = "op by op (" + trainer.graphStatus() + ")";
     return m;
@@ -202,9 +204,9 @@ int main(int argc, char** argv)
     // New columns go at the end, so that readers of the first six keep working.
     std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step | skipped "
                 "| kernels "
-                "| %% of GEMM peak | time vs %s (median of %d) |\n",
+                "| %% of GEMM peak | time vs %s (median of %d) | train loss (bits) |\n",
                 ratioTo.c_str(), repeat);
-    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     std::vector<PrecisionMode> parsed;
     for (const auto& modeName : modes) {
         const auto mode = parsePrecisionMode(modeName);
@@ -251,11 +253,12 @@ int main(int argc, char** argv)
             const double tflops = 3.0 * forwardFlops * rate * 1e-12;
             const std::string path = kernelPath(mode, backend.kernelPaths());
             const double peak = path.rfind("native", 0) == 0 ? peak16 : peak32;
-            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s | %lld | %s | %.0f%% | %s |\n", model.c_str(),
-                        static_cast<long long>(presetConfig(model).training.batchSize), modes[i].c_str(), rate,
-                        ratio.c_str(), static_cast<double>(m.peakBytes) / (1024.0 * 1024.0), tflops, m.stepMode.c_str(),
-                        static_cast<long long>(m.skipped), path.c_str(), peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0,
-                        relative.c_str());
+            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s | %lld | %s | %.0f%% | %s | %a |\n",
+                        model.c_str(), static_cast<long long>(presetConfig(model).training.batchSize), modes[i].c_str(),
+                        rate, ratio.c_str(), static_cast<double>(m.peakBytes) / (1024.0 * 1024.0), tflops,
+                        m.stepMode.c_str(), static_cast<long long>(m.skipped), path.c_str(),
+                        peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0, relative.c_str(),
+                        static_cast<double>(m.trainLoss));
             std::fflush(stdout);
         }
     }
