@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <limits>
 
 namespace mantissa {
 
@@ -13,6 +14,9 @@ namespace {
 
 using fastq::Plan;
 
+constexpr float kMaxFloat = std::numeric_limits<float>::max();
+constexpr float kNvfp4ScaleRange = 448.0f * 6.0f; // E4M3 max times E2M1 max
+constexpr float kNvfp4DecodeFactor = static_cast<float>(1.0 / (6.0 * 448.0));
 // |x| bits at or above Inf's are a NaN or an Inf (fast_quantizer_simd.h's amaxBits).
 constexpr std::uint32_t kInfinityBits = 0x7f800000u;
 // Below this many values one thread does it all: waking the team costs more than it saves.
@@ -33,6 +37,24 @@ public:
         : m_op(in), m_out(out.data), m_format(format), m_rounding(fastq::roundingOf(format.element)),
           m_ops(fastq::simdOps(in.bf16, out.bf16))
     {}
+
+    // NVFP4's per-tensor level, before its blocks: false when the operand is not all finite.
+    bool planNvfp4()
+    {
+        const std::size_t n = m_op.count();
+        const auto chunks = static_cast<std::int64_t>((n + kChunk - 1) / kChunk);
+        std::uint32_t amax = 0;
+#pragma omp parallel for schedule(static) reduction(max : amax) if (n >= kParallelFrom)
+        for (std::int64_t c = 0; c < chunks; ++c) {
+            const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
+            amax = std::max(amax, m_ops.amaxBits(m_op.data, begin, std::min(kChunk, n - begin)));
+        }
+        if (amax >= kInfinityBits)
+            return false;
+        m_tensorAmax = std::bit_cast<float>(amax);
+        m_tensorEncodeScale = m_tensorAmax == 0.0f ? 1.0f : std::min(kNvfp4ScaleRange / m_tensorAmax, kMaxFloat);
+        return true;
+    }
 
     FastResult perTensor(std::optional<float> fixedScale, float* tensorAmax) const
     {
@@ -182,7 +204,14 @@ private:
     // operand then goes to the slow path.
     Plan blockPlan(std::uint32_t amaxBits) const
     {
-        return fastq::blockPlan(amaxBits < kInfinityBits ? std::bit_cast<float>(amaxBits) : 0.0f, m_format);
+        const float amax = amaxBits < kInfinityBits ? std::bit_cast<float>(amaxBits) : 0.0f;
+        if (m_format.scheme != ScalingScheme::Nvfp4)
+            return fastq::blockPlan(amax, m_format);
+        // block_quantizer.cpp's nvfp4Plan: the block scale amax / 6 in the tensor's scale,
+        // rounded to E4M3 (nearest even, saturating: roundOne on E4M3 gives its value); a
+        // block scale of 0 flushes the block. Values decode * (scale * tensor amax * 1/2688).
+        const float decoded = fastq::roundOne(amax / 6.0f * m_tensorEncodeScale, 1.0f, 1.0f, m_blockScaleRounding);
+        return {decoded == 0.0f ? 0.0f : m_tensorEncodeScale / decoded, decoded * m_tensorAmax * kNvfp4DecodeFactor};
     }
 
     const FastOperand& m_op;
@@ -190,12 +219,14 @@ private:
     const QuantFormat& m_format;
     fastq::ElementRounding m_rounding;
     const fastq::SimdOps& m_ops;
+    fastq::ElementRounding m_blockScaleRounding = fastq::roundingOf(MiniFloat::E4M3);
+    float m_tensorAmax = 0.0f, m_tensorEncodeScale = 1.0f;
 };
 
 bool applies(const FastOperand& in, const QuantFormat& format, std::optional<float> fixedScale)
 {
     const bool scheme = format.scheme == ScalingScheme::PerTensor || format.scheme == ScalingScheme::Fp32Blocks ||
-                        format.scheme == ScalingScheme::Mx;
+                        format.scheme == ScalingScheme::Mx || format.scheme == ScalingScheme::Nvfp4;
     if (!scheme || format.element == MiniFloat::E8M0 || format.encoding.rounding != Rounding::NearestEven ||
         in.count() == 0 || !in.data)
         return false;
@@ -216,7 +247,9 @@ FastResult quantizeOperandFast(const FastOperand& in, const FastOperandOutput& o
 {
     if (!applies(in, format, fixedScale))
         return FastResult::SlowPath;
-    const Kernel kernel(in, out, format);
+    Kernel kernel(in, out, format);
+    if (format.scheme == ScalingScheme::Nvfp4 && !kernel.planNvfp4())
+        return FastResult::SlowPath;
     if (in.layout == FastOperand::Layout::Tiles)
         return kernel.tiles();
     if (format.scheme == ScalingScheme::PerTensor)

@@ -3,7 +3,8 @@
 // block quantiser's codes and scatters back), bit for bit: every layout (K along rows, down
 // columns, across a convolution's batch and pixels, 128x128 tiles), every scheme and element,
 // bf16 and fp32 in and out, on AVX-512 and on the portable loops; bf16 output is refused
-// exactly where a value is not a bf16; and what it leaves to the slow path.
+// exactly where a value is not a bf16; and what it leaves to the slow path (stochastic
+// rounding, non-finite values, a partial block the format refuses).
 #include "engine/model/gemm_inputs.h"
 #include "engine/numerics/conversions.h"
 #include "engine/numerics/fast_operand_quantizer.h"
@@ -151,6 +152,8 @@ TEST_P(FastOperandQuantizer, EveryLayoutSchemeAndElementMatchesTheSlowPath)
                                                formatOf(ScalingScheme::Fp32Blocks, element, 128)};
             for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::Ceil, MxScaleRule::RCeil})
                 formats.push_back(formatOf(ScalingScheme::Mx, element, 32, rule));
+            if (element == MiniFloat::E2M1)
+                formats.push_back(formatOf(ScalingScheme::Nvfp4, element, 16));
             for (const OperandFormat& f : formats) {
                 const std::string what = std::string(c.name) + ", " + describeQuantFormat(f.format);
                 expectFastMatches(values, op, f, slowPath(values, c.layout, f), what,
@@ -251,8 +254,9 @@ TEST_P(FastOperandQuantizer, LeavesTheOtherCasesToTheSlowPath)
     OperandFormat stochastic = mx;
     stochastic.format.encoding.rounding = Rounding::Stochastic;
     EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, stochastic.format), FastResult::SlowPath);
-    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, formatOf(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16).format),
-              FastResult::SlowPath);
+    OperandFormat nvfp4Stochastic = formatOf(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16);
+    nvfp4Stochastic.format.encoding.rounding = Rounding::Stochastic;
+    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, nvfp4Stochastic.format), FastResult::SlowPath);
     OperandFormat refuse = mx;
     refuse.format.partialBlocks = PartialBlock::Refuse;
     op.k = 48;
