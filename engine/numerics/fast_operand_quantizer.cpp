@@ -22,7 +22,7 @@ constexpr std::uint32_t kInfinityBits = 0x7f800000u;
 // Below this many values one thread does it all: waking the team costs more than it saves.
 constexpr std::size_t kParallelFrom = std::size_t{1} << 15;
 constexpr std::size_t kChunk = 4096; // values per work item of the per-tensor passes
-constexpr std::size_t kLanes = 64;   // columns per work item when blocks run down the columns
+constexpr std::size_t kLanes = 256;  // columns per work item when blocks run down the columns
 
 FastResult outcome(bool finite, std::uint32_t lost)
 {

@@ -23,7 +23,8 @@ namespace mantissa {
 //  Around: [outer, k, inner] too, but K is (outer, inner) flattened: a block runs along it for
 //          each k (a convolution's weight gradient: K is batch x pixels, the rows are channels).
 //  Tiles:  a matrix of outer x k (inner 1) in square tiles of `tile` x `tile`, one fp32 scale each.
-// Per-tensor formats ignore the layout.
+// Per-tensor formats ignore the layout. Schemes: per tensor (current or a given scale), fp32
+// blocks, MX and NVFP4, all rounded to nearest even.
 struct FastOperand {
     enum class Layout : std::uint8_t { Along, Around, Tiles };
     const void* data = nullptr;
@@ -41,7 +42,8 @@ struct FastOperandOutput {
 
 enum class FastResult : std::uint8_t {
     Done,
-    SlowPath,  // the fast path does not apply (see quantizeDequantizeFast); nothing useful written
+    SlowPath,  // not for the fast path: stochastic rounding, E8M0 or unscaled elements, a NaN or an
+               // Inf in the operand, a partial block the format refuses; nothing useful written
     NeedsFp32, // bf16 output asked for, but a value is not exactly a bf16: ask again for fp32
 };
 

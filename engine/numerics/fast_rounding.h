@@ -74,8 +74,12 @@ inline Plan mxPlan(float amax, const QuantFormat& format)
     int exponent = -127;
     if (amax != 0.0f) {
         const MiniFloatFormat& element = miniFloatFormat(format.element);
-        const int floorLog = std::ilogb(amax);
-        const bool exactPower = amax == std::ldexp(1.0f, floorLog);
+        // floor(log2 amax) and whether amax is a power of two, from the bits of a normal amax
+        // (amax > 0 here); the library's ilogb for a subnormal one.
+        const auto bits = std::bit_cast<std::uint32_t>(amax);
+        const int biased = static_cast<int>(bits >> 23);
+        const int floorLog = biased != 0 ? biased - 127 : std::ilogb(amax);
+        const bool exactPower = biased != 0 ? (bits & 0x7fffffu) == 0 : amax == powerOfTwo(floorLog);
         switch (format.scaleRule) {
         case MxScaleRule::Floor: exponent = floorLog - element.maxExponent(); break;
         case MxScaleRule::Ceil: exponent = floorLog + (exactPower ? 0 : 1) - element.maxExponent(); break;

@@ -129,6 +129,7 @@ const Case kCases[] = {
     {KLayout::around(3, 4, 100), FastOperand::Layout::Around, "around 3x4x100"}, // blocks inside an image
     {KLayout::rows(256, 1024), FastOperand::Layout::Along, "rows 256x1024"},     // split over threads
     {KLayout::along(1, 512, 256), FastOperand::Layout::Along, "columns 512x256"},
+    {KLayout::along(2, 40, 600), FastOperand::Layout::Along, "columns 2x40x600"}, // 256 + 256 + 88 columns
 };
 
 class FastOperandQuantizer : public ::testing::TestWithParam<bool> {
@@ -204,18 +205,25 @@ TEST_P(FastOperandQuantizer, MxValuesBelowBf16sRangeAskForFp32)
 {
     // A block whose amax 2^-119 clamps the E8M0 scale at 2^-127: an E4M3 subnormal 2^-9 times it
     // is 2^-136, an fp32 subnormal but below bf16's smallest (2^-133).
-    std::vector<float> v(32, 0.0f);
+    std::vector<float> v(96, 0.0f);
     v[0] = std::ldexp(1.0f, -119);
     v[1] = std::ldexp(1.0f, -136);
+    // A block whose amax is itself subnormal, and one whose amax is a power of two (the ceil
+    // rule's exact case).
+    v[32] = std::ldexp(1.0f, -140);
+    v[33] = 3 * std::ldexp(1.0f, -147);
+    v[64] = -0.125f;
+    v[65] = 0.1f;
     const OperandFormat f = formatOf(ScalingScheme::Mx, MiniFloat::E4M3, 32);
-    const Case c{KLayout::rows(1, 32), FastOperand::Layout::Along, "tiny"};
+    const Case c{KLayout::rows(1, 96), FastOperand::Layout::Along, "tiny"};
     const std::vector<float> want = slowPath(v, c.layout, f);
     ASSERT_EQ(want[1], std::ldexp(1.0f, -136));
-    std::vector<std::uint16_t> bf16(32);
-    floatToBFloat16(v.data(), bf16.data(), 32);
-    std::vector<std::uint16_t> out16(32);
-    EXPECT_EQ(quantizeOperandFast(operandOf(v, bf16, false, c), {out16.data(), true}, f.format), FastResult::NeedsFp32);
-    expectFastMatches(v, operandOf(v, bf16, false, c), f, want, "tiny", false);
+    std::vector<std::uint16_t> out16(96);
+    EXPECT_EQ(quantizeOperandFast(operandOf(v, {}, false, c), {out16.data(), true}, f.format), FastResult::NeedsFp32);
+    for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::Ceil, MxScaleRule::RCeil}) {
+        const OperandFormat g = formatOf(ScalingScheme::Mx, MiniFloat::E4M3, 32, rule);
+        expectFastMatches(v, operandOf(v, {}, false, c), g, slowPath(v, c.layout, g), "tiny", false);
+    }
 }
 
 TEST_P(FastOperandQuantizer, DelayedScalingUsesTheGivenScaleAndMeasuresTheAmax)
