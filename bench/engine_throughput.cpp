@@ -5,11 +5,17 @@
 //
 //   engine_throughput [--device auto|cpu|cuda[:N]] [--steps N] [--warmup N] [--threads N]
 //                     [--models mlp,cnn] [--modes fp32,mixed-fp16] [--graphs auto|on|off]
-//                     [--cpu-kernels auto|native|emulated]
+//                     [--cpu-kernels auto|native|emulated] [--repeat R] [--ratio-to MODE]
 //
 // The header states the kernels each 16-bit type takes (Backend::kernelPaths) and this
 // machine's practical GEMM peak: the backend's own 2048x2048x2048 product in fp32 and in bf16,
 // timed here, against which each row's achieved rate is a percentage.
+//
+// --repeat R measures every mode of a model R times, interleaved (mode 1, mode 2, ..., mode 1,
+// mode 2, ...), and prints the median samples/s; the last column, "time vs MODE", is the median
+// over the rounds of each round's step-time ratio to --ratio-to's mode (default mixed-bf16), so
+// that a machine whose load changes during the run still gives a fair ratio. The train loss
+// column gives the timed run's mean loss in hex: two builds that train alike print the same.
 //
 // --graphs is training.graphs: auto (the default, as in a run) captures the step after its
 // first run and replays it as a CUDA graph on a GPU and runs op by op on the CPU; on also
@@ -55,6 +61,7 @@ struct Measured {
     std::size_t peakBytes = 0;
     std::string stepMode;     // "graph" or "op by op (why)"
     std::int64_t skipped = 0; // overflow steps: each is located by running its passes again
+    float trainLoss = 0;      // the timed run's mean loss: equal bits, equal training
 };
 
 Measured measure(Backend& backend, const std::string& device, const std::string& preset, PrecisionMode mode,
@@ -87,7 +94,7 @@ Measured measure(Backend& backend, const std::string& device, const std::string&
     const RunSummary summary = trainer.run();
     if (summary.status == RunStatus::Failed)
         throw Error(preset + " " + precisionModeName(mode) + ": the run failed: " + summary.message);
-    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph", summary.skippedSteps};
+    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph", summary.skippedSteps, summary.trainLoss};
     if (trainer.graphSteps() == 0)
         m.stepMode = "op by op (" + trainer.graphStatus() + ")";
     return m;
@@ -145,6 +152,8 @@ int main(int argc, char** argv)
     CpuKernels kernels = CpuKernels::Auto;
     std::vector<std::string> models{"mlp", "cnn"};
     std::vector<std::string> modes{"fp32", "mixed-fp16"};
+    int repeat = 1;
+    std::string ratioTo = "mixed-bf16";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         const std::string value = argv[i + 1];
@@ -162,6 +171,10 @@ int main(int argc, char** argv)
             modes = splitList(value);
         else if (flag == "--graphs" && parseEnum<AutoSwitch>(value))
             graphs = *parseEnum<AutoSwitch>(value);
+        else if (flag == "--repeat" && std::atoi(value.c_str()) > 0)
+            repeat = std::atoi(value.c_str());
+        else if (flag == "--ratio-to")
+            ratioTo = value;
         else if (flag == "--cpu-kernels" && parseEnum<CpuKernels>(value))
             kernels = *parseEnum<CpuKernels>(value);
         else {
@@ -191,30 +204,61 @@ int main(int argc, char** argv)
     // New columns go at the end, so that readers of the first six keep working.
     std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step | skipped "
                 "| kernels "
-                "| %% of GEMM peak |\n");
-    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+                "| %% of GEMM peak | time vs %s (median of %d) | train loss (bits) |\n",
+                ratioTo.c_str(), repeat);
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    std::vector<PrecisionMode> parsed;
+    for (const auto& modeName : modes) {
+        const auto mode = parsePrecisionMode(modeName);
+        if (!mode) {
+            std::fprintf(stderr, "unknown precision %s\n", modeName.c_str());
+            return 2;
+        }
+        parsed.push_back(*mode);
+    }
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const std::size_t n = v.size();
+        return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    const auto reference = std::find(modes.begin(), modes.end(), ratioTo);
     for (const auto& model : models) {
-        double fp32Rate = 0;
-        for (const auto& modeName : modes) {
-            const auto mode = parsePrecisionMode(modeName);
-            if (!mode) {
-                std::fprintf(stderr, "unknown precision %s\n", modeName.c_str());
-                return 2;
+        // rates[mode][round]; the rounds interleave the modes.
+        std::vector<std::vector<double>> rates(parsed.size());
+        std::vector<Measured> last(parsed.size());
+        for (int round = 0; round < repeat; ++round)
+            for (std::size_t i = 0; i < parsed.size(); ++i) {
+                last[i] = measure(backend, device, model, parsed[i], threads, graphs, warmup, steps);
+                rates[i].push_back(last[i].samplesPerSecond);
             }
-            const Measured m = measure(backend, device, model, *mode, threads, graphs, warmup, steps);
-            const double rate = m.samplesPerSecond;
+        double fp32Rate = 0;
+        for (std::size_t i = 0; i < parsed.size(); ++i)
+            if (parsed[i] == PrecisionMode::Fp32)
+                fp32Rate = median(rates[i]);
+        for (std::size_t i = 0; i < parsed.size(); ++i) {
+            const PrecisionMode mode = parsed[i];
+            const Measured& m = last[i];
+            const double rate = median(rates[i]);
             const double forwardFlops =
                 static_cast<double>(validateModel(presetConfig(model).model).totalFlopsPerSample);
-            if (*mode == PrecisionMode::Fp32)
-                fp32Rate = rate;
             const std::string ratio = fp32Rate > 0 ? std::to_string(fp32Rate / rate).substr(0, 4) + "x" : "-";
+            std::string relative = "-";
+            if (reference != modes.end()) {
+                const auto& ref = rates[static_cast<std::size_t>(reference - modes.begin())];
+                std::vector<double> ratios;
+                for (int round = 0; round < repeat; ++round)
+                    ratios.push_back(ref[static_cast<std::size_t>(round)] / rates[i][static_cast<std::size_t>(round)]);
+                relative = std::to_string(median(ratios)).substr(0, 4) + "x";
+            }
             const double tflops = 3.0 * forwardFlops * rate * 1e-12;
-            const std::string path = kernelPath(*mode, backend.kernelPaths());
+            const std::string path = kernelPath(mode, backend.kernelPaths());
             const double peak = path.rfind("native", 0) == 0 ? peak16 : peak32;
-            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s | %lld | %s | %.0f%% |\n", model.c_str(),
-                        static_cast<long long>(presetConfig(model).training.batchSize), modeName.c_str(), rate,
-                        ratio.c_str(), static_cast<double>(m.peakBytes) / (1024.0 * 1024.0), tflops, m.stepMode.c_str(),
-                        static_cast<long long>(m.skipped), path.c_str(), peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0);
+            std::printf("| %s | %lld | %s | %.0f | %s | %.1f | %.3f | %s | %lld | %s | %.0f%% | %s | %a |\n",
+                        model.c_str(), static_cast<long long>(presetConfig(model).training.batchSize), modes[i].c_str(),
+                        rate, ratio.c_str(), static_cast<double>(m.peakBytes) / (1024.0 * 1024.0), tflops,
+                        m.stepMode.c_str(), static_cast<long long>(m.skipped), path.c_str(),
+                        peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0, relative.c_str(),
+                        static_cast<double>(m.trainLoss));
             std::fflush(stdout);
         }
     }

@@ -2,13 +2,16 @@
 
 #include "engine/backend/backend.h"
 #include "engine/numerics/block_quantizer.h"
+#include "engine/numerics/fast_operand_quantizer.h"
 #include "engine/numerics/fast_quantizer.h"
 #include "engine/numerics/stochastic_bits.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace mantissa {
@@ -189,6 +192,54 @@ float GemmInputQuantizer::delayedScaleFor(AmaxHistory& h, const GemmInputCall& c
     return h.scale;
 }
 
+namespace {
+
+// Whether a format's quantise-dequantised values are bf16 numbers, so that the GEMM can read
+// them natively: MX elements (at most 3 mantissa bits) times a power-of-two scale are,
+// unless they fall below bf16's smallest subnormal, which is checked value by value. fp32
+// scales (per tensor, 1x128, 128x128, NVFP4's) make values of up to 24 significant bits.
+bool decodesToBf16(const OperandFormat& format)
+{
+    return format.format.scheme == ScalingScheme::Mx && format.tile2d == 0 && !format.delayed;
+}
+
+// `values` as bf16 when every one is exactly a bf16 (the low half of its bits is zero).
+std::optional<std::vector<std::uint16_t>> exactBf16(std::span<const float> values)
+{
+    std::vector<std::uint16_t> bits(values.size());
+    std::uint32_t lost = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const auto b = std::bit_cast<std::uint32_t>(values[i]);
+        bits[i] = static_cast<std::uint16_t>(b >> 16);
+        lost |= b & 0xffffu;
+    }
+    if (lost)
+        return std::nullopt;
+    return bits;
+}
+
+// The operand as the fast quantiser reads it in its own buffer.
+FastOperand fastOperand(const Tensor& t, const KLayout& layout, const OperandFormat& format)
+{
+    FastOperand op;
+    op.data = t.data();
+    op.bf16 = t.dtype() == DType::BF16;
+    if (format.tile2d > 0) {
+        op.layout = FastOperand::Layout::Tiles;
+        op.outer = static_cast<std::size_t>(t.shape()[0]);
+        op.k = static_cast<std::size_t>(t.numel()) / op.outer;
+        op.tile = format.tile2d;
+        return op;
+    }
+    op.layout = layout.kind == KLayout::Kind::Along ? FastOperand::Layout::Along : FastOperand::Layout::Around;
+    op.outer = static_cast<std::size_t>(layout.outer);
+    op.k = static_cast<std::size_t>(layout.k);
+    op.inner = static_cast<std::size_t>(layout.inner);
+    return op;
+}
+
+} // namespace
+
 Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
                                    const KLayout& layout)
 {
@@ -202,26 +253,49 @@ Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, G
     const OperandFormat format = operandFormat(m_recipe, operand, m_options);
     OperandFormat seeded = format;
     seeded.format.encoding.seed = call.seed;
-    const std::vector<float> values = t.toFloats();
 
     float scale = 1.0f;
     AmaxHistory& history = m_history[static_cast<int>(operand)];
-    if (format.delayed) {
+    if (format.delayed)
         scale = delayedScaleFor(history, call, format.format.element);
-        if (call.training) {
-            const float amax = finiteAmax(values);
-            history.pending = history.open ? std::max(history.pending, amax) : amax;
-            history.open = true;
-            history.step = call.step;
+    const auto noteAmax = [&](float amax) {
+        if (!format.delayed || !call.training)
+            return;
+        history.pending = history.open ? std::max(history.pending, amax) : amax;
+        history.open = true;
+        history.step = call.step;
+    };
+
+    // The fast path reads the operand where it lies and writes bf16 where the values allow;
+    // sampled steps (an observer) and the cases it leaves (stochastic rounding, NVFP4, a NaN or
+    // an Inf) take the slow one, which gives the same values.
+    const bool bf16Values = decodesToBf16(format);
+    if (!call.observer && (t.dtype() == DType::BF16 || t.dtype() == DType::F32)) {
+        const FastOperand in = fastOperand(t, layout, format);
+        const std::optional<float> fixed = format.delayed ? std::optional<float>(scale) : std::nullopt;
+        float amax = 0.0f;
+        for (const bool bf16 : {true, false}) {
+            if (bf16 && !bf16Values)
+                continue;
+            Tensor out = call.backend.empty(t.shape(), bf16 ? DType::BF16 : DType::F32);
+            const FastResult r = quantizeOperandFast(in, {out.data(), bf16}, seeded.format, fixed, &amax);
+            if (r == FastResult::Done) {
+                noteAmax(amax);
+                return out;
+            }
+            if (r == FastResult::SlowPath)
+                break;
         }
     }
+
+    const std::vector<float> values = t.toFloats();
+    noteAmax(finiteAmax(values));
     // Stochastic rounding draws from a counter unique to (step, layer, GEMM, operand), so that
     // a run repeats bit for bit and no two tensors share their random bits.
     const std::uint64_t counter =
         splitMix64(nameHash(call.layer) ^ splitMix64(call.step * 8 + static_cast<std::uint64_t>(pass) * 3 +
                                                      static_cast<std::uint64_t>(operand)));
-    Tensor out = call.backend.empty(t.shape(), DType::F32);
-    std::span<float> result(out.f32(), static_cast<std::size_t>(t.numel()));
+    std::vector<float> result(values.size());
     QuantStats stats;
     try {
         quantizeGemmOperand(values, result, layout, seeded, t.shape()[0], scale, counter,
@@ -232,6 +306,15 @@ Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, G
     }
     if (call.observer)
         call.observer->gemmInput(call.layer, pass, operand, format, stats);
+    // The same type the fast path would have written, so that sampling does not change the GEMM.
+    if (bf16Values)
+        if (const auto bits = exactBf16(result)) {
+            Tensor out = call.backend.empty(t.shape(), DType::BF16);
+            std::copy(bits->begin(), bits->end(), out.u16());
+            return out;
+        }
+    Tensor out = call.backend.empty(t.shape(), DType::F32);
+    std::copy(result.begin(), result.end(), out.f32());
     return out;
 }
 

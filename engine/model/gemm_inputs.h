@@ -4,9 +4,10 @@
 // whose projections go through the backend's GEMM) hands each operand to
 // Layer::gemmInput() before the GEMM; without a recipe the operand comes back untouched.
 //
-// On the CPU an operand is quantise-dequantised into a new fp32 tensor: its values are exactly
-// the format's values times their scales, which the existing fp32 GEMM and convolution then
-// multiply with fp32 accumulation, writing the layer's bf16 output. Blocks run along the
+// On the CPU an operand is quantise-dequantised into a new tensor: its values are exactly the
+// format's values times their scales, held in bf16 when every one is a bf16 (MX) and in fp32
+// otherwise, which the backend's GEMM and convolution then multiply with fp32 accumulation
+// (bf16 natively where the CPU can), writing the layer's bf16 output. Blocks run along the
 // GEMM's reduction dimension K (KLayout says where K lies in the operand's buffer); an
 // operand whose K is not contiguous is gathered so that it is, quantised, and scattered back.
 // A convolution's blocks are formed over the stored tensor as an implicit GEMM over NHWC data
@@ -85,8 +86,9 @@ public:
     GemmRecipe recipe() const { return m_recipe; }
     const RecipeOptions& options() const { return m_options; }
 
-    // `t` as the GEMM of `pass` should read it: `t` itself without a recipe, else an fp32
-    // tensor of the same shape holding the quantise-dequantised values. UnsupportedError off
+    // `t` as the GEMM of `pass` should read it: `t` itself without a recipe, else a tensor of
+    // the same shape holding the quantise-dequantised values, bf16 where they all are bf16
+    // numbers (the same values either way; the fast and the measuring path choose alike). UnsupportedError off
     // the CPU (the CUDA backend has no quantising kernels yet).
     Tensor prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
                    const KLayout& layout);

@@ -191,7 +191,7 @@ struct Recorder final : TrainingObserver {
 
 Recorder train(const RunConfig& config)
 {
-    auto backend = makeCpuBackend(1);
+    auto backend = makeCpuBackend(CpuOptions{1, config.training.cpuKernels});
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     Trainer trainer(config, *backend, data);
     Recorder recorder;
@@ -229,6 +229,26 @@ TEST(GemmInputLens, SampledStepsCarryTheGemmInputsAndDoNotChangeTraining)
     bf16.numerics.every = 2;
     for (const NumericsRecord& r : train(bf16).numerics)
         EXPECT_TRUE(r.gemmInputs.empty());
+}
+
+// Every recipe, every step sampled (the slow quantiser throughout) against none sampled (the
+// fast one): the same losses bit for bit, on the native kernels (auto) and the emulated ones.
+TEST(GemmInputLens, SamplingEveryStepGivesTheFastPathsLossesUnderEveryRecipe)
+{
+    for (const CpuKernels kernels : {CpuKernels::Auto, CpuKernels::Emulated})
+        for (const PrecisionMode mode :
+             {PrecisionMode::Fp8Hybrid, PrecisionMode::Fp8E4m3, PrecisionMode::Fp8Delayed, PrecisionMode::Fp8Block,
+              PrecisionMode::Mxfp8, PrecisionMode::Mxfp6, PrecisionMode::Mxfp4, PrecisionMode::Nvfp4}) {
+            SCOPED_TRACE(precisionModeName(mode) + (kernels == CpuKernels::Auto ? ", auto" : ", emulated"));
+            RunConfig c = lensConfig(mode);
+            c.training.maxSteps = 6;
+            c.training.cpuKernels = kernels;
+            const Recorder plain = train(c);
+            c.numerics.every = 1;
+            const Recorder sampled = train(c);
+            ASSERT_EQ(sampled.numerics.size(), 6u);
+            EXPECT_EQ(sampled.losses, plain.losses);
+        }
 }
 
 TEST(GemmInputLens, NonFiniteValuesTellInfFromNan)

@@ -5,6 +5,7 @@
 // short training runs that learn, repeat, and show what keeping the first and last layers buys.
 #include "engine/backend/backend.h"
 #include "engine/data/dataset.h"
+#include "engine/model/gemm_inputs.h"
 #include "engine/model/layers/conv2d.h"
 #include "engine/model/layers/linear.h"
 #include "engine/model/model.h"
@@ -16,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -181,6 +183,110 @@ TEST(GemmRecipe, LinearGemmsMatchTheReferenceUnderEveryRecipe)
         const std::vector<float> dyT = quantizedRows(transpose(dy, c.batch, c.out), batch, fg);
         const std::vector<float> xT = quantizedRows(transpose(x, c.batch, c.in), batch, fa);
         expectMatches(weight.grad.toFloats(), multiply(dyT, xT, c.out, c.in, c.batch), "wgrad");
+    }
+}
+
+namespace {
+
+// The operand as the recipes quantised it before operands could be bf16: quantizeGemmOperand's
+// fp32 values in an fp32 tensor.
+Tensor fp32Operand(const Tensor& t, const KLayout& layout, const OperandFormat& f, std::int64_t weightRows)
+{
+    const std::vector<float> values = t.toFloats();
+    std::vector<float> out(values.size());
+    quantizeGemmOperand(values, out, layout, f, weightRows, 1.0f, 0, nullptr);
+    return Tensor::fromFloats(t.shape(), out, DType::F32);
+}
+
+void expectSameBits(const Tensor& got, const Tensor& want, const std::string& what)
+{
+    ASSERT_EQ(got.dtype(), want.dtype()) << what;
+    const std::vector<float> g = got.toFloats(), w = want.toFloats();
+    ASSERT_EQ(g.size(), w.size()) << what;
+    for (std::size_t i = 0; i < g.size(); ++i)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(g[i]), std::bit_cast<std::uint32_t>(w[i]))
+            << what << " element " << i << ": " << g[i] << ", the fp32 operands give " << w[i];
+}
+
+} // namespace
+
+// With cpu_kernels emulated every GEMM gives the bits it gave when the quantised operands were
+// fp32 tensors multiplied by the fp32 kernels: a bf16 operand holds the same values and is
+// widened exactly. (Native bf16 kernels sum the same products in their own order.)
+TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
+{
+    auto backend = makeCpuBackend(CpuOptions{1, CpuKernels::Emulated});
+    const LinearCase c;
+    std::vector<PrecisionMode> modes(std::begin(kRecipes), std::end(kRecipes));
+    modes.push_back(PrecisionMode::Fp8Delayed); // its first step's scale is 1
+    for (const PrecisionMode mode : modes) {
+        SCOPED_TRACE(precisionModeName(mode));
+        const PrecisionPolicy policy(mode, roundToNearest());
+        const GemmRecipe recipe = policy.recipe();
+        const OperandFormat fa = operandFormat(recipe, GemmOperand::Activation, roundToNearest());
+        const OperandFormat fw = operandFormat(recipe, GemmOperand::Weight, roundToNearest());
+        const OperandFormat fg = operandFormat(recipe, GemmOperand::Gradient, roundToNearest());
+
+        Linear linear(c.in, c.out, false, "", false);
+        linear.setName("0.linear");
+        linear.applyPrecision(policy, policy.layer());
+        linear.createParameters(*backend, DType::F32, 7);
+        Parameter& weight = *linear.parameters()[0];
+        const Tensor x =
+            Tensor::fromFloats({c.batch, c.in}, randomValues(static_cast<std::size_t>(c.batch * c.in), 1), DType::BF16);
+        const Tensor dy = Tensor::fromFloats({c.batch, c.out},
+                                             randomValues(static_cast<std::size_t>(c.batch * c.out), 2), DType::BF16);
+        PassState pass{*backend, true, 42, 0};
+        ForwardResult forward = linear.forward(pass, x);
+        const Tensor dx = linear.backward(pass, dy, forward.context.get());
+
+        Tensor y = backend->empty({c.batch, c.out}, forward.output.dtype());
+        backend->gemm(Transpose::No, Transpose::Yes, c.batch, c.out, c.in, 1.0f,
+                      fp32Operand(x, KLayout::rows(c.batch, c.in), fa, c.batch),
+                      fp32Operand(weight.working, KLayout::rows(c.out, c.in), fw, c.out), 0.0f, y);
+        expectSameBits(forward.output, y, "forward");
+        Tensor dw = backend->empty(weight.grad.shape(), weight.grad.dtype());
+        backend->gemm(Transpose::Yes, Transpose::No, c.out, c.in, c.batch, 1.0f,
+                      fp32Operand(dy, KLayout::along(1, c.batch, c.out), fg, c.batch),
+                      fp32Operand(x, KLayout::along(1, c.batch, c.in), fa, c.batch), 0.0f, dw);
+        expectSameBits(weight.grad, dw, "wgrad");
+        Tensor dxWant = backend->empty({c.batch, c.in}, dx.dtype());
+        backend->gemm(Transpose::No, Transpose::No, c.batch, c.in, c.out, 1.0f,
+                      fp32Operand(dy, KLayout::rows(c.batch, c.out), fg, c.batch),
+                      fp32Operand(weight.working, KLayout::along(1, c.out, c.in), fw, c.out), 0.0f, dxWant);
+        expectSameBits(dx, dxWant, "dgrad");
+
+        if (recipe == GemmRecipe::Nvfp4)
+            continue; // 16-element blocks need channel counts that are multiples of 16 (below: 40)
+        // A convolution: blocks along channels forward and backward-data, across batch x pixels
+        // for the filter gradient (40 channels: a full and a padded block of 32).
+        const std::int64_t n = 3, cin = 40, hw = 6, cout = 24;
+        Conv2d conv(Shape({cin, hw, hw}), cout, 3, 1, 1, false, "", false);
+        conv.setName("1.conv2d");
+        conv.applyPrecision(policy, policy.layer());
+        conv.createParameters(*backend, DType::F32, 3);
+        Parameter& filter = *conv.parameters()[0];
+        const Tensor cx = Tensor::fromFloats({n, cin, hw, hw},
+                                             randomValues(static_cast<std::size_t>(n * cin * hw * hw), 5), DType::BF16);
+        const Tensor cdy = Tensor::fromFloats(
+            {n, cout, hw, hw}, randomValues(static_cast<std::size_t>(n * cout * hw * hw), 6), DType::BF16);
+        ForwardResult cf = conv.forward(pass, cx);
+        const Tensor cdx = conv.backward(pass, cdy, cf.context.get());
+        ConvGeometry g{n, cin, hw, hw, cout, 3, 3, 1, 1, 1, 1, hw, hw};
+        const std::int64_t pixels = hw * hw;
+        Tensor cy = backend->empty(cf.output.shape(), cf.output.dtype());
+        backend->conv2dForward(fp32Operand(cx, KLayout::along(n, cin, pixels), fa, n),
+                               fp32Operand(filter.working, KLayout::along(cout, cin, 9), fw, cout), nullptr, cy, g);
+        expectSameBits(cf.output, cy, "conv forward");
+        Tensor cdw = backend->empty(filter.grad.shape(), filter.grad.dtype());
+        backend->conv2dBackwardFilter(fp32Operand(cx, KLayout::around(n, cin, pixels), fa, n),
+                                      fp32Operand(cdy, KLayout::around(n, cout, pixels), fg, n), cdw, nullptr, g);
+        expectSameBits(filter.grad, cdw, "conv wgrad");
+        Tensor cdxWant = backend->empty(cdx.shape(), cdx.dtype());
+        backend->conv2dBackwardData(fp32Operand(cdy, KLayout::along(n, cout, pixels), fg, n),
+                                    fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), fw, cout), cdxWant,
+                                    g);
+        expectSameBits(cdx, cdxWant, "conv dgrad");
     }
 }
 

@@ -27,9 +27,9 @@ void checkShapes(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGe
 void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g)
 {
     checkShapes(x, w, y, g);
-    MANTISSA_ASSERT(x.dtype() == w.dtype());
+    MANTISSA_ASSERT(cpu::sameOrWidened(x, w));
     MANTISSA_ASSERT(!bias || bias->numel() == g.outChannels);
-    const bool native = x.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const bool native = x.dtype() == DType::BF16 && w.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fx(x, native), fw(w, native);
     std::optional<cpu::FloatInput> fb;
     if (bias)
@@ -44,8 +44,8 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
 void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g)
 {
     checkShapes(dx, w, dy, g);
-    MANTISSA_ASSERT(dy.dtype() == w.dtype());
-    const bool native = dy.dtype() == DType::BF16 && m_plan.nativeBf16;
+    MANTISSA_ASSERT(cpu::sameOrWidened(dy, w));
+    const bool native = dy.dtype() == DType::BF16 && w.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fdy(dy, native), fw(w, native);
     cpu::FloatOutput fdx(dx);
     m_conv->backwardData({g, native, false}, fdy.data(), fw.data(), fdx.data());
@@ -56,9 +56,9 @@ void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor&
                                       const ConvGeometry& g)
 {
     checkShapes(x, dw, dy, g);
-    MANTISSA_ASSERT(x.dtype() == dy.dtype());
+    MANTISSA_ASSERT(cpu::sameOrWidened(x, dy));
     MANTISSA_ASSERT(!dbias || dbias->numel() == g.outChannels);
-    const bool native = x.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const bool native = x.dtype() == DType::BF16 && dy.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fx(x, native), fdy(dy, native);
     // dw sums over every image and position in fp32 inside the kernel and is rounded once here.
     cpu::FloatOutput fdw(dw);

@@ -14,8 +14,8 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n
                       const Tensor& a, const Tensor& b, float beta, Tensor& c)
 {
     MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n);
-    MANTISSA_ASSERT(a.dtype() == b.dtype());
-    const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
+    MANTISSA_ASSERT(cpu::sameOrWidened(a, b));
+    const bool native = a.dtype() == DType::BF16 && b.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fa(a, native);
     const cpu::KernelInput fb(b, native);
     cpu::FloatOutput fc(c, beta != 0.0f);
@@ -27,8 +27,8 @@ void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::in
                              const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c)
 {
     MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n && bias.numel() == n);
-    MANTISSA_ASSERT(a.dtype() == b.dtype());
-    const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
+    MANTISSA_ASSERT(cpu::sameOrWidened(a, b));
+    const bool native = a.dtype() == DType::BF16 && b.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fa(a, native);
     const cpu::KernelInput fb(b, native);
     cpu::FloatInput fbias(bias);

@@ -1,0 +1,262 @@
+#include "engine/numerics/fast_operand_quantizer.h"
+
+#include "engine/numerics/fast_quantizer_simd.h"
+#include "engine/numerics/fast_rounding.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
+
+namespace mantissa {
+
+namespace {
+
+using fastq::Plan;
+
+constexpr float kMaxFloat = std::numeric_limits<float>::max();
+constexpr float kNvfp4ScaleRange = 448.0f * 6.0f; // E4M3 max times E2M1 max
+constexpr float kNvfp4DecodeFactor = static_cast<float>(1.0 / (6.0 * 448.0));
+// |x| bits at or above Inf's are a NaN or an Inf (fast_quantizer_simd.h's amaxBits).
+constexpr std::uint32_t kInfinityBits = 0x7f800000u;
+// Below this many values one thread does it all: waking the team costs more than it saves.
+constexpr std::size_t kParallelFrom = std::size_t{1} << 15;
+constexpr std::size_t kChunk = 4096; // values per work item of the per-tensor passes
+constexpr std::size_t kLanes = 256;  // columns per work item when blocks run down the columns
+
+FastResult outcome(bool finite, std::uint32_t lost)
+{
+    return !finite ? FastResult::SlowPath : lost ? FastResult::NeedsFp32 : FastResult::Done;
+}
+
+// One operand's quantisation; each layout spreads its blocks over the OpenMP team (which
+// oneDNN shares), and every block is computed the same way whichever thread takes it.
+class Kernel {
+public:
+    Kernel(const FastOperand& in, const FastOperandOutput& out, const QuantFormat& format)
+        : m_op(in), m_out(out.data), m_format(format), m_rounding(fastq::roundingOf(format.element)),
+          m_ops(fastq::simdOps(in.bf16, out.bf16))
+    {}
+
+    // NVFP4's per-tensor level, before its blocks: false when the operand is not all finite.
+    bool planNvfp4()
+    {
+        const std::size_t n = m_op.count();
+        const auto chunks = static_cast<std::int64_t>((n + kChunk - 1) / kChunk);
+        std::uint32_t amax = 0;
+#pragma omp parallel for schedule(static) reduction(max : amax) if (n >= kParallelFrom)
+        for (std::int64_t c = 0; c < chunks; ++c) {
+            const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
+            amax = std::max(amax, m_ops.amaxBits(m_op.data, begin, std::min(kChunk, n - begin)));
+        }
+        if (amax >= kInfinityBits)
+            return false;
+        m_tensorAmax = std::bit_cast<float>(amax);
+        m_tensorEncodeScale = m_tensorAmax == 0.0f ? 1.0f : std::min(kNvfp4ScaleRange / m_tensorAmax, kMaxFloat);
+        return true;
+    }
+
+    FastResult perTensor(std::optional<float> fixedScale, float* tensorAmax) const
+    {
+        const std::size_t n = m_op.count();
+        const auto chunks = static_cast<std::int64_t>((n + kChunk - 1) / kChunk);
+        std::uint32_t amax = 0, lost = 0;
+        if (fixedScale) { // the scale is known: one pass rounds and measures the amax for the history
+            const Plan plan{*fixedScale, 1.0f / *fixedScale};
+#pragma omp parallel for schedule(static) reduction(max : amax) reduction(| : lost) if (n >= kParallelFrom)
+            for (std::int64_t c = 0; c < chunks; ++c) {
+                const std::size_t begin = static_cast<std::size_t>(c) * kChunk, length = std::min(kChunk, n - begin);
+                amax = std::max(amax, m_ops.amaxBits(m_op.data, begin, length));
+                lost |= m_ops.round(m_op.data, m_out, begin, length, plan, m_rounding);
+            }
+        } else {
+#pragma omp parallel for schedule(static) reduction(max : amax) if (n >= kParallelFrom)
+            for (std::int64_t c = 0; c < chunks; ++c) {
+                const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
+                amax = std::max(amax, m_ops.amaxBits(m_op.data, begin, std::min(kChunk, n - begin)));
+            }
+            if (amax >= kInfinityBits)
+                return FastResult::SlowPath;
+            const Plan plan = fastq::fp32Plan(std::bit_cast<float>(amax), m_format);
+#pragma omp parallel for schedule(static) reduction(| : lost) if (n >= kParallelFrom)
+            for (std::int64_t c = 0; c < chunks; ++c) {
+                const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
+                lost |= m_ops.round(m_op.data, m_out, begin, std::min(kChunk, n - begin), plan, m_rounding);
+            }
+        }
+        if (tensorAmax)
+            *tensorAmax = std::bit_cast<float>(amax);
+        return outcome(amax < kInfinityBits, lost);
+    }
+
+    // Along with inner 1: rows of k, blocks contiguous.
+    FastResult rows() const
+    {
+        const std::size_t row = m_op.k, block = m_format.blockSize, perRow = (row + block - 1) / block;
+        const auto items = static_cast<std::int64_t>(m_op.outer * perRow);
+        std::uint32_t largest = 0, lost = 0;
+#pragma omp parallel for schedule(static) reduction(max                                                                \
+                                                    : largest) reduction(|                                             \
+                                                                         : lost) if (m_op.count() >= kParallelFrom)
+        for (std::int64_t b = 0; b < items; ++b) {
+            const std::size_t r = static_cast<std::size_t>(b) / perRow;
+            const std::size_t begin = r * row + static_cast<std::size_t>(b) % perRow * block;
+            const std::size_t length = std::min(block, (r + 1) * row - begin);
+            const std::uint32_t amax = m_ops.amaxBits(m_op.data, begin, length);
+            largest = std::max(largest, amax);
+            lost |= m_ops.round(m_op.data, m_out, begin, length, blockPlan(amax), m_rounding);
+        }
+        return outcome(largest < kInfinityBits, lost);
+    }
+
+    // Along with inner > 1: a block is a column of `block` rows of [k, inner] for each outer;
+    // kLanes neighbouring columns go together, so that every read is contiguous and vectorises.
+    FastResult columns() const
+    {
+        const std::size_t k = m_op.k, inner = m_op.inner, block = m_format.blockSize;
+        const std::size_t kBlocks = (k + block - 1) / block, laneGroups = (inner + kLanes - 1) / kLanes;
+        const auto items = static_cast<std::int64_t>(m_op.outer * kBlocks * laneGroups);
+        std::uint32_t largest = 0, lost = 0;
+#pragma omp parallel for schedule(static) reduction(max                                                                \
+                                                    : largest) reduction(|                                             \
+                                                                         : lost) if (m_op.count() >= kParallelFrom)
+        for (std::int64_t item = 0; item < items; ++item) {
+            const auto index = static_cast<std::size_t>(item);
+            const std::size_t o = index / (kBlocks * laneGroups);
+            const std::size_t k0 = index / laneGroups % kBlocks * block, k1 = std::min(k0 + block, k);
+            const std::size_t i0 = index % laneGroups * kLanes, lanes = std::min(kLanes, inner - i0);
+            std::uint32_t amax[kLanes] = {};
+            for (std::size_t kk = k0; kk < k1; ++kk)
+                m_ops.amaxLanes(m_op.data, (o * k + kk) * inner + i0, lanes, amax);
+            float multiplier[kLanes], scale[kLanes];
+            for (std::size_t i = 0; i < lanes; ++i) {
+                largest = std::max(largest, amax[i]);
+                const Plan plan = blockPlan(amax[i]);
+                multiplier[i] = plan.multiplier;
+                scale[i] = plan.scale;
+            }
+            for (std::size_t kk = k0; kk < k1; ++kk)
+                lost |=
+                    m_ops.roundLanes(m_op.data, m_out, (o * k + kk) * inner + i0, lanes, multiplier, scale, m_rounding);
+        }
+        return outcome(largest < kInfinityBits, lost);
+    }
+
+    // Around: row r's K runs over (outer, inner) at offsets (a * k + r) * inner + p; a block is
+    // a few contiguous runs of at most `inner` values.
+    FastResult around() const
+    {
+        const std::size_t rowsCount = m_op.k, inner = m_op.inner, length = m_op.outer * inner;
+        const std::size_t block = m_format.blockSize, perRow = (length + block - 1) / block;
+        const auto items = static_cast<std::int64_t>(rowsCount * perRow);
+        std::uint32_t largest = 0, lost = 0;
+#pragma omp parallel for schedule(static) reduction(max                                                                \
+                                                    : largest) reduction(|                                             \
+                                                                         : lost) if (m_op.count() >= kParallelFrom)
+        for (std::int64_t item = 0; item < items; ++item) {
+            const std::size_t r = static_cast<std::size_t>(item) / perRow;
+            const std::size_t j0 = static_cast<std::size_t>(item) % perRow * block, j1 = std::min(j0 + block, length);
+            const auto runs = [&](auto&& visit) {
+                for (std::size_t j = j0; j < j1;) {
+                    const std::size_t a = j / inner, p = j % inner, n = std::min(j1 - j, inner - p);
+                    visit((a * rowsCount + r) * inner + p, n);
+                    j += n;
+                }
+            };
+            std::uint32_t amax = 0;
+            runs([&](std::size_t begin, std::size_t n) { amax = std::max(amax, m_ops.amaxBits(m_op.data, begin, n)); });
+            largest = std::max(largest, amax);
+            const Plan plan = blockPlan(amax);
+            runs([&](std::size_t begin, std::size_t n) {
+                lost |= m_ops.round(m_op.data, m_out, begin, n, plan, m_rounding);
+            });
+        }
+        return outcome(largest < kInfinityBits, lost);
+    }
+
+    // Square tiles over the matrix [outer, k], each quantised as a tensor of its own.
+    FastResult tiles() const
+    {
+        const std::size_t rowsCount = m_op.outer, cols = m_op.k, t = m_op.tile;
+        const std::size_t tileCols = (cols + t - 1) / t;
+        const auto items = static_cast<std::int64_t>((rowsCount + t - 1) / t * tileCols);
+        std::uint32_t largest = 0, lost = 0;
+#pragma omp parallel for schedule(static) reduction(max                                                                \
+                                                    : largest) reduction(|                                             \
+                                                                         : lost) if (m_op.count() >= kParallelFrom)
+        for (std::int64_t item = 0; item < items; ++item) {
+            const std::size_t r0 = static_cast<std::size_t>(item) / tileCols * t;
+            const std::size_t c0 = static_cast<std::size_t>(item) % tileCols * t;
+            const std::size_t r1 = std::min(r0 + t, rowsCount), width = std::min(t, cols - c0);
+            std::uint32_t amax = 0;
+            for (std::size_t r = r0; r < r1; ++r)
+                amax = std::max(amax, m_ops.amaxBits(m_op.data, r * cols + c0, width));
+            largest = std::max(largest, amax);
+            const Plan plan = fastq::fp32Plan(std::bit_cast<float>(amax), m_format);
+            for (std::size_t r = r0; r < r1; ++r)
+                lost |= m_ops.round(m_op.data, m_out, r * cols + c0, width, plan, m_rounding);
+        }
+        return outcome(largest < kInfinityBits, lost);
+    }
+
+private:
+    // A block's plan from its amax bits; a non-finite block gets any plan, since the whole
+    // operand then goes to the slow path.
+    Plan blockPlan(std::uint32_t amaxBits) const
+    {
+        const float amax = amaxBits < kInfinityBits ? std::bit_cast<float>(amaxBits) : 0.0f;
+        if (m_format.scheme != ScalingScheme::Nvfp4)
+            return fastq::blockPlan(amax, m_format);
+        // block_quantizer.cpp's nvfp4Plan: the block scale amax / 6 in the tensor's scale,
+        // rounded to E4M3 (nearest even, saturating: roundOne on E4M3 gives its value); a
+        // block scale of 0 flushes the block. Values decode * (scale * tensor amax * 1/2688).
+        const float decoded = fastq::roundOne(amax / 6.0f * m_tensorEncodeScale, 1.0f, 1.0f, m_blockScaleRounding);
+        return {decoded == 0.0f ? 0.0f : m_tensorEncodeScale / decoded, decoded * m_tensorAmax * kNvfp4DecodeFactor};
+    }
+
+    const FastOperand& m_op;
+    void* m_out;
+    const QuantFormat& m_format;
+    fastq::ElementRounding m_rounding;
+    const fastq::SimdOps& m_ops;
+    fastq::ElementRounding m_blockScaleRounding = fastq::roundingOf(MiniFloat::E4M3);
+    float m_tensorAmax = 0.0f, m_tensorEncodeScale = 1.0f;
+};
+
+bool applies(const FastOperand& in, const QuantFormat& format, std::optional<float> fixedScale)
+{
+    const bool scheme = format.scheme == ScalingScheme::PerTensor || format.scheme == ScalingScheme::Fp32Blocks ||
+                        format.scheme == ScalingScheme::Mx || format.scheme == ScalingScheme::Nvfp4;
+    if (!scheme || format.element == MiniFloat::E8M0 || format.encoding.rounding != Rounding::NearestEven ||
+        in.count() == 0 || !in.data)
+        return false;
+    if (in.layout == FastOperand::Layout::Tiles)
+        return format.scheme == ScalingScheme::PerTensor && in.tile > 0 && in.inner == 1 && !fixedScale;
+    if (format.scheme == ScalingScheme::PerTensor)
+        return true;
+    if (fixedScale || format.blockSize == 0)
+        return false;
+    const std::size_t row = in.layout == FastOperand::Layout::Along ? in.k : in.outer * in.inner;
+    return row % format.blockSize == 0 || format.partialBlocks == PartialBlock::Pad;
+}
+
+} // namespace
+
+FastResult quantizeOperandFast(const FastOperand& in, const FastOperandOutput& out, const QuantFormat& format,
+                               std::optional<float> fixedScale, float* tensorAmax)
+{
+    if (!applies(in, format, fixedScale))
+        return FastResult::SlowPath;
+    Kernel kernel(in, out, format);
+    if (format.scheme == ScalingScheme::Nvfp4 && !kernel.planNvfp4())
+        return FastResult::SlowPath;
+    if (in.layout == FastOperand::Layout::Tiles)
+        return kernel.tiles();
+    if (format.scheme == ScalingScheme::PerTensor)
+        return kernel.perTensor(fixedScale, tensorAmax);
+    if (in.layout == FastOperand::Layout::Around)
+        return kernel.around();
+    return in.inner == 1 ? kernel.rows() : kernel.columns();
+}
+
+} // namespace mantissa

@@ -1,0 +1,62 @@
+#pragma once
+// The fast quantise-dequantise of one GEMM operand where it lies (issue 17's throughput
+// target): it reads the operand's own bf16 or fp32 buffer in its layout, without widening or
+// transposing it first, forms the blocks along K in place, and writes fp32, or bf16 when every
+// quantised value is exactly a bf16. The values are bit for bit quantizeDequantize's
+// (block_quantizer.h) on the same blocks, by the same arithmetic as fast_quantizer.h
+// (fast_rounding.h); fast_operand_quantizer_test checks it against the slow path on every layout.
+//
+// Why bf16: an MX value is an element of at most 4 significant bits times a power of two, so
+// it is a bf16 (8 significant bits, fp32's exponent range) unless it falls below bf16's
+// smallest subnormal; the CPU then multiplies the operand natively in bf16 with the products
+// summed in fp32, as it does mixed-bf16's. Whether each value fits is checked, not assumed.
+#include "engine/numerics/quant_format.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace mantissa {
+
+// Where an operand's values lie: a row-major buffer whose blocks run along K.
+//  Along:  [outer, k, inner]; a block runs along k for each (outer, inner).
+//  Around: [outer, k, inner] too, but K is (outer, inner) flattened: a block runs along it for
+//          each k (a convolution's weight gradient: K is batch x pixels, the rows are channels).
+//  Tiles:  a matrix of outer x k (inner 1) in square tiles of `tile` x `tile`, one fp32 scale each.
+// Per-tensor formats ignore the layout. Schemes: per tensor (current or a given scale), fp32
+// blocks, MX and NVFP4, all rounded to nearest even.
+struct FastOperand {
+    enum class Layout : std::uint8_t { Along, Around, Tiles };
+    const void* data = nullptr;
+    bool bf16 = false; // the buffer holds bf16 bits; otherwise fp32
+    Layout layout = Layout::Along;
+    std::size_t outer = 1, k = 0, inner = 1;
+    std::size_t tile = 0;
+    std::size_t count() const { return outer * k * inner; }
+};
+
+struct FastOperandOutput {
+    void* data = nullptr; // count() values in the operand's layout; must not alias its input
+    bool bf16 = false;
+};
+
+enum class FastResult : std::uint8_t {
+    Done,
+    SlowPath,  // not for the fast path: stochastic rounding, E8M0 or unscaled elements, a NaN or an
+               // Inf in the operand, a partial block the format refuses; nothing useful written
+    NeedsFp32, // bf16 output asked for, but a value is not exactly a bf16: ask again for fp32
+};
+
+// `fixedScale`: a per-tensor format's encode scale given by the caller (delayed scaling) rather
+// than max / amax. `tensorAmax`, when given, receives the largest magnitude of a per-tensor
+// operand (for the delayed-scaling history).
+FastResult quantizeOperandFast(const FastOperand& in, const FastOperandOutput& out, const QuantFormat& format,
+                               std::optional<float> fixedScale = std::nullopt, float* tensorAmax = nullptr);
+
+// Whether the inner loops run on AVX-512 (chosen at run time from the CPU; the portable loops
+// give the same bits). allowAvx512FastQuantizer(false) makes them portable (tests compare both);
+// it returns the previous setting.
+bool fastQuantizerUsesAvx512();
+bool allowAvx512FastQuantizer(bool allowed);
+
+} // namespace mantissa

@@ -1,0 +1,170 @@
+// AVX-512 inner loops of the fast operand quantiser (fast_quantizer_simd.h). Compiled for the
+// build's baseline with per-function target attributes, and called only after the CPU was
+// asked (__builtin_cpu_supports), so the library still runs where AVX-512 is missing.
+#include "engine/numerics/fast_quantizer_simd.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12's AVX-512 headers start some intrinsics from _mm*_undefined_*() and then warn that
+// the value is uninitialised where they are inlined (GCC bug 105593): not a fault of ours.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#define MANTISSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+namespace mantissa::fastq {
+
+namespace {
+
+MANTISSA_AVX512 inline __mmask16 tailMask(std::size_t n)
+{
+    return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+template <bool Bf16>
+MANTISSA_AVX512 inline __m512 load16(const void* in, std::size_t at, __mmask16 mask)
+{
+    if constexpr (Bf16) {
+        const __m256i h = _mm256_maskz_loadu_epi16(mask, static_cast<const std::uint16_t*>(in) + at);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); // bf16 widens exactly
+    } else {
+        return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(in) + at);
+    }
+}
+
+// Stores v and ORs the bits a bf16 store lost into `lost`.
+template <bool Bf16>
+MANTISSA_AVX512 inline void store16(void* out, std::size_t at, __mmask16 mask, __m512 v, __m512i& lost)
+{
+    if constexpr (Bf16) {
+        const __m512i bits = _mm512_castps_si512(v);
+        lost = _mm512_mask_or_epi32(lost, mask, lost, _mm512_and_si512(bits, _mm512_set1_epi32(0xffff)));
+        _mm256_mask_storeu_epi16(static_cast<std::uint16_t*>(out) + at, mask,
+                                 _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16)));
+    } else {
+        _mm512_mask_storeu_ps(static_cast<float*>(out) + at, mask, v);
+    }
+}
+
+MANTISSA_AVX512 inline __m512i magnitude(__m512 x)
+{
+    return _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff));
+}
+
+// fastq::roundOne on 16 lanes, operation for operation.
+struct Rounding16 {
+    __m512i half, one, cut;
+    __m512 minNormal, magic, maxFinite;
+    __m512i shiftCount;
+};
+
+MANTISSA_AVX512 inline Rounding16 rounding16(const ElementRounding& r)
+{
+    return {_mm512_set1_epi32(static_cast<int>((1u << (r.shift - 1)) - 1u)),
+            _mm512_set1_epi32(1),
+            _mm512_set1_epi32(static_cast<int>(~((1u << r.shift) - 1u))),
+            _mm512_set1_ps(r.minNormal),
+            _mm512_set1_ps(r.subnormalMagic),
+            _mm512_set1_ps(r.maxFinite),
+            _mm512_set1_epi64(r.shift)};
+}
+
+MANTISSA_AVX512 inline __m512 roundOne16(__m512 x, __m512 multiplier, __m512 scale, const Rounding16& r)
+{
+    const __m512 y = _mm512_mul_ps(x, multiplier);
+    const __m512i sign = _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+    const __m512i aBits = magnitude(y);
+    const __m512 a = _mm512_castsi512_ps(aBits);
+    __m512i bits = _mm512_add_epi32(aBits, r.half);
+    bits =
+        _mm512_add_epi32(bits, _mm512_and_si512(_mm512_srl_epi32(aBits, _mm512_castsi512_si128(r.shiftCount)), r.one));
+    bits = _mm512_and_si512(bits, r.cut);
+    const __m512 normal = _mm512_castsi512_ps(bits);
+    const __m512 subnormal = _mm512_sub_ps(_mm512_add_ps(a, r.magic), r.magic);
+    const __mmask16 small = _mm512_cmp_ps_mask(a, r.minNormal, _CMP_LT_OQ);
+    __m512 rounded = _mm512_mask_blend_ps(small, normal, subnormal);
+    rounded = _mm512_min_ps(rounded, r.maxFinite); // rounded >= 0 and not NaN: std::min's result
+    const __m512 signedRounded = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(rounded), sign));
+    return _mm512_mul_ps(signedRounded, scale);
+}
+
+template <bool InBf16>
+MANTISSA_AVX512 std::uint32_t amaxBits(const void* in, std::size_t begin, std::size_t n)
+{
+    __m512i m = _mm512_setzero_si512();
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tailMask(n - i);
+        m = _mm512_mask_max_epu32(m, mask, m, magnitude(load16<InBf16>(in, begin + i, mask)));
+    }
+    return _mm512_reduce_max_epu32(m);
+}
+
+template <bool InBf16>
+MANTISSA_AVX512 void amaxLanes(const void* in, std::size_t begin, std::size_t n, std::uint32_t* amax)
+{
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tailMask(n - i);
+        const __m512i m = _mm512_maskz_loadu_epi32(mask, amax + i);
+        _mm512_mask_storeu_epi32(amax + i, mask, _mm512_max_epu32(m, magnitude(load16<InBf16>(in, begin + i, mask))));
+    }
+}
+
+MANTISSA_AVX512 inline std::uint32_t orLanes(__m512i lost)
+{
+    return static_cast<std::uint32_t>(_mm512_reduce_or_epi32(lost));
+}
+
+template <bool InBf16, bool OutBf16>
+MANTISSA_AVX512 std::uint32_t round(const void* in, void* out, std::size_t begin, std::size_t n, Plan plan,
+                                    const ElementRounding& er)
+{
+    const Rounding16 r = rounding16(er);
+    const __m512 multiplier = _mm512_set1_ps(plan.multiplier), scale = _mm512_set1_ps(plan.scale);
+    __m512i lost = _mm512_setzero_si512();
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tailMask(n - i);
+        store16<OutBf16>(out, begin + i, mask, roundOne16(load16<InBf16>(in, begin + i, mask), multiplier, scale, r),
+                         lost);
+    }
+    return orLanes(lost);
+}
+
+template <bool InBf16, bool OutBf16>
+MANTISSA_AVX512 std::uint32_t roundLanes(const void* in, void* out, std::size_t begin, std::size_t n,
+                                         const float* multiplier, const float* scale, const ElementRounding& er)
+{
+    const Rounding16 r = rounding16(er);
+    __m512i lost = _mm512_setzero_si512();
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tailMask(n - i);
+        const __m512 m = _mm512_maskz_loadu_ps(mask, multiplier + i), s = _mm512_maskz_loadu_ps(mask, scale + i);
+        store16<OutBf16>(out, begin + i, mask, roundOne16(load16<InBf16>(in, begin + i, mask), m, s, r), lost);
+    }
+    return orLanes(lost);
+}
+
+template <bool InBf16, bool OutBf16>
+constexpr SimdOps kOps{amaxBits<InBf16>, amaxLanes<InBf16>, round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>};
+
+} // namespace
+
+const SimdOps* avx512Ops(bool inBf16, bool outBf16)
+{
+    static const bool available =
+        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    if (!available)
+        return nullptr;
+    if (inBf16)
+        return outBf16 ? &kOps<true, true> : &kOps<true, false>;
+    return outBf16 ? &kOps<false, true> : &kOps<false, false>;
+}
+
+} // namespace mantissa::fastq
+
+#else
+
+namespace mantissa::fastq {
+const SimdOps* avx512Ops(bool, bool) { return nullptr; }
+} // namespace mantissa::fastq
+
+#endif

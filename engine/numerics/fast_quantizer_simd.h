@@ -1,0 +1,35 @@
+#pragma once
+// The inner loops of the fast operand quantiser (fast_operand_quantizer.cpp) for one pair of
+// input and output types (bf16 or fp32 each), chosen at run time: AVX-512 (F, BW, VL) where
+// the CPU has it, else portable loops that the compiler vectorises for the build's baseline.
+// Both are the same IEEE single operations in the same order as fastq::roundOne, so they give
+// the same bits (fast_operand_quantizer_test runs both). Private to engine/numerics.
+#include "engine/numerics/fast_rounding.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mantissa::fastq {
+
+// Offsets are in elements from the buffers' starts; the returned uint32 of the rounding
+// functions is the OR of the bits a bf16 output lost (0 for fp32 output).
+struct SimdOps {
+    // The largest |x| of in[begin, begin + n) as its bits (>= 0x7f800000: a NaN or an Inf).
+    std::uint32_t (*amaxBits)(const void* in, std::size_t begin, std::size_t n);
+    // amax[i] = max(amax[i], |in[begin + i]| bits) for i < n: one row of a column-wise block.
+    void (*amaxLanes)(const void* in, std::size_t begin, std::size_t n, std::uint32_t* amax);
+    // out = roundOne(in, multiplier, scale) over n values, one plan for all of them...
+    std::uint32_t (*round)(const void* in, void* out, std::size_t begin, std::size_t n, Plan plan,
+                           const ElementRounding& r);
+    // ...or one plan per value (multiplier[i], scale[i]).
+    std::uint32_t (*roundLanes)(const void* in, void* out, std::size_t begin, std::size_t n, const float* multiplier,
+                                const float* scale, const ElementRounding& r);
+};
+
+// The loops for bf16 or fp32 input and output, AVX-512 when the CPU has it and it is allowed.
+const SimdOps& simdOps(bool inBf16, bool outBf16);
+// nullptr where the CPU lacks AVX-512 F/BW/VL (fast_quantizer_avx512.cpp).
+const SimdOps* avx512Ops(bool inBf16, bool outBf16);
+const SimdOps& portableOps(bool inBf16, bool outBf16);
+
+} // namespace mantissa::fastq

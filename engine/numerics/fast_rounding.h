@@ -1,0 +1,103 @@
+#pragma once
+// The arithmetic the fast quantisers (fast_quantizer.h, fast_operand_quantizer.h) share: the
+// rounding of one fp32 value to an element format on its bits, and the scale plans of
+// block_quantizer.cpp's rules computed from a block's amax. Private to engine/numerics.
+#include "engine/numerics/quant_format.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace mantissa::fastq {
+
+// What the element rounding needs, taken once from the format's table.
+struct ElementRounding {
+    std::uint32_t shift;  // fp32 mantissa bits cut: 23 - M
+    float minNormal;      // below: the subnormal rounding
+    float subnormalMagic; // 2^(emin - M + 23): a + magic - magic rounds a to the subnormal grid
+    float maxFinite;      // saturation
+};
+
+inline ElementRounding roundingOf(MiniFloat element)
+{
+    const MiniFloatFormat& f = miniFloatFormat(element);
+    return {static_cast<std::uint32_t>(23 - f.mantissaBits), f.minNormal(), std::ldexp(f.minSubnormal(), 23),
+            f.maxFinite()};
+}
+
+// One value scaled by `multiplier`, rounded to the element format (normal range: add half an
+// ulp of the element, ties to even, and cut the mantissa; subnormal range: add and subtract
+// 2^(emin - M + 23)), saturated, times `scale`. Branch-free so that the loops calling it vectorise.
+inline float roundOne(float x, float multiplier, float scale, const ElementRounding& r)
+{
+    const float y = x * multiplier;
+    const float a = std::fabs(y);
+    std::uint32_t bits = std::bit_cast<std::uint32_t>(a);
+    bits += ((1u << (r.shift - 1)) - 1u) + ((bits >> r.shift) & 1u);
+    bits &= ~((1u << r.shift) - 1u);
+    const float normal = std::bit_cast<float>(bits);
+    const float subnormal = (a + r.subnormalMagic) - r.subnormalMagic;
+    float rounded = a < r.minNormal ? subnormal : normal;
+    rounded = std::min(rounded, r.maxFinite);
+    return std::copysign(rounded, y) * scale;
+}
+
+// The encode multiplier and decode scale of a block, as block_quantizer.cpp plans them.
+struct Plan {
+    float multiplier, scale;
+};
+
+// 2^e for e in [-149, 127], built from its bits (std::ldexp is a library call per block).
+inline float powerOfTwo(int e)
+{
+    return e >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23)
+                     : std::bit_cast<float>(1u << (e + 149));
+}
+
+inline Plan fp32Plan(float amax, const QuantFormat& format)
+{
+    float s = 1.0f;
+    if (amax > 0.0f) {
+        s = miniFloatFormat(format.element).maxFinite() / amax;
+        if (std::isinf(s))
+            s = std::numeric_limits<float>::max();
+        if (format.powerOfTwoScales)
+            s = std::ldexp(1.0f, std::ilogb(s));
+    }
+    return {s, 1.0f / s};
+}
+
+inline Plan mxPlan(float amax, const QuantFormat& format)
+{
+    int exponent = -127;
+    if (amax != 0.0f) {
+        const MiniFloatFormat& element = miniFloatFormat(format.element);
+        // floor(log2 amax) and whether amax is a power of two, from the bits of a normal amax
+        // (amax > 0 here); the library's ilogb for a subnormal one.
+        const auto bits = std::bit_cast<std::uint32_t>(amax);
+        const int biased = static_cast<int>(bits >> 23);
+        const int floorLog = biased != 0 ? biased - 127 : std::ilogb(amax);
+        const bool exactPower = biased != 0 ? (bits & 0x7fffffu) == 0 : amax == powerOfTwo(floorLog);
+        switch (format.scaleRule) {
+        case MxScaleRule::Floor: exponent = floorLog - element.maxExponent(); break;
+        case MxScaleRule::Ceil: exponent = floorLog + (exactPower ? 0 : 1) - element.maxExponent(); break;
+        case MxScaleRule::RCeil: {
+            const double ratio = static_cast<double>(amax) / static_cast<double>(element.maxFinite());
+            const int k = std::ilogb(ratio);
+            exponent = ratio == std::ldexp(1.0, k) ? k : k + 1;
+            break;
+        }
+        }
+        exponent = std::clamp(exponent, -127, 127);
+    }
+    return {powerOfTwo(-exponent), powerOfTwo(exponent)};
+}
+
+inline Plan blockPlan(float amax, const QuantFormat& format)
+{
+    return format.scheme == ScalingScheme::Mx ? mxPlan(amax, format) : fp32Plan(amax, format);
+}
+
+} // namespace mantissa::fastq

@@ -1,0 +1,305 @@
+// The fast operand quantiser (engine/numerics/fast_operand_quantizer.h) against the slow path
+// it stands in for in training (quantizeGemmOperand with statistics, which gathers K, runs the
+// block quantiser's codes and scatters back), bit for bit: every layout (K along rows, down
+// columns, across a convolution's batch and pixels, 128x128 tiles), every scheme and element,
+// bf16 and fp32 in and out, on AVX-512 and on the portable loops; bf16 output is refused
+// exactly where a value is not a bf16; and what it leaves to the slow path (stochastic
+// rounding, non-finite values, a partial block the format refuses).
+#include "engine/model/gemm_inputs.h"
+#include "engine/numerics/conversions.h"
+#include "engine/numerics/fast_operand_quantizer.h"
+#include "engine/numerics/minifloat_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace mantissa;
+
+namespace {
+
+constexpr MiniFloat kElements[] = {MiniFloat::E4M3, MiniFloat::E5M2, MiniFloat::E3M2, MiniFloat::E2M3, MiniFloat::E2M1};
+
+OperandFormat formatOf(ScalingScheme scheme, MiniFloat element, std::size_t block, MxScaleRule rule = {})
+{
+    OperandFormat f;
+    f.format.scheme = scheme;
+    f.format.element = element;
+    f.format.blockSize = block;
+    f.format.scaleRule = rule;
+    f.format.partialBlocks = PartialBlock::Pad;
+    return f;
+}
+
+// Gaussian values over 2^-30 .. 2^10 with a few zeros, each a bf16, so that a bf16 and an fp32
+// buffer hold the same operand.
+std::vector<float> heavyTailed(std::size_t n, std::uint32_t seed)
+{
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = roundToDType(normal(gen) * std::exp2(std::floor(uniform(gen) * 40.0f) - 30.0f) *
+                             (uniform(gen) < 0.02f ? 0.0f : 1.0f),
+                         DType::BF16);
+    return v;
+}
+
+struct Case {
+    KLayout layout;
+    FastOperand::Layout fastLayout;
+    const char* name;
+};
+
+FastOperand operandOf(const std::vector<float>& values, const std::vector<std::uint16_t>& bf16, bool useBf16,
+                      const Case& c)
+{
+    FastOperand op;
+    op.data = useBf16 ? static_cast<const void*>(bf16.data()) : values.data();
+    op.bf16 = useBf16;
+    op.layout = c.fastLayout;
+    op.outer = static_cast<std::size_t>(c.layout.outer);
+    op.k = static_cast<std::size_t>(c.layout.k);
+    op.inner = static_cast<std::size_t>(c.layout.inner);
+    return op;
+}
+
+// The slow path's values: quantizeGemmOperand measuring statistics never takes a fast path.
+std::vector<float> slowPath(const std::vector<float>& values, const KLayout& layout, const OperandFormat& f,
+                            std::int64_t weightRows = 1, float delayedScale = 1.0f)
+{
+    std::vector<float> out(values.size());
+    QuantStats stats;
+    quantizeGemmOperand(values, out, layout, f, weightRows, delayedScale, 0, &stats);
+    return out;
+}
+
+bool allBf16(const std::vector<float>& v)
+{
+    for (const float x : v)
+        if (std::bit_cast<std::uint32_t>(x) & 0xffffu)
+            return false;
+    return true;
+}
+
+// Runs the fast path with every input and output type and compares with `want`.
+void expectFastMatches(const std::vector<float>& values, FastOperand op, const OperandFormat& f,
+                       const std::vector<float>& want, const std::string& what, bool expectBf16Done)
+{
+    std::vector<std::uint16_t> bf16(values.size());
+    floatToBFloat16(values.data(), bf16.data(), values.size());
+    const bool inputIsBf16 = allBf16(values);
+    for (const bool inBf16 : {false, true}) {
+        if (inBf16 && !inputIsBf16)
+            continue;
+        op.data = inBf16 ? static_cast<const void*>(bf16.data()) : values.data();
+        op.bf16 = inBf16;
+        std::vector<float> out32(values.size());
+        ASSERT_EQ(quantizeOperandFast(op, {out32.data(), false}, f.format), FastResult::Done) << what;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(out32[i]), std::bit_cast<std::uint32_t>(want[i]))
+                << what << (inBf16 ? ", bf16 in" : ", fp32 in") << ": value " << values[i] << " (index " << i
+                << ") gave " << out32[i] << ", the slow path " << want[i];
+        std::vector<std::uint16_t> out16(values.size());
+        const FastResult r = quantizeOperandFast(op, {out16.data(), true}, f.format);
+        if (expectBf16Done) { // MX values in bf16's range are bf16 numbers
+            EXPECT_TRUE(allBf16(want)) << what;
+        }
+        if (!allBf16(want)) {
+            EXPECT_EQ(r, FastResult::NeedsFp32) << what;
+            continue;
+        }
+        ASSERT_EQ(r, FastResult::Done) << what;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            ASSERT_EQ(static_cast<std::uint32_t>(out16[i]) << 16, std::bit_cast<std::uint32_t>(want[i]))
+                << what << ", bf16 out: index " << i;
+    }
+}
+
+const Case kCases[] = {
+    {KLayout::rows(12, 160), FastOperand::Layout::Along, "rows 12x160"},         // 128 + a padded 32
+    {KLayout::rows(6, 20), FastOperand::Layout::Along, "short rows 6x20"},       // rows shorter than a block
+    {KLayout::along(3, 70, 67), FastOperand::Layout::Along, "columns 3x70x67"},  // partial blocks and lane groups
+    {KLayout::along(1, 96, 130), FastOperand::Layout::Along, "columns 96x130"},  // three lane groups
+    {KLayout::around(5, 7, 45), FastOperand::Layout::Around, "around 5x7x45"},   // blocks across images
+    {KLayout::around(3, 4, 100), FastOperand::Layout::Around, "around 3x4x100"}, // blocks inside an image
+    {KLayout::rows(256, 1024), FastOperand::Layout::Along, "rows 256x1024"},     // split over threads
+    {KLayout::along(1, 512, 256), FastOperand::Layout::Along, "columns 512x256"},
+    {KLayout::along(2, 40, 600), FastOperand::Layout::Along, "columns 2x40x600"}, // 256 + 256 + 88 columns
+};
+
+class FastOperandQuantizer : public ::testing::TestWithParam<bool> {
+protected:
+    void SetUp() override { m_previous = allowAvx512FastQuantizer(GetParam()); }
+    void TearDown() override { allowAvx512FastQuantizer(m_previous); }
+
+private:
+    bool m_previous = true;
+};
+
+} // namespace
+
+TEST_P(FastOperandQuantizer, EveryLayoutSchemeAndElementMatchesTheSlowPath)
+{
+    for (const Case& c : kCases) {
+        const std::vector<float> values = heavyTailed(static_cast<std::size_t>(c.layout.count()), 11);
+        FastOperand op = operandOf(values, {}, false, c);
+        for (const MiniFloat element : kElements) {
+            std::vector<OperandFormat> formats{formatOf(ScalingScheme::PerTensor, element, 0),
+                                               formatOf(ScalingScheme::Fp32Blocks, element, 128)};
+            for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::Ceil, MxScaleRule::RCeil})
+                formats.push_back(formatOf(ScalingScheme::Mx, element, 32, rule));
+            if (element == MiniFloat::E2M1)
+                formats.push_back(formatOf(ScalingScheme::Nvfp4, element, 16));
+            for (const OperandFormat& f : formats) {
+                const std::string what = std::string(c.name) + ", " + describeQuantFormat(f.format);
+                expectFastMatches(values, op, f, slowPath(values, c.layout, f), what,
+                                  f.format.scheme == ScalingScheme::Mx);
+            }
+        }
+    }
+}
+
+TEST_P(FastOperandQuantizer, WeightTilesMatchTheSlowPath)
+{
+    // 300 x 200: full 128x128 tiles, and partial ones at the right and bottom edges.
+    const std::vector<float> values = heavyTailed(300 * 200, 12);
+    OperandFormat f = formatOf(ScalingScheme::PerTensor, MiniFloat::E4M3, 0);
+    f.tile2d = 128;
+    FastOperand op;
+    op.layout = FastOperand::Layout::Tiles;
+    op.outer = 300;
+    op.k = 200;
+    op.tile = 128;
+    expectFastMatches(values, op, f, slowPath(values, KLayout::rows(300, 200), f, 300), "128x128 tiles", false);
+}
+
+TEST_P(FastOperandQuantizer, EveryCodeAndMidpointMatches)
+{
+    for (const MiniFloat element : kElements) {
+        const MiniFloatFormat& mf = miniFloatFormat(element);
+        std::vector<float> v;
+        for (std::uint32_t code = 0; code <= mf.maxFiniteMagnitudeCode(); ++code) {
+            const float x = decodeMiniFloat(static_cast<std::uint8_t>(code), element);
+            const float next = code < mf.maxFiniteMagnitudeCode()
+                                   ? decodeMiniFloat(static_cast<std::uint8_t>(code + 1), element)
+                                   : x * 1.25f;
+            const float mid = (x + next) / 2;
+            for (const float y : {x, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) {
+                v.push_back(y);
+                v.push_back(-y);
+            }
+        }
+        const Case c{KLayout::rows(1, static_cast<std::int64_t>(v.size())), FastOperand::Layout::Along, "codes"};
+        const OperandFormat f = formatOf(ScalingScheme::PerTensor, element, 0);
+        expectFastMatches(v, operandOf(v, {}, false, c), f, slowPath(v, c.layout, f), std::string(enumKey(element)),
+                          false);
+    }
+}
+
+TEST_P(FastOperandQuantizer, MxValuesBelowBf16sRangeAskForFp32)
+{
+    // A block whose amax 2^-119 clamps the E8M0 scale at 2^-127: an E4M3 subnormal 2^-9 times it
+    // is 2^-136, an fp32 subnormal but below bf16's smallest (2^-133).
+    std::vector<float> v(96, 0.0f);
+    v[0] = std::ldexp(1.0f, -119);
+    v[1] = std::ldexp(1.0f, -136);
+    // A block whose amax is itself subnormal, and one whose amax is a power of two (the ceil
+    // rule's exact case).
+    v[32] = std::ldexp(1.0f, -140);
+    v[33] = 3 * std::ldexp(1.0f, -147);
+    v[64] = -0.125f;
+    v[65] = 0.1f;
+    const OperandFormat f = formatOf(ScalingScheme::Mx, MiniFloat::E4M3, 32);
+    const Case c{KLayout::rows(1, 96), FastOperand::Layout::Along, "tiny"};
+    const std::vector<float> want = slowPath(v, c.layout, f);
+    ASSERT_EQ(want[1], std::ldexp(1.0f, -136));
+    std::vector<std::uint16_t> out16(96);
+    EXPECT_EQ(quantizeOperandFast(operandOf(v, {}, false, c), {out16.data(), true}, f.format), FastResult::NeedsFp32);
+    for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::Ceil, MxScaleRule::RCeil}) {
+        const OperandFormat g = formatOf(ScalingScheme::Mx, MiniFloat::E4M3, 32, rule);
+        expectFastMatches(v, operandOf(v, {}, false, c), g, slowPath(v, c.layout, g), "tiny", false);
+    }
+}
+
+TEST_P(FastOperandQuantizer, DelayedScalingUsesTheGivenScaleAndMeasuresTheAmax)
+{
+    const std::vector<float> values = heavyTailed(70000, 13); // large enough to be split
+    for (const MiniFloat element : {MiniFloat::E4M3, MiniFloat::E5M2})
+        for (const float scale : {1.0f, 3.7f, 1e6f}) { // 1e6: most values saturate
+            OperandFormat f = formatOf(ScalingScheme::PerTensor, element, 0);
+            f.delayed = true;
+            const KLayout layout = KLayout::rows(1, 70000);
+            const std::vector<float> want = slowPath(values, layout, f, 1, scale);
+            std::vector<float> out(values.size());
+            float amax = -1.0f;
+            FastOperand op;
+            op.data = values.data();
+            op.k = values.size();
+            ASSERT_EQ(quantizeOperandFast(op, {out.data(), false}, f.format, scale, &amax), FastResult::Done);
+            float largest = 0.0f;
+            for (const float x : values)
+                largest = std::max(largest, std::abs(x));
+            EXPECT_EQ(amax, largest);
+            for (std::size_t i = 0; i < values.size(); ++i)
+                ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(want[i]))
+                    << enumKey(element) << " scale " << scale << ": index " << i;
+        }
+}
+
+TEST_P(FastOperandQuantizer, LeavesTheOtherCasesToTheSlowPath)
+{
+    std::vector<float> v = heavyTailed(64, 14), out(64);
+    FastOperand op;
+    op.data = v.data();
+    op.outer = 1;
+    op.k = 64;
+    const OperandFormat mx = formatOf(ScalingScheme::Mx, MiniFloat::E4M3, 32);
+    OperandFormat stochastic = mx;
+    stochastic.format.encoding.rounding = Rounding::Stochastic;
+    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, stochastic.format), FastResult::SlowPath);
+    OperandFormat nvfp4Stochastic = formatOf(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16);
+    nvfp4Stochastic.format.encoding.rounding = Rounding::Stochastic;
+    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, nvfp4Stochastic.format), FastResult::SlowPath);
+    OperandFormat refuse = mx;
+    refuse.format.partialBlocks = PartialBlock::Refuse;
+    op.k = 48;
+    op.outer = 1;
+    std::vector<float> part(48);
+    op.data = part.data();
+    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, refuse.format), FastResult::SlowPath);
+    op.data = v.data();
+    op.k = 64;
+    for (const float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+        v[40] = bad;
+        EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, mx.format), FastResult::SlowPath);
+        EXPECT_EQ(
+            quantizeOperandFast(op, {out.data(), false}, formatOf(ScalingScheme::PerTensor, MiniFloat::E5M2, 0).format),
+            FastResult::SlowPath);
+        op.layout = FastOperand::Layout::Along;
+        op.outer = 1;
+        op.k = 2;
+        op.inner = 32; // down the columns
+        EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, mx.format), FastResult::SlowPath);
+        op.k = 64;
+        op.inner = 1;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, FastOperandQuantizer, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                             return info.param ? std::string("Avx512WhereAvailable") : std::string("Portable");
+                         });
+
+TEST(FastOperandQuantizerIsa, Avx512IsUsedWhereTheCpuHasIt)
+{
+    const bool has =
+        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    EXPECT_EQ(fastQuantizerUsesAvx512(), has);
+    if (!has)
+        GTEST_SKIP() << "this CPU has no AVX-512 F/BW/VL: only the portable loops ran";
+}
