@@ -17,6 +17,11 @@ skip() {
 }
 [[ $(id -u) -eq 0 ]] || skip "installing packages into a throwaway root needs root (it mounts an overlay of /)"
 command -v lintian >/dev/null || skip "lintian is not installed (scripts/setup installs it)"
+# The throwaway root needs a private mount namespace; in a chroot, whose / is not a mount
+# point, unshare cannot make / private ("cannot change root filesystem propagation").
+if ! why=$(unshare --mount --propagation private true 2>&1); then
+  skip "no private mount namespace for the throwaway root here (${why:-unshare failed}); a chroot's / is not a mount point"
+fi
 
 rm -rf "$work"
 mkdir -p "$work"
