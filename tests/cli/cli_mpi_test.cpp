@@ -166,28 +166,10 @@ private slots:
     void aRankThatDiesFailsTheRun()
     {
         const QString db = m_dir.filePath(QStringLiteral("dies.db"));
-        TinyConfig tiny;
-        tiny.name = QStringLiteral("long");
-        tiny.epochs = 100000;
-        const QString config = writeTinyConfig(m_dir.path(), tiny);
         QProcess job;
-        job.setProcessEnvironment(cliEnvironment());
-        job.start(mpirun(), onRanks(2, {QStringLiteral("train"), config, QStringLiteral("--db"), db}));
-        QVERIFY(job.waitForStarted());
-        // Each rank prints its pid; wait for rank 1's and for some committed steps of the run.
         QString err;
         qint64 pid = 0, id = 0;
-        const QRegularExpression rank1(QStringLiteral("rank 1 of 2 is pid (\\d+)"));
-        QDeadlineTimer deadline(60000);
-        while (!deadline.hasExpired() && job.state() == QProcess::Running) {
-            job.waitForReadyRead(100);
-            err += QString::fromUtf8(job.readAllStandardError());
-            if (const auto match = rank1.match(err); match.hasMatch())
-                pid = match.captured(1).toLongLong();
-            id = runIdFromStderr(err);
-            if (pid && id && storage::RunStore(db).steps(id).size() >= 20)
-                break;
-        }
+        startLongTwoRankJob(job, db, err, pid, id);
         QVERIFY2(pid > 0 && id > 0, qPrintable(err));
         const qsizetype before = storage::RunStore(db).steps(id).size();
         QCOMPARE(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
@@ -209,27 +191,10 @@ private slots:
     void aStopOnOneRankStopsEveryRank()
     {
         const QString db = m_dir.filePath(QStringLiteral("stop.db"));
-        TinyConfig tiny;
-        tiny.name = QStringLiteral("long");
-        tiny.epochs = 100000;
-        const QString config = writeTinyConfig(m_dir.path(), tiny);
         QProcess job;
-        job.setProcessEnvironment(cliEnvironment());
-        job.start(mpirun(), onRanks(2, {QStringLiteral("train"), config, QStringLiteral("--db"), db}));
-        QVERIFY(job.waitForStarted());
         QString err;
         qint64 pid = 0, id = 0;
-        const QRegularExpression rank1(QStringLiteral("rank 1 of 2 is pid (\\d+)"));
-        QDeadlineTimer deadline(60000);
-        while (!deadline.hasExpired() && job.state() == QProcess::Running) {
-            job.waitForReadyRead(100);
-            err += QString::fromUtf8(job.readAllStandardError());
-            if (const auto match = rank1.match(err); match.hasMatch())
-                pid = match.captured(1).toLongLong();
-            id = runIdFromStderr(err);
-            if (pid && id && storage::RunStore(db).steps(id).size() >= 20)
-                break;
-        }
+        startLongTwoRankJob(job, db, err, pid, id);
         QVERIFY2(pid > 0 && id > 0, qPrintable(err));
         QCOMPARE(::kill(static_cast<pid_t>(pid), SIGINT), 0);
         QVERIFY2(job.waitForFinished(30000), "mpirun did not end after a stop on rank 1");
@@ -277,6 +242,31 @@ private slots:
     }
 
 private:
+    // A 2-rank training run that would go on for ages, once rank 1 has printed its pid (each rank
+    // prints its own) and rank 0 has committed 20 steps; `err` holds what the job printed so far.
+    void startLongTwoRankJob(QProcess& job, const QString& db, QString& err, qint64& rank1Pid, qint64& runId)
+    {
+        TinyConfig tiny;
+        tiny.name = QStringLiteral("long");
+        tiny.epochs = 100000;
+        const QString config = writeTinyConfig(m_dir.path(), tiny);
+        job.setProcessEnvironment(cliEnvironment());
+        job.start(mpirun(), onRanks(2, {QStringLiteral("train"), config, QStringLiteral("--db"), db}));
+        if (!job.waitForStarted())
+            return;
+        const QRegularExpression rank1(QStringLiteral("rank 1 of 2 is pid (\\d+)"));
+        QDeadlineTimer deadline(60000);
+        while (!deadline.hasExpired() && job.state() == QProcess::Running) {
+            job.waitForReadyRead(100);
+            err += QString::fromUtf8(job.readAllStandardError());
+            if (const auto match = rank1.match(err); match.hasMatch())
+                rank1Pid = match.captured(1).toLongLong();
+            runId = runIdFromStderr(err);
+            if (rank1Pid && runId && storage::RunStore(db).steps(runId).size() >= 20)
+                break;
+        }
+    }
+
     QTemporaryDir m_dir;
     QString m_config;
 };
