@@ -35,16 +35,18 @@ int main(int argc, char** argv)
 {
     const int rounds = argc > 1 ? std::atoi(argv[1]) : 20;
     const std::int64_t values = validateModel(presetConfig("mlp").model).totalParameters;
+    // NCCL first: loading it needs no GPU, so even a machine without one says which it found.
+    const NcclSupport nccl = ncclSupport();
+    if (!nccl.available()) {
+        std::printf("nccl_all_reduce_bench skipped: %s\n", nccl.whyNot.c_str());
+        return 0;
+    }
+    std::printf("%s loaded\n", nccl.version.c_str());
     std::unique_ptr<Backend> backend;
     try {
         backend = selectBackend("cuda", 1).backend;
     } catch (const Error& e) {
         std::printf("nccl_all_reduce_bench skipped: %s\n", e.what());
-        return 0;
-    }
-    const NcclSupport nccl = ncclSupport();
-    if (!nccl.available()) {
-        std::printf("nccl_all_reduce_bench skipped: %s\n", nccl.whyNot.c_str());
         return 0;
     }
     const CudaPluginApi& api = *cudaPlugin().api;
