@@ -176,14 +176,18 @@ fi
 # host path's (one rank, and two under mpirun where the machine has two GPUs; each skips with
 # the reason otherwise), then one rank's all-reduce of the mlp preset's gradients timed.
 if wants nccl && [[ ${SKIP_NCCL:-0} != 1 ]]; then
-    say "NCCL all-reduce: tests (ctest -R nccl_all_reduce) and one rank timed"
+    say "NCCL all-reduce: its tests (one rank; two under mpirun where built) and one rank timed"
     {
         grep -E '^-- (NCCL|MPI):' "$report/configure.log" 2>/dev/null || true
         command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L || echo "nvidia-smi not found"
     } 2>&1 | tee "$report/nccl-setup.txt"
     set +e
-    ctest --test-dir "$build" -R 'nccl_all_reduce' --output-on-failure --timeout 240 2>&1 | tee "$report/nccl-tests.log"
+    ctest --test-dir "$build" -R 'NcclAllReduce|NcclDataParallel|nccl_all_reduce' --output-on-failure --timeout 240 2>&1 | tee "$report/nccl-tests.log"
     nccl_status=${PIPESTATUS[0]}
+    if grep -q '(Skipped)' "$report/nccl-tests.log"; then
+        reason=$("$build/bin/nccl_all_reduce_test" --gtest_filter='NcclDataParallel*' 2>&1 | grep -A1 'Skipped$' | tail -n1 || true)
+        echo "warning: NCCL tests were skipped: ${reason:-see $report/nccl-tests.log}" | tee -a "$report/nccl-tests.log"
+    fi
     "$build/bin/nccl_all_reduce_bench" "${NCCL_ROUNDS:-20}" 2>&1 | tee "$report/nccl-bench.md"
     nccl_bench_status=${PIPESTATUS[0]}
     set -e
