@@ -43,6 +43,8 @@ int runTrainCommand(const QStringList& arguments)
         return *exit;
     // Under mpirun or srun, MPI starts first: every rank must reach the collectives below.
     std::unique_ptr<Communicator> communicator;
+    // Before `ranks`, so that it outlives ranks' NCCL communicator, which runs on its device.
+    BackendSelection selection;
     std::optional<DataParallel> ranks;
     try {
         RunConfig config = runConfigFromOptions(parser, parser.positionalArguments());
@@ -78,7 +80,7 @@ int runTrainCommand(const QStringList& arguments)
             failTogether(*communicator, gpu.error);
             rankConfig.training.device = gpu.device;
         }
-        BackendSelection selection = selectBackend(rankConfig);
+        selection = selectBackend(rankConfig);
         if (ranks) // NCCL on the device where every rank can, else MPI on the host
             connectAllReduce(*ranks, *selection.backend);
         if (rank == 0) {
