@@ -91,12 +91,7 @@ public:
         if (flat.numel() != total)
             flat = m_backend.empty(Shape({total}), type);
         char* packed = static_cast<char*>(flat.data());
-        std::size_t offset = 0;
-        for (const Tensor* t : tensors) {
-            checkCuda(cudaMemcpyAsync(packed + offset, t->data(), t->bytes(), cudaMemcpyDeviceToDevice, stream),
-                      "cudaMemcpyAsync (packing the gradients)");
-            offset += t->bytes();
-        }
+        copyBetween(tensors, packed, true);
         checkCuda(cudaMemsetAsync(m_counters, 0, sizeof(AllReduceCounters), stream), "cudaMemsetAsync");
         const bool is16Bit = type != DType::F32;
         launchScanFinite(packed, type, total, &m_counters->nonFiniteBefore, nullptr, stream);
@@ -113,12 +108,7 @@ public:
         // Dividing by a divisor of at least 1 cannot make a finite value non-finite, so the count
         // after the division is the count after the sum.
         launchScanFinite(packed, type, total, &m_counters->nonFiniteAfter, &m_counters->amaxBits, stream);
-        offset = 0;
-        for (Tensor* t : tensors) {
-            checkCuda(cudaMemcpyAsync(t->data(), packed + offset, t->bytes(), cudaMemcpyDeviceToDevice, stream),
-                      "cudaMemcpyAsync (unpacking the gradients)");
-            offset += t->bytes();
-        }
+        copyBetween(tensors, packed, false);
         checkCuda(
             cudaMemcpyAsync(m_hostCounters, m_counters, sizeof(AllReduceCounters), cudaMemcpyDeviceToHost, stream),
             "cudaMemcpyAsync (all-reduce counters)");
@@ -151,6 +141,19 @@ public:
     }
 
 private:
+    // Copies `tensors` into the packed buffer one after the other (`pack`), or back out of it.
+    void copyBetween(std::span<Tensor* const> tensors, char* packed, bool pack)
+    {
+        std::size_t offset = 0;
+        for (Tensor* t : tensors) {
+            void* from = pack ? t->data() : packed + offset;
+            void* to = pack ? packed + offset : t->data();
+            checkCuda(cudaMemcpyAsync(to, from, t->bytes(), cudaMemcpyDeviceToDevice, m_backend.stream()),
+                      pack ? "cudaMemcpyAsync (packing the gradients)" : "cudaMemcpyAsync (unpacking the gradients)");
+            offset += t->bytes();
+        }
+    }
+
     // Polls the stream (the sum, and the copies after it) and NCCL's error state.
     void waitForStream()
     {
