@@ -82,9 +82,10 @@ void Trainer::averageGradientsByType(Backend& backend)
 
 std::string Trainer::graphIneligibility() const
 {
-    // The gradients go through the host and MPI in the middle of the step, which no recording holds.
+    // The gradients go through the host and MPI in the middle of the step, or through NCCL with
+    // its counts read back by the host, which no recording holds.
     if (m_ranks)
-        return "data-parallel steps all-reduce through MPI mid-step";
+        return "data-parallel steps all-reduce mid-step (" + m_ranks->allReducePath() + ")";
     if (m_config.training.graphs == AutoSwitch::Off)
         return "training.graphs is off";
     // A tape saves the CPU nothing (no launches) and holds every temporary of the step at

@@ -241,6 +241,26 @@ private slots:
         QCOMPARE(storage::RunStore(db).listRuns().size(), 0);
     }
 
+    // A GPU run with fewer GPUs on the node than ranks (none, on a machine without a GPU) ends
+    // every rank with the reason, at start, through the ranks' agreement: no rank is left
+    // waiting, none aborts the job, and no run is created.
+    void aGpuRunWithoutAGpuPerRankIsRefusedOnEveryRank()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("gpus.db"));
+        const CliResult result =
+            runProgram(mpirun(), onRanks(2, {QStringLiteral("train"), m_config, QStringLiteral("--db"), db,
+                                             QStringLiteral("--device"), QStringLiteral("cuda")}));
+        if (result.exitCode == 0)
+            QSKIP("this machine has a GPU for each of 2 ranks: the refusal cannot be provoked here");
+        QVERIFY2(result.exitCode == 2, qPrintable(result.describe()));
+        static const QRegularExpression refusal(
+            QStringLiteral("mantissa-cli train: (cannot train on cuda on [^:]+: .+|\\d+ ranks on .+ ask for a GPU each "
+                           "\\(training.device cuda, one rank per GPU\\), but .+ has \\d+ GPUs? .+)"));
+        QCOMPARE(result.err.count(refusal), 2); // each rank says it
+        QVERIFY2(!result.err.contains(QStringLiteral("MPI_ABORT")), qPrintable(result.describe()));
+        QCOMPARE(storage::RunStore(db).listRuns().size(), 0);
+    }
+
 private:
     // A 2-rank training run that would go on for ages, once rank 1 has printed its pid (each rank
     // prints its own) and rank 0 has committed 20 steps; `err` holds what the job printed so far.
