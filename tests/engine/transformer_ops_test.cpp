@@ -62,6 +62,31 @@ TEST(TransformerOps, SwapAxesExchangesTheMiddleAxes)
                     EXPECT_EQ(y[((o * cols + c) * rows + r) * inner + i], x[((o * rows + r) * cols + c) * inner + i]);
 }
 
+// 16-bit tensors are permuted word for word at attention's size (threads split the work):
+// every bit pattern arrives unchanged, signalling NaNs and subnormals included.
+TEST(TransformerOps, SwapAxesMovesSixteenBitWordsUnchanged)
+{
+    auto backend = makeCpuBackend(2);
+    const std::int64_t outer = 32, rows = 128, cols = 4, inner = 32;
+    for (DType type : {DType::BF16, DType::F16}) {
+        Tensor tx = backend->empty({outer, rows, cols, inner}, type),
+               ty = backend->empty({outer, cols, rows, inner}, type);
+        std::uint16_t* words = tx.u16();
+        for (std::int64_t i = 0; i < tx.numel(); ++i)
+            words[i] = static_cast<std::uint16_t>(i * 40503u);
+        backend->swapAxes(tx, ty, outer, rows, cols, inner);
+        const std::uint16_t* out = ty.u16();
+        std::int64_t wrong = 0;
+        for (std::int64_t o = 0; o < outer; ++o)
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c)
+                    for (std::int64_t i = 0; i < inner; ++i)
+                        wrong += out[((o * cols + c) * rows + r) * inner + i] !=
+                                 words[((o * rows + r) * cols + c) * inner + i];
+        EXPECT_EQ(wrong, 0) << dtypeName(type);
+    }
+}
+
 TEST(TransformerOps, CausalSoftmaxMasksLaterKeysAndSumsToOne)
 {
     auto backend = makeCpuBackend(1);
