@@ -66,12 +66,15 @@ float nearestBySearch(float x, MiniFloat element)
 // NVFP4 with one scale per tile of 16 x 16 over [rows, cols], written from the definition:
 // S_enc = 6 * 448 / amax(tensor); a tile's scale s = E4M3(amax(tile) / 6 * S_enc); elements
 // E2M1(x * (S_enc / s)); values e * (s * amax(tensor) / 2688). Edge tiles are what they hold.
+// `tensorAmax` < 0: the amax of `w` itself (else that of the tensor `w` is a part of).
 std::vector<float> referenceTiles(const std::vector<float>& w, std::size_t rows, std::size_t cols,
-                                  std::vector<float>* tileScales = nullptr)
+                                  std::vector<float>* tileScales = nullptr, float tensorAmax = -1.0f)
 {
-    float tensorAmax = 0.0f;
-    for (const float v : w)
-        tensorAmax = std::max(tensorAmax, std::abs(v));
+    if (tensorAmax < 0.0f) {
+        tensorAmax = 0.0f;
+        for (const float v : w)
+            tensorAmax = std::max(tensorAmax, std::abs(v));
+    }
     const float encode = tensorAmax == 0.0f ? 1.0f : 2688.0f / tensorAmax;
     std::vector<float> out(w.size());
     for (std::size_t r0 = 0; r0 < rows; r0 += 16)
@@ -257,6 +260,24 @@ TEST(Nvfp4Tiles, ForwardAndDataGradientReadTheSameWeight)
     expectSameBits(
         throughGemms(linear, KLayout::rows(48, 64), KLayout::along(1, 48, 64), RecipeSwitch::On, nullptr).forward,
         referenceTiles(linear.toFloats(), 48, 64), "linear weight against the reference");
+    // The convolution's: at each of the 9 taps, the [32 out, 16 in] matrix in 16x16 tiles under
+    // the whole weight's tensor scale.
+    const std::vector<float> w = conv.toFloats();
+    float amax = 0.0f;
+    for (const float v : w)
+        amax = std::max(amax, std::abs(v));
+    const std::vector<float> got =
+        throughGemms(conv, KLayout::along(32, 16, 9), KLayout::along(1, 32, 16 * 9), RecipeSwitch::On, nullptr).forward;
+    for (std::size_t tap = 0; tap < 9; ++tap) {
+        std::vector<float> matrix(32 * 16), gotMatrix(32 * 16);
+        for (std::size_t o = 0; o < 32; ++o)
+            for (std::size_t i = 0; i < 16; ++i) {
+                matrix[o * 16 + i] = w[(o * 16 + i) * 9 + tap];
+                gotMatrix[o * 16 + i] = got[(o * 16 + i) * 9 + tap];
+            }
+        expectSameBits(gotMatrix, referenceTiles(matrix, 32, 16, nullptr, amax),
+                       "conv weight at tap " + std::to_string(tap));
+    }
 }
 
 TEST(HadamardTransform, IsOrthogonalAndIsTheMatrixItApplies)
