@@ -127,9 +127,14 @@ protected:
         if (m_gemmInputs.recipe() == GemmRecipe::None)
             return t;
         GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
-        return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, observer}, t, gemm,
-                                    operand, layout);
+        return m_gemmInputs.prepare(
+            {pass.backend, m_name, pass.training, pass.seed, pass.step, observer, weightGradientMayRotate()}, t, gemm,
+            operand, layout);
     }
+    // Whether the recipe's random Hadamard transform may rotate this layer's weight-gradient
+    // inputs (precision.recipe.hadamard_wgrad): only where nothing else reads them, since the
+    // rotated values mean something only in that one product.
+    virtual bool weightGradientMayRotate() const { return false; }
 
 private:
     DType m_computeType = DType::F32;

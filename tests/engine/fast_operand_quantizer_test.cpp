@@ -74,7 +74,9 @@ std::vector<float> slowPath(const std::vector<float>& values, const KLayout& lay
 {
     std::vector<float> out(values.size());
     QuantStats stats;
-    quantizeGemmOperand(values, out, layout, f, weightRows, delayedScale, 0, &stats);
+    quantizeGemmOperand(values, out, layout, f,
+                        Shape({weightRows, static_cast<std::int64_t>(values.size()) / weightRows}), delayedScale, 0,
+                        &stats);
     return out;
 }
 

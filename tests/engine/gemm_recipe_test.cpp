@@ -11,6 +11,7 @@
 #include "engine/model/model.h"
 #include "engine/numerics/block_quantizer.h"
 #include "engine/numerics/conversions.h"
+#include "engine/numerics/hadamard_transform.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
 #include "small_run_config.h"
@@ -179,9 +180,16 @@ TEST(GemmRecipe, LinearGemmsMatchTheReferenceUnderEveryRecipe)
         // data gradient: K = out, so W is quantised along its columns
         const std::vector<float> wAlongOut = transpose(quantizedWeight(w, c.out, c.in, fw, false), c.out, c.in);
         expectMatches(dx.toFloats(), multiply(quantizedRows(dy, out, fg), wAlongOut, c.batch, c.in, c.out), "dgrad");
-        // weight gradient: K = batch, both operands transposed
-        const std::vector<float> dyT = quantizedRows(transpose(dy, c.batch, c.out), batch, fg);
-        const std::vector<float> xT = quantizedRows(transpose(x, c.batch, c.in), batch, fa);
+        // weight gradient: K = batch, both operands transposed, and under nvfp4 rotated along K
+        // by the random Hadamard transform with the pass seed's signs before they are quantised
+        const auto rotated = [&](std::vector<float> rows, std::size_t k) {
+            if (rotatesWeightGradient(recipe, roundToNearest()))
+                for (std::size_t begin = 0; begin < rows.size(); begin += k)
+                    hadamardTransformRow(std::span(rows).subspan(begin, k), hadamardSigns(42));
+            return rows;
+        };
+        const std::vector<float> dyT = quantizedRows(rotated(transpose(dy, c.batch, c.out), batch), batch, fg);
+        const std::vector<float> xT = quantizedRows(rotated(transpose(x, c.batch, c.in), batch), batch, fa);
         expectMatches(weight.grad.toFloats(), multiply(dyT, xT, c.out, c.in, c.batch), "wgrad");
     }
 }
@@ -189,12 +197,15 @@ TEST(GemmRecipe, LinearGemmsMatchTheReferenceUnderEveryRecipe)
 namespace {
 
 // The operand as the recipes quantised it before operands could be bf16: quantizeGemmOperand's
-// fp32 values in an fp32 tensor.
-Tensor fp32Operand(const Tensor& t, const KLayout& layout, const OperandFormat& f, std::int64_t weightRows)
+// fp32 values in an fp32 tensor (rotated first where the format says so, with the signs of the
+// pass seed 42 the tests use).
+Tensor fp32Operand(const Tensor& t, const KLayout& layout, const OperandFormat& f)
 {
-    const std::vector<float> values = t.toFloats();
+    std::vector<float> values = t.toFloats();
+    if (f.hadamard)
+        rotateAlongK(values, layout, hadamardSigns(42));
     std::vector<float> out(values.size());
-    quantizeGemmOperand(values, out, layout, f, weightRows, 1.0f, 0, nullptr);
+    quantizeGemmOperand(values, out, layout, f, t.shape(), 1.0f, 0, nullptr);
     return Tensor::fromFloats(t.shape(), out, DType::F32);
 }
 
@@ -226,6 +237,11 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
         const OperandFormat fa = operandFormat(recipe, GemmOperand::Activation, roundToNearest());
         const OperandFormat fw = operandFormat(recipe, GemmOperand::Weight, roundToNearest());
         const OperandFormat fg = operandFormat(recipe, GemmOperand::Gradient, roundToNearest());
+        // The weight-gradient inputs of a linear layer, rotated where the recipe says (nvfp4).
+        const OperandFormat faW =
+            operandFormat(recipe, GemmPass::WeightGrad, GemmOperand::Activation, roundToNearest(), true);
+        const OperandFormat fgW =
+            operandFormat(recipe, GemmPass::WeightGrad, GemmOperand::Gradient, roundToNearest(), true);
 
         Linear linear(c.in, c.out, false, "", false);
         linear.setName("0.linear");
@@ -242,18 +258,18 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
 
         Tensor y = backend->empty({c.batch, c.out}, forward.output.dtype());
         backend->gemm(Transpose::No, Transpose::Yes, c.batch, c.out, c.in, 1.0f,
-                      fp32Operand(x, KLayout::rows(c.batch, c.in), fa, c.batch),
-                      fp32Operand(weight.working, KLayout::rows(c.out, c.in), fw, c.out), 0.0f, y);
+                      fp32Operand(x, KLayout::rows(c.batch, c.in), fa),
+                      fp32Operand(weight.working, KLayout::rows(c.out, c.in), fw), 0.0f, y);
         expectSameBits(forward.output, y, "forward");
         Tensor dw = backend->empty(weight.grad.shape(), weight.grad.dtype());
         backend->gemm(Transpose::Yes, Transpose::No, c.out, c.in, c.batch, 1.0f,
-                      fp32Operand(dy, KLayout::along(1, c.batch, c.out), fg, c.batch),
-                      fp32Operand(x, KLayout::along(1, c.batch, c.in), fa, c.batch), 0.0f, dw);
+                      fp32Operand(dy, KLayout::along(1, c.batch, c.out), fgW),
+                      fp32Operand(x, KLayout::along(1, c.batch, c.in), faW), 0.0f, dw);
         expectSameBits(weight.grad, dw, "wgrad");
         Tensor dxWant = backend->empty({c.batch, c.in}, dx.dtype());
         backend->gemm(Transpose::No, Transpose::No, c.batch, c.in, c.out, 1.0f,
-                      fp32Operand(dy, KLayout::rows(c.batch, c.out), fg, c.batch),
-                      fp32Operand(weight.working, KLayout::along(1, c.out, c.in), fw, c.out), 0.0f, dxWant);
+                      fp32Operand(dy, KLayout::rows(c.batch, c.out), fg),
+                      fp32Operand(weight.working, KLayout::along(1, c.out, c.in), fw), 0.0f, dxWant);
         expectSameBits(dx, dxWant, "dgrad");
 
         if (recipe == GemmRecipe::Nvfp4)
@@ -275,17 +291,16 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
         ConvGeometry g{n, cin, hw, hw, cout, 3, 3, 1, 1, 1, 1, hw, hw};
         const std::int64_t pixels = hw * hw;
         Tensor cy = backend->empty(cf.output.shape(), cf.output.dtype());
-        backend->conv2dForward(fp32Operand(cx, KLayout::along(n, cin, pixels), fa, n),
-                               fp32Operand(filter.working, KLayout::along(cout, cin, 9), fw, cout), nullptr, cy, g);
+        backend->conv2dForward(fp32Operand(cx, KLayout::along(n, cin, pixels), fa),
+                               fp32Operand(filter.working, KLayout::along(cout, cin, 9), fw), nullptr, cy, g);
         expectSameBits(cf.output, cy, "conv forward");
         Tensor cdw = backend->empty(filter.grad.shape(), filter.grad.dtype());
-        backend->conv2dBackwardFilter(fp32Operand(cx, KLayout::around(n, cin, pixels), fa, n),
-                                      fp32Operand(cdy, KLayout::around(n, cout, pixels), fg, n), cdw, nullptr, g);
+        backend->conv2dBackwardFilter(fp32Operand(cx, KLayout::around(n, cin, pixels), fa),
+                                      fp32Operand(cdy, KLayout::around(n, cout, pixels), fg), cdw, nullptr, g);
         expectSameBits(filter.grad, cdw, "conv wgrad");
         Tensor cdxWant = backend->empty(cdx.shape(), cdx.dtype());
-        backend->conv2dBackwardData(fp32Operand(cdy, KLayout::along(n, cout, pixels), fg, n),
-                                    fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), fw, cout), cdxWant,
-                                    g);
+        backend->conv2dBackwardData(fp32Operand(cdy, KLayout::along(n, cout, pixels), fg),
+                                    fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), fw), cdxWant, g);
         expectSameBits(cdx, cdxWant, "conv dgrad");
     }
 }
