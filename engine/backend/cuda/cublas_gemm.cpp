@@ -73,7 +73,7 @@ void CudaBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t 
 
 // The same call per batch entry: C_i^T = op(B_i)^T op(A_i)^T with the strides unchanged. A C
 // cuBLAS cannot write (fp32 inputs into a 16-bit C, or fp16 into bf16) is computed in an fp32
-// copy of the whole of c, which is exact both ways for the values between the batch entries.
+// copy of the whole of c, a round trip that is exact for the values between the batch entries.
 void CudaBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
                                      float alpha, const Tensor& a, std::int64_t strideA, const Tensor& b,
                                      std::int64_t strideB, float beta, Tensor& c, std::int64_t strideC,
@@ -87,9 +87,10 @@ void CudaBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m,
     Tensor target = c;
     const bool direct = cublasWritesDirectly(a.dtype(), c.dtype());
     if (!direct) {
+        // Whatever beta: the copy goes back whole, so the values between the entries (strideC
+        // beyond m * n) must make the round trip too.
         target = empty(c.shape(), DType::F32);
-        if (beta != 0)
-            cast(c, target);
+        cast(c, target);
     }
     const cublasOperation_t opA = ta == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t opB = tb == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
