@@ -4,8 +4,8 @@
 // deep-mlp in pure fp16 and mixed-fp16, pushed into overflow over and over by its loss scale,
 // must skip exactly the same steps (compared in lockstep: see CudaOverflowParity). The device
 // is chosen the way a run chooses it: training.device, through selectBackend. A character-level
-// GPT shrunk to one block (CudaTransformerTrainingParity) does the same for the transformer ops
-// in fp32 and mixed-bf16.
+// GPT and a vision transformer shrunk to one block (CudaTransformerTrainingParity) do the same
+// for the transformer ops in fp32 and mixed-bf16.
 //
 // Per-step loss tolerance, relative to the larger of the two losses (or of kLossFloor), per
 // preset and mode (kTolerances). One op deviates by an ulp or so (cuda_parity_test), but each
@@ -239,7 +239,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaTrainingParity, ::testing::ValuesIn(traini
 // tied to the embedding; width 32, context 16, batch 8) on a few kilobytes of text, so that
 // every transformer op (row norms, the embedding's gather and scatter-add, the positional
 // addition, strided-batched GEMMs, the axis swap, the causal softmax) runs in a whole training
-// step on the device. The tolerances are provisional: not yet calibrated with
+// step on the device; and vit-tiny shrunk alike (patch embedding, a non-causal block). The tolerances are provisional: not yet calibrated with
 // bench/parity_drift nor run on a GPU; they allow ten times the mlp's in the same mode.
 std::filesystem::path corpusPath()
 {
@@ -262,24 +262,33 @@ std::string tinyCorpus()
     return path;
 }
 
+// A transformer preset's layers with one block of 2 heads and its embedding `width` wide.
+std::vector<LayerSpec> oneBlock(const std::vector<LayerSpec>& layers, std::int64_t width)
+{
+    std::vector<LayerSpec> out;
+    bool haveBlock = false;
+    for (const LayerSpec& layer : layers) {
+        LayerSpec shrunk = layer;
+        if (shrunk.type == LayerKind::Transformer) {
+            if (haveBlock)
+                continue;
+            haveBlock = true;
+            shrunk.heads = 2;
+        }
+        if (shrunk.type == LayerKind::TokenEmbedding || shrunk.type == LayerKind::PatchEmbedding)
+            shrunk.units = width;
+        out.push_back(shrunk);
+    }
+    return out;
+}
+
 RunConfig tinyCharGptConfig(PrecisionMode mode)
 {
     RunConfig c = presetConfig("char-gpt");
-    constexpr std::int64_t kContext = 16, kWidth = 32;
+    constexpr std::int64_t kContext = 16;
     c.precision = mode;
     c.model.input = {kContext};
-    std::vector<LayerSpec> layers;
-    for (const LayerSpec& layer : c.model.layers) {
-        if (layer.type == LayerKind::Transformer && !layers.empty() && layers.back().type == LayerKind::Transformer)
-            continue; // one block
-        LayerSpec shrunk = layer;
-        if (shrunk.type == LayerKind::TokenEmbedding)
-            shrunk.units = kWidth;
-        if (shrunk.type == LayerKind::Transformer)
-            shrunk.heads = 2;
-        layers.push_back(shrunk);
-    }
-    c.model.layers = layers;
+    c.model.layers = oneBlock(c.model.layers, 32);
     c.data.directory = tinyCorpus();
     c.data.context = kContext;
     c.data.validationSplit = 0;
@@ -291,18 +300,32 @@ RunConfig tinyCharGptConfig(PrecisionMode mode)
     return c;
 }
 
+// vit-tiny (patch embedding, positions, a non-causal block, a flattened linear classifier)
+// with one block of width 32, on the synthetic data of the other presets' cases.
+RunConfig tinyVitConfig(PrecisionMode mode)
+{
+    RunConfig c = parityConfig("vit-tiny", mode);
+    c.model.layers = oneBlock(c.model.layers, 32);
+    c.training.batchSize = 32;
+    c.data.syntheticTrain = c.training.batchSize * 50;
+    return c;
+}
+
 class CudaTransformerTrainingParity : public test::DeviceTest, public ::testing::WithParamInterface<PrecisionMode> {};
 
-TEST_P(CudaTransformerTrainingParity, TinyCharGptLossesMatchCpu)
+void expectSameAsCpu(const RunConfig& config)
 {
-    const RunConfig config = tinyCharGptConfig(GetParam());
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
     const Trace cpu = train(config, "cpu", data);
     const Trace device = train(config, test::deviceUnderTestName(), data);
-    expectSameTrajectory(cpu, device, GetParam() == PrecisionMode::Fp32 ? 1e-2 : 0.1);
+    expectSameTrajectory(cpu, device, config.precision == PrecisionMode::Fp32 ? 1e-2 : 0.1);
 }
 
-INSTANTIATE_TEST_SUITE_P(CharGpt, CudaTransformerTrainingParity,
+TEST_P(CudaTransformerTrainingParity, TinyCharGptLossesMatchCpu) { expectSameAsCpu(tinyCharGptConfig(GetParam())); }
+
+TEST_P(CudaTransformerTrainingParity, TinyVitLossesMatchCpu) { expectSameAsCpu(tinyVitConfig(GetParam())); }
+
+INSTANTIATE_TEST_SUITE_P(OneBlock, CudaTransformerTrainingParity,
                          ::testing::Values(PrecisionMode::Fp32, PrecisionMode::MixedBf16),
                          [](const ::testing::TestParamInfo<PrecisionMode>& info) {
                              std::string name = precisionModeName(info.param);

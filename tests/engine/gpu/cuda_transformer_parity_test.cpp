@@ -72,8 +72,11 @@ TransformerCase rowNorm(RowNormKind kind, std::int64_t rows, std::int64_t width,
                     const Tolerance stats = statistics == DType::F32 ? reduction(width, DType::F32) : exact();
                     r.keep("mean" + at, mean, stats);
                     r.keep("invStd" + at, invStd, stats);
-                    // A few fp32 operations per element from those statistics (one fused, as on the CPU).
-                    r.keep("y" + at, y, statistics == DType::F32 ? reduction(width, DType::F32) : elementwise(4));
+                    // A few fp32 operations per element from those statistics, the last a fused
+                    // multiply-add on the GPU that the CPU's compiler may or may not fuse: where the
+                    // bias cancels the product an ulp of either is many of y, so the allowance is
+                    // relative to the largest |y|.
+                    r.keep("y" + at, y, reduction(width, DType::F32));
 
                     Tensor dx = r.output(shape, t);
                     Tensor dgain = r.output({width}, DType::F32), dbias = r.output({width}, DType::F32);
