@@ -109,13 +109,11 @@ void CudaBackend::synchronize() { checkCuda(cudaStreamSynchronize(stream()), "cu
 
 void CudaBackend::checkLaunch(const char* what) { checkCuda(cudaGetLastError(), what); }
 
-bool transformerOpFamily(Op op); // transformer_ops.cpp
-
-bool CudaBackend::supports(Op op, DType) const
+bool CudaBackend::supports(Op, DType) const
 {
-    // Every other op runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80,
-    // mixed input and output types) goes through exact fp32 widening (see cudnn_conv.cpp).
-    return !transformerOpFamily(op);
+    // Every op runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80, mixed
+    // input and output types) goes through exact fp32 widening (see cudnn_conv.cpp).
+    return true;
 }
 
 Tensor CudaBackend::empty(const Shape& shape, DType dtype)
