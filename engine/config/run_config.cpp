@@ -318,6 +318,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         dr.read("world_size", c.distributed.worldSize);
         dr.readEnum("allreduce_dtype", c.distributed.allReduceType);
         dr.readEnum("reduction", c.distributed.reduction);
+        dr.readEnum("batch_norm", c.distributed.batchNorm);
         dr.finish();
     }
     r.finish();
@@ -429,7 +430,8 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     if (c.distributed != DistributedSpec{})
         j["distributed"] = {{"world_size", c.distributed.worldSize},
                             {"allreduce_dtype", enumKey(c.distributed.allReduceType)},
-                            {"reduction", enumKey(c.distributed.reduction)}};
+                            {"reduction", enumKey(c.distributed.reduction)},
+                            {"batch_norm", enumKey(c.distributed.batchNorm)}};
     return j.dump(indent);
 }
 

@@ -90,6 +90,8 @@ DataParallel::DataParallel(Communicator& communicator, const RunConfig& config)
                           std::to_string(worldSize()) +
                           ": every rank takes an equal slice of each global batch; use a multiple of " +
                           std::to_string(worldSize()));
+    if (m_spec.batchNorm == BatchNormSync::Synchronised)
+        m_batchNormSums.emplace(m_comm, m_allReduceSeconds);
 }
 
 void DataParallel::takeSlice(HostBatch& batch) const
@@ -150,6 +152,30 @@ void DataParallel::useDeviceAllReduce(std::unique_ptr<DeviceAllReduce> device, s
 {
     m_device = std::move(device);
     m_allReducePath = std::move(description);
+}
+
+double DataParallel::buffersSpread(Backend& backend, std::span<Tensor* const> buffers)
+{
+    std::vector<float> values;
+    for (const Tensor* t : buffers) {
+        const std::size_t at = values.size();
+        values.resize(at + static_cast<std::size_t>(t->numel()));
+        backend.download(*t, values.data() + at);
+    }
+    // Each value's largest and (negated) smallest across ranks, in one MAX.
+    std::vector<double> extremes(2 * values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        extremes[i] = values[i];
+        extremes[values.size() + i] = -static_cast<double>(values[i]);
+    }
+    m_comm.maxDoubles(extremes);
+    double spread = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const double high = extremes[i], low = -extremes[values.size() + i];
+        if (high != low)
+            spread = std::max(spread, (high - low) / std::max(std::fabs(high), std::fabs(low)));
+    }
+    return spread;
 }
 
 bool DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, bool stopAsked)

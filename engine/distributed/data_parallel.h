@@ -18,10 +18,12 @@
 #include "engine/config/run_config.h"
 #include "engine/data/batch_loader.h"
 #include "engine/distributed/communicator.h"
+#include "engine/distributed/communicator_channel_sums.h"
 #include "engine/observe/rank_throughput.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +56,10 @@ public:
     int worldSize() const { return m_comm.size(); }
     Communicator& communicator() { return m_comm; }
 
+    // What a training pass's batch-norm layers sum their statistics through
+    // (PassState::batchNormAcrossRanks): set under distributed.batch_norm synchronised, null
+    // per rank.
+    CrossRankSum* batchNormSums() { return m_batchNormSums ? &*m_batchNormSums : nullptr; }
     // Keeps this rank's contiguous slice of a global batch.
     void takeSlice(HostBatch& batch) const;
     // True: gradients are averaged in their own type before unscaling (allreduce_dtype compute).
@@ -82,6 +88,10 @@ public:
     const AllReduceCounts& counts() const { return m_counts; }
     // Seconds this rank spent in all-reduces (waiting for the others included).
     double allReduceSeconds() const { return m_allReduceSeconds; }
+    // Collective: the largest relative difference between the ranks' values of `buffers` (the
+    // batch-norm running statistics), 0 when every rank holds the same values. Per-rank batch
+    // norm lets them drift apart; synchronised batch norm must keep them equal.
+    double buffersSpread(Backend& backend, std::span<Tensor* const> buffers);
     // Collective: every rank's training seconds and all-reduce seconds, in rank order, for the
     // run record (run_ranks) and the finished event's line (describeRankThroughput).
     std::vector<RankThroughput> gatherRankThroughput(double trainSeconds, std::int64_t globalSamples);
@@ -101,6 +111,7 @@ private:
     std::vector<int> m_lastNonFiniteRanks;
     AllReduceCounts m_counts;
     double m_allReduceSeconds = 0;
+    std::optional<CommunicatorChannelSums> m_batchNormSums; // adds to m_allReduceSeconds
 };
 
 } // namespace mantissa

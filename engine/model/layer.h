@@ -64,6 +64,9 @@ struct PassState {
     // False for the first layer: nothing consumes the gradient of the input data, so its
     // backward may skip computing dx (and return an undefined tensor).
     bool inputGradNeeded = true;
+    // Set by the data-parallel trainer on training passes under distributed.batch_norm
+    // synchronised: batch-norm layers then normalise with the global batch's statistics.
+    CrossRankSum* batchNormAcrossRanks = nullptr;
     LayerTap* tap = nullptr;    // sees the model's top-level layers when set
     std::size_t layerIndex = 0; // the top-level layer running, for LayerTap::insideForward
 };

@@ -182,6 +182,7 @@ Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, 
     } else {
         PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
         pass.tap = q.probe.get();
+        pass.batchNormAcrossRanks = m_ranks ? m_ranks->batchNormSums() : nullptr;
         queueStep(m_backend, pass, q.probe.get());
         ++m_eagerSteps;
     }

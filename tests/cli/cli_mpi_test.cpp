@@ -2,40 +2,22 @@
 // mixed fp16 across ranks, a rank that dies, and the launches that must be refused.
 // Skipped, with the reason, where this build has no MPI or mpirun is missing.
 #include "cli_test_support.h"
+#include "mpi_launch.h"
 #include "storage/run_store.h"
 
 #include <QDeadlineTimer>
 #include <QRegularExpression>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <cmath>
 #include <csignal>
 #include <memory>
-#include <unistd.h>
 
 using namespace mantissa;
 using namespace mantissa::cli::test;
 
 namespace {
-
-QString mpirun() { return QStandardPaths::findExecutable(QStringLiteral("mpirun")); }
-
-// mpirun's own options: two ranks on two cores need --oversubscribe when other work holds
-// a core, and Open MPI refuses root (CI containers) unless told.
-QStringList launchOptions()
-{
-    QStringList options{QStringLiteral("--oversubscribe")};
-    if (geteuid() == 0)
-        options << QStringLiteral("--allow-run-as-root");
-    return options;
-}
-
-QStringList onRanks(int ranks, const QStringList& cliArguments)
-{
-    return launchOptions() + QStringList{QStringLiteral("-np"), QString::number(ranks), cliPath()} + cliArguments;
-}
 
 QString onlyRunStatus(const QString& db, qint64* id = nullptr)
 {

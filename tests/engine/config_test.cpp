@@ -305,6 +305,7 @@ TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
     EXPECT_EQ(documentedValues("training.run_ahead"), engineValues<AutoSwitch>());
     EXPECT_EQ(documentedValues("distributed.allreduce_dtype"), engineValues<AllReduceType>());
     EXPECT_EQ(documentedValues("distributed.reduction"), engineValues<ReductionOrder>());
+    EXPECT_EQ(documentedValues("distributed.batch_norm"), engineValues<BatchNormSync>());
 }
 
 TEST(Config, EveryPresetIsValid)
