@@ -109,9 +109,9 @@ void CudaBackend::synchronize() { checkCuda(cudaStreamSynchronize(stream()), "cu
 
 void CudaBackend::checkLaunch(const char* what) { checkCuda(cudaGetLastError(), what); }
 
-bool CudaBackend::supports(Op, DType) const
+bool CudaBackend::supports(Op op, DType) const
 {
-    // Every other op runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80,
+    // Every op but one runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80,
     // mixed input and output types) goes through exact fp32 widening (see cudnn_conv.cpp).
     // Synchronised batch norm sums its statistics on the host between passes: not built for
     // the device kernels, which compute a batch's statistics in one launch.
