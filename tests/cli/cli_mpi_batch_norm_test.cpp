@@ -76,11 +76,8 @@ class CliMpiBatchNormTest : public QObject {
 private slots:
     void init()
     {
-#ifndef MANTISSA_HAVE_MPI
-        QSKIP("this build has no MPI (install libopenmpi-dev and reconfigure; scripts/setup does)");
-#endif
-        if (mpirun().isEmpty())
-            QSKIP("mpirun is not on PATH (Debian: openmpi-bin)");
+        if (const QString reason = mpiSkipReason(); !reason.isEmpty())
+            QSKIP(qPrintable(reason));
         if (!QFileInfo::exists(QStringLiteral("/usr/share/datasets/fashion-mnist")))
             QSKIP("the cnn preset trains on Fashion-MNIST, which is not installed (Debian: dataset-fashion-mnist)");
         QVERIFY(m_dir.isValid());

@@ -37,11 +37,8 @@ class CliMpiTest : public QObject {
 private slots:
     void init()
     {
-#ifndef MANTISSA_HAVE_MPI
-        QSKIP("this build has no MPI (install libopenmpi-dev and reconfigure; scripts/setup does)");
-#endif
-        if (mpirun().isEmpty())
-            QSKIP("mpirun is not on PATH (Debian: openmpi-bin)");
+        if (const QString reason = mpiSkipReason(); !reason.isEmpty())
+            QSKIP(qPrintable(reason));
         QVERIFY(m_dir.isValid());
         m_config = writeTinyConfig(m_dir.path());
     }

@@ -12,6 +12,18 @@ namespace mantissa::cli::test {
 // Empty where Open MPI's launcher is not installed (Debian: openmpi-bin).
 inline QString mpirun() { return QStandardPaths::findExecutable(QStringLiteral("mpirun")); }
 
+// Why the mpi tests cannot run here, or empty when they can: a build without MPI, or no mpirun.
+inline QString mpiSkipReason()
+{
+#ifndef MANTISSA_HAVE_MPI
+    return QStringLiteral("this build has no MPI (install libopenmpi-dev and reconfigure; scripts/setup does)");
+#else
+    if (mpirun().isEmpty())
+        return QStringLiteral("mpirun is not on PATH (Debian: openmpi-bin)");
+    return {};
+#endif
+}
+
 // mpirun's own options: two ranks on two cores need --oversubscribe when other work holds
 // a core, and Open MPI refuses root (CI containers) unless told.
 inline QStringList launchOptions()

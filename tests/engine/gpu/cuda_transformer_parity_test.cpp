@@ -277,21 +277,7 @@ TEST_P(CudaTransformerParity, MatchesCpuBackend)
 {
     const TransformerCase& c = transformerCases()[GetParam().index];
     const DType t = GetParam().dtype;
-    if (!device().supports(c.op, t)) {
-        if (t == DType::BF16)
-            GTEST_SKIP() << device().name() << " does not support this op family in bf16";
-        FAIL() << device().name() << " reports no support for this op family in " << dtypeName(t);
-    }
-    OpRun expected(oracle(), kSeed), actual(device(), kSeed);
-    c.run(expected, t);
-    c.run(actual, t);
-    ASSERT_EQ(expected.kept().size(), actual.kept().size());
-    for (std::size_t i = 0; i < expected.kept().size(); ++i) {
-        const KeptOutput& e = expected.kept()[i];
-        const Deviation d = compare(e, actual.kept()[i]);
-        RecordProperty("worst:" + e.name, std::to_string(d.ratio));
-        EXPECT_EQ(d.count, 0u) << paramName(GetParam()) << ", " << e.name << ": " << describe(d, e);
-    }
+    expectMatchesOracle(c.op, t, kSeed, c.run, paramName(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, CudaTransformerParity, ::testing::ValuesIn(caseParams()),

@@ -10,10 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace mantissa::test {
+
+class OpRun;
 
 // The device requested: $MANTISSA_TEST_DEVICE, else "cuda".
 std::string deviceUnderTestName();
@@ -29,6 +33,11 @@ protected:
     void SetUp() override;
     Backend& oracle() { return *m_oracle; }
     Backend& device() { return *m_device; }
+    // Runs `run` on the oracle and on the device with inputs drawn from the same seed and
+    // expects every output it keeps within its tolerance. An op family the device lacks in
+    // bf16 (GPUs before Ampere) skips; one it lacks in fp32 or fp16 fails.
+    void expectMatchesOracle(Op op, DType type, std::uint32_t seed, const std::function<void(OpRun&, DType)>& run,
+                             const std::string& name);
 
 private:
     std::unique_ptr<Backend> m_oracle;
