@@ -13,6 +13,7 @@ context: a char-gpt sample is 128 tokens), images/s for an image model, else sam
 Run it on an otherwise idle machine: a second busy process halves both sides unevenly."""
 import argparse
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -64,9 +65,15 @@ def main():
     parser.add_argument("--models", default="mlp,cnn,vgg-small,resnet-small")
     args = parser.parse_args()
 
+    # Both sides spin between parallel regions (libgomp's default, which PyTorch keeps): the
+    # bench wants an idle machine, and Mantissa would otherwise wait passively whenever the
+    # load left by the previous cell reaches the core count (openmp_wait_policy), which is
+    # 1.2x to 1.5x slower and made back-to-back cells disagree by up to 20%.
+    os.environ.setdefault("OMP_WAIT_POLICY", "active")
     engine = str(ROOT / args.build / "bin" / "engine_throughput")
     peer = str(ROOT / "bench" / "peers" / "torch_cpu_throughput.py")
-    print(f"CPU: {cpu_description()}; {args.threads} threads, {args.steps} timed steps per cell")
+    print(f"CPU: {cpu_description()}; {args.threads} threads, {args.steps} timed steps per cell; "
+          f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']} for both")
     header_printed = False
     rows = []
     for model in args.models.split(","):
