@@ -4,10 +4,15 @@
 // whose projections go through the backend's GEMM) hands each operand to
 // Layer::gemmInput() before the GEMM; without a recipe the operand comes back untouched.
 //
-// On the CPU an operand is quantise-dequantised into a new tensor: its values are exactly the
-// format's values times their scales, held in bf16 when every one is a bf16 (MX) and in fp32
-// otherwise, which the backend's GEMM and convolution then multiply with fp32 accumulation
-// (bf16 natively where the CPU can), writing the layer's bf16 output. Blocks run along the
+// On the CPU an operand is quantised into a new tensor. Under per-tensor scaling (fp8-hybrid,
+// fp8-e4m3, fp8-delayed) the tensor holds the FP8 elements themselves, always bf16 numbers,
+// and the tensor's decode scale comes with it: the GEMM multiplies the elements with fp32
+// accumulation and multiplies the sum once by the product of the two decode scales, as FP8
+// tensor cores and cuBLASLt's scaled FP8 GEMMs do (docs/formats.md, "The FP8 GEMM"). Under
+// the block formats it holds the quantise-dequantised values (element times its block's
+// scale), in bf16 when every one is a bf16 (MX) and in fp32 otherwise. Either way the
+// backend's GEMM and convolution multiply with fp32 accumulation (bf16 natively where the CPU
+// can) and write the layer's bf16 output. Blocks run along the
 // GEMM's reduction dimension K (KLayout says where K lies in the operand's buffer); an
 // operand whose K is not contiguous is gathered so that it is, quantised, and scattered back.
 // A convolution's blocks are formed over the stored tensor as an implicit GEMM over NHWC data
@@ -60,14 +65,21 @@ public:
                            const QuantStats& stats) = 0;
 };
 
-// Host-side quantise-dequantise of one operand (no state): `values` and `out` in the layout's
-// order; `weightRows` is the weight matrix's row count for 2D tiles (its shape[0]).
-// `delayedScale` is the fp32 scale a delayed-scaling operand is encoded with. When `stats` is
-// given it receives what the quantisation did. Throws ConfigError when the format refuses the
-// layout (a partial NVFP4 block).
-void quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& layout,
-                         const OperandFormat& format, std::int64_t weightRows, float delayedScale,
-                         std::uint64_t firstCounter, QuantStats* stats);
+// Whether the GEMM of an operand in `format` multiplies its elements and scales the fp32 sum
+// (per-tensor scaling, current or delayed) rather than multiplying dequantised values.
+bool multipliesElements(const OperandFormat& format);
+
+// Host-side quantisation of one operand (no state): `values` and `out` in the layout's order.
+// `out` receives what the GEMM multiplies: the elements when multipliesElements(format), else
+// the quantise-dequantised values; the return value is the decode scale the GEMM's fp32 sum is
+// multiplied by (1 for the block formats). `weightRows` is the weight matrix's row count for
+// 2D tiles (its shape[0]). `delayedScale` is the fp32 scale a delayed-scaling operand is
+// encoded with. When `stats` is given it receives what the quantisation did (measured on the
+// dequantised values). Throws ConfigError when the format refuses the layout (a partial NVFP4
+// block).
+float quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& layout,
+                          const OperandFormat& format, std::int64_t weightRows, float delayedScale,
+                          std::uint64_t firstCounter, QuantStats* stats);
 
 // What one call of GemmInputQuantizer::prepare needs to know about the pass.
 struct GemmInputCall {
@@ -78,6 +90,14 @@ struct GemmInputCall {
     GemmInputObserver* observer = nullptr; // set on sampled steps
 };
 
+// An operand as its GEMM reads it: the GEMM multiplies `values` with fp32 accumulation and
+// multiplies the sum by the product of its two operands' `scale` (1 unless `values` holds
+// per-tensor FP8 elements), before any bias and the rounding to the output's dtype.
+struct GemmOperandValues {
+    Tensor values;
+    float scale = 1.0f;
+};
+
 // A layer's quantisation state: its recipe and, for delayed scaling, the amax history of
 // each operand (per tensor, as Transformer Engine keeps one per GEMM input).
 class GemmInputQuantizer {
@@ -86,12 +106,13 @@ public:
     GemmRecipe recipe() const { return m_recipe; }
     const RecipeOptions& options() const { return m_options; }
 
-    // `t` as the GEMM of `pass` should read it: `t` itself without a recipe, else a tensor of
-    // the same shape holding the quantise-dequantised values, bf16 where they all are bf16
-    // numbers (the same values either way; the fast and the measuring path choose alike). UnsupportedError off
-    // the CPU (the CUDA backend has no quantising kernels yet).
-    Tensor prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
-                   const KLayout& layout);
+    // `t` as the GEMM of `pass` should read it: `t` itself (scale 1) without a recipe, else a
+    // tensor of the same shape holding the elements or the quantise-dequantised values (see
+    // quantizeGemmOperand), bf16 where they all are bf16 numbers (the same values either way;
+    // the fast and the measuring path choose alike), with its decode scale. UnsupportedError
+    // off the CPU (the CUDA backend has no quantising kernels yet).
+    GemmOperandValues prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
+                              const KLayout& layout);
 
     // The scale a delayed-scaling operand uses at `step` (tests and the lens).
     float delayedScale(GemmOperand operand) const { return m_history[static_cast<int>(operand)].scale; }
