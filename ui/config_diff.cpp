@@ -55,6 +55,7 @@ void fillSingleProcess(std::map<QString, QString>& flat)
     flat[QStringLiteral("distributed.world_size")] = QStringLiteral("1");
     flat[QStringLiteral("distributed.allreduce_dtype")] = none;
     flat[QStringLiteral("distributed.reduction")] = none;
+    flat[QStringLiteral("distributed.batch_norm")] = none;
 }
 
 } // namespace

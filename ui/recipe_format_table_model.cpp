@@ -51,7 +51,7 @@ QString blockText(const OperandFormat& of)
         return QStringLiteral("%1×%1").arg(of.tile2d);
     if (!of.format.isBlocked())
         return RecipeFormatTableModel::tr("whole tensor");
-    return QStringLiteral("1×%1").arg(of.format.blockSize);
+    return QStringLiteral("%1×%2").arg(of.format.blockRows).arg(of.format.blockSize); // 16×16: NVFP4's weight tiles
 }
 
 QString sqnrText(double db)

@@ -57,6 +57,18 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
     m_keepFirstLast->setToolTip(tr("Compute the first and last linear/conv2d layers in bf16 without quantising: "
                                    "they are the most sensitive. auto: on for the 4-bit recipes (mxfp4, nvfp4). A "
                                    "layer's own precision override also leaves it unquantised."));
+    m_weightBlocks2d =
+        addEnumCombo<RecipeSwitch>(form, tr("Weights in 16×16 tiles"), "precision.recipe.weight_blocks_2d",
+                                   [](RunConfig& c, RecipeSwitch s) { c.recipe.weightBlocks2d = s; });
+    m_weightBlocks2d->setToolTip(tr("nvfp4: one E4M3 scale per 16×16 tile of the weights instead of per 16 values "
+                                    "along K, so that the forward and the data-gradient GEMMs read the same "
+                                    "quantised weights. auto: on, as NVIDIA's recipe does."));
+    m_hadamard = addEnumCombo<RecipeSwitch>(form, tr("Hadamard transform (wgrad)"), "precision.recipe.hadamard_wgrad",
+                                            [](RunConfig& c, RecipeSwitch s) { c.recipe.hadamardWgrad = s; });
+    m_hadamard->setToolTip(tr("Rotate both inputs of a linear layer's weight-gradient GEMM along the batch by a "
+                              "16×16 random Hadamard transform before quantising: it cancels in the product and "
+                              "spreads outliers over 16 values. Signs from training.seed. auto: on for nvfp4, as "
+                              "NVIDIA's recipe does."));
     m_note = new QLabel;
     m_note->setObjectName("precision.recipe.note");
     m_note->setWordWrap(true);
@@ -111,17 +123,26 @@ void RecipePanel::load(const RunConfig& c)
     m_amaxHistory->setValue(c.recipe.amaxHistory);
     setEnumComboValue(m_stochastic, c.recipe.stochasticRounding);
     setEnumComboValue(m_keepFirstLast, c.recipe.keepFirstLast);
+    setEnumComboValue(m_weightBlocks2d, c.recipe.weightBlocks2d);
+    setEnumComboValue(m_hadamard, c.recipe.hadamardWgrad);
     m_model->setRecipe(recipe, c.recipe);
     if (recipe == GemmRecipe::None)
         return;
     // An option the recipe does not read stays editable in the file but greyed here.
     m_scaleRule->setEnabled(usesScheme(recipe, c.recipe, ScalingScheme::Mx));
     m_amaxHistory->setEnabled(operandFormat(recipe, GemmOperand::Activation, c.recipe).delayed);
+    m_weightBlocks2d->setEnabled(usesScheme(recipe, c.recipe, ScalingScheme::Nvfp4));
     const bool stochastic =
         operandFormat(recipe, GemmOperand::Gradient, c.recipe).format.encoding.rounding == Rounding::Stochastic;
-    m_note->setText(tr("%1: gradients round stochastically: %2; first and last layers in bf16: %3.")
-                        .arg(QString::fromStdString(gemmRecipeName(recipe)), yesNo(stochastic),
-                             yesNo(keepsFirstAndLastLayers(recipe, c.recipe))));
+    QString note =
+        tr("%1: gradients round stochastically: %2; first and last layers in bf16: %3; weight-gradient "
+           "inputs Hadamard-rotated: %4")
+            .arg(QString::fromStdString(gemmRecipeName(recipe)), yesNo(stochastic),
+                 yesNo(keepsFirstAndLastLayers(recipe, c.recipe)), yesNo(rotatesWeightGradient(recipe, c.recipe)));
+    if (usesScheme(recipe, c.recipe, ScalingScheme::Nvfp4))
+        note += tr("; weights in 16×16 tiles: %1")
+                    .arg(yesNo(operandFormat(recipe, GemmOperand::Weight, c.recipe).format.blockRows > 1));
+    m_note->setText(note + QStringLiteral("."));
     showMeasurement(c);
     m_table->resizeRowsToContents();
     m_table->setFixedHeight(m_table->horizontalHeader()->sizeHint().height() + m_table->verticalHeader()->length() +

@@ -47,6 +47,8 @@ private:
     QSpinBox* m_amaxHistory;
     QComboBox* m_stochastic;
     QComboBox* m_keepFirstLast;
+    QComboBox* m_weightBlocks2d;
+    QComboBox* m_hadamard;
     QLabel* m_note; // what the options' "auto" means for this recipe
     RecipeFormatTableModel* m_model;
     QTableView* m_table;

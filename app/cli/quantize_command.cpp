@@ -24,7 +24,7 @@ namespace {
 
 constexpr const char* kCommand = "quantize";
 constexpr const char* kUsage = "--format F [--rounding rne|stochastic] [--seed S] [--saturate] [--block N] "
-                               "[--scale-rule floor|ceil|rceil] [--pow2-scales] [--pad] [--row N] [--json] "
+                               "[--scale-rule floor|ceil|rceil] [--pow2-scales] [--pad] [--row N] [--tile N] [--json] "
                                "(VALUES... | --input FILE)";
 
 // strtof, not QString::toFloat: one rounding from the decimal text to fp32 (parsing to double
@@ -163,6 +163,17 @@ QString parseFormat(const QCommandLineParser& parser, Request& request)
             return QStringLiteral("--row must be a positive integer, not \"%1\"").arg(parser.value("row"));
         request.rowLength = static_cast<std::size_t>(row);
     }
+    if (parser.isSet("tile")) { // NVFP4's 16x16 weight tiles: a block spans N rows too
+        const qlonglong rows = parser.value("tile").toLongLong(&ok);
+        if (!ok || rows < 1)
+            return QStringLiteral("--tile must be a positive integer, not \"%1\"").arg(parser.value("tile"));
+        if (!f.isBlocked())
+            return QStringLiteral("--tile applies to the block formats (fp8-block, MX, NVFP4), not %1")
+                .arg(request.name);
+        if (!parser.isSet("row"))
+            return QStringLiteral("--tile needs --row: tiles span neighbouring rows of --row values");
+        f.blockRows = static_cast<std::size_t>(rows);
+    }
     request.format = f;
     request.json = parser.isSet("json");
     request.summaryOnly = parser.isSet("summary");
@@ -174,7 +185,16 @@ QString checkWholeBlocks(const Request& request, std::size_t count)
 {
     const QuantFormat& f = request.format;
     const std::size_t row = request.rowLength == 0 ? count : request.rowLength;
-    if (!f.isBlocked() || f.partialBlocks == PartialBlock::Pad || row % f.blockSize == 0 || count % row != 0)
+    if (!f.isBlocked() || f.partialBlocks == PartialBlock::Pad || count % row != 0)
+        return {};
+    if (const std::size_t rows = count / row; row % f.blockSize == 0 && rows % f.blockRows != 0)
+        return QStringLiteral("%1 rows of %2 values are not a multiple of the tile's %3 rows (--tile) of %4; give a "
+                              "multiple of %3 rows, or --pad to pad the last tile with zeros")
+            .arg(rows)
+            .arg(row)
+            .arg(f.blockRows)
+            .arg(request.name);
+    if (row % f.blockSize == 0)
         return {};
     return QStringLiteral("%1 %2 not a multiple of the block size %3 of %4; give a multiple of %3 values, another "
                           "--block, or --pad to pad the last block with zeros (zeros change neither the block's "
@@ -383,6 +403,10 @@ int runQuantizeCommand(const QStringList& arguments)
     parser.addOption({"pow2-scales", "fp8-tensor, fp8-block: round the fp32 scale down to a power of two."});
     parser.addOption({"pad", "Pad a partial last block with zeros instead of refusing it."});
     parser.addOption({"row", "Values per row: blocks run along rows and never cross one (default: one row).", "N"});
+    parser.addOption({"tile",
+                      "2D blocks: each block also spans N neighbouring rows (nvfp4 --row K --tile 16: NVIDIA's "
+                      "16x16 weight tiles); needs --row.",
+                      "N"});
     parser.addOption(
         {"input", "Read the values from FILE (separated by spaces, commas or lines; # comments).", "FILE"});
     parser.addOption({"summary", "Only the statistics, not every value and block."});

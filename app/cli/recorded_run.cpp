@@ -61,8 +61,10 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
     std::fprintf(stderr, "run %lld (%s) in %s\n", static_cast<long long>(result.runId), qPrintable(result.name),
                  qPrintable(store.path()));
     if (options.ranks)
-        std::fprintf(stderr, "data parallel: %d ranks (%s), batch %lld per rank; rank 0 records the run\n",
+        std::fprintf(stderr,
+                     "data parallel: %d ranks (%s), all-reduce: %s, batch %lld per rank; rank 0 records the run\n",
                      options.ranks->worldSize(), options.ranks->communicator().description().c_str(),
+                     options.ranks->allReducePath().c_str(),
                      static_cast<long long>(config.training.batchSize / options.ranks->worldSize()));
     std::fflush(stderr);
 

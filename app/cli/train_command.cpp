@@ -8,8 +8,11 @@
 #include "cli/recorded_run.h"
 #include "cli/train_options.h"
 #include "engine/backend/backend_factory.h"
+#include "engine/distributed/all_reduce_path.h"
 #include "engine/distributed/connect_ranks.h"
 #include "engine/distributed/data_parallel.h"
+#include "engine/distributed/gpu_assignment.h"
+#include "engine/distributed/rank_agreement.h"
 #include "engine/model/tensor_core_alignment.h"
 #include "engine/train/training_backend.h"
 
@@ -40,6 +43,8 @@ int runTrainCommand(const QStringList& arguments)
         return *exit;
     // Under mpirun or srun, MPI starts first: every rank must reach the collectives below.
     std::unique_ptr<Communicator> communicator;
+    // Before `ranks`, so that it outlives ranks' NCCL communicator, which runs on its device.
+    BackendSelection selection;
     std::optional<DataParallel> ranks;
     try {
         RunConfig config = runConfigFromOptions(parser, parser.positionalArguments());
@@ -66,7 +71,18 @@ int runTrainCommand(const QStringList& arguments)
         if (ranks)                                // which process is which rank, for whoever has to find or stop one
             std::fprintf(stderr, "rank %d of %d is pid %lld\n", rank, ranks->worldSize(),
                          static_cast<long long>(getpid()));
-        BackendSelection selection = selectBackend(config);
+        // One GPU per rank (the rank's place on its node); a node with fewer GPUs than ranks
+        // asking for one ends every rank with the counts. The recorded config keeps the device
+        // asked for ("cuda"), the same on every rank.
+        RunConfig rankConfig = config;
+        if (ranks) {
+            const GpuAssignment gpu = assignGpuToThisRank(config.training.device);
+            failTogether(*communicator, gpu.error);
+            rankConfig.training.device = gpu.device;
+        }
+        selection = selectBackend(rankConfig);
+        if (ranks) // NCCL on the device where every rank can, else MPI on the host
+            connectAllReduce(*ranks, *selection.backend);
         if (rank == 0) {
             std::fprintf(stderr, "%s: %s, batch %lld, %s; %s\n", config.name.c_str(),
                          precisionModeName(config.precision).c_str(), static_cast<long long>(config.training.batchSize),

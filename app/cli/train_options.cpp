@@ -75,6 +75,11 @@ void addTrainOptions(QCommandLineParser& parser)
          QString::fromStdString("Under mpirun or srun: where the average divides by the world size: " +
                                 enumKeyList<ReductionOrder>() + " (default sum-then-divide)."),
          "order"},
+        {"batch-norm",
+         QString::fromStdString("Under mpirun or srun: batch-norm statistics of each rank's slice or of the "
+                                "global batch: " +
+                                enumKeyList<BatchNormSync>() + " (default per-rank)."),
+         "sync"},
     });
 }
 
@@ -158,6 +163,9 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
     if (parser.isSet("reduction"))
         config.distributed.reduction =
             parseEnumOrThrow<ReductionOrder>(parser.value("reduction").toStdString(), "--reduction");
+    if (parser.isSet("batch-norm"))
+        config.distributed.batchNorm =
+            parseEnumOrThrow<BatchNormSync>(parser.value("batch-norm").toStdString(), "--batch-norm");
     return config;
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On a GPU server: builds the engine with the CUDA backend (the engine-only preset: no Qt),
-# runs the GPU test suite (ctest -L gpu), benchmarks training throughput on the GPU and
-# prints one table, then runs the PyTorch peer where PyTorch is importable.
+# runs the GPU test suite (ctest -L gpu), checks and times the NCCL all-reduce of data-parallel
+# runs, benchmarks training throughput on the GPU and prints one table, then runs the PyTorch
+# peer where PyTorch is importable.
 #
-#   bench/gpu/run_on_device.sh [--stage build|tests|bench|peer]...
+#   bench/gpu/run_on_device.sh [--stage build|tests|nccl|bench|peer]...
 #
 # One remote GPU job may run 10 minutes: run the stages one per job where the whole does not
 # fit; a later stage reuses the build the build stage left on the same machine. Every stage
@@ -21,9 +22,10 @@
 #   DEVICE               device to benchmark (default: cuda)
 #   JOBS                 build jobs (default: all cores); TEST_JOBS: ctest jobs (default: 4)
 #   BENCH_STEPS          timed steps per row (default: 60); BENCH_WARMUP (default: 10)
+#   NCCL_ROUNDS          all-reduces timed per type by the nccl stage (default: 20)
 #   PYTHON               interpreter for the PyTorch peer (default: python3)
 #   REPORT_DIR           where logs and tables go (default: build-engine/gpu-report)
-#   SKIP_TESTS=1, SKIP_BENCH=1, SKIP_PEER=1   leave out a stage
+#   SKIP_TESTS=1, SKIP_NCCL=1, SKIP_BENCH=1, SKIP_PEER=1   leave out a stage
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -41,17 +43,17 @@ stages=()
 while (($#)); do
     case $1 in
     --stage)
-        [[ $# -ge 2 ]] || die "--stage needs one of build, tests, bench, peer"
+        [[ $# -ge 2 ]] || die "--stage needs one of build, tests, nccl, bench, peer"
         IFS=',' read -r -a more <<<"$2"
         stages+=("${more[@]}")
         shift 2
         ;;
-    *) die "unknown argument $1 (usage: run_on_device.sh [--stage build|tests|bench|peer]...)" ;;
+    *) die "unknown argument $1 (usage: run_on_device.sh [--stage build|tests|nccl|bench|peer]...)" ;;
     esac
 done
-((${#stages[@]})) || stages=(build tests bench peer)
+((${#stages[@]})) || stages=(build tests nccl bench peer)
 for stage in "${stages[@]}"; do
-    [[ $stage =~ ^(build|tests|bench|peer)$ ]] || die "unknown stage $stage: build, tests, bench or peer"
+    [[ $stage =~ ^(build|tests|nccl|bench|peer)$ ]] || die "unknown stage $stage: build, tests, nccl, bench or peer"
 done
 wants() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 
@@ -165,6 +167,32 @@ if wants tests && [[ ${SKIP_TESTS:-0} != 1 ]]; then
         sort -rn | head -n 10 >"$report/tests-slowest.txt" || true
     if ((tests_status != 0)); then
         echo "GPU tests FAILED (ctest exit status $tests_status); the benchmarks still run"
+        status=1
+    fi
+fi
+
+# --- NCCL all-reduce ------------------------------------------------------------------------
+# The data-parallel all-reduce on the device (docs/distributed.md, NCCL): its bits against the
+# host path's (one rank, and two under mpirun where the machine has two GPUs; each skips with
+# the reason otherwise), then one rank's all-reduce of the mlp preset's gradients timed.
+if wants nccl && [[ ${SKIP_NCCL:-0} != 1 ]]; then
+    say "NCCL all-reduce: its tests (one rank; two under mpirun where built) and one rank timed"
+    {
+        grep -E '^-- (NCCL|MPI):' "$report/configure.log" 2>/dev/null || true
+        command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L || echo "nvidia-smi not found"
+    } 2>&1 | tee "$report/nccl-setup.txt"
+    set +e
+    ctest --test-dir "$build" -R 'NcclAllReduce|NcclDataParallel|nccl_all_reduce' --output-on-failure --timeout 240 2>&1 | tee "$report/nccl-tests.log"
+    nccl_status=${PIPESTATUS[0]}
+    if grep -q '(Skipped)' "$report/nccl-tests.log"; then
+        reason=$("$build/bin/nccl_all_reduce_test" --gtest_filter='NcclDataParallel*' 2>&1 | grep -A1 'Skipped$' | tail -n1 || true)
+        echo "warning: NCCL tests were skipped: ${reason:-see $report/nccl-tests.log}" | tee -a "$report/nccl-tests.log"
+    fi
+    "$build/bin/nccl_all_reduce_bench" "${NCCL_ROUNDS:-20}" 2>&1 | tee "$report/nccl-bench.md"
+    nccl_bench_status=${PIPESTATUS[0]}
+    set -e
+    if ((nccl_status != 0 || nccl_bench_status != 0)); then
+        echo "NCCL all-reduce FAILED (ctest $nccl_status, bench $nccl_bench_status; see $report/nccl-tests.log)"
         status=1
     fi
 fi

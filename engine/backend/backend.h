@@ -33,6 +33,7 @@ enum class Op : std::uint8_t {
     Gemm,
     Conv2d,
     BatchNorm,
+    BatchNormAcrossRanks, // BatchNormState::acrossRanks set: statistics summed across ranks mid-op
     Activation,
     Pooling,
     Dropout,
@@ -54,11 +55,26 @@ struct LossResult {
     std::int64_t correct = 0; // samples whose arg-max equals the label
 };
 
+// Adds per-channel partial sums across the ranks that share one global batch (synchronised
+// batch norm, docs/distributed.md): element-wise, in place, in fp32, every rank getting the same
+// bits. Every rank must call it the same number of times in the same order. The data-parallel
+// trainer implements it over its Communicator; a backend only calls it.
+class CrossRankSum {
+public:
+    virtual ~CrossRankSum() = default;
+    virtual void sum(std::span<float> values) = 0;
+};
+
 // Batch-norm statistics. Running statistics and the saved batch statistics are
 // always fp32: a variance accumulated in fp16 loses the small differences it measures.
 struct BatchNormState {
     Tensor runningMean, runningVar; // [C] fp32, updated in training
     Tensor savedMean, savedInvStd;  // [C] fp32, written by a training forward, read by backward
+    // Null: the batch is this process's own. Set (training only): the batch spans the ranks,
+    // the forward's statistics and the backward's input-gradient sums are those of the global
+    // batch (summed through this), and the parameter gradients stay this rank's own, for the
+    // trainer's gradient average. Backends without supports(Op::BatchNormAcrossRanks) assert null.
+    CrossRankSum* acrossRanks = nullptr;
 };
 
 // One parameter as an optimizer step sees it.

@@ -57,7 +57,22 @@ constexpr std::array kReductionOrders{
                               "Divide by sqrt(N) before the sum and again after it: half the risk of each."},
 };
 
+constexpr std::array kBatchNormSyncs{
+    EnumEntry<BatchNormSync>{BatchNormSync::PerRank, "per-rank", "per rank",
+                             "Each rank normalises with its own slice's statistics: no communication, "
+                             "but statistics of a batch N times smaller."},
+    EnumEntry<BatchNormSync>{BatchNormSync::Synchronised, "synchronised", "synchronised",
+                             "Every batch-norm layer sums its statistics across ranks: the global "
+                             "batch's mean and variance, at an all-reduce per layer and pass."},
+};
+
 } // namespace
+
+template <>
+std::span<const EnumEntry<BatchNormSync>> enumEntries<BatchNormSync>()
+{
+    return kBatchNormSyncs;
+}
 
 template <>
 std::span<const EnumEntry<AllReduceType>> enumEntries<AllReduceType>()

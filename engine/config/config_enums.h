@@ -19,6 +19,9 @@ enum class AllReduceType : std::uint8_t { Fp32, Compute };
 // distributed.reduction: where the average's division by the world size N happens, which is
 // where a 16-bit all-reduce overflows (sum first) or flushes (divide first).
 enum class ReductionOrder : std::uint8_t { SumThenDivide, DivideThenSum, SqrtSplit };
+// distributed.batch_norm: whose batch a batch-norm layer's statistics are taken over in
+// training, this rank's slice or the global batch (docs/distributed.md).
+enum class BatchNormSync : std::uint8_t { PerRank, Synchronised };
 
 template <>
 std::span<const EnumEntry<DatasetKind>> enumEntries<DatasetKind>();
@@ -32,5 +35,7 @@ template <>
 std::span<const EnumEntry<AllReduceType>> enumEntries<AllReduceType>();
 template <>
 std::span<const EnumEntry<ReductionOrder>> enumEntries<ReductionOrder>();
+template <>
+std::span<const EnumEntry<BatchNormSync>> enumEntries<BatchNormSync>();
 
 } // namespace mantissa

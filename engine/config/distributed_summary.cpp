@@ -12,7 +12,7 @@ std::string describeDistributed(const DistributedSpec& distributed)
     if (ranks == 1)
         return "1 process";
     return std::to_string(ranks) + " ranks, all-reduce in " + std::string(enumKey(distributed.allReduceType)) + ", " +
-           std::string(enumKey(distributed.reduction));
+           std::string(enumKey(distributed.reduction)) + ", batch norm " + std::string(enumKey(distributed.batchNorm));
 }
 
 } // namespace mantissa

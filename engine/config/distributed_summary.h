@@ -12,7 +12,7 @@ namespace mantissa {
 // launch's size), 1 for a single process (world_size 0 or absent).
 int trainedRanks(const DistributedSpec& distributed);
 
-// "2 ranks, all-reduce in fp32, sum-then-divide"; "1 process" for a single process, whose
+// "2 ranks, all-reduce in fp32, sum-then-divide, batch norm per-rank"; "1 process" for a single process, whose
 // all-reduce settings do nothing.
 std::string describeDistributed(const DistributedSpec& distributed);
 

@@ -282,6 +282,8 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
             rr.read("amax_history", c.recipe.amaxHistory);
             rr.readEnum("stochastic_rounding", c.recipe.stochasticRounding);
             rr.readEnum("keep_first_last", c.recipe.keepFirstLast);
+            rr.readEnum("weight_blocks_2d", c.recipe.weightBlocks2d);
+            rr.readEnum("hadamard_wgrad", c.recipe.hadamardWgrad);
             rr.finish();
         }
         pr.finish();
@@ -316,6 +318,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         dr.read("world_size", c.distributed.worldSize);
         dr.readEnum("allreduce_dtype", c.distributed.allReduceType);
         dr.readEnum("reduction", c.distributed.reduction);
+        dr.readEnum("batch_norm", c.distributed.batchNorm);
         dr.finish();
     }
     r.finish();
@@ -404,7 +407,9 @@ std::string runConfigToJson(const RunConfig& c, int indent)
         j["precision"]["recipe"] = {{"scale_rule", enumKey(c.recipe.scaleRule)},
                                     {"amax_history", c.recipe.amaxHistory},
                                     {"stochastic_rounding", enumKey(c.recipe.stochasticRounding)},
-                                    {"keep_first_last", enumKey(c.recipe.keepFirstLast)}};
+                                    {"keep_first_last", enumKey(c.recipe.keepFirstLast)},
+                                    {"weight_blocks_2d", enumKey(c.recipe.weightBlocks2d)},
+                                    {"hadamard_wgrad", enumKey(c.recipe.hadamardWgrad)}};
     j["training"] = {{"batch_size", c.training.batchSize},
                      {"epochs", c.training.epochs},
                      {"max_steps", c.training.maxSteps},
@@ -425,7 +430,8 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     if (c.distributed != DistributedSpec{})
         j["distributed"] = {{"world_size", c.distributed.worldSize},
                             {"allreduce_dtype", enumKey(c.distributed.allReduceType)},
-                            {"reduction", enumKey(c.distributed.reduction)}};
+                            {"reduction", enumKey(c.distributed.reduction)},
+                            {"batch_norm", enumKey(c.distributed.batchNorm)}};
     return j.dump(indent);
 }
 

@@ -128,6 +128,7 @@ struct DistributedSpec {
     int worldSize = 0;
     AllReduceType allReduceType = AllReduceType::Fp32;
     ReductionOrder reduction = ReductionOrder::SumThenDivide;
+    BatchNormSync batchNorm = BatchNormSync::PerRank;
     bool operator==(const DistributedSpec&) const = default;
 };
 

@@ -1,8 +1,9 @@
 #pragma once
 // The ranks of a data-parallel run, as the engine sees them: who this process is and the
 // collectives the trainer needs. The MPI implementation (mpi_communicator.cpp) is compiled in
-// only where CMake finds MPI; connect_ranks.h picks it. A GPU implementation (NCCL, bootstrapped
-// through MPI) would add device-side sums behind the same calls.
+// only where CMake finds MPI; connect_ranks.h picks it. On GPUs the gradient sums may run on
+// the device instead (NCCL, bootstrapped through this communicator: all_reduce_path.h); the
+// small collectives (flags, loss scale, stop) stay here.
 //
 // Every collective must be entered by every rank in the same order; every rank gets the same
 // bits back (sums are done in rank order, not in whatever order messages arrive), which is what
@@ -38,6 +39,9 @@ public:
     virtual void maxDoubles(std::span<double> values) = 0;
     // Rank `root`'s text into every rank's `text`.
     virtual void broadcast(std::string& text, int root) = 0;
+    // Why a wait outside this communicator (a device all-reduce) should be given up now (the
+    // launcher is ending the job), or empty.
+    virtual std::string interruption() const { return {}; }
     // Ends every rank of the job now, with `code`: a rank that fails alone would otherwise
     // leave the others waiting in their next collective for ever.
     [[noreturn]] virtual void abortJob(int code) = 0;

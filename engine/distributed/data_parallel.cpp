@@ -1,14 +1,14 @@
 #include "engine/distributed/data_parallel.h"
 
 #include "engine/backend/step_scalars.h"
-#include "engine/numerics/conversions.h"
+#include "engine/distributed/host_average.h"
+#include "engine/distributed/rank_agreement.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 
 namespace mantissa {
 
@@ -52,12 +52,12 @@ std::string configDifference(const std::string& rank0Json, const std::string& mi
            " on rank 0; every rank must train the same config (same file and options)";
 }
 
-std::int64_t countNonZero(const std::vector<float>& values)
-{
-    return std::count_if(values.begin(), values.end(), [](float v) { return v != 0.0f; });
-}
-
 } // namespace
+
+std::string hostAllReduceDescription(const Communicator& communicator)
+{
+    return "MPI on host (" + communicator.description() + ")";
+}
 
 void resolveWorldSize(RunConfig& config, int launchedRanks)
 {
@@ -77,25 +77,21 @@ void resolveWorldSize(RunConfig& config, int launchedRanks)
 }
 
 DataParallel::DataParallel(Communicator& communicator, const RunConfig& config)
-    : m_comm(communicator), m_spec(config.distributed)
+    : m_comm(communicator), m_spec(config.distributed), m_allReducePath(hostAllReduceDescription(communicator))
 {
     // Rank 0's config against everyone's: the first rank that differs explains it to all.
     const std::string mine = runConfigToJson(config, -1);
     std::string rank0 = mine;
     m_comm.broadcast(rank0, 0);
-    std::string difference = configDifference(rank0, mine, rank());
-    std::vector<double> firstDiffering{difference.empty() ? -1.0 * std::numeric_limits<int>::max() : -rank()};
-    m_comm.maxDoubles(firstDiffering);
-    if (firstDiffering[0] > -std::numeric_limits<int>::max()) {
-        m_comm.broadcast(difference, static_cast<int>(-firstDiffering[0]));
-        throw DistributedError(difference);
-    }
+    failTogether(m_comm, configDifference(rank0, mine, rank()));
     const std::int64_t batch = config.training.batchSize;
     if (batch % worldSize() != 0)
         throw ConfigError("training.batch_size " + std::to_string(batch) + " is not divisible by the world size " +
                           std::to_string(worldSize()) +
                           ": every rank takes an equal slice of each global batch; use a multiple of " +
                           std::to_string(worldSize()));
+    if (m_spec.batchNorm == BatchNormSync::Synchronised)
+        m_batchNormSums.emplace(m_comm, m_allReduceSeconds);
 }
 
 void DataParallel::takeSlice(HostBatch& batch) const
@@ -120,75 +116,66 @@ void DataParallel::takeSlice(HostBatch& batch) const
 void DataParallel::averageGradients(Backend& backend, std::span<Tensor* const> tensors, DType type)
 {
     const auto start = Clock::now();
-    std::size_t total = 0;
-    for (const Tensor* t : tensors)
-        total += static_cast<std::size_t>(t->numel());
-    m_flat.resize(total);
-    std::size_t offset = 0;
-    for (const Tensor* t : tensors) {
-        backend.download(*t, m_flat.data() + offset); // exact: every dtype widens to fp32 exactly
-        offset += static_cast<std::size_t>(t->numel());
-    }
-    const bool localNonFinite = std::any_of(m_flat.begin(), m_flat.end(), [](float v) { return !std::isfinite(v); });
-    m_localNonFinite = m_localNonFinite || localNonFinite;
-
-    const float n = static_cast<float>(worldSize());
-    const float before = m_spec.reduction == ReductionOrder::DivideThenSum ? n
-                         : m_spec.reduction == ReductionOrder::SqrtSplit   ? std::sqrt(n)
-                                                                           : 1.0f;
-    const float after = m_spec.reduction == ReductionOrder::SumThenDivide ? n
-                        : m_spec.reduction == ReductionOrder::SqrtSplit   ? std::sqrt(n)
-                                                                          : 1.0f;
-    if (type == DType::F32) {
-        if (before != 1.0f)
-            for (float& v : m_flat)
-                v /= before;
-        m_comm.sumFloats(m_flat);
-        if (after != 1.0f)
-            for (float& v : m_flat)
-                v /= after;
+    const AllReduceDivisors divisors = reductionDivisors(m_spec.reduction, worldSize());
+    AllReduceOutcome outcome;
+    if (m_device) {
+        outcome = m_device->average(tensors, type, divisors);
     } else {
-        // Each division is rounded to the 16-bit type, as a kernel dividing a 16-bit buffer would.
-        std::int64_t flushed = 0;
-        if (before != 1.0f) {
-            // A nonzero 16-bit value divided by at most 65536 stays nonzero in fp32, so the values
-            // the rounding flushed are the nonzero ones lost between the two counts.
-            for (float& v : m_flat)
-                v /= before;
-            flushed = countNonZero(m_flat);
-            roundThrough(m_flat.data(), total, type);
-            flushed -= countNonZero(m_flat);
+        std::size_t total = 0;
+        for (const Tensor* t : tensors)
+            total += static_cast<std::size_t>(t->numel());
+        m_flat.resize(total);
+        std::size_t offset = 0;
+        for (const Tensor* t : tensors) {
+            backend.download(*t, m_flat.data() + offset); // exact: every dtype widens to fp32 exactly
+            offset += static_cast<std::size_t>(t->numel());
         }
-        m_words.resize(total);
-        narrowFromFloat(m_flat.data(), m_words.data(), total, type); // exact: the values are in `type`
-        const bool finiteBefore = !localNonFinite;
-        m_comm.sumWords(m_words, type);
-        widenToFloat(m_words.data(), type, m_flat.data(), total);
-        std::int64_t overflowed = 0;
-        if (finiteBefore)
-            overflowed = std::count_if(m_flat.begin(), m_flat.end(), [](float v) { return !std::isfinite(v); });
-        if (after != 1.0f) {
-            for (float& v : m_flat)
-                v /= after;
-            roundThrough(m_flat.data(), total, type);
+        outcome = averageOnHost(m_comm, m_flat, type, divisors);
+        offset = 0;
+        for (Tensor* t : tensors) {
+            backend.upload(m_flat.data() + offset, *t);
+            offset += static_cast<std::size_t>(t->numel());
         }
-        // Rank 0 counts for the run; every rank holds the same words, so the same counts.
-        m_counts.flushedByDivision += flushed;
-        m_counts.overflowedInSum += overflowed;
     }
-    offset = 0;
-    for (Tensor* t : tensors) {
-        backend.upload(m_flat.data() + offset, *t);
-        offset += static_cast<std::size_t>(t->numel());
-    }
+    m_localNonFinite = m_localNonFinite || outcome.localNonFinite;
+    // Rank 0 counts for the run; every rank holds the same sums, so the same counts.
+    m_counts.flushedByDivision += outcome.flushedByDivision;
+    m_counts.overflowedInSum += outcome.overflowedInSum;
     if (type == DType::F32) {
         m_reducedFp32 = true;
-        float amax = 0;
-        for (float v : m_flat)
-            amax = std::max(amax, std::fabs(v));
-        m_reducedAmax = std::max(m_reducedAmax, amax);
+        m_reducedAmax = std::max(m_reducedAmax, outcome.amax);
     }
     m_allReduceSeconds += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void DataParallel::useDeviceAllReduce(std::unique_ptr<DeviceAllReduce> device, std::string description)
+{
+    m_device = std::move(device);
+    m_allReducePath = std::move(description);
+}
+
+double DataParallel::buffersSpread(Backend& backend, std::span<Tensor* const> buffers)
+{
+    std::vector<float> values;
+    for (const Tensor* t : buffers) {
+        const std::size_t at = values.size();
+        values.resize(at + static_cast<std::size_t>(t->numel()));
+        backend.download(*t, values.data() + at);
+    }
+    // Each value's largest and (negated) smallest across ranks, in one MAX.
+    std::vector<double> extremes(2 * values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        extremes[i] = values[i];
+        extremes[values.size() + i] = -static_cast<double>(values[i]);
+    }
+    m_comm.maxDoubles(extremes);
+    double spread = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const double high = extremes[i], low = -extremes[values.size() + i];
+        if (high != low)
+            spread = std::max(spread, (high - low) / std::max(std::fabs(high), std::fabs(low)));
+    }
+    return spread;
 }
 
 bool DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, bool stopAsked)
@@ -275,7 +262,8 @@ std::vector<RankThroughput> DataParallel::gatherRankThroughput(double trainSecon
 
 std::string DataParallel::describeRankThroughput(const std::vector<RankThroughput>& ranks) const
 {
-    return std::to_string(ranks.size()) + " ranks (" + m_comm.description() + "); " + describeRanks(ranks);
+    return std::to_string(ranks.size()) + " ranks (" + m_comm.description() + "); all-reduce: " + m_allReducePath +
+           "; " + describeRanks(ranks);
 }
 
 } // namespace mantissa

@@ -5,19 +5,25 @@
 // agreed here: the config (checked at start), the step's skip flag, its loss scale (asserted
 // equal every step) and a stop request.
 //
-// Where the average is taken follows distributed.allreduce_dtype:
+// The sum runs through MPI on the host (gradients downloaded and uploaded) or, on GPUs with
+// NCCL, on the device (distributed/all_reduce_path.h); both have the rounding points of
+// distributed/host_average.h. Where the average is taken follows distributed.allreduce_dtype:
 //  - compute: the raw (loss-scaled) gradients, in their own 16-bit type, before unscaling, every
 //    partial sum rounded; the finite check then sees what the sum did (overflow is real);
 //  - fp32: each rank unscales and checks its own gradients into fp32, and the fp32 gradients are
 //    averaged; the skip flag is the MAX of the ranks' flags.
 // distributed.reduction divides by N before or after the sum, or by sqrt(N) at both ends.
 #include "engine/backend/backend.h"
+#include "engine/backend/device_all_reduce.h"
 #include "engine/config/run_config.h"
 #include "engine/data/batch_loader.h"
 #include "engine/distributed/communicator.h"
+#include "engine/distributed/communicator_channel_sums.h"
 #include "engine/observe/rank_throughput.h"
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +33,9 @@ namespace mantissa {
 // distributed.world_size against the launch: 0 becomes `launchedRanks` when that is more than
 // one; a different N is a ConfigError naming both.
 void resolveWorldSize(RunConfig& config, int launchedRanks);
+
+// "MPI on host (Open MPI v4.1.4)": the all-reduce path every data-parallel run starts with.
+std::string hostAllReduceDescription(const Communicator& communicator);
 
 // What the all-reduces of a run did to the 16-bit values, summed over steps (rank 0's view:
 // every rank holds the same sums).
@@ -47,12 +56,25 @@ public:
     int worldSize() const { return m_comm.size(); }
     Communicator& communicator() { return m_comm; }
 
+    // What a training pass's batch-norm layers sum their statistics through
+    // (PassState::batchNormAcrossRanks): set under distributed.batch_norm synchronised, null
+    // per rank.
+    CrossRankSum* batchNormSums() { return m_batchNormSums ? &*m_batchNormSums : nullptr; }
     // Keeps this rank's contiguous slice of a global batch.
     void takeSlice(HostBatch& batch) const;
     // True: gradients are averaged in their own type before unscaling (allreduce_dtype compute).
     bool reducesBeforeUnscale() const { return m_spec.allReduceType == AllReduceType::Compute; }
-    // Averages `tensors` across ranks in place, in `type` (F32, or the 16-bit type they hold).
+    // Averages `tensors` across ranks in place, in `type` (F32, or the 16-bit type they hold):
+    // on the device when useDeviceAllReduce gave a device all-reduce, else through the host.
     void averageGradients(Backend& backend, std::span<Tensor* const> tensors, DType type);
+    // Sums on the device from now on (NCCL; distributed/all_reduce_path connects it on every
+    // rank or on none), or on the host when `device` is null; `description` says which and why
+    // in the run's record.
+    void useDeviceAllReduce(std::unique_ptr<DeviceAllReduce> device, std::string description);
+    // "NCCL 2.28.9 on device", "MPI on host (Open MPI v4.1.4): the CPU backend's gradients are in
+    // host memory": where the gradients are summed, and why there.
+    const std::string& allReducePath() const { return m_allReducePath; }
+    bool allReducesOnDevice() const { return m_device != nullptr; }
     // After unscaleAndCheckFinite: the step's record made the same on every rank (mean loss,
     // summed correct count, skip flag and first non-finite tensor as MAX) and the loss scale
     // checked equal (DistributedError otherwise). Returns whether any rank asked to stop
@@ -66,23 +88,30 @@ public:
     const AllReduceCounts& counts() const { return m_counts; }
     // Seconds this rank spent in all-reduces (waiting for the others included).
     double allReduceSeconds() const { return m_allReduceSeconds; }
+    // Collective: the largest relative difference between the ranks' values of `buffers` (the
+    // batch-norm running statistics), 0 when every rank holds the same values. Per-rank batch
+    // norm lets them drift apart; synchronised batch norm must keep them equal.
+    double buffersSpread(Backend& backend, std::span<Tensor* const> buffers);
     // Collective: every rank's training seconds and all-reduce seconds, in rank order, for the
     // run record (run_ranks) and the finished event's line (describeRankThroughput).
     std::vector<RankThroughput> gatherRankThroughput(double trainSeconds, std::int64_t globalSamples);
-    // "2 ranks (Open MPI v4.1.4); rank 0: 812 samples/s, all-reduce 14% of its step time; rank 1: ...".
+    // "2 ranks (Open MPI v4.1.4); all-reduce: NCCL 2.28.9 on device; rank 0: 812 samples/s,
+    // all-reduce 14% of its step time; rank 1: ...".
     std::string describeRankThroughput(const std::vector<RankThroughput>& ranks) const;
 
 private:
     Communicator& m_comm;
     DistributedSpec m_spec;
-    std::vector<float> m_flat;          // the gradients of one all-reduce, packed
-    std::vector<std::uint16_t> m_words; // the same as 16-bit words
-    bool m_localNonFinite = false;      // this rank's own gradients before the sum
-    float m_reducedAmax = 0;            // largest |averaged fp32 gradient| (fp32 all-reduce)
+    std::string m_allReducePath;
+    std::unique_ptr<DeviceAllReduce> m_device; // null: the host path (download, MPI, upload)
+    std::vector<float> m_flat;                 // the gradients of one host all-reduce, packed
+    bool m_localNonFinite = false;             // this rank's own gradients before the sum
+    float m_reducedAmax = 0;                   // largest |averaged fp32 gradient| (fp32 all-reduce)
     bool m_reducedFp32 = false;
     std::vector<int> m_lastNonFiniteRanks;
     AllReduceCounts m_counts;
     double m_allReduceSeconds = 0;
+    std::optional<CommunicatorChannelSums> m_batchNormSums; // adds to m_allReduceSeconds
 };
 
 } // namespace mantissa

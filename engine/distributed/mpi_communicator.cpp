@@ -56,6 +56,17 @@ void check(int status, const char* what)
     throw DistributedError(std::string(what) + " failed: " + text);
 }
 
+// Why a wait for `what` must end now, or empty.
+std::string interruptionBy(const std::string& what)
+{
+    const int signal = g_terminatingSignal.load();
+    if (!signal)
+        return {};
+    return what + " interrupted by signal " + std::to_string(signal) +
+           ": the launcher is ending the job, most likely because another rank failed or was killed (its own "
+           "output says why)";
+}
+
 // Waits for `request`, giving the cores to the other ranks' threads between tests (ranks
 // are often oversubscribed on a workstation), and gives up when the launcher ends the job.
 void wait(MPI_Request& request, const char* what)
@@ -65,10 +76,8 @@ void wait(MPI_Request& request, const char* what)
         check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
         if (done)
             return;
-        if (const int signal = g_terminatingSignal.load())
-            throw DistributedError(std::string(what) + " interrupted by signal " + std::to_string(signal) +
-                                   ": the launcher is ending the job, most likely because another rank failed "
-                                   "or was killed (its own output says why)");
+        if (const std::string why = interruptionBy(what); !why.empty())
+            throw DistributedError(why);
         std::this_thread::yield();
     }
 }
@@ -163,6 +172,8 @@ void MpiCommunicator::broadcast(std::string& text, int root)
         throw;
     }
 }
+
+std::string MpiCommunicator::interruption() const { return interruptionBy("the device all-reduce"); }
 
 void MpiCommunicator::abortJob(int code)
 {

@@ -25,6 +25,7 @@ public:
     void sumDoubles(std::span<double> values) override;
     void maxDoubles(std::span<double> values) override;
     void broadcast(std::string& text, int root) override;
+    std::string interruption() const override;
     [[noreturn]] void abortJob(int code) override;
 
 private:

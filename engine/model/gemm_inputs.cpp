@@ -4,6 +4,7 @@
 #include "engine/numerics/block_quantizer.h"
 #include "engine/numerics/fast_operand_quantizer.h"
 #include "engine/numerics/fast_quantizer.h"
+#include "engine/numerics/hadamard_transform.h"
 #include "engine/numerics/stochastic_bits.h"
 #include "engine/util/check.h"
 
@@ -166,13 +167,14 @@ bool multipliesElements(const OperandFormat& format)
     return format.format.scheme == ScalingScheme::PerTensor && format.tile2d == 0;
 }
 
-float quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& layout,
-                          const OperandFormat& format, std::int64_t weightRows, float delayedScale,
+float quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& gemmLayout,
+                          const OperandFormat& format, const Shape& shape, float delayedScale,
                           std::uint64_t firstCounter, QuantStats* stats)
 {
-    MANTISSA_ASSERT(static_cast<std::int64_t>(values.size()) == layout.count() && out.size() == values.size());
+    MANTISSA_ASSERT(static_cast<std::int64_t>(values.size()) == gemmLayout.count() && out.size() == values.size() &&
+                    shape.numel() == gemmLayout.count());
     if (format.tile2d > 0) { // a weight's tiles do not depend on which way K runs through it
-        quantizeTiles(values, out, weightRows, format.tile2d, format.format, stats);
+        quantizeTiles(values, out, shape[0], format.tile2d, format.format, stats);
         return 1.0f;
     }
     // One scale for the tensor: the layout does not matter, and the GEMM takes the elements.
@@ -184,15 +186,46 @@ float quantizeGemmOperand(std::span<const float> values, std::span<float> out, c
         quantizeRows(values, out, 0, format.format, firstCounter, stats);
         return 1.0f;
     }
+    // Nor do NVFP4's 16x16 tiles: both GEMMs read the same quantised weight.
+    const bool tiled = format.format.blockRows > 1;
+    const KLayout layout = tiled ? weightTileLayout(shape) : gemmLayout;
+    // 2D tiles span rows of the gathered [outer, inner, k]: one row per outer (weightTileLayout).
+    const auto rowLength = static_cast<std::size_t>(tiled ? layout.k * layout.inner : layout.rowLength());
     if (layout.kind == KLayout::Kind::Along && layout.inner == 1) { // K already contiguous
-        quantizeRows(values, out, static_cast<std::size_t>(layout.k), format.format, firstCounter, stats);
+        quantizeRows(values, out, rowLength, format.format, firstCounter, stats);
         return 1.0f;
     }
     std::vector<float> rows(values.size()), quantized(values.size());
     gather(values, rows, layout);
-    quantizeRows(rows, quantized, static_cast<std::size_t>(layout.rowLength()), format.format, firstCounter, stats);
+    quantizeRows(rows, quantized, rowLength, format.format, firstCounter, stats);
     scatter(quantized, out, layout);
     return 1.0f;
+}
+
+KLayout weightTileLayout(const Shape& weightShape)
+{
+    const std::int64_t rows = weightShape[0], cols = weightShape.rank() > 1 ? weightShape[1] : 1;
+    return KLayout::along(rows, cols, weightShape.numel() / std::max<std::int64_t>(rows * cols, 1));
+}
+
+void rotateAlongK(std::span<float> values, const KLayout& layout, std::uint16_t signs)
+{
+    MANTISSA_ASSERT(static_cast<std::int64_t>(values.size()) == layout.count());
+    const auto rowLength = static_cast<std::size_t>(layout.rowLength());
+    const auto rotateRows = [&](std::span<float> rows) {
+        const auto count = static_cast<std::int64_t>(rows.size() / rowLength);
+#pragma omp parallel for schedule(static) if (rows.size() >= (1 << 16))
+        for (std::int64_t r = 0; r < count; ++r)
+            hadamardTransformRow(rows.subspan(static_cast<std::size_t>(r) * rowLength, rowLength), signs);
+    };
+    if (layout.kind == KLayout::Kind::Along && layout.inner == 1) {
+        rotateRows(values);
+        return;
+    }
+    std::vector<float> rows(values.size());
+    gather(values, rows, layout);
+    rotateRows(rows);
+    scatter(rows, values, layout);
 }
 
 void GemmInputQuantizer::setRecipe(GemmRecipe recipe, const RecipeOptions& options)
@@ -259,6 +292,14 @@ FastOperand fastOperand(const Tensor& t, const KLayout& layout, const OperandFor
         op.tile = format.tile2d;
         return op;
     }
+    if (format.format.blockRows > 1) { // NVFP4's 16x16 tiles, over weightTileLayout()
+        op.layout = FastOperand::Layout::Tiles;
+        op.outer = static_cast<std::size_t>(layout.outer);
+        op.k = static_cast<std::size_t>(layout.k);
+        op.inner = static_cast<std::size_t>(layout.inner); // > 1 (a convolution's): the slow path
+        op.tile = format.format.blockSize;
+        return op;
+    }
     op.layout = layout.kind == KLayout::Kind::Along ? FastOperand::Layout::Along : FastOperand::Layout::Around;
     op.outer = static_cast<std::size_t>(layout.outer);
     op.k = static_cast<std::size_t>(layout.k);
@@ -278,9 +319,18 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
                                "): the CUDA backend does not quantise GEMM inputs yet; run recipes on the CPU "
                                "(training.device cpu)");
     MANTISSA_ASSERT(layout.count() == t.numel());
-    const OperandFormat format = operandFormat(m_recipe, operand, m_options);
+    const OperandFormat format = operandFormat(m_recipe, pass, operand, m_options, call.mayRotate);
     OperandFormat seeded = format;
     seeded.format.encoding.seed = call.seed;
+    // The Hadamard rotation comes first; the quantiser then reads the rotated fp32 values.
+    Tensor rotated;
+    if (format.hadamard) {
+        rotated = call.backend.empty(t.shape(), DType::F32);
+        const std::vector<float> values = t.toFloats();
+        std::copy(values.begin(), values.end(), rotated.f32());
+        rotateAlongK({rotated.f32(), values.size()}, layout, hadamardSigns(call.seed));
+    }
+    const Tensor& source = format.hadamard ? rotated : t;
 
     float scale = 1.0f;
     AmaxHistory& history = m_history[static_cast<int>(operand)];
@@ -295,12 +345,14 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
     };
 
     // The fast path reads the operand where it lies and writes bf16 where the values allow;
-    // sampled steps (an observer) and the cases it leaves (stochastic rounding, NVFP4, a NaN or
-    // an Inf) take the slow one, which gives the same values.
+    // sampled steps (an observer) and the cases it leaves (stochastic rounding, a convolution's
+    // 2D weight tiles, a NaN or an Inf) take the slow one, which gives the same values.
     const bool bf16Values = decodesToBf16(format);
     const bool elements = multipliesElements(format);
-    if (!call.observer && (t.dtype() == DType::BF16 || t.dtype() == DType::F32)) {
-        const FastOperand in = fastOperand(t, layout, format);
+    if (!call.observer && (source.dtype() == DType::BF16 || source.dtype() == DType::F32)) {
+        // A 2D-tiled weight is the same tiles whichever way the GEMM runs K through it.
+        const FastOperand in =
+            fastOperand(source, format.format.blockRows > 1 ? weightTileLayout(t.shape()) : layout, format);
         const std::optional<float> fixed = format.delayed ? std::optional<float>(scale) : std::nullopt;
         float amax = 0.0f, decodeScale = 1.0f;
         for (const bool bf16 : {true, false}) {
@@ -318,7 +370,7 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
         }
     }
 
-    const std::vector<float> values = t.toFloats();
+    const std::vector<float> values = source.toFloats();
     noteAmax(finiteAmax(values));
     // Stochastic rounding draws from a counter unique to (step, layer, GEMM, operand), so that
     // a run repeats bit for bit and no two tensors share their random bits.
@@ -329,7 +381,7 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
     QuantStats stats;
     float decodeScale = 1.0f;
     try {
-        decodeScale = quantizeGemmOperand(values, result, layout, seeded, t.shape()[0], scale, counter,
+        decodeScale = quantizeGemmOperand(values, result, layout, seeded, t.shape(), scale, counter,
                                           call.observer ? &stats : nullptr);
     } catch (const ConfigError& e) {
         throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +

@@ -72,14 +72,26 @@ bool multipliesElements(const OperandFormat& format);
 // Host-side quantisation of one operand (no state): `values` and `out` in the layout's order.
 // `out` receives what the GEMM multiplies: the elements when multipliesElements(format), else
 // the quantise-dequantised values; the return value is the decode scale the GEMM's fp32 sum is
-// multiplied by (1 for the block formats). `weightRows` is the weight matrix's row count for
-// 2D tiles (its shape[0]). `delayedScale` is the fp32 scale a delayed-scaling operand is
-// encoded with. When `stats` is given it receives what the quantisation did (measured on the
+// multiplied by (1 for the block formats). `shape` is the operand tensor's, which 2D tiles
+// read: fp32 tiles (format.tile2d) cover the matrix [shape[0], the rest]; NVFP4's 16x16 tiles
+// (format.blockRows > 1) ignore `layout` and tile the weight as weightTileLayout(shape) gathers
+// it, [out, kernel positions x in]: for a linear weight [out, in] that is the matrix itself, for
+// a convolution's [out, in, kh, kw] one [out, in] matrix per kernel position, so a tile is 16
+// output x 16 input channels, the values a 1x16 block along K holds in the forward and in the
+// data-gradient GEMM. `delayedScale` is the fp32 scale a delayed-scaling operand is encoded
+// with. When `stats` is given it receives what the quantisation did (measured on the
 // dequantised values). Throws ConfigError when the format refuses the layout (a partial NVFP4
 // block).
 float quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& layout,
-                          const OperandFormat& format, std::int64_t weightRows, float delayedScale,
+                          const OperandFormat& format, const Shape& shape, float delayedScale,
                           std::uint64_t firstCounter, QuantStats* stats);
+
+// The layout a weight is tiled in whichever GEMM reads it: [shape[0], shape[1], the rest].
+KLayout weightTileLayout(const Shape& weightShape);
+
+// `values` (in `layout`'s order) rotated in place along K by the random Hadamard transform
+// with `signs` (hadamard_transform.h): groups of 16 consecutive values of each row's K.
+void rotateAlongK(std::span<float> values, const KLayout& layout, std::uint16_t signs);
 
 // What one call of GemmInputQuantizer::prepare needs to know about the pass.
 struct GemmInputCall {
@@ -88,6 +100,9 @@ struct GemmInputCall {
     bool training = true;     // eval passes do not move the delayed-scaling history
     std::uint64_t seed = 0, step = 0;
     GemmInputObserver* observer = nullptr; // set on sampled steps
+    // The layer lets the recipe's random Hadamard transform rotate its weight-gradient inputs
+    // (Layer::weightGradientMayRotate); the signs are drawn from `seed`.
+    bool mayRotate = false;
 };
 
 // An operand as its GEMM reads it: the GEMM multiplies `values` with fp32 accumulation and
@@ -110,7 +125,9 @@ public:
     // tensor of the same shape holding the elements or the quantise-dequantised values (see
     // quantizeGemmOperand), bf16 where they all are bf16 numbers (the same values either way;
     // the fast and the measuring path choose alike), with its decode scale. UnsupportedError
-    // off the CPU (the CUDA backend has no quantising kernels yet).
+    // off the CPU (the CUDA backend has no quantising kernels yet). A weight-gradient input the
+    // recipe rotates comes back rotated and quantised: the GEMM's product is the weight
+    // gradient only with both of its inputs prepared here.
     GemmOperandValues prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
                               const KLayout& layout);
 

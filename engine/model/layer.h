@@ -64,6 +64,9 @@ struct PassState {
     // False for the first layer: nothing consumes the gradient of the input data, so its
     // backward may skip computing dx (and return an undefined tensor).
     bool inputGradNeeded = true;
+    // Set by the data-parallel trainer on training passes under distributed.batch_norm
+    // synchronised: batch-norm layers then normalise with the global batch's statistics.
+    CrossRankSum* batchNormAcrossRanks = nullptr;
     LayerTap* tap = nullptr;    // sees the model's top-level layers when set
     std::size_t layerIndex = 0; // the top-level layer running, for LayerTap::insideForward
 };
@@ -129,9 +132,14 @@ protected:
         if (m_gemmInputs.recipe() == GemmRecipe::None)
             return {t, 1.0f};
         GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
-        return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, observer}, t, gemm,
-                                    operand, layout);
+        return m_gemmInputs.prepare(
+            {pass.backend, m_name, pass.training, pass.seed, pass.step, observer, weightGradientMayRotate()}, t, gemm,
+            operand, layout);
     }
+    // Whether the recipe's random Hadamard transform may rotate this layer's weight-gradient
+    // inputs (precision.recipe.hadamard_wgrad): only where nothing else reads them, since the
+    // rotated values mean something only in that one product.
+    virtual bool weightGradientMayRotate() const { return false; }
 
 private:
     DType m_computeType = DType::F32;

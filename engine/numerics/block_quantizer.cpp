@@ -36,6 +36,11 @@ void checkLayout(std::size_t count, std::size_t rowLength, const QuantFormat& fo
                           std::to_string(format.blockSize) + " (" + describeQuantFormat(format) +
                           "); give whole blocks, or pad the last block with zeros");
     }
+    const std::size_t rows = count / rowLength;
+    if (format.blockRows > 1 && rows % format.blockRows != 0 && format.partialBlocks == PartialBlock::Refuse)
+        throw ConfigError(quantity(rows, "rows") + " are not a multiple of the tile's " +
+                          std::to_string(format.blockRows) + " rows (" + describeQuantFormat(format) +
+                          "); give whole tiles, or pad the last tile with zeros");
 }
 
 // The largest finite magnitude, and whether a NaN or Inf is present.
@@ -152,7 +157,9 @@ QuantizedTensor quantize(std::span<const float> values, std::size_t rowLength, c
     }
     const std::size_t rows = n / q.rowLength;
     const std::size_t blocksPerRow = q.blocksPerRow();
-    q.blocks.resize(rows * blocksPerRow);
+    q.blockRows = format.isBlocked() ? format.blockRows : 1;
+    const std::size_t tileRows = (rows + q.blockRows - 1) / q.blockRows;
+    q.blocks.resize(tileRows * blocksPerRow);
     const OverflowRule overflow =
         format.scheme == ScalingScheme::None ? format.encoding.overflow : OverflowRule::Saturate;
     const Rounding rounding = format.encoding.rounding;
@@ -161,11 +168,17 @@ QuantizedTensor quantize(std::span<const float> values, std::size_t rowLength, c
     const auto blockCount = static_cast<std::int64_t>(q.blocks.size());
 #pragma omp parallel for schedule(static) if (n >= (1 << 17))
     for (std::int64_t b = 0; b < blockCount; ++b) {
-        const std::size_t row = static_cast<std::size_t>(b) / blocksPerRow;
-        const std::size_t begin = row * q.rowLength + (static_cast<std::size_t>(b) % blocksPerRow) * q.blockSize;
-        const std::size_t end = std::min(begin + q.blockSize, (row + 1) * q.rowLength);
-        const std::span<const float> block = values.subspan(begin, end - begin);
-        const Amax amax = amaxOf(block);
+        // The block covers rows [row0, row1) (one row unless it is a 2D tile), columns [col0, col1).
+        const std::size_t row0 = static_cast<std::size_t>(b) / blocksPerRow * q.blockRows;
+        const std::size_t row1 = std::min(row0 + q.blockRows, rows);
+        const std::size_t col0 = (static_cast<std::size_t>(b) % blocksPerRow) * q.blockSize;
+        const std::size_t col1 = std::min(col0 + q.blockSize, q.rowLength);
+        Amax amax;
+        for (std::size_t r = row0; r < row1; ++r) {
+            const Amax part = amaxOf(values.subspan(r * q.rowLength + col0, col1 - col0));
+            amax.value = std::max(amax.value, part.value);
+            amax.nonFinite = amax.nonFinite || part.nonFinite;
+        }
         BlockPlan plan;
         switch (format.scheme) {
         case ScalingScheme::None: break;
@@ -179,18 +192,20 @@ QuantizedTensor quantize(std::span<const float> values, std::size_t rowLength, c
         if (format.scheme == ScalingScheme::Nvfp4 && !plan.nanScale) // as Transformer Engine's dequantize_fp4_kernel
             scale.scale = decodeMiniFloat(static_cast<std::uint8_t>(plan.scaleCode), MiniFloat::E4M3) * tensorAmax *
                           kNvfp4DecodeFactor;
-        for (std::size_t i = begin; i < end; ++i) {
-            if (plan.nanScale) {
-                q.codes[i] = 0; // the NaN scale decides the block's values
-                continue;
+        for (std::size_t r = row0; r < row1; ++r)
+            for (std::size_t i = r * q.rowLength + col0; i < r * q.rowLength + col1; ++i) {
+                if (plan.nanScale) {
+                    q.codes[i] = 0; // the NaN scale decides the block's values
+                    continue;
+                }
+                const float scaled =
+                    format.scheme == ScalingScheme::None ? values[i] : values[i] * plan.encodeMultiplier;
+                const std::uint64_t random =
+                    rounding == Rounding::Stochastic ? stochasticBits(stream, firstCounter + i) : 0;
+                const EncodedMiniFloat e = encodeMiniFloatWith(scaled, format.element, rounding, overflow, random);
+                q.codes[i] = e.code;
+                scale.clipped = scale.clipped || (e.overflowed && std::isfinite(values[i]));
             }
-            const float scaled = format.scheme == ScalingScheme::None ? values[i] : values[i] * plan.encodeMultiplier;
-            const std::uint64_t random =
-                rounding == Rounding::Stochastic ? stochasticBits(stream, firstCounter + i) : 0;
-            const EncodedMiniFloat e = encodeMiniFloatWith(scaled, format.element, rounding, overflow, random);
-            q.codes[i] = e.code;
-            scale.clipped = scale.clipped || (e.overflowed && std::isfinite(values[i]));
-        }
     }
     return q;
 }

@@ -44,20 +44,23 @@ struct QuantizedTensor {
     QuantFormat format;
     std::size_t rowLength = 0; // values per row; blocks never cross a row
     std::size_t blockSize = 0; // values per block (the row length for None, the span for PerTensor)
+    std::size_t blockRows = 1; // rows per block: 1, or the rows of a 2D tile (format.blockRows)
     std::vector<std::uint8_t> codes;
-    std::vector<BlockScale> blocks; // row-major: row r, block b at r * blocksPerRow() + b
+    std::vector<BlockScale> blocks; // row-major: tile row t (rows t * blockRows ...), block b at t * blocksPerRow() + b
     float tensorScale = 1.0f;       // NVFP4's fp32 per-tensor scale amax / (448 * 6); 1 otherwise
 
     std::size_t blocksPerRow() const { return (rowLength + blockSize - 1) / blockSize; }
     std::size_t blockOf(std::size_t index) const
     {
-        return index / rowLength * blocksPerRow() + index % rowLength / blockSize;
+        return index / rowLength / blockRows * blocksPerRow() + index % rowLength / blockSize;
     }
 };
 
 // rowLength 0 means one row (the whole span). Throws ConfigError when the format is unusable,
 // values.size() is not a multiple of rowLength, or (PartialBlock::Refuse) rowLength is not a
-// multiple of the block size; the message names the sizes.
+// multiple of the block size or the row count not a multiple of a 2D tile's rows; the message
+// names the sizes. With format.blockRows > 1 each block is a tile of blockRows x blockSize
+// (NVFP4's 16x16 weight blocks); the NVFP4 tensor scale still comes from the whole span.
 QuantizedTensor quantize(std::span<const float> values, std::size_t rowLength, const QuantFormat& format,
                          std::uint64_t firstCounter = 0);
 void dequantize(const QuantizedTensor& tensor, std::span<float> values);

@@ -174,7 +174,8 @@ public:
         return outcome(largest < kInfinityBits, lost);
     }
 
-    // Square tiles over the matrix [outer, k], each quantised as a tensor of its own.
+    // Square tiles over the matrix [outer, k]: each quantised as a tensor of its own, or as an
+    // NVFP4 block of the whole operand (block_quantizer.cpp with format.blockRows > 1).
     FastResult tiles() const
     {
         const std::size_t rowsCount = m_op.outer, cols = m_op.k, t = m_op.tile;
@@ -192,7 +193,9 @@ public:
             for (std::size_t r = r0; r < r1; ++r)
                 amax = std::max(amax, m_ops.amaxBits(m_op.data, r * cols + c0, width));
             largest = std::max(largest, amax);
-            const Plan plan = fastq::fp32Plan(std::bit_cast<float>(amax), m_format);
+            const Plan plan = m_format.scheme == ScalingScheme::Nvfp4
+                                  ? blockPlan(amax)
+                                  : fastq::fp32Plan(std::bit_cast<float>(amax), m_format);
             for (std::size_t r = r0; r < r1; ++r)
                 lost |= m_ops.round(m_op.data, m_out, r * cols + c0, width, plan, m_rounding);
         }
@@ -241,9 +244,13 @@ bool applies(const FastOperand& in, const FastOperandOutput& out, const QuantFor
     if (!scheme || format.element == MiniFloat::E8M0 || format.encoding.rounding != Rounding::NearestEven ||
         in.count() == 0 || !in.data)
         return false;
-    if (in.layout == FastOperand::Layout::Tiles)
-        return format.scheme == ScalingScheme::PerTensor && in.tile > 0 && in.inner == 1 && !fixedScale &&
-               !out.decodeScale;
+    if (in.layout == FastOperand::Layout::Tiles) {
+        const bool nvfp4Tiles =
+            format.scheme == ScalingScheme::Nvfp4 && in.tile == format.blockSize && in.tile == format.blockRows &&
+            ((in.outer % in.tile == 0 && in.k % in.tile == 0) || format.partialBlocks == PartialBlock::Pad);
+        return (format.scheme == ScalingScheme::PerTensor || nvfp4Tiles) && in.tile > 0 && in.inner == 1 &&
+               !fixedScale && !out.decodeScale;
+    }
     if (format.scheme == ScalingScheme::PerTensor)
         return true;
     if (out.decodeScale)

@@ -22,7 +22,9 @@ namespace mantissa {
 //  Along:  [outer, k, inner]; a block runs along k for each (outer, inner).
 //  Around: [outer, k, inner] too, but K is (outer, inner) flattened: a block runs along it for
 //          each k (a convolution's weight gradient: K is batch x pixels, the rows are channels).
-//  Tiles:  a matrix of outer x k (inner 1) in square tiles of `tile` x `tile`, one fp32 scale each.
+//  Tiles:  a matrix of outer x k (inner 1) in square tiles of `tile` x `tile`: one fp32 scale
+//          each for a per-tensor format (DeepSeek-V3's 128x128), one E4M3 scale each under the
+//          tensor's fp32 scale for NVFP4 (its 16x16 weight tiles; tile = blockSize = blockRows).
 // Per-tensor formats ignore the layout. Schemes: per tensor (current or a given scale), fp32
 // blocks, MX and NVFP4, all rounded to nearest even.
 struct FastOperand {

@@ -46,7 +46,7 @@ bool quantizeDequantizeFast(std::span<const float> values, std::span<float> out,
     const bool scheme = format.scheme == ScalingScheme::PerTensor || format.scheme == ScalingScheme::Fp32Blocks ||
                         format.scheme == ScalingScheme::Mx;
     if (!scheme || format.element == MiniFloat::E8M0 || format.encoding.rounding != Rounding::NearestEven ||
-        out.size() != values.size() || values.empty())
+        format.blockRows != 1 || out.size() != values.size() || values.empty()) // 1D blocks only
         return false;
     const ElementRounding r = fastq::roundingOf(format.element);
     const std::size_t n = values.size();

@@ -84,12 +84,17 @@ void validateQuantFormat(const QuantFormat& format)
         throw ConfigError("NVFP4 elements are e2m1, not " + element);
     if (format.isBlocked() && format.blockSize == 0)
         throw ConfigError("a block size of 0: give a positive block size (MX uses 32, NVFP4 16, DeepSeek-V3 128)");
+    if (format.blockRows == 0 || (format.blockRows > 1 && !format.isBlocked()))
+        throw ConfigError("2D tiles of " + std::to_string(format.blockRows) +
+                          " rows need a block format (fp8-block, MX or NVFP4) and at least one row per tile");
 }
 
 std::string describeQuantFormat(const QuantFormat& format)
 {
     const std::string element(enumEntry(format.element).displayName);
-    const std::string blocks = "blocks of " + std::to_string(format.blockSize);
+    const std::string blocks =
+        format.blockRows > 1 ? "tiles of " + std::to_string(format.blockRows) + "x" + std::to_string(format.blockSize)
+                             : "blocks of " + std::to_string(format.blockSize);
     const std::string pow2 = format.powerOfTwoScales ? ", power of two" : "";
     switch (format.scheme) {
     case ScalingScheme::None: return element + ", no scaling";

@@ -9,7 +9,8 @@
 //  - Mx:         an E8M0 power-of-two scale per block of 32 (OCP MX v1.0).
 //  - Nvfp4:      E2M1 elements, an E4M3 scale per block of 16 and an fp32 scale per tensor.
 // Blocks run along rows (the K dimension of a GEMM operand): a span is rows of rowLength
-// values, and no block crosses a row.
+// values, and a 1D block never crosses a row; a 2D tile (blockRows > 1) covers blockRows
+// neighbouring rows of blockSize values each.
 #include "engine/numerics/minifloat_codec.h"
 
 #include <cstddef>
@@ -30,8 +31,9 @@ enum class ScalingScheme : std::uint8_t { None, PerTensor, Fp32Blocks, Mx, Nvfp4
 //   RCeil: ceil(log2(amax / max))            (torchao's RCEIL, NVIDIA's cvt.rp to ue8m0; never clips)
 enum class MxScaleRule : std::uint8_t { Floor, Ceil, RCeil };
 
-// A row length that is not a multiple of the block size: Refuse (a ConfigError naming both)
-// or Pad, where the last block of each row is short, exactly as if padded with zeros (zeros
+// A row length that is not a multiple of the block size (or, for 2D tiles, a row count that is
+// not a multiple of the tile's rows): Refuse (a ConfigError naming both) or Pad, where the last
+// block of each row (and the last tile row) is short, exactly as if padded with zeros (zeros
 // change neither the block's amax nor its scale, and come back as zeros).
 enum class PartialBlock : std::uint8_t { Refuse, Pad };
 
@@ -42,6 +44,9 @@ struct QuantFormat {
     ScalingScheme scheme = ScalingScheme::None;
     MiniFloat element = MiniFloat::E4M3;
     std::size_t blockSize = 0; // Fp32Blocks, Mx, Nvfp4; unused by None and PerTensor
+    // Rows one block spans: 1 for the 1D blocks along a row; blockSize for square 2D tiles
+    // (NVFP4's 16x16 weight blocks: one scale per tile of blockRows rows x blockSize values).
+    std::size_t blockRows = 1;
     MxScaleRule scaleRule = MxScaleRule::Floor;
     bool powerOfTwoScales = false; // PerTensor and Fp32Blocks: round the scale down to 2^k
     PartialBlock partialBlocks = PartialBlock::Refuse;

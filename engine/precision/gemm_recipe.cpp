@@ -59,7 +59,8 @@ constexpr OperandFormat nvfp4() { return {scaled(ScalingScheme::Nvfp4, MiniFloat
 // and delayed scaling; DeepSeek-V3 section 3.3 for 1x128 / 128x128 (all E4M3); OCP MX v1.0 with
 // E4M3 for MXFP8 as torchao's MX training does; for MXFP6 the hybrid split (E2M3's mantissa for
 // the forward operands, E3M2's range for gradients) is our choice; NVFP4 as NVIDIA's NVFP4
-// pretraining recipe (1D 16-element blocks here; the 16x16 weight blocks are not built yet).
+// pretraining recipe (1x16 blocks; its 16x16 weight tiles and the Hadamard transform of the
+// weight-gradient inputs are options applied in operandFormat()).
 constexpr std::array kRecipes{
     RecipeRow{GemmRecipe::Fp8Hybrid, "fp8-hybrid", tensorScaled(MiniFloat::E4M3), tensorScaled(MiniFloat::E4M3),
               tensorScaled(MiniFloat::E5M2), false},
@@ -118,7 +119,27 @@ OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const Recipe
     // stochastic rounding of the forward operands would add noise to the loss itself.
     if (operand == GemmOperand::Gradient && resolve(options.stochasticRounding, recipe == GemmRecipe::Nvfp4))
         f.format.encoding.rounding = Rounding::Stochastic;
+    // NVIDIA's NVFP4 recipe (and Transformer Engine's NVFP4BlockScaling by default) scales
+    // weights per 16x16 tile: a tile is the same set of values whichever way K runs through
+    // it, so W in the forward GEMM and W^T in the data-gradient GEMM are the same numbers and
+    // the backward pass differentiates the function the forward pass computed.
+    if (operand == GemmOperand::Weight && f.format.scheme == ScalingScheme::Nvfp4 &&
+        resolve(options.weightBlocks2d, true))
+        f.format.blockRows = f.format.blockSize;
     return f;
+}
+
+OperandFormat operandFormat(GemmRecipe recipe, GemmPass pass, GemmOperand operand, const RecipeOptions& options,
+                            bool layerRotates)
+{
+    OperandFormat f = operandFormat(recipe, operand, options);
+    f.hadamard = layerRotates && pass == GemmPass::WeightGrad && rotatesWeightGradient(recipe, options);
+    return f;
+}
+
+bool rotatesWeightGradient(GemmRecipe recipe, const RecipeOptions& options)
+{
+    return recipe != GemmRecipe::None && resolve(options.hadamardWgrad, recipe == GemmRecipe::Nvfp4);
 }
 
 std::string operandFormatLabel(const OperandFormat& format)
@@ -130,7 +151,8 @@ std::string operandFormatLabel(const OperandFormat& format)
         for (const std::string_view part : parts)
             label.append(part);
     };
-    const std::string block = std::to_string(f.blockSize), tile = std::to_string(format.tile2d);
+    const std::string block = std::to_string(f.blockSize), tile = std::to_string(format.tile2d),
+                      tileRows = std::to_string(f.blockRows);
     if (format.tile2d > 0)
         add({" ", tile, "x", tile});
     else if (format.delayed)
@@ -141,10 +163,16 @@ std::string operandFormatLabel(const OperandFormat& format)
         case ScalingScheme::PerTensor: add({" tensor"}); break;
         case ScalingScheme::Fp32Blocks: add({" 1x", block}); break;
         case ScalingScheme::Mx: add({" mx/", block, " ", enumKey(f.scaleRule)}); break;
-        case ScalingScheme::Nvfp4: add({" nvfp4/", block}); break;
+        case ScalingScheme::Nvfp4:
+            add({" nvfp4/", block});
+            if (f.blockRows > 1)
+                add({"x", tileRows});
+            break;
         }
     if (f.encoding.rounding == Rounding::Stochastic)
         add({" sr"});
+    if (format.hadamard)
+        add({" rht"});
     return label;
 }
 

@@ -41,6 +41,12 @@ struct RecipeOptions {
     int amaxHistory = 1024;
     RecipeSwitch stochasticRounding = RecipeSwitch::Auto; // of the gradients; auto: on for nvfp4 only
     RecipeSwitch keepFirstLast = RecipeSwitch::Auto;      // first and last GEMM layers in bf16; auto: 4-bit
+    // nvfp4: weights in 16x16 tiles (one E4M3 scale each) rather than 1x16 blocks along K, so
+    // that the forward and the data-gradient GEMMs read the same quantised W; auto: on.
+    RecipeSwitch weightBlocks2d = RecipeSwitch::Auto;
+    // A 16x16 random Hadamard transform of both weight-gradient GEMM inputs along K before they
+    // are quantised (hadamard_transform.h); it cancels in the product. auto: on for nvfp4.
+    RecipeSwitch hadamardWgrad = RecipeSwitch::Auto;
     bool operator==(const RecipeOptions&) const = default;
 };
 
@@ -50,15 +56,24 @@ struct OperandFormat {
     std::size_t tile2d = 0; // > 0: square tiles of tile2d x tile2d over the weight matrix, one
                             // fp32 scale each (DeepSeek-V3's 128x128), instead of 1D blocks
     bool delayed = false;   // per-tensor scale from the amax history rather than the tensor now
+    bool hadamard = false;  // a weight-gradient input rotated by the random Hadamard transform first
 };
 
-// The formats of a recipe's operands with `options` applied (scale rule, stochastic rounding).
-// Assert: recipe is not None.
+// The formats of a recipe's operands with `options` applied (scale rule, stochastic rounding,
+// NVFP4's 2D weight tiles: format.blockRows = 16). Assert: recipe is not None.
 OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const RecipeOptions& options);
+// The format of `operand` as the GEMM of `pass` reads it: operandFormat() with `hadamard` set on
+// the weight-gradient inputs of a layer that rotates them (rotatesWeightGradient()).
+OperandFormat operandFormat(GemmRecipe recipe, GemmPass pass, GemmOperand operand, const RecipeOptions& options,
+                            bool layerRotates);
+// Whether `recipe` with `options` applies the random Hadamard transform to the inputs of the
+// weight-gradient GEMM (precision.recipe.hadamard_wgrad; auto: nvfp4).
+bool rotatesWeightGradient(GemmRecipe recipe, const RecipeOptions& options);
 
 // A short label for tables (the numerics lens): element and scaling, e.g. "e2m1 mx/32 floor",
-// "e4m3 1x128", "e4m3 128x128", "e5m2 tensor", "e4m3 delayed", "e2m1 nvfp4/16", with " sr"
-// when the elements round stochastically.
+// "e4m3 1x128", "e4m3 128x128", "e5m2 tensor", "e4m3 delayed", "e2m1 nvfp4/16", "e2m1 nvfp4/16x16"
+// (2D weight tiles), with " sr" when the elements round stochastically and " rht" when the operand
+// was rotated by the random Hadamard transform.
 std::string operandFormatLabel(const OperandFormat& format);
 
 // "fp8-hybrid" etc.: the key of the precision mode carrying the recipe.

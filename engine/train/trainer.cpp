@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <thread>
 
 namespace mantissa {
@@ -45,6 +46,10 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
         recipe != GemmRecipe::None && backend.device().kind != DeviceKind::Cpu)
         throw UnsupportedError("precision.mode " + gemmRecipeName(recipe) + " runs on the CPU only: " + backend.name() +
                                " has no kernels that quantise GEMM inputs yet (set training.device to cpu)");
+    if (ranks && ranks->batchNormSums() && !backend.supports(Op::BatchNormAcrossRanks, DType::F32))
+        throw UnsupportedError("distributed.batch_norm synchronised runs on the CPU only: " + backend.name() +
+                               " computes a batch's statistics in one launch and cannot sum them across ranks "
+                               "mid-way yet (set distributed.batch_norm to per-rank, or training.device to cpu)");
     m_model = std::make_unique<Model>(config.model, config.precision, backend, config.training.seed, config.recipe);
     m_params = m_model->parametersInBackwardOrder();
     m_optimizer.attach(backend, m_params);
@@ -70,6 +75,23 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
 }
 
 Trainer::~Trainer() = default;
+
+std::string Trainer::describeBufferSpread()
+{
+    std::vector<Tensor*> buffers;
+    for (auto& [name, buffer] : m_model->buffers())
+        buffers.push_back(buffer);
+    if (buffers.empty())
+        return {};
+    const double spread = m_ranks->buffersSpread(m_backend, buffers);
+    if (spread == 0)
+        return "; batch-norm running statistics identical on every rank";
+    char figure[32];
+    std::snprintf(figure, sizeof figure, "%.2g", spread);
+    return std::string("; batch-norm running statistics differ across ranks by up to ") + figure +
+           " relative (distributed.batch_norm " + std::string(enumKey(m_config.distributed.batchNorm)) +
+           "; rank 0's are the ones saved)";
+}
 
 std::int64_t Trainer::globalSamples(const QueuedStep& queued) const
 {
@@ -426,7 +448,7 @@ RunSummary Trainer::conclude(RunState& run, const RunEnd& end)
     if (m_ranks && end.status != RunStatus::Failed) {
         const AllReduceCounts& counts = m_ranks->counts();
         summary.ranks = m_ranks->gatherRankThroughput(run.trainSeconds, run.trainedSamples);
-        finished.message += "; " + m_ranks->describeRankThroughput(summary.ranks);
+        finished.message += "; " + m_ranks->describeRankThroughput(summary.ranks) + describeBufferSpread();
         if (m_config.distributed.allReduceType == AllReduceType::Compute)
             finished.message += "; 16-bit all-reduce: " + std::to_string(counts.flushedByDivision) +
                                 " values flushed to zero by the division before the sum, " +

@@ -82,6 +82,9 @@ public:
     std::int64_t requeuedSteps() const { return m_requeuedSteps; }
 
 private:
+    // Data-parallel, collective: "; batch-norm running statistics identical on every rank" or
+    // how far the ranks' differ, for the finished event; empty for a model without them.
+    std::string describeBufferSpread();
     // What the host learns from a finished step.
     struct StepOutcome {
         float loss = 0;

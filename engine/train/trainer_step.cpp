@@ -82,9 +82,10 @@ void Trainer::averageGradientsByType(Backend& backend)
 
 std::string Trainer::graphIneligibility() const
 {
-    // The gradients go through the host and MPI in the middle of the step, which no recording holds.
+    // The gradients go through the host and MPI in the middle of the step, or through NCCL with
+    // its counts read back by the host, which no recording holds.
     if (m_ranks)
-        return "data-parallel steps all-reduce through MPI mid-step";
+        return "data-parallel steps all-reduce mid-step (" + m_ranks->allReducePath() + ")";
     if (m_config.training.graphs == AutoSwitch::Off)
         return "training.graphs is off";
     // A tape saves the CPU nothing (no launches) and holds every temporary of the step at
@@ -181,6 +182,7 @@ Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, 
     } else {
         PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
         pass.tap = q.probe.get();
+        pass.batchNormAcrossRanks = m_ranks ? m_ranks->batchNormSums() : nullptr;
         queueStep(m_backend, pass, q.probe.get());
         ++m_eagerSteps;
     }

@@ -1,7 +1,7 @@
 // mantissa-cli formats and quantize, run as a user would: the table of formats, the issue's
 // worked cases (957 -> 896 in MXFP8 under the floor rule; E4M3's overflow boundary with and
-// without --saturate; E5M2 to Inf), JSON lines, an input file, stochastic rounding's seed,
-// and every kind of bad input named in its message with exit code 2.
+// without --saturate; E5M2 to Inf), JSON lines, an input file, NVFP4's 2D tiles (--tile),
+// stochastic rounding's seed, and every kind of bad input named in its message with exit code 2.
 #include "cli_test_support.h"
 
 #include <QFile>
@@ -9,6 +9,8 @@
 #include <QJsonDocument>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <cmath>
 
 using namespace mantissa::cli::test;
 
@@ -182,6 +184,40 @@ private slots:
         QVERIFY2(summaryOnly.out.contains(QStringLiteral("64 values: 2 blocks")), qPrintable(summaryOnly.out));
     }
 
+    // NVFP4's 2D tiles: a 4 x 4 matrix in 2 x 2 tiles (--block 2 --tile 2 --row 4) has four
+    // blocks, each scaled by its own largest value. The tensor's amax 6 makes S_enc = 448; tile
+    // 0 (amax 6) gets the scale 448 and keeps its 0.5; tile 3 (amax 1) gets E4M3(448 / 6) = 72,
+    // so its 0.5 is 0.5 x 448 / 72 = 3.11, code 3, and comes back as 3 x 72 x 6 / 2688 = 0.482.
+    void tilesSpanRows()
+    {
+        const QStringList matrix = {"6", "0.5", "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "0.5"};
+        const CliResult r =
+            quantize(QStringList{"--format", "nvfp4", "--block", "2", "--tile", "2", "--row", "4", "--json"} + matrix);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        const QList<QJsonObject> blocks = jsonLines(r, QStringLiteral("block"));
+        QCOMPARE(blocks.size(), 4);
+        QCOMPARE(blocks[0].value(QStringLiteral("amax")).toDouble(), 6.0);
+        QCOMPARE(blocks[3].value(QStringLiteral("amax")).toDouble(), 1.0);
+        const QList<QJsonObject> values = jsonLines(r, QStringLiteral("value"));
+        QCOMPARE(values.size(), 16);
+        QCOMPARE(values[4].value(QStringLiteral("block")).toInt(), 0); // row 1, column 0: tile 0
+        QCOMPARE(values[15].value(QStringLiteral("block")).toInt(), 3);
+        QCOMPARE(values[1].value(QStringLiteral("decoded")).toDouble(), 0.5);
+        QVERIFY2(std::abs(values[15].value(QStringLiteral("decoded")).toDouble() - 3.0 * 72 * 6 / 2688) < 1e-6,
+                 qPrintable(r.out));
+        // 3 rows do not fill a tile of 2 rows: refused unless padded.
+        const QStringList twelve = matrix.mid(0, 12);
+        const CliResult partial =
+            quantize(QStringList{"--format", "nvfp4", "--block", "2", "--tile", "2", "--row", "4"} + twelve);
+        QCOMPARE(partial.exitCode, 2);
+        QVERIFY2(partial.err.contains("3 rows of 4 values are not a multiple of the tile's 2 rows"),
+                 qPrintable(partial.describe()));
+        const CliResult padded = quantize(
+            QStringList{"--format", "nvfp4", "--block", "2", "--tile", "2", "--row", "4", "--pad", "--json"} + twelve);
+        QVERIFY2(padded.exitCode == 0, qPrintable(padded.describe()));
+        QCOMPARE(jsonLines(padded, QStringLiteral("block")).size(), 4);
+    }
+
     void stochasticRoundingFollowsTheSeed()
     {
         QStringList values;
@@ -210,6 +246,10 @@ private slots:
             << QStringList{"--format", "mxfp8", "1", "2", "3"} << "3 values are not a multiple of the block size 32";
         QTest::newRow("block option on a plain format")
             << QStringList{"--format", "e4m3", "--block", "8", "1"} << "--block applies to the block formats";
+        QTest::newRow("tile without row")
+            << QStringList{"--format", "nvfp4", "--tile", "16", "1"} << "--tile needs --row";
+        QTest::newRow("tile on a plain format") << QStringList{"--format", "e2m1", "--tile", "16", "--row", "1", "1"}
+                                                << "--tile applies to the block formats";
         QTest::newRow("bad scale rule") << QStringList{"--format", "mxfp8", "--scale-rule", "round", "1"}
                                         << "--scale-rule is \"round\"; expected floor, ceil or rceil";
         QTest::newRow("bad rounding") << QStringList{"--format", "e4m3", "--rounding", "up", "1"}

@@ -2,40 +2,22 @@
 // mixed fp16 across ranks, a rank that dies, and the launches that must be refused.
 // Skipped, with the reason, where this build has no MPI or mpirun is missing.
 #include "cli_test_support.h"
+#include "mpi_launch.h"
 #include "storage/run_store.h"
 
 #include <QDeadlineTimer>
 #include <QRegularExpression>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <cmath>
 #include <csignal>
 #include <memory>
-#include <unistd.h>
 
 using namespace mantissa;
 using namespace mantissa::cli::test;
 
 namespace {
-
-QString mpirun() { return QStandardPaths::findExecutable(QStringLiteral("mpirun")); }
-
-// mpirun's own options: two ranks on two cores need --oversubscribe when other work holds
-// a core, and Open MPI refuses root (CI containers) unless told.
-QStringList launchOptions()
-{
-    QStringList options{QStringLiteral("--oversubscribe")};
-    if (geteuid() == 0)
-        options << QStringLiteral("--allow-run-as-root");
-    return options;
-}
-
-QStringList onRanks(int ranks, const QStringList& cliArguments)
-{
-    return launchOptions() + QStringList{QStringLiteral("-np"), QString::number(ranks), cliPath()} + cliArguments;
-}
 
 QString onlyRunStatus(const QString& db, qint64* id = nullptr)
 {
@@ -238,6 +220,26 @@ private slots:
         QVERIFY2(result.exitCode != 0, qPrintable(result.describe()));
         QVERIFY2(result.err.contains(QStringLiteral("training.batch_size 33 is not divisible by the world size 2")),
                  qPrintable(result.describe()));
+        QCOMPARE(storage::RunStore(db).listRuns().size(), 0);
+    }
+
+    // A GPU run with fewer GPUs on the node than ranks (none, on a machine without a GPU) ends
+    // every rank with the reason, at start, through the ranks' agreement: no rank is left
+    // waiting, none aborts the job, and no run is created.
+    void aGpuRunWithoutAGpuPerRankIsRefusedOnEveryRank()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("gpus.db"));
+        const CliResult result =
+            runProgram(mpirun(), onRanks(2, {QStringLiteral("train"), m_config, QStringLiteral("--db"), db,
+                                             QStringLiteral("--device"), QStringLiteral("cuda")}));
+        if (result.exitCode == 0)
+            QSKIP("this machine has a GPU for each of 2 ranks: the refusal cannot be provoked here");
+        QVERIFY2(result.exitCode == 2, qPrintable(result.describe()));
+        static const QRegularExpression refusal(
+            QStringLiteral("mantissa-cli train: (cannot train on cuda on [^:]+: .+|\\d+ ranks on .+ ask for a GPU each "
+                           "\\(training.device cuda, one rank per GPU\\), but .+ has \\d+ GPUs? .+)"));
+        QCOMPARE(result.err.count(refusal), 2); // each rank says it
+        QVERIFY2(!result.err.contains(QStringLiteral("MPI_ABORT")), qPrintable(result.describe()));
         QCOMPARE(storage::RunStore(db).listRuns().size(), 0);
     }
 

@@ -298,11 +298,14 @@ TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
     EXPECT_EQ(documentedValues("precision.recipe.scale_rule"), engineValues<MxScaleRule>());
     EXPECT_EQ(documentedValues("precision.recipe.stochastic_rounding"), engineValues<RecipeSwitch>());
     EXPECT_EQ(documentedValues("precision.recipe.keep_first_last"), engineValues<RecipeSwitch>());
+    EXPECT_EQ(documentedValues("precision.recipe.weight_blocks_2d"), engineValues<RecipeSwitch>());
+    EXPECT_EQ(documentedValues("precision.recipe.hadamard_wgrad"), engineValues<RecipeSwitch>());
     EXPECT_EQ(documentedValues("training.graphs"), engineValues<AutoSwitch>());
     EXPECT_EQ(documentedValues("training.cpu_kernels"), engineValues<CpuKernels>());
     EXPECT_EQ(documentedValues("training.run_ahead"), engineValues<AutoSwitch>());
     EXPECT_EQ(documentedValues("distributed.allreduce_dtype"), engineValues<AllReduceType>());
     EXPECT_EQ(documentedValues("distributed.reduction"), engineValues<ReductionOrder>());
+    EXPECT_EQ(documentedValues("distributed.batch_norm"), engineValues<BatchNormSync>());
 }
 
 TEST(Config, EveryPresetIsValid)

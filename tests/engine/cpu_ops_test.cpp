@@ -233,6 +233,138 @@ INSTANTIATE_TEST_SUITE_P(Types, ConvLowPrecision, ::testing::Values(DType::F16, 
                              return std::string(dtypeName(info.param));
                          });
 
+// --- activations -----------------------------------------------------------------------------------
+
+double referenceActivation(Activation kind, double x)
+{
+    switch (kind) {
+    case Activation::Relu: return x > 0 ? x : 0.0;
+    case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::Tanh: return std::tanh(x);
+    case Activation::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    }
+    return x;
+}
+
+// f'(x), for tanh and sigmoid from their stored (rounded) output y, as the backend defines it.
+double referenceDerivative(Activation kind, double x, double y)
+{
+    switch (kind) {
+    case Activation::Relu: return x > 0 ? 1.0 : 0.0;
+    case Activation::Gelu:
+        return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    case Activation::Tanh: return 1.0 - y * y;
+    case Activation::Sigmoid: return y * (1.0 - y);
+    }
+    return 1.0;
+}
+
+struct ActivationCase {
+    Activation kind;
+    DType type;
+};
+
+std::string activationCaseName(const ::testing::TestParamInfo<ActivationCase>& info)
+{
+    const char* kinds[] = {"relu", "gelu", "tanh", "sigmoid"};
+    return std::string(kinds[static_cast<int>(info.param.kind)]) + "_" + std::string(dtypeName(info.param.type));
+}
+
+class ActivationAgainstReference : public ::testing::TestWithParam<ActivationCase> {};
+
+// fp32 forward and backward against the double-precision formula over [-8, 8] (an odd count,
+// so that vector tails run, and more than one thread's share), within a few fp32 ulps of the
+// terms involved: oneDNN's erf and exp are polynomials, not libm's, and GELU's 1 + erf(x/sqrt 2)
+// cancels for negative x as in PyTorch's formula (and libm's), so its error is relative to |x|,
+// not to the result. A 16-bit activation is the fp32 one rounded once into the 16-bit type,
+// give or take one ulp where the bf16 kernel's fp32 value lands across a rounding boundary.
+TEST_P(ActivationAgainstReference, ForwardAndBackwardMatchTheFormula)
+{
+    const auto [kind, type] = GetParam();
+    const std::int64_t n = 70001;
+    auto x = randomValues(n, 21, type);
+    for (float& v : x)
+        v = roundToDType(8.0f * v, type);
+    x[0] = 0.0f;
+    const auto dy = randomValues(n, 22, type);
+    auto backend = makeCpuBackend(2);
+    const auto run = [&](DType t) {
+        Tensor tx = Tensor::fromFloats({n}, x, t), tdy = Tensor::fromFloats({n}, dy, t);
+        Tensor y = backend->empty({n}, t), dx = backend->empty({n}, t);
+        backend->activationForward(kind, tx, y);
+        backend->activationBackward(kind, tx, y, tdy, dx);
+        return std::pair{y.toFloats(), dx.toFloats()};
+    };
+    const auto [ys, dxs] = run(DType::F32);
+    if (type != DType::F32) {
+        const auto [ys16, dxs16] = run(type);
+        expectWithinOneUlp(ys16, ys, type, "y");
+        // tanh and sigmoid differentiate from their own rounded output, so their 16-bit backward
+        // is checked against the formula at that output; GELU's and ReLU's against the fp32 one.
+        std::vector<float> exactDx(dxs);
+        if (kind == Activation::Tanh || kind == Activation::Sigmoid)
+            for (std::size_t i = 0; i < exactDx.size(); ++i)
+                exactDx[i] = static_cast<float>(dy[i] * referenceDerivative(kind, x[i], ys16[i]));
+        expectWithinOneUlp(dxs16, exactDx, type, "dx");
+        return;
+    }
+    const float eps = std::numeric_limits<float>::epsilon();
+    int reported = 0;
+    for (std::size_t i = 0; i < x.size() && reported < 5; ++i) {
+        const double exactY = referenceActivation(kind, x[i]);
+        const double exactDx = dy[i] * referenceDerivative(kind, x[i], ys[i]);
+        const double yScale = std::abs(exactY) + (kind == Activation::Gelu ? std::abs(x[i]) : 0.0);
+        // Backward subtracts (1 - y^2, GELU's two terms of opposite sign near x = -0.75), so its
+        // error is bounded by the size of the terms, not of the result.
+        const double dxScale = std::abs(dy[i]) * (1.0 + std::abs(x[i]));
+        if (!(std::abs(ys[i] - exactY) <= 8 * eps * yScale) || !(std::abs(dxs[i] - exactDx) <= 16 * eps * dxScale)) {
+            ADD_FAILURE() << "x = " << x[i] << ": y " << ys[i] << " vs " << exactY << ", dx " << dxs[i] << " vs "
+                          << exactDx;
+            ++reported;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, ActivationAgainstReference,
+    ::testing::Values(ActivationCase{Activation::Gelu, DType::F32}, ActivationCase{Activation::Gelu, DType::BF16},
+                      ActivationCase{Activation::Gelu, DType::F16}, ActivationCase{Activation::Tanh, DType::F32},
+                      ActivationCase{Activation::Tanh, DType::BF16}, ActivationCase{Activation::Sigmoid, DType::F32},
+                      ActivationCase{Activation::Sigmoid, DType::BF16}, ActivationCase{Activation::Relu, DType::F32},
+                      ActivationCase{Activation::Relu, DType::BF16}),
+    activationCaseName);
+
+// Infinities and NaN go through as the formulas say, in fp32 and in bf16's own kernels.
+TEST(Activations, InfinitiesSaturateAndNanPropagates)
+{
+    auto backend = makeCpuBackend(2);
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> x{inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1.0f};
+    for (DType type : {DType::F32, DType::BF16}) {
+        Tensor tx = Tensor::fromFloats({4}, x, type);
+        const auto run = [&](Activation kind) {
+            Tensor y = backend->empty({4}, type);
+            backend->activationForward(kind, tx, y);
+            return y.toFloats();
+        };
+        const auto gelu = run(Activation::Gelu), tanh = run(Activation::Tanh), sigmoid = run(Activation::Sigmoid);
+        EXPECT_EQ(gelu[0], inf) << dtypeName(type);
+        EXPECT_EQ(tanh[0], 1.0f) << dtypeName(type);
+        EXPECT_EQ(tanh[1], -1.0f) << dtypeName(type);
+        EXPECT_EQ(sigmoid[0], 1.0f) << dtypeName(type);
+        EXPECT_EQ(sigmoid[1], 0.0f) << dtypeName(type);
+        for (const auto* values : {&gelu, &tanh, &sigmoid})
+            EXPECT_TRUE(std::isnan((*values)[2])) << dtypeName(type);
+    }
+    // ReLU's backward selects: an inf gradient stays inf where the unit is on, 0 (not NaN) where off.
+    Tensor tx = Tensor::fromFloats({2}, {1.0f, -1.0f});
+    Tensor tdy = Tensor::fromFloats({2}, {inf, inf});
+    Tensor y = backend->empty({2}, DType::F32), dx = backend->empty({2}, DType::F32);
+    backend->activationForward(Activation::Relu, tx, y);
+    backend->activationBackward(Activation::Relu, tx, y, tdy, dx);
+    EXPECT_EQ(dx.toFloats(), (std::vector<float>{inf, 0.0f}));
+}
+
 // --- batch norm ----------------------------------------------------------------------------------
 
 struct BatchNormTensors {

@@ -211,14 +211,22 @@ TEST(DistributedConfig, ParsesWritesAndRefuses)
     // Not written when unset, so single-process configs stored before it stay byte for byte.
     EXPECT_EQ(runConfigToJson(plain).find("distributed"), std::string::npos);
     const RunConfig set = parseRunConfig(
-        withDistributed(R"({"world_size": 2, "allreduce_dtype": "compute", "reduction": "sqrt-split"})"), "test.json");
+        withDistributed(
+            R"({"world_size": 2, "allreduce_dtype": "compute", "reduction": "sqrt-split", "batch_norm": "synchronised"})"),
+        "test.json");
     EXPECT_EQ(set.distributed.worldSize, 2);
+    EXPECT_EQ(set.distributed.batchNorm, BatchNormSync::Synchronised);
+    EXPECT_EQ(plain.distributed.batchNorm, BatchNormSync::PerRank); // the default
     EXPECT_EQ(set.distributed.allReduceType, AllReduceType::Compute);
     EXPECT_EQ(set.distributed.reduction, ReductionOrder::SqrtSplit);
     EXPECT_EQ(parseRunConfig(runConfigToJson(set), "again").distributed, set.distributed);
     EXPECT_NE(errorOf(withDistributed(R"({"reduction": "mean"})")).find("distributed.reduction"), std::string::npos);
     EXPECT_NE(errorOf(withDistributed(R"({"allreduce_dtype": "fp8"})")).find("distributed.allreduce_dtype"),
               std::string::npos);
+    EXPECT_NE(errorOf(withDistributed(R"({"batch_norm": "sync"})"))
+                  .find("distributed.batch_norm is \"sync\"; expected per-rank or synchronised"),
+              std::string::npos)
+        << errorOf(withDistributed(R"({"batch_norm": "sync"})"));
     EXPECT_NE(errorOf(withDistributed(R"({"world_size": -1})")).find("distributed.world_size must be"),
               std::string::npos);
     EXPECT_NE(errorOf(withDistributed(R"({"ranks": 2})")).find("ranks"), std::string::npos);

@@ -80,7 +80,9 @@ SlowOperand slowOperand(const std::vector<float>& values, const KLayout& layout,
 {
     SlowOperand o{std::vector<float>(values.size())};
     QuantStats stats;
-    o.scale = quantizeGemmOperand(values, o.values, layout, f, weightRows, delayedScale, 0, &stats);
+    o.scale = quantizeGemmOperand(values, o.values, layout, f,
+                                  Shape({weightRows, static_cast<std::int64_t>(values.size()) / weightRows}),
+                                  delayedScale, 0, &stats);
     return o;
 }
 

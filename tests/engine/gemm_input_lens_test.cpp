@@ -9,6 +9,7 @@
 #include "engine/model/model.h"
 #include "engine/numerics/block_quantizer.h"
 #include "engine/numerics/conversions.h"
+#include "engine/numerics/hadamard_transform.h"
 #include "engine/numerics/tensor_stats.h"
 #include "engine/train/trainer.h"
 #include "small_run_config.h"
@@ -145,13 +146,24 @@ TEST(GemmInputLens, StatsMatchTheQuantiserOnTheSameOperand)
         // The weight [out, in] along K = in; fp8-block's 128x128 tile is the whole matrix.
         const GemmInputNumerics* weight = find(record.gemmInputs, "0.linear", GemmPass::Forward, GemmOperand::Weight);
         ASSERT_NE(weight, nullptr);
+        // NVFP4's 16x16 tiles: the lens counts tiles (fw.format.blockRows) and says so.
+        EXPECT_EQ(weight->format, operandFormatLabel(fw));
         expectSame(weight->stats, direct(w, fw.tile2d > 0 ? 0 : blockedRows(fw, in), fw.format));
 
-        // The weight gradient's activation runs along K = batch: x transposed.
+        // The weight gradient's activation runs along K = batch: x transposed, and under nvfp4
+        // rotated by the random Hadamard transform (the pass seed's signs) before quantising:
+        // the lens measures the values the GEMM reads against the rotated fp32 values.
         const GemmInputNumerics* xT =
             find(record.gemmInputs, "0.linear", GemmPass::WeightGrad, GemmOperand::Activation);
         ASSERT_NE(xT, nullptr);
-        expectSame(xT->stats, direct(transpose(x, batch, in), blockedRows(fa, batch), fa.format));
+        const OperandFormat faW = operandFormat(recipe, GemmPass::WeightGrad, GemmOperand::Activation, c.recipe, true);
+        EXPECT_EQ(faW.hadamard, recipe == GemmRecipe::Nvfp4);
+        EXPECT_EQ(xT->format, operandFormatLabel(faW));
+        std::vector<float> xRows = transpose(x, batch, in);
+        if (faW.hadamard)
+            for (std::size_t r = 0; r < static_cast<std::size_t>(in); ++r)
+                hadamardTransformRow(std::span(xRows).subspan(r * batch, batch), hadamardSigns(42));
+        expectSame(xT->stats, direct(xRows, blockedRows(fa, batch), fa.format));
     }
 }
 

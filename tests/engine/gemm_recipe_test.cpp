@@ -11,6 +11,7 @@
 #include "engine/model/model.h"
 #include "engine/numerics/block_quantizer.h"
 #include "engine/numerics/conversions.h"
+#include "engine/numerics/hadamard_transform.h"
 #include "engine/numerics/minifloat_codec.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
@@ -216,9 +217,16 @@ TEST(GemmRecipe, LinearGemmsMatchTheReferenceUnderEveryRecipe)
         RefOperand wAlongOut = quantizedWeight(w, c.out, c.in, fw, false);
         wAlongOut.values = transpose(wAlongOut.values, c.out, c.in);
         expectMatches(dx.toFloats(), multiply(referenceOperand(dy, out, fg), wAlongOut, c.batch, c.in, c.out), "dgrad");
-        // weight gradient: K = batch, both operands transposed
-        const RefOperand dyT = referenceOperand(transpose(dy, c.batch, c.out), batch, fg);
-        const RefOperand xT = referenceOperand(transpose(x, c.batch, c.in), batch, fa);
+        // weight gradient: K = batch, both operands transposed, and under nvfp4 rotated along K
+        // by the random Hadamard transform with the pass seed's signs before they are quantised
+        const auto rotated = [&](std::vector<float> rows, std::size_t k) {
+            if (rotatesWeightGradient(recipe, roundToNearest()))
+                for (std::size_t begin = 0; begin < rows.size(); begin += k)
+                    hadamardTransformRow(std::span(rows).subspan(begin, k), hadamardSigns(42));
+            return rows;
+        };
+        const RefOperand dyT = referenceOperand(rotated(transpose(dy, c.batch, c.out), batch), batch, fg);
+        const RefOperand xT = referenceOperand(rotated(transpose(x, c.batch, c.in), batch), batch, fa);
         expectMatches(weight.grad.toFloats(), multiply(dyT, xT, c.out, c.in, c.batch), "wgrad");
     }
 }
@@ -226,16 +234,19 @@ TEST(GemmRecipe, LinearGemmsMatchTheReferenceUnderEveryRecipe)
 namespace {
 
 // The operand as quantizeGemmOperand gives it, in an fp32 tensor (the recipes' operands before
-// they could be bf16), with its decode scale.
+// they could be bf16), rotated first where the format says so (with the signs of the pass seed
+// 42 the tests use), with its decode scale.
 struct Fp32Operand {
     Tensor values;
     float scale = 1.0f;
 };
-Fp32Operand fp32Operand(const Tensor& t, const KLayout& layout, const OperandFormat& f, std::int64_t weightRows)
+Fp32Operand fp32Operand(const Tensor& t, const KLayout& layout, const OperandFormat& f)
 {
-    const std::vector<float> values = t.toFloats();
+    std::vector<float> values = t.toFloats();
+    if (f.hadamard)
+        rotateAlongK(values, layout, hadamardSigns(42));
     std::vector<float> out(values.size());
-    const float scale = quantizeGemmOperand(values, out, layout, f, weightRows, 1.0f, 0, nullptr);
+    const float scale = quantizeGemmOperand(values, out, layout, f, t.shape(), 1.0f, 0, nullptr);
     return {Tensor::fromFloats(t.shape(), out, DType::F32), scale};
 }
 
@@ -269,6 +280,11 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
         const OperandFormat fa = operandFormat(recipe, GemmOperand::Activation, roundToNearest());
         const OperandFormat fw = operandFormat(recipe, GemmOperand::Weight, roundToNearest());
         const OperandFormat fg = operandFormat(recipe, GemmOperand::Gradient, roundToNearest());
+        // The weight-gradient inputs of a linear layer, rotated where the recipe says (nvfp4).
+        const OperandFormat faW =
+            operandFormat(recipe, GemmPass::WeightGrad, GemmOperand::Activation, roundToNearest(), true);
+        const OperandFormat fgW =
+            operandFormat(recipe, GemmPass::WeightGrad, GemmOperand::Gradient, roundToNearest(), true);
 
         Linear linear(c.in, c.out, false, "", false);
         linear.setName("0.linear");
@@ -284,20 +300,20 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
         const Tensor dx = linear.backward(pass, dy, forward.context.get());
 
         Tensor y = backend->empty({c.batch, c.out}, forward.output.dtype());
-        const Fp32Operand fx = fp32Operand(x, KLayout::rows(c.batch, c.in), fa, c.batch);
-        const Fp32Operand fwt = fp32Operand(weight.working, KLayout::rows(c.out, c.in), fw, c.out);
+        const Fp32Operand fx = fp32Operand(x, KLayout::rows(c.batch, c.in), fa);
+        const Fp32Operand fwt = fp32Operand(weight.working, KLayout::rows(c.out, c.in), fw);
         backend->gemm(Transpose::No, Transpose::Yes, c.batch, c.out, c.in, OperandScales{fx.scale, fwt.scale}.product(),
                       fx.values, fwt.values, 0.0f, y);
         expectSameBits(forward.output, y, "forward");
         Tensor dw = backend->empty(weight.grad.shape(), weight.grad.dtype());
-        const Fp32Operand fdyT = fp32Operand(dy, KLayout::along(1, c.batch, c.out), fg, c.batch);
-        const Fp32Operand fxT = fp32Operand(x, KLayout::along(1, c.batch, c.in), fa, c.batch);
+        const Fp32Operand fdyT = fp32Operand(dy, KLayout::along(1, c.batch, c.out), fgW);
+        const Fp32Operand fxT = fp32Operand(x, KLayout::along(1, c.batch, c.in), faW);
         backend->gemm(Transpose::Yes, Transpose::No, c.out, c.in, c.batch,
                       OperandScales{fdyT.scale, fxT.scale}.product(), fdyT.values, fxT.values, 0.0f, dw);
         expectSameBits(weight.grad, dw, "wgrad");
         Tensor dxWant = backend->empty({c.batch, c.in}, dx.dtype());
-        const Fp32Operand fdy = fp32Operand(dy, KLayout::rows(c.batch, c.out), fg, c.batch);
-        const Fp32Operand fwd = fp32Operand(weight.working, KLayout::along(1, c.out, c.in), fw, c.out);
+        const Fp32Operand fdy = fp32Operand(dy, KLayout::rows(c.batch, c.out), fg);
+        const Fp32Operand fwd = fp32Operand(weight.working, KLayout::along(1, c.out, c.in), fw);
         backend->gemm(Transpose::No, Transpose::No, c.batch, c.in, c.out, OperandScales{fdy.scale, fwd.scale}.product(),
                       fdy.values, fwd.values, 0.0f, dxWant);
         expectSameBits(dx, dxWant, "dgrad");
@@ -321,18 +337,18 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
         ConvGeometry g{n, cin, hw, hw, cout, 3, 3, 1, 1, 1, 1, hw, hw};
         const std::int64_t pixels = hw * hw;
         Tensor cy = backend->empty(cf.output.shape(), cf.output.dtype());
-        const Fp32Operand cfx = fp32Operand(cx, KLayout::along(n, cin, pixels), fa, n);
-        const Fp32Operand cfw = fp32Operand(filter.working, KLayout::along(cout, cin, 9), fw, cout);
+        const Fp32Operand cfx = fp32Operand(cx, KLayout::along(n, cin, pixels), fa);
+        const Fp32Operand cfw = fp32Operand(filter.working, KLayout::along(cout, cin, 9), fw);
         backend->conv2dForward(cfx.values, cfw.values, nullptr, cy, g, {cfx.scale, cfw.scale});
         expectSameBits(cf.output, cy, "conv forward");
         Tensor cdw = backend->empty(filter.grad.shape(), filter.grad.dtype());
-        const Fp32Operand cfxT = fp32Operand(cx, KLayout::around(n, cin, pixels), fa, n);
-        const Fp32Operand cfdyT = fp32Operand(cdy, KLayout::around(n, cout, pixels), fg, n);
+        const Fp32Operand cfxT = fp32Operand(cx, KLayout::around(n, cin, pixels), fa);
+        const Fp32Operand cfdyT = fp32Operand(cdy, KLayout::around(n, cout, pixels), fg);
         backend->conv2dBackwardFilter(cfxT.values, cfdyT.values, cdw, nullptr, g, {cfxT.scale, cfdyT.scale});
         expectSameBits(filter.grad, cdw, "conv wgrad");
         Tensor cdxWant = backend->empty(cdx.shape(), cdx.dtype());
-        const Fp32Operand cfdy = fp32Operand(cdy, KLayout::along(n, cout, pixels), fg, n);
-        const Fp32Operand cfwd = fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), fw, cout);
+        const Fp32Operand cfdy = fp32Operand(cdy, KLayout::along(n, cout, pixels), fg);
+        const Fp32Operand cfwd = fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), fw);
         backend->conv2dBackwardData(cfdy.values, cfwd.values, cdxWant, g, {cfdy.scale, cfwd.scale});
         expectSameBits(cdx, cdxWant, "conv dgrad");
     }

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 namespace mantissa {
@@ -60,6 +62,31 @@ TEST(TransformerOps, SwapAxesExchangesTheMiddleAxes)
                     EXPECT_EQ(y[((o * cols + c) * rows + r) * inner + i], x[((o * rows + r) * cols + c) * inner + i]);
 }
 
+// 16-bit tensors are permuted word for word at attention's size (threads split the work):
+// every bit pattern arrives unchanged, signalling NaNs and subnormals included.
+TEST(TransformerOps, SwapAxesMovesSixteenBitWordsUnchanged)
+{
+    auto backend = makeCpuBackend(2);
+    const std::int64_t outer = 32, rows = 128, cols = 4, inner = 32;
+    for (DType type : {DType::BF16, DType::F16}) {
+        Tensor tx = backend->empty({outer, rows, cols, inner}, type),
+               ty = backend->empty({outer, cols, rows, inner}, type);
+        std::uint16_t* words = tx.u16();
+        for (std::int64_t i = 0; i < tx.numel(); ++i)
+            words[i] = static_cast<std::uint16_t>(i * 40503u);
+        backend->swapAxes(tx, ty, outer, rows, cols, inner);
+        const std::uint16_t* out = ty.u16();
+        std::int64_t wrong = 0;
+        for (std::int64_t o = 0; o < outer; ++o)
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c)
+                    for (std::int64_t i = 0; i < inner; ++i)
+                        wrong += out[((o * cols + c) * rows + r) * inner + i] !=
+                                 words[((o * rows + r) * cols + c) * inner + i];
+        EXPECT_EQ(wrong, 0) << dtypeName(type);
+    }
+}
+
 TEST(TransformerOps, CausalSoftmaxMasksLaterKeysAndSumsToOne)
 {
     auto backend = makeCpuBackend(1);
@@ -78,6 +105,49 @@ TEST(TransformerOps, CausalSoftmaxMasksLaterKeysAndSumsToOne)
         for (std::int64_t j = 0; j < t; ++j) {
             const double expected = j <= q ? std::exp(s[row * t + j] - max) / sum : 0.0;
             EXPECT_NEAR(p[row * t + j], expected, 1e-6) << row << "," << j;
+        }
+    }
+}
+
+// At a transformer's size (8 planes of 128 x 128 scores, past the point where the work is
+// split over threads), forward and backward against the formulas in double.
+TEST(TransformerOps, CausalSoftmaxAndItsBackwardAtAttentionSizeMatchDouble)
+{
+    auto backend = makeCpuBackend(2);
+    const std::int64_t t = 128, planes = 8, n = planes * t * t;
+    auto s = randomValues(n, 5);
+    for (float& v : s)
+        v *= 12.0f;
+    const auto dp = randomValues(n, 6);
+    Tensor scores = Tensor::fromFloats({planes, t, t}, s), probs = Tensor::zeros({planes, t, t});
+    backend->softmaxForward(scores, probs, t, t, true, DType::F32);
+    Tensor tdp = Tensor::fromFloats({planes, t, t}, dp), ds = Tensor::zeros({planes, t, t});
+    backend->softmaxBackward(probs, tdp, ds, t);
+    const auto p = probs.toFloats(), g = ds.toFloats();
+    int reported = 0;
+    for (std::int64_t row = 0; row < planes * t && reported < 5; ++row) {
+        const std::int64_t visible = row % t + 1;
+        const float* sr = s.data() + row * t;
+        const double max = *std::max_element(sr, sr + visible);
+        double sum = 0, dot = 0;
+        for (std::int64_t j = 0; j < visible; ++j)
+            sum += std::exp(sr[j] - max);
+        for (std::int64_t j = 0; j < visible; ++j)
+            dot += std::exp(sr[j] - max) / sum * dp[row * t + j];
+        for (std::int64_t j = 0; j < t && reported < 5; ++j) {
+            const double expected = j < visible ? std::exp(sr[j] - max) / sum : 0.0;
+            const double expectedGrad = expected * (dp[row * t + j] - dot);
+            // exp(s - max) in fp32 is relatively as exact as s - max is: |s - max| ulps of 1;
+            // the row's dot product sums up to 128 fp32 terms.
+            const double eps = std::numeric_limits<float>::epsilon();
+            const double pTolerance = expected * eps * (std::abs(sr[j] - max) + 16);
+            const double gradTolerance = pTolerance * (std::abs(dp[row * t + j]) + std::abs(dot)) + expected * 64 * eps;
+            if (!(std::abs(p[row * t + j] - expected) <= pTolerance) ||
+                !(std::abs(g[row * t + j] - expectedGrad) <= gradTolerance)) {
+                ADD_FAILURE() << "row " << row << ", key " << j << ": p " << p[row * t + j] << " vs " << expected
+                              << ", ds " << g[row * t + j] << " vs " << expectedGrad;
+                ++reported;
+            }
         }
     }
 }

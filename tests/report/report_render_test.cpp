@@ -272,7 +272,7 @@ private slots:
         const QString text = QString::fromUtf8(readAll(path));
         QVERIFY2(text.contains(QStringLiteral("| Ranks |")), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("| Data parallel | 1 process | 2 ranks, all-reduce in fp32, "
-                                              "sum-then-divide |")),
+                                              "sum-then-divide, batch norm per-rank |")),
                  qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("differ in: data parallel")), qPrintable(text));
         // rank 1 at 12000 / 2 / 1.1 samples/s, 20% of its time in all-reduces.

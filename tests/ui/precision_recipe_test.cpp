@@ -77,12 +77,17 @@ private slots:
         auto* history = bench.findChild<QSpinBox*>("precision.recipe.amax_history");
         auto* stochastic = bench.findChild<QComboBox*>("precision.recipe.stochastic_rounding");
         auto* keep = bench.findChild<QComboBox*>("precision.recipe.keep_first_last");
-        QVERIFY(scaleRule && history && stochastic && keep);
-        for (QWidget* w : std::initializer_list<QWidget*>{scaleRule, history, stochastic, keep})
+        auto* tiles = bench.findChild<QComboBox*>("precision.recipe.weight_blocks_2d");
+        auto* hadamard = bench.findChild<QComboBox*>("precision.recipe.hadamard_wgrad");
+        QVERIFY(scaleRule && history && stochastic && keep && tiles && hadamard);
+        for (QWidget* w : std::initializer_list<QWidget*>{scaleRule, history, stochastic, keep, tiles, hadamard})
             QVERIFY2(!w->toolTip().isEmpty(), qPrintable(w->objectName()));
-        // The scale rule is an MX option, the history a delayed-scaling one.
+        // The scale rule is an MX option, the history a delayed-scaling one, the tiles NVFP4's;
+        // the Hadamard transform applies to any recipe (auto: nvfp4 only).
         QVERIFY(scaleRule->isEnabled());
         QVERIFY(!history->isEnabled());
+        QVERIFY(!tiles->isEnabled());
+        QVERIFY(hadamard->isEnabled());
         auto* note = bench.findChild<QLabel*>("precision.recipe.note");
         QVERIFY2(note->text().contains("first and last layers in bf16: on"), qPrintable(note->text()));
 
@@ -120,6 +125,25 @@ private slots:
         QCOMPARE(bench.document()->config().recipe.amaxHistory, 1024);
         QCOMPARE(history->value(), 1024);
 
+        // NVFP4: the tiles and the Hadamard transform are on by default, each one undo step off.
+        chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "nvfp4");
+        QVERIFY(tiles->isEnabled());
+        QVERIFY2(note->text().contains("Hadamard-rotated: on") && note->text().contains("16×16 tiles: on"),
+                 qPrintable(note->text()));
+        QCOMPARE(cell(model, RecipeFormatTableModel::Block, GemmOperand::Weight), QString::fromUtf8("16×16"));
+        const int beforeNvfp4 = undo->count();
+        chooseByKey(tiles, "off");
+        chooseByKey(hadamard, "off");
+        QCOMPARE(undo->count(), beforeNvfp4 + 2);
+        QCOMPARE(bench.document()->config().recipe.weightBlocks2d, RecipeSwitch::Off);
+        QCOMPARE(bench.document()->config().recipe.hadamardWgrad, RecipeSwitch::Off);
+        QCOMPARE(cell(model, RecipeFormatTableModel::Block, GemmOperand::Weight), QString::fromUtf8("1×16"));
+        QVERIFY2(note->text().contains("Hadamard-rotated: off") && note->text().contains("16×16 tiles: off"),
+                 qPrintable(note->text()));
+        undo->undo();
+        undo->undo();
+        QCOMPARE(bench.document()->config().recipe, RecipeOptions{});
+
         chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "fp32");
         QVERIFY(recipe->isHidden());
         QCOMPARE(model->rowCount(), 0);
@@ -156,9 +180,13 @@ private slots:
         QTest::newRow("fp8-block weights") << PrecisionMode::Fp8Block << GemmOperand::Weight << "FP8 E4M3"
                                            << "128×128"
                                            << "fp32 per 128×128 tile" << 448.0 << 0.015625 << 0.001953125;
+        // NVIDIA's NVFP4 recipe: 16x16 weight tiles, 1x16 blocks for the others.
         QTest::newRow("nvfp4 weights") << PrecisionMode::Nvfp4 << GemmOperand::Weight << "FP4 E2M1"
-                                       << "1×16"
+                                       << "16×16"
                                        << "E4M3 × fp32 per tensor" << 6.0 << 1.0 << 0.5;
+        QTest::newRow("nvfp4 activations") << PrecisionMode::Nvfp4 << GemmOperand::Activation << "FP4 E2M1"
+                                           << "1×16"
+                                           << "E4M3 × fp32 per tensor" << 6.0 << 1.0 << 0.5;
         QTest::newRow("mxfp6 gradients") << PrecisionMode::Mxfp6 << GemmOperand::Gradient << "FP6 E3M2"
                                          << "1×32"
                                          << "E8M0" << 28.0 << 0.25 << 0.0625;

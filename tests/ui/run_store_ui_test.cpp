@@ -402,7 +402,7 @@ private slots:
         QCOMPARE(runs.data(runs.index(twoRow, RunListModel::Ranks)).toInt(), 2);
         QCOMPARE(runs.data(runs.index(oneRow, RunListModel::Ranks)).toInt(), 1);
         QCOMPARE(runs.data(runs.index(twoRow, RunListModel::Ranks), Qt::ToolTipRole).toString(),
-                 QString("2 ranks, all-reduce in fp32, sum-then-divide"));
+                 QString("2 ranks, all-reduce in fp32, sum-then-divide, batch norm per-rank"));
 
         ComparisonTableModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -423,7 +423,8 @@ private slots:
         QCOMPARE(differing.value("distributed.world_size"), QStringList({"1", "2"}));
         QCOMPARE(differing.value("distributed.allreduce_dtype"), QStringList({"none (1 process)", "fp32"}));
         QCOMPARE(differing.value("distributed.reduction"), QStringList({"none (1 process)", "sum-then-divide"}));
-        QCOMPARE(differing.size(), 3); // nothing else differs
+        QCOMPARE(differing.value("distributed.batch_norm"), QStringList({"none (1 process)", "per-rank"}));
+        QCOMPARE(differing.size(), 4); // nothing else differs
         // Two single processes do not differ in it.
         QVERIFY(diffConfigs({configs[0], configs[0]}).isEmpty());
 

@@ -1,7 +1,11 @@
-// Activations compute in fp32 and round to the output's dtype, as GPU kernels do.
-// GELU is the exact erf form (PyTorch's default), not the tanh approximation.
+// Activations compute in fp32 and round to the output's dtype, as GPU kernels do. GELU is
+// the exact erf form (PyTorch's default), not the tanh approximation; it runs on oneDNN's
+// vectorised eltwise kernel (onednn_gelu.h), the others on the loops below. tanh and
+// sigmoid stay on libm: they are the underflow presets' activations (docs/underflow.md), whose
+// measured fp16 outcomes depend on every rounded value, and no transformer uses them.
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
+#include "engine/backend/cpu/onednn_gelu.h"
 #include "engine/util/check.h"
 
 #include <cmath>
@@ -10,16 +14,13 @@ namespace mantissa {
 
 namespace {
 
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
 inline float forwardValue(Activation kind, float x)
 {
     switch (kind) {
     case Activation::Relu: return x > 0 ? x : 0.0f;
-    case Activation::Gelu: return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
     case Activation::Tanh: return std::tanh(x);
     case Activation::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case Activation::Gelu: break; // oneDNN's (CpuBackend::activationForward)
     }
     return x;
 }
@@ -30,9 +31,9 @@ inline float derivative(Activation kind, float x, float y)
 {
     switch (kind) {
     case Activation::Relu: return x > 0 ? 1.0f : 0.0f;
-    case Activation::Gelu: return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
     case Activation::Tanh: return 1.0f - y * y;
     case Activation::Sigmoid: return y * (1.0f - y);
+    case Activation::Gelu: break; // oneDNN's (CpuBackend::activationBackward)
     }
     return 1.0f;
 }
@@ -71,6 +72,17 @@ void backwardLoop(const float* x, const float* y, const float* dy, float* dx, st
 void CpuBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
 {
     MANTISSA_ASSERT(x.numel() == y.numel());
+    if (kind == Activation::Gelu) {
+        if (x.dtype() == DType::BF16 && y.dtype() == DType::BF16 && m_gelu->runsBf16()) {
+            m_gelu->forward(true, static_cast<std::int64_t>(x.numel()), x.data(), y.data());
+            return;
+        }
+        cpu::FloatInput fx(x);
+        cpu::FloatOutput fy(y);
+        m_gelu->forward(false, static_cast<std::int64_t>(fx.size()), fx.data(), fy.data());
+        fy.commit();
+        return;
+    }
     cpu::FloatInput fx(x);
     cpu::FloatOutput fy(y);
     const float* in = fx.data();
@@ -78,7 +90,7 @@ void CpuBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
     const auto n = static_cast<std::int64_t>(fx.size());
     switch (kind) {
     case Activation::Relu: forwardLoop<Activation::Relu>(in, out, n); break;
-    case Activation::Gelu: forwardLoop<Activation::Gelu>(in, out, n); break;
+    case Activation::Gelu: break; // above
     case Activation::Tanh: forwardLoop<Activation::Tanh>(in, out, n); break;
     case Activation::Sigmoid: forwardLoop<Activation::Sigmoid>(in, out, n); break;
     }
@@ -88,6 +100,20 @@ void CpuBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
 void CpuBackend::activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx)
 {
     MANTISSA_ASSERT(x.numel() == dy.numel() && dx.numel() == dy.numel());
+    if (kind == Activation::Gelu) {
+        const auto n = static_cast<std::int64_t>(dy.numel());
+        const auto bf16 = [](const Tensor& t) { return t.dtype() == DType::BF16; };
+        if (bf16(x) && bf16(dy) && bf16(dx) && m_gelu->runsBf16()) {
+            m_gelu->backward(true, n, x.data(), dy.data(), dx.data());
+            return;
+        }
+        cpu::FloatInput fx(x);
+        cpu::FloatInput fdy(dy);
+        cpu::FloatOutput fdx(dx);
+        m_gelu->backward(false, n, fx.data(), fdy.data(), fdx.data());
+        fdx.commit();
+        return;
+    }
     cpu::FloatInput fx(x);
     cpu::FloatInput fy(y);
     cpu::FloatInput fdy(dy);
@@ -99,7 +125,7 @@ void CpuBackend::activationBackward(Activation kind, const Tensor& x, const Tens
     const auto n = static_cast<std::int64_t>(fdy.size());
     switch (kind) {
     case Activation::Relu: backwardLoop<Activation::Relu>(in, out, g, result, n); break;
-    case Activation::Gelu: backwardLoop<Activation::Gelu>(in, out, g, result, n); break;
+    case Activation::Gelu: break; // above
     case Activation::Tanh: backwardLoop<Activation::Tanh>(in, out, g, result, n); break;
     case Activation::Sigmoid: backwardLoop<Activation::Sigmoid>(in, out, g, result, n); break;
     }

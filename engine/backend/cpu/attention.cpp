@@ -1,10 +1,12 @@
 // The ops attention is built from: strided-batched GEMMs (one batched oneDNN matmul, under
 // gemm's rules: compute-type inputs, fp32 accumulation, one rounding into C's type), the axis
 // swap that moves heads out of the token axis, and the softmax with its causal mask, in fp32
-// or, when a layer asks for it, rounded step by step to a 16-bit type (backend.h).
+// (oneDNN's softmax) or, when a layer asks for it, rounded step by step to a 16-bit type
+// (backend.h; the loop below, which rounds where a 16-bit softmax would).
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/onednn_matmul.h"
+#include "engine/backend/cpu/onednn_softmax.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -31,30 +33,45 @@ void CpuBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, 
     fc.commit();
 }
 
+namespace {
+
+// A permutation moves values without arithmetic, so it moves the stored words themselves: no
+// widening of 16-bit tensors and no rounding back.
+template <typename Word>
+void swapMiddleAxes(const Word* in, Word* out, std::int64_t outer, std::int64_t rows, std::int64_t cols,
+                    std::int64_t inner)
+{
+#pragma omp parallel for collapse(2) schedule(static) if (outer * rows * cols * inner > 65536)
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c) {
+                const Word* src = in + ((o * rows + r) * cols + c) * inner;
+                Word* dst = out + ((o * cols + c) * rows + r) * inner;
+                for (std::int64_t i = 0; i < inner; ++i)
+                    dst[i] = src[i];
+            }
+}
+
+} // namespace
+
 void CpuBackend::swapAxes(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t rows, std::int64_t cols,
                           std::int64_t inner)
 {
     MANTISSA_ASSERT(x.numel() == outer * rows * cols * inner && y.numel() == x.numel());
+    if (x.dtype() == y.dtype() && x.dtype() != DType::F32) {
+        swapMiddleAxes(x.u16(), y.u16(), outer, rows, cols, inner);
+        return;
+    }
     cpu::FloatInput fx(x);
     cpu::FloatOutput fy(y);
-    const float* in = fx.data();
-    float* out = fy.data();
-#pragma omp parallel for collapse(2) schedule(static) if (x.numel() > 65536)
-    for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t c = 0; c < cols; ++c) {
-                const float* src = in + ((o * rows + r) * cols + c) * inner;
-                float* dst = out + ((o * cols + c) * rows + r) * inner;
-                for (std::int64_t i = 0; i < inner; ++i)
-                    dst[i] = src[i];
-            }
+    swapMiddleAxes(fx.data(), fy.data(), outer, rows, cols, inner);
     fy.commit();
 }
 
 namespace {
 
-// One row: the max of the visible scores, exp of each difference, their sum, the quotients.
-// `round` is the identity for fp32 arithmetic and rounds to the 16-bit type otherwise.
+// One row in 16-bit arithmetic: the max of the visible scores, exp of each difference, their
+// sum, the quotients, each step rounded by `round` to the 16-bit type.
 template <typename Round>
 void softmaxRow(const float* s, float* p, std::int64_t visible, std::int64_t keys, Round round)
 {
@@ -84,15 +101,26 @@ void CpuBackend::softmaxForward(const Tensor& scores, Tensor& probs, std::int64_
     const float* in = fs.data();
     float* out = fp.data();
     const std::int64_t rows = scores.numel() / keys;
+    // A causal query sees itself and the keys before it (keys - queries more when the keys are
+    // longer, as with a cache; here they are equal).
+    const auto visibleKeys = [&](std::int64_t row) { return causal ? (row % queries) + 1 + (keys - queries) : keys; };
+    if (arithmetic == DType::F32) {
+        // Hidden keys become -inf, so oneDNN's softmax gives them exactly 0 and never reads them.
 #pragma omp parallel for schedule(static) if (scores.numel() > 65536)
-    for (std::int64_t r = 0; r < rows; ++r) {
-        // A causal query sees itself and the keys before it (keys - queries more when the keys
-        // are longer, as with a cache; here they are equal).
-        const std::int64_t visible = causal ? (r % queries) + 1 + (keys - queries) : keys;
-        if (arithmetic == DType::F32)
-            softmaxRow(in + r * keys, out + r * keys, visible, keys, [](float v) { return v; });
-        else
-            softmaxRow(in + r * keys, out + r * keys, visible, keys,
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t visible = visibleKeys(r);
+            const float* src = in + r * keys;
+            float* dst = out + r * keys;
+            for (std::int64_t j = 0; j < visible; ++j)
+                dst[j] = src[j];
+            for (std::int64_t j = visible; j < keys; ++j)
+                dst[j] = -std::numeric_limits<float>::infinity();
+        }
+        m_softmax->forward(rows, keys, out);
+    } else {
+#pragma omp parallel for schedule(static) if (scores.numel() > 65536)
+        for (std::int64_t r = 0; r < rows; ++r)
+            softmaxRow(in + r * keys, out + r * keys, visibleKeys(r), keys,
                        [arithmetic](float v) { return roundToDType(v, arithmetic); });
     }
     fp.commit();
@@ -107,18 +135,7 @@ void CpuBackend::softmaxBackward(const Tensor& probs, const Tensor& dprobs, Tens
     const float* p = fp.data();
     const float* dp = fdp.data();
     float* ds = fds.data();
-    const std::int64_t rows = probs.numel() / keys;
-#pragma omp parallel for schedule(static) if (probs.numel() > 65536)
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const float* pr = p + r * keys;
-        const float* dpr = dp + r * keys;
-        double dot = 0;
-        for (std::int64_t j = 0; j < keys; ++j)
-            dot += static_cast<double>(pr[j]) * dpr[j];
-        const auto d = static_cast<float>(dot);
-        for (std::int64_t j = 0; j < keys; ++j)
-            ds[r * keys + j] = pr[j] * (dpr[j] - d);
-    }
+    m_softmax->backward(probs.numel() / keys, keys, p, dp, ds);
     fds.commit();
 }
 

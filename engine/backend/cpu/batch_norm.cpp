@@ -3,12 +3,15 @@
 // an fp16 sum of 100k activations overflows or loses every small difference, and
 // E[x^2] - E[x]^2 cancels catastrophically when the mean is large against the spread.
 // Running statistics follow PyTorch: running = (1 - momentum) * running + momentum * batch,
-// with the unbiased batch variance for the running variance.
+// with the unbiased batch variance for the running variance. With BatchNormState::acrossRanks
+// (synchronised batch norm) the same passes run over the global batch, their sums added across
+// the ranks between passes (docs/distributed.md).
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/reductions.h"
 #include "engine/util/check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -33,41 +36,85 @@ Layout layoutOf(const Tensor& x)
 
 // --- kernels --------------------------------------------------------------------------------
 
-// Per-channel mean and biased variance, two passes.
-void channelStatistics(const float* x, const Layout& l, std::vector<double>& mean, std::vector<double>& var)
+// Per-channel sum of x: the first pass of the statistics.
+void channelSums(const float* x, const Layout& l, std::vector<double>& sum)
 {
     const auto channels = static_cast<std::size_t>(l.channels);
-    mean.assign(channels, 0.0);
-    var.assign(channels, 0.0);
+    sum.assign(channels, 0.0);
     if (l.spatial == 1) {
         // [N, C]: a channel is strided, so accumulate whole rows (vectorised across channels).
         for (std::int64_t i = 0; i < l.n; ++i)
             for (std::size_t c = 0; c < channels; ++c)
-                mean[c] += x[static_cast<std::size_t>(i) * channels + c];
-        for (double& m : mean)
-            m /= l.count();
-        for (std::int64_t i = 0; i < l.n; ++i) {
-            for (std::size_t c = 0; c < channels; ++c) {
-                const double d = x[static_cast<std::size_t>(i) * channels + c] - mean[c];
-                var[c] += d * d;
-            }
-        }
-        for (double& v : var)
-            v /= l.count();
+                sum[c] += x[static_cast<std::size_t>(i) * channels + c];
         return;
     }
 #pragma omp parallel for schedule(static) if (l.n * l.channels * l.spatial > 65536)
     for (std::int64_t c = 0; c < l.channels; ++c) {
-        double sum = 0;
+        double total = 0;
         for (std::int64_t i = 0; i < l.n; ++i)
-            sum += cpu::sumFloats(x + l.offset(i, c), l.spatial);
-        const double m = sum / l.count();
-        double squares = 0;
-        for (std::int64_t i = 0; i < l.n; ++i)
-            squares += cpu::sumSquaredDeviations(x + l.offset(i, c), l.spatial, static_cast<float>(m));
-        mean[static_cast<std::size_t>(c)] = m;
-        var[static_cast<std::size_t>(c)] = squares / l.count();
+            total += cpu::sumFloats(x + l.offset(i, c), l.spatial);
+        sum[static_cast<std::size_t>(c)] = total;
     }
+}
+
+// Per-channel sum of (x - mean)^2: the second pass, about a mean already known.
+void centredSquares(const float* x, const Layout& l, const std::vector<double>& mean, std::vector<double>& squares)
+{
+    const auto channels = static_cast<std::size_t>(l.channels);
+    squares.assign(channels, 0.0);
+    if (l.spatial == 1) {
+        for (std::int64_t i = 0; i < l.n; ++i) {
+            for (std::size_t c = 0; c < channels; ++c) {
+                const double d = x[static_cast<std::size_t>(i) * channels + c] - mean[c];
+                squares[c] += d * d;
+            }
+        }
+        return;
+    }
+#pragma omp parallel for schedule(static) if (l.n * l.channels * l.spatial > 65536)
+    for (std::int64_t c = 0; c < l.channels; ++c) {
+        const auto m = static_cast<float>(mean[static_cast<std::size_t>(c)]);
+        double total = 0;
+        for (std::int64_t i = 0; i < l.n; ++i)
+            total += cpu::sumSquaredDeviations(x + l.offset(i, c), l.spatial, m);
+        squares[static_cast<std::size_t>(c)] = total;
+    }
+}
+
+// `sums` (and the element count after them) added across the ranks through fp32: the partial
+// sums are rounded once to fp32 for the all-reduce, which is 2^-24 relative per rank, far below
+// the statistics' own sampling noise. Returns the global count.
+double sumAcrossRanks(CrossRankSum& ranks, std::vector<double>& sums, double count, std::vector<float>& buffer)
+{
+    buffer.resize(sums.size() + 1);
+    std::copy(sums.begin(), sums.end(), buffer.begin());
+    buffer.back() = static_cast<float>(count);
+    ranks.sum(buffer);
+    std::copy(buffer.begin(), buffer.end() - 1, sums.begin());
+    return buffer.back();
+}
+
+// Per-channel mean and biased variance over the batch, two passes: the mean first, then the
+// squared deviations from it. With `ranks` the batch is the global one: each pass's sums are
+// added across the ranks before they are used, so the deviations are taken about the global
+// mean. That keeps the single-process method (no E[x^2] - E[x]^2 cancellation) at the price of
+// two all-reduces of C floats (+ the count) instead of one. Returns the element count.
+double channelStatistics(const float* x, const Layout& l, CrossRankSum* ranks, std::vector<double>& mean,
+                         std::vector<double>& var)
+{
+    std::vector<float> buffer;
+    double count = l.count();
+    channelSums(x, l, mean);
+    if (ranks)
+        count = sumAcrossRanks(*ranks, mean, count, buffer);
+    for (double& m : mean)
+        m /= count;
+    centredSquares(x, l, mean, var);
+    if (ranks)
+        sumAcrossRanks(*ranks, var, l.count(), buffer);
+    for (double& v : var)
+        v /= count;
+    return count;
 }
 
 // y = (x - mean[c]) * scale[c] + shift[c]. Subtracting first keeps the result exact to fp32
@@ -143,8 +190,7 @@ void CpuBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Te
         MANTISSA_ASSERT(state.savedMean.dtype() == DType::F32 && state.savedMean.numel() == l.channels);
         MANTISSA_ASSERT(state.savedInvStd.dtype() == DType::F32 && state.savedInvStd.numel() == l.channels);
         std::vector<double> batchMean, batchVar;
-        channelStatistics(fx.data(), l, batchMean, batchVar);
-        const double count = l.count();
+        const double count = channelStatistics(fx.data(), l, state.acrossRanks, batchMean, batchVar);
         const double unbias = count > 1 ? count / (count - 1) : 1.0;
         for (std::size_t c = 0; c < channels; ++c) {
             mean[c] = static_cast<float>(batchMean[c]);
@@ -183,15 +229,28 @@ void CpuBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tens
     const float* invStd = state.savedInvStd.f32();
     std::vector<double> sumDy, sumDyXmu;
     gradientSums(fdy.data(), fx.data(), l, mean, sumDy, sumDyXmu);
+    const auto channels = static_cast<std::size_t>(l.channels);
+    // The parameter gradients are this rank's own: the trainer averages them across ranks
+    // with every other gradient.
+    for (std::size_t c = 0; c < channels; ++c) {
+        dbeta.f32()[c] = static_cast<float>(sumDy[c]);
+        dgamma.f32()[c] = static_cast<float>(sumDyXmu[c] * invStd[c]);
+    }
+    double count = l.count();
+    if (state.acrossRanks) {
+        // The input gradient is the global batch's: its mean and variance depend on every
+        // rank's values, so dx needs the global sum(dy) and sum(dy * (x - mean)), one all-reduce.
+        sumDy.insert(sumDy.end(), sumDyXmu.begin(), sumDyXmu.end());
+        std::vector<float> buffer;
+        count = sumAcrossRanks(*state.acrossRanks, sumDy, count, buffer);
+        std::copy(sumDy.begin() + l.channels, sumDy.end(), sumDyXmu.begin());
+        sumDy.resize(channels);
+    }
     // dx = gamma * invStd * (dy - sum(dy) / M - xhat * sum(dy * xhat) / M), xhat = (x - mean) * invStd,
     // written as dx = dy * a + (x - mean) * b + shift per channel.
-    const auto channels = static_cast<std::size_t>(l.channels);
     std::vector<float> a(channels), b(channels), shift(channels);
-    const double count = l.count();
     for (std::size_t c = 0; c < channels; ++c) {
         const double g = gamma.f32()[c], s = invStd[c];
-        dbeta.f32()[c] = static_cast<float>(sumDy[c]);
-        dgamma.f32()[c] = static_cast<float>(sumDyXmu[c] * s);
         const double k = g * s;
         const double xCoefficient = -k * s * s * sumDyXmu[c] / count;
         a[c] = static_cast<float>(k);

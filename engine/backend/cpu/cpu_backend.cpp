@@ -1,8 +1,10 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
 #include "engine/backend/cpu/onednn_conv.h"
+#include "engine/backend/cpu/onednn_gelu.h"
 #include "engine/backend/cpu/onednn_matmul.h"
 #include "engine/backend/cpu/onednn_runtime.h"
+#include "engine/backend/cpu/onednn_softmax.h"
 #include "engine/backend/cpu/openmp_wait_policy.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
@@ -24,7 +26,8 @@ CpuBackend::CpuBackend(const CpuOptions& options)
     : m_threads(options.threads > 0 ? options.threads
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
       m_plan(cpu::planCpuKernels(options.kernels)), m_onednn(std::make_unique<cpu::OneDnnRuntime>()),
-      m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn)), m_conv(std::make_unique<cpu::OneDnnConv>(*m_onednn))
+      m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn)), m_conv(std::make_unique<cpu::OneDnnConv>(*m_onednn)),
+      m_gelu(std::make_unique<cpu::OneDnnGelu>(*m_onednn)), m_softmax(std::make_unique<cpu::OneDnnSoftmax>(*m_onednn))
 {
     // oneDNN (built on OpenMP) and our own loops share one OpenMP team: one budget, so that
     // neither oversubscribes the cores while the other waits.

@@ -17,6 +17,8 @@ namespace cpu {
 class OneDnnRuntime;
 class OneDnnMatmul;
 class OneDnnConv;
+class OneDnnGelu;
+class OneDnnSoftmax;
 } // namespace cpu
 
 class CpuBackend final : public Backend {
@@ -128,6 +130,8 @@ private:
     std::unique_ptr<cpu::OneDnnRuntime> m_onednn;
     std::unique_ptr<cpu::OneDnnMatmul> m_matmul;
     std::unique_ptr<cpu::OneDnnConv> m_conv;
+    std::unique_ptr<cpu::OneDnnGelu> m_gelu;
+    std::unique_ptr<cpu::OneDnnSoftmax> m_softmax;
     std::atomic<std::size_t> m_liveBytes{0};
     std::atomic<std::size_t> m_peakBytes{0};
 };

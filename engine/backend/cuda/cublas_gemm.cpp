@@ -1,4 +1,5 @@
-// GEMM through cublasGemmEx with tensor-core semantics: fp16/bf16 inputs multiply on tensor
+// GEMM through cublasGemmEx (and attention's batches of them through
+// cublasGemmStridedBatchedEx) with tensor-core semantics: fp16/bf16 inputs multiply on tensor
 // cores and accumulate in fp32, C is rounded once to its own dtype. fp32 inputs run in true
 // fp32 (CUBLAS_COMPUTE_32F) unless the run asked for TF32.
 //
@@ -31,6 +32,13 @@ cudaDataType_t cudaTypeOf(DType dtype)
 // inputs only into fp32; other pairs go through an fp32 C and a cast.
 bool cublasWritesDirectly(DType inputs, DType output) { return output == DType::F32 || output == inputs; }
 
+// cuBLAS takes its sizes, leading dimensions and batch count as int.
+int asInt(std::int64_t v)
+{
+    MANTISSA_ASSERT(v >= 0 && v <= 0x7fffffff);
+    return static_cast<int>(v);
+}
+
 } // namespace
 
 void CudaBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
@@ -59,6 +67,43 @@ void CudaBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t 
                              target.data(), cudaTypeOf(target.dtype()), static_cast<int>(n), compute,
                              CUBLAS_GEMM_DEFAULT),
                 "cublasGemmEx");
+    if (!direct)
+        cast(target, c);
+}
+
+// The same call per batch entry: C_i^T = op(B_i)^T op(A_i)^T with the strides unchanged. A C
+// cuBLAS cannot write (fp32 inputs into a 16-bit C, or fp16 into bf16) is computed in an fp32
+// copy of the whole of c, a round trip that is exact for the values between the batch entries.
+void CudaBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                     float alpha, const Tensor& a, std::int64_t strideA, const Tensor& b,
+                                     std::int64_t strideB, float beta, Tensor& c, std::int64_t strideC,
+                                     std::int64_t batch)
+{
+    MANTISSA_ASSERT(a.dtype() == b.dtype() && batch >= 1);
+    MANTISSA_ASSERT(a.numel() >= (batch - 1) * strideA + m * k && b.numel() >= (batch - 1) * strideB + k * n);
+    MANTISSA_ASSERT(c.numel() >= (batch - 1) * strideC + m * n);
+    if (m == 0 || n == 0)
+        return;
+    Tensor target = c;
+    const bool direct = cublasWritesDirectly(a.dtype(), c.dtype());
+    if (!direct) {
+        // Whatever beta: the copy goes back whole, so the values between the entries (strideC
+        // beyond m * n) must make the round trip too.
+        target = empty(c.shape(), DType::F32);
+        cast(c, target);
+    }
+    const cublasOperation_t opA = ta == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t opB = tb == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int lda = asInt(ta == Transpose::Yes ? m : k);
+    const int ldb = asInt(tb == Transpose::Yes ? k : n);
+    const bool fp32Inputs = a.dtype() == DType::F32;
+    const cublasComputeType_t compute =
+        fp32Inputs && m_options.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    checkCublas(cublasGemmStridedBatchedEx(m_cublas, opB, opA, asInt(n), asInt(m), asInt(k), &alpha, b.data(),
+                                           cudaTypeOf(b.dtype()), ldb, strideB, a.data(), cudaTypeOf(a.dtype()), lda,
+                                           strideA, &beta, target.data(), cudaTypeOf(target.dtype()), asInt(n), strideC,
+                                           asInt(batch), compute, CUBLAS_GEMM_DEFAULT),
+                "cublasGemmStridedBatchedEx");
     if (!direct)
         cast(target, c);
 }

@@ -109,13 +109,13 @@ void CudaBackend::synchronize() { checkCuda(cudaStreamSynchronize(stream()), "cu
 
 void CudaBackend::checkLaunch(const char* what) { checkCuda(cudaGetLastError(), what); }
 
-bool transformerOpFamily(Op op); // transformer_ops.cpp
-
 bool CudaBackend::supports(Op op, DType) const
 {
-    // Every other op runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80,
+    // Every op but one runs in every dtype: what cuDNN lacks (bf16 convolutions before sm_80,
     // mixed input and output types) goes through exact fp32 widening (see cudnn_conv.cpp).
-    return !transformerOpFamily(op);
+    // Synchronised batch norm sums its statistics on the host between passes: not built for
+    // the device kernels, which compute a batch's statistics in one launch.
+    return op != Op::BatchNormAcrossRanks;
 }
 
 Tensor CudaBackend::empty(const Shape& shape, DType dtype)
@@ -255,6 +255,7 @@ BatchNormExtent extentOf(const Tensor& x)
 void CudaBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                    BatchNormState& state, bool training, float momentum, float epsilon)
 {
+    MANTISSA_ASSERT(state.acrossRanks == nullptr); // supports(Op::BatchNormAcrossRanks) is false
     const BatchNormExtent e = extentOf(x);
     launchBatchNormForward(x.data(), x.dtype(), gamma.f32(), beta.f32(), y.data(), y.dtype(), state.runningMean.f32(),
                            state.runningVar.f32(), state.savedMean.f32(), state.savedInvStd.f32(), e.batch, e.channels,
@@ -265,6 +266,7 @@ void CudaBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const T
 void CudaBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
                                     Tensor& dx, Tensor& dgamma, Tensor& dbeta)
 {
+    MANTISSA_ASSERT(state.acrossRanks == nullptr);
     const BatchNormExtent e = extentOf(x);
     launchBatchNormBackward(x.data(), x.dtype(), dy.data(), dy.dtype(), gamma.f32(), state.savedMean.f32(),
                             state.savedInvStd.f32(), dx.data(), dx.dtype(), dgamma.f32(), dbeta.f32(), e.batch,

@@ -81,8 +81,8 @@ public:
 
     void add(const Tensor& a, const Tensor& b, Tensor& out) override;
 
-    // Transformer ops (backend.h): not on the CUDA backend yet; each throws UnsupportedError
-    // (transformer_ops.cpp), and supports() says so for their op families.
+    // Transformer ops (backend.h): transformer_ops.cpp over row_norm.cu, embedding.cu and
+    // attention.cu; gemmStridedBatched in cublas_gemm.cpp.
     void rowNormForward(RowNormKind kind, const Tensor& x, const Tensor& gain, const Tensor* bias, Tensor& y,
                         Tensor& mean, Tensor& invStd, float epsilon, DType statistics) override;
     void rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor& dy, const Tensor& gain, const Tensor& mean,

@@ -3,6 +3,7 @@
 // (backend/cuda_plugin_api.h), through which the backend factory reaches both.
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/nccl_all_reduce.h"
 #include "engine/backend/cuda_plugin_api.h"
 #include "engine/util/check.h"
 
@@ -77,7 +78,9 @@ GpuInventory listCudaDevices()
 // The only symbol the plugin exports (cuda_plugin.map).
 extern "C" const mantissa::CudaPluginApi* mantissa_cuda_plugin_api()
 {
-    static const mantissa::CudaPluginApi api{mantissa::kCudaPluginAbi, MANTISSA_VERSION, &mantissa::makeCudaBackend,
-                                             &mantissa::listCudaDevices};
+    static const mantissa::CudaPluginApi api{mantissa::kCudaPluginAbi,          MANTISSA_VERSION,
+                                             &mantissa::makeCudaBackend,        &mantissa::listCudaDevices,
+                                             &mantissa::cuda::ncclVersionText,  &mantissa::cuda::makeNcclUniqueId,
+                                             &mantissa::cuda::makeNcclAllReduce};
     return &api;
 }

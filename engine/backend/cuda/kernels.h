@@ -112,6 +112,52 @@ void launchBatchNormBackward(const void* x, DType xType, const void* dy, DType d
                              float* dbeta, std::int64_t batch, std::int64_t channels, std::int64_t plane,
                              cudaStream_t stream);
 
+// --- row_norm.cu ---------------------------------------------------------------------------
+// Layer norm and RMS norm over the last axis of x [rows, width] (CpuBackend::rowNormForward).
+// gain and bias (nullptr: none) are fp32 [width]; mean and invStd fp32 [rows]. `statistics`
+// F32: two passes summed in double; a 16-bit type: the CPU's left-to-right loop with every
+// step rounded to it, bit for bit.
+void launchRowNormForward(RowNormKind kind, const void* x, DType xType, const float* gain, const float* bias, void* y,
+                          DType yType, float* mean, float* invStd, std::int64_t rows, std::int64_t width, float epsilon,
+                          DType statistics, cudaStream_t stream);
+// dx from the saved statistics; dgain and dbias (nullptr: none) summed over rows in double,
+// rows in order, as the CPU does.
+void launchRowNormBackward(RowNormKind kind, const void* x, DType xType, const void* dy, DType dyType,
+                           const float* gain, const float* mean, const float* invStd, void* dx, DType dxType,
+                           float* dgain, float* dbias, std::int64_t rows, std::int64_t width, cudaStream_t stream);
+
+// --- embedding.cu --------------------------------------------------------------------------
+// y[r, :] = table[ids[r], :] (ids fp32 [rows], table [vocabulary, width]). An id that is not a
+// whole number in [0, vocabulary) makes its row NaN: a kernel cannot throw the CPU's DataError.
+void launchEmbeddingForward(const float* ids, const void* table, DType tableType, void* y, DType yType,
+                            std::int64_t rows, std::int64_t vocabulary, std::int64_t width, cudaStream_t stream);
+// dtable[v, :] = (accumulate ? dtable[v, :] : 0) + the dy rows whose id is v, added in fp32 in
+// row order and rounded once: the CPU's sum, bit for bit, without atomics. An invalid id
+// matches no table row.
+void launchEmbeddingBackward(const float* ids, const void* dy, DType dyType, void* dtable, DType dtableType,
+                             std::int64_t rows, std::int64_t vocabulary, std::int64_t width, bool accumulate,
+                             cudaStream_t stream);
+// y[i] = x[i] + table[i % period] for i < n.
+void launchAddBroadcast(const void* x, DType xType, const void* table, DType tableType, void* y, DType yType,
+                        std::int64_t n, std::int64_t period, cudaStream_t stream);
+// dtable[i] = sum over samples of dy[s * period + i] (double, samples in order) for i < period,
+// 0 for period <= i < tableSize.
+void launchAddBroadcastBackward(const void* dy, DType dyType, void* dtable, DType dtableType, std::int64_t n,
+                                std::int64_t period, std::int64_t tableSize, cudaStream_t stream);
+
+// --- attention.cu --------------------------------------------------------------------------
+// y[o][c][r][i] = x[o][r][c][i] (CpuBackend::swapAxes): a copy, rounded to y's dtype.
+void launchSwapAxes(const void* x, DType xType, void* y, DType yType, std::int64_t outer, std::int64_t rows,
+                    std::int64_t cols, std::int64_t inner, cudaStream_t stream);
+// Softmax over rows of `keys` scores; with `causal`, row r sees keys [0, r % queries + 1 +
+// keys - queries). `arithmetic` F32: fp32 max, exp and sum; a 16-bit type: the CPU's loop,
+// every step rounded to it.
+void launchSoftmaxForward(const void* scores, DType scoresType, void* probs, DType probsType, std::int64_t rows,
+                          std::int64_t queries, std::int64_t keys, bool causal, DType arithmetic, cudaStream_t stream);
+// dscores = probs * (dprobs - sum over the row of dprobs * probs), in fp32.
+void launchSoftmaxBackward(const void* probs, DType probsType, const void* dprobs, DType dprobsType, void* dscores,
+                           DType dscoresType, std::int64_t rows, std::int64_t keys, cudaStream_t stream);
+
 // --- multi_tensor.cu ------------------------------------------------------------------------
 // One tensor of a multi-tensor op. The arrays of these live in device memory (the backend
 // copies them there), so one launch covers every parameter of a model.

@@ -8,6 +8,7 @@ namespace mantissa {
 namespace {
 struct BatchNormContext final : LayerContext {
     Tensor input, savedMean, savedInvStd; // the batch statistics this forward normalised with
+    CrossRankSum* acrossRanks = nullptr;  // the ranks they were summed across: backward sums there too
 };
 } // namespace
 
@@ -45,6 +46,8 @@ ForwardResult BatchNorm::forward(PassState& pass, const Tensor& x)
         context->input = x;
         context->savedMean = state.savedMean;
         context->savedInvStd = state.savedInvStd;
+        state.acrossRanks = pass.batchNormAcrossRanks;
+        context->acrossRanks = state.acrossRanks;
     }
     pass.backend.batchNormForward(x, m_gamma.working, m_beta.working, y, state, pass.training, m_momentum, m_epsilon);
     return {y, std::move(context)};
@@ -54,7 +57,7 @@ Tensor BatchNorm::backward(PassState& pass, const Tensor& dy, LayerContext* cont
 {
     auto& saved = static_cast<BatchNormContext&>(*context);
     MANTISSA_ASSERT(saved.savedMean.defined()); // backward follows a training forward
-    const BatchNormState state{m_runningMean, m_runningVar, saved.savedMean, saved.savedInvStd};
+    const BatchNormState state{m_runningMean, m_runningVar, saved.savedMean, saved.savedInvStd, saved.acrossRanks};
     // The backend computes dx with the parameter gradients in one pass, so it is formed even
     // for the first layer (where nothing reads it).
     Tensor dx = pass.backend.empty(dy.shape(), computeType());

@@ -80,7 +80,9 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
     // Like Linear's dW, the filter gradient is rounded to the compute type: fp16 underflow of
     // small gradients happens here unless the loss scale lifted them.
     // K = batch x output pixels: blocks run along them for each channel. Under a recipe the
-    // bias gradient sums the quantised dy, since the backend computes it in the same op.
+    // bias gradient sums the quantised dy, since the backend computes it in the same op; for
+    // that reason the random Hadamard transform leaves a convolution's dy and x unrotated
+    // (the bias gradient would sum rotated values; Layer::weightGradientMayRotate).
     const std::int64_t outArea = g.outH * g.outW;
     const GemmOperandValues dyT =
         gemmInput(pass, dy, GemmPass::WeightGrad, GemmOperand::Gradient, KLayout::around(g.n, g.outChannels, outArea));

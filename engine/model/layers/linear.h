@@ -39,6 +39,10 @@ public:
     // (counted once, by the embedding) before the model ties it.
     void setSharesTable(bool shares) { m_sharesTable = shares; }
 
+protected:
+    // dW = dy^T x is all the rotated inputs feed (the bias gradient sums the unquantised dy).
+    bool weightGradientMayRotate() const override { return true; }
+
 private:
     Parameter& weight() { return m_tied ? *m_tied : m_weight; }
 

@@ -11,6 +11,8 @@
 // fp16 run starts at a loss scale that overflows, so skipped steps, backoff and growth are
 // replayed too.
 //
+// The transformer ops likewise replay as they run eagerly (TransformerGraph).
+//
 // Also: a body that calls download (or throws) yields no graph, a reason, and a backend that
 // still works; on CUDA, a body that meets a parameter list for the first time is refused.
 //
@@ -30,6 +32,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace mantissa;
@@ -306,6 +309,132 @@ TEST_P(CudaGraphStep, ReplaysMatchEagerStepsBitForBit)
 
 INSTANTIATE_TEST_SUITE_P(Configs, CudaGraphStep, ::testing::ValuesIn(kConfigs),
                          [](const ::testing::TestParamInfo<StepConfig>& info) { return info.param.name; });
+
+// The transformer ops (embedding, positions, layer norm, the head swap, the attention
+// products and the causal softmax in fp32 and in fp16 arithmetic, and their backward ops) on
+// tensors made before the capture, with new token ids and gradients uploaded before every
+// step: a replay must write what the same ops write eagerly, bit for bit.
+struct TransformerOps {
+    static constexpr std::int64_t kSeqs = 2, kTokens = 8, kHeads = 2, kHeadDim = 4, kWidth = kHeads * kHeadDim,
+                                  kVocab = 11, kRows = kSeqs * kTokens, kPlanes = kSeqs * kHeads;
+    DType type;
+    Tensor ids, table, positions, gain, bias, embedded, x, y, mean, invStd, heads, scores, probs, probs16, context;
+    Tensor dy, dprobs, dscores, dx, dgain, dbias, dtable, dpositions;
+
+    TransformerOps(Backend& b, DType t) : type(t)
+    {
+        ids = b.empty({kRows}, DType::F32);
+        table = upload(b, {kVocab, kWidth}, t, 1);
+        positions = upload(b, {kTokens * kWidth}, t, 2);
+        gain = upload(b, {kWidth}, DType::F32, 3);
+        bias = upload(b, {kWidth}, DType::F32, 4);
+        for (Tensor* out : {&embedded, &x, &y, &heads, &dy, &dx})
+            *out = b.empty({kRows, kWidth}, t);
+        mean = b.empty({kRows}, DType::F32);
+        invStd = b.empty({kRows}, DType::F32);
+        for (Tensor* out : {&scores, &probs, &probs16, &dprobs, &dscores})
+            *out = b.empty({kPlanes, kTokens, kTokens}, t);
+        context = b.empty({kPlanes, kTokens, kHeadDim}, t);
+        dgain = b.empty({kWidth}, DType::F32);
+        dbias = b.empty({kWidth}, DType::F32);
+        dtable = b.empty({kVocab, kWidth}, t);
+        dpositions = b.empty({kTokens * kWidth}, t);
+    }
+
+    static Tensor upload(Backend& b, const Shape& shape, DType t, std::uint32_t seed)
+    {
+        Tensor out = b.empty(shape, t);
+        draw(b, out, seed);
+        return out;
+    }
+
+    // New values into the same tensor: the graph keeps its address.
+    static void draw(Backend& b, Tensor& out, std::uint32_t seed)
+    {
+        std::mt19937 generator(kSeed + seed);
+        std::uniform_real_distribution<float> uniform(-1, 1);
+        std::vector<float> values(static_cast<std::size_t>(out.numel()));
+        for (float& v : values)
+            v = uniform(generator);
+        b.upload(values.data(), out);
+    }
+
+    void refresh(Backend& b, int k)
+    {
+        std::mt19937 generator(kSeed + 100 + static_cast<std::uint32_t>(k));
+        std::vector<float> tokens(static_cast<std::size_t>(kRows));
+        for (float& id : tokens)
+            id = static_cast<float>(std::uniform_int_distribution<int>(0, kVocab - 1)(generator));
+        b.upload(tokens.data(), ids);
+        draw(b, dy, 200 + static_cast<std::uint32_t>(k));
+        draw(b, dprobs, 300 + static_cast<std::uint32_t>(k));
+    }
+
+    void step(Backend& b)
+    {
+        b.embeddingForward(ids, table, embedded);
+        b.addBroadcast(embedded, positions, x, kTokens * kWidth);
+        b.rowNormForward(RowNormKind::LayerNorm, x, gain, &bias, y, mean, invStd, 1e-5f, DType::F32);
+        b.swapAxes(y, heads, kSeqs, kTokens, kHeads, kHeadDim);
+        b.gemmStridedBatched(Transpose::No, Transpose::Yes, kTokens, kTokens, kHeadDim, 0.5f, heads, kTokens * kHeadDim,
+                             heads, kTokens * kHeadDim, 0.0f, scores, kTokens * kTokens, kPlanes);
+        b.softmaxForward(scores, probs, kTokens, kTokens, true, DType::F32);
+        b.softmaxForward(scores, probs16, kTokens, kTokens, true, DType::F16);
+        b.gemmStridedBatched(Transpose::No, Transpose::No, kTokens, kHeadDim, kTokens, 1.0f, probs, kTokens * kTokens,
+                             heads, kTokens * kHeadDim, 0.0f, context, kTokens * kHeadDim, kPlanes);
+        b.softmaxBackward(probs, dprobs, dscores, kTokens);
+        b.rowNormBackward(RowNormKind::LayerNorm, x, dy, gain, mean, invStd, dx, dgain, &dbias);
+        b.embeddingBackward(ids, dx, dtable, false);
+        b.addBroadcastBackward(dx, dpositions, kTokens * kWidth);
+    }
+
+    Snapshot snapshot(Backend& b) const
+    {
+        Snapshot s;
+        const std::pair<const char*, const Tensor*> outputs[] = {{"x", &x},
+                                                                 {"y", &y},
+                                                                 {"mean", &mean},
+                                                                 {"invStd", &invStd},
+                                                                 {"scores", &scores},
+                                                                 {"probs", &probs},
+                                                                 {"probs16", &probs16},
+                                                                 {"context", &context},
+                                                                 {"dscores", &dscores},
+                                                                 {"dx", &dx},
+                                                                 {"dgain", &dgain},
+                                                                 {"dbias", &dbias},
+                                                                 {"dtable", &dtable},
+                                                                 {"dpositions", &dpositions}};
+        for (const auto& [name, t] : outputs)
+            s.add(b, name, *t);
+        return s;
+    }
+};
+
+class TransformerGraph : public GraphTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(TransformerGraph, ReplaysMatchEagerOpsBitForBit)
+{
+    TransformerOps eagerOps(eager(), GetParam()), graphOps(graphed(), GetParam());
+    // One eager step first, as a trainer runs one before it captures.
+    graphOps.refresh(graphed(), 0);
+    graphOps.step(graphed());
+    std::string why;
+    const std::unique_ptr<StepGraph> graph = graphed().captureGraph([&](Backend& b) { graphOps.step(b); }, &why);
+    ASSERT_NE(graph, nullptr) << graphed().name() << ": " << why;
+    for (int k = 1; k <= 4; ++k) {
+        eagerOps.refresh(eager(), k);
+        eagerOps.step(eager());
+        graphOps.refresh(graphed(), k);
+        graph->replay();
+        ASSERT_EQ(firstDifference(eagerOps.snapshot(eager()), graphOps.snapshot(graphed())), "") << "step " << k;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, TransformerGraph, ::testing::Values(DType::F32, DType::F16, DType::BF16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                             return std::string(dtypeName(info.param));
+                         });
 
 std::vector<float> contents(Backend& b, const Tensor& t)
 {

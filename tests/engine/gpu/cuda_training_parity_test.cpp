@@ -3,7 +3,9 @@
 // and the same batches (synthetic data, fixed seed), must lose the same at every step; and
 // deep-mlp in pure fp16 and mixed-fp16, pushed into overflow over and over by its loss scale,
 // must skip exactly the same steps (compared in lockstep: see CudaOverflowParity). The device
-// is chosen the way a run chooses it: training.device, through selectBackend.
+// is chosen the way a run chooses it: training.device, through selectBackend. A character-level
+// GPT and a vision transformer shrunk to one block (CudaTransformerTrainingParity) do the same
+// for the transformer ops in fp32 and mixed-bf16.
 //
 // Per-step loss tolerance, relative to the larger of the two losses (or of kLossFloor), per
 // preset and mode (kTolerances). One op deviates by an ulp or so (cuda_parity_test), but each
@@ -34,12 +36,16 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace mantissa;
@@ -227,6 +233,105 @@ std::vector<TrainingCase> trainingCases()
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaTrainingParity, ::testing::ValuesIn(trainingCases()),
                          [](const ::testing::TestParamInfo<TrainingCase>& info) { return caseName(info.param); });
+
+// A character-level GPT shrunk to run in seconds (char-gpt's layers: token and positional
+// embeddings, one causal pre-norm transformer block of 2 heads, a final layer norm and a head
+// tied to the embedding; width 32, context 16, batch 8) on a few kilobytes of text, so that
+// every transformer op (row norms, the embedding's gather and scatter-add, the positional
+// addition, strided-batched GEMMs, the axis swap, the causal softmax) runs in a whole training
+// step on the device; and vit-tiny shrunk alike (patch embedding, a non-causal block). The tolerances are provisional: not yet calibrated with
+// bench/parity_drift nor run on a GPU; they allow ten times the mlp's in the same mode.
+std::filesystem::path corpusPath()
+{
+    return std::filesystem::temp_directory_path() / ("mantissa-gpu-char-gpt-" + std::to_string(::getpid()) + ".txt");
+}
+
+std::string tinyCorpus()
+{
+    static const std::string path = [] {
+        std::atexit([] {
+            std::error_code ignored;
+            std::filesystem::remove(corpusPath(), ignored);
+        });
+        std::ofstream out(corpusPath());
+        const char* const words[] = {"the ", "fox ", "jumps ", "over ", "a ", "lazy ", "dog; ", "then ", "runs.\n"};
+        for (int i = 0; i < 6000; ++i)
+            out << words[(i * 7 + i / 9) % 9];
+        return corpusPath().string();
+    }();
+    return path;
+}
+
+// A transformer preset's layers with one block of 2 heads and its embedding `width` wide.
+std::vector<LayerSpec> oneBlock(const std::vector<LayerSpec>& layers, std::int64_t width)
+{
+    std::vector<LayerSpec> out;
+    bool haveBlock = false;
+    for (const LayerSpec& layer : layers) {
+        LayerSpec shrunk = layer;
+        if (shrunk.type == LayerKind::Transformer) {
+            if (haveBlock)
+                continue;
+            haveBlock = true;
+            shrunk.heads = 2;
+        }
+        if (shrunk.type == LayerKind::TokenEmbedding || shrunk.type == LayerKind::PatchEmbedding)
+            shrunk.units = width;
+        out.push_back(shrunk);
+    }
+    return out;
+}
+
+RunConfig tinyCharGptConfig(PrecisionMode mode)
+{
+    RunConfig c = presetConfig("char-gpt");
+    constexpr std::int64_t kContext = 16;
+    c.precision = mode;
+    c.model.input = {kContext};
+    c.model.layers = oneBlock(c.model.layers, 32);
+    c.data.directory = tinyCorpus();
+    c.data.context = kContext;
+    c.data.validationSplit = 0;
+    c.data.limitTest = 64;
+    c.training.batchSize = 8;
+    c.training.epochs = 20;
+    c.training.maxSteps = kSteps;
+    c.training.threads = 0;
+    return c;
+}
+
+// vit-tiny (patch embedding, positions, a non-causal block, a flattened linear classifier)
+// with one block of width 32, on the synthetic data of the other presets' cases.
+RunConfig tinyVitConfig(PrecisionMode mode)
+{
+    RunConfig c = parityConfig("vit-tiny", mode);
+    c.model.layers = oneBlock(c.model.layers, 32);
+    c.training.batchSize = 32;
+    c.data.syntheticTrain = c.training.batchSize * 50;
+    return c;
+}
+
+class CudaTransformerTrainingParity : public test::DeviceTest, public ::testing::WithParamInterface<PrecisionMode> {};
+
+void expectSameAsCpu(const RunConfig& config)
+{
+    const DatasetSplits data = loadDatasets(config.data, config.training.seed);
+    const Trace cpu = train(config, "cpu", data);
+    const Trace device = train(config, test::deviceUnderTestName(), data);
+    expectSameTrajectory(cpu, device, config.precision == PrecisionMode::Fp32 ? 1e-2 : 0.1);
+}
+
+TEST_P(CudaTransformerTrainingParity, TinyCharGptLossesMatchCpu) { expectSameAsCpu(tinyCharGptConfig(GetParam())); }
+
+TEST_P(CudaTransformerTrainingParity, TinyVitLossesMatchCpu) { expectSameAsCpu(tinyVitConfig(GetParam())); }
+
+INSTANTIATE_TEST_SUITE_P(OneBlock, CudaTransformerTrainingParity,
+                         ::testing::Values(PrecisionMode::Fp32, PrecisionMode::MixedBf16),
+                         [](const ::testing::TestParamInfo<PrecisionMode>& info) {
+                             std::string name = precisionModeName(info.param);
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
 
 // Two runs in lockstep: after every step the device run takes over the CPU run's state
 // (master and working weights, optimizer state, batch-norm statistics, the loss scaler's

@@ -1,0 +1,38 @@
+#pragma once
+// GELU (the erf form) through oneDNN's eltwise kernels: vectorised erf and exp where libm's
+// scalar erff and expf took a third of a transformer's step. It computes in fp32 and rounds
+// once into the output's type, as the engine's activations are defined; a bf16 tensor is read
+// and written in place where oneDNN has a JIT bf16 kernel on this CPU (its reference kernel
+// is slower than widening, so it is never used).
+#include "engine/backend/cpu/onednn_runtime.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+
+namespace mantissa::cpu {
+
+class OneDnnGelu {
+public:
+    explicit OneDnnGelu(OneDnnRuntime& runtime) : m_runtime(runtime) {}
+
+    // Whether oneDNN runs GELU on bf16 data with a vectorised kernel here.
+    bool runsBf16();
+
+    // y = gelu(x) over n values, both bf16 (`bf16`) or both fp32.
+    void forward(bool bf16, std::int64_t n, const void* x, void* y);
+    // dx = dy * gelu'(x); all three bf16 (`bf16`) or all fp32.
+    void backward(bool bf16, std::int64_t n, const void* x, const void* dy, void* dx);
+
+private:
+    using Key = std::pair<bool, std::int64_t>;
+    dnnl::eltwise_forward::primitive_desc forwardDesc(bool bf16, std::int64_t n);
+
+    OneDnnRuntime& m_runtime;
+    std::map<Key, dnnl::eltwise_forward> m_forward;
+    std::map<Key, dnnl::eltwise_backward> m_backward;
+    std::optional<bool> m_bf16Vectorised;
+};
+
+} // namespace mantissa::cpu
