@@ -121,6 +121,17 @@ struct AdamCorrections {
 };
 AdamCorrections adamCorrections(const AdamSettings& s, std::int64_t step);
 
+// The decode scales of a GEMM's two operands when they hold a recipe's per-tensor FP8
+// elements instead of values (engine/model/gemm_inputs.h): the elements' products are summed in
+// fp32 and the sum multiplied once by product() = fl(a * b), before any bias and the one
+// rounding to the output's dtype, as FP8 tensor cores and cuBLASLt's scaled FP8 GEMMs do
+// (docs/formats.md, "The FP8 GEMM"). The default {1, 1}: operands that are values.
+struct OperandScales {
+    float a = 1.0f, b = 1.0f;
+    float product() const { return a * b; }
+    bool unit() const { return a == 1.0f && b == 1.0f; }
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -158,18 +169,24 @@ public:
     // to the fp32 sum of products and C rounded once to its dtype, as conv2dForward does and as
     // cuBLASLt's bias epilogue and PyTorch's addmm do. Rounding the GEMM to 16 bits and again
     // after the bias would lose up to half an ulp twice, most of the result where they cancel.
+    // With `scales` the sum is multiplied by scales.product() before the bias joins it.
     virtual void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c) = 0;
+                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c,
+                             OperandScales scales = {}) = 0;
     // dbias[c] = sum over rows of dy[r, c], accumulated in fp32.
     virtual void rowBiasGrad(const Tensor& dy, Tensor& dbias) = 0;
 
     // --- convolution (NCHW) ---------------------------------------------------------
-    virtual void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                               const ConvGeometry& g) = 0;
-    virtual void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g) = 0;
+    // `scales` (of x and w; dy and w; x and dy): each fp32 sum of products is multiplied by
+    // scales.product() before the bias joins it and before rounding; dbias, a sum of dy alone,
+    // by scales.b.
+    virtual void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
+                               OperandScales scales = {}) = 0;
+    virtual void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
+                                    OperandScales scales = {}) = 0;
     // dw (and dbias when given) from the saved input and the output gradient.
     virtual void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                      const ConvGeometry& g) = 0;
+                                      const ConvGeometry& g, OperandScales scales = {}) = 0;
 
     // --- batch norm: x is [N, C] or [N, C, H, W]; gamma and beta are fp32 [C] -------
     virtual void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,

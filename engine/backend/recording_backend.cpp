@@ -118,9 +118,10 @@ void RecordingBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int
 }
 
 void RecordingBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                                   const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c)
+                                   const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c,
+                                   OperandScales scales)
 {
-    record([=, c = c](Backend& be) mutable { be.gemmRowBias(ta, tb, m, n, k, a, b, bias, c); });
+    record([=, c = c](Backend& be) mutable { be.gemmRowBias(ta, tb, m, n, k, a, b, bias, c, scales); });
 }
 
 void RecordingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
@@ -129,22 +130,25 @@ void RecordingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
 }
 
 void RecordingBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                                     const ConvGeometry& g)
+                                     const ConvGeometry& g, OperandScales scales)
 {
     std::optional<Tensor> b = bias ? std::optional<Tensor>(*bias) : std::nullopt;
-    record([x, w, b, y, g](Backend& be) mutable { be.conv2dForward(x, w, b ? &*b : nullptr, y, g); });
+    record([x, w, b, y, g, scales](Backend& be) mutable { be.conv2dForward(x, w, b ? &*b : nullptr, y, g, scales); });
 }
 
-void RecordingBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g)
+void RecordingBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
+                                          OperandScales scales)
 {
-    record([dy, w, dx, g](Backend& b) mutable { b.conv2dBackwardData(dy, w, dx, g); });
+    record([dy, w, dx, g, scales](Backend& b) mutable { b.conv2dBackwardData(dy, w, dx, g, scales); });
 }
 
 void RecordingBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                            const ConvGeometry& g)
+                                            const ConvGeometry& g, OperandScales scales)
 {
     std::optional<Tensor> db = dbias ? std::optional<Tensor>(*dbias) : std::nullopt;
-    record([x, dy, dw, db, g](Backend& b) mutable { b.conv2dBackwardFilter(x, dy, dw, db ? &*db : nullptr, g); });
+    record([x, dy, dw, db, g, scales](Backend& b) mutable {
+        b.conv2dBackwardFilter(x, dy, dw, db ? &*db : nullptr, g, scales);
+    });
 }
 
 void RecordingBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,

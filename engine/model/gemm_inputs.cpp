@@ -98,29 +98,49 @@ void quantizeTiles(std::span<const float> w, std::span<float> out, std::int64_t 
         }
 }
 
-// The whole tensor with a given fp32 scale (delayed scaling): encode(x * s) saturating,
-// values decode(code) / s, as Transformer Engine's cast with a scale from the amax history.
-void quantizeWithScale(std::span<const float> values, std::span<float> out, const QuantFormat& format, float scale,
-                       QuantStats* stats)
+// The whole tensor with a given fp32 scale (delayed scaling): encode(x * s) saturating, as
+// Transformer Engine's cast with a scale from the amax history. `elements` receives the codes'
+// values; the decode scale 1 / s is returned (values are element * (1 / s)).
+float quantizeWithScale(std::span<const float> values, std::span<float> elements, const QuantFormat& format,
+                        float scale, QuantStats* stats)
 {
     QuantizedTensor q;
     q.format = format;
     q.rowLength = q.blockSize = std::max<std::size_t>(values.size(), 1);
     q.codes.resize(values.size());
     BlockScale block{1.0f / scale, -1, 0.0f, false, false};
-    const float inverse = 1.0f / scale;
     for (std::size_t i = 0; i < values.size(); ++i) {
         const EncodedMiniFloat e =
             encodeMiniFloatWith(values[i] * scale, format.element, Rounding::NearestEven, OverflowRule::Saturate, 0);
         q.codes[i] = e.code;
-        out[i] = decodeMiniFloat(e.code, format.element) * inverse;
+        elements[i] = decodeMiniFloat(e.code, format.element);
         if (std::isfinite(values[i]))
             block.amax = std::max(block.amax, std::abs(values[i]));
         block.clipped = block.clipped || (e.overflowed && std::isfinite(values[i]));
     }
     q.blocks.push_back(block);
-    if (stats)
-        stats->merge(measureQuantization(values, q, out));
+    if (stats) {
+        std::vector<float> dequantized(values.size());
+        dequantize(q, dequantized);
+        stats->merge(measureQuantization(values, q, dequantized));
+    }
+    return block.scale;
+}
+
+// The whole tensor with its own scale, max / amax (current scaling): the elements into
+// `elements`, the decode scale returned.
+float quantizeElements(std::span<const float> values, std::span<float> elements, const QuantFormat& format,
+                       std::uint64_t firstCounter, QuantStats* stats)
+{
+    const QuantizedTensor q = quantize(values, 0, format, firstCounter);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        elements[i] = decodeMiniFloat(q.codes[i], format.element);
+    if (stats) {
+        std::vector<float> dequantized(values.size());
+        dequantize(q, dequantized);
+        stats->merge(measureQuantization(values, q, dequantized));
+    }
+    return q.blocks.empty() ? 1.0f : q.blocks.front().scale;
 }
 
 float finiteAmax(std::span<const float> values)
@@ -142,37 +162,44 @@ std::uint64_t nameHash(const std::string& s)
 
 } // namespace
 
-void quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& gemmLayout,
-                         const OperandFormat& format, const Shape& shape, float delayedScale,
-                         std::uint64_t firstCounter, QuantStats* stats)
+bool multipliesElements(const OperandFormat& format)
+{
+    return format.format.scheme == ScalingScheme::PerTensor && format.tile2d == 0;
+}
+
+float quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& gemmLayout,
+                          const OperandFormat& format, const Shape& shape, float delayedScale,
+                          std::uint64_t firstCounter, QuantStats* stats)
 {
     MANTISSA_ASSERT(static_cast<std::int64_t>(values.size()) == gemmLayout.count() && out.size() == values.size() &&
                     shape.numel() == gemmLayout.count());
     if (format.tile2d > 0) { // a weight's tiles do not depend on which way K runs through it
         quantizeTiles(values, out, shape[0], format.tile2d, format.format, stats);
-        return;
+        return 1.0f;
+    }
+    // One scale for the tensor: the layout does not matter, and the GEMM takes the elements.
+    if (format.delayed)
+        return quantizeWithScale(values, out, format.format, delayedScale, stats);
+    if (multipliesElements(format))
+        return quantizeElements(values, out, format.format, firstCounter, stats);
+    if (!format.format.isBlocked()) {
+        quantizeRows(values, out, 0, format.format, firstCounter, stats);
+        return 1.0f;
     }
     // Nor do NVFP4's 16x16 tiles: both GEMMs read the same quantised weight.
     const bool tiled = format.format.blockRows > 1;
     const KLayout layout = tiled ? weightTileLayout(shape) : gemmLayout;
-    if (format.delayed) { // one scale for the tensor: the layout does not matter either
-        quantizeWithScale(values, out, format.format, delayedScale, stats);
-        return;
-    }
-    if (!format.format.isBlocked()) {
-        quantizeRows(values, out, 0, format.format, firstCounter, stats);
-        return;
-    }
     // 2D tiles span rows of the gathered [outer, inner, k]: one row per outer (weightTileLayout).
     const auto rowLength = static_cast<std::size_t>(tiled ? layout.k * layout.inner : layout.rowLength());
     if (layout.kind == KLayout::Kind::Along && layout.inner == 1) { // K already contiguous
         quantizeRows(values, out, rowLength, format.format, firstCounter, stats);
-        return;
+        return 1.0f;
     }
     std::vector<float> rows(values.size()), quantized(values.size());
     gather(values, rows, layout);
     quantizeRows(rows, quantized, rowLength, format.format, firstCounter, stats);
     scatter(quantized, out, layout);
+    return 1.0f;
 }
 
 KLayout weightTileLayout(const Shape& weightShape)
@@ -227,13 +254,14 @@ float GemmInputQuantizer::delayedScaleFor(AmaxHistory& h, const GemmInputCall& c
 
 namespace {
 
-// Whether a format's quantise-dequantised values are bf16 numbers, so that the GEMM can read
-// them natively: MX elements (at most 3 mantissa bits) times a power-of-two scale are,
-// unless they fall below bf16's smallest subnormal, which is checked value by value. fp32
-// scales (per tensor, 1x128, 128x128, NVFP4's) make values of up to 24 significant bits.
+// Whether the values a format hands the GEMM are bf16 numbers, so that the GEMM can read them
+// natively: FP8 elements are (per-tensor formats hand over the elements, not yet scaled); MX
+// elements (at most 3 mantissa bits) times a power-of-two scale are, unless they fall below
+// bf16's smallest subnormal, which is checked value by value. The other fp32 scales (1x128,
+// 128x128, NVFP4's) make values of up to 24 significant bits.
 bool decodesToBf16(const OperandFormat& format)
 {
-    return format.format.scheme == ScalingScheme::Mx && format.tile2d == 0 && !format.delayed;
+    return multipliesElements(format) || (format.format.scheme == ScalingScheme::Mx && format.tile2d == 0);
 }
 
 // `values` as bf16 when every one is exactly a bf16 (the low half of its bits is zero).
@@ -281,11 +309,11 @@ FastOperand fastOperand(const Tensor& t, const KLayout& layout, const OperandFor
 
 } // namespace
 
-Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
-                                   const KLayout& layout)
+GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass,
+                                              GemmOperand operand, const KLayout& layout)
 {
     if (m_recipe == GemmRecipe::None)
-        return t;
+        return {t, 1.0f};
     if (t.device().kind != DeviceKind::Cpu)
         throw UnsupportedError("precision mode " + gemmRecipeName(m_recipe) + " (layer " + call.layer +
                                "): the CUDA backend does not quantise GEMM inputs yet; run recipes on the CPU "
@@ -320,20 +348,22 @@ Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, G
     // sampled steps (an observer) and the cases it leaves (stochastic rounding, a convolution's
     // 2D weight tiles, a NaN or an Inf) take the slow one, which gives the same values.
     const bool bf16Values = decodesToBf16(format);
+    const bool elements = multipliesElements(format);
     if (!call.observer && (source.dtype() == DType::BF16 || source.dtype() == DType::F32)) {
         // A 2D-tiled weight is the same tiles whichever way the GEMM runs K through it.
         const FastOperand in =
             fastOperand(source, format.format.blockRows > 1 ? weightTileLayout(t.shape()) : layout, format);
         const std::optional<float> fixed = format.delayed ? std::optional<float>(scale) : std::nullopt;
-        float amax = 0.0f;
+        float amax = 0.0f, decodeScale = 1.0f;
         for (const bool bf16 : {true, false}) {
             if (bf16 && !bf16Values)
                 continue;
             Tensor out = call.backend.empty(t.shape(), bf16 ? DType::BF16 : DType::F32);
-            const FastResult r = quantizeOperandFast(in, {out.data(), bf16}, seeded.format, fixed, &amax);
+            const FastResult r = quantizeOperandFast(in, {out.data(), bf16, elements ? &decodeScale : nullptr},
+                                                     seeded.format, fixed, &amax);
             if (r == FastResult::Done) {
                 noteAmax(amax);
-                return out;
+                return {std::move(out), decodeScale};
             }
             if (r == FastResult::SlowPath)
                 break;
@@ -349,9 +379,10 @@ Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, G
                                                      static_cast<std::uint64_t>(operand)));
     std::vector<float> result(values.size());
     QuantStats stats;
+    float decodeScale = 1.0f;
     try {
-        quantizeGemmOperand(values, result, layout, seeded, t.shape(), scale, counter,
-                            call.observer ? &stats : nullptr);
+        decodeScale = quantizeGemmOperand(values, result, layout, seeded, t.shape(), scale, counter,
+                                          call.observer ? &stats : nullptr);
     } catch (const ConfigError& e) {
         throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +
                           std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());
@@ -363,11 +394,11 @@ Tensor GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, G
         if (const auto bits = exactBf16(result)) {
             Tensor out = call.backend.empty(t.shape(), DType::BF16);
             std::copy(bits->begin(), bits->end(), out.u16());
-            return out;
+            return {std::move(out), decodeScale};
         }
     Tensor out = call.backend.empty(t.shape(), DType::F32);
     std::copy(result.begin(), result.end(), out.f32());
-    return out;
+    return {std::move(out), decodeScale};
 }
 
 } // namespace mantissa

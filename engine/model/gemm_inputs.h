@@ -4,10 +4,15 @@
 // whose projections go through the backend's GEMM) hands each operand to
 // Layer::gemmInput() before the GEMM; without a recipe the operand comes back untouched.
 //
-// On the CPU an operand is quantise-dequantised into a new tensor: its values are exactly the
-// format's values times their scales, held in bf16 when every one is a bf16 (MX) and in fp32
-// otherwise, which the backend's GEMM and convolution then multiply with fp32 accumulation
-// (bf16 natively where the CPU can), writing the layer's bf16 output. Blocks run along the
+// On the CPU an operand is quantised into a new tensor. Under per-tensor scaling (fp8-hybrid,
+// fp8-e4m3, fp8-delayed) the tensor holds the FP8 elements themselves, always bf16 numbers,
+// and the tensor's decode scale comes with it: the GEMM multiplies the elements with fp32
+// accumulation and multiplies the sum once by the product of the two decode scales, as FP8
+// tensor cores and cuBLASLt's scaled FP8 GEMMs do (docs/formats.md, "The FP8 GEMM"). Under
+// the block formats it holds the quantise-dequantised values (element times its block's
+// scale), in bf16 when every one is a bf16 (MX) and in fp32 otherwise. Either way the
+// backend's GEMM and convolution multiply with fp32 accumulation (bf16 natively where the CPU
+// can) and write the layer's bf16 output. Blocks run along the
 // GEMM's reduction dimension K (KLayout says where K lies in the operand's buffer); an
 // operand whose K is not contiguous is gathered so that it is, quantised, and scattered back.
 // A convolution's blocks are formed over the stored tensor as an implicit GEMM over NHWC data
@@ -60,19 +65,26 @@ public:
                            const QuantStats& stats) = 0;
 };
 
-// Host-side quantise-dequantise of one operand (no state): `values` and `out` in the layout's
-// order; `shape` is the operand tensor's, which 2D tiles read: fp32 tiles (format.tile2d) cover
-// the matrix [shape[0], the rest]; NVFP4's 16x16 tiles (format.blockRows > 1) ignore `layout`
-// and tile the weight as weightTileLayout(shape) gathers it, [out, kernel positions x in]: for
-// a linear weight [out, in] that is the matrix itself, for a convolution's [out, in, kh, kw]
-// one [out, in] matrix per kernel position, so a tile is 16 output x 16 input channels, the
-// values a 1x16 block along K holds in the forward and in the data-gradient GEMM.
-// `delayedScale` is the fp32 scale a delayed-scaling operand is encoded with. When `stats` is
-// given it receives what the quantisation did. Throws ConfigError when the format refuses the
-// layout (a partial NVFP4 block).
-void quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& layout,
-                         const OperandFormat& format, const Shape& shape, float delayedScale,
-                         std::uint64_t firstCounter, QuantStats* stats);
+// Whether the GEMM of an operand in `format` multiplies its elements and scales the fp32 sum
+// (per-tensor scaling, current or delayed) rather than multiplying dequantised values.
+bool multipliesElements(const OperandFormat& format);
+
+// Host-side quantisation of one operand (no state): `values` and `out` in the layout's order.
+// `out` receives what the GEMM multiplies: the elements when multipliesElements(format), else
+// the quantise-dequantised values; the return value is the decode scale the GEMM's fp32 sum is
+// multiplied by (1 for the block formats). `shape` is the operand tensor's, which 2D tiles
+// read: fp32 tiles (format.tile2d) cover the matrix [shape[0], the rest]; NVFP4's 16x16 tiles
+// (format.blockRows > 1) ignore `layout` and tile the weight as weightTileLayout(shape) gathers
+// it, [out, kernel positions x in]: for a linear weight [out, in] that is the matrix itself, for
+// a convolution's [out, in, kh, kw] one [out, in] matrix per kernel position, so a tile is 16
+// output x 16 input channels, the values a 1x16 block along K holds in the forward and in the
+// data-gradient GEMM. `delayedScale` is the fp32 scale a delayed-scaling operand is encoded
+// with. When `stats` is given it receives what the quantisation did (measured on the
+// dequantised values). Throws ConfigError when the format refuses the layout (a partial NVFP4
+// block).
+float quantizeGemmOperand(std::span<const float> values, std::span<float> out, const KLayout& layout,
+                          const OperandFormat& format, const Shape& shape, float delayedScale,
+                          std::uint64_t firstCounter, QuantStats* stats);
 
 // The layout a weight is tiled in whichever GEMM reads it: [shape[0], shape[1], the rest].
 KLayout weightTileLayout(const Shape& weightShape);
@@ -93,6 +105,14 @@ struct GemmInputCall {
     bool mayRotate = false;
 };
 
+// An operand as its GEMM reads it: the GEMM multiplies `values` with fp32 accumulation and
+// multiplies the sum by the product of its two operands' `scale` (1 unless `values` holds
+// per-tensor FP8 elements), before any bias and the rounding to the output's dtype.
+struct GemmOperandValues {
+    Tensor values;
+    float scale = 1.0f;
+};
+
 // A layer's quantisation state: its recipe and, for delayed scaling, the amax history of
 // each operand (per tensor, as Transformer Engine keeps one per GEMM input).
 class GemmInputQuantizer {
@@ -101,14 +121,15 @@ public:
     GemmRecipe recipe() const { return m_recipe; }
     const RecipeOptions& options() const { return m_options; }
 
-    // `t` as the GEMM of `pass` should read it: `t` itself without a recipe, else a tensor of
-    // the same shape holding the quantise-dequantised values, bf16 where they all are bf16
-    // numbers (the same values either way; the fast and the measuring path choose alike). UnsupportedError off
-    // the CPU (the CUDA backend has no quantising kernels yet). A weight-gradient input the
+    // `t` as the GEMM of `pass` should read it: `t` itself (scale 1) without a recipe, else a
+    // tensor of the same shape holding the elements or the quantise-dequantised values (see
+    // quantizeGemmOperand), bf16 where they all are bf16 numbers (the same values either way;
+    // the fast and the measuring path choose alike), with its decode scale. UnsupportedError
+    // off the CPU (the CUDA backend has no quantising kernels yet). A weight-gradient input the
     // recipe rotates comes back rotated and quantised: the GEMM's product is the weight
     // gradient only with both of its inputs prepared here.
-    Tensor prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
-                   const KLayout& layout);
+    GemmOperandValues prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
+                              const KLayout& layout);
 
     // The scale a delayed-scaling operand uses at `step` (tests and the lens).
     float delayedScale(GemmOperand operand) const { return m_history[static_cast<int>(operand)].scale; }

@@ -124,11 +124,13 @@ public:
 
 protected:
     // An input of one of this layer's GEMMs as the GEMM should read it: quantised by the run's
-    // recipe (gemm_inputs.h), or `t` itself. Every GEMM operand of every layer goes through here.
-    Tensor gemmInput(PassState& pass, const Tensor& t, GemmPass gemm, GemmOperand operand, const KLayout& layout)
+    // recipe (gemm_inputs.h), or `t` itself with scale 1. Every GEMM operand of every layer goes
+    // through here, and the GEMM multiplies its sum by the two operands' scales (OperandScales).
+    GemmOperandValues gemmInput(PassState& pass, const Tensor& t, GemmPass gemm, GemmOperand operand,
+                                const KLayout& layout)
     {
         if (m_gemmInputs.recipe() == GemmRecipe::None)
-            return t;
+            return {t, 1.0f};
         GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
         return m_gemmInputs.prepare(
             {pass.backend, m_name, pass.training, pass.seed, pass.step, observer, weightGradientMayRotate()}, t, gemm,

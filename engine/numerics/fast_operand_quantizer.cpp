@@ -56,13 +56,13 @@ public:
         return true;
     }
 
-    FastResult perTensor(std::optional<float> fixedScale, float* tensorAmax) const
+    FastResult perTensor(std::optional<float> fixedScale, float* tensorAmax, float* decodeScale) const
     {
         const std::size_t n = m_op.count();
         const auto chunks = static_cast<std::int64_t>((n + kChunk - 1) / kChunk);
         std::uint32_t amax = 0, lost = 0;
         if (fixedScale) { // the scale is known: one pass rounds and measures the amax for the history
-            const Plan plan{*fixedScale, 1.0f / *fixedScale};
+            const Plan plan = elementsOnly(Plan{*fixedScale, 1.0f / *fixedScale}, decodeScale);
 #pragma omp parallel for schedule(static) reduction(max : amax) reduction(| : lost) if (n >= kParallelFrom)
             for (std::int64_t c = 0; c < chunks; ++c) {
                 const std::size_t begin = static_cast<std::size_t>(c) * kChunk, length = std::min(kChunk, n - begin);
@@ -77,7 +77,7 @@ public:
             }
             if (amax >= kInfinityBits)
                 return FastResult::SlowPath;
-            const Plan plan = fastq::fp32Plan(std::bit_cast<float>(amax), m_format);
+            const Plan plan = elementsOnly(fastq::fp32Plan(std::bit_cast<float>(amax), m_format), decodeScale);
 #pragma omp parallel for schedule(static) reduction(| : lost) if (n >= kParallelFrom)
             for (std::int64_t c = 0; c < chunks; ++c) {
                 const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
@@ -203,6 +203,16 @@ public:
     }
 
 private:
+    // With `decodeScale` the values are written undecoded (the elements) and the decode
+    // multiplier is handed back instead.
+    static Plan elementsOnly(Plan plan, float* decodeScale)
+    {
+        if (!decodeScale)
+            return plan;
+        *decodeScale = plan.scale;
+        return {plan.multiplier, 1.0f};
+    }
+
     // A block's plan from its amax bits; a non-finite block gets any plan, since the whole
     // operand then goes to the slow path.
     Plan blockPlan(std::uint32_t amaxBits) const
@@ -226,7 +236,8 @@ private:
     float m_tensorAmax = 0.0f, m_tensorEncodeScale = 1.0f;
 };
 
-bool applies(const FastOperand& in, const QuantFormat& format, std::optional<float> fixedScale)
+bool applies(const FastOperand& in, const FastOperandOutput& out, const QuantFormat& format,
+             std::optional<float> fixedScale)
 {
     const bool scheme = format.scheme == ScalingScheme::PerTensor || format.scheme == ScalingScheme::Fp32Blocks ||
                         format.scheme == ScalingScheme::Mx || format.scheme == ScalingScheme::Nvfp4;
@@ -237,10 +248,13 @@ bool applies(const FastOperand& in, const QuantFormat& format, std::optional<flo
         const bool nvfp4Tiles =
             format.scheme == ScalingScheme::Nvfp4 && in.tile == format.blockSize && in.tile == format.blockRows &&
             ((in.outer % in.tile == 0 && in.k % in.tile == 0) || format.partialBlocks == PartialBlock::Pad);
-        return (format.scheme == ScalingScheme::PerTensor || nvfp4Tiles) && in.tile > 0 && in.inner == 1 && !fixedScale;
+        return (format.scheme == ScalingScheme::PerTensor || nvfp4Tiles) && in.tile > 0 && in.inner == 1 &&
+               !fixedScale && !out.decodeScale;
     }
     if (format.scheme == ScalingScheme::PerTensor)
         return true;
+    if (out.decodeScale)
+        return false; // elements and one decode scale: per-tensor formats only
     if (fixedScale || format.blockSize == 0)
         return false;
     const std::size_t row = in.layout == FastOperand::Layout::Along ? in.k : in.outer * in.inner;
@@ -252,7 +266,7 @@ bool applies(const FastOperand& in, const QuantFormat& format, std::optional<flo
 FastResult quantizeOperandFast(const FastOperand& in, const FastOperandOutput& out, const QuantFormat& format,
                                std::optional<float> fixedScale, float* tensorAmax)
 {
-    if (!applies(in, format, fixedScale))
+    if (!applies(in, out, format, fixedScale))
         return FastResult::SlowPath;
     Kernel kernel(in, out, format);
     if (format.scheme == ScalingScheme::Nvfp4 && !kernel.planNvfp4())
@@ -260,7 +274,7 @@ FastResult quantizeOperandFast(const FastOperand& in, const FastOperandOutput& o
     if (in.layout == FastOperand::Layout::Tiles)
         return kernel.tiles();
     if (format.scheme == ScalingScheme::PerTensor)
-        return kernel.perTensor(fixedScale, tensorAmax);
+        return kernel.perTensor(fixedScale, tensorAmax, out.decodeScale);
     if (in.layout == FastOperand::Layout::Around)
         return kernel.around();
     return in.inner == 1 ? kernel.rows() : kernel.columns();

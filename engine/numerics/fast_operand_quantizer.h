@@ -40,6 +40,11 @@ struct FastOperand {
 struct FastOperandOutput {
     void* data = nullptr; // count() values in the operand's layout; must not alias its input
     bool bf16 = false;
+    // Per-tensor formats only: when set, `data` receives the elements (the codes' values, not
+    // yet multiplied by the tensor's decode scale) and the decode scale goes here, for the FP8
+    // GEMM that multiplies elements and scales the fp32 sum once (docs/formats.md). An FP8
+    // element is always a bf16, so bf16 output never needs fp32 here.
+    float* decodeScale = nullptr;
 };
 
 enum class FastResult : std::uint8_t {

@@ -15,6 +15,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 
 using namespace mantissa;
@@ -68,16 +69,32 @@ FastOperand operandOf(const std::vector<float>& values, const std::vector<std::u
     return op;
 }
 
-// The slow path's values: quantizeGemmOperand measuring statistics never takes a fast path.
+// The slow path's elements and decode scale: quantizeGemmOperand measuring statistics never
+// takes a fast path.
+struct SlowOperand {
+    std::vector<float> values;
+    float scale = 1.0f;
+};
+SlowOperand slowOperand(const std::vector<float>& values, const KLayout& layout, const OperandFormat& f,
+                        std::int64_t weightRows = 1, float delayedScale = 1.0f)
+{
+    SlowOperand o{std::vector<float>(values.size())};
+    QuantStats stats;
+    o.scale = quantizeGemmOperand(values, o.values, layout, f,
+                                  Shape({weightRows, static_cast<std::int64_t>(values.size()) / weightRows}),
+                                  delayedScale, 0, &stats);
+    return o;
+}
+
+// The slow path's values: the elements times the decode scale for per-tensor formats (what
+// the fast path writes without FastOperandOutput::decodeScale), the dequantised values else.
 std::vector<float> slowPath(const std::vector<float>& values, const KLayout& layout, const OperandFormat& f,
                             std::int64_t weightRows = 1, float delayedScale = 1.0f)
 {
-    std::vector<float> out(values.size());
-    QuantStats stats;
-    quantizeGemmOperand(values, out, layout, f,
-                        Shape({weightRows, static_cast<std::int64_t>(values.size()) / weightRows}), delayedScale, 0,
-                        &stats);
-    return out;
+    SlowOperand o = slowOperand(values, layout, f, weightRows, delayedScale);
+    for (float& v : o.values)
+        v *= o.scale;
+    return o.values;
 }
 
 bool allBf16(const std::vector<float>& v)
@@ -251,6 +268,56 @@ TEST_P(FastOperandQuantizer, DelayedScalingUsesTheGivenScaleAndMeasuresTheAmax)
                 ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(want[i]))
                     << enumKey(element) << " scale " << scale << ": index " << i;
         }
+}
+
+// Per-tensor formats hand the FP8 GEMM the elements and the decode scale: the slow path's, bit
+// for bit, always as bf16 (FP8 elements are bf16 numbers), current and delayed scaling alike;
+// the block formats refuse to (their scales are not one per tensor).
+TEST_P(FastOperandQuantizer, PerTensorElementsAndScaleMatchTheSlowPath)
+{
+    const std::vector<float> values = heavyTailed(70000, 15);
+    std::vector<std::uint16_t> bf16(values.size());
+    floatToBFloat16(values.data(), bf16.data(), values.size());
+    const KLayout layout = KLayout::rows(1, 70000);
+    for (const MiniFloat element : {MiniFloat::E4M3, MiniFloat::E5M2})
+        for (const std::optional<float> fixed : {std::optional<float>(), std::optional<float>(3.7f)}) {
+            OperandFormat f = formatOf(ScalingScheme::PerTensor, element, 0);
+            f.delayed = fixed.has_value();
+            ASSERT_TRUE(multipliesElements(f));
+            const SlowOperand want = slowOperand(values, layout, f, 1, fixed.value_or(1.0f));
+            EXPECT_NE(want.scale, 1.0f);
+            for (const bool inBf16 : {false, true}) {
+                const std::string what = std::string(enumKey(element)) + (fixed ? " delayed" : " current") +
+                                         (inBf16 ? ", bf16 in" : ", fp32 in");
+                FastOperand op;
+                op.data = inBf16 ? static_cast<const void*>(bf16.data()) : values.data();
+                op.bf16 = inBf16;
+                op.k = values.size();
+                std::vector<std::uint16_t> out(values.size());
+                float scale = 0.0f;
+                ASSERT_EQ(quantizeOperandFast(op, {out.data(), true, &scale}, f.format, fixed), FastResult::Done)
+                    << what;
+                EXPECT_EQ(std::bit_cast<std::uint32_t>(scale), std::bit_cast<std::uint32_t>(want.scale)) << what;
+                for (std::size_t i = 0; i < values.size(); ++i)
+                    ASSERT_EQ(static_cast<std::uint32_t>(out[i]) << 16, std::bit_cast<std::uint32_t>(want.values[i]))
+                        << what << ": index " << i << ", value " << values[i];
+            }
+        }
+    std::vector<float> out(128);
+    float scale = 0.0f;
+    FastOperand op;
+    op.data = values.data();
+    op.k = 128;
+    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false, &scale},
+                                  formatOf(ScalingScheme::Fp32Blocks, MiniFloat::E4M3, 128).format),
+              FastResult::SlowPath);
+    EXPECT_FALSE(multipliesElements(formatOf(ScalingScheme::Fp32Blocks, MiniFloat::E4M3, 128)));
+    op.layout = FastOperand::Layout::Tiles;
+    op.tile = 128;
+    OperandFormat tiles = formatOf(ScalingScheme::PerTensor, MiniFloat::E4M3, 0);
+    tiles.tile2d = 128;
+    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false, &scale}, tiles.format), FastResult::SlowPath);
+    EXPECT_FALSE(multipliesElements(tiles));
 }
 
 TEST_P(FastOperandQuantizer, LeavesTheOtherCasesToTheSlowPath)

@@ -12,6 +12,7 @@
 #include "engine/numerics/block_quantizer.h"
 #include "engine/numerics/conversions.h"
 #include "engine/numerics/hadamard_transform.h"
+#include "engine/numerics/minifloat_codec.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
 #include "small_run_config.h"
@@ -64,15 +65,37 @@ std::vector<float> quantizedRows(const std::vector<float>& v, std::size_t k, con
     return out;
 }
 
+// An operand as a recipe's GEMM takes it (gemm_inputs.h), computed with the block quantiser
+// directly: a per-tensor format gives the FP8 elements and the tensor's decode scale (the GEMM
+// multiplies the elements and scales the sum once, as FP8 hardware does); the block formats
+// give the quantise-dequantised values and scale 1.
+struct RefOperand {
+    std::vector<float> values;
+    float scale = 1.0f;
+};
+RefOperand referenceOperand(const std::vector<float>& v, std::size_t k, const OperandFormat& f)
+{
+    if (f.format.scheme != ScalingScheme::PerTensor || f.tile2d > 0)
+        return {quantizedRows(v, k, f)};
+    const QuantizedTensor q = quantize(v, 0, f.format);
+    RefOperand o{std::vector<float>(v.size()), q.blocks.front().scale};
+    for (std::size_t i = 0; i < v.size(); ++i)
+        o.values[i] = decodeMiniFloat(q.codes[i], f.format.element);
+    return o;
+}
+
 // A weight [rows, cols] by the recipe: 128x128 tiles each with its own per-tensor scale
 // (fp8-block), else rows along K.
-std::vector<float> quantizedWeight(const std::vector<float>& w, std::int64_t rows, std::int64_t cols,
-                                   const OperandFormat& f, bool kAlongRows)
+RefOperand quantizedWeight(const std::vector<float>& w, std::int64_t rows, std::int64_t cols, const OperandFormat& f,
+                           bool kAlongRows)
 {
-    if (f.tile2d == 0)
-        return kAlongRows
-                   ? quantizedRows(w, static_cast<std::size_t>(cols), f)
-                   : transpose(quantizedRows(transpose(w, rows, cols), static_cast<std::size_t>(rows), f), cols, rows);
+    if (f.tile2d == 0) {
+        if (kAlongRows)
+            return referenceOperand(w, static_cast<std::size_t>(cols), f);
+        RefOperand o = referenceOperand(transpose(w, rows, cols), static_cast<std::size_t>(rows), f);
+        o.values = transpose(o.values, cols, rows);
+        return o;
+    }
     std::vector<float> out(w.size());
     const auto t = static_cast<std::int64_t>(f.tile2d);
     for (std::int64_t r0 = 0; r0 < rows; r0 += t)
@@ -88,7 +111,7 @@ std::vector<float> quantizedWeight(const std::vector<float>& w, std::int64_t row
                 for (std::int64_t c = c0; c < std::min(cols, c0 + t); ++c)
                     out[static_cast<std::size_t>(r * cols + c)] = q[i++];
         }
-    return out;
+    return {out};
 }
 
 // C[m, n] = sum_k A[m, k] B[n, k] in double, and the fp32 accumulation-order bound.
@@ -111,6 +134,19 @@ Product multiply(const std::vector<float>& a, const std::vector<float>& b, std::
             p.value.push_back(sum);
             p.bound.push_back(static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude);
         }
+    return p;
+}
+
+// The same for a recipe's operands: the fp32 sum multiplied by fl(scale_a * scale_b), whose
+// rounding adds half an ulp of fp32 to the bound.
+Product multiply(const RefOperand& a, const RefOperand& b, std::int64_t m, std::int64_t n, std::int64_t k)
+{
+    Product p = multiply(a.values, b.values, m, n, k);
+    const double scale = a.scale * b.scale; // fp32, as the backend forms it
+    for (std::size_t i = 0; i < p.value.size(); ++i) {
+        p.value[i] *= scale;
+        p.bound[i] = p.bound[i] * scale + std::ldexp(1.0, -24) * (std::abs(p.value[i]) + p.bound[i] * scale);
+    }
     return p;
 }
 
@@ -175,11 +211,12 @@ TEST(GemmRecipe, LinearGemmsMatchTheReferenceUnderEveryRecipe)
         // forward: K = in
         expectMatches(
             forward.output.toFloats(),
-            multiply(quantizedRows(x, in, fa), quantizedWeight(w, c.out, c.in, fw, true), c.batch, c.out, c.in),
+            multiply(referenceOperand(x, in, fa), quantizedWeight(w, c.out, c.in, fw, true), c.batch, c.out, c.in),
             "forward");
         // data gradient: K = out, so W is quantised along its columns
-        const std::vector<float> wAlongOut = transpose(quantizedWeight(w, c.out, c.in, fw, false), c.out, c.in);
-        expectMatches(dx.toFloats(), multiply(quantizedRows(dy, out, fg), wAlongOut, c.batch, c.in, c.out), "dgrad");
+        RefOperand wAlongOut = quantizedWeight(w, c.out, c.in, fw, false);
+        wAlongOut.values = transpose(wAlongOut.values, c.out, c.in);
+        expectMatches(dx.toFloats(), multiply(referenceOperand(dy, out, fg), wAlongOut, c.batch, c.in, c.out), "dgrad");
         // weight gradient: K = batch, both operands transposed, and under nvfp4 rotated along K
         // by the random Hadamard transform with the pass seed's signs before they are quantised
         const auto rotated = [&](std::vector<float> rows, std::size_t k) {
@@ -188,25 +225,29 @@ TEST(GemmRecipe, LinearGemmsMatchTheReferenceUnderEveryRecipe)
                     hadamardTransformRow(std::span(rows).subspan(begin, k), hadamardSigns(42));
             return rows;
         };
-        const std::vector<float> dyT = quantizedRows(rotated(transpose(dy, c.batch, c.out), batch), batch, fg);
-        const std::vector<float> xT = quantizedRows(rotated(transpose(x, c.batch, c.in), batch), batch, fa);
+        const RefOperand dyT = referenceOperand(rotated(transpose(dy, c.batch, c.out), batch), batch, fg);
+        const RefOperand xT = referenceOperand(rotated(transpose(x, c.batch, c.in), batch), batch, fa);
         expectMatches(weight.grad.toFloats(), multiply(dyT, xT, c.out, c.in, c.batch), "wgrad");
     }
 }
 
 namespace {
 
-// The operand as the recipes quantised it before operands could be bf16: quantizeGemmOperand's
-// fp32 values in an fp32 tensor (rotated first where the format says so, with the signs of the
-// pass seed 42 the tests use).
-Tensor fp32Operand(const Tensor& t, const KLayout& layout, const OperandFormat& f)
+// The operand as quantizeGemmOperand gives it, in an fp32 tensor (the recipes' operands before
+// they could be bf16), rotated first where the format says so (with the signs of the pass seed
+// 42 the tests use), with its decode scale.
+struct Fp32Operand {
+    Tensor values;
+    float scale = 1.0f;
+};
+Fp32Operand fp32Operand(const Tensor& t, const KLayout& layout, const OperandFormat& f)
 {
     std::vector<float> values = t.toFloats();
     if (f.hadamard)
         rotateAlongK(values, layout, hadamardSigns(42));
     std::vector<float> out(values.size());
-    quantizeGemmOperand(values, out, layout, f, t.shape(), 1.0f, 0, nullptr);
-    return Tensor::fromFloats(t.shape(), out, DType::F32);
+    const float scale = quantizeGemmOperand(values, out, layout, f, t.shape(), 1.0f, 0, nullptr);
+    return {Tensor::fromFloats(t.shape(), out, DType::F32), scale};
 }
 
 void expectSameBits(const Tensor& got, const Tensor& want, const std::string& what)
@@ -221,9 +262,11 @@ void expectSameBits(const Tensor& got, const Tensor& want, const std::string& wh
 
 } // namespace
 
-// With cpu_kernels emulated every GEMM gives the bits it gave when the quantised operands were
-// fp32 tensors multiplied by the fp32 kernels: a bf16 operand holds the same values and is
-// widened exactly. (Native bf16 kernels sum the same products in their own order.)
+// With cpu_kernels emulated every GEMM gives the bits of the same operands held in fp32 tensors
+// and multiplied by the fp32 kernels: a bf16 operand holds the same values (the FP8 elements of
+// a per-tensor recipe, the dequantised values of MX) and is widened exactly; per-tensor
+// recipes scale the fp32 sum by the product of the decode scales. (Native bf16 kernels sum
+// the same products in their own order.)
 TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
 {
     auto backend = makeCpuBackend(CpuOptions{1, CpuKernels::Emulated});
@@ -257,19 +300,22 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
         const Tensor dx = linear.backward(pass, dy, forward.context.get());
 
         Tensor y = backend->empty({c.batch, c.out}, forward.output.dtype());
-        backend->gemm(Transpose::No, Transpose::Yes, c.batch, c.out, c.in, 1.0f,
-                      fp32Operand(x, KLayout::rows(c.batch, c.in), fa),
-                      fp32Operand(weight.working, KLayout::rows(c.out, c.in), fw), 0.0f, y);
+        const Fp32Operand fx = fp32Operand(x, KLayout::rows(c.batch, c.in), fa);
+        const Fp32Operand fwt = fp32Operand(weight.working, KLayout::rows(c.out, c.in), fw);
+        backend->gemm(Transpose::No, Transpose::Yes, c.batch, c.out, c.in, OperandScales{fx.scale, fwt.scale}.product(),
+                      fx.values, fwt.values, 0.0f, y);
         expectSameBits(forward.output, y, "forward");
         Tensor dw = backend->empty(weight.grad.shape(), weight.grad.dtype());
-        backend->gemm(Transpose::Yes, Transpose::No, c.out, c.in, c.batch, 1.0f,
-                      fp32Operand(dy, KLayout::along(1, c.batch, c.out), fgW),
-                      fp32Operand(x, KLayout::along(1, c.batch, c.in), faW), 0.0f, dw);
+        const Fp32Operand fdyT = fp32Operand(dy, KLayout::along(1, c.batch, c.out), fgW);
+        const Fp32Operand fxT = fp32Operand(x, KLayout::along(1, c.batch, c.in), faW);
+        backend->gemm(Transpose::Yes, Transpose::No, c.out, c.in, c.batch,
+                      OperandScales{fdyT.scale, fxT.scale}.product(), fdyT.values, fxT.values, 0.0f, dw);
         expectSameBits(weight.grad, dw, "wgrad");
         Tensor dxWant = backend->empty({c.batch, c.in}, dx.dtype());
-        backend->gemm(Transpose::No, Transpose::No, c.batch, c.in, c.out, 1.0f,
-                      fp32Operand(dy, KLayout::rows(c.batch, c.out), fg),
-                      fp32Operand(weight.working, KLayout::along(1, c.out, c.in), fw), 0.0f, dxWant);
+        const Fp32Operand fdy = fp32Operand(dy, KLayout::rows(c.batch, c.out), fg);
+        const Fp32Operand fwd = fp32Operand(weight.working, KLayout::along(1, c.out, c.in), fw);
+        backend->gemm(Transpose::No, Transpose::No, c.batch, c.in, c.out, OperandScales{fdy.scale, fwd.scale}.product(),
+                      fdy.values, fwd.values, 0.0f, dxWant);
         expectSameBits(dx, dxWant, "dgrad");
 
         if (recipe == GemmRecipe::Nvfp4)
@@ -291,18 +337,98 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
         ConvGeometry g{n, cin, hw, hw, cout, 3, 3, 1, 1, 1, 1, hw, hw};
         const std::int64_t pixels = hw * hw;
         Tensor cy = backend->empty(cf.output.shape(), cf.output.dtype());
-        backend->conv2dForward(fp32Operand(cx, KLayout::along(n, cin, pixels), fa),
-                               fp32Operand(filter.working, KLayout::along(cout, cin, 9), fw), nullptr, cy, g);
+        const Fp32Operand cfx = fp32Operand(cx, KLayout::along(n, cin, pixels), fa);
+        const Fp32Operand cfw = fp32Operand(filter.working, KLayout::along(cout, cin, 9), fw);
+        backend->conv2dForward(cfx.values, cfw.values, nullptr, cy, g, {cfx.scale, cfw.scale});
         expectSameBits(cf.output, cy, "conv forward");
         Tensor cdw = backend->empty(filter.grad.shape(), filter.grad.dtype());
-        backend->conv2dBackwardFilter(fp32Operand(cx, KLayout::around(n, cin, pixels), fa),
-                                      fp32Operand(cdy, KLayout::around(n, cout, pixels), fg), cdw, nullptr, g);
+        const Fp32Operand cfxT = fp32Operand(cx, KLayout::around(n, cin, pixels), fa);
+        const Fp32Operand cfdyT = fp32Operand(cdy, KLayout::around(n, cout, pixels), fg);
+        backend->conv2dBackwardFilter(cfxT.values, cfdyT.values, cdw, nullptr, g, {cfxT.scale, cfdyT.scale});
         expectSameBits(filter.grad, cdw, "conv wgrad");
         Tensor cdxWant = backend->empty(cdx.shape(), cdx.dtype());
-        backend->conv2dBackwardData(fp32Operand(cdy, KLayout::along(n, cout, pixels), fg),
-                                    fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), fw), cdxWant, g);
+        const Fp32Operand cfdy = fp32Operand(cdy, KLayout::along(n, cout, pixels), fg);
+        const Fp32Operand cfwd = fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), fw);
+        backend->conv2dBackwardData(cfdy.values, cfwd.values, cdxWant, g, {cfdy.scale, cfwd.scale});
         expectSameBits(cdx, cdxWant, "conv dgrad");
     }
+}
+
+// Per-tensor FP8 (docs/formats.md, "The FP8 GEMM"): the layer hands the GEMM the E4M3
+// elements (bf16 numbers) and the decode scale 1 / (448 / amax), and the backend sums the
+// elements' products in fp32, multiplies the sum once by fl(scale_a * scale_b), then adds the
+// bias, then rounds once: checked bit for bit against the same kernel's unscaled fp32 sums.
+TEST(GemmRecipe, Fp8ElementsAreSummedThenScaledOnceBeforeTheBias)
+{
+    auto backend = makeCpuBackend(1);
+    GemmInputQuantizer quantizer;
+    quantizer.setRecipe(GemmRecipe::Fp8E4m3, roundToNearest());
+    const std::string layer = "0.linear";
+    const std::int64_t m = 24, n = 40, k = 96;
+    const std::vector<float> x = randomValues(static_cast<std::size_t>(m * k), 3);
+    const GemmOperandValues a = quantizer.prepare({*backend, layer}, Tensor::fromFloats({m, k}, x, DType::BF16),
+                                                  GemmPass::Forward, GemmOperand::Activation, KLayout::rows(m, k));
+    ASSERT_EQ(a.values.dtype(), DType::BF16);
+    float amax = 0.0f;
+    for (const float v : x)
+        amax = std::max(amax, std::abs(v));
+    EXPECT_EQ(a.scale, 1.0f / (448.0f / amax));
+    for (const float e : a.values.toFloats())
+        ASSERT_EQ(decodeMiniFloat(encodeMiniFloat(e, MiniFloat::E4M3), MiniFloat::E4M3), e) << "not an E4M3 value";
+    const GemmOperandValues b =
+        quantizer.prepare({*backend, layer}, Tensor::fromFloats({n, k}, randomValues(n * k, 4), DType::BF16),
+                          GemmPass::Forward, GemmOperand::Weight, KLayout::rows(n, k));
+    const OperandScales scales{a.scale, b.scale};
+    const float s = scales.product();
+    const Tensor bias = Tensor::fromFloats({n}, randomValues(static_cast<std::size_t>(n), 5), DType::BF16);
+    const std::vector<float> biasValues = bias.toFloats();
+    auto expectScaled = [&](const Tensor& got, const std::vector<float>& sums, std::int64_t inner,
+                            const std::vector<float>* addBias, const std::string& what) {
+        std::vector<float> want(sums.size());
+        for (std::size_t i = 0; i < sums.size(); ++i) {
+            const float scaled = sums[i] * s;
+            want[i] = roundToBf16(addBias ? scaled + (*addBias)[i / static_cast<std::size_t>(inner) % addBias->size()]
+                                          : scaled);
+        }
+        expectSameBits(got, Tensor::fromFloats(got.shape(), want, DType::BF16), what);
+    };
+
+    Tensor sums = backend->empty({m, n}, DType::F32), c = backend->empty({m, n}, DType::BF16);
+    backend->gemm(Transpose::No, Transpose::Yes, m, n, k, 1.0f, a.values, b.values, 0.0f, sums);
+    backend->gemm(Transpose::No, Transpose::Yes, m, n, k, s, a.values, b.values, 0.0f, c);
+    expectScaled(c, sums.toFloats(), 1, nullptr, "gemm");
+    backend->gemmRowBias(Transpose::No, Transpose::Yes, m, n, k, a.values, b.values, bias, c, scales);
+    // bias[j] on row r, column j: index i = r * n + j, so the bias index is i % n.
+    expectScaled(c, sums.toFloats(), 1, &biasValues, "gemmRowBias");
+
+    // A convolution: forward with bias, backward data, and the filter gradient with the bias
+    // gradient, which sums dy's elements alone and takes dy's scale only.
+    const std::int64_t images = 2, cin = 8, hw = 5, cout = n;
+    const ConvGeometry g{images, cin, hw, hw, cout, 3, 3, 1, 1, 1, 1, hw, hw};
+    const std::vector<float> elementsA = a.values.toFloats(), elementsB = b.values.toFloats();
+    const Tensor cx = Tensor::fromFloats(
+        {images, cin, hw, hw}, std::vector<float>(elementsA.begin(), elementsA.begin() + images * cin * hw * hw),
+        DType::BF16);
+    const Tensor cw = Tensor::fromFloats(
+        {cout, cin, 3, 3}, std::vector<float>(elementsB.begin(), elementsB.begin() + cout * cin * 9), DType::BF16);
+    Tensor ysum = backend->empty({images, cout, hw, hw}, DType::F32), y = backend->empty(ysum.shape(), DType::BF16);
+    backend->conv2dForward(cx, cw, nullptr, ysum, g);
+    backend->conv2dForward(cx, cw, &bias, y, g, scales);
+    expectScaled(y, ysum.toFloats(), hw * hw, &biasValues, "conv forward");
+    const Tensor cdy = Tensor::fromFloats(ysum.shape(), y.toFloats(), DType::BF16);
+    Tensor dxsum = backend->empty(cx.shape(), DType::F32), dx = backend->empty(cx.shape(), DType::BF16);
+    backend->conv2dBackwardData(cdy, cw, dxsum, g);
+    backend->conv2dBackwardData(cdy, cw, dx, g, scales);
+    expectScaled(dx, dxsum.toFloats(), 1, nullptr, "conv dgrad");
+    Tensor dwsum = backend->empty(cw.shape(), DType::F32), dw = backend->empty(cw.shape(), DType::BF16);
+    Tensor dbsum = backend->empty({cout}, DType::F32), db = backend->empty({cout}, DType::BF16);
+    backend->conv2dBackwardFilter(cx, cdy, dwsum, &dbsum, g);
+    backend->conv2dBackwardFilter(cx, cdy, dw, &db, g, scales);
+    expectScaled(dw, dwsum.toFloats(), 1, nullptr, "conv wgrad");
+    std::vector<float> dbWant = dbsum.toFloats();
+    for (float& v : dbWant)
+        v = roundToBf16(v * scales.b);
+    expectSameBits(db, Tensor::fromFloats(db.shape(), dbWant, DType::BF16), "conv bias gradient");
 }
 
 TEST(GemmRecipe, QuantisationChangesTheProduct)
@@ -453,8 +579,8 @@ TEST(GemmRecipe, DelayedScalingUsesThePreviousStepsAmax)
     const OperandFormat current = operandFormat(GemmRecipe::Fp8Hybrid, GemmOperand::Activation, {});
     auto currentReference = [&](float factor) {
         const std::vector<float> scaled = scaledInput(factor);
-        return multiply(quantizedRows(scaled, static_cast<std::size_t>(c.in), current),
-                        quantizedRows(w, static_cast<std::size_t>(c.in), current), c.batch, c.out, c.in);
+        return multiply(referenceOperand(scaled, static_cast<std::size_t>(c.in), current),
+                        referenceOperand(w, static_cast<std::size_t>(c.in), current), c.batch, c.out, c.in);
     };
     forwardAt(0, 1.0f); // scale 1: no history yet
     // Step 1 scales by step 0's amax: with the same tensor that is current scaling.

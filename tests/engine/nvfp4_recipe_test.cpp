@@ -223,8 +223,8 @@ WeightPair throughGemms(const Tensor& w, const KLayout& forward, const KLayout& 
     quantizer.setRecipe(GemmRecipe::Nvfp4, options);
     const std::string layer = "0.linear";
     const GemmInputCall call{*backend, layer, true, 7, 1, observer};
-    return {quantizer.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forward).toFloats(),
-            quantizer.prepare(call, w, GemmPass::DataGrad, GemmOperand::Weight, dataGrad).toFloats()};
+    return {quantizer.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forward).values.toFloats(),
+            quantizer.prepare(call, w, GemmPass::DataGrad, GemmOperand::Weight, dataGrad).values.toFloats()};
 }
 
 } // namespace

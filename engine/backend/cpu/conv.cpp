@@ -7,6 +7,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/onednn_conv.h"
+#include "engine/backend/cpu/output_scale.h"
 #include "engine/util/check.h"
 
 namespace mantissa {
@@ -24,7 +25,8 @@ void checkShapes(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGe
 
 } // namespace
 
-void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g)
+void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
+                               OperandScales scales)
 {
     checkShapes(x, w, y, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(x, w));
@@ -36,12 +38,20 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
         fb.emplace(*bias);
     cpu::FloatOutput fy(y);
     // The bias joins the fp32 sum inside the kernel, before the one rounding in commit()
-    // (backend.h), as cuDNN's fused bias does.
-    m_conv->forward({g, native, bias != nullptr}, fx.data(), fw.data(), fb ? fb->data() : nullptr, fy.data());
+    // (backend.h), as cuDNN's fused bias does; with operand scales the sum is scaled first and
+    // the bias joins it afterwards (output_scale.h).
+    if (scales.unit())
+        m_conv->forward({g, native, bias != nullptr}, fx.data(), fw.data(), fb ? fb->data() : nullptr, fy.data());
+    else {
+        m_conv->forward({g, native, false}, fx.data(), fw.data(), nullptr, fy.data());
+        cpu::scaleChannelsAddBias(fy.data(), g.n, g.outChannels, g.outH * g.outW, scales.product(),
+                                  fb ? fb->data() : nullptr);
+    }
     fy.commit();
 }
 
-void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g)
+void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
+                                    OperandScales scales)
 {
     checkShapes(dx, w, dy, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(dy, w));
@@ -49,11 +59,13 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
     const cpu::KernelInput fdy(dy, native), fw(w, native);
     cpu::FloatOutput fdx(dx);
     m_conv->backwardData({g, native, false}, fdy.data(), fw.data(), fdx.data());
+    if (!scales.unit())
+        cpu::scaleOutput(fdx.data(), fdx.size(), scales.product());
     fdx.commit();
 }
 
 void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                      const ConvGeometry& g)
+                                      const ConvGeometry& g, OperandScales scales)
 {
     checkShapes(x, dw, dy, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(x, dy));
@@ -67,6 +79,11 @@ void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor&
         fdb.emplace(*dbias);
     m_conv->backwardWeights({g, native, dbias != nullptr}, fx.data(), fdy.data(), fdw.data(),
                             fdb ? fdb->data() : nullptr);
+    if (!scales.unit()) {
+        cpu::scaleOutput(fdw.data(), fdw.size(), scales.product());
+        if (fdb) // the bias gradient sums dy's elements alone
+            cpu::scaleOutput(fdb->data(), fdb->size(), scales.b);
+    }
     fdw.commit();
     if (fdb)
         fdb->commit();

@@ -6,6 +6,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/onednn_matmul.h"
+#include "engine/backend/cpu/output_scale.h"
 #include "engine/util/check.h"
 
 namespace mantissa {
@@ -19,12 +20,17 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n
     const cpu::KernelInput fa(a, native);
     const cpu::KernelInput fb(b, native);
     cpu::FloatOutput fc(c, beta != 0.0f);
-    m_matmul->run({ta, tb, m, n, k, native, false, alpha, beta}, fa.data(), fb.data(), nullptr, fc.data());
+    // Without beta, alpha is applied to the fp32 sums here rather than built into the cached
+    // primitive: a recipe's alpha (OperandScales) changes every step (output_scale.h).
+    const float kernelAlpha = beta == 0.0f ? 1.0f : alpha;
+    m_matmul->run({ta, tb, m, n, k, native, false, kernelAlpha, beta}, fa.data(), fb.data(), nullptr, fc.data());
+    if (kernelAlpha != alpha)
+        cpu::scaleOutput(fc.data(), static_cast<std::size_t>(m * n), alpha);
     fc.commit();
 }
 
 void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c)
+                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales)
 {
     MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n && bias.numel() == n);
     MANTISSA_ASSERT(cpu::sameOrWidened(a, b));
@@ -34,8 +40,14 @@ void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::in
     cpu::FloatInput fbias(bias);
     cpu::FloatOutput fc(c);
     // The bias joins the fp32 sum of products inside the kernel, before the one rounding in
-    // commit() (backend.h), as cuBLASLt's epilogue does.
-    m_matmul->run({ta, tb, m, n, k, native, true, 1.0f, 0.0f}, fa.data(), fb.data(), fbias.data(), fc.data());
+    // commit() (backend.h), as cuBLASLt's epilogue does; with operand scales the sum is scaled
+    // first, so the bias joins it afterwards (output_scale.h).
+    if (scales.unit())
+        m_matmul->run({ta, tb, m, n, k, native, true, 1.0f, 0.0f}, fa.data(), fb.data(), fbias.data(), fc.data());
+    else {
+        m_matmul->run({ta, tb, m, n, k, native, false, 1.0f, 0.0f}, fa.data(), fb.data(), nullptr, fc.data());
+        cpu::scaleRowsAddBias(fc.data(), m, n, scales.product(), fbias.data());
+    }
     fc.commit();
 }
 

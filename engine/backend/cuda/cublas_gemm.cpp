@@ -116,13 +116,14 @@ void CudaBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m,
 // conv_plans), and a rounding the CPU oracle can only match where it is documented; the extra
 // pass here costs one fp32 [m, n] read and write, small beside the GEMM for a layer's sizes.
 void CudaBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                              const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c)
+                              const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales)
 {
     MANTISSA_ASSERT(bias.numel() == n && c.numel() == m * n);
     if (m == 0 || n == 0)
         return;
     Tensor wide = c.dtype() == DType::F32 ? c : empty(Shape{m, n}, DType::F32);
-    gemm(ta, tb, m, n, k, 1.0f, a, b, 0.0f, wide);
+    // cuBLAS multiplies the fp32 sum by alpha before it is stored; the bias follows (backend.h).
+    gemm(ta, tb, m, n, k, scales.product(), a, b, 0.0f, wide);
     launchAddRowBias(wide.data(), DType::F32, bias.data(), bias.dtype(), m, n, stream());
     checkLaunch("gemmRowBias");
     if (wide.dtype() != c.dtype())

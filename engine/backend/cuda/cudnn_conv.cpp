@@ -10,6 +10,8 @@
 #include "engine/backend/cuda/kernels.h"
 #include "engine/util/check.h"
 
+#include <string>
+
 namespace mantissa::cuda {
 
 namespace {
@@ -19,10 +21,22 @@ bool sameType(const Tensor& a, const Tensor& b, const Tensor& c)
     return a.dtype() == b.dtype() && b.dtype() == c.dtype();
 }
 
+// Scaled operands come only from the per-tensor FP8 recipes, which run on the CPU only
+// (gemm_inputs.cpp refuses them here first); this keeps the contract honest if that changes.
+void refuseScales(OperandScales scales, const char* op)
+{
+    if (!scales.unit())
+        throw UnsupportedError(std::string(op) +
+                               ": the CUDA backend does not multiply FP8 elements with operand scales yet; run the "
+                               "FP8 recipes on the CPU (training.device cpu)");
+}
+
 } // namespace
 
-void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g)
+void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
+                                OperandScales scales)
 {
+    refuseScales(scales, "conv2dForward");
     if (bias && y.dtype() != DType::F32) {
         // The CPU adds the bias to the fp32 accumulator and rounds once. Rounding the sum of
         // products to 16 bits first and again after the bias loses up to half an ulp of the
@@ -58,8 +72,10 @@ void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* 
     }
 }
 
-void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g)
+void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
+                                     OperandScales scales)
 {
+    refuseScales(scales, "conv2dBackwardData");
     const DType type = dy.dtype();
     const ConvPlan* plan =
         sameType(dy, w, dx) && m_conv->native(type) ? m_conv->plan(g, type, ConvDirection::BackwardData) : nullptr;
@@ -83,8 +99,9 @@ void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& 
 }
 
 void CudaBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                       const ConvGeometry& g)
+                                       const ConvGeometry& g, OperandScales scales)
 {
+    refuseScales(scales, "conv2dBackwardFilter");
     const DType type = x.dtype();
     const ConvPlan* plan =
         sameType(x, dy, dw) && m_conv->native(type) ? m_conv->plan(g, type, ConvDirection::BackwardFilter) : nullptr;

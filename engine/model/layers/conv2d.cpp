@@ -62,11 +62,11 @@ ForwardResult Conv2d::forward(PassState& pass, const Tensor& x)
     Tensor y = pass.backend.empty(outputShape(x.shape()), computeType());
     // K = in channels x kernel area; blocks run along the channels (gemm_inputs.h).
     const std::int64_t area = g.kH * g.kW;
-    const Tensor xq = gemmInput(pass, x, GemmPass::Forward, GemmOperand::Activation,
-                                KLayout::along(g.n, g.inChannels, g.inH * g.inW));
-    const Tensor wq = gemmInput(pass, m_weight.working, GemmPass::Forward, GemmOperand::Weight,
-                                KLayout::along(g.outChannels, g.inChannels, area));
-    pass.backend.conv2dForward(xq, wq, m_hasBias ? &m_bias.working : nullptr, y, g);
+    const GemmOperandValues xq = gemmInput(pass, x, GemmPass::Forward, GemmOperand::Activation,
+                                           KLayout::along(g.n, g.inChannels, g.inH * g.inW));
+    const GemmOperandValues wq = gemmInput(pass, m_weight.working, GemmPass::Forward, GemmOperand::Weight,
+                                           KLayout::along(g.outChannels, g.inChannels, area));
+    pass.backend.conv2dForward(xq.values, wq.values, m_hasBias ? &m_bias.working : nullptr, y, g, {xq.scale, wq.scale});
     auto context = std::make_unique<Conv2dContext>();
     if (pass.training)
         context->input = x;
@@ -84,20 +84,21 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
     // that reason the random Hadamard transform leaves a convolution's dy and x unrotated
     // (the bias gradient would sum rotated values; Layer::weightGradientMayRotate).
     const std::int64_t outArea = g.outH * g.outW;
-    const Tensor dyT =
+    const GemmOperandValues dyT =
         gemmInput(pass, dy, GemmPass::WeightGrad, GemmOperand::Gradient, KLayout::around(g.n, g.outChannels, outArea));
-    const Tensor xT = gemmInput(pass, saved.input, GemmPass::WeightGrad, GemmOperand::Activation,
-                                KLayout::around(g.n, g.inChannels, g.inH * g.inW));
-    pass.backend.conv2dBackwardFilter(xT, dyT, m_weight.grad, m_hasBias ? &m_bias.grad : nullptr, g);
+    const GemmOperandValues xT = gemmInput(pass, saved.input, GemmPass::WeightGrad, GemmOperand::Activation,
+                                           KLayout::around(g.n, g.inChannels, g.inH * g.inW));
+    pass.backend.conv2dBackwardFilter(xT.values, dyT.values, m_weight.grad, m_hasBias ? &m_bias.grad : nullptr, g,
+                                      {xT.scale, dyT.scale});
     if (!pass.inputGradNeeded)
         return {};
     Tensor dx = pass.backend.empty(saved.input.shape(), computeType());
     // K = out channels x kernel area; blocks run along the output channels.
-    const Tensor dyq =
+    const GemmOperandValues dyq =
         gemmInput(pass, dy, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::along(g.n, g.outChannels, outArea));
-    const Tensor wq = gemmInput(pass, m_weight.working, GemmPass::DataGrad, GemmOperand::Weight,
-                                KLayout::along(1, g.outChannels, g.inChannels * g.kH * g.kW));
-    pass.backend.conv2dBackwardData(dyq, wq, dx, g);
+    const GemmOperandValues wq = gemmInput(pass, m_weight.working, GemmPass::DataGrad, GemmOperand::Weight,
+                                           KLayout::along(1, g.outChannels, g.inChannels * g.kH * g.kW));
+    pass.backend.conv2dBackwardData(dyq.values, wq.values, dx, g, {dyq.scale, wq.scale});
     return dx;
 }
 

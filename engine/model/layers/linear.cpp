@@ -51,13 +51,17 @@ ForwardResult Linear::forward(PassState& pass, const Tensor& x)
     Tensor input = x.reshaped({rows, m_in});
     Tensor y = pass.backend.empty({rows, m_out}, computeType());
     // K = in features, contiguous in both x [rows, in] and W [out, in].
-    const Tensor xq = gemmInput(pass, input, GemmPass::Forward, GemmOperand::Activation, KLayout::rows(rows, m_in));
-    const Tensor wq =
+    const GemmOperandValues xq =
+        gemmInput(pass, input, GemmPass::Forward, GemmOperand::Activation, KLayout::rows(rows, m_in));
+    const GemmOperandValues wq =
         gemmInput(pass, weight().working, GemmPass::Forward, GemmOperand::Weight, KLayout::rows(m_out, m_in));
+    const OperandScales scales{xq.scale, wq.scale};
     if (m_hasBias)
-        pass.backend.gemmRowBias(Transpose::No, Transpose::Yes, rows, m_out, m_in, xq, wq, m_bias.working, y);
+        pass.backend.gemmRowBias(Transpose::No, Transpose::Yes, rows, m_out, m_in, xq.values, wq.values, m_bias.working,
+                                 y, scales);
     else
-        pass.backend.gemm(Transpose::No, Transpose::Yes, rows, m_out, m_in, 1.0f, xq, wq, 0.0f, y);
+        pass.backend.gemm(Transpose::No, Transpose::Yes, rows, m_out, m_in, scales.product(), xq.values, wq.values,
+                          0.0f, y);
     auto context = std::make_unique<LinearContext>();
     if (pass.training)
         context->input = input;
@@ -72,21 +76,24 @@ Tensor Linear::backward(PassState& pass, const Tensor& dy, LayerContext* context
     // dW = dy^T x: its output is rounded to the compute type, which is where small
     // gradients underflow in fp16 unless the loss scale lifted them.
     // K = rows, the leading dimension of both dy [rows, out] and x [rows, in].
-    const Tensor dyT =
+    const GemmOperandValues dyT =
         gemmInput(pass, gradient, GemmPass::WeightGrad, GemmOperand::Gradient, KLayout::along(1, rows, m_out));
-    const Tensor xT =
+    const GemmOperandValues xT =
         gemmInput(pass, saved.input, GemmPass::WeightGrad, GemmOperand::Activation, KLayout::along(1, rows, m_in));
-    pass.backend.gemm(Transpose::Yes, Transpose::No, m_out, m_in, rows, 1.0f, dyT, xT, 0.0f, weight().grad);
+    pass.backend.gemm(Transpose::Yes, Transpose::No, m_out, m_in, rows, OperandScales{dyT.scale, xT.scale}.product(),
+                      dyT.values, xT.values, 0.0f, weight().grad);
     if (m_hasBias)
         pass.backend.rowBiasGrad(gradient, m_bias.grad);
     if (!pass.inputGradNeeded)
         return {};
     Tensor dx = pass.backend.empty({rows, m_in}, computeType());
     // K = out features: contiguous in dy [rows, out], the leading dimension of W [out, in].
-    const Tensor dyq = gemmInput(pass, gradient, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::rows(rows, m_out));
-    const Tensor wq =
+    const GemmOperandValues dyq =
+        gemmInput(pass, gradient, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::rows(rows, m_out));
+    const GemmOperandValues wq =
         gemmInput(pass, weight().working, GemmPass::DataGrad, GemmOperand::Weight, KLayout::along(1, m_out, m_in));
-    pass.backend.gemm(Transpose::No, Transpose::No, rows, m_in, m_out, 1.0f, dyq, wq, 0.0f, dx);
+    pass.backend.gemm(Transpose::No, Transpose::No, rows, m_in, m_out, OperandScales{dyq.scale, wq.scale}.product(),
+                      dyq.values, wq.values, 0.0f, dx);
     std::vector<std::int64_t> dims = dy.shape().dims();
     dims.back() = m_in;
     return dx.reshaped(Shape(dims));
