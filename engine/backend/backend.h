@@ -235,7 +235,9 @@ public:
     // y[r, :] = table[ids[r], :]. ids is fp32 [rows] holding token ids (fp32 holds integers
     // exactly up to 2^24; bf16 only up to 256, which is why ids never take the compute type);
     // table is [vocabulary, width]. An id that is not a whole number in [0, vocabulary) throws
-    // DataError naming it.
+    // DataError naming it on the CPU; the CUDA backend, whose kernels cannot throw, writes NaN
+    // into that row (the loss turns NaN) and its backward skips it. The loaders never produce
+    // such ids.
     virtual void embeddingForward(const Tensor& ids, const Tensor& table, Tensor& y) = 0;
     // dtable[ids[r], :] += dy[r, :], summed in fp32 and rounded once; the sum starts from
     // dtable's values when `accumulate` (a table shared with a tied output head, whose backward
