@@ -15,6 +15,7 @@
 #include "engine/numerics/minifloat_codec.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
+#include "recorded_training.h"
 #include "small_run_config.h"
 
 #include <gtest/gtest.h>
@@ -668,36 +669,11 @@ TEST(GemmRecipe, OverridesAndTheFirstAndLastLayers)
 
 namespace {
 
-struct TrainedRun {
-    RunSummary summary;
-    std::vector<float> losses;
-};
+using test::meanOf;
 
-struct LossRecorder final : TrainingObserver {
-    std::vector<float> losses;
-    void onStep(const StepRecord& r) override { losses.push_back(r.loss); }
-};
+using test::TrainedRun;
 
-TrainedRun train(const RunConfig& config)
-{
-    auto backend = makeCpuBackend(1);
-    const DatasetSplits data = loadDatasets(config.data, config.training.seed);
-    Trainer trainer(config, *backend, data);
-    LossRecorder recorder;
-    trainer.addObserver(&recorder);
-    TrainedRun run;
-    run.summary = trainer.run();
-    run.losses = recorder.losses;
-    return run;
-}
-
-double meanOf(const std::vector<float>& v, std::size_t from, std::size_t to)
-{
-    double s = 0;
-    for (std::size_t i = from; i < to; ++i)
-        s += v[i];
-    return s / static_cast<double>(to - from);
-}
+TrainedRun train(const RunConfig& config) { return test::trainRecordingLosses(config); }
 
 } // namespace
 

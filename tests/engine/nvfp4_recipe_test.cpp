@@ -15,6 +15,7 @@
 #include "engine/numerics/minifloat_format.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
+#include "recorded_training.h"
 #include "small_run_config.h"
 
 #include <gtest/gtest.h>
@@ -397,28 +398,13 @@ TEST(HadamardTransform, RotatesOnlyTheLinearWeightGradientInputs)
 
 namespace {
 
-struct LossRecorder final : TrainingObserver {
-    std::vector<float> losses;
-    void onStep(const StepRecord& r) override { losses.push_back(r.loss); }
-};
+using test::meanOf;
 
 std::vector<float> trainLosses(const RunConfig& config)
 {
-    auto backend = makeCpuBackend(1);
-    const DatasetSplits data = loadDatasets(config.data, config.training.seed);
-    Trainer trainer(config, *backend, data);
-    LossRecorder recorder;
-    trainer.addObserver(&recorder);
-    EXPECT_EQ(trainer.run().status, RunStatus::Finished);
-    return recorder.losses;
-}
-
-double meanOf(const std::vector<float>& v, std::size_t from, std::size_t to)
-{
-    double s = 0;
-    for (std::size_t i = from; i < to; ++i)
-        s += v[i];
-    return s / static_cast<double>(to - from);
+    const test::TrainedRun run = test::trainRecordingLosses(config);
+    EXPECT_EQ(run.summary.status, RunStatus::Finished);
+    return run.losses;
 }
 
 } // namespace
