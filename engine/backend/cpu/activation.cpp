@@ -4,6 +4,7 @@
 // sigmoid stay on libm: they are the underflow presets' activations (docs/underflow.md), whose
 // measured fp16 outcomes depend on every rounded value, and no transformer uses them.
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/float_chunks.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/onednn_gelu.h"
 #include "engine/util/check.h"
@@ -52,19 +53,30 @@ inline float gradient(Activation kind, float x, float y, float dy)
 // switch inside the loop, ReLU ran as a scalar loop whose branch on the sign of random data
 // mispredicted half the time (about 10x slower than the vectorised select).
 template <Activation Kind>
-void forwardLoop(const float* in, float* out, std::int64_t n)
+void forwardLoop(const Tensor& x, Tensor& y)
 {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (std::int64_t i = 0; i < n; ++i)
-        out[i] = forwardValue(Kind, in[i]);
+    cpu::forFloatChunks<1, 1>(static_cast<std::size_t>(x.numel()), {&x}, {&y}, [](auto in, auto out, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i)
+            out[0][i] = forwardValue(Kind, in[0][i]);
+    });
 }
 
+// ReLU's gradient needs only x, so y is not read (nor widened) for it.
 template <Activation Kind>
-void backwardLoop(const float* x, const float* y, const float* dy, float* dx, std::int64_t n)
+void backwardLoop(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx)
 {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (std::int64_t i = 0; i < n; ++i)
-        dx[i] = gradient(Kind, x[i], y[i], dy[i]);
+    const auto n = static_cast<std::size_t>(dy.numel());
+    if constexpr (Kind == Activation::Relu) {
+        cpu::forFloatChunks<2, 1>(n, {&x, &dy}, {&dx}, [](auto in, auto out, std::size_t count) {
+            for (std::size_t i = 0; i < count; ++i)
+                out[0][i] = gradient(Kind, in[0][i], 0.0f, in[1][i]);
+        });
+    } else {
+        cpu::forFloatChunks<3, 1>(n, {&x, &y, &dy}, {&dx}, [](auto in, auto out, std::size_t count) {
+            for (std::size_t i = 0; i < count; ++i)
+                out[0][i] = gradient(Kind, in[0][i], in[1][i], in[2][i]);
+        });
+    }
 }
 
 } // namespace
@@ -83,18 +95,12 @@ void CpuBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
         fy.commit();
         return;
     }
-    cpu::FloatInput fx(x);
-    cpu::FloatOutput fy(y);
-    const float* in = fx.data();
-    float* out = fy.data();
-    const auto n = static_cast<std::int64_t>(fx.size());
     switch (kind) {
-    case Activation::Relu: forwardLoop<Activation::Relu>(in, out, n); break;
+    case Activation::Relu: forwardLoop<Activation::Relu>(x, y); break;
     case Activation::Gelu: break; // above
-    case Activation::Tanh: forwardLoop<Activation::Tanh>(in, out, n); break;
-    case Activation::Sigmoid: forwardLoop<Activation::Sigmoid>(in, out, n); break;
+    case Activation::Tanh: forwardLoop<Activation::Tanh>(x, y); break;
+    case Activation::Sigmoid: forwardLoop<Activation::Sigmoid>(x, y); break;
     }
-    fy.commit();
 }
 
 void CpuBackend::activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx)
@@ -114,22 +120,12 @@ void CpuBackend::activationBackward(Activation kind, const Tensor& x, const Tens
         fdx.commit();
         return;
     }
-    cpu::FloatInput fx(x);
-    cpu::FloatInput fy(y);
-    cpu::FloatInput fdy(dy);
-    cpu::FloatOutput fdx(dx);
-    const float* in = fx.data();
-    const float* out = fy.data();
-    const float* g = fdy.data();
-    float* result = fdx.data();
-    const auto n = static_cast<std::int64_t>(fdy.size());
     switch (kind) {
-    case Activation::Relu: backwardLoop<Activation::Relu>(in, out, g, result, n); break;
+    case Activation::Relu: backwardLoop<Activation::Relu>(x, y, dy, dx); break;
     case Activation::Gelu: break; // above
-    case Activation::Tanh: backwardLoop<Activation::Tanh>(in, out, g, result, n); break;
-    case Activation::Sigmoid: backwardLoop<Activation::Sigmoid>(in, out, g, result, n); break;
+    case Activation::Tanh: backwardLoop<Activation::Tanh>(x, y, dy, dx); break;
+    case Activation::Sigmoid: backwardLoop<Activation::Sigmoid>(x, y, dy, dx); break;
     }
-    fdx.commit();
 }
 
 } // namespace mantissa

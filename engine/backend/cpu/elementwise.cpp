@@ -1,5 +1,5 @@
 #include "engine/backend/cpu/cpu_backend.h"
-#include "engine/backend/cpu/float_view.h"
+#include "engine/backend/cpu/float_chunks.h"
 #include "engine/util/check.h"
 
 namespace mantissa {
@@ -7,17 +7,11 @@ namespace mantissa {
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& out)
 {
     MANTISSA_ASSERT(a.numel() == b.numel() && a.numel() == out.numel());
-    cpu::FloatInput fa(a);
-    cpu::FloatInput fb(b);
-    cpu::FloatOutput fo(out);
-    const float* pa = fa.data();
-    const float* pb = fb.data();
-    float* po = fo.data();
-    const auto n = static_cast<std::int64_t>(fo.size());
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (std::int64_t i = 0; i < n; ++i)
-        po[i] = pa[i] + pb[i];
-    fo.commit();
+    cpu::forFloatChunks<2, 1>(static_cast<std::size_t>(out.numel()), {&a, &b}, {&out},
+                              [](auto in, auto sum, std::size_t n) {
+                                  for (std::size_t i = 0; i < n; ++i)
+                                      sum[0][i] = in[0][i] + in[1][i];
+                              });
 }
 
 } // namespace mantissa
