@@ -7,12 +7,16 @@
 // (synchronised batch norm) the same passes run over the global batch, their sums added across
 // the ranks between passes (docs/distributed.md).
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/float_chunks.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/reductions.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 namespace mantissa {
@@ -35,9 +39,51 @@ Layout layoutOf(const Tensor& x)
 }
 
 // --- kernels --------------------------------------------------------------------------------
+//
+// The kernels read x and dy in their storage type. An [N, C] tensor (a channel is strided) is
+// widened whole; an [N, C, H, W] one plane by plane, a reductions.h block at a time into a
+// buffer on the stack, and each sum goes on from the previous block's (`carried`), so the
+// statistics have the bits of a sum over the whole fp32 plane without a whole-tensor fp32 copy
+// (whose memory traffic cost more than the arithmetic on bf16 networks).
+
+// A tensor the kernels read: `whole` when it is fp32 or widened whole, else read by blocks.
+struct Source {
+    const Tensor& tensor;
+    const float* whole = nullptr;
+};
+
+Source sourceOf(const Tensor& t, const Layout& l, std::optional<cpu::FloatInput>& widened)
+{
+    if (t.dtype() == DType::F32)
+        return {t, t.f32()};
+    if (l.spatial == 1)
+        return {t, widened.emplace(t).data()};
+    return {t};
+}
+
+// f(first, values..., count) over elements [offset, offset + n) of the sources, one block at a
+// time, each source's block as fp32.
+template <typename F, typename... Sources>
+void forBlocks(std::int64_t offset, std::int64_t n, F f, const Sources&... sources)
+{
+    constexpr std::int64_t kBlock = cpu::kSumBlock;
+    alignas(64) float scratch[sizeof...(Sources)][kBlock];
+    for (std::int64_t first = 0; first < n; first += kBlock) {
+        const std::int64_t count = std::min(kBlock, n - first);
+        std::size_t k = 0;
+        const auto values = [&](const Source& s) {
+            float* buffer = scratch[k++];
+            const auto at = static_cast<std::size_t>(offset + first);
+            return s.whole ? s.whole + at : cpu::floatsOf(s.tensor, at, static_cast<std::size_t>(count), buffer);
+        };
+        // A braced list evaluates its elements in order, so each source gets its own buffer.
+        const std::array<const float*, sizeof...(Sources)> blocks{values(sources)...};
+        std::apply([&](auto... block) { f(first, block..., count); }, blocks);
+    }
+}
 
 // Per-channel sum of x: the first pass of the statistics.
-void channelSums(const float* x, const Layout& l, std::vector<double>& sum)
+void channelSums(const Source& x, const Layout& l, std::vector<double>& sum)
 {
     const auto channels = static_cast<std::size_t>(l.channels);
     sum.assign(channels, 0.0);
@@ -45,27 +91,32 @@ void channelSums(const float* x, const Layout& l, std::vector<double>& sum)
         // [N, C]: a channel is strided, so accumulate whole rows (vectorised across channels).
         for (std::int64_t i = 0; i < l.n; ++i)
             for (std::size_t c = 0; c < channels; ++c)
-                sum[c] += x[static_cast<std::size_t>(i) * channels + c];
+                sum[c] += x.whole[static_cast<std::size_t>(i) * channels + c];
         return;
     }
 #pragma omp parallel for schedule(static) if (l.n * l.channels * l.spatial > 65536)
     for (std::int64_t c = 0; c < l.channels; ++c) {
         double total = 0;
-        for (std::int64_t i = 0; i < l.n; ++i)
-            total += cpu::sumFloats(x + l.offset(i, c), l.spatial);
+        for (std::int64_t i = 0; i < l.n; ++i) {
+            double plane = 0;
+            forBlocks(
+                l.offset(i, c), l.spatial,
+                [&](std::int64_t, const float* v, std::int64_t n) { plane = cpu::sumFloats(v, n, plane); }, x);
+            total += plane;
+        }
         sum[static_cast<std::size_t>(c)] = total;
     }
 }
 
 // Per-channel sum of (x - mean)^2: the second pass, about a mean already known.
-void centredSquares(const float* x, const Layout& l, const std::vector<double>& mean, std::vector<double>& squares)
+void centredSquares(const Source& x, const Layout& l, const std::vector<double>& mean, std::vector<double>& squares)
 {
     const auto channels = static_cast<std::size_t>(l.channels);
     squares.assign(channels, 0.0);
     if (l.spatial == 1) {
         for (std::int64_t i = 0; i < l.n; ++i) {
             for (std::size_t c = 0; c < channels; ++c) {
-                const double d = x[static_cast<std::size_t>(i) * channels + c] - mean[c];
+                const double d = x.whole[static_cast<std::size_t>(i) * channels + c] - mean[c];
                 squares[c] += d * d;
             }
         }
@@ -75,8 +126,16 @@ void centredSquares(const float* x, const Layout& l, const std::vector<double>& 
     for (std::int64_t c = 0; c < l.channels; ++c) {
         const auto m = static_cast<float>(mean[static_cast<std::size_t>(c)]);
         double total = 0;
-        for (std::int64_t i = 0; i < l.n; ++i)
-            total += cpu::sumSquaredDeviations(x + l.offset(i, c), l.spatial, m);
+        for (std::int64_t i = 0; i < l.n; ++i) {
+            double plane = 0;
+            forBlocks(
+                l.offset(i, c), l.spatial,
+                [&](std::int64_t, const float* v, std::int64_t n) {
+                    plane = cpu::sumSquaredDeviations(v, n, m, plane);
+                },
+                x);
+            total += plane;
+        }
         squares[static_cast<std::size_t>(c)] = total;
     }
 }
@@ -99,7 +158,7 @@ double sumAcrossRanks(CrossRankSum& ranks, std::vector<double>& sums, double cou
 // added across the ranks before they are used, so the deviations are taken about the global
 // mean. That keeps the single-process method (no E[x^2] - E[x]^2 cancellation) at the price of
 // two all-reduces of C floats (+ the count) instead of one. Returns the element count.
-double channelStatistics(const float* x, const Layout& l, CrossRankSum* ranks, std::vector<double>& mean,
+double channelStatistics(const Source& x, const Layout& l, CrossRankSum* ranks, std::vector<double>& mean,
                          std::vector<double>& var)
 {
     std::vector<float> buffer;
@@ -119,23 +178,41 @@ double channelStatistics(const float* x, const Layout& l, CrossRankSum* ranks, s
 
 // y = (x - mean[c]) * scale[c] + shift[c]. Subtracting first keeps the result exact to fp32
 // when the mean is large, where x * scale + (shift - mean * scale) would cancel.
-void normalise(const float* x, const Layout& l, const std::vector<float>& mean, const std::vector<float>& scale,
-               const std::vector<float>& shift, float* y)
+void normalise(const Source& x, const Layout& l, const std::vector<float>& mean, const std::vector<float>& scale,
+               const std::vector<float>& shift, Tensor& y)
 {
     const std::int64_t planes = l.n * l.channels;
+    if (l.spatial == 1) { // [N, C]: x is whole, and so is y's fp32 buffer
+        cpu::FloatOutput fy(y);
+        float* out = fy.data();
+#pragma omp parallel for schedule(static) if (planes > 65536)
+        for (std::int64_t i = 0; i < planes; ++i) {
+            const auto c = static_cast<std::size_t>(i % l.channels);
+            out[i] = (x.whole[i] - mean[c]) * scale[c] + shift[c];
+        }
+        fy.commit();
+        return;
+    }
 #pragma omp parallel for schedule(static) if (planes * l.spatial > 65536)
     for (std::int64_t plane = 0; plane < planes; ++plane) {
         const auto c = static_cast<std::size_t>(plane % l.channels);
         const float m = mean[c], a = scale[c], b = shift[c];
-        const float* in = x + plane * l.spatial;
-        float* out = y + plane * l.spatial;
-        for (std::int64_t i = 0; i < l.spatial; ++i)
-            out[i] = (in[i] - m) * a + b;
+        alignas(64) float slot[cpu::kSumBlock];
+        forBlocks(
+            plane * l.spatial, l.spatial,
+            [&](std::int64_t first, const float* in, std::int64_t n) {
+                const auto at = static_cast<std::size_t>(plane * l.spatial + first);
+                float* out = cpu::floatSlot(y, at, slot);
+                for (std::int64_t i = 0; i < n; ++i)
+                    out[i] = (in[i] - m) * a + b;
+                cpu::storeFloats(y, at, static_cast<std::size_t>(n), out);
+            },
+            x);
     }
 }
 
 // Per-channel sum(dy) and sum(dy * (x - mean)).
-void gradientSums(const float* dy, const float* x, const Layout& l, const float* mean, std::vector<double>& sumDy,
+void gradientSums(const Source& dy, const Source& x, const Layout& l, const float* mean, std::vector<double>& sumDy,
                   std::vector<double>& sumDyXmu)
 {
     const auto channels = static_cast<std::size_t>(l.channels);
@@ -145,8 +222,8 @@ void gradientSums(const float* dy, const float* x, const Layout& l, const float*
         for (std::int64_t i = 0; i < l.n; ++i) {
             for (std::size_t c = 0; c < channels; ++c) {
                 const std::size_t at = static_cast<std::size_t>(i) * channels + c;
-                sumDy[c] += dy[at];
-                sumDyXmu[c] += static_cast<double>(dy[at]) * (x[at] - mean[c]);
+                sumDy[c] += dy.whole[at];
+                sumDyXmu[c] += static_cast<double>(dy.whole[at]) * (x.whole[at] - mean[c]);
             }
         }
         return;
@@ -155,8 +232,16 @@ void gradientSums(const float* dy, const float* x, const Layout& l, const float*
     for (std::int64_t c = 0; c < l.channels; ++c) {
         double s = 0, sx = 0;
         for (std::int64_t i = 0; i < l.n; ++i) {
-            s += cpu::sumFloats(dy + l.offset(i, c), l.spatial);
-            sx += cpu::dotDeviations(dy + l.offset(i, c), x + l.offset(i, c), l.spatial, mean[c]);
+            double planeDy = 0, planeDyXmu = 0;
+            forBlocks(
+                l.offset(i, c), l.spatial,
+                [&](std::int64_t, const float* g, const float* v, std::int64_t n) {
+                    planeDy = cpu::sumFloats(g, n, planeDy);
+                    planeDyXmu = cpu::dotDeviations(g, v, n, mean[c], planeDyXmu);
+                },
+                dy, x);
+            s += planeDy;
+            sx += planeDyXmu;
         }
         sumDy[static_cast<std::size_t>(c)] = s;
         sumDyXmu[static_cast<std::size_t>(c)] = sx;
@@ -181,7 +266,8 @@ void CpuBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Te
     MANTISSA_ASSERT(y.numel() == x.numel());
     MANTISSA_ASSERT(state.runningMean.dtype() == DType::F32 && state.runningVar.dtype() == DType::F32);
     MANTISSA_ASSERT(state.runningMean.numel() == l.channels && state.runningVar.numel() == l.channels);
-    cpu::FloatInput fx(x);
+    std::optional<cpu::FloatInput> widenedX;
+    const Source sx = sourceOf(x, l, widenedX);
     const auto channels = static_cast<std::size_t>(l.channels);
     std::vector<float> mean(channels), invStd(channels);
     float* runningMean = state.runningMean.f32();
@@ -190,7 +276,7 @@ void CpuBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Te
         MANTISSA_ASSERT(state.savedMean.dtype() == DType::F32 && state.savedMean.numel() == l.channels);
         MANTISSA_ASSERT(state.savedInvStd.dtype() == DType::F32 && state.savedInvStd.numel() == l.channels);
         std::vector<double> batchMean, batchVar;
-        const double count = channelStatistics(fx.data(), l, state.acrossRanks, batchMean, batchVar);
+        const double count = channelStatistics(sx, l, state.acrossRanks, batchMean, batchVar);
         const double unbias = count > 1 ? count / (count - 1) : 1.0;
         for (std::size_t c = 0; c < channels; ++c) {
             mean[c] = static_cast<float>(batchMean[c]);
@@ -210,9 +296,7 @@ void CpuBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Te
     for (std::size_t c = 0; c < channels; ++c)
         scale[c] = gamma.f32()[c] * invStd[c];
     const std::vector<float> shift(beta.f32(), beta.f32() + l.channels);
-    cpu::FloatOutput fy(y);
-    normalise(fx.data(), l, mean, scale, shift, fy.data());
-    fy.commit();
+    normalise(sx, l, mean, scale, shift, y);
 }
 
 void CpuBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
@@ -223,12 +307,12 @@ void CpuBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tens
     checkParameters(dbeta, state.savedMean, l);
     checkParameters(state.savedInvStd, state.savedInvStd, l);
     MANTISSA_ASSERT(dy.numel() == x.numel() && dx.numel() == x.numel());
-    cpu::FloatInput fx(x);
-    cpu::FloatInput fdy(dy);
+    std::optional<cpu::FloatInput> widenedX, widenedDy;
+    const Source sx = sourceOf(x, l, widenedX), sdy = sourceOf(dy, l, widenedDy);
     const float* mean = state.savedMean.f32();
     const float* invStd = state.savedInvStd.f32();
     std::vector<double> sumDy, sumDyXmu;
-    gradientSums(fdy.data(), fx.data(), l, mean, sumDy, sumDyXmu);
+    gradientSums(sdy, sx, l, mean, sumDy, sumDyXmu);
     const auto channels = static_cast<std::size_t>(l.channels);
     // The parameter gradients are this rank's own: the trainer averages them across ranks
     // with every other gradient.
@@ -257,20 +341,34 @@ void CpuBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tens
         b[c] = static_cast<float>(xCoefficient);
         shift[c] = static_cast<float>(-k * sumDy[c] / count);
     }
-    cpu::FloatOutput fdx(dx);
-    const float* pdy = fdy.data();
-    const float* px = fx.data();
-    float* out = fdx.data();
     const std::int64_t planes = l.n * l.channels;
+    if (l.spatial == 1) { // [N, C]: x and dy are whole, and so is dx's fp32 buffer
+        cpu::FloatOutput fdx(dx);
+        float* out = fdx.data();
+#pragma omp parallel for schedule(static) if (planes > 65536)
+        for (std::int64_t i = 0; i < planes; ++i) {
+            const auto c = static_cast<std::size_t>(i % l.channels);
+            out[i] = sdy.whole[i] * a[c] + (sx.whole[i] - mean[c]) * b[c] + shift[c];
+        }
+        fdx.commit();
+        return;
+    }
 #pragma omp parallel for schedule(static) if (planes * l.spatial > 65536)
     for (std::int64_t plane = 0; plane < planes; ++plane) {
         const auto c = static_cast<std::size_t>(plane % l.channels);
-        const std::int64_t base = plane * l.spatial;
         const float m = mean[c];
-        for (std::int64_t i = 0; i < l.spatial; ++i)
-            out[base + i] = pdy[base + i] * a[c] + (px[base + i] - m) * b[c] + shift[c];
+        alignas(64) float slot[cpu::kSumBlock];
+        forBlocks(
+            plane * l.spatial, l.spatial,
+            [&](std::int64_t first, const float* g, const float* v, std::int64_t n) {
+                const auto at = static_cast<std::size_t>(plane * l.spatial + first);
+                float* out = cpu::floatSlot(dx, at, slot);
+                for (std::int64_t i = 0; i < n; ++i)
+                    out[i] = g[i] * a[c] + (v[i] - m) * b[c] + shift[c];
+                cpu::storeFloats(dx, at, static_cast<std::size_t>(n), out);
+            },
+            sdy, sx);
     }
-    fdx.commit();
 }
 
 } // namespace mantissa

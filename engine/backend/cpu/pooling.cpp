@@ -5,7 +5,7 @@
 // float, exact below 2^24. Average pooling divides by the number of in-bounds inputs
 // (count_include_pad = false): a border window is not diluted by the zeros of the padding.
 #include "engine/backend/cpu/cpu_backend.h"
-#include "engine/backend/cpu/float_view.h"
+#include "engine/backend/cpu/float_chunks.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
@@ -231,81 +231,99 @@ void avgPoolBackwardPlane(const float* dy, const PoolGeometry& g, const std::vec
 
 // --- public ops -------------------------------------------------------------------------------
 
+// Each thread reads its planes in their storage type: a 16-bit plane is widened into the
+// thread's buffer and an output plane rounded from it (float_chunks.h), instead of whole-tensor
+// fp32 copies. fp32 planes are used in place.
+struct PlaneBuffers {
+    PlaneBuffers(std::int64_t in, std::int64_t out)
+        : input(static_cast<std::size_t>(in)), output(static_cast<std::size_t>(out))
+    {}
+    std::vector<float> input, output;
+};
+
 void CpuBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g)
 {
     checkGeometry(g, x, y);
     MANTISSA_ASSERT(argmax.dtype() == DType::F32 && argmax.numel() == y.numel());
     MANTISSA_ASSERT(g.inH * g.inW <= (std::int64_t{1} << 24));
-    cpu::FloatInput fx(x);
-    cpu::FloatOutput fy(y);
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
-    const float* px = fx.data();
-    float* py = fy.data();
     float* pa = argmax.f32();
     const auto columns = columnRanges(g);
 #pragma omp parallel if (planes * in > 65536)
     {
         std::vector<float> scratch(static_cast<std::size_t>(2 * (g.outW + 8)));
+        PlaneBuffers buffers(in, out);
 #pragma omp for schedule(static)
-        for (std::int64_t p = 0; p < planes; ++p)
-            maxPoolPlane(px + p * in, g, columns, scratch.data(), py + p * out, pa + p * out);
+        for (std::int64_t p = 0; p < planes; ++p) {
+            const auto inAt = static_cast<std::size_t>(p * in), outAt = static_cast<std::size_t>(p * out);
+            const float* px = cpu::floatsOf(x, inAt, static_cast<std::size_t>(in), buffers.input.data());
+            float* py = cpu::floatSlot(y, outAt, buffers.output.data());
+            maxPoolPlane(px, g, columns, scratch.data(), py, pa + p * out);
+            cpu::storeFloats(y, outAt, static_cast<std::size_t>(out), py);
+        }
     }
-    fy.commit();
 }
 
 void CpuBackend::maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g)
 {
     checkGeometry(g, dx, dy);
     MANTISSA_ASSERT(argmax.dtype() == DType::F32 && argmax.numel() == dy.numel());
-    cpu::FloatInput fdy(dy);
-    cpu::FloatOutput fdx(dx);
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
-    const float* pdy = fdy.data();
     const float* pa = argmax.f32();
-    float* pdx = fdx.data();
-#pragma omp parallel for schedule(static) if (planes * in > 65536)
-    for (std::int64_t p = 0; p < planes; ++p) {
-        float* plane = pdx + p * in;
-        std::fill_n(plane, in, 0.0f);
-        // Overlapping windows (stride < kernel) may share a winner: gradients add.
-        for (std::int64_t o = 0; o < out; ++o)
-            plane[static_cast<std::int64_t>(pa[p * out + o])] += pdy[p * out + o];
+#pragma omp parallel if (planes * in > 65536)
+    {
+        PlaneBuffers buffers(out, in);
+#pragma omp for schedule(static)
+        for (std::int64_t p = 0; p < planes; ++p) {
+            const auto inAt = static_cast<std::size_t>(p * in), outAt = static_cast<std::size_t>(p * out);
+            const float* pdy = cpu::floatsOf(dy, outAt, static_cast<std::size_t>(out), buffers.input.data());
+            float* plane = cpu::floatSlot(dx, inAt, buffers.output.data());
+            std::fill_n(plane, in, 0.0f);
+            // Overlapping windows (stride < kernel) may share a winner: gradients add.
+            for (std::int64_t o = 0; o < out; ++o)
+                plane[static_cast<std::int64_t>(pa[p * out + o])] += pdy[o];
+            cpu::storeFloats(dx, inAt, static_cast<std::size_t>(in), plane);
+        }
     }
-    fdx.commit();
 }
 
 void CpuBackend::avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g)
 {
     checkGeometry(g, x, y);
-    cpu::FloatInput fx(x);
-    cpu::FloatOutput fy(y);
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
-    const float* px = fx.data();
-    float* py = fy.data();
     const auto columns = columnRanges(g);
-#pragma omp parallel for schedule(static) if (planes * in > 65536)
-    for (std::int64_t p = 0; p < planes; ++p)
-        avgPoolPlane(px + p * in, g, columns, py + p * out);
-    fy.commit();
+#pragma omp parallel if (planes * in > 65536)
+    {
+        PlaneBuffers buffers(in, out);
+#pragma omp for schedule(static)
+        for (std::int64_t p = 0; p < planes; ++p) {
+            const auto inAt = static_cast<std::size_t>(p * in), outAt = static_cast<std::size_t>(p * out);
+            const float* px = cpu::floatsOf(x, inAt, static_cast<std::size_t>(in), buffers.input.data());
+            float* py = cpu::floatSlot(y, outAt, buffers.output.data());
+            avgPoolPlane(px, g, columns, py);
+            cpu::storeFloats(y, outAt, static_cast<std::size_t>(out), py);
+        }
+    }
 }
 
 void CpuBackend::avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometry& g)
 {
     checkGeometry(g, dx, dy);
-    cpu::FloatInput fdy(dy);
-    cpu::FloatOutput fdx(dx);
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
-    const float* pdy = fdy.data();
-    float* pdx = fdx.data();
     const auto columns = columnRanges(g);
 #pragma omp parallel if (planes * in > 65536)
     {
         std::vector<float> share(static_cast<std::size_t>(g.outW));
+        PlaneBuffers buffers(out, in);
 #pragma omp for schedule(static)
-        for (std::int64_t p = 0; p < planes; ++p)
-            avgPoolBackwardPlane(pdy + p * out, g, columns, share.data(), pdx + p * in);
+        for (std::int64_t p = 0; p < planes; ++p) {
+            const auto inAt = static_cast<std::size_t>(p * in), outAt = static_cast<std::size_t>(p * out);
+            const float* pdy = cpu::floatsOf(dy, outAt, static_cast<std::size_t>(out), buffers.input.data());
+            float* pdx = cpu::floatSlot(dx, inAt, buffers.output.data());
+            avgPoolBackwardPlane(pdy, g, columns, share.data(), pdx);
+            cpu::storeFloats(dx, inAt, static_cast<std::size_t>(in), pdx);
+        }
     }
-    fdx.commit();
 }
 
 } // namespace mantissa

@@ -30,33 +30,38 @@ double blockSum(const float* v, std::int64_t n, F f)
 }
 
 template <typename F>
-double mappedSum(const float* v, std::int64_t n, F f)
+double mappedSum(const float* v, std::int64_t n, F f, double total)
 {
-    double total = 0;
     for (std::int64_t start = 0; start < n; start += kBlock)
         total += blockSum(v + start, std::min(kBlock, n - start), f);
     return total;
 }
 } // namespace detail
 
+// Each sum below may go on from a `carried` total: a sum taken in pieces of whole kBlocks
+// (a 16-bit plane widened a block at a time) then gives the bits of the sum taken at once.
+inline constexpr std::int64_t kSumBlock = detail::kBlock;
+
 // sum(v[i])
-inline double sumFloats(const float* v, std::int64_t n)
+inline double sumFloats(const float* v, std::int64_t n, double carried = 0)
 {
-    return detail::mappedSum(v, n, [](float x) { return x; });
+    return detail::mappedSum(
+        v, n, [](float x) { return x; }, carried);
 }
 
 // sum((v[i] - mean)^2): the second pass of a two-pass variance, which (unlike E[x^2] - E[x]^2)
 // keeps its accuracy when the mean is large against the spread.
-inline double sumSquaredDeviations(const float* v, std::int64_t n, float mean)
+inline double sumSquaredDeviations(const float* v, std::int64_t n, float mean, double carried = 0)
 {
-    return detail::mappedSum(v, n, [mean](float x) { return (x - mean) * (x - mean); });
+    return detail::mappedSum(
+        v, n, [mean](float x) { return (x - mean) * (x - mean); }, carried);
 }
 
 // sum(a[i] * (x[i] - mean)): the batch-norm gradient term, formed without the cancellation
 // of sum(a x) - mean sum(a) when the mean is large.
-inline double dotDeviations(const float* a, const float* x, std::int64_t n, float mean)
+inline double dotDeviations(const float* a, const float* x, std::int64_t n, float mean, double carried = 0)
 {
-    double total = 0;
+    double total = carried;
     for (std::int64_t start = 0; start < n; start += detail::kBlock) {
         const std::int64_t count = std::min(detail::kBlock, n - start);
         const float* pa = a + start;
