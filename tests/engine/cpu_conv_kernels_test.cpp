@@ -7,6 +7,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_kernel_plan.h"
 #include "engine/backend/cpu/onednn_conv.h"
+#include "engine/numerics/conversions.h"
 #include "engine/train/trainer.h"
 #include "run_comparison.h"
 #include "small_run_config.h"
@@ -240,6 +241,35 @@ TEST(NativeBf16Conv, ExactSumsAgreeToTheBit)
     EXPECT_EQ(results[0][1], results[1][1]) << "dx";
     EXPECT_EQ(results[0][2], results[1][2]) << "dw";
     EXPECT_EQ(results[0][3], results[1][3]) << "dbias";
+}
+
+// A bf16 y or dx on the native path is rounded by oneDNN's kernel, so that the fp32 result never
+// crosses memory (onednn_conv.h): that rounding must be ours, round to nearest even from the
+// same fp32 sums, which the same case with an fp32 output gives (values near 1 here, far from
+// the range below 2^-126 that the kernel flushes).
+TEST(NativeBf16Conv, KernelRoundedOutputsAreTheFp32ResultsRoundedToNearestEven)
+{
+    SKIP_WITHOUT_NATIVE_BF16();
+    auto native = backendWith(CpuKernels::Native);
+    for (const char* name : {"same3x3", "strided", "oddSizes"}) {
+        ConvKernelCase c{name, 8, 32, 14, 32, 3, 1, 1, false, DType::BF16};
+        if (std::string(name) == "strided")
+            c = {name, 4, 32, 28, 64, 3, 2, 1, true, DType::BF16};
+        if (std::string(name) == "oddSizes")
+            c = {name, 3, 5, 9, 7, 5, 2, 2, true, DType::BF16};
+        const ConvResults rounded = runConv(*native, c);
+        c.out = DType::F32;
+        const ConvResults wide = runConv(*native, c);
+        for (const auto& [got, fp32, what] :
+             {std::tuple{&rounded.y, &wide.y, "y"}, std::tuple{&rounded.dx, &wide.dx, "dx"}}) {
+            ASSERT_EQ(got->size(), fp32->size());
+            std::size_t differing = 0;
+            for (std::size_t i = 0; i < got->size(); ++i)
+                differing += (*got)[i] != roundToDType((*fp32)[i], DType::BF16);
+            EXPECT_EQ(differing, 0u) << name << " " << what << ": of " << got->size();
+        }
+    }
+    EXPECT_NE(native->kernelPaths().find("bf16 conv forward"), std::string::npos) << native->kernelPaths();
 }
 
 // Where oneDNN has no bf16 convolution (ONEDNN_MAX_CPU_ISA=AVX2, an AVX2-only CPU), asking it

@@ -1,7 +1,8 @@
 // 2-D convolution (NCHW) on oneDNN's convolution primitives (onednn_conv.h), with the
 // backend's GEMM semantics: inputs are already in the compute type, products accumulate in
 // fp32, each output (y, dx, dw, dbias) is produced in fp32 and rounded once into its own dtype
-// by FloatOutput::commit, our rounding, as the matrix products are (gemm.cpp). bf16 inputs go
+// by FloatOutput::commit, our rounding, as the matrix products are (gemm.cpp), except a native
+// bf16 y or dx, which the kernel rounds the same way (onednn_conv.h). bf16 inputs go
 // to oneDNN as they are where the plan says native; otherwise, and for fp16, they are widened
 // exactly to fp32 first (the emulated path, the oracle).
 #include "engine/backend/cpu/cpu_backend.h"
@@ -36,6 +37,10 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
     std::optional<cpu::FloatInput> fb;
     if (bias)
         fb.emplace(*bias);
+    if (native && scales.unit() && y.dtype() == DType::BF16) { // the kernel rounds y (onednn_conv.h)
+        m_conv->forward({g, true, bias != nullptr, true}, fx.data(), fw.data(), fb ? fb->data() : nullptr, y.data());
+        return;
+    }
     cpu::FloatOutput fy(y);
     // The bias joins the fp32 sum inside the kernel, before the one rounding in commit()
     // (backend.h), as cuDNN's fused bias does; with operand scales the sum is scaled first and
@@ -57,6 +62,10 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
     MANTISSA_ASSERT(cpu::sameOrWidened(dy, w));
     const bool native = dy.dtype() == DType::BF16 && w.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fdy(dy, native), fw(w, native);
+    if (native && scales.unit() && dx.dtype() == DType::BF16) { // the kernel rounds dx (onednn_conv.h)
+        m_conv->backwardData({g, true, false, true}, fdy.data(), fw.data(), dx.data());
+        return;
+    }
     cpu::FloatOutput fdx(dx);
     m_conv->backwardData({g, native, false}, fdy.data(), fw.data(), fdx.data());
     if (!scales.unit())

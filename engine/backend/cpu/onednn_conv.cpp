@@ -125,6 +125,7 @@ struct Descs {
     dt in;
     dnnl::memory::desc src, weights, dst, bias; // src, weights, dst in the input type; bias f32
     dnnl::memory::desc srcF32, weightsF32, dstF32;
+    dnnl::memory::desc dstResult, srcResult; // forward's y and backward data's dx: fp32 or bf16 (bf16Output)
     dims strides, padL, padR;
 };
 
@@ -143,6 +144,8 @@ Descs descsFor(const ConvShape& s)
     d.weightsF32 = {weights, dt::f32, tag::oihw};
     d.dstF32 = {dst, dt::f32, tag::nchw};
     d.bias = {{g.outChannels}, dt::f32, tag::x};
+    d.dstResult = s.bf16Output ? d.dst : d.dstF32;
+    d.srcResult = s.bf16Output ? d.src : d.srcF32;
     d.strides = {g.strideH, g.strideW};
     d.padL = {g.padH, g.padW};
     // The right padding that makes oneDNN's output extent ours: slidingOutput rounds down, so
@@ -186,11 +189,11 @@ dnnl::convolution_forward::primitive_desc forwardDesc(const ConvShape& s, const 
     const auto chosen = [blocked](const dnnl::memory::desc& plain) { return chosenLayout(plain, blocked); };
     const auto desc =
         s.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                                 chosen(d.src), chosen(d.weights), d.bias, chosen(d.dstF32), d.strides,
-                                                 d.padL, d.padR)
+                                                 chosen(d.src), chosen(d.weights), d.bias, chosen(d.dstResult),
+                                                 d.strides, d.padL, d.padR)
                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                                 chosen(d.src), chosen(d.weights), chosen(d.dstF32), d.strides, d.padL,
-                                                 d.padR);
+                                                 chosen(d.src), chosen(d.weights), chosen(d.dstResult), d.strides,
+                                                 d.padL, d.padR);
     return {desc, eng};
 }
 
@@ -223,11 +226,11 @@ std::size_t OneDnnConv::KeyHash::operator()(const Key& key) const
 
 namespace {
 
-std::array<std::int64_t, 15> keyOf(const ConvShape& s)
+std::array<std::int64_t, 16> keyOf(const ConvShape& s)
 {
     const ConvGeometry& g = s.geometry;
-    return {g.n,       g.inChannels, g.inH,  g.inW,  g.outChannels, g.kH,         g.kW,  g.strideH,
-            g.strideW, g.padH,       g.padW, g.outH, g.outW,        s.bf16Inputs, s.bias};
+    return {g.n,       g.inChannels, g.inH,  g.inW,  g.outChannels, g.kH,         g.kW,   g.strideH,
+            g.strideW, g.padH,       g.padW, g.outH, g.outW,        s.bf16Inputs, s.bias, s.bf16Output};
 }
 
 } // namespace
@@ -248,7 +251,7 @@ OneDnnConv::Forward& OneDnnConv::forwardFor(const ConvShape& s)
         m_runtime.noteImplementation(family(s, "forward"), pd.impl_info_str());
         auto entry = std::make_unique<Forward>(Forward{
             dnnl::convolution_forward(pd), Operand(d.src, pd.src_desc(), true, eng),
-            Operand(d.weights, pd.weights_desc(), true, eng), Operand(d.dstF32, pd.dst_desc(), false, eng), d.bias});
+            Operand(d.weights, pd.weights_desc(), true, eng), Operand(d.dstResult, pd.dst_desc(), false, eng), d.bias});
         return *m_forward.emplace(key, std::move(entry)).first->second;
     } catch (const dnnl::error& e) {
         unsupported(s, "forward", e);
@@ -265,13 +268,13 @@ OneDnnConv::BackwardData& OneDnnConv::backwardDataFor(const ConvShape& s)
     const bool blocked = blockedLayouts(s.geometry, Direction::BackwardData);
     const auto chosen = [blocked](const dnnl::memory::desc& plain) { return chosenLayout(plain, blocked); };
     try {
-        const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, chosen(d.srcF32),
+        const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, chosen(d.srcResult),
                                                          chosen(d.weights), chosen(d.dst), d.strides, d.padL, d.padR);
         const dnnl::convolution_backward_data::primitive_desc pd(desc, eng, forwardDesc(s, d, blocked, eng));
         m_runtime.noteImplementation(family(s, "backward data"), pd.impl_info_str());
         auto entry = std::make_unique<BackwardData>(BackwardData{
             dnnl::convolution_backward_data(pd), Operand(d.dst, pd.diff_dst_desc(), true, eng),
-            Operand(d.weights, pd.weights_desc(), true, eng), Operand(d.srcF32, pd.diff_src_desc(), false, eng)});
+            Operand(d.weights, pd.weights_desc(), true, eng), Operand(d.srcResult, pd.diff_src_desc(), false, eng)});
         return *m_backwardData.emplace(key, std::move(entry)).first->second;
     } catch (const dnnl::error& e) {
         unsupported(s, "backward data", e);
@@ -306,7 +309,7 @@ OneDnnConv::BackwardWeights& OneDnnConv::backwardWeightsFor(const ConvShape& s)
     }
 }
 
-void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const float* bias, float* y)
+void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const float* bias, void* y)
 {
     MANTISSA_ASSERT(s.bias == (bias != nullptr));
     Forward& f = forwardFor(s);
@@ -319,7 +322,7 @@ void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const
     run.run(f.primitive, args);
 }
 
-void OneDnnConv::backwardData(const ConvShape& s, const void* dy, const void* w, float* dx)
+void OneDnnConv::backwardData(const ConvShape& s, const void* dy, const void* w, void* dx)
 {
     BackwardData& b = backwardDataFor(s);
     Execution run(m_runtime);

@@ -19,6 +19,11 @@ struct ConvShape {
     ConvGeometry geometry;
     bool bf16Inputs = false; // x, w and dy hold bf16 bits; otherwise fp32
     bool bias = false;       // forward: an fp32 bias[OC] is added; backward weights: dbias is computed
+    // Native bf16 only: y (forward) or dx (backward data) is written in bf16, rounded by the
+    // kernel (to nearest even, as our rounding, but flushing results below 2^-126 to zero as
+    // the bf16 dot-product instructions flush their inputs and outputs), so that the fp32 result
+    // never crosses memory.
+    bool bf16Output = false;
 };
 
 class OneDnnConv {
@@ -26,16 +31,17 @@ public:
     explicit OneDnnConv(OneDnnRuntime& runtime);
     ~OneDnnConv();
 
-    // y[N, OC, outH, outW] = x[N, IC, inH, inW] conv w[OC, IC, kH, kW] (+ bias[OC]), y in fp32.
-    void forward(const ConvShape& shape, const void* x, const void* w, const float* bias, float* y);
-    // dx[N, IC, inH, inW] from dy[N, OC, outH, outW] and w, dx in fp32.
-    void backwardData(const ConvShape& shape, const void* dy, const void* w, float* dx);
+    // y[N, OC, outH, outW] = x[N, IC, inH, inW] conv w[OC, IC, kH, kW] (+ bias[OC]), y in fp32
+    // (or bf16, shape.bf16Output).
+    void forward(const ConvShape& shape, const void* x, const void* w, const float* bias, void* y);
+    // dx[N, IC, inH, inW] from dy[N, OC, outH, outW] and w, dx in fp32 (or bf16, shape.bf16Output).
+    void backwardData(const ConvShape& shape, const void* dy, const void* w, void* dx);
     // dw[OC, IC, kH, kW] (and dbias[OC] when shape.bias) from x and dy, in fp32.
     void backwardWeights(const ConvShape& shape, const void* x, const void* dy, float* dw, float* dbias);
 
 private:
-    // The geometry's thirteen extents, the input type and the bias flag.
-    using Key = std::array<std::int64_t, 15>;
+    // The geometry's thirteen extents, the input type, the bias flag and the output type.
+    using Key = std::array<std::int64_t, 16>;
     struct KeyHash {
         std::size_t operator()(const Key& key) const;
     };
