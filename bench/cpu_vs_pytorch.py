@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import re
+from statistics import median
 import subprocess
 import sys
 
@@ -63,6 +64,10 @@ def main():
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--models", default="mlp,cnn,vgg-small,resnet-small")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every model this many times, Mantissa and PyTorch alternating, and report "
+                             "the median of each rate and of each round's ratio (a round's two sides share the "
+                             "machine's state of the moment; single cells moved by up to 20%% between runs)")
     args = parser.parse_args()
 
     # Both sides spin between parallel regions (libgomp's default, which PyTorch keeps): the
@@ -77,33 +82,45 @@ def main():
     header_printed = False
     rows = []
     for model in args.models.split(","):
-        ours = run([engine, "--device", "cpu", "--threads", str(args.threads), "--steps", str(args.steps),
-                    "--warmup", str(args.warmup), "--models", model, "--modes", "fp32,mixed-fp16,mixed-bf16"])
-        theirs = run([PEER_PYTHON, peer, "--threads", str(args.threads), "--steps", str(args.steps),
-                      "--warmup", str(args.warmup), "--models", model])
-        if not header_printed:
-            for line in ours.splitlines()[:5]:
-                if line.startswith(("backend:", "GEMM peak", "kernels:", "fp16:")):
-                    print("Mantissa " + line if not line.startswith("fp16:") else "         " + line)
-            print("PyTorch " + theirs.splitlines()[0])
-            header_printed = True
-        unit, factor = rate_unit(model)
-        m = {r[2]: r for r in table_rows(ours)}
-        p = {r[2]: float(r[3]) * factor for r in table_rows(theirs)}
-        rate = {mode: float(m[mode][3]) * factor for mode in m}
-        rows.append((model, unit, rate, p, {mode: m[mode][9] for mode in m}, {mode: m[mode][10] for mode in m}))
+        rounds = []
+        for _ in range(max(1, args.rounds)):
+            ours = run([engine, "--device", "cpu", "--threads", str(args.threads), "--steps", str(args.steps),
+                        "--warmup", str(args.warmup), "--models", model, "--modes", "fp32,mixed-fp16,mixed-bf16"])
+            theirs = run([PEER_PYTHON, peer, "--threads", str(args.threads), "--steps", str(args.steps),
+                          "--warmup", str(args.warmup), "--models", model])
+            if not header_printed:
+                for line in ours.splitlines()[:5]:
+                    if line.startswith(("backend:", "GEMM peak", "kernels:", "fp16:")):
+                        print("Mantissa " + line if not line.startswith("fp16:") else "         " + line)
+                print("PyTorch " + theirs.splitlines()[0])
+                header_printed = True
+            unit, factor = rate_unit(model)
+            m = {r[2]: r for r in table_rows(ours)}
+            p = {r[2]: float(r[3]) * factor for r in table_rows(theirs)}
+            rate = {mode: float(m[mode][3]) * factor for mode in m}
+            rounds.append((rate, p, {mode: m[mode][9] for mode in m}, {mode: m[mode][10] for mode in m}))
+        rows.append((model, unit, rounds))
         print(f"  measured {model}", file=sys.stderr, flush=True)
 
     print()
     print("| model | unit | Mantissa fp32 | PyTorch fp32 | fp32 ratio | Mantissa mixed-fp16 | vs own fp32 "
           "| Mantissa mixed-bf16 | PyTorch bf16 autocast | bf16 ratio | vs own fp32 | % of GEMM peak (fp32 / bf16) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for model, unit, rate, p, path, peak in rows:
-        print(f"| {model} | {unit} | {rate['fp32']:.0f} | {p['fp32']:.0f} | {rate['fp32'] / p['fp32']:.2f}x "
-              f"| {rate['mixed-fp16']:.0f} ({path['mixed-fp16']}) | {rate['mixed-fp16'] / rate['fp32']:.2f}x "
+    for model, unit, rounds in rows:
+        rate = {mode: median([r[0][mode] for r in rounds]) for mode in rounds[0][0]}
+        p = {mode: median([r[1][mode] for r in rounds]) for mode in rounds[0][1]}
+        ratio = lambda f: median([f(r[0], r[1]) for r in rounds])  # noqa: E731 (median of each round's ratio)
+        path, peak = rounds[-1][2], rounds[-1][3]
+        print(f"| {model} | {unit} | {rate['fp32']:.0f} | {p['fp32']:.0f} "
+              f"| {ratio(lambda o, t: o['fp32'] / t['fp32']):.2f}x "
+              f"| {rate['mixed-fp16']:.0f} ({path['mixed-fp16']}) "
+              f"| {ratio(lambda o, t: o['mixed-fp16'] / o['fp32']):.2f}x "
               f"| {rate['mixed-bf16']:.0f} ({path['mixed-bf16']}) | {p['bf16-autocast']:.0f} "
-              f"| {rate['mixed-bf16'] / p['bf16-autocast']:.2f}x | {rate['mixed-bf16'] / rate['fp32']:.2f}x "
+              f"| {ratio(lambda o, t: o['mixed-bf16'] / t['bf16-autocast']):.2f}x "
+              f"| {ratio(lambda o, t: o['mixed-bf16'] / o['fp32']):.2f}x "
               f"| {peak['fp32']} / {peak['mixed-bf16']} |")
+    if args.rounds > 1:
+        print(f"\nMedians over {args.rounds} rounds (rates: median rate; ratios: median of each round's ratio).")
     print("\nRates per second in each row's unit; ratios above 1 favour Mantissa.")
 
 
