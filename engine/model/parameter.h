@@ -12,7 +12,7 @@ struct Parameter {
     Tensor working;        // the copy the layer computes with, in its compute type; shares
                            // master's storage when the types match
     Tensor grad;           // written by backward, in the working type (possibly loss-scaled)
-    Tensor fp32Grad;       // unscaled fp32 gradient the optimizer reads
+    Tensor fp32Grad;       // unscaled fp32 gradient the optimizer reads (grad itself when grad is fp32)
     Tensor state1, state2; // optimizer state in master's dtype
     bool decay = true;     // weight decay applies (not to biases or normalisation)
 };

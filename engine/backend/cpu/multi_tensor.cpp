@@ -48,6 +48,14 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
             const float* src = in.dtype() == DType::F32 ? in.f32() : g;
             if (in.dtype() != DType::F32)
                 widenToFloat(in.u16() + begin, in.dtype(), g + begin, static_cast<std::size_t>(end - begin));
+            if (src == g && invScale == 1.0f) { // an fp32 gradient unscaled in place by 1: only read it
+#pragma omp simd reduction(+ : nonFiniteProbe) reduction(max : tensorMax)
+                for (std::int64_t i = begin; i < end; ++i) {
+                    nonFiniteProbe += g[i] * 0.0f;
+                    tensorMax = std::max(tensorMax, std::fabs(g[i]));
+                }
+                continue;
+            }
 #pragma omp simd reduction(+ : nonFiniteProbe) reduction(max : tensorMax)
             for (std::int64_t i = begin; i < end; ++i) {
                 const float v = src[i] * invScale;
