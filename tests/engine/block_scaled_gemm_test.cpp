@@ -94,7 +94,7 @@ RefOperand randomOperand(std::int64_t rows, std::int64_t k, bool integers, std::
     std::mt19937 gen(seed);
     std::uniform_int_distribution<int> small(-16, 16), code(0, 0xff);
     std::uniform_real_distribution<float> scale(1e-3f, 4e-3f);
-    RefOperand x{rows, k};
+    RefOperand x{rows, k, {}, {}};
     for (std::int64_t i = 0; i < rows * k; ++i) {
         float v = 0.0f;
         if (integers)
@@ -221,7 +221,7 @@ namespace {
 RefOperand tiledRows(const std::vector<float>& values, std::int64_t rows, std::int64_t k, const QuantFormat& format)
 {
     const QuantizedTensor q = quantize(values, static_cast<std::size_t>(k), format);
-    RefOperand x{rows, k};
+    RefOperand x{rows, k, {}, {}};
     for (const std::uint8_t code : q.codes)
         x.values.push_back(decodeMiniFloat(code, format.element));
     const std::size_t perRow = q.blocksPerRow();
@@ -252,7 +252,7 @@ RefOperand weightBlocks(const std::vector<float>& w, std::int64_t out, std::int6
                     elements[static_cast<std::size_t>(r * in + c)] = decodeMiniFloat(q.codes[i++], format.element);
         }
     const std::int64_t rows = kAlongOut ? in : out, k = kAlongOut ? out : in;
-    RefOperand x{rows, k};
+    RefOperand x{rows, k, {}, {}};
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t kk = 0; kk < k; ++kk)
             x.values.push_back(elements[static_cast<std::size_t>(kAlongOut ? kk * in + r : r * in + kk)]);

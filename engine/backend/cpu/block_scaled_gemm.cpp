@@ -2,8 +2,8 @@
 // GEMM"): the FP8 elements of each 128-wide K-chunk are multiplied natively in bf16 where the
 // plan says so (widened exactly to fp32 otherwise, the oracle), into fp32 partial sums, one
 // [m, n] matrix per chunk; an fp32 pass then scales each chunk's partial sums by its decode
-// scales and adds the chunks up in order. The full chunks go to oneDNN as one batched matmul
-// over strided views of the operands (no copies); a short last chunk as one more.
+// scales and adds the chunks up in order. The operands are packed chunk by chunk (the short
+// last chunk padded with zeros) and the chunks run as one batched oneDNN matmul.
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/onednn_matmul.h"
@@ -11,6 +11,7 @@
 #include "engine/util/check.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 
 namespace mantissa {
@@ -23,6 +24,36 @@ cpu::ChunkScales chunkScales(const BlockScales& s)
         return {};
     MANTISSA_ASSERT(s.scales.dtype() == DType::F32 && s.group >= 1);
     return {s.scales.f32(), s.group, s.chunkStride, s.indexStride};
+}
+
+// dst[c, r, kk] = X[r, c * chunk + kk], 0 past K, for X [rows, k] (src row-major [rows, k], or
+// [k, rows] when kMajor) of `element`-byte values (bf16 or fp32 bits, copied as they are).
+template <typename Bits>
+void packChunksOf(const Bits* src, bool kMajor, std::int64_t rows, std::int64_t k, std::int64_t chunk, Bits* dst)
+{
+    const std::int64_t chunks = (k + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (rows * k >= (std::int64_t{1} << 15))
+    for (std::int64_t item = 0; item < chunks * rows; ++item) {
+        const std::int64_t c = item / rows, r = item % rows, k0 = c * chunk, width = std::min(chunk, k - k0);
+        Bits* to = dst + item * chunk;
+        if (kMajor)
+            for (std::int64_t kk = 0; kk < width; ++kk)
+                to[kk] = src[(k0 + kk) * rows + r];
+        else
+            std::copy_n(src + r * k + k0, width, to);
+        std::fill(to + width, to + chunk, Bits{0});
+    }
+}
+
+void packChunks(const void* src, bool kMajor, std::int64_t rows, std::int64_t k, std::int64_t chunk,
+                std::size_t element, unsigned char* dst)
+{
+    if (element == 2)
+        packChunksOf(static_cast<const std::uint16_t*>(src), kMajor, rows, k, chunk,
+                     reinterpret_cast<std::uint16_t*>(dst));
+    else
+        packChunksOf(static_cast<const std::uint32_t*>(src), kMajor, rows, k, chunk,
+                     reinterpret_cast<std::uint32_t*>(dst));
 }
 
 } // namespace
@@ -47,35 +78,29 @@ void CpuBackend::gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std
         fc.commit();
         return;
     }
-    const std::int64_t full = k / chunk, rest = k % chunk, chunks = full + (rest > 0 ? 1 : 0);
+    const std::int64_t chunks = (k + chunk - 1) / chunk;
     m_blockPartials.resize(static_cast<std::size_t>(std::max<std::int64_t>(chunks, 1) * m * n));
     float* partials = m_blockPartials.data();
+    const std::size_t element = native ? 2 : 4;
     if (chunks == 0) // K = 0: every sum is 0
         std::fill(partials, partials + m * n, 0.0f);
-    // Row pitches of the buffers as they lie, and where K-chunk k0 starts in each (in elements).
-    const std::int64_t lda = ta == Transpose::No ? k : m, ldb = tb == Transpose::No ? n : k;
-    const auto startA = [&](std::int64_t k0) { return ta == Transpose::No ? k0 : k0 * lda; };
-    const auto startB = [&](std::int64_t k0) { return tb == Transpose::No ? k0 * ldb : k0; };
-    const std::size_t element = native ? 2 : 4;
-    const auto* baseA = static_cast<const unsigned char*>(fa.data());
-    const auto* baseB = static_cast<const unsigned char*>(fb.data());
-    if (full > 0) {
-        cpu::MatmulShape shape{ta, tb, m, n, chunk, native, false, 1.0f, 0.0f};
-        shape.batch = full;
-        shape.strideA = startA(chunk);
-        shape.strideB = startB(chunk);
+    else if (chunks == 1) // one chunk: the operands as they lie
+        m_matmul->run({ta, tb, m, n, k, native, false, 1.0f, 0.0f}, fa.data(), fb.data(), nullptr, partials);
+    else {
+        // Both operands packed chunk by chunk, [chunks, rows, chunk] with the short last chunk
+        // padded with zeros (which add nothing to its sums), for one batched matmul: oneDNN
+        // 2.6's brgemm kernels take dense batches, while strided views of the operands go to
+        // its slower gemm:jit kernels.
+        m_packedA.resize(static_cast<std::size_t>(chunks * m * chunk) * element);
+        m_packedB.resize(static_cast<std::size_t>(chunks * n * chunk) * element);
+        packChunks(fa.data(), ta == Transpose::Yes, m, k, chunk, element, m_packedA.data());
+        packChunks(fb.data(), tb == Transpose::No, n, k, chunk, element, m_packedB.data());
+        cpu::MatmulShape shape{Transpose::No, Transpose::Yes, m, n, chunk, native, false, 1.0f, 0.0f};
+        shape.batch = chunks;
+        shape.strideA = m * chunk;
+        shape.strideB = n * chunk;
         shape.strideC = m * n;
-        shape.lda = lda;
-        shape.ldb = ldb;
-        m_matmul->run(shape, baseA, baseB, nullptr, partials);
-    }
-    if (rest > 0) {
-        cpu::MatmulShape shape{ta, tb, m, n, rest, native, false, 1.0f, 0.0f};
-        shape.lda = lda;
-        shape.ldb = ldb;
-        const std::int64_t k0 = full * chunk;
-        m_matmul->run(shape, baseA + static_cast<std::size_t>(startA(k0)) * element,
-                      baseB + static_cast<std::size_t>(startB(k0)) * element, nullptr, partials + full * m * n);
+        m_matmul->run(shape, m_packedA.data(), m_packedB.data(), nullptr, partials);
     }
     const bool scaled = chunks > 0; // K = 0 has no chunks and no scales to read
     cpu::sumScaledChunks(

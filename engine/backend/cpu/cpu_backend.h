@@ -132,7 +132,9 @@ private:
     cpu::CpuKernelPlan m_plan;
     std::unique_ptr<cpu::OneDnnRuntime> m_onednn;
     std::unique_ptr<cpu::OneDnnMatmul> m_matmul;
-    std::vector<float> m_blockPartials; // gemmBlockScaled's per-chunk sums, kept between calls
+    // gemmBlockScaled's per-chunk sums and chunk-packed operands, kept between calls.
+    std::vector<float> m_blockPartials;
+    std::vector<unsigned char> m_packedA, m_packedB;
     std::unique_ptr<cpu::OneDnnConv> m_conv;
     std::unique_ptr<cpu::OneDnnGelu> m_gelu;
     std::unique_ptr<cpu::OneDnnSoftmax> m_softmax;

@@ -14,16 +14,15 @@ using dims = dnnl::memory::dims;
 
 // A row-major [rows, cols] operand, or the transpose of a row-major [cols, rows] buffer: the
 // strides say which, so no transposed copy is made. Batched, a leading dimension of `batch`
-// matrices `batchStride` elements apart. `ld`, when not 0, is the buffer's row pitch.
+// matrices `batchStride` elements apart.
 dnnl::memory::desc operand(std::int64_t rows, std::int64_t cols, bool transposed, dt type, std::int64_t batch = 1,
-                           std::int64_t batchStride = 0, std::int64_t ld = 0)
+                           std::int64_t batchStride = 0)
 {
-    const std::int64_t pitch = ld != 0 ? ld : transposed ? rows : cols;
     if (batch > 1)
-        return transposed ? dnnl::memory::desc(dims{batch, rows, cols}, type, dims{batchStride, 1, pitch})
-                          : dnnl::memory::desc(dims{batch, rows, cols}, type, dims{batchStride, pitch, 1});
-    return transposed ? dnnl::memory::desc(dims{rows, cols}, type, dims{1, pitch})
-                      : dnnl::memory::desc(dims{rows, cols}, type, dims{pitch, 1});
+        return transposed ? dnnl::memory::desc(dims{batch, rows, cols}, type, dims{batchStride, 1, rows})
+                          : dnnl::memory::desc(dims{batch, rows, cols}, type, dims{batchStride, cols, 1});
+    return transposed ? dnnl::memory::desc(dims{rows, cols}, type, dims{1, rows})
+                      : dnnl::memory::desc(dims{rows, cols}, type, dims{cols, 1});
 }
 
 struct OperandDescs {
@@ -33,8 +32,8 @@ struct OperandDescs {
 OperandDescs operandDescs(const MatmulShape& s)
 {
     const dt in = s.bf16Inputs ? dt::bf16 : dt::f32;
-    return {operand(s.m, s.k, s.ta == Transpose::Yes, in, s.batch, s.strideA, s.lda),
-            operand(s.k, s.n, s.tb == Transpose::Yes, in, s.batch, s.strideB, s.ldb),
+    return {operand(s.m, s.k, s.ta == Transpose::Yes, in, s.batch, s.strideA),
+            operand(s.k, s.n, s.tb == Transpose::Yes, in, s.batch, s.strideB),
             operand(s.m, s.n, false, dt::f32, s.batch, s.strideC)};
 }
 
@@ -52,7 +51,6 @@ std::size_t OneDnnMatmul::ShapeHash::operator()(const MatmulShape& s) const
     mix(std::bit_cast<std::uint32_t>(s.beta));
     mix(std::hash<std::int64_t>{}(s.batch));
     mix(std::hash<std::int64_t>{}(s.strideA ^ (s.strideB << 21) ^ (s.strideC << 42)));
-    mix(std::hash<std::int64_t>{}(s.lda ^ (s.ldb << 32)));
     return h;
 }
 

@@ -21,9 +21,6 @@ struct MatmulShape {
     // batch > 1: that many products in one primitive, the i-th operands starting strideA,
     // strideB and strideC elements after the previous ones (attention's heads and samples).
     std::int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
-    // The distance between neighbouring rows of a's and b's row-major buffers, when not their
-    // width (0): a K-chunk of a wider matrix (the block-scaled GEMM, block_scaled_gemm.cpp).
-    std::int64_t lda = 0, ldb = 0;
 
     bool operator==(const MatmulShape&) const = default;
 };
