@@ -1,5 +1,7 @@
 #include "engine/backend/backend.h"
 
+#include "engine/util/check.h"
+
 #include <cmath>
 #include <vector>
 
@@ -8,6 +10,12 @@ namespace mantissa {
 AdamCorrections adamCorrections(const AdamSettings& s, std::int64_t step)
 {
     return {1.0f - std::pow(s.beta1, static_cast<float>(step)), 1.0f - std::pow(s.beta2, static_cast<float>(step))};
+}
+
+void Backend::gemmBlockScaled(Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, const Tensor&,
+                              const Tensor&, const Tensor*, Tensor&, const OperandBlockScales&)
+{
+    throw UnsupportedError("the " + name() + " backend has no block-scaled GEMM (fp8-block); run it on the CPU");
 }
 
 namespace {

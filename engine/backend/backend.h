@@ -126,10 +126,35 @@ AdamCorrections adamCorrections(const AdamSettings& s, std::int64_t step);
 // fp32 and the sum multiplied once by product() = fl(a * b), before any bias and the one
 // rounding to the output's dtype, as FP8 tensor cores and cuBLASLt's scaled FP8 GEMMs do
 // (docs/formats.md, "The FP8 GEMM"). The default {1, 1}: operands that are values.
+//
+// Under block scaling (fp8-block's 1x128 tiles and 128x128 blocks) an operand's decode scales
+// vary along K and along its other dimension: BlockScales says where each lies, and
+// Backend::gemmBlockScaled applies them to the partial sums of each K-chunk.
+struct BlockScales {
+    // fp32 on the backend's device; undefined: the operand has none (its values are multiplied
+    // as they are, scale 1 in every chunk).
+    Tensor scales;
+    // K elements per chunk: K-chunk c is [c * chunk, (c + 1) * chunk), the last one short where
+    // chunk does not divide K.
+    std::int64_t chunk = 0;
+    // The decode scale of the operand's elements in K-chunk c at index i of its other dimension
+    // (m for A, n for B) is scales[c * chunkStride + (i / group) * indexStride]: group 1 for a
+    // 1x128 tile per row, 128 for a 128x128 block.
+    std::int64_t group = 1, chunkStride = 0, indexStride = 0;
+    bool present() const { return scales.defined(); }
+};
+
 struct OperandScales {
     float a = 1.0f, b = 1.0f;
     float product() const { return a * b; }
     bool unit() const { return a == 1.0f && b == 1.0f; }
+};
+
+// The block scales of a GEMM's two operands (Backend::gemmBlockScaled).
+struct OperandBlockScales {
+    BlockScales a, b;
+    // The chunk both present operands share (0 when neither has block scales).
+    std::int64_t chunk() const { return a.present() ? a.chunk : b.present() ? b.chunk : 0; }
 };
 
 class Backend {
@@ -173,6 +198,17 @@ public:
     virtual void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
                              const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c,
                              OperandScales scales = {}) = 0;
+    // The block-scaled GEMM of DeepSeek-V3's FP8 recipe (arXiv 2412.19437, section 3.3; docs/
+    // formats.md, "The block-scaled FP8 GEMM"): a and b hold FP8 elements (bf16 numbers) and
+    // `scales` their decode scales per K-chunk. For each chunk c the elements' products are
+    // summed in fp32 into P_c[i, j]; then, chunk by chunk in order, acc = fl(acc +
+    // fl(fl(dA_c[i] x dB_c[j]) x P_c[i, j])) from acc = 0 (never fused); the bias (when given,
+    // bias[n]) joins after the last chunk, and C is rounded once to its dtype. An operand
+    // without block scales counts 1 in every chunk. The base implementation throws
+    // UnsupportedError (the CUDA backend has no such kernel; recipes run on the CPU).
+    virtual void gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                 const Tensor& a, const Tensor& b, const Tensor* bias, Tensor& c,
+                                 const OperandBlockScales& scales);
     // dbias[c] = sum over rows of dy[r, c], accumulated in fp32.
     virtual void rowBiasGrad(const Tensor& dy, Tensor& dbias) = 0;
 

@@ -124,6 +124,16 @@ void RecordingBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, s
     record([=, c = c](Backend& be) mutable { be.gemmRowBias(ta, tb, m, n, k, a, b, bias, c, scales); });
 }
 
+void RecordingBackend::gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                       const Tensor& a, const Tensor& b, const Tensor* bias, Tensor& c,
+                                       const OperandBlockScales& scales)
+{
+    const std::optional<Tensor> heldBias = bias ? std::optional<Tensor>(*bias) : std::nullopt;
+    record([=, c = c](Backend& be) mutable {
+        be.gemmBlockScaled(ta, tb, m, n, k, a, b, heldBias ? &*heldBias : nullptr, c, scales);
+    });
+}
+
 void RecordingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
 {
     record([dy, dbias](Backend& b) mutable { b.rowBiasGrad(dy, dbias); });

@@ -41,6 +41,8 @@ public:
               const Tensor& b, float beta, Tensor& c) override;
     void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
                      const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales = {}) override;
+    void gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
+                         const Tensor& b, const Tensor* bias, Tensor& c, const OperandBlockScales& scales) override;
     void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
 
     void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,

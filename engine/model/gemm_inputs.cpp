@@ -307,13 +307,78 @@ FastOperand fastOperand(const Tensor& t, const KLayout& layout, const OperandFor
     return op;
 }
 
+// The elements of an fp32-scaled operand (1x128 blocks along K, or a weight's 128x128 tiles)
+// with each block's decode scale, laid out for the block-scaled GEMM (BlockScales), where the
+// layout is one a linear layer's GEMM reads (K along the rows, or K down the columns of a
+// matrix) and the fast quantiser takes the operand; nothing otherwise (stochastic rounding, a
+// NaN or an Inf: the operand is then dequantised as before, and the GEMM counts its scales 1).
+std::optional<GemmOperandValues> blockScaledOperand(Backend& backend, const Tensor& t, const KLayout& layout,
+                                                    const OperandFormat& format)
+{
+    if ((t.dtype() != DType::BF16 && t.dtype() != DType::F32) || format.delayed || layout.kind != KLayout::Kind::Along)
+        return std::nullopt;
+    const auto blocksOf = [](std::int64_t length, std::int64_t block) { return (length + block - 1) / block; };
+    FastOperand in;
+    in.data = t.data();
+    in.bf16 = t.dtype() == DType::BF16;
+    BlockScales blocks;
+    std::int64_t count = 0;
+    if (format.tile2d > 0 && format.format.scheme == ScalingScheme::PerTensor) {
+        const std::int64_t rows = t.shape()[0], cols = t.numel() / rows;
+        const auto tile = static_cast<std::int64_t>(format.tile2d);
+        const std::int64_t columnTiles = blocksOf(cols, tile);
+        in.layout = FastOperand::Layout::Tiles;
+        in.outer = static_cast<std::size_t>(rows);
+        in.k = static_cast<std::size_t>(cols);
+        in.tile = format.tile2d;
+        blocks.chunk = blocks.group = tile;
+        count = blocksOf(rows, tile) * columnTiles;
+        if (layout.inner == 1 && layout.outer == rows &&
+            layout.k == cols) { // K along the rows: a tile column is a chunk
+            blocks.chunkStride = 1;
+            blocks.indexStride = columnTiles;
+        } else if (layout.outer == 1 && layout.k == rows && layout.inner == cols) { // K down the columns
+            blocks.chunkStride = columnTiles;
+            blocks.indexStride = 1;
+        } else
+            return std::nullopt; // a convolution's weight
+    } else if (format.format.scheme == ScalingScheme::Fp32Blocks && format.format.blockRows <= 1 &&
+               format.format.blockSize > 0 && (layout.inner == 1 || layout.outer == 1)) {
+        const auto block = static_cast<std::int64_t>(format.format.blockSize);
+        const std::int64_t perK = blocksOf(layout.k, block);
+        in.layout = FastOperand::Layout::Along;
+        in.outer = static_cast<std::size_t>(layout.outer);
+        in.k = static_cast<std::size_t>(layout.k);
+        in.inner = static_cast<std::size_t>(layout.inner);
+        blocks.chunk = block;
+        if (layout.inner == 1) { // [rows, blocks per row]
+            blocks.chunkStride = 1;
+            blocks.indexStride = perK;
+            count = layout.outer * perK;
+        } else { // [blocks along k, inner]
+            blocks.chunkStride = layout.inner;
+            blocks.indexStride = 1;
+            count = perK * layout.inner;
+        }
+    } else
+        return std::nullopt;
+    Tensor scales = backend.empty({count}, DType::F32);
+    Tensor elements = backend.empty(t.shape(), DType::BF16);
+    FastOperandOutput out{elements.data(), true};
+    out.blockScales = scales.f32();
+    if (quantizeOperandFast(in, out, format.format) != FastResult::Done)
+        return std::nullopt; // FP8 elements are bf16 numbers: only the slow path's cases get here
+    blocks.scales = std::move(scales);
+    return GemmOperandValues{std::move(elements), 1.0f, std::move(blocks)};
+}
+
 } // namespace
 
 GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass,
                                               GemmOperand operand, const KLayout& layout)
 {
     if (m_recipe == GemmRecipe::None)
-        return {t, 1.0f};
+        return {t, 1.0f, {}};
     if (t.device().kind != DeviceKind::Cpu)
         throw UnsupportedError("precision mode " + gemmRecipeName(m_recipe) + " (layer " + call.layer +
                                "): the CUDA backend does not quantise GEMM inputs yet; run recipes on the CPU "
@@ -331,6 +396,20 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
         rotateAlongK({rotated.f32(), values.size()}, layout, hadamardSigns(call.seed));
     }
     const Tensor& source = format.hadamard ? rotated : t;
+
+    // fp32-scaled blocks for a GEMM that applies their scales: the elements and the scales.
+    // Sampled steps measure the quantisation on the slow path as well (the same blocks).
+    if (call.blockScaledGemm)
+        if (std::optional<GemmOperandValues> blocked = blockScaledOperand(call.backend, source, layout, seeded)) {
+            if (call.observer) {
+                const std::vector<float> values = source.toFloats();
+                std::vector<float> dequantized(values.size());
+                QuantStats stats;
+                quantizeGemmOperand(values, dequantized, layout, seeded, t.shape(), 1.0f, 0, &stats);
+                call.observer->gemmInput(call.layer, pass, operand, format, stats);
+            }
+            return std::move(*blocked);
+        }
 
     float scale = 1.0f;
     AmaxHistory& history = m_history[static_cast<int>(operand)];
@@ -363,7 +442,7 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
                                                      seeded.format, fixed, &amax);
             if (r == FastResult::Done) {
                 noteAmax(amax);
-                return {std::move(out), decodeScale};
+                return {std::move(out), decodeScale, {}};
             }
             if (r == FastResult::SlowPath)
                 break;
@@ -394,11 +473,11 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
         if (const auto bits = exactBf16(result)) {
             Tensor out = call.backend.empty(t.shape(), DType::BF16);
             std::copy(bits->begin(), bits->end(), out.u16());
-            return {std::move(out), decodeScale};
+            return {std::move(out), decodeScale, {}};
         }
     Tensor out = call.backend.empty(t.shape(), DType::F32);
     std::copy(result.begin(), result.end(), out.f32());
-    return {std::move(out), decodeScale};
+    return {std::move(out), decodeScale, {}};
 }
 
 } // namespace mantissa

@@ -9,8 +9,12 @@
 // and the tensor's decode scale comes with it: the GEMM multiplies the elements with fp32
 // accumulation and multiplies the sum once by the product of the two decode scales, as FP8
 // tensor cores and cuBLASLt's scaled FP8 GEMMs do (docs/formats.md, "The FP8 GEMM"). Under
-// the block formats it holds the quantise-dequantised values (element times its block's
-// scale), in bf16 when every one is a bf16 (MX) and in fp32 otherwise. Either way the
+// fp32-scaled blocks (fp8-block's 1x128 tiles and 128x128 blocks), for a GEMM that applies
+// block scales (a linear layer's, Backend::gemmBlockScaled), it holds the elements too, and the
+// blocks' decode scales come with it, laid out by K-chunk (docs/formats.md, "The block-scaled
+// FP8 GEMM"). Otherwise the block formats hand over the quantise-dequantised values (element
+// times its block's scale), in bf16 when every one is a bf16 (MX) and in fp32 otherwise.
+// Either way the
 // backend's GEMM and convolution multiply with fp32 accumulation (bf16 natively where the CPU
 // can) and write the layer's bf16 output. Blocks run along the
 // GEMM's reduction dimension K (KLayout says where K lies in the operand's buffer); an
@@ -19,6 +23,7 @@
 // reads it: along the channels at each pixel for the forward and data-gradient GEMMs (K's
 // channel part), along batch x space for each channel for the weight gradient. The
 // overlapping patches of an explicit im2col are not re-blocked each on their own.
+#include "engine/backend/backend.h"
 #include "engine/numerics/quant_stats.h"
 #include "engine/precision/gemm_recipe.h"
 #include "engine/tensor/tensor.h"
@@ -30,8 +35,6 @@
 #include <string>
 
 namespace mantissa {
-
-class Backend;
 
 // Where K lies in an operand's row-major buffer.
 //  Along:  the buffer is [outer, k, inner]; a block runs along k for each (outer, inner).
@@ -103,14 +106,21 @@ struct GemmInputCall {
     // The layer lets the recipe's random Hadamard transform rotate its weight-gradient inputs
     // (Layer::weightGradientMayRotate); the signs are drawn from `seed`.
     bool mayRotate = false;
+    // The GEMM applies per-block decode scales (Backend::gemmBlockScaled: a linear layer's;
+    // a convolution's cannot, Layer::gemmTakesBlockScales): fp32-scaled blocks then come as
+    // elements with their scales instead of dequantised values.
+    bool blockScaledGemm = false;
 };
 
 // An operand as its GEMM reads it: the GEMM multiplies `values` with fp32 accumulation and
 // multiplies the sum by the product of its two operands' `scale` (1 unless `values` holds
-// per-tensor FP8 elements), before any bias and the rounding to the output's dtype.
+// per-tensor FP8 elements), before any bias and the rounding to the output's dtype. With
+// `blocks` present, `values` holds fp32-scaled blocks' elements and the GEMM is
+// Backend::gemmBlockScaled with these decode scales (`scale` is then 1).
 struct GemmOperandValues {
     Tensor values;
     float scale = 1.0f;
+    BlockScales blocks;
 };
 
 // A layer's quantisation state: its recipe and, for delayed scaling, the amax history of

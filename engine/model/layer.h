@@ -130,12 +130,16 @@ protected:
                                 const KLayout& layout)
     {
         if (m_gemmInputs.recipe() == GemmRecipe::None)
-            return {t, 1.0f};
+            return {t, 1.0f, {}};
         GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
-        return m_gemmInputs.prepare(
-            {pass.backend, m_name, pass.training, pass.seed, pass.step, observer, weightGradientMayRotate()}, t, gemm,
-            operand, layout);
+        return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, observer,
+                                     weightGradientMayRotate(), gemmTakesBlockScales()},
+                                    t, gemm, operand, layout);
     }
+    // Whether this layer's GEMMs apply per-block decode scales (Backend::gemmBlockScaled): a
+    // linear layer's do; a convolution's cannot, since a 1x128 tile of its input lies at one
+    // pixel and each output pixel sums over several (docs/formats.md).
+    virtual bool gemmTakesBlockScales() const { return false; }
     // Whether the recipe's random Hadamard transform may rotate this layer's weight-gradient
     // inputs (precision.recipe.hadamard_wgrad): only where nothing else reads them, since the
     // rotated values mean something only in that one product.

@@ -34,8 +34,8 @@ FastResult outcome(bool finite, std::uint32_t lost)
 class Kernel {
 public:
     Kernel(const FastOperand& in, const FastOperandOutput& out, const QuantFormat& format)
-        : m_op(in), m_out(out.data), m_format(format), m_rounding(fastq::roundingOf(format.element)),
-          m_ops(fastq::simdOps(in.bf16, out.bf16))
+        : m_op(in), m_out(out.data), m_blockScales(out.blockScales), m_format(format),
+          m_rounding(fastq::roundingOf(format.element)), m_ops(fastq::simdOps(in.bf16, out.bf16))
     {}
 
     // NVFP4's per-tensor level, before its blocks: false when the operand is not all finite.
@@ -104,7 +104,7 @@ public:
             const std::size_t length = std::min(block, (r + 1) * row - begin);
             const std::uint32_t amax = m_ops.amaxBits(m_op.data, begin, length);
             largest = std::max(largest, amax);
-            lost |= m_ops.round(m_op.data, m_out, begin, length, blockPlan(amax), m_rounding);
+            lost |= m_ops.round(m_op.data, m_out, begin, length, emitted(blockPlan(amax), b), m_rounding);
         }
         return outcome(largest < kInfinityBits, lost);
     }
@@ -131,7 +131,7 @@ public:
             float multiplier[kLanes], scale[kLanes];
             for (std::size_t i = 0; i < lanes; ++i) {
                 largest = std::max(largest, amax[i]);
-                const Plan plan = blockPlan(amax[i]);
+                const Plan plan = emitted(blockPlan(amax[i]), (o * kBlocks + k0 / block) * inner + i0 + i);
                 multiplier[i] = plan.multiplier;
                 scale[i] = plan.scale;
             }
@@ -166,7 +166,7 @@ public:
             std::uint32_t amax = 0;
             runs([&](std::size_t begin, std::size_t n) { amax = std::max(amax, m_ops.amaxBits(m_op.data, begin, n)); });
             largest = std::max(largest, amax);
-            const Plan plan = blockPlan(amax);
+            const Plan plan = emitted(blockPlan(amax), static_cast<std::size_t>(item));
             runs([&](std::size_t begin, std::size_t n) {
                 lost |= m_ops.round(m_op.data, m_out, begin, n, plan, m_rounding);
             });
@@ -193,9 +193,10 @@ public:
             for (std::size_t r = r0; r < r1; ++r)
                 amax = std::max(amax, m_ops.amaxBits(m_op.data, r * cols + c0, width));
             largest = std::max(largest, amax);
-            const Plan plan = m_format.scheme == ScalingScheme::Nvfp4
-                                  ? blockPlan(amax)
-                                  : fastq::fp32Plan(std::bit_cast<float>(amax), m_format);
+            const Plan plan =
+                emitted(m_format.scheme == ScalingScheme::Nvfp4 ? blockPlan(amax)
+                                                                : fastq::fp32Plan(std::bit_cast<float>(amax), m_format),
+                        static_cast<std::size_t>(item));
             for (std::size_t r = r0; r < r1; ++r)
                 lost |= m_ops.round(m_op.data, m_out, r * cols + c0, width, plan, m_rounding);
         }
@@ -210,6 +211,16 @@ private:
         if (!decodeScale)
             return plan;
         *decodeScale = plan.scale;
+        return {plan.multiplier, 1.0f};
+    }
+
+    // With block scales asked for, block `index` is written undecoded (its elements) and its
+    // decode multiplier stored at blockScales[index].
+    Plan emitted(Plan plan, std::size_t index) const
+    {
+        if (!m_blockScales)
+            return plan;
+        m_blockScales[index] = plan.scale;
         return {plan.multiplier, 1.0f};
     }
 
@@ -229,6 +240,7 @@ private:
 
     const FastOperand& m_op;
     void* m_out;
+    float* m_blockScales;
     const QuantFormat& m_format;
     fastq::ElementRounding m_rounding;
     const fastq::SimdOps& m_ops;
@@ -249,8 +261,10 @@ bool applies(const FastOperand& in, const FastOperandOutput& out, const QuantFor
             format.scheme == ScalingScheme::Nvfp4 && in.tile == format.blockSize && in.tile == format.blockRows &&
             ((in.outer % in.tile == 0 && in.k % in.tile == 0) || format.partialBlocks == PartialBlock::Pad);
         return (format.scheme == ScalingScheme::PerTensor || nvfp4Tiles) && in.tile > 0 && in.inner == 1 &&
-               !fixedScale && !out.decodeScale;
+               !fixedScale && !out.decodeScale && (!out.blockScales || format.scheme == ScalingScheme::PerTensor);
     }
+    if (out.blockScales && format.scheme != ScalingScheme::Fp32Blocks)
+        return false; // block scales: 1x128 blocks and 128x128 tiles only
     if (format.scheme == ScalingScheme::PerTensor)
         return true;
     if (out.decodeScale)

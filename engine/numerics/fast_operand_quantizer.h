@@ -45,6 +45,12 @@ struct FastOperandOutput {
     // GEMM that multiplies elements and scales the fp32 sum once (docs/formats.md). An FP8
     // element is always a bf16, so bf16 output never needs fp32 here.
     float* decodeScale = nullptr;
+    // fp32 blocks (1x128) and fp32-scaled square tiles (128x128) only: when set, `data`
+    // receives the elements and each block's decode scale goes here, for the block-scaled GEMM
+    // that scales each K-chunk's partial sums (Backend::gemmBlockScaled), in the order of the
+    // blocks: Along with inner 1 [outer, blocks per row]; Along with inner > 1 [outer, blocks
+    // along k, inner]; Around [k, blocks per row]; Tiles [row tiles, column tiles].
+    float* blockScales = nullptr;
 };
 
 enum class FastResult : std::uint8_t {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 namespace mantissa {
 
@@ -45,6 +46,8 @@ public:
               const Tensor& b, float beta, Tensor& c) override;
     void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
                      const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales = {}) override;
+    void gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
+                         const Tensor& b, const Tensor* bias, Tensor& c, const OperandBlockScales& scales) override;
     void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
 
     void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
@@ -129,6 +132,9 @@ private:
     cpu::CpuKernelPlan m_plan;
     std::unique_ptr<cpu::OneDnnRuntime> m_onednn;
     std::unique_ptr<cpu::OneDnnMatmul> m_matmul;
+    // gemmBlockScaled's per-chunk sums and chunk-packed operands, kept between calls.
+    std::vector<float> m_blockPartials;
+    std::vector<unsigned char> m_packedA, m_packedB;
     std::unique_ptr<cpu::OneDnnConv> m_conv;
     std::unique_ptr<cpu::OneDnnGelu> m_gelu;
     std::unique_ptr<cpu::OneDnnSoftmax> m_softmax;

@@ -45,6 +45,27 @@ std::vector<Parameter*> Linear::parameters()
     return all;
 }
 
+namespace {
+
+// C = op(a) op(b) (+ bias) for two prepared operands: the block-scaled GEMM when either carries
+// block scales (fp8-block), else the sum scaled by the operands' scales (per-tensor FP8) or not.
+void multiply(Backend& backend, Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
+              const GemmOperandValues& a, const GemmOperandValues& b, const Tensor* bias, Tensor& c)
+{
+    if (a.blocks.present() || b.blocks.present()) {
+        MANTISSA_ASSERT(a.scale == 1.0f && b.scale == 1.0f);
+        backend.gemmBlockScaled(ta, tb, m, n, k, a.values, b.values, bias, c, {a.blocks, b.blocks});
+        return;
+    }
+    const OperandScales scales{a.scale, b.scale};
+    if (bias)
+        backend.gemmRowBias(ta, tb, m, n, k, a.values, b.values, *bias, c, scales);
+    else
+        backend.gemm(ta, tb, m, n, k, scales.product(), a.values, b.values, 0.0f, c);
+}
+
+} // namespace
+
 ForwardResult Linear::forward(PassState& pass, const Tensor& x)
 {
     const std::int64_t rows = x.numel() / m_in;
@@ -55,13 +76,8 @@ ForwardResult Linear::forward(PassState& pass, const Tensor& x)
         gemmInput(pass, input, GemmPass::Forward, GemmOperand::Activation, KLayout::rows(rows, m_in));
     const GemmOperandValues wq =
         gemmInput(pass, weight().working, GemmPass::Forward, GemmOperand::Weight, KLayout::rows(m_out, m_in));
-    const OperandScales scales{xq.scale, wq.scale};
-    if (m_hasBias)
-        pass.backend.gemmRowBias(Transpose::No, Transpose::Yes, rows, m_out, m_in, xq.values, wq.values, m_bias.working,
-                                 y, scales);
-    else
-        pass.backend.gemm(Transpose::No, Transpose::Yes, rows, m_out, m_in, scales.product(), xq.values, wq.values,
-                          0.0f, y);
+    multiply(pass.backend, Transpose::No, Transpose::Yes, rows, m_out, m_in, xq, wq,
+             m_hasBias ? &m_bias.working : nullptr, y);
     auto context = std::make_unique<LinearContext>();
     if (pass.training)
         context->input = input;
@@ -80,8 +96,7 @@ Tensor Linear::backward(PassState& pass, const Tensor& dy, LayerContext* context
         gemmInput(pass, gradient, GemmPass::WeightGrad, GemmOperand::Gradient, KLayout::along(1, rows, m_out));
     const GemmOperandValues xT =
         gemmInput(pass, saved.input, GemmPass::WeightGrad, GemmOperand::Activation, KLayout::along(1, rows, m_in));
-    pass.backend.gemm(Transpose::Yes, Transpose::No, m_out, m_in, rows, OperandScales{dyT.scale, xT.scale}.product(),
-                      dyT.values, xT.values, 0.0f, weight().grad);
+    multiply(pass.backend, Transpose::Yes, Transpose::No, m_out, m_in, rows, dyT, xT, nullptr, weight().grad);
     if (m_hasBias)
         pass.backend.rowBiasGrad(gradient, m_bias.grad);
     if (!pass.inputGradNeeded)
@@ -92,8 +107,7 @@ Tensor Linear::backward(PassState& pass, const Tensor& dy, LayerContext* context
         gemmInput(pass, gradient, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::rows(rows, m_out));
     const GemmOperandValues wq =
         gemmInput(pass, weight().working, GemmPass::DataGrad, GemmOperand::Weight, KLayout::along(1, m_out, m_in));
-    pass.backend.gemm(Transpose::No, Transpose::No, rows, m_in, m_out, OperandScales{dyq.scale, wq.scale}.product(),
-                      dyq.values, wq.values, 0.0f, dx);
+    multiply(pass.backend, Transpose::No, Transpose::No, rows, m_in, m_out, dyq, wq, nullptr, dx);
     std::vector<std::int64_t> dims = dy.shape().dims();
     dims.back() = m_in;
     return dx.reshaped(Shape(dims));

@@ -42,6 +42,8 @@ public:
 protected:
     // dW = dy^T x is all the rotated inputs feed (the bias gradient sums the unquantised dy).
     bool weightGradientMayRotate() const override { return true; }
+    // Its GEMMs are whole matrix products, so fp8-block's scales apply per K-chunk.
+    bool gemmTakesBlockScales() const override { return true; }
 
 private:
     Parameter& weight() { return m_tied ? *m_tied : m_weight; }

@@ -1,0 +1,342 @@
+// fp8-block's GEMM (docs/formats.md, "The block-scaled FP8 GEMM"): the FP8 elements of each
+// 128-wide K-chunk multiplied into fp32 partial sums, each chunk's sums scaled by its decode
+// scales (row tile x column block) and the chunks added in order, then the bias, then one
+// rounding. Checked against a naive per-chunk reference, bit for bit where every partial sum
+// is exact (small integer elements) and within the fp32 summation-order bound otherwise, on
+// the native bf16 kernels and the emulated (fp32) ones, and through a linear layer's three
+// GEMMs under the recipe against the block quantiser's own elements and scales.
+#include "engine/backend/backend.h"
+#include "engine/model/gemm_inputs.h"
+#include "engine/model/layers/linear.h"
+#include "engine/numerics/block_quantizer.h"
+#include "engine/numerics/conversions.h"
+#include "engine/numerics/minifloat_codec.h"
+#include "engine/precision/precision_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+using namespace mantissa;
+
+namespace {
+
+constexpr std::int64_t kChunk = 128;
+
+float roundToBf16(float v) { return roundToDType(v, DType::BF16); }
+
+// A GEMM operand as the reference reads it: op(X)[index, k] (index = m for A, n for B) with
+// its decode scale per (chunk, index).
+struct RefOperand {
+    std::int64_t rows = 0, k = 0; // op(X) is [rows, k]
+    std::vector<float> values;    // [rows, k]
+    std::vector<float> scales;    // [chunks, rows]
+    float at(std::int64_t r, std::int64_t kk) const { return values[static_cast<std::size_t>(r * k + kk)]; }
+    float scale(std::int64_t c, std::int64_t r) const { return scales[static_cast<std::size_t>(c * rows + r)]; }
+};
+
+std::int64_t chunksOf(std::int64_t k) { return (k + kChunk - 1) / kChunk; }
+
+// C[i, j] = sum over chunks c, in order from 0, of fl(fl(sa * sb) * P_c) in fp32, then + bias;
+// P_c summed in double (exact for the integer elements; `bound` gets the fp32 order bound).
+struct Reference {
+    std::vector<float> value;
+    std::vector<double> bound;
+};
+Reference reference(const RefOperand& a, const RefOperand& b, const std::vector<float>* bias)
+{
+    Reference r;
+    for (std::int64_t i = 0; i < a.rows; ++i)
+        for (std::int64_t j = 0; j < b.rows; ++j) {
+            float acc = 0.0f;
+            double bound = 0.0;
+            for (std::int64_t c = 0; c < chunksOf(a.k); ++c) {
+                double sum = 0.0, magnitude = 0.0;
+                const std::int64_t end = std::min(a.k, (c + 1) * kChunk);
+                for (std::int64_t kk = c * kChunk; kk < end; ++kk) {
+                    const double term = static_cast<double>(a.at(i, kk)) * b.at(j, kk);
+                    sum += term;
+                    magnitude += std::abs(term);
+                }
+                const float scale = a.scale(c, i) * b.scale(c, j);
+                const float term = scale * static_cast<float>(sum);
+                acc = acc + term;
+                bound += static_cast<double>(end - c * kChunk) * std::ldexp(1.0, -24) * magnitude * std::abs(scale);
+            }
+            if (bias)
+                acc = acc + (*bias)[static_cast<std::size_t>(j)];
+            r.value.push_back(acc);
+            // The order bound of P_c, carried through the scaling and the chunk sum (each
+            // changes a perturbation by at most a few ulps of the result).
+            r.bound.push_back(bound * 1.01 + 4.0 * std::ldexp(1.0, -24) * std::abs(acc));
+        }
+    return r;
+}
+
+// op(X) [rows, k] laid out in a buffer as the GEMM reads it: transposed means the buffer is
+// [k, rows].
+std::vector<float> layOut(const RefOperand& x, bool transposed)
+{
+    std::vector<float> out(x.values.size());
+    for (std::int64_t r = 0; r < x.rows; ++r)
+        for (std::int64_t kk = 0; kk < x.k; ++kk)
+            out[static_cast<std::size_t>(transposed ? kk * x.rows + r : r * x.k + kk)] = x.at(r, kk);
+    return out;
+}
+
+// Elements: integers in [-16, 16] (E4M3 numbers whose 128-term sums are exact in fp32 in any
+// order), or any finite E4M3 value; scales: 1x128 tiles (one per row and chunk, group 1) or
+// 128x128 blocks (one per 128 rows and chunk).
+RefOperand randomOperand(std::int64_t rows, std::int64_t k, bool integers, std::int64_t group, std::uint32_t seed)
+{
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<int> small(-16, 16), code(0, 0xff);
+    std::uniform_real_distribution<float> scale(1e-3f, 4e-3f);
+    RefOperand x{rows, k, {}, {}};
+    for (std::int64_t i = 0; i < rows * k; ++i) {
+        float v = 0.0f;
+        if (integers)
+            v = static_cast<float>(small(gen));
+        else
+            do
+                v = decodeMiniFloat(static_cast<std::uint8_t>(code(gen)), MiniFloat::E4M3);
+            while (!std::isfinite(v));
+        x.values.push_back(v);
+    }
+    std::vector<float> perGroup(static_cast<std::size_t>(chunksOf(k) * ((rows + group - 1) / group)));
+    for (float& s : perGroup)
+        s = scale(gen);
+    const std::int64_t groups = (rows + group - 1) / group;
+    for (std::int64_t c = 0; c < chunksOf(k); ++c)
+        for (std::int64_t r = 0; r < rows; ++r)
+            x.scales.push_back(perGroup[static_cast<std::size_t>(c * groups + r / group)]);
+    return x;
+}
+
+// The scales as a BlockScales over [chunks, groups] (chunk-major).
+BlockScales blockScales(const RefOperand& x, std::int64_t group)
+{
+    const std::int64_t groups = (x.rows + group - 1) / group;
+    std::vector<float> compact;
+    for (std::int64_t c = 0; c < chunksOf(x.k); ++c)
+        for (std::int64_t g = 0; g < groups; ++g)
+            compact.push_back(x.scale(c, g * group));
+    return {Tensor::fromFloats({static_cast<std::int64_t>(compact.size())}, compact, DType::F32), kChunk, group, groups,
+            1};
+}
+
+struct Case {
+    Transpose ta, tb;
+    std::int64_t m, n, k;
+};
+
+// The three products of a linear layer (forward x W^T, weight gradient dy^T x, data gradient
+// dy W), with K: several full chunks and a short one, exactly one chunk, and less than one.
+const Case kCases[] = {
+    {Transpose::No, Transpose::Yes, 40, 136, 300}, {Transpose::Yes, Transpose::No, 136, 72, 256},
+    {Transpose::No, Transpose::No, 24, 160, 128},  {Transpose::No, Transpose::No, 33, 40, 100},
+    {Transpose::No, Transpose::Yes, 8, 264, 1},
+};
+
+void runCase(Backend& backend, const Case& c, bool integers, bool withBias, DType out, std::vector<float>& got,
+             Reference& want)
+{
+    const RefOperand a = randomOperand(c.m, c.k, integers, 1, 11);
+    const RefOperand b = randomOperand(c.n, c.k, integers, 128, 12);
+    const Shape shapeA = c.ta == Transpose::No ? Shape({c.m, c.k}) : Shape({c.k, c.m});
+    const Shape shapeB = c.tb == Transpose::No ? Shape({c.k, c.n}) : Shape({c.n, c.k});
+    // op(B) is [k, n]: its buffer is [k, n] untransposed, i.e. B's "rows" (n) transposed.
+    const Tensor ta = Tensor::fromFloats(shapeA, layOut(a, c.ta == Transpose::Yes), DType::BF16);
+    const Tensor tb = Tensor::fromFloats(shapeB, layOut(b, c.tb == Transpose::No), DType::BF16);
+    std::vector<float> biasValues;
+    for (std::int64_t j = 0; j < c.n; ++j)
+        biasValues.push_back(roundToBf16(0.01f * static_cast<float>(j % 7) - 0.03f));
+    const Tensor bias = Tensor::fromFloats({c.n}, biasValues, DType::BF16);
+    Tensor result = backend.empty({c.m, c.n}, out);
+    backend.gemmBlockScaled(c.ta, c.tb, c.m, c.n, c.k, ta, tb, withBias ? &bias : nullptr, result,
+                            {blockScales(a, 1), blockScales(b, 128)});
+    got = result.toFloats();
+    want = reference(a, b, withBias ? &biasValues : nullptr);
+}
+
+std::string describe(const Case& c)
+{
+    return std::string(c.ta == Transpose::Yes ? "T" : "N") + (c.tb == Transpose::Yes ? "T" : "N") + " " +
+           std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
+}
+
+} // namespace
+
+// Integer elements: every partial sum is exact, so the kernel's summation order cannot show,
+// and the result is the reference's bits (fp32 output), or their one rounding to bf16.
+TEST(BlockScaledGemm, GivesThePerChunkScaledSumsBitForBit)
+{
+    for (const CpuKernels kernels : {CpuKernels::Auto, CpuKernels::Emulated}) {
+        auto backend = makeCpuBackend(CpuOptions{1, kernels});
+        for (const Case& c : kCases)
+            for (const bool withBias : {false, true})
+                for (const DType out : {DType::F32, DType::BF16}) {
+                    SCOPED_TRACE(describe(c) + (withBias ? " bias " : " ") + std::string(dtypeName(out)) +
+                                 (kernels == CpuKernels::Emulated ? " emulated" : " native where the CPU can"));
+                    std::vector<float> got;
+                    Reference want;
+                    runCase(*backend, c, true, withBias, out, got, want);
+                    ASSERT_EQ(got.size(), want.value.size());
+                    for (std::size_t i = 0; i < got.size(); ++i) {
+                        const float expected = out == DType::BF16 ? roundToBf16(want.value[i]) : want.value[i];
+                        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(expected))
+                            << "element " << i << ": got " << got[i] << ", want " << expected;
+                    }
+                }
+    }
+}
+
+// Any E4M3 elements: a partial sum of 128 products may round, in the kernel's own order; the
+// result lies within that order's bound of the reference, and the native kernels agree with the
+// emulated ones (the oracle) to the same bound.
+TEST(BlockScaledGemm, NativeAndEmulatedAgreeWithTheReference)
+{
+    auto native = makeCpuBackend(CpuOptions{1, CpuKernels::Auto});
+    auto emulated = makeCpuBackend(CpuOptions{1, CpuKernels::Emulated});
+    for (const Case& c : kCases) {
+        SCOPED_TRACE(describe(c));
+        std::vector<float> gotNative, gotEmulated;
+        Reference want;
+        runCase(*native, c, false, true, DType::F32, gotNative, want);
+        runCase(*emulated, c, false, true, DType::F32, gotEmulated, want);
+        for (std::size_t i = 0; i < want.value.size(); ++i) {
+            ASSERT_NEAR(gotNative[i], want.value[i], want.bound[i]) << "native, element " << i;
+            ASSERT_NEAR(gotEmulated[i], want.value[i], want.bound[i]) << "emulated, element " << i;
+            ASSERT_NEAR(gotNative[i], gotEmulated[i], 2.0 * want.bound[i]) << "element " << i;
+        }
+    }
+}
+
+namespace {
+
+// The operand of a linear layer's GEMM from the block quantiser directly: values [rows, k]
+// (K contiguous) in 1x128 tiles along K.
+RefOperand tiledRows(const std::vector<float>& values, std::int64_t rows, std::int64_t k, const QuantFormat& format)
+{
+    const QuantizedTensor q = quantize(values, static_cast<std::size_t>(k), format);
+    RefOperand x{rows, k, {}, {}};
+    for (const std::uint8_t code : q.codes)
+        x.values.push_back(decodeMiniFloat(code, format.element));
+    const std::size_t perRow = q.blocksPerRow();
+    for (std::int64_t c = 0; c < chunksOf(k); ++c)
+        for (std::int64_t r = 0; r < rows; ++r)
+            x.scales.push_back(q.blocks[static_cast<std::size_t>(r) * perRow + static_cast<std::size_t>(c)].scale);
+    return x;
+}
+
+// A weight [out, in] in 128x128 blocks, each a tensor of its own; as the forward GEMM's B
+// (K = in) or, transposed, as the data gradient's (K = out).
+RefOperand weightBlocks(const std::vector<float>& w, std::int64_t out, std::int64_t in, const QuantFormat& format,
+                        bool kAlongOut)
+{
+    std::vector<float> elements(w.size());
+    std::vector<float> tileScale(static_cast<std::size_t>(chunksOf(out) * chunksOf(in)));
+    for (std::int64_t r0 = 0; r0 < out; r0 += kChunk)
+        for (std::int64_t c0 = 0; c0 < in; c0 += kChunk) {
+            std::vector<float> tile;
+            for (std::int64_t r = r0; r < std::min(out, r0 + kChunk); ++r)
+                for (std::int64_t c = c0; c < std::min(in, c0 + kChunk); ++c)
+                    tile.push_back(w[static_cast<std::size_t>(r * in + c)]);
+            const QuantizedTensor q = quantize(tile, 0, format);
+            tileScale[static_cast<std::size_t>(r0 / kChunk * chunksOf(in) + c0 / kChunk)] = q.blocks.front().scale;
+            std::size_t i = 0;
+            for (std::int64_t r = r0; r < std::min(out, r0 + kChunk); ++r)
+                for (std::int64_t c = c0; c < std::min(in, c0 + kChunk); ++c)
+                    elements[static_cast<std::size_t>(r * in + c)] = decodeMiniFloat(q.codes[i++], format.element);
+        }
+    const std::int64_t rows = kAlongOut ? in : out, k = kAlongOut ? out : in;
+    RefOperand x{rows, k, {}, {}};
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t kk = 0; kk < k; ++kk)
+            x.values.push_back(elements[static_cast<std::size_t>(kAlongOut ? kk * in + r : r * in + kk)]);
+    for (std::int64_t c = 0; c < chunksOf(k); ++c)
+        for (std::int64_t r = 0; r < rows; ++r)
+            x.scales.push_back(kAlongOut ? tileScale[static_cast<std::size_t>(c * chunksOf(in) + r / kChunk)]
+                                         : tileScale[static_cast<std::size_t>(r / kChunk * chunksOf(in) + c)]);
+    return x;
+}
+
+std::vector<float> transposed(const std::vector<float>& m, std::int64_t rows, std::int64_t cols)
+{
+    std::vector<float> t(m.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+            t[static_cast<std::size_t>(c * rows + r)] = m[static_cast<std::size_t>(r * cols + c)];
+    return t;
+}
+
+std::vector<float> randomBf16(std::size_t n, std::uint32_t seed)
+{
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = roundToBf16(normal(gen) * (uniform(gen) < 0.05f ? 30.0f : 1.0f) * 0.01f);
+    return v;
+}
+
+void expectWithin(const std::vector<float>& got, const Reference& want, const std::string& what)
+{
+    ASSERT_EQ(got.size(), want.value.size()) << what;
+    int exact = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const float lo = roundToBf16(static_cast<float>(want.value[i] - want.bound[i]));
+        const float hi = roundToBf16(static_cast<float>(want.value[i] + want.bound[i]));
+        exact += got[i] == roundToBf16(want.value[i]) ? 1 : 0;
+        ASSERT_TRUE(got[i] >= lo && got[i] <= hi)
+            << what << " element " << i << ": got " << got[i] << ", reference " << want.value[i];
+    }
+    EXPECT_GT(exact, static_cast<int>(got.size() * 9 / 10)) << what;
+}
+
+} // namespace
+
+// A linear layer under fp8-block, all three GEMMs, each with two K-chunks (the second short):
+// the layer's bf16 results are the reference built from the block quantiser's elements and
+// scales (1x128 tiles along K for x and dy, 128x128 blocks for W), rounded once, within the
+// order bound of the partial sums; on native and on emulated kernels.
+TEST(BlockScaledGemm, LinearLayerUnderFp8BlockMatchesTheReference)
+{
+    const std::int64_t batch = 200, in = 160, out = 136;
+    for (const CpuKernels kernels : {CpuKernels::Auto, CpuKernels::Emulated}) {
+        SCOPED_TRACE(kernels == CpuKernels::Emulated ? "emulated" : "native where the CPU can");
+        auto backend = makeCpuBackend(CpuOptions{1, kernels});
+        const PrecisionPolicy policy(PrecisionMode::Fp8Block, RecipeOptions{});
+        Linear layer(in, out, true, "", false);
+        layer.setName("0.linear");
+        layer.applyPrecision(policy, policy.layer());
+        layer.createParameters(*backend, DType::F32, 7);
+        Parameter& weight = *layer.parameters()[0];
+        Parameter& bias = *layer.parameters()[1];
+        const std::vector<float> biasValues = randomBf16(static_cast<std::size_t>(out), 9);
+        backend->upload(biasValues.data(), bias.working);
+        const std::vector<float> w = weight.working.toFloats();
+        const std::vector<float> x = randomBf16(static_cast<std::size_t>(batch * in), 1);
+        const std::vector<float> dy = randomBf16(static_cast<std::size_t>(batch * out), 2);
+        PassState pass{*backend, true, 42, 3};
+        ForwardResult forward = layer.forward(pass, Tensor::fromFloats({batch, in}, x, DType::BF16));
+        const Tensor dx =
+            layer.backward(pass, Tensor::fromFloats({batch, out}, dy, DType::BF16), forward.context.get());
+
+        const QuantFormat tiles = operandFormat(GemmRecipe::Fp8Block, GemmOperand::Activation, {}).format;
+        const QuantFormat blocks = operandFormat(GemmRecipe::Fp8Block, GemmOperand::Weight, {}).format;
+        expectWithin(forward.output.toFloats(),
+                     reference(tiledRows(x, batch, in, tiles), weightBlocks(w, out, in, blocks, false), &biasValues),
+                     "forward");
+        expectWithin(dx.toFloats(),
+                     reference(tiledRows(dy, batch, out, tiles), weightBlocks(w, out, in, blocks, true), nullptr),
+                     "dgrad");
+        expectWithin(weight.grad.toFloats(),
+                     reference(tiledRows(transposed(dy, batch, out), out, batch, tiles),
+                               tiledRows(transposed(x, batch, in), in, batch, tiles), nullptr),
+                     "wgrad");
+    }
+}
