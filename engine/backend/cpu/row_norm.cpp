@@ -69,20 +69,21 @@ void CpuBackend::rowNormForward(RowNormKind kind, const Tensor& x, const Tensor&
     const float* b = bias ? bias->f32() : nullptr;
     float* means = mean.f32();
     float* invStds = invStd.f32();
-    cpu::forRowBlocks<1, 1>(
-        rows, width, {&x}, {&y}, true, [&](auto in, auto out, std::int64_t first, std::int64_t count) {
-            for (std::int64_t i = 0; i < count; ++i) {
-                const float* row = in[0] + i * width;
-                const RowStatistics s = statistics == DType::F32
+    cpu::forRowBlocks<1, 1>(rows, width, cpu::rowsPerBlock(width), {&x}, {&y}, true,
+                            [&](auto in, auto out, std::int64_t first, std::int64_t count) {
+                                for (std::int64_t i = 0; i < count; ++i) {
+                                    const float* row = in[0] + i * width;
+                                    const RowStatistics s =
+                                        statistics == DType::F32
                                             ? fp32Statistics(kind, row, width, epsilon)
                                             : roundedStatistics(kind, row, width, epsilon, statistics);
-                means[first + i] = s.mean;
-                invStds[first + i] = s.invStd;
-                float* o = out[0] + i * width;
-                for (std::int64_t c = 0; c < width; ++c)
-                    o[c] = (row[c] - s.mean) * s.invStd * g[c] + (b ? b[c] : 0.0f);
-            }
-        });
+                                    means[first + i] = s.mean;
+                                    invStds[first + i] = s.invStd;
+                                    float* o = out[0] + i * width;
+                                    for (std::int64_t c = 0; c < width; ++c)
+                                        o[c] = (row[c] - s.mean) * s.invStd * g[c] + (b ? b[c] : 0.0f);
+                                }
+                            });
 }
 
 // With xhat = (x - mean) * invStd and dxhat = dy * gain:
@@ -101,7 +102,7 @@ void CpuBackend::rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor
     // Parameter gradients sum over rows: per-column double sums, rows in order (blocks in
     // order on one thread), so that the result does not depend on the thread count.
     std::vector<double> gainSum(static_cast<std::size_t>(width), 0.0), biasSum(static_cast<std::size_t>(width), 0.0);
-    cpu::forRowBlocks<2, 0>(rows, width, {&x, &dy}, {}, false,
+    cpu::forRowBlocks<2, 0>(rows, width, cpu::rowsPerBlock(width), {&x, &dy}, {}, false,
                             [&](auto in, auto, std::int64_t first, std::int64_t count) {
                                 for (std::int64_t i = 0; i < count; ++i) {
                                     const std::int64_t r = first + i;
@@ -118,7 +119,7 @@ void CpuBackend::rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor
         if (dbias)
             dbias->f32()[c] = static_cast<float>(biasSum[c]);
     }
-    cpu::forRowBlocks<2, 1>(rows, width, {&x, &dy}, {&dx}, true,
+    cpu::forRowBlocks<2, 1>(rows, width, cpu::rowsPerBlock(width), {&x, &dy}, {&dx}, true,
                             [&](auto in, auto out, std::int64_t first, std::int64_t count) {
                                 for (std::int64_t i = 0; i < count; ++i) {
                                     const float* row = in[0] + i * width;

@@ -65,11 +65,11 @@ LossResult CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& l
     };
     if (dlogits)
         cpu::forRowBlocks<1, 1>(
-            batch, classes, {&logits}, {dlogits}, true,
+            batch, classes, cpu::rowsPerBlock(classes), {&logits}, {dlogits}, true,
             [&](auto in, auto out, std::int64_t first, std::int64_t count) { rows(in[0], out[0], first, count); });
     else
         cpu::forRowBlocks<1, 0>(
-            batch, classes, {&logits}, {}, true,
+            batch, classes, cpu::rowsPerBlock(classes), {&logits}, {}, true,
             [&](auto in, auto, std::int64_t first, std::int64_t count) { rows(in[0], nullptr, first, count); });
     double lossSum = 0;
     std::int64_t correct = 0;
