@@ -9,6 +9,7 @@
 #include "engine/util/check.h"
 
 #include <cmath>
+#include <omp.h>
 #include <vector>
 
 namespace mantissa {
@@ -52,6 +53,30 @@ RowStatistics roundedStatistics(RowNormKind kind, const float* row, std::int64_t
     }
     const float variance = r(squares / n);
     return {mean, r(1.0f / r(std::sqrt(r(variance + r(epsilon)))))};
+}
+
+// The gain's and bias's gradients sum over rows: per-column double sums, rows in order, so
+// that the result does not depend on the thread count. The threads split the columns (each
+// reads and widens only its slice of every row), which keeps that order and runs in parallel.
+void parameterGradientSums(const Tensor& x, const Tensor& dy, const float* means, const float* invStds,
+                           std::int64_t rows, std::int64_t width, double* gainSum, double* biasSum)
+{
+#pragma omp parallel if (rows * width > 65536)
+    {
+        const std::int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+        const std::int64_t begin = width * thread / threads, end = width * (thread + 1) / threads;
+        const auto slice = static_cast<std::size_t>(end - begin);
+        std::vector<float> xScratch(slice), dyScratch(slice);
+        for (std::int64_t r = 0; r < rows && slice > 0; ++r) {
+            const auto offset = static_cast<std::size_t>(r * width + begin);
+            const float* row = cpu::floatsOf(x, offset, slice, xScratch.data());
+            const float* grad = cpu::floatsOf(dy, offset, slice, dyScratch.data());
+            for (std::size_t c = 0; c < slice; ++c) {
+                gainSum[begin + c] += static_cast<double>(grad[c]) * ((row[c] - means[r]) * invStds[r]);
+                biasSum[begin + c] += grad[c];
+            }
+        }
+    }
 }
 
 } // namespace
@@ -99,21 +124,8 @@ void CpuBackend::rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor
     const float* gamma = gain.f32();
     const float* means = mean.f32();
     const float* invStds = invStd.f32();
-    // Parameter gradients sum over rows: per-column double sums, rows in order (blocks in
-    // order on one thread), so that the result does not depend on the thread count.
     std::vector<double> gainSum(static_cast<std::size_t>(width), 0.0), biasSum(static_cast<std::size_t>(width), 0.0);
-    cpu::forRowBlocks<2, 0>(rows, width, cpu::rowsPerBlock(width), {&x, &dy}, {}, false,
-                            [&](auto in, auto, std::int64_t first, std::int64_t count) {
-                                for (std::int64_t i = 0; i < count; ++i) {
-                                    const std::int64_t r = first + i;
-                                    const float* row = in[0] + i * width;
-                                    const float* grad = in[1] + i * width;
-                                    for (std::int64_t c = 0; c < width; ++c) {
-                                        gainSum[c] += static_cast<double>(grad[c]) * ((row[c] - means[r]) * invStds[r]);
-                                        biasSum[c] += grad[c];
-                                    }
-                                }
-                            });
+    parameterGradientSums(x, dy, means, invStds, rows, width, gainSum.data(), biasSum.data());
     for (std::int64_t c = 0; c < width; ++c) {
         dgain.f32()[c] = static_cast<float>(gainSum[c]);
         if (dbias)
