@@ -305,7 +305,8 @@ public:
     // NaN (inf - inf), for real.
     virtual void softmaxForward(const Tensor& scores, Tensor& probs, std::int64_t queries, std::int64_t keys,
                                 bool causal, DType arithmetic) = 0;
-    // dscores = probs * (dprobs - sum over the row of dprobs * probs), in fp32.
+    // dscores = probs * (dprobs - sum over the row of dprobs * probs), in fp32, rounded once
+    // into dscores' type (which may differ from dprobs': attention takes it in the compute type).
     virtual void softmaxBackward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores, std::int64_t keys) = 0;
 
     // --- loss ---------------------------------------------------------------------------

@@ -5,10 +5,11 @@
 // measured fp16 outcomes depend on every rounded value, and no transformer uses them.
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_chunks.h"
-#include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/onednn_gelu.h"
+#include "engine/backend/cpu/row_chunks.h"
 #include "engine/util/check.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mantissa {
@@ -79,20 +80,35 @@ void backwardLoop(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx
     }
 }
 
+// The non-native GELU (fp16, or bf16 where oneDNN has no vectorised bf16 kernel) runs oneDNN's
+// fp32 kernel on blocks of 16K values widened in cache (row_chunks.h with rows of one value), a
+// call per block on each thread of the team; GELU is element-wise, so the blocks do not change
+// any value. Returns the block length, its primitives (and the shorter last block's) built.
+std::int64_t prepareGeluBlocks(cpu::OneDnnGelu& gelu, std::int64_t n)
+{
+    constexpr std::int64_t kBlock = 16384;
+    gelu.prepare(false, std::min(n, kBlock));
+    if (n > kBlock && n % kBlock != 0)
+        gelu.prepare(false, n % kBlock);
+    return kBlock;
+}
+
 } // namespace
 
 void CpuBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
 {
     MANTISSA_ASSERT(x.numel() == y.numel());
     if (kind == Activation::Gelu) {
+        const auto n = static_cast<std::int64_t>(x.numel());
         if (x.dtype() == DType::BF16 && y.dtype() == DType::BF16 && m_gelu->runsBf16()) {
-            m_gelu->forward(true, static_cast<std::int64_t>(x.numel()), x.data(), y.data());
+            m_gelu->prepare(true, n);
+            m_gelu->forward(true, n, x.data(), y.data());
             return;
         }
-        cpu::FloatInput fx(x);
-        cpu::FloatOutput fy(y);
-        m_gelu->forward(false, static_cast<std::int64_t>(fx.size()), fx.data(), fy.data());
-        fy.commit();
+        const std::int64_t block = prepareGeluBlocks(*m_gelu, n);
+        cpu::forRowBlocks<1, 1>(
+            n, 1, block, {&x}, {&y}, true,
+            [&](auto in, auto out, std::int64_t, std::int64_t count) { m_gelu->forward(false, count, in[0], out[0]); });
         return;
     }
     switch (kind) {
@@ -110,14 +126,15 @@ void CpuBackend::activationBackward(Activation kind, const Tensor& x, const Tens
         const auto n = static_cast<std::int64_t>(dy.numel());
         const auto bf16 = [](const Tensor& t) { return t.dtype() == DType::BF16; };
         if (bf16(x) && bf16(dy) && bf16(dx) && m_gelu->runsBf16()) {
+            m_gelu->prepare(true, n);
             m_gelu->backward(true, n, x.data(), dy.data(), dx.data());
             return;
         }
-        cpu::FloatInput fx(x);
-        cpu::FloatInput fdy(dy);
-        cpu::FloatOutput fdx(dx);
-        m_gelu->backward(false, n, fx.data(), fdy.data(), fdx.data());
-        fdx.commit();
+        const std::int64_t block = prepareGeluBlocks(*m_gelu, n);
+        cpu::forRowBlocks<2, 1>(n, 1, block, {&x, &dy}, {&dx}, true,
+                                [&](auto in, auto out, std::int64_t, std::int64_t count) {
+                                    m_gelu->backward(false, count, in[0], in[1], out[0]);
+                                });
         return;
     }
     switch (kind) {

@@ -7,6 +7,7 @@
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/onednn_matmul.h"
 #include "engine/backend/cpu/onednn_softmax.h"
+#include "engine/backend/cpu/row_chunks.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -89,6 +90,18 @@ void softmaxRow(const float* s, float* p, std::int64_t visible, std::int64_t key
         p[j] = 0.0f;
 }
 
+// Rows per oneDNN softmax call: 16K floats (64 KiB an operand) stay in L2 and make each
+// call's fixed cost small against its work.
+constexpr std::size_t kSoftmaxBlockFloats = 16384;
+
+// The primitives for whole blocks and for the shorter last one.
+void prepareSoftmax(cpu::OneDnnSoftmax& softmax, std::int64_t rows, std::int64_t keys, std::int64_t blockRows)
+{
+    softmax.prepare(std::min(rows, blockRows), keys);
+    if (rows > blockRows && rows % blockRows != 0)
+        softmax.prepare(rows % blockRows, keys);
+}
+
 } // namespace
 
 void CpuBackend::softmaxForward(const Tensor& scores, Tensor& probs, std::int64_t queries, std::int64_t keys,
@@ -96,47 +109,47 @@ void CpuBackend::softmaxForward(const Tensor& scores, Tensor& probs, std::int64_
 {
     MANTISSA_ASSERT(scores.numel() == probs.numel() && scores.numel() % (queries * keys) == 0);
     MANTISSA_ASSERT(!causal || queries <= keys);
-    cpu::FloatInput fs(scores);
-    cpu::FloatOutput fp(probs);
-    const float* in = fs.data();
-    float* out = fp.data();
     const std::int64_t rows = scores.numel() / keys;
     // A causal query sees itself and the keys before it (keys - queries more when the keys are
     // longer, as with a cache; here they are equal).
     const auto visibleKeys = [&](std::int64_t row) { return causal ? (row % queries) + 1 + (keys - queries) : keys; };
     if (arithmetic == DType::F32) {
+        const std::int64_t blockRows = cpu::rowsPerBlock(keys, kSoftmaxBlockFloats);
+        prepareSoftmax(*m_softmax, rows, keys, blockRows);
         // Hidden keys become -inf, so oneDNN's softmax gives them exactly 0 and never reads them.
-#pragma omp parallel for schedule(static) if (scores.numel() > 65536)
-        for (std::int64_t r = 0; r < rows; ++r) {
-            const std::int64_t visible = visibleKeys(r);
-            const float* src = in + r * keys;
-            float* dst = out + r * keys;
-            for (std::int64_t j = 0; j < visible; ++j)
-                dst[j] = src[j];
-            for (std::int64_t j = visible; j < keys; ++j)
-                dst[j] = -std::numeric_limits<float>::infinity();
-        }
-        m_softmax->forward(rows, keys, out);
+        cpu::forRowBlocks<1, 1>(rows, keys, blockRows, {&scores}, {&probs}, true,
+                                [&](auto in, auto out, std::int64_t first, std::int64_t count) {
+                                    for (std::int64_t i = 0; i < count; ++i) {
+                                        const std::int64_t visible = visibleKeys(first + i);
+                                        const float* src = in[0] + i * keys;
+                                        float* dst = out[0] + i * keys;
+                                        for (std::int64_t j = 0; j < visible; ++j)
+                                            dst[j] = src[j];
+                                        for (std::int64_t j = visible; j < keys; ++j)
+                                            dst[j] = -std::numeric_limits<float>::infinity();
+                                    }
+                                    m_softmax->forward(count, keys, out[0]);
+                                });
     } else {
-#pragma omp parallel for schedule(static) if (scores.numel() > 65536)
-        for (std::int64_t r = 0; r < rows; ++r)
-            softmaxRow(in + r * keys, out + r * keys, visibleKeys(r), keys,
-                       [arithmetic](float v) { return roundToDType(v, arithmetic); });
+        cpu::forRowBlocks<1, 1>(rows, keys, cpu::rowsPerBlock(keys), {&scores}, {&probs}, true,
+                                [&](auto in, auto out, std::int64_t first, std::int64_t count) {
+                                    for (std::int64_t i = 0; i < count; ++i)
+                                        softmaxRow(in[0] + i * keys, out[0] + i * keys, visibleKeys(first + i), keys,
+                                                   [arithmetic](float v) { return roundToDType(v, arithmetic); });
+                                });
     }
-    fp.commit();
 }
 
 void CpuBackend::softmaxBackward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores, std::int64_t keys)
 {
     MANTISSA_ASSERT(probs.numel() == dprobs.numel() && dscores.numel() == probs.numel() && probs.numel() % keys == 0);
-    cpu::FloatInput fp(probs);
-    cpu::FloatInput fdp(dprobs);
-    cpu::FloatOutput fds(dscores);
-    const float* p = fp.data();
-    const float* dp = fdp.data();
-    float* ds = fds.data();
-    m_softmax->backward(probs.numel() / keys, keys, p, dp, ds);
-    fds.commit();
+    const std::int64_t rows = probs.numel() / keys;
+    const std::int64_t blockRows = cpu::rowsPerBlock(keys, kSoftmaxBlockFloats);
+    prepareSoftmax(*m_softmax, rows, keys, blockRows);
+    cpu::forRowBlocks<2, 1>(rows, keys, blockRows, {&probs, &dprobs}, {&dscores}, true,
+                            [&](auto in, auto out, std::int64_t, std::int64_t count) {
+                                m_softmax->backward(count, keys, in[0], in[1], out[0]);
+                            });
 }
 
 } // namespace mantissa

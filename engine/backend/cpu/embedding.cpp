@@ -3,6 +3,7 @@
 // data (a corpus with more symbols than the vocabulary), which the user can cause and fix.
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
+#include "engine/backend/cpu/row_chunks.h"
 #include "engine/util/check.h"
 #include "engine/util/format_number.h"
 
@@ -44,12 +45,18 @@ void CpuBackend::embeddingForward(const Tensor& ids, const Tensor& table, Tensor
             std::memcpy(dst + r * rowBytes, src + static_cast<std::int64_t>(id[r]) * rowBytes, rowBytes);
         return;
     }
-    cpu::FloatInput ft(table);
-    cpu::FloatOutput fy(y);
-    for (std::int64_t r = 0; r < rows; ++r)
-        std::memcpy(fy.data() + r * width, ft.data() + static_cast<std::int64_t>(id[r]) * width,
-                    static_cast<std::size_t>(width) * sizeof(float));
-    fy.commit();
+    // Row by row: a 16-bit table row is widened straight into y's fp32 slot, an fp32 one is
+    // copied there, and the slot is rounded into y.
+    std::vector<float> scratch(static_cast<std::size_t>(width));
+    const auto rowFloats = static_cast<std::size_t>(width);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const auto begin = static_cast<std::size_t>(r * width);
+        float* slot = cpu::floatSlot(y, begin, scratch.data());
+        const float* row = cpu::floatsOf(table, static_cast<std::size_t>(id[r]) * rowFloats, rowFloats, slot);
+        if (row != slot)
+            std::memcpy(slot, row, rowFloats * sizeof(float));
+        cpu::storeFloats(y, begin, rowFloats, slot);
+    }
 }
 
 void CpuBackend::embeddingBackward(const Tensor& ids, const Tensor& dy, Tensor& dtable, bool accumulate)
@@ -58,54 +65,58 @@ void CpuBackend::embeddingBackward(const Tensor& ids, const Tensor& dy, Tensor& 
     const std::int64_t vocabulary = dtable.shape()[0], width = dtable.shape()[1];
     const std::int64_t rows = ids.numel();
     MANTISSA_ASSERT(dy.numel() == rows * width);
-    cpu::FloatInput fdy(dy);
+    for (std::int64_t r = 0; r < rows; ++r)
+        tokenAt(ids.f32(), r, vocabulary); // checked here: an exception cannot leave the loop's parallel region
     cpu::FloatOutput fdt(dtable, accumulate);
     float* out = fdt.data();
     if (!accumulate)
         std::fill_n(out, fdt.size(), 0.0f);
-    // Rows in order, one thread: a token that appears many times sums its rows in a fixed
-    // order, so the gradient does not depend on the thread count.
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int64_t token = tokenAt(ids.f32(), r, vocabulary);
-        const float* g = fdy.data() + r * width;
-        float* dst = out + token * width;
-        for (std::int64_t c = 0; c < width; ++c)
-            dst[c] += g[c];
-    }
+    // Rows in order, one thread (blocks of dy widened in cache, in order): a token that appears
+    // many times sums its rows in a fixed order, so the gradient does not depend on the thread count.
+    cpu::forRowBlocks<1, 0>(rows, width, cpu::rowsPerBlock(width), {&dy}, {}, false,
+                            [&](auto in, auto, std::int64_t first, std::int64_t count) {
+                                for (std::int64_t i = 0; i < count; ++i) {
+                                    const auto token = static_cast<std::int64_t>(ids.f32()[first + i]);
+                                    const float* g = in[0] + i * width;
+                                    float* dst = out + token * width;
+                                    for (std::int64_t c = 0; c < width; ++c)
+                                        dst[c] += g[c];
+                                }
+                            });
     fdt.commit();
 }
 
 void CpuBackend::addBroadcast(const Tensor& x, const Tensor& table, Tensor& y, std::int64_t period)
 {
     MANTISSA_ASSERT(x.numel() == y.numel() && period >= 1 && x.numel() % period == 0 && period <= table.numel());
-    cpu::FloatInput fx(x);
+    // The table is small (one sample's values); x and y go a block of samples at a time.
     cpu::FloatInput ft(table);
-    cpu::FloatOutput fy(y);
-    const float* in = fx.data();
     const float* add = ft.data();
-    float* out = fy.data();
     const std::int64_t samples = x.numel() / period;
-#pragma omp parallel for schedule(static) if (x.numel() > 65536)
-    for (std::int64_t s = 0; s < samples; ++s)
-        for (std::int64_t i = 0; i < period; ++i)
-            out[s * period + i] = in[s * period + i] + add[i];
-    fy.commit();
+    cpu::forRowBlocks<1, 1>(samples, period, cpu::rowsPerBlock(period), {&x}, {&y}, true,
+                            [&](auto in, auto out, std::int64_t, std::int64_t count) {
+                                for (std::int64_t s = 0; s < count; ++s)
+                                    for (std::int64_t i = 0; i < period; ++i)
+                                        out[0][s * period + i] = in[0][s * period + i] + add[i];
+                            });
 }
 
 void CpuBackend::addBroadcastBackward(const Tensor& dy, Tensor& dtable, std::int64_t period)
 {
     MANTISSA_ASSERT(period >= 1 && dy.numel() % period == 0 && period <= dtable.numel());
-    cpu::FloatInput fdy(dy);
     cpu::FloatOutput fdt(dtable);
-    const float* g = fdy.data();
     float* out = fdt.data();
     std::fill_n(out, fdt.size(), 0.0f);
-    // Samples in order into double sums: the result does not depend on the thread count.
+    // Samples in order into double sums (blocks of dy widened in cache, in order on one
+    // thread): the result does not depend on the thread count.
     std::vector<double> sums(static_cast<std::size_t>(period), 0.0);
     const std::int64_t samples = dy.numel() / period;
-    for (std::int64_t s = 0; s < samples; ++s)
-        for (std::int64_t i = 0; i < period; ++i)
-            sums[static_cast<std::size_t>(i)] += g[s * period + i];
+    cpu::forRowBlocks<1, 0>(samples, period, cpu::rowsPerBlock(period), {&dy}, {}, false,
+                            [&](auto in, auto, std::int64_t, std::int64_t count) {
+                                for (std::int64_t s = 0; s < count; ++s)
+                                    for (std::int64_t i = 0; i < period; ++i)
+                                        sums[static_cast<std::size_t>(i)] += in[0][s * period + i];
+                            });
     for (std::int64_t i = 0; i < period; ++i)
         out[i] = static_cast<float>(sums[static_cast<std::size_t>(i)]);
     fdt.commit();

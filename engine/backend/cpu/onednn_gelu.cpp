@@ -1,5 +1,7 @@
 #include "engine/backend/cpu/onednn_gelu.h"
 
+#include "engine/util/check.h"
+
 #include <string>
 
 namespace mantissa::cpu {
@@ -33,42 +35,50 @@ bool OneDnnGelu::runsBf16()
     return *m_bf16Vectorised;
 }
 
-void OneDnnGelu::forward(bool bf16, std::int64_t n, const void* x, void* y)
+void OneDnnGelu::prepare(bool bf16, std::int64_t n)
 {
-    if (n == 0)
-        return;
     const Key key{bf16, n};
-    auto found = m_forward.find(key);
-    if (found == m_forward.end()) {
-        const auto pd = forwardDesc(bf16, n);
-        m_runtime.noteImplementation(bf16 ? "bf16 gelu" : "fp32 gelu", pd.impl_info_str());
-        found = m_forward.emplace(key, dnnl::eltwise_forward(pd)).first;
-    }
+    if (n == 0 || m_forward.count(key))
+        return;
+    const auto pd = forwardDesc(bf16, n);
     const auto md = vectorDesc(bf16, n);
-    dnnl::engine& eng = m_runtime.engine();
-    // oneDNN reads the source through this handle and never writes it.
-    found->second.execute(m_runtime.stream(), {{DNNL_ARG_SRC, dnnl::memory(md, eng, const_cast<void*>(x))},
-                                               {DNNL_ARG_DST, dnnl::memory(md, eng, y)}});
-    m_runtime.stream().wait();
+    const dnnl::eltwise_backward::desc desc(dnnl::algorithm::eltwise_gelu_erf, md, md);
+    const dnnl::eltwise_backward::primitive_desc backwardPd(desc, m_runtime.engine(), pd);
+    // Concurrent executions of one primitive would share a scratchpad.
+    MANTISSA_ASSERT(pd.scratchpad_desc().get_size() == 0 && backwardPd.scratchpad_desc().get_size() == 0);
+    m_runtime.noteImplementation(bf16 ? "bf16 gelu" : "fp32 gelu", pd.impl_info_str());
+    m_forward.emplace(key, dnnl::eltwise_forward(pd));
+    m_backward.emplace(key, dnnl::eltwise_backward(backwardPd));
 }
 
-void OneDnnGelu::backward(bool bf16, std::int64_t n, const void* x, const void* dy, void* dx)
+void OneDnnGelu::forward(bool bf16, std::int64_t n, const void* x, void* y) const
 {
     if (n == 0)
         return;
-    const Key key{bf16, n};
+    const auto found = m_forward.find({bf16, n});
+    MANTISSA_ASSERT(found != m_forward.end()); // prepare() first
     const auto md = vectorDesc(bf16, n);
-    auto found = m_backward.find(key);
-    if (found == m_backward.end()) {
-        const dnnl::eltwise_backward::desc desc(dnnl::algorithm::eltwise_gelu_erf, md, md);
-        const dnnl::eltwise_backward::primitive_desc pd(desc, m_runtime.engine(), forwardDesc(bf16, n));
-        found = m_backward.emplace(key, dnnl::eltwise_backward(pd)).first;
-    }
     dnnl::engine& eng = m_runtime.engine();
-    found->second.execute(m_runtime.stream(), {{DNNL_ARG_SRC, dnnl::memory(md, eng, const_cast<void*>(x))},
-                                               {DNNL_ARG_DIFF_DST, dnnl::memory(md, eng, const_cast<void*>(dy))},
-                                               {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng, dx)}});
-    m_runtime.stream().wait();
+    dnnl::stream stream(eng); // a stream is not shared between threads
+    // oneDNN reads the source through this handle and never writes it.
+    found->second.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(md, eng, const_cast<void*>(x))},
+                                   {DNNL_ARG_DST, dnnl::memory(md, eng, y)}});
+    stream.wait();
+}
+
+void OneDnnGelu::backward(bool bf16, std::int64_t n, const void* x, const void* dy, void* dx) const
+{
+    if (n == 0)
+        return;
+    const auto found = m_backward.find({bf16, n});
+    MANTISSA_ASSERT(found != m_backward.end()); // prepare() first
+    const auto md = vectorDesc(bf16, n);
+    dnnl::engine& eng = m_runtime.engine();
+    dnnl::stream stream(eng);
+    found->second.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(md, eng, const_cast<void*>(x))},
+                                   {DNNL_ARG_DIFF_DST, dnnl::memory(md, eng, const_cast<void*>(dy))},
+                                   {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng, dx)}});
+    stream.wait();
 }
 
 } // namespace mantissa::cpu

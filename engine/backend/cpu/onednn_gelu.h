@@ -20,10 +20,14 @@ public:
     // Whether oneDNN runs GELU on bf16 data with a vectorised kernel here.
     bool runsBf16();
 
-    // y = gelu(x) over n values, both bf16 (`bf16`) or both fp32.
-    void forward(bool bf16, std::int64_t n, const void* x, void* y);
-    // dx = dy * gelu'(x); all three bf16 (`bf16`) or all fp32.
-    void backward(bool bf16, std::int64_t n, const void* x, const void* dy, void* dx);
+    // Builds the forward and backward primitives for n values: before threads run them, as the
+    // cache of primitives is not thread-safe (running a built one is; they need no scratchpad).
+    void prepare(bool bf16, std::int64_t n);
+
+    // y = gelu(x) over n values (prepared), both bf16 (`bf16`) or both fp32; any thread may call it.
+    void forward(bool bf16, std::int64_t n, const void* x, void* y) const;
+    // dx = dy * gelu'(x); all three bf16 (`bf16`) or all fp32; any thread may call it.
+    void backward(bool bf16, std::int64_t n, const void* x, const void* dy, void* dx) const;
 
 private:
     using Key = std::pair<bool, std::int64_t>;

@@ -1,5 +1,7 @@
 #include "engine/backend/cpu/onednn_softmax.h"
 
+#include "engine/util/check.h"
+
 namespace mantissa::cpu {
 
 namespace {
@@ -17,40 +19,51 @@ dnnl::softmax_forward::primitive_desc OneDnnSoftmax::forwardDesc(std::int64_t ro
     return {desc, m_runtime.engine()};
 }
 
-void OneDnnSoftmax::forward(std::int64_t rows, std::int64_t cols, float* data)
+void OneDnnSoftmax::prepare(std::int64_t rows, std::int64_t cols)
 {
     if (rows == 0 || cols == 0)
         return;
     const Key key{rows, cols};
-    auto found = m_forward.find(key);
-    if (found == m_forward.end()) {
-        const auto pd = forwardDesc(rows, cols);
-        m_runtime.noteImplementation("fp32 softmax", pd.impl_info_str());
-        found = m_forward.emplace(key, dnnl::softmax_forward(pd)).first;
-    }
-    const dnnl::memory buffer(rowsDesc(rows, cols), m_runtime.engine(), data);
-    found->second.execute(m_runtime.stream(), {{DNNL_ARG_SRC, buffer}, {DNNL_ARG_DST, buffer}});
-    m_runtime.stream().wait();
+    if (m_forward.count(key))
+        return;
+    const auto pd = forwardDesc(rows, cols);
+    const auto md = rowsDesc(rows, cols);
+    const dnnl::softmax_backward::desc desc(md, md, 1);
+    const dnnl::softmax_backward::primitive_desc backwardPd(desc, m_runtime.engine(), pd);
+    // Concurrent executions of one primitive would share a scratchpad (see the header).
+    MANTISSA_ASSERT(pd.scratchpad_desc().get_size() == 0 && backwardPd.scratchpad_desc().get_size() == 0);
+    m_runtime.noteImplementation("fp32 softmax", pd.impl_info_str());
+    m_forward.emplace(key, dnnl::softmax_forward(pd));
+    m_backward.emplace(key, dnnl::softmax_backward(backwardPd));
 }
 
-void OneDnnSoftmax::backward(std::int64_t rows, std::int64_t cols, const float* p, const float* dp, float* ds)
+void OneDnnSoftmax::forward(std::int64_t rows, std::int64_t cols, float* data) const
 {
     if (rows == 0 || cols == 0)
         return;
-    const Key key{rows, cols};
-    const auto md = rowsDesc(rows, cols);
-    auto found = m_backward.find(key);
-    if (found == m_backward.end()) {
-        const dnnl::softmax_backward::desc desc(md, md, 1);
-        const dnnl::softmax_backward::primitive_desc pd(desc, m_runtime.engine(), forwardDesc(rows, cols));
-        found = m_backward.emplace(key, dnnl::softmax_backward(pd)).first;
-    }
+    const auto found = m_forward.find({rows, cols});
+    MANTISSA_ASSERT(found != m_forward.end()); // prepare() first
     dnnl::engine& eng = m_runtime.engine();
+    dnnl::stream stream(eng); // a stream is not shared between threads
+    const dnnl::memory buffer(rowsDesc(rows, cols), eng, data);
+    found->second.execute(stream, {{DNNL_ARG_SRC, buffer}, {DNNL_ARG_DST, buffer}});
+    stream.wait();
+}
+
+void OneDnnSoftmax::backward(std::int64_t rows, std::int64_t cols, const float* p, const float* dp, float* ds) const
+{
+    if (rows == 0 || cols == 0)
+        return;
+    const auto found = m_backward.find({rows, cols});
+    MANTISSA_ASSERT(found != m_backward.end()); // prepare() first
+    const auto md = rowsDesc(rows, cols);
+    dnnl::engine& eng = m_runtime.engine();
+    dnnl::stream stream(eng);
     // oneDNN reads the probabilities and their gradient through these handles, never writing them.
-    found->second.execute(m_runtime.stream(), {{DNNL_ARG_DST, dnnl::memory(md, eng, const_cast<float*>(p))},
-                                               {DNNL_ARG_DIFF_DST, dnnl::memory(md, eng, const_cast<float*>(dp))},
-                                               {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng, ds)}});
-    m_runtime.stream().wait();
+    found->second.execute(stream, {{DNNL_ARG_DST, dnnl::memory(md, eng, const_cast<float*>(p))},
+                                   {DNNL_ARG_DIFF_DST, dnnl::memory(md, eng, const_cast<float*>(dp))},
+                                   {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng, ds)}});
+    stream.wait();
 }
 
 } // namespace mantissa::cpu

@@ -1,8 +1,12 @@
 #pragma once
-// Softmax over the rows of an fp32 [rows, cols] buffer through oneDNN, forward in place and
-// backward, vectorised and spread over the OpenMP team: attention's fp32 softmax, where
-// libm's scalar expf was a tenth of a transformer's step. The caller masks a causal row by
-// writing -inf where a key is hidden (exp(-inf) = 0, exactly the probability it must get).
+// Softmax over the rows of fp32 [rows, cols] blocks through oneDNN, forward in place and
+// backward, vectorised: attention's fp32 softmax, where libm's scalar expf was a tenth of a
+// transformer's step. The caller masks a causal row by writing -inf where a key is hidden
+// (exp(-inf) = 0, exactly the probability it must get). Blocks run concurrently on the threads
+// of an OpenMP team, each a few rows converted from and to 16-bit in cache (row_chunks.h):
+// oneDNN runs a primitive on the calling thread inside a parallel region, a row's result does
+// not depend on how many rows its block has, and these primitives need no scratchpad, which is
+// the only state that executions of one primitive would share.
 #include "engine/backend/cpu/onednn_runtime.h"
 
 #include <cstdint>
@@ -15,10 +19,14 @@ class OneDnnSoftmax {
 public:
     explicit OneDnnSoftmax(OneDnnRuntime& runtime) : m_runtime(runtime) {}
 
-    // data = softmax(data) along each row.
-    void forward(std::int64_t rows, std::int64_t cols, float* data);
-    // ds = p * (dp - sum over the row of dp * p).
-    void backward(std::int64_t rows, std::int64_t cols, const float* p, const float* dp, float* ds);
+    // Builds the primitives for blocks of `rows` rows, before threads run them: the cache of
+    // primitives is not thread-safe, running a built one is.
+    void prepare(std::int64_t rows, std::int64_t cols);
+
+    // data = softmax(data) along each row of a prepared block; any thread may call it.
+    void forward(std::int64_t rows, std::int64_t cols, float* data) const;
+    // ds = p * (dp - sum over the row of dp * p), over a prepared block; any thread may call it.
+    void backward(std::int64_t rows, std::int64_t cols, const float* p, const float* dp, float* ds) const;
 
 private:
     using Key = std::pair<std::int64_t, std::int64_t>;

@@ -27,15 +27,6 @@ std::uint64_t nameHash(const std::string& name)
     return h;
 }
 
-Tensor inType(Backend& backend, const Tensor& t, DType type)
-{
-    if (t.dtype() == type)
-        return t;
-    Tensor converted = backend.empty(t.shape(), type);
-    backend.cast(t, converted);
-    return converted;
-}
-
 } // namespace
 
 Attention::Attention(std::int64_t width, std::int64_t heads, std::int64_t tokens, bool causal,
@@ -147,10 +138,10 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
         dProbs = be.empty(dDropped.shape(), scoresType());
         be.dropoutBackward(dDropped, saved.mask, dProbs);
     }
-    Tensor dScores = be.empty(dProbs.shape(), scoresType());
-    be.softmaxBackward(saved.probs, dProbs, dScores, tokens);
-    // The GEMMs take the score gradient in the compute type, as they take every input.
-    const Tensor dS = inType(be, dScores, computeType());
+    // The GEMMs take the score gradient in the compute type, as they take every input: the
+    // softmax's fp32 result is rounded straight into it (the same one rounding as a cast).
+    Tensor dS = be.empty(dProbs.shape(), computeType());
+    be.softmaxBackward(saved.probs, dProbs, dS, tokens);
     const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
     Tensor dq = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
     be.gemmStridedBatched(Transpose::No, Transpose::No, tokens, m_headDim, tokens, scale, dS, planeStride, saved.k,
