@@ -227,19 +227,33 @@ void avgPoolBackwardPlane(const float* dy, const PoolGeometry& g, const std::vec
     }
 }
 
+// f(p, in, out, scratch) for every plane p of the batch: `in` holds plane p of `input` (inSize
+// values) as fp32, `out` takes plane p of `output` (outSize values) and is rounded into it
+// afterwards, `scratch` is the thread's own `scratchSize` floats. A 16-bit plane is widened
+// into, and rounded from, the thread's buffers (float_chunks.h) rather than whole-tensor fp32
+// copies; fp32 planes are used in place.
+template <typename F>
+void forEachPlane(const Tensor& input, std::int64_t inSize, Tensor& output, std::int64_t outSize, std::int64_t planes,
+                  std::int64_t scratchSize, F f)
+{
+#pragma omp parallel if (planes * std::max(inSize, outSize) > 65536)
+    {
+        std::vector<float> in(static_cast<std::size_t>(inSize)), out(static_cast<std::size_t>(outSize));
+        std::vector<float> scratch(static_cast<std::size_t>(scratchSize));
+#pragma omp for schedule(static)
+        for (std::int64_t p = 0; p < planes; ++p) {
+            const auto inAt = static_cast<std::size_t>(p * inSize), outAt = static_cast<std::size_t>(p * outSize);
+            const float* values = cpu::floatsOf(input, inAt, static_cast<std::size_t>(inSize), in.data());
+            float* results = cpu::floatSlot(output, outAt, out.data());
+            f(p, values, results, scratch.data());
+            cpu::storeFloats(output, outAt, static_cast<std::size_t>(outSize), results);
+        }
+    }
+}
+
 } // namespace
 
 // --- public ops -------------------------------------------------------------------------------
-
-// Each thread reads its planes in their storage type: a 16-bit plane is widened into the
-// thread's buffer and an output plane rounded from it (float_chunks.h), instead of whole-tensor
-// fp32 copies. fp32 planes are used in place.
-struct PlaneBuffers {
-    PlaneBuffers(std::int64_t in, std::int64_t out)
-        : input(static_cast<std::size_t>(in)), output(static_cast<std::size_t>(out))
-    {}
-    std::vector<float> input, output;
-};
 
 void CpuBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g)
 {
@@ -249,19 +263,10 @@ void CpuBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, cons
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
     float* pa = argmax.f32();
     const auto columns = columnRanges(g);
-#pragma omp parallel if (planes * in > 65536)
-    {
-        std::vector<float> scratch(static_cast<std::size_t>(2 * (g.outW + 8)));
-        PlaneBuffers buffers(in, out);
-#pragma omp for schedule(static)
-        for (std::int64_t p = 0; p < planes; ++p) {
-            const auto inAt = static_cast<std::size_t>(p * in), outAt = static_cast<std::size_t>(p * out);
-            const float* px = cpu::floatsOf(x, inAt, static_cast<std::size_t>(in), buffers.input.data());
-            float* py = cpu::floatSlot(y, outAt, buffers.output.data());
-            maxPoolPlane(px, g, columns, scratch.data(), py, pa + p * out);
-            cpu::storeFloats(y, outAt, static_cast<std::size_t>(out), py);
-        }
-    }
+    forEachPlane(x, in, y, out, planes, 2 * (g.outW + 8),
+                 [&](std::int64_t p, const float* px, float* py, float* scratch) {
+                     maxPoolPlane(px, g, columns, scratch, py, pa + p * out);
+                 });
 }
 
 void CpuBackend::maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g)
@@ -270,21 +275,12 @@ void CpuBackend::maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor&
     MANTISSA_ASSERT(argmax.dtype() == DType::F32 && argmax.numel() == dy.numel());
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
     const float* pa = argmax.f32();
-#pragma omp parallel if (planes * in > 65536)
-    {
-        PlaneBuffers buffers(out, in);
-#pragma omp for schedule(static)
-        for (std::int64_t p = 0; p < planes; ++p) {
-            const auto inAt = static_cast<std::size_t>(p * in), outAt = static_cast<std::size_t>(p * out);
-            const float* pdy = cpu::floatsOf(dy, outAt, static_cast<std::size_t>(out), buffers.input.data());
-            float* plane = cpu::floatSlot(dx, inAt, buffers.output.data());
-            std::fill_n(plane, in, 0.0f);
-            // Overlapping windows (stride < kernel) may share a winner: gradients add.
-            for (std::int64_t o = 0; o < out; ++o)
-                plane[static_cast<std::int64_t>(pa[p * out + o])] += pdy[o];
-            cpu::storeFloats(dx, inAt, static_cast<std::size_t>(in), plane);
-        }
-    }
+    forEachPlane(dy, out, dx, in, planes, 0, [&](std::int64_t p, const float* pdy, float* plane, float*) {
+        std::fill_n(plane, in, 0.0f);
+        // Overlapping windows (stride < kernel) may share a winner: gradients add.
+        for (std::int64_t o = 0; o < out; ++o)
+            plane[static_cast<std::int64_t>(pa[p * out + o])] += pdy[o];
+    });
 }
 
 void CpuBackend::avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g)
@@ -292,18 +288,8 @@ void CpuBackend::avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& 
     checkGeometry(g, x, y);
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
     const auto columns = columnRanges(g);
-#pragma omp parallel if (planes * in > 65536)
-    {
-        PlaneBuffers buffers(in, out);
-#pragma omp for schedule(static)
-        for (std::int64_t p = 0; p < planes; ++p) {
-            const auto inAt = static_cast<std::size_t>(p * in), outAt = static_cast<std::size_t>(p * out);
-            const float* px = cpu::floatsOf(x, inAt, static_cast<std::size_t>(in), buffers.input.data());
-            float* py = cpu::floatSlot(y, outAt, buffers.output.data());
-            avgPoolPlane(px, g, columns, py);
-            cpu::storeFloats(y, outAt, static_cast<std::size_t>(out), py);
-        }
-    }
+    forEachPlane(x, in, y, out, planes, 0,
+                 [&](std::int64_t, const float* px, float* py, float*) { avgPoolPlane(px, g, columns, py); });
 }
 
 void CpuBackend::avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometry& g)
@@ -311,19 +297,9 @@ void CpuBackend::avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometr
     checkGeometry(g, dx, dy);
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
     const auto columns = columnRanges(g);
-#pragma omp parallel if (planes * in > 65536)
-    {
-        std::vector<float> share(static_cast<std::size_t>(g.outW));
-        PlaneBuffers buffers(out, in);
-#pragma omp for schedule(static)
-        for (std::int64_t p = 0; p < planes; ++p) {
-            const auto inAt = static_cast<std::size_t>(p * in), outAt = static_cast<std::size_t>(p * out);
-            const float* pdy = cpu::floatsOf(dy, outAt, static_cast<std::size_t>(out), buffers.input.data());
-            float* pdx = cpu::floatSlot(dx, inAt, buffers.output.data());
-            avgPoolBackwardPlane(pdy, g, columns, share.data(), pdx);
-            cpu::storeFloats(dx, inAt, static_cast<std::size_t>(in), pdx);
-        }
-    }
+    forEachPlane(dy, out, dx, in, planes, g.outW, [&](std::int64_t, const float* pdy, float* pdx, float* share) {
+        avgPoolBackwardPlane(pdy, g, columns, share, pdx);
+    });
 }
 
 } // namespace mantissa
