@@ -34,6 +34,19 @@ void checkRecipeFits(std::size_t index, const LayerSpec& spec, const Shape& inpu
                               "; keep the layer in bf16 (\"precision\": \"bf16\") or change its width");
 }
 
+// On a GPU the recipes quantise linear layers' operands (Backend::quantizeOperand); cuDNN's
+// convolutions take neither FP8 elements with their scales nor operands of another dtype than
+// their output, so a quantised convolution stays on the CPU for now.
+void checkRecipeRuns(std::size_t index, const LayerSpec& spec, GemmRecipe recipe, const Backend& backend)
+{
+    if (recipe == GemmRecipe::None || spec.type != LayerKind::Conv2d || backend.device().kind == DeviceKind::Cpu)
+        return;
+    throw UnsupportedError("layer " + std::to_string(index) + " (conv2d): precision mode " + gemmRecipeName(recipe) +
+                           " quantises only linear layers on " + backend.name() +
+                           " (its convolutions do not take quantised operands yet); keep the layer in bf16 "
+                           "(\"precision\": \"bf16\") or set training.device to cpu");
+}
+
 } // namespace
 
 Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
@@ -74,6 +87,7 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
             override = LayerPrecision::Bf16;
         const LayerDTypes dtypes = policy.layer(override);
         checkRecipeFits(i, spec.layers[i], layerInput, dtypes.gemmRecipe);
+        checkRecipeRuns(i, spec.layers[i], dtypes.gemmRecipe, backend);
         layer->applyPrecision(policy, dtypes);
         layer->createParameters(backend, dtypes.master, seed);
         m_layers.push_back(std::move(layer));

@@ -21,8 +21,9 @@ bool sameType(const Tensor& a, const Tensor& b, const Tensor& c)
     return a.dtype() == b.dtype() && b.dtype() == c.dtype();
 }
 
-// Scaled operands come only from the per-tensor FP8 recipes, which run on the CPU only
-// (gemm_inputs.cpp refuses them here first); this keeps the contract honest if that changes.
+// Scaled operands come only from the per-tensor FP8 recipes, whose convolutions run on the CPU
+// only (Model refuses a conv2d layer under a recipe on a GPU first); this keeps the contract
+// honest if that changes.
 void refuseScales(OperandScales scales, const char* op)
 {
     if (!scales.unit())
