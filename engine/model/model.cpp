@@ -1,5 +1,6 @@
 #include "engine/model/model.h"
 
+#include "engine/model/gemm_inputs.h"
 #include "engine/model/layer_factory.h"
 #include "engine/model/layers/linear.h"
 #include "engine/model/layers/token_embedding.h"
@@ -34,17 +35,20 @@ void checkRecipeFits(std::size_t index, const LayerSpec& spec, const Shape& inpu
                               "; keep the layer in bf16 (\"precision\": \"bf16\") or change its width");
 }
 
-// On a GPU the recipes quantise linear layers' operands (Backend::quantizeOperand); cuDNN's
-// convolutions take neither FP8 elements with their scales nor operands of another dtype than
-// their output, so a quantised convolution stays on the CPU for now.
-void checkRecipeRuns(std::size_t index, const LayerSpec& spec, GemmRecipe recipe, const Backend& backend)
+// On a GPU the recipes quantise every layer's operands on the device (Backend::quantizeOperand),
+// but cuDNN's convolutions do not take per-tensor FP8 elements with their decode scales
+// (OperandScales): under fp8-hybrid, fp8-e4m3 and fp8-delayed a convolution stays on the CPU
+// for now. The block formats hand over values (scale 1), which cuDNN convolves in fp32.
+void checkRecipeRuns(std::size_t index, const LayerSpec& spec, GemmRecipe recipe, const RecipeOptions& options,
+                     const Backend& backend)
 {
-    if (recipe == GemmRecipe::None || spec.type != LayerKind::Conv2d || backend.device().kind == DeviceKind::Cpu)
+    if (recipe == GemmRecipe::None || spec.type != LayerKind::Conv2d || backend.device().kind == DeviceKind::Cpu ||
+        !multipliesElements(operandFormat(recipe, GemmOperand::Activation, options)))
         return;
     throw UnsupportedError("layer " + std::to_string(index) + " (conv2d): precision mode " + gemmRecipeName(recipe) +
-                           " quantises only linear layers on " + backend.name() +
-                           " (its convolutions do not take quantised operands yet); keep the layer in bf16 "
-                           "(\"precision\": \"bf16\") or set training.device to cpu");
+                           " multiplies FP8 elements with per-tensor scales, which convolutions on " + backend.name() +
+                           " do not take yet; keep the layer in bf16 (\"precision\": \"bf16\"), use a block "
+                           "recipe (fp8-block, mxfp8, ...) or set training.device to cpu");
 }
 
 } // namespace
@@ -87,7 +91,7 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
             override = LayerPrecision::Bf16;
         const LayerDTypes dtypes = policy.layer(override);
         checkRecipeFits(i, spec.layers[i], layerInput, dtypes.gemmRecipe);
-        checkRecipeRuns(i, spec.layers[i], dtypes.gemmRecipe, backend);
+        checkRecipeRuns(i, spec.layers[i], dtypes.gemmRecipe, recipe, backend);
         layer->applyPrecision(policy, dtypes);
         layer->createParameters(backend, dtypes.master, seed);
         m_layers.push_back(std::move(layer));

@@ -22,7 +22,7 @@ bool sameType(const Tensor& a, const Tensor& b, const Tensor& c)
 }
 
 // Scaled operands come only from the per-tensor FP8 recipes, whose convolutions run on the CPU
-// only (Model refuses a conv2d layer under a recipe on a GPU first); this keeps the contract
+// only (Model refuses a conv2d layer under such a recipe on a GPU first); this keeps the contract
 // honest if that changes.
 void refuseScales(OperandScales scales, const char* op)
 {
