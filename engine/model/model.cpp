@@ -1,6 +1,5 @@
 #include "engine/model/model.h"
 
-#include "engine/model/gemm_inputs.h"
 #include "engine/model/layer_factory.h"
 #include "engine/model/layers/linear.h"
 #include "engine/model/layers/token_embedding.h"
@@ -33,22 +32,6 @@ void checkRecipeFits(std::size_t index, const LayerSpec& spec, const Shape& inpu
                               " along K, but its " + field + " (" + std::to_string(width) + ") is not a multiple of " +
                               std::to_string(block) +
                               "; keep the layer in bf16 (\"precision\": \"bf16\") or change its width");
-}
-
-// On a GPU the recipes quantise every layer's operands on the device (Backend::quantizeOperand),
-// but cuDNN's convolutions do not take per-tensor FP8 elements with their decode scales
-// (OperandScales): under fp8-hybrid, fp8-e4m3 and fp8-delayed a convolution stays on the CPU
-// for now. The block formats hand over values (scale 1), which cuDNN convolves in fp32.
-void checkRecipeRuns(std::size_t index, const LayerSpec& spec, GemmRecipe recipe, const RecipeOptions& options,
-                     const Backend& backend)
-{
-    if (recipe == GemmRecipe::None || spec.type != LayerKind::Conv2d || backend.device().kind == DeviceKind::Cpu ||
-        !multipliesElements(operandFormat(recipe, GemmOperand::Activation, options)))
-        return;
-    throw UnsupportedError("layer " + std::to_string(index) + " (conv2d): precision mode " + gemmRecipeName(recipe) +
-                           " multiplies FP8 elements with per-tensor scales, which convolutions on " + backend.name() +
-                           " do not take yet; keep the layer in bf16 (\"precision\": \"bf16\"), use a block "
-                           "recipe (fp8-block, mxfp8, ...) or set training.device to cpu");
 }
 
 } // namespace
@@ -91,7 +74,6 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
             override = LayerPrecision::Bf16;
         const LayerDTypes dtypes = policy.layer(override);
         checkRecipeFits(i, spec.layers[i], layerInput, dtypes.gemmRecipe);
-        checkRecipeRuns(i, spec.layers[i], dtypes.gemmRecipe, recipe, backend);
         layer->applyPrecision(policy, dtypes);
         layer->createParameters(backend, dtypes.master, seed);
         m_layers.push_back(std::move(layer));

@@ -69,6 +69,9 @@ void launchChannelBiasGrad(const void* dy, DType dyType, void* dbias, DType dbia
 void launchAdd(const void* a, DType aType, const void* b, DType bType, void* out, DType outType, std::int64_t n,
                cudaStream_t stream);
 
+// x[i] = fl(x[i] * factor), fp32 in place.
+void launchScale(float* x, std::int64_t n, float factor, cudaStream_t stream);
+
 // --- dropout.cu -------------------------------------------------------------------------
 // The mask of element i is the CPU's (backend/dropout_hash.h):
 // dropout::uniformAt(key, i) < p ? 0 : 1 / (1 - p), with key = dropout::maskKey(seed, counter).

@@ -9,8 +9,6 @@
 #include "../operand_quantization_cases.h"
 #include "device_under_test.h"
 
-#include "engine/config/presets.h"
-#include "engine/model/model.h"
 #include "engine/numerics/operand_quantization.h"
 
 #include <gtest/gtest.h>
@@ -103,25 +101,6 @@ TEST_F(CudaOperandQuantizer, RefusesAPartialNvfp4Block)
     c.shape = Shape{80};
     OperandQuantizationResult r;
     EXPECT_THROW(onDevice(c, std::vector<float>(80, 1.0f), DType::F32, DType::F32, &r), ConfigError);
-}
-
-// cuDNN's convolutions take no per-tensor FP8 elements with scales: a conv2d layer under such a
-// recipe is refused when the model is built on the GPU, naming the layer and the ways out; under
-// a block recipe the same model builds.
-TEST_F(CudaOperandQuantizer, RefusesAConvolutionUnderAPerTensorRecipeOnly)
-{
-    const RunConfig config = presetConfig("cnn");
-    try {
-        Model model(config.model, PrecisionMode::Fp8Hybrid, device(), 1, RecipeOptions{});
-        FAIL() << "cnn under fp8-hybrid was built on " << device().name();
-    } catch (const UnsupportedError& e) {
-        const std::string message = e.what();
-        EXPECT_NE(message.find("(conv2d): precision mode fp8-hybrid multiplies FP8 elements with per-tensor scales"),
-                  std::string::npos)
-            << message;
-        EXPECT_NE(message.find("training.device to cpu"), std::string::npos) << message;
-    }
-    EXPECT_NO_THROW(Model(config.model, PrecisionMode::Mxfp8, device(), 1, RecipeOptions{}));
 }
 
 } // namespace

@@ -235,9 +235,9 @@ std::vector<TrainingCase> trainingCases()
 INSTANTIATE_TEST_SUITE_P(Presets, CudaTrainingParity, ::testing::ValuesIn(trainingCases()),
                          [](const ::testing::TestParamInfo<TrainingCase>& info) { return caseName(info.param); });
 
-// The sub-16-bit recipes for 30 steps against the CPU: mlp under each, cnn under the block
-// recipes (the CUDA backend quantises the operands on the device, Backend::quantizeOperand; a
-// convolution under a per-tensor FP8 recipe is refused there). The quantised operands are the
+// The sub-16-bit recipes for 30 steps against the CPU: mlp under each, cnn under a per-tensor
+// and three block recipes (the CUDA backend quantises the operands on the device,
+// Backend::quantizeOperand; its convolutions apply per-tensor scales as the CPU's do). The quantised operands are the
 // CPU's bit for bit (cuda_operand_quantizer_test); what differs is cuBLAS's and cuDNN's order
 // of summation, so a GEMM's output may differ in its last bits and, now and then, a value of
 // the next operand lands on the other side of a rounding boundary. Step 1's loss sees only the
@@ -283,7 +283,8 @@ std::vector<RecipeCase> recipeCases()
          {PrecisionMode::Fp8Hybrid, PrecisionMode::Fp8E4m3, PrecisionMode::Fp8Delayed, PrecisionMode::Fp8Block,
           PrecisionMode::Mxfp8, PrecisionMode::Mxfp6, PrecisionMode::Mxfp4, PrecisionMode::Nvfp4})
         cases.push_back({"mlp", m, 5e-2});
-    for (const PrecisionMode m : {PrecisionMode::Fp8Block, PrecisionMode::Mxfp8, PrecisionMode::Mxfp4})
+    for (const PrecisionMode m :
+         {PrecisionMode::Fp8Hybrid, PrecisionMode::Fp8Block, PrecisionMode::Mxfp8, PrecisionMode::Mxfp4})
         cases.push_back({"cnn", m, 0.3});
     return cases;
 }
