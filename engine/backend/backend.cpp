@@ -1,5 +1,6 @@
 #include "engine/backend/backend.h"
 
+#include "engine/numerics/operand_quantization.h"
 #include "engine/util/check.h"
 
 #include <cmath>
@@ -36,6 +37,12 @@ std::unique_ptr<HostRead> Backend::readAsync(const Tensor& src)
     std::vector<float> values(static_cast<std::size_t>(src.numel()));
     download(src, values.data());
     return std::make_unique<CompletedRead>(std::move(values));
+}
+
+OperandQuantizationResult Backend::quantizeOperand(const Tensor&, Tensor&, const OperandQuantization&)
+{
+    throw UnsupportedError(name() + " has no kernels that quantise GEMM operands (the sub-16-bit recipes); "
+                                    "run them on the CPU (training.device cpu)");
 }
 
 } // namespace mantissa

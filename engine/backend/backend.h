@@ -20,6 +20,9 @@
 
 namespace mantissa {
 
+struct OperandQuantization;       // engine/numerics/operand_quantization.h
+struct OperandQuantizationResult; // same
+
 enum class Activation : std::uint8_t { Relu, Gelu, Tanh, Sigmoid };
 // The activations' names, as layer types and as the "activation" of linear and conv2d layers
 // (defined with the activation layer, engine/model/layers/activation_layer.cpp).
@@ -362,6 +365,15 @@ public:
     // where the tensor lives, so that a GPU sends back the counts and the histogram rather
     // than the tensor.
     virtual TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) = 0;
+
+    // --- quantising a GEMM operand (sub-16-bit recipes) ------------------------------------
+    // `src` (fp32 or bf16) quantised as `q` says (engine/numerics/operand_quantization.h) into
+    // `dst` of the same shape: the elements (q.elements) or the quantise-dequantised values,
+    // rounded to dst's dtype (fp32, or bf16 where every value is a bf16, as FP8 elements are).
+    // The values are the CPU quantiser's bit for bit (a NaN is a NaN). A per-tensor operand's
+    // decode scale and amax come back to the host, so the call waits for the device there. The
+    // default refuses (UnsupportedError): the CPU quantises in engine/model/gemm_inputs.cpp.
+    virtual OperandQuantizationResult quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q);
 
     // --- graphs ----------------------------------------------------------------------------
     // Records the work `body` queues through the backend it is handed, without running it,

@@ -1,5 +1,6 @@
 #include "engine/backend/recording_backend.h"
 
+#include "engine/numerics/operand_quantization.h"
 #include "engine/util/check.h"
 
 #include <optional>
@@ -104,6 +105,11 @@ void RecordingBackend::download(const Tensor&, float*) { refuse("download"); }
 TensorStats RecordingBackend::tensorStats(const Tensor&, DType, float)
 {
     refuse("tensorStats (its result goes to the host)");
+}
+
+OperandQuantizationResult RecordingBackend::quantizeOperand(const Tensor&, Tensor&, const OperandQuantization&)
+{
+    refuse("quantizeOperand (a per-tensor scale goes to the host)");
 }
 
 void RecordingBackend::cast(const Tensor& src, Tensor& dst)

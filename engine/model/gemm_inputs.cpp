@@ -5,6 +5,7 @@
 #include "engine/numerics/fast_operand_quantizer.h"
 #include "engine/numerics/fast_quantizer.h"
 #include "engine/numerics/hadamard_transform.h"
+#include "engine/numerics/operand_quantization.h"
 #include "engine/numerics/stochastic_bits.h"
 #include "engine/util/check.h"
 
@@ -160,6 +161,14 @@ std::uint64_t nameHash(const std::string& s)
     return h;
 }
 
+// Stochastic rounding draws from a counter unique to (step, layer, GEMM, operand), so that a
+// run repeats bit for bit and no two tensors share their random bits.
+std::uint64_t stochasticCounter(const GemmInputCall& call, GemmPass pass, GemmOperand operand)
+{
+    return splitMix64(nameHash(call.layer) ^ splitMix64(call.step * 8 + static_cast<std::uint64_t>(pass) * 3 +
+                                                        static_cast<std::uint64_t>(operand)));
+}
+
 } // namespace
 
 bool multipliesElements(const OperandFormat& format)
@@ -208,6 +217,42 @@ KLayout weightTileLayout(const Shape& weightShape)
     return KLayout::along(rows, cols, weightShape.numel() / std::max<std::int64_t>(rows * cols, 1));
 }
 
+OperandQuantization operandQuantization(const KLayout& gemmLayout, const OperandFormat& format, const Shape& shape,
+                                        float delayedScale, std::uint64_t firstCounter)
+{
+    MANTISSA_ASSERT(shape.numel() == gemmLayout.count());
+    OperandQuantization q;
+    q.format = format.format;
+    q.firstCounter = firstCounter;
+    const std::int64_t n = gemmLayout.count();
+    if (format.tile2d > 0) { // quantizeTiles: [shape[0], the rest], each tile a span of its own
+        const auto tile = static_cast<std::int64_t>(format.tile2d);
+        q.tiled = true;
+        q.view = {qa::OperandView::Tiles, shape[0], n / std::max<std::int64_t>(shape[0], 1), 1};
+        q.grid = {tile, tile, true};
+        return q;
+    }
+    if (multipliesElements(format)) { // one scale: the buffer's order, counters included
+        q.view = {qa::OperandView::AlongRows, 1, n, 1};
+        q.elements = true;
+        if (format.delayed)
+            q.fixedScale = delayedScale;
+        return q;
+    }
+    MANTISSA_ASSERT(format.format.isBlocked());
+    const auto block = static_cast<std::int64_t>(format.format.blockSize);
+    if (format.format.blockRows > 1) { // NVFP4's 16x16 tiles over weightTileLayout's gathered matrix
+        const KLayout t = weightTileLayout(shape);
+        q.view = {qa::OperandView::Tiles, t.outer, t.k, t.inner};
+        q.grid = {static_cast<std::int64_t>(format.format.blockRows), block, false};
+        return q;
+    }
+    q.view = {gemmLayout.kind == KLayout::Kind::Along ? qa::OperandView::AlongRows : qa::OperandView::Around,
+              gemmLayout.outer, gemmLayout.k, gemmLayout.inner};
+    q.grid = {1, block, false};
+    return q;
+}
+
 void rotateAlongK(std::span<float> values, const KLayout& layout, std::uint16_t signs)
 {
     MANTISSA_ASSERT(static_cast<std::int64_t>(values.size()) == layout.count());
@@ -250,6 +295,60 @@ float GemmInputQuantizer::delayedScaleFor(AmaxHistory& h, const GemmInputCall& c
             h.scale = std::min(miniFloatFormat(element).maxFinite() / amax, std::numeric_limits<float>::max());
     }
     return h.scale;
+}
+
+void GemmInputQuantizer::noteDelayedAmax(AmaxHistory& h, const GemmInputCall& call, const OperandFormat& format,
+                                         float amax)
+{
+    if (!format.delayed || !call.training)
+        return;
+    h.pending = h.open ? std::max(h.pending, amax) : amax;
+    h.open = true;
+    h.step = call.step;
+}
+
+GemmOperandValues GemmInputQuantizer::prepareOnDevice(const GemmInputCall& call, const Tensor& t, GemmPass pass,
+                                                      GemmOperand operand, const KLayout& layout,
+                                                      const OperandFormat& format, const OperandFormat& seeded)
+{
+    Backend& backend = call.backend;
+    const auto count = static_cast<std::size_t>(t.numel());
+    // The rotation runs on the host (an fp32 round trip, exact), so that its sums are the CPU's.
+    Tensor source = t;
+    if (format.hadamard) {
+        std::vector<float> values(count);
+        backend.download(t, values.data());
+        rotateAlongK(values, layout, hadamardSigns(call.seed));
+        source = backend.empty(t.shape(), DType::F32);
+        backend.upload(values.data(), source);
+    }
+    AmaxHistory& history = m_history[static_cast<int>(operand)];
+    const float scale = format.delayed ? delayedScaleFor(history, call, format.format.element) : 1.0f;
+    const std::uint64_t counter = stochasticCounter(call, pass, operand);
+    // FP8 elements are always bf16 numbers; the other values are written in fp32 (an MX value
+    // below bf16's range would need a check on the host first). Sampled steps write the same.
+    const DType dtype = multipliesElements(format) ? DType::BF16 : DType::F32;
+    Tensor out = backend.empty(t.shape(), dtype);
+    if (call.observer) { // the lens needs the codes: the CPU quantiser on a copy, same values
+        std::vector<float> values(count), result(count);
+        backend.download(source, values.data());
+        QuantStats stats;
+        const float decodeScale =
+            quantizeGemmOperand(values, result, layout, seeded, t.shape(), scale, counter, &stats);
+        noteDelayedAmax(history, call, format, finiteAmax(values));
+        call.observer->gemmInput(call.layer, pass, operand, format, stats);
+        backend.upload(result.data(), out);
+        return {std::move(out), decodeScale};
+    }
+    try {
+        const OperandQuantizationResult r =
+            backend.quantizeOperand(source, out, operandQuantization(layout, seeded, t.shape(), scale, counter));
+        noteDelayedAmax(history, call, format, r.amax);
+        return {std::move(out), r.decodeScale};
+    } catch (const ConfigError& e) {
+        throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +
+                          std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());
+    }
 }
 
 namespace {
@@ -379,14 +478,12 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
 {
     if (m_recipe == GemmRecipe::None)
         return {t, 1.0f, {}};
-    if (t.device().kind != DeviceKind::Cpu)
-        throw UnsupportedError("precision mode " + gemmRecipeName(m_recipe) + " (layer " + call.layer +
-                               "): the CUDA backend does not quantise GEMM inputs yet; run recipes on the CPU "
-                               "(training.device cpu)");
     MANTISSA_ASSERT(layout.count() == t.numel());
     const OperandFormat format = operandFormat(m_recipe, pass, operand, m_options, call.mayRotate);
     OperandFormat seeded = format;
     seeded.format.encoding.seed = call.seed;
+    if (t.device().kind != DeviceKind::Cpu)
+        return prepareOnDevice(call, t, pass, operand, layout, format, seeded);
     // The Hadamard rotation comes first; the quantiser then reads the rotated fp32 values.
     Tensor rotated;
     if (format.hadamard) {
@@ -415,13 +512,7 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
     AmaxHistory& history = m_history[static_cast<int>(operand)];
     if (format.delayed)
         scale = delayedScaleFor(history, call, format.format.element);
-    const auto noteAmax = [&](float amax) {
-        if (!format.delayed || !call.training)
-            return;
-        history.pending = history.open ? std::max(history.pending, amax) : amax;
-        history.open = true;
-        history.step = call.step;
-    };
+    const auto noteAmax = [&](float amax) { noteDelayedAmax(history, call, format, amax); };
 
     // The fast path reads the operand where it lies and writes bf16 where the values allow;
     // sampled steps (an observer) and the cases it leaves (stochastic rounding, a convolution's
@@ -451,11 +542,7 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
 
     const std::vector<float> values = source.toFloats();
     noteAmax(finiteAmax(values));
-    // Stochastic rounding draws from a counter unique to (step, layer, GEMM, operand), so that
-    // a run repeats bit for bit and no two tensors share their random bits.
-    const std::uint64_t counter =
-        splitMix64(nameHash(call.layer) ^ splitMix64(call.step * 8 + static_cast<std::uint64_t>(pass) * 3 +
-                                                     static_cast<std::uint64_t>(operand)));
+    const std::uint64_t counter = stochasticCounter(call, pass, operand);
     std::vector<float> result(values.size());
     QuantStats stats;
     float decodeScale = 1.0f;

@@ -36,6 +36,9 @@
 
 namespace mantissa {
 
+class Backend;
+struct OperandQuantization; // engine/numerics/operand_quantization.h
+
 // Where K lies in an operand's row-major buffer.
 //  Along:  the buffer is [outer, k, inner]; a block runs along k for each (outer, inner).
 //          rows(r, k) is [r, k, 1], the contiguous case.
@@ -92,6 +95,12 @@ float quantizeGemmOperand(std::span<const float> values, std::span<float> out, c
 // The layout a weight is tiled in whichever GEMM reads it: [shape[0], shape[1], the rest].
 KLayout weightTileLayout(const Shape& weightShape);
 
+// quantizeGemmOperand's work as a request a backend runs where the operand lies
+// (Backend::quantizeOperand, engine/numerics/operand_quantization.h): the same blocks, the same
+// stochastic counters, the elements and their decode scale under per-tensor scaling.
+OperandQuantization operandQuantization(const KLayout& gemmLayout, const OperandFormat& format, const Shape& shape,
+                                        float delayedScale, std::uint64_t firstCounter);
+
 // `values` (in `layout`'s order) rotated in place along K by the random Hadamard transform
 // with `signs` (hadamard_transform.h): groups of 16 consecutive values of each row's K.
 void rotateAlongK(std::span<float> values, const KLayout& layout, std::uint16_t signs);
@@ -134,8 +143,9 @@ public:
     // `t` as the GEMM of `pass` should read it: `t` itself (scale 1) without a recipe, else a
     // tensor of the same shape holding the elements or the quantise-dequantised values (see
     // quantizeGemmOperand), bf16 where they all are bf16 numbers (the same values either way;
-    // the fast and the measuring path choose alike), with its decode scale. UnsupportedError
-    // off the CPU (the CUDA backend has no quantising kernels yet). A weight-gradient input the
+    // the fast and the measuring path choose alike), with its decode scale. On a GPU the
+    // backend quantises it (Backend::quantizeOperand) into bf16 elements or fp32 values, the
+    // same values as the CPU's. A weight-gradient input the
     // recipe rotates comes back rotated and quantised: the GEMM's product is the weight
     // gradient only with both of its inputs prepared here.
     GemmOperandValues prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
@@ -153,6 +163,12 @@ private:
         float scale = 1.0f; // Transformer Engine starts from 1
     };
     float delayedScaleFor(AmaxHistory& h, const GemmInputCall& call, MiniFloat element);
+    // The open step's amax of a delayed-scaling operand joins the history (training passes only).
+    static void noteDelayedAmax(AmaxHistory& h, const GemmInputCall& call, const OperandFormat& format, float amax);
+    // prepare() for an operand on a GPU: Backend::quantizeOperand, or the CPU quantiser on a
+    // copy where the lens samples the step.
+    GemmOperandValues prepareOnDevice(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
+                                      const KLayout& layout, const OperandFormat& format, const OperandFormat& seeded);
 
     GemmRecipe m_recipe = GemmRecipe::None;
     RecipeOptions m_options;

@@ -26,23 +26,6 @@ struct BlockPlan {
 
 std::string quantity(std::size_t n, const char* what) { return std::to_string(n) + " " + what; }
 
-void checkLayout(std::size_t count, std::size_t rowLength, const QuantFormat& format)
-{
-    if (count % rowLength != 0)
-        throw ConfigError(quantity(count, "values") + " are not a whole number of rows of " +
-                          std::to_string(rowLength));
-    if (format.isBlocked() && rowLength % format.blockSize != 0 && format.partialBlocks == PartialBlock::Refuse) {
-        throw ConfigError("a row of " + quantity(rowLength, "values") + " is not a multiple of the block size " +
-                          std::to_string(format.blockSize) + " (" + describeQuantFormat(format) +
-                          "); give whole blocks, or pad the last block with zeros");
-    }
-    const std::size_t rows = count / rowLength;
-    if (format.blockRows > 1 && rows % format.blockRows != 0 && format.partialBlocks == PartialBlock::Refuse)
-        throw ConfigError(quantity(rows, "rows") + " are not a multiple of the tile's " +
-                          std::to_string(format.blockRows) + " rows (" + describeQuantFormat(format) +
-                          "); give whole tiles, or pad the last tile with zeros");
-}
-
 // The largest finite magnitude, and whether a NaN or Inf is present.
 struct Amax {
     float value = 0.0f;
@@ -130,6 +113,23 @@ BlockPlan nvfp4Plan(const Amax& amax, float tensorEncodeScale)
 
 } // namespace
 
+void checkBlockLayout(std::size_t count, std::size_t rowLength, const QuantFormat& format)
+{
+    if (count % rowLength != 0)
+        throw ConfigError(quantity(count, "values") + " are not a whole number of rows of " +
+                          std::to_string(rowLength));
+    if (format.isBlocked() && rowLength % format.blockSize != 0 && format.partialBlocks == PartialBlock::Refuse) {
+        throw ConfigError("a row of " + quantity(rowLength, "values") + " is not a multiple of the block size " +
+                          std::to_string(format.blockSize) + " (" + describeQuantFormat(format) +
+                          "); give whole blocks, or pad the last block with zeros");
+    }
+    const std::size_t rows = count / rowLength;
+    if (format.blockRows > 1 && rows % format.blockRows != 0 && format.partialBlocks == PartialBlock::Refuse)
+        throw ConfigError(quantity(rows, "rows") + " are not a multiple of the tile's " +
+                          std::to_string(format.blockRows) + " rows (" + describeQuantFormat(format) +
+                          "); give whole tiles, or pad the last tile with zeros");
+}
+
 QuantizedTensor quantize(std::span<const float> values, std::size_t rowLength, const QuantFormat& format,
                          std::uint64_t firstCounter)
 {
@@ -142,7 +142,7 @@ QuantizedTensor quantize(std::span<const float> values, std::size_t rowLength, c
     } else {
         q.rowLength = rowLength == 0 ? std::max<std::size_t>(n, 1) : rowLength;
         q.blockSize = format.blockSize;
-        checkLayout(n, q.rowLength, format);
+        checkBlockLayout(n, q.rowLength, format);
     }
     q.codes.resize(n);
     if (n == 0)

@@ -65,6 +65,10 @@ QuantizedTensor quantize(std::span<const float> values, std::size_t rowLength, c
                          std::uint64_t firstCounter = 0);
 void dequantize(const QuantizedTensor& tensor, std::span<float> values);
 
+// The ConfigError quantize() throws for a layout the format refuses: `count` values that are
+// not whole rows of rowLength, a partial block or a partial tile's rows under PartialBlock::Refuse.
+void checkBlockLayout(std::size_t count, std::size_t rowLength, const QuantFormat& format);
+
 // Quantise then dequantise into `out` (may alias `values`); returns what it did.
 QuantStats quantizeDequantize(std::span<const float> values, std::span<float> out, std::size_t rowLength,
                               const QuantFormat& format, std::uint64_t firstCounter = 0);

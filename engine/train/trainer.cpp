@@ -42,10 +42,6 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
     if (config.training.batchSize > data.train.size())
         throw ConfigError("training.batch_size " + std::to_string(config.training.batchSize) + " is larger than " +
                           data.train.name + " (" + std::to_string(data.train.size()) + " samples)");
-    if (const GemmRecipe recipe = PrecisionPolicy(config.precision).recipe();
-        recipe != GemmRecipe::None && backend.device().kind != DeviceKind::Cpu)
-        throw UnsupportedError("precision.mode " + gemmRecipeName(recipe) + " runs on the CPU only: " + backend.name() +
-                               " has no kernels that quantise GEMM inputs yet (set training.device to cpu)");
     if (ranks && ranks->batchNormSums() && !backend.supports(Op::BatchNormAcrossRanks, DType::F32))
         throw UnsupportedError("distributed.batch_norm synchronised runs on the CPU only: " + backend.name() +
                                " computes a batch's statistics in one launch and cannot sum them across ranks "

@@ -94,7 +94,7 @@ std::string Trainer::graphIneligibility() const
         return "the CPU runs each op as it is called; training.graphs auto captures on GPUs only";
     if (PrecisionPolicy(m_config.precision).recipe() != GemmRecipe::None)
         return "precision mode " + precisionModeName(m_config.precision) +
-               " quantises GEMM inputs on the host between ops, which a graph cannot record";
+               " keeps its GEMM inputs' scales and amax histories on the host between ops, which a graph cannot record";
     const std::function<bool(const std::vector<LayerSpec>&)> hasDropout = [&](const std::vector<LayerSpec>& layers) {
         return std::any_of(layers.begin(), layers.end(),
                            [&](const LayerSpec& l) { return l.type == LayerKind::Dropout || hasDropout(l.body); });

@@ -119,6 +119,7 @@ public:
     std::unique_ptr<HostRead> readAsync(const Tensor& src) override;
 
     // Measured by a kernel (tensor_stats.cu); only the counts and histogram are copied back.
+    OperandQuantizationResult quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q) override;
     TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
 
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;

@@ -3,6 +3,11 @@
 // fp16 activations, say), or a type cuDNN lacks on this GPU, runs in fp32 on widened copies.
 // Widening is exact and a product of two 16-bit values is exact in fp32, so the result is
 // the tensor-core result rounded once to the output's type.
+//
+// Operand scales (a per-tensor FP8 recipe's elements, backend.h's OperandScales): the
+// convolution runs unscaled into fp32, a kernel multiplies those sums once by fl(d_A x d_B),
+// the bias joins after that, and the result is rounded once to the output's type, the order of
+// the CPU backend (output_scale.h); a bias gradient is d_dy x the sum of dy's elements.
 #include "engine/backend/cuda/cuda_backend.h"
 
 #include "engine/backend/cuda/conv_plans.h"
@@ -21,22 +26,24 @@ bool sameType(const Tensor& a, const Tensor& b, const Tensor& c)
     return a.dtype() == b.dtype() && b.dtype() == c.dtype();
 }
 
-// Scaled operands come only from the per-tensor FP8 recipes, which run on the CPU only
-// (gemm_inputs.cpp refuses them here first); this keeps the contract honest if that changes.
-void refuseScales(OperandScales scales, const char* op)
-{
-    if (!scales.unit())
-        throw UnsupportedError(std::string(op) +
-                               ": the CUDA backend does not multiply FP8 elements with operand scales yet; run the "
-                               "FP8 recipes on the CPU (training.device cpu)");
-}
-
 } // namespace
 
 void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
                                 OperandScales scales)
 {
-    refuseScales(scales, "conv2dForward");
+    if (!scales.unit()) {
+        Tensor wide = empty(y.shape(), DType::F32);
+        conv2dForward(x, w, nullptr, wide, g);
+        launchScale(static_cast<float*>(wide.data()), wide.numel(), scales.product(), stream());
+        checkLaunch("conv scale");
+        if (bias) {
+            launchAddChannelBias(wide.data(), DType::F32, bias->data(), bias->dtype(), g.n, g.outChannels,
+                                 g.outH * g.outW, stream());
+            checkLaunch("conv bias");
+        }
+        cast(wide, y);
+        return;
+    }
     if (bias && y.dtype() != DType::F32) {
         // The CPU adds the bias to the fp32 accumulator and rounds once. Rounding the sum of
         // products to 16 bits first and again after the bias loses up to half an ulp of the
@@ -75,7 +82,14 @@ void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* 
 void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
                                      OperandScales scales)
 {
-    refuseScales(scales, "conv2dBackwardData");
+    if (!scales.unit()) {
+        Tensor wide = empty(dx.shape(), DType::F32);
+        conv2dBackwardData(dy, w, wide, g);
+        launchScale(static_cast<float*>(wide.data()), wide.numel(), scales.product(), stream());
+        checkLaunch("conv scale");
+        cast(wide, dx);
+        return;
+    }
     const DType type = dy.dtype();
     const ConvPlan* plan =
         sameType(dy, w, dx) && m_conv->native(type) ? m_conv->plan(g, type, ConvDirection::BackwardData) : nullptr;
@@ -101,7 +115,22 @@ void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& 
 void CudaBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
                                        const ConvGeometry& g, OperandScales scales)
 {
-    refuseScales(scales, "conv2dBackwardFilter");
+    if (!scales.unit()) { // scales.a is x's, scales.b dy's
+        Tensor wide = empty(dw.shape(), DType::F32);
+        conv2dBackwardFilter(x, dy, wide, nullptr, g);
+        launchScale(static_cast<float*>(wide.data()), wide.numel(), scales.product(), stream());
+        checkLaunch("conv scale");
+        cast(wide, dw);
+        if (dbias) {
+            Tensor sums = empty(dbias->shape(), DType::F32);
+            launchChannelBiasGrad(dy.data(), dy.dtype(), sums.data(), DType::F32, g.n, g.outChannels, g.outH * g.outW,
+                                  stream());
+            launchScale(static_cast<float*>(sums.data()), sums.numel(), scales.b, stream());
+            checkLaunch("conv bias gradient");
+            cast(sums, *dbias);
+        }
+        return;
+    }
     const DType type = x.dtype();
     const ConvPlan* plan =
         sameType(x, dy, dw) && m_conv->native(type) ? m_conv->plan(g, type, ConvDirection::BackwardFilter) : nullptr;

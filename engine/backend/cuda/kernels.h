@@ -12,6 +12,7 @@
 #include "engine/backend/dropout_hash.h"
 #include "engine/backend/geometry.h"
 #include "engine/numerics/dtype.h"
+#include "engine/numerics/quant_arithmetic.h"
 #include "engine/numerics/tensor_stats.h"
 
 #include <cuda_runtime_api.h>
@@ -67,6 +68,9 @@ void launchChannelBiasGrad(const void* dy, DType dyType, void* dbias, DType dbia
 // out = a + b; out may alias a.
 void launchAdd(const void* a, DType aType, const void* b, DType bType, void* out, DType outType, std::int64_t n,
                cudaStream_t stream);
+
+// x[i] = fl(x[i] * factor), fp32 in place.
+void launchScale(float* x, std::int64_t n, float factor, cudaStream_t stream);
 
 // --- dropout.cu -------------------------------------------------------------------------
 // The mask of element i is the CPU's (backend/dropout_hash.h):
@@ -197,6 +201,20 @@ void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, A
 // the driver takes a copy at launch, so the source may go at once, nothing waits and no
 // pageable memory is copied from (descriptor_cache.h).
 void launchWriteBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream);
+
+// --- quantize_operand.cu ---------------------------------------------------------------
+// A GEMM operand quantised for a sub-16-bit recipe, value for value as the CPU quantiser
+// does it (engine/numerics/quant_arithmetic.h, operand_quantization.h).
+// *amaxBits = the fp32 bits of the largest finite |x| (0 for none); zeroed first.
+void launchFiniteAmax(const void* x, DType xType, std::int64_t n, unsigned* amaxBits, cudaStream_t stream);
+// Every block of `grid` over `view` with `plan`; tensorAmaxBits (NVFP4: launchFiniteAmax's
+// result) completes the plan's tensor level on the device, nullptr leaves it as given.
+void launchQuantizeBlocks(const void* src, DType srcType, void* dst, DType dstType, const qa::OperandPlan& plan,
+                          const qa::OperandView& view, const qa::BlockGrid& grid, const unsigned* tensorAmaxBits,
+                          cudaStream_t stream);
+// Every value with plan.tensorPlan (per-tensor scaling); value i draws counter i.
+void launchQuantizeTensor(const void* src, DType srcType, void* dst, DType dstType, std::int64_t n,
+                          const qa::OperandPlan& plan, cudaStream_t stream);
 
 // --- tensor_stats.cu --------------------------------------------------------------------------
 // What the numerics lens measures of one tensor (engine/numerics/tensor_stats.h), accumulated

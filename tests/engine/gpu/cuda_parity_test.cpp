@@ -151,13 +151,15 @@ ParityCase rowBiasGrad()
 struct ConvShape {
     std::int64_t n, c, h, w, oc, kernel, stride, pad;
     bool bias;
+    // A per-tensor FP8 recipe's decode scales (OperandScales): the sums scaled once, then the bias.
+    OperandScales scales = {};
 };
 
 ParityCase conv(const ConvShape& s)
 {
     const std::string name = "conv" + extents({s.kernel, s.kernel}) + "s" + std::to_string(s.stride) + "p" +
                              std::to_string(s.pad) + "_" + extents({s.n, s.c, s.h, s.w}) + "to" + std::to_string(s.oc) +
-                             (s.bias ? "_bias" : "_noBias");
+                             (s.bias ? "_bias" : "_noBias") + (s.scales.unit() ? "" : "_scaled");
     return {name, Op::Conv2d, kAllTypes, [s](OpRun& r, DType t) {
                 ConvGeometry g;
                 g.n = s.n, g.inChannels = s.c, g.inH = s.h, g.inW = s.w, g.outChannels = s.oc;
@@ -171,16 +173,16 @@ ParityCase conv(const ConvShape& s)
                 Tensor dy = r.input(ys, t, uniform(-1, 1));
 
                 Tensor y = r.output(ys, t);
-                r.backend().conv2dForward(x, w, s.bias ? &bias : nullptr, y, g);
+                r.backend().conv2dForward(x, w, s.bias ? &bias : nullptr, y, g, s.scales);
                 r.keep("y", y, reduction(s.c * s.kernel * s.kernel + (s.bias ? 1 : 0), t));
 
                 Tensor dx = r.output(xs, t);
-                r.backend().conv2dBackwardData(dy, w, dx, g);
+                r.backend().conv2dBackwardData(dy, w, dx, g, s.scales);
                 r.keep("dx", dx, reduction(s.oc * s.kernel * s.kernel, t));
 
                 Tensor dw = r.output(ws, t);
                 Tensor dbias = s.bias ? r.output({s.oc}, t) : Tensor();
-                r.backend().conv2dBackwardFilter(x, dy, dw, s.bias ? &dbias : nullptr, g);
+                r.backend().conv2dBackwardFilter(x, dy, dw, s.bias ? &dbias : nullptr, g, s.scales);
                 const std::int64_t positions = s.n * g.outH * g.outW;
                 r.keep("dw", dw, reduction(positions, t));
                 if (s.bias)
@@ -814,7 +816,9 @@ std::vector<ParityCase> buildCases()
     cases.push_back(rowBiasGrad());
     for (const ConvShape& s : {ConvShape{2, 3, 7, 9, 5, 3, 1, 1, true}, ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false},
                                ConvShape{2, 3, 9, 9, 4, 3, 2, 1, true}, ConvShape{2, 5, 7, 7, 3, 3, 2, 0, false},
-                               ConvShape{4, 8, 8, 8, 16, 3, 1, 1, true}, ConvShape{2, 6, 7, 7, 8, 1, 2, 0, false}})
+                               ConvShape{4, 8, 8, 8, 16, 3, 1, 1, true}, ConvShape{2, 6, 7, 7, 8, 1, 2, 0, false},
+                               ConvShape{2, 3, 7, 9, 5, 3, 1, 1, true, {0.375f, 1.0f / 3.0f}},
+                               ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false, {8.0f, 0.1f}}})
         cases.push_back(conv(s));
     for (const auto& dims :
          std::vector<std::vector<std::int64_t>>{{7, 33}, {64, 100}, {3, 8, 7, 7}, {2, 5, 9, 9}, {1, 3, 5, 5}})

@@ -1,5 +1,6 @@
 // Whole training runs on the CUDA backend against the same runs on the CPU backend: the
-// mlp and cnn presets for 200 steps in every precision mode, from the same initial weights
+// mlp and cnn presets for 200 steps in every 16- and 32-bit precision mode (and for 30 steps
+// under the sub-16-bit recipes: CudaRecipeTrainingParity), from the same initial weights
 // and the same batches (synthetic data, fixed seed), must lose the same at every step; and
 // deep-mlp in pure fp16 and mixed-fp16, pushed into overflow over and over by its loss scale,
 // must skip exactly the same steps (compared in lockstep: see CudaOverflowParity). The device
@@ -233,6 +234,68 @@ std::vector<TrainingCase> trainingCases()
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaTrainingParity, ::testing::ValuesIn(trainingCases()),
                          [](const ::testing::TestParamInfo<TrainingCase>& info) { return caseName(info.param); });
+
+// The sub-16-bit recipes for 30 steps against the CPU: mlp under each, cnn under a per-tensor
+// and three block recipes (the CUDA backend quantises the operands on the device,
+// Backend::quantizeOperand; its convolutions apply per-tensor scales as the CPU's do). The quantised operands are the
+// CPU's bit for bit (cuda_operand_quantizer_test); what differs is cuBLAS's and cuDNN's order
+// of summation, so a GEMM's output may differ in its last bits and, now and then, a value of
+// the next operand lands on the other side of a rounding boundary. Step 1's loss sees only the
+// first of those (the forward pass from identical weights); later steps compound them. Not
+// yet calibrated on a GPU (no run so far): 1e-3 at step 1, then the preset's mixed-bf16
+// tolerance over 200 steps times 5 (mlp) or 2 (cnn: 0.3, already loose).
+constexpr std::int64_t kRecipeSteps = 30;
+
+struct RecipeCase {
+    const char* preset;
+    PrecisionMode mode;
+    double tolerance; // after step 1
+};
+
+void PrintTo(const RecipeCase& c, std::ostream* os) { *os << c.preset << " " << precisionModeName(c.mode); }
+
+class CudaRecipeTrainingParity : public test::DeviceTest, public ::testing::WithParamInterface<RecipeCase> {};
+
+TEST_P(CudaRecipeTrainingParity, LossesMatchCpu)
+{
+    const RecipeCase& c = GetParam();
+    RunConfig config = parityConfig(c.preset, c.mode);
+    config.training.maxSteps = kRecipeSteps;
+    const DatasetSplits data = loadDatasets(config.data, config.training.seed);
+    const Trace cpu = train(config, "cpu", data);
+    const Trace device = train(config, test::deviceUnderTestName(), data);
+    ASSERT_EQ(cpu.summary.status, RunStatus::Finished) << cpu.summary.message;
+    ASSERT_EQ(device.summary.status, RunStatus::Finished) << device.backend << ": " << device.summary.message;
+    ASSERT_EQ(cpu.steps.size(), static_cast<std::size_t>(kRecipeSteps));
+    ASSERT_EQ(device.steps.size(), cpu.steps.size()) << device.backend;
+    for (std::size_t i = 0; i < cpu.steps.size(); ++i) {
+        const double a = cpu.steps[i].loss, b = device.steps[i].loss;
+        const double deviation = std::abs(a - b) / std::max({std::abs(a), std::abs(b), kLossFloor});
+        EXPECT_LE(deviation, i == 0 ? 1e-3 : c.tolerance)
+            << "step " << i + 1 << ": cpu " << a << ", " << device.backend << " " << b;
+    }
+}
+
+std::vector<RecipeCase> recipeCases()
+{
+    std::vector<RecipeCase> cases;
+    for (const PrecisionMode m :
+         {PrecisionMode::Fp8Hybrid, PrecisionMode::Fp8E4m3, PrecisionMode::Fp8Delayed, PrecisionMode::Fp8Block,
+          PrecisionMode::Mxfp8, PrecisionMode::Mxfp6, PrecisionMode::Mxfp4, PrecisionMode::Nvfp4})
+        cases.push_back({"mlp", m, 5e-2});
+    for (const PrecisionMode m :
+         {PrecisionMode::Fp8Hybrid, PrecisionMode::Fp8Block, PrecisionMode::Mxfp8, PrecisionMode::Mxfp4})
+        cases.push_back({"cnn", m, 0.3});
+    return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, CudaRecipeTrainingParity, ::testing::ValuesIn(recipeCases()),
+                         [](const ::testing::TestParamInfo<RecipeCase>& info) {
+                             std::string name =
+                                 std::string(info.param.preset) + "_" + precisionModeName(info.param.mode);
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
 
 // A character-level GPT shrunk to run in seconds (char-gpt's layers: token and positional
 // embeddings, one causal pre-norm transformer block of 2 heads, a final layer norm and a head

@@ -1,0 +1,54 @@
+// CudaBackend::quantizeOperand: the sub-16-bit recipes' operand quantisation on the device
+// (quantize_operand.cu). Per-tensor scaling reads the operand's amax back, since its decode
+// scale is the GEMM's alpha on the host and the delayed-scaling history is kept there too; the
+// block formats run without a host round trip.
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/kernels.h"
+#include "engine/numerics/operand_quantization.h"
+#include "engine/util/check.h"
+
+#include <cstring>
+#include <string>
+
+namespace mantissa::cuda {
+
+OperandQuantizationResult CudaBackend::quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q)
+{
+    const auto wide = [](DType t) { return t == DType::F32 || t == DType::BF16; };
+    if (!wide(src.dtype()) || !wide(dst.dtype()))
+        throw UnsupportedError("quantizeOperand: the CUDA backend quantises fp32 or bf16 operands into fp32 or bf16, "
+                               "not " +
+                               std::string(dtypeName(src.dtype())) + " into " + std::string(dtypeName(dst.dtype())));
+    const std::int64_t n = src.numel();
+    MANTISSA_ASSERT(dst.numel() == n && q.view.rows() * q.view.cols() == n);
+    const bool perTensor = q.format.scheme == ScalingScheme::PerTensor && !q.tiled;
+    OperandQuantizationResult result;
+    if (!perTensor) {
+        qa::OperandPlan plan = operandPlan(q, 0.0f); // validates; NVFP4's tensor level follows on the device
+        Tensor amax;
+        if (needsTensorAmax(q)) {
+            amax = empty(Shape{1}, DType::F32);
+            launchFiniteAmax(src.data(), src.dtype(), n, static_cast<unsigned*>(amax.data()), stream());
+        }
+        launchQuantizeBlocks(src.data(), src.dtype(), dst.data(), dst.dtype(), plan, q.view, q.grid,
+                             amax.data() ? static_cast<const unsigned*>(amax.data()) : nullptr, stream());
+        checkLaunch("quantizeOperand");
+        return result;
+    }
+    refuseWhileCapturing(stream(), "quantizeOperand cannot be captured: a per-tensor scale goes to the host");
+    Tensor amax = empty(Shape{1}, DType::F32);
+    launchFiniteAmax(src.data(), src.dtype(), n, static_cast<unsigned*>(amax.data()), stream());
+    checkLaunch("quantizeOperand amax");
+    unsigned bits = 0;
+    std::memcpy(&bits, fetch(amax.data(), sizeof bits, "quantizeOperand amax"), sizeof bits);
+    result.amax = qa::floatOf(bits);
+    const qa::OperandPlan plan = operandPlan(q, result.amax);
+    launchQuantizeTensor(src.data(), src.dtype(), dst.data(), dst.dtype(), n, plan, stream());
+    checkLaunch("quantizeOperand");
+    result.decodeScale = q.elements ? plan.tensorPlan.scale : 1.0f;
+    return result;
+}
+
+} // namespace mantissa::cuda

@@ -1,0 +1,50 @@
+#pragma once
+// One GEMM operand's quantisation as a request that any backend can run where the operand
+// lies (Backend::quantizeOperand): the format, where K runs through the buffer, how the
+// values are blocked, and the scale of a delayed-scaling operand. gemm_inputs.cpp builds it
+// from a layer's layout (operandQuantization()); the CUDA backend runs it on the device with
+// the arithmetic of quant_arithmetic.h, and quantizeOperandOnHost runs the very same
+// arithmetic over a host buffer, which is how the tests check it against the CPU quantiser
+// without a GPU.
+#include "engine/numerics/quant_arithmetic.h"
+#include "engine/numerics/quant_format.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace mantissa {
+
+struct OperandQuantization {
+    QuantFormat format;   // scheme, element, block size and rows, scale rule, rounding and seed
+    qa::OperandView view; // the operand as a matrix with K along its rows
+    // How the values are blocked (Fp32Blocks, Mx, Nvfp4; and per-tensor fp32 tiles, below).
+    qa::BlockGrid grid;
+    // A PerTensor format with tiles: one fp32 scale per grid block (DeepSeek-V3's 128x128
+    // weight blocks) instead of one for the tensor.
+    bool tiled = false;
+    std::optional<float> fixedScale; // per tensor: the encode scale (delayed scaling), else max / amax now
+    bool elements = false;           // per tensor: the result holds the elements; the decode scale is returned
+    std::uint64_t firstCounter = 0;  // stochastic rounding's first counter
+};
+
+struct OperandQuantizationResult {
+    float decodeScale = 1.0f; // what the GEMM's sum is multiplied by (elements only; else 1)
+    float amax = 0.0f;        // per tensor: the largest finite magnitude (the delayed-scaling history)
+};
+
+// The plan shared by every block, given the operand's largest finite magnitude (which per-tensor
+// current scaling and NVFP4 need; ignored otherwise). Throws ConfigError when the format refuses
+// the view (a partial block under PartialBlock::Refuse, an E8M0 element, no blocks).
+qa::OperandPlan operandPlan(const OperandQuantization& q, float tensorAmax);
+
+// Whether the plan needs the tensor's amax before the blocks can be quantised.
+bool needsTensorAmax(const OperandQuantization& q);
+
+// The request run on the host by the arithmetic the device runs: `in` and `out` hold the
+// operand in its buffer's order. The CPU backend does not use it (gemm_inputs.cpp's quantiser
+// is its own path); it is the device kernels' reference in the tests.
+OperandQuantizationResult quantizeOperandOnHost(const OperandQuantization& q, std::span<const float> in,
+                                                std::span<float> out);
+
+} // namespace mantissa
