@@ -338,13 +338,13 @@ GemmOperandValues GemmInputQuantizer::prepareOnDevice(const GemmInputCall& call,
         noteDelayedAmax(history, call, format, finiteAmax(values));
         call.observer->gemmInput(call.layer, pass, operand, format, stats);
         backend.upload(result.data(), out);
-        return {std::move(out), decodeScale};
+        return {std::move(out), decodeScale, {}};
     }
     try {
         const OperandQuantizationResult r =
             backend.quantizeOperand(source, out, operandQuantization(layout, seeded, t.shape(), scale, counter));
         noteDelayedAmax(history, call, format, r.amax);
-        return {std::move(out), r.decodeScale};
+        return {std::move(out), r.decodeScale, {}};
     } catch (const ConfigError& e) {
         throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +
                           std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());
