@@ -1,5 +1,6 @@
 #include "engine/numerics/minifloat_codec.h"
 
+#include "engine/numerics/quant_arithmetic.h"
 #include "engine/numerics/stochastic_bits.h"
 #include "engine/util/check.h"
 
@@ -48,27 +49,11 @@ Normalised normalise(std::uint32_t absBits)
 }
 
 // Rounds significand / 2^shift (shift >= 1) to an integer: to nearest even, or up with
-// probability (discarded part) / 2^shift using the top `shift` of 64 random bits.
+// probability (discarded part) / 2^shift using the top `shift` of 64 random bits. The
+// arithmetic is quant_arithmetic.h's, which the CUDA kernels compile too.
 std::uint64_t roundShifted(std::uint32_t significand, int shift, Rounding rounding, std::uint64_t randomBits)
 {
-    if (rounding == Rounding::NearestEven) {
-        if (shift >= 25) // significand < 2^24 <= half of 2^shift: below the midpoint
-            return 0;
-        const std::uint64_t kept = significand >> shift;
-        const std::uint32_t rest = significand & ((1u << shift) - 1u);
-        const std::uint32_t half = 1u << (shift - 1);
-        return kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
-    }
-    if (shift < 64) {
-        const std::uint64_t kept = shift >= 32 ? 0 : significand >> shift;
-        const std::uint64_t rest = shift >= 32 ? significand : significand & ((1ull << shift) - 1u);
-        return kept + ((randomBits >> (64 - shift)) < rest ? 1u : 0u);
-    }
-    // The probability significand / 2^shift is below 2^-40; scaled to 64 bits it loses at
-    // most 2^-64 to truncation.
-    const int excess = shift - 64;
-    const std::uint64_t threshold = excess >= 32 ? 0 : significand >> excess;
-    return randomBits < threshold ? 1u : 0u;
+    return qa::roundShifted(significand, shift, rounding == Rounding::Stochastic, randomBits);
 }
 
 EncodedMiniFloat encodeSigned(float value, const MiniFloatFormat& f, Rounding rounding, OverflowRule overflow,

@@ -128,8 +128,9 @@ struct ElementSpec {
     MANTISSA_HD int minExponent() const { return 1 - bias; }
 };
 
-// minifloat_codec.cpp's roundShifted: significand / 2^shift (shift >= 1) to an integer, to
-// nearest even or up with probability (discarded part) / 2^shift against 64 random bits.
+// significand / 2^shift (shift >= 1) to an integer, to nearest even or up with probability
+// (discarded part) / 2^shift against 64 random bits (the scaled probability loses at most 2^-64
+// to truncation past shift 64). minifloat_codec.cpp rounds through it too.
 MANTISSA_HD std::uint64_t roundShifted(std::uint32_t significand, int shift, bool stochastic, std::uint64_t random)
 {
     if (!stochastic) {

@@ -9,6 +9,7 @@
 #include "engine/numerics/conversions.h"
 #include "engine/numerics/fast_operand_quantizer.h"
 #include "engine/numerics/minifloat_codec.h"
+#include "operand_quantization_cases.h"
 
 #include <gtest/gtest.h>
 
@@ -24,16 +25,7 @@ namespace {
 
 constexpr MiniFloat kElements[] = {MiniFloat::E4M3, MiniFloat::E5M2, MiniFloat::E3M2, MiniFloat::E2M3, MiniFloat::E2M1};
 
-OperandFormat formatOf(ScalingScheme scheme, MiniFloat element, std::size_t block, MxScaleRule rule = {})
-{
-    OperandFormat f;
-    f.format.scheme = scheme;
-    f.format.element = element;
-    f.format.blockSize = block;
-    f.format.scaleRule = rule;
-    f.format.partialBlocks = PartialBlock::Pad;
-    return f;
-}
+using test::scaledFormat;
 
 // Gaussian values over 2^-30 .. 2^10 with a few zeros, each a bf16, so that a bf16 and an fp32
 // buffer hold the same operand.
@@ -168,12 +160,12 @@ TEST_P(FastOperandQuantizer, EveryLayoutSchemeAndElementMatchesTheSlowPath)
         const std::vector<float> values = heavyTailed(static_cast<std::size_t>(c.layout.count()), 11);
         FastOperand op = operandOf(values, {}, false, c);
         for (const MiniFloat element : kElements) {
-            std::vector<OperandFormat> formats{formatOf(ScalingScheme::PerTensor, element, 0),
-                                               formatOf(ScalingScheme::Fp32Blocks, element, 128)};
+            std::vector<OperandFormat> formats{scaledFormat(ScalingScheme::PerTensor, element, 0),
+                                               scaledFormat(ScalingScheme::Fp32Blocks, element, 128)};
             for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::Ceil, MxScaleRule::RCeil})
-                formats.push_back(formatOf(ScalingScheme::Mx, element, 32, rule));
+                formats.push_back(scaledFormat(ScalingScheme::Mx, element, 32, rule));
             if (element == MiniFloat::E2M1)
-                formats.push_back(formatOf(ScalingScheme::Nvfp4, element, 16));
+                formats.push_back(scaledFormat(ScalingScheme::Nvfp4, element, 16));
             for (const OperandFormat& f : formats) {
                 const std::string what = std::string(c.name) + ", " + describeQuantFormat(f.format);
                 expectFastMatches(values, op, f, slowPath(values, c.layout, f), what,
@@ -187,7 +179,7 @@ TEST_P(FastOperandQuantizer, WeightTilesMatchTheSlowPath)
 {
     // 300 x 200: full 128x128 tiles, and partial ones at the right and bottom edges.
     const std::vector<float> values = heavyTailed(300 * 200, 12);
-    OperandFormat f = formatOf(ScalingScheme::PerTensor, MiniFloat::E4M3, 0);
+    OperandFormat f = scaledFormat(ScalingScheme::PerTensor, MiniFloat::E4M3, 0);
     f.tile2d = 128;
     FastOperand op;
     op.layout = FastOperand::Layout::Tiles;
@@ -214,7 +206,7 @@ TEST_P(FastOperandQuantizer, EveryCodeAndMidpointMatches)
             }
         }
         const Case c{KLayout::rows(1, static_cast<std::int64_t>(v.size())), FastOperand::Layout::Along, "codes"};
-        const OperandFormat f = formatOf(ScalingScheme::PerTensor, element, 0);
+        const OperandFormat f = scaledFormat(ScalingScheme::PerTensor, element, 0);
         expectFastMatches(v, operandOf(v, {}, false, c), f, slowPath(v, c.layout, f), std::string(enumKey(element)),
                           false);
     }
@@ -233,14 +225,14 @@ TEST_P(FastOperandQuantizer, MxValuesBelowBf16sRangeAskForFp32)
     v[33] = 3 * std::ldexp(1.0f, -147);
     v[64] = -0.125f;
     v[65] = 0.1f;
-    const OperandFormat f = formatOf(ScalingScheme::Mx, MiniFloat::E4M3, 32);
+    const OperandFormat f = scaledFormat(ScalingScheme::Mx, MiniFloat::E4M3, 32);
     const Case c{KLayout::rows(1, 96), FastOperand::Layout::Along, "tiny"};
     const std::vector<float> want = slowPath(v, c.layout, f);
     ASSERT_EQ(want[1], std::ldexp(1.0f, -136));
     std::vector<std::uint16_t> out16(96);
     EXPECT_EQ(quantizeOperandFast(operandOf(v, {}, false, c), {out16.data(), true}, f.format), FastResult::NeedsFp32);
     for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::Ceil, MxScaleRule::RCeil}) {
-        const OperandFormat g = formatOf(ScalingScheme::Mx, MiniFloat::E4M3, 32, rule);
+        const OperandFormat g = scaledFormat(ScalingScheme::Mx, MiniFloat::E4M3, 32, rule);
         expectFastMatches(v, operandOf(v, {}, false, c), g, slowPath(v, c.layout, g), "tiny", false);
     }
 }
@@ -250,7 +242,7 @@ TEST_P(FastOperandQuantizer, DelayedScalingUsesTheGivenScaleAndMeasuresTheAmax)
     const std::vector<float> values = heavyTailed(70000, 13); // large enough to be split
     for (const MiniFloat element : {MiniFloat::E4M3, MiniFloat::E5M2})
         for (const float scale : {1.0f, 3.7f, 1e6f}) { // 1e6: most values saturate
-            OperandFormat f = formatOf(ScalingScheme::PerTensor, element, 0);
+            OperandFormat f = scaledFormat(ScalingScheme::PerTensor, element, 0);
             f.delayed = true;
             const KLayout layout = KLayout::rows(1, 70000);
             const std::vector<float> want = slowPath(values, layout, f, 1, scale);
@@ -281,7 +273,7 @@ TEST_P(FastOperandQuantizer, PerTensorElementsAndScaleMatchTheSlowPath)
     const KLayout layout = KLayout::rows(1, 70000);
     for (const MiniFloat element : {MiniFloat::E4M3, MiniFloat::E5M2})
         for (const std::optional<float> fixed : {std::optional<float>(), std::optional<float>(3.7f)}) {
-            OperandFormat f = formatOf(ScalingScheme::PerTensor, element, 0);
+            OperandFormat f = scaledFormat(ScalingScheme::PerTensor, element, 0);
             f.delayed = fixed.has_value();
             ASSERT_TRUE(multipliesElements(f));
             const SlowOperand want = slowOperand(values, layout, f, 1, fixed.value_or(1.0f));
@@ -309,12 +301,12 @@ TEST_P(FastOperandQuantizer, PerTensorElementsAndScaleMatchTheSlowPath)
     op.data = values.data();
     op.k = 128;
     EXPECT_EQ(quantizeOperandFast(op, {out.data(), false, &scale},
-                                  formatOf(ScalingScheme::Fp32Blocks, MiniFloat::E4M3, 128).format),
+                                  scaledFormat(ScalingScheme::Fp32Blocks, MiniFloat::E4M3, 128).format),
               FastResult::SlowPath);
-    EXPECT_FALSE(multipliesElements(formatOf(ScalingScheme::Fp32Blocks, MiniFloat::E4M3, 128)));
+    EXPECT_FALSE(multipliesElements(scaledFormat(ScalingScheme::Fp32Blocks, MiniFloat::E4M3, 128)));
     op.layout = FastOperand::Layout::Tiles;
     op.tile = 128;
-    OperandFormat tiles = formatOf(ScalingScheme::PerTensor, MiniFloat::E4M3, 0);
+    OperandFormat tiles = scaledFormat(ScalingScheme::PerTensor, MiniFloat::E4M3, 0);
     tiles.tile2d = 128;
     EXPECT_EQ(quantizeOperandFast(op, {out.data(), false, &scale}, tiles.format), FastResult::SlowPath);
     EXPECT_FALSE(multipliesElements(tiles));
@@ -327,11 +319,11 @@ TEST_P(FastOperandQuantizer, LeavesTheOtherCasesToTheSlowPath)
     op.data = v.data();
     op.outer = 1;
     op.k = 64;
-    const OperandFormat mx = formatOf(ScalingScheme::Mx, MiniFloat::E4M3, 32);
+    const OperandFormat mx = scaledFormat(ScalingScheme::Mx, MiniFloat::E4M3, 32);
     OperandFormat stochastic = mx;
     stochastic.format.encoding.rounding = Rounding::Stochastic;
     EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, stochastic.format), FastResult::SlowPath);
-    OperandFormat nvfp4Stochastic = formatOf(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16);
+    OperandFormat nvfp4Stochastic = scaledFormat(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16);
     nvfp4Stochastic.format.encoding.rounding = Rounding::Stochastic;
     EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, nvfp4Stochastic.format), FastResult::SlowPath);
     OperandFormat refuse = mx;
@@ -346,9 +338,9 @@ TEST_P(FastOperandQuantizer, LeavesTheOtherCasesToTheSlowPath)
     for (const float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
         v[40] = bad;
         EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, mx.format), FastResult::SlowPath);
-        EXPECT_EQ(
-            quantizeOperandFast(op, {out.data(), false}, formatOf(ScalingScheme::PerTensor, MiniFloat::E5M2, 0).format),
-            FastResult::SlowPath);
+        EXPECT_EQ(quantizeOperandFast(op, {out.data(), false},
+                                      scaledFormat(ScalingScheme::PerTensor, MiniFloat::E5M2, 0).format),
+                  FastResult::SlowPath);
         op.layout = FastOperand::Layout::Along;
         op.outer = 1;
         op.k = 2;
