@@ -179,6 +179,48 @@ TEST(NativeBf16Gemm, ExactSumsAgreeToTheBit)
     EXPECT_EQ(results[0], results[1]);
 }
 
+// A bf16 C on the native path is rounded by oneDNN's kernel, so that the fp32 result never
+// crosses memory (onednn_matmul.h): that rounding must be ours, round to nearest even from the
+// same fp32 sums, which the same product into an fp32 C gives (values near 1 here, far from the
+// range below 2^-126 that the kernel flushes). beta's C holds bf16 values in both, so both
+// kernels add the same numbers.
+TEST(NativeBf16Gemm, KernelRoundedOutputsAreTheFp32ResultsRoundedToNearestEven)
+{
+    SKIP_WITHOUT_NATIVE_BF16();
+    auto b = backendWith(CpuKernels::Native);
+    const auto bf16Values = [](std::size_t n, std::uint32_t seed) {
+        auto v = randomValues(n, seed);
+        for (float& x : v)
+            x = roundToDType(x, DType::BF16);
+        return v;
+    };
+    for (const GemmCase& c : {GemmCase{Transpose::No, Transpose::No, 128, 256, 784, 1, 0, false, DType::F32},
+                              GemmCase{Transpose::No, Transpose::Yes, 128, 256, 784, 1, 0, true, DType::F32},
+                              GemmCase{Transpose::Yes, Transpose::No, 256, 784, 128, 1, 0, false, DType::F32},
+                              GemmCase{Transpose::Yes, Transpose::Yes, 64, 40, 96, 0.5f, 1, false, DType::F32},
+                              GemmCase{Transpose::No, Transpose::No, 7, 33, 5, 1, 0, true, DType::F32}}) {
+        const Shape aShape = c.ta == Transpose::Yes ? Shape{c.k, c.m} : Shape{c.m, c.k};
+        const Shape bShape = c.tb == Transpose::Yes ? Shape{c.n, c.k} : Shape{c.k, c.n};
+        const Tensor a = upload(*b, bf16Values(static_cast<std::size_t>(c.m * c.k), 1), aShape, DType::BF16);
+        const Tensor w = upload(*b, bf16Values(static_cast<std::size_t>(c.k * c.n), 2), bShape, DType::BF16);
+        const Tensor bias = upload(*b, randomValues(static_cast<std::size_t>(c.n), 3), Shape{c.n}, DType::F32);
+        const auto initial = bf16Values(static_cast<std::size_t>(c.m * c.n), 4);
+        std::vector<float> results[2];
+        for (const DType out : {DType::BF16, DType::F32}) {
+            Tensor y = upload(*b, initial, Shape{c.m, c.n}, out);
+            if (c.bias)
+                b->gemmRowBias(c.ta, c.tb, c.m, c.n, c.k, a, w, bias, y);
+            else
+                b->gemm(c.ta, c.tb, c.m, c.n, c.k, c.alpha, a, w, c.beta, y);
+            results[out == DType::BF16 ? 0 : 1] = download(*b, y);
+        }
+        std::size_t differing = 0;
+        for (std::size_t i = 0; i < results[0].size(); ++i)
+            differing += results[0][i] != roundToDType(results[1][i], DType::BF16);
+        EXPECT_EQ(differing, 0u) << ::testing::PrintToString(c) << ": of " << results[0].size();
+    }
+}
+
 // Attention's batched products run as one batched oneDNN matmul: each matrix of the batch,
 // transposed operands and strides included, must equal the same product made alone, on the
 // native and on the emulated path (exact sums, so to the bit).

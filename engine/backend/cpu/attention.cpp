@@ -28,8 +28,9 @@ void CpuBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, 
     const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fa(a, native);
     const cpu::KernelInput fb(b, native);
-    cpu::FloatOutput fc(c, beta != 0.0f);
-    const cpu::MatmulShape shape{ta, tb, m, n, k, native, false, alpha, beta, batch, strideA, strideB, strideC};
+    cpu::KernelOutput fc(c, native && c.dtype() == DType::BF16, beta != 0.0f);
+    cpu::MatmulShape shape{ta, tb, m, n, k, native, false, alpha, beta, batch, strideA, strideB, strideC};
+    shape.bf16Output = fc.kernelRounds();
     m_matmul->run(shape, fa.data(), fb.data(), nullptr, fc.data());
     fc.commit();
 }

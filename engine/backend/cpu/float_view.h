@@ -56,6 +56,33 @@ private:
     const void* m_data = nullptr;
 };
 
+// The result a oneDNN kernel writes: with `kernelRounds` (a native bf16 kernel and a bf16
+// tensor) the tensor's own bits, which the kernel rounds its fp32 sums into; otherwise an fp32
+// buffer (FloatOutput) that commit() rounds into the tensor.
+class KernelOutput {
+public:
+    KernelOutput(Tensor& t, bool kernelRounds, bool load)
+    {
+        if (kernelRounds)
+            m_data = t.data();
+        else
+            m_data = m_floats.emplace(t, load).data();
+    }
+    bool kernelRounds() const { return !m_floats; }
+    void* data() { return m_data; }
+    // The fp32 buffer, for a pass the kernel could not do; only without kernelRounds.
+    float* floats() { return m_floats->data(); }
+    void commit()
+    {
+        if (m_floats)
+            m_floats->commit();
+    }
+
+private:
+    std::optional<FloatOutput> m_floats;
+    void* m_data = nullptr;
+};
+
 // The two inputs of a GEMM or convolution share a type, except that a recipe's quantised
 // operand may be bf16 beside an fp32 one (gemm_inputs.h writes bf16 only where every value is
 // a bf16): such a pair is multiplied in fp32, both widened exactly.

@@ -1,6 +1,7 @@
 // Tensor-core semantics on the CPU: inputs are already in the compute type (16-bit
 // tensors hold exactly representable values), products accumulate in fp32, and the result
-// is rounded once to C's storage type (FloatOutput::commit). bf16 inputs go to oneDNN as
+// is rounded once to C's storage type (by FloatOutput::commit, or by a native bf16 kernel
+// writing a bf16 C itself: KernelOutput). bf16 inputs go to oneDNN as
 // they are where the plan says native (the CPU multiplies bf16 pairs into fp32); otherwise,
 // and for fp16, they are widened exactly to fp32 first (the emulated path, the oracle).
 #include "engine/backend/cpu/cpu_backend.h"
@@ -11,6 +12,13 @@
 
 namespace mantissa {
 
+namespace {
+
+// A native bf16 kernel rounds its fp32 sums into a bf16 C itself (onednn_matmul.h).
+bool kernelRoundsInto(bool native, const Tensor& c) { return native && c.dtype() == DType::BF16; }
+
+} // namespace
+
 void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                       const Tensor& a, const Tensor& b, float beta, Tensor& c)
 {
@@ -19,13 +27,15 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n
     const bool native = a.dtype() == DType::BF16 && b.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fa(a, native);
     const cpu::KernelInput fb(b, native);
-    cpu::FloatOutput fc(c, beta != 0.0f);
     // Without beta, alpha is applied to the fp32 sums here rather than built into the cached
     // primitive: a recipe's alpha (OperandScales) changes every step (output_scale.h).
     const float kernelAlpha = beta == 0.0f ? 1.0f : alpha;
-    m_matmul->run({ta, tb, m, n, k, native, false, kernelAlpha, beta}, fa.data(), fb.data(), nullptr, fc.data());
+    cpu::KernelOutput fc(c, kernelRoundsInto(native, c) && kernelAlpha == alpha, beta != 0.0f);
+    cpu::MatmulShape shape{ta, tb, m, n, k, native, false, kernelAlpha, beta};
+    shape.bf16Output = fc.kernelRounds();
+    m_matmul->run(shape, fa.data(), fb.data(), nullptr, fc.data());
     if (kernelAlpha != alpha)
-        cpu::scaleOutput(fc.data(), static_cast<std::size_t>(m * n), alpha);
+        cpu::scaleOutput(fc.floats(), static_cast<std::size_t>(m * n), alpha);
     fc.commit();
 }
 
@@ -38,15 +48,17 @@ void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::in
     const cpu::KernelInput fa(a, native);
     const cpu::KernelInput fb(b, native);
     cpu::FloatInput fbias(bias);
-    cpu::FloatOutput fc(c);
-    // The bias joins the fp32 sum of products inside the kernel, before the one rounding in
-    // commit() (backend.h), as cuBLASLt's epilogue does; with operand scales the sum is scaled
-    // first, so the bias joins it afterwards (output_scale.h).
-    if (scales.unit())
-        m_matmul->run({ta, tb, m, n, k, native, true, 1.0f, 0.0f}, fa.data(), fb.data(), fbias.data(), fc.data());
-    else {
+    // The bias joins the fp32 sum of products inside the kernel, before the one rounding (by the
+    // kernel or by commit(); backend.h), as cuBLASLt's epilogue does; with operand scales the
+    // sum is scaled first, so the bias joins it afterwards (output_scale.h).
+    cpu::KernelOutput fc(c, kernelRoundsInto(native, c) && scales.unit(), false);
+    if (scales.unit()) {
+        cpu::MatmulShape shape{ta, tb, m, n, k, native, true, 1.0f, 0.0f};
+        shape.bf16Output = fc.kernelRounds();
+        m_matmul->run(shape, fa.data(), fb.data(), fbias.data(), fc.data());
+    } else {
         m_matmul->run({ta, tb, m, n, k, native, false, 1.0f, 0.0f}, fa.data(), fb.data(), nullptr, fc.data());
-        cpu::scaleRowsAddBias(fc.data(), m, n, scales.product(), fbias.data());
+        cpu::scaleRowsAddBias(fc.floats(), m, n, scales.product(), fbias.data());
     }
     fc.commit();
 }

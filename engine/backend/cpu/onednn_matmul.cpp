@@ -34,7 +34,7 @@ OperandDescs operandDescs(const MatmulShape& s)
     const dt in = s.bf16Inputs ? dt::bf16 : dt::f32;
     return {operand(s.m, s.k, s.ta == Transpose::Yes, in, s.batch, s.strideA),
             operand(s.k, s.n, s.tb == Transpose::Yes, in, s.batch, s.strideB),
-            operand(s.m, s.n, false, dt::f32, s.batch, s.strideC)};
+            operand(s.m, s.n, false, s.bf16Output ? dt::bf16 : dt::f32, s.batch, s.strideC)};
 }
 
 } // namespace
@@ -46,7 +46,7 @@ std::size_t OneDnnMatmul::ShapeHash::operator()(const MatmulShape& s) const
     mix(std::hash<std::int64_t>{}(s.n));
     mix(std::hash<std::int64_t>{}(s.k));
     mix((s.ta == Transpose::Yes ? 1u : 0u) | (s.tb == Transpose::Yes ? 2u : 0u) | (s.bf16Inputs ? 4u : 0u) |
-        (s.rowBias ? 8u : 0u));
+        (s.rowBias ? 8u : 0u) | (s.bf16Output ? 16u : 0u));
     mix(std::bit_cast<std::uint32_t>(s.alpha));
     mix(std::bit_cast<std::uint32_t>(s.beta));
     mix(std::hash<std::int64_t>{}(s.batch));
@@ -84,7 +84,7 @@ dnnl::matmul& OneDnnMatmul::primitive(const MatmulShape& s)
     }
 }
 
-void OneDnnMatmul::run(const MatmulShape& s, const void* a, const void* b, const float* bias, float* c)
+void OneDnnMatmul::run(const MatmulShape& s, const void* a, const void* b, const float* bias, void* c)
 {
     MANTISSA_ASSERT(s.rowBias == (bias != nullptr));
     if (s.m == 0 || s.n == 0)

@@ -21,6 +21,10 @@ struct MatmulShape {
     // batch > 1: that many products in one primitive, the i-th operands starting strideA,
     // strideB and strideC elements after the previous ones (attention's heads and samples).
     std::int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+    // c holds bf16 bits that oneDNN's kernel rounds the fp32 result into (to nearest even, as
+    // ours; results below 2^-126 flush, as the bf16 dot products flush their inputs), so the
+    // fp32 result never crosses memory; beta's c is read back from those bits.
+    bool bf16Output = false;
 
     bool operator==(const MatmulShape&) const = default;
 };
@@ -29,10 +33,10 @@ class OneDnnMatmul {
 public:
     explicit OneDnnMatmul(OneDnnRuntime& runtime) : m_runtime(runtime) {}
 
-    // c = alpha * op(a) op(b) [+ bias] [+ beta * c]: c is fp32 [m, n] row-major; a is [m, k]
+    // c = alpha * op(a) op(b) [+ bias] [+ beta * c]: c is fp32 (or bf16, shape.bf16Output) [m, n] row-major; a is [m, k]
     // (or [k, m] when ta) and b is [k, n] (or [n, k] when tb), row-major; for each of
     // shape.batch products at the shape's strides. A bias needs batch 1.
-    void run(const MatmulShape& shape, const void* a, const void* b, const float* bias, float* c);
+    void run(const MatmulShape& shape, const void* a, const void* b, const float* bias, void* c);
 
 private:
     struct ShapeHash {
