@@ -1,8 +1,10 @@
 #include "engine/numerics/conversions.h"
 
+#include "engine/numerics/conversions_avx512.h"
 #include "engine/numerics/reference_conversions.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #if defined(__F16C__) && defined(__AVX2__)
 #include <immintrin.h>
@@ -61,9 +63,17 @@ void halfToFloat(const std::uint16_t* src, float* dst, std::size_t n)
         dst[i] = reference::halfBitsToFloat(src[i]);
 }
 
+namespace {
+std::atomic<bool> g_avx512Allowed{true};
+} // namespace
+
+bool allowAvx512Conversions(bool allowed) { return g_avx512Allowed.exchange(allowed); }
+
+bool conversionsUseAvx512() { return g_avx512Allowed.load(std::memory_order_relaxed) && avx512::hasBf16Conversion(); }
+
 void floatToBFloat16(const float* src, std::uint16_t* dst, std::size_t n)
 {
-    std::size_t i = 0;
+    std::size_t i = conversionsUseAvx512() ? avx512::floatToBFloat16Prefix(src, dst, n) : 0;
 #ifdef MANTISSA_VECTOR_CONVERSIONS
     for (; i + 8 <= n; i += 8) {
         const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(src + i));
@@ -76,7 +86,7 @@ void floatToBFloat16(const float* src, std::uint16_t* dst, std::size_t n)
 
 void bfloat16ToFloat(const std::uint16_t* src, float* dst, std::size_t n)
 {
-    std::size_t i = 0;
+    std::size_t i = conversionsUseAvx512() ? avx512::bfloat16ToFloatPrefix(src, dst, n) : 0;
 #ifdef MANTISSA_VECTOR_CONVERSIONS
     for (; i + 8 <= n; i += 8) {
         const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));

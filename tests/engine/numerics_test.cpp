@@ -1,6 +1,7 @@
 // Bit-exactness of the fp32 <-> fp16/bf16 conversions: the vector paths against the
 // scalar reference, the reference against the IEEE boundary values, all 65,536 halves.
 #include "engine/numerics/conversions.h"
+#include "engine/numerics/conversions_avx512.h"
 #include "engine/numerics/reference_conversions.h"
 
 #include <gtest/gtest.h>
@@ -135,25 +136,75 @@ TEST(Numerics, AllHalfMidpointsRoundToNearestEven)
     }
 }
 
+namespace {
+
+// The fp32 -> bf16 paths this CPU has: avx512_bf16's instruction where it exists, and the
+// AVX2 loop, which such a CPU would otherwise never run here.
+std::vector<bool> bf16Avx512Settings()
+{
+    if (avx512::hasBf16Conversion())
+        return {true, false};
+    return {false};
+}
+
+struct Avx512ConversionsAllowed {
+    explicit Avx512ConversionsAllowed(bool allowed) : previous(allowAvx512Conversions(allowed)) {}
+    ~Avx512ConversionsAllowed() { allowAvx512Conversions(previous); }
+    bool previous;
+};
+
+} // namespace
+
 TEST(Numerics, StridedSweepOfAllFloatsMatchesReference)
 {
     // Every 4099th fp32 bit pattern (about a million values covering every exponent).
     std::vector<float> inputs;
     for (std::uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099)
         inputs.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
-    std::vector<std::uint16_t> half(inputs.size()), bf(inputs.size());
+    std::vector<std::uint16_t> half(inputs.size());
     floatToHalf(inputs.data(), half.data(), inputs.size());
-    floatToBFloat16(inputs.data(), bf.data(), inputs.size());
     int mismatches = 0;
     for (std::size_t i = 0; i < inputs.size() && mismatches < 10; ++i) {
         if (half[i] != reference::floatToHalfBits(inputs[i])) {
             ADD_FAILURE() << "fp16 of bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i]);
             ++mismatches;
         }
-        if (bf[i] != reference::floatToBFloat16Bits(inputs[i])) {
-            ADD_FAILURE() << "bf16 of bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i]);
-            ++mismatches;
+    }
+    for (const bool avx512 : bf16Avx512Settings()) {
+        const Avx512ConversionsAllowed allowed(avx512);
+        ASSERT_EQ(conversionsUseAvx512(), avx512);
+        std::vector<std::uint16_t> bf(inputs.size());
+        floatToBFloat16(inputs.data(), bf.data(), inputs.size());
+        for (std::size_t i = 0; i < inputs.size() && mismatches < 10; ++i) {
+            if (bf[i] != reference::floatToBFloat16Bits(inputs[i])) {
+                ADD_FAILURE() << "bf16 of bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i])
+                              << (avx512 ? " (avx512_bf16)" : " (AVX2)");
+                ++mismatches;
+            }
         }
+    }
+}
+
+// Every fp32 subnormal, both signs, mixed into vectors with normal values: the bf16 instruction
+// reads subnormals as zero, so these are the values its path must repair lane by lane (the
+// largest round up to bf16's smallest normal, 2^-126).
+TEST(Numerics, AllFloatSubnormalsRoundToBFloat16AsTheReference)
+{
+    std::vector<float> inputs;
+    for (std::uint32_t bits = 1; bits < 0x00800000u; ++bits) {
+        inputs.push_back(std::bit_cast<float>(bits));
+        inputs.push_back(std::bit_cast<float>(bits | 0x80000000u));
+        if (bits % 7 == 0)
+            inputs.push_back(static_cast<float>(bits) * 0.5f);
+    }
+    for (const bool avx512 : bf16Avx512Settings()) {
+        const Avx512ConversionsAllowed allowed(avx512);
+        std::vector<std::uint16_t> bf(inputs.size());
+        floatToBFloat16(inputs.data(), bf.data(), inputs.size());
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+            ASSERT_EQ(bf[i], reference::floatToBFloat16Bits(inputs[i]))
+                << "bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i])
+                << (avx512 ? " (avx512_bf16)" : " (AVX2)");
     }
 }
 
@@ -177,11 +228,16 @@ TEST(Numerics, AllBFloat16ValuesRoundTrip)
     for (std::uint32_t i = 0; i < 65536; ++i)
         in[i] = static_cast<std::uint16_t>(i);
     std::vector<float> wide(65536);
-    bfloat16ToFloat(in.data(), wide.data(), in.size());
-    floatToBFloat16(wide.data(), out.data(), wide.size());
-    for (std::uint32_t i = 0; i < 65536; ++i) {
-        const bool isNan = (i & 0x7f80) == 0x7f80 && (i & 0x7f) != 0;
-        ASSERT_EQ(out[i], isNan ? (i | 0x40) : i) << std::hex << i;
+    for (const bool avx512 : bf16Avx512Settings()) {
+        const Avx512ConversionsAllowed allowed(avx512);
+        bfloat16ToFloat(in.data(), wide.data(), in.size());
+        for (std::uint32_t i = 0; i < 65536; ++i)
+            ASSERT_TRUE(sameFloatBits(wide[i], reference::bfloat16BitsToFloat(in[i]))) << std::hex << i;
+        floatToBFloat16(wide.data(), out.data(), wide.size());
+        for (std::uint32_t i = 0; i < 65536; ++i) {
+            const bool isNan = (i & 0x7f80) == 0x7f80 && (i & 0x7f) != 0;
+            ASSERT_EQ(out[i], isNan ? (i | 0x40) : i) << std::hex << i << (avx512 ? " (avx512_bf16)" : " (AVX2)");
+        }
     }
 }
 
