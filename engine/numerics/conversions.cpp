@@ -39,7 +39,7 @@ inline __m128i packLowHalves(__m256i lanes)
 
 void floatToHalf(const float* src, std::uint16_t* dst, std::size_t n)
 {
-    std::size_t i = 0;
+    std::size_t i = conversionsUseAvx512() ? avx512::floatToHalfPrefix(src, dst, n) : 0;
 #ifdef MANTISSA_VECTOR_CONVERSIONS
     for (; i + 8 <= n; i += 8) {
         const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
@@ -52,7 +52,7 @@ void floatToHalf(const float* src, std::uint16_t* dst, std::size_t n)
 
 void halfToFloat(const std::uint16_t* src, float* dst, std::size_t n)
 {
-    std::size_t i = 0;
+    std::size_t i = conversionsUseAvx512() ? avx512::halfToFloatPrefix(src, dst, n) : 0;
 #ifdef MANTISSA_VECTOR_CONVERSIONS
     for (; i + 8 <= n; i += 8) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
@@ -69,11 +69,15 @@ std::atomic<bool> g_avx512Allowed{true};
 
 bool allowAvx512Conversions(bool allowed) { return g_avx512Allowed.exchange(allowed); }
 
-bool conversionsUseAvx512() { return g_avx512Allowed.load(std::memory_order_relaxed) && avx512::hasBf16Conversion(); }
+bool conversionsUseAvx512() { return g_avx512Allowed.load(std::memory_order_relaxed) && avx512::hasAvx512(); }
+
+namespace {
+bool bf16NarrowingUsesAvx512() { return conversionsUseAvx512() && avx512::hasBf16Conversion(); }
+} // namespace
 
 void floatToBFloat16(const float* src, std::uint16_t* dst, std::size_t n)
 {
-    std::size_t i = conversionsUseAvx512() ? avx512::floatToBFloat16Prefix(src, dst, n) : 0;
+    std::size_t i = bf16NarrowingUsesAvx512() ? avx512::floatToBFloat16Prefix(src, dst, n) : 0;
 #ifdef MANTISSA_VECTOR_CONVERSIONS
     for (; i + 8 <= n; i += 8) {
         const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(src + i));

@@ -27,9 +27,9 @@ float roundToDType(float value, DType type);
 // True when the build has the F16C/AVX2 paths (otherwise the scalar reference runs).
 bool conversionsAreVectorised();
 
-// bf16 <-> fp32 take AVX-512 loops (fp32 -> bf16 the CPU's avx512_bf16 instruction) where
-// the CPU has avx512_bf16 (conversions_avx512.h), same bits; a test turns it off to hold the AVX2 path to the reference on such a CPU too.
-// Returns the previous setting.
+// The bulk conversions take AVX-512 loops where the CPU has AVX-512 (fp32 -> bf16 only with
+// avx512_bf16; conversions_avx512.h), same bits; a test turns them off to hold the AVX2 paths
+// to the reference on such a CPU too. Returns the previous setting.
 bool allowAvx512Conversions(bool allowed);
 bool conversionsUseAvx512();
 

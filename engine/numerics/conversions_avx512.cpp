@@ -1,4 +1,4 @@
-// Compiled for the build's baseline with a per-function target attribute, and called only after
+// Compiled for the build's baseline with per-function target attributes, and called only after
 // the CPU was asked (__builtin_cpu_supports), so the library still runs where AVX-512 is missing.
 #include "engine/numerics/conversions_avx512.h"
 
@@ -13,10 +13,33 @@
 
 namespace mantissa::avx512 {
 
+bool hasAvx512()
+{
+    static const bool available = __builtin_cpu_supports("avx512f");
+    return available;
+}
+
 bool hasBf16Conversion()
 {
-    static const bool available = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+    static const bool available = hasAvx512() && __builtin_cpu_supports("avx512bf16");
     return available;
+}
+
+__attribute__((target("avx512f"))) std::size_t floatToHalfPrefix(const float* src, std::uint16_t* dst, std::size_t n)
+{
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    return i;
+}
+
+__attribute__((target("avx512f"))) std::size_t halfToFloatPrefix(const std::uint16_t* src, float* dst, std::size_t n)
+{
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+    return i;
 }
 
 __attribute__((target("avx512f,avx512bf16"))) std::size_t floatToBFloat16Prefix(const float* src, std::uint16_t* dst,
@@ -55,7 +78,10 @@ __attribute__((target("avx512f"))) std::size_t bfloat16ToFloatPrefix(const std::
 #else
 
 namespace mantissa::avx512 {
+bool hasAvx512() { return false; }
 bool hasBf16Conversion() { return false; }
+std::size_t floatToHalfPrefix(const float*, std::uint16_t*, std::size_t) { return 0; }
+std::size_t halfToFloatPrefix(const std::uint16_t*, float*, std::size_t) { return 0; }
 std::size_t floatToBFloat16Prefix(const float*, std::uint16_t*, std::size_t) { return 0; }
 std::size_t bfloat16ToFloatPrefix(const std::uint16_t*, float*, std::size_t) { return 0; }
 } // namespace mantissa::avx512

@@ -16,12 +16,29 @@ using namespace mantissa;
 
 namespace {
 
+// The conversion paths this CPU has: the AVX-512 loops where it has AVX-512, and the AVX2
+// loops, which such a CPU would otherwise never run here.
+std::vector<bool> avx512Settings()
+{
+    if (avx512::hasAvx512())
+        return {true, false};
+    return {false};
+}
+
+const char* pathName(bool avx512) { return avx512 ? " (AVX-512)" : " (AVX2)"; }
+
+struct Avx512ConversionsAllowed {
+    explicit Avx512ConversionsAllowed(bool allowed) : previous(allowAvx512Conversions(allowed)) {}
+    ~Avx512ConversionsAllowed() { allowAvx512Conversions(previous); }
+    bool previous;
+};
+
 std::uint16_t vectorHalf(float f)
 {
-    // Pad to a full vector so the F16C path (not the scalar tail) converts the value.
-    std::vector<float> in(8, f);
-    std::vector<std::uint16_t> out(8);
-    floatToHalf(in.data(), out.data(), 8);
+    // Pad to a full vector so the vector path (not the scalar tail) converts the value.
+    std::vector<float> in(16, f);
+    std::vector<std::uint16_t> out(16);
+    floatToHalf(in.data(), out.data(), 16);
     return out[3];
 }
 
@@ -79,8 +96,11 @@ TEST(Numerics, VectorMatchesReferenceOnBoundaries)
                             -2.5e-6f,
                             std::numeric_limits<float>::infinity(),
                             std::numeric_limits<float>::denorm_min()};
-    for (float v : values)
-        EXPECT_EQ(vectorHalf(v), reference::floatToHalfBits(v)) << "value " << v;
+    for (const bool avx512 : avx512Settings()) {
+        const Avx512ConversionsAllowed allowed(avx512);
+        for (float v : values)
+            EXPECT_EQ(vectorHalf(v), reference::floatToHalfBits(v)) << "value " << v << pathName(avx512);
+    }
 }
 
 TEST(Numerics, AllHalvesRoundTripThroughBothPaths)
@@ -88,24 +108,29 @@ TEST(Numerics, AllHalvesRoundTripThroughBothPaths)
     std::vector<std::uint16_t> halves(65536);
     for (std::uint32_t i = 0; i < 65536; ++i)
         halves[i] = static_cast<std::uint16_t>(i);
-    std::vector<float> widened(65536);
-    halfToFloat(halves.data(), widened.data(), halves.size());
-    std::vector<std::uint16_t> narrowed(65536);
-    floatToHalf(widened.data(), narrowed.data(), widened.size());
-    int mismatches = 0;
-    for (std::uint32_t i = 0; i < 65536 && mismatches < 10; ++i) {
-        const float ref = reference::halfBitsToFloat(halves[i]);
-        if (!sameFloatBits(widened[i], ref) && !(std::isnan(ref) && std::isnan(widened[i]))) {
-            ADD_FAILURE() << "widen 0x" << std::hex << i << ": vector " << widened[i] << " reference " << ref;
-            ++mismatches;
-        }
-        const bool isNan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff) != 0;
-        // Every non-NaN half survives the round trip exactly; NaNs come back quiet with their payload.
-        const std::uint16_t expected = isNan ? static_cast<std::uint16_t>(i | 0x200) : static_cast<std::uint16_t>(i);
-        if (narrowed[i] != expected || reference::floatToHalfBits(ref) != expected) {
-            ADD_FAILURE() << "narrow 0x" << std::hex << i << ": vector 0x" << narrowed[i] << " reference 0x"
-                          << reference::floatToHalfBits(ref);
-            ++mismatches;
+    for (const bool avx512 : avx512Settings()) {
+        const Avx512ConversionsAllowed allowed(avx512);
+        std::vector<float> widened(65536);
+        halfToFloat(halves.data(), widened.data(), halves.size());
+        std::vector<std::uint16_t> narrowed(65536);
+        floatToHalf(widened.data(), narrowed.data(), widened.size());
+        int mismatches = 0;
+        for (std::uint32_t i = 0; i < 65536 && mismatches < 10; ++i) {
+            const float ref = reference::halfBitsToFloat(halves[i]);
+            if (!sameFloatBits(widened[i], ref) && !(std::isnan(ref) && std::isnan(widened[i]))) {
+                ADD_FAILURE() << "widen 0x" << std::hex << i << ": vector " << widened[i] << " reference " << ref
+                              << pathName(avx512);
+                ++mismatches;
+            }
+            const bool isNan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff) != 0;
+            // Every non-NaN half survives the round trip exactly; NaNs come back quiet with their payload.
+            const std::uint16_t expected =
+                isNan ? static_cast<std::uint16_t>(i | 0x200) : static_cast<std::uint16_t>(i);
+            if (narrowed[i] != expected || reference::floatToHalfBits(ref) != expected) {
+                ADD_FAILURE() << "narrow 0x" << std::hex << i << ": vector 0x" << narrowed[i] << " reference 0x"
+                              << reference::floatToHalfBits(ref) << pathName(avx512);
+                ++mismatches;
+            }
         }
     }
 }
@@ -124,36 +149,20 @@ TEST(Numerics, AllHalfMidpointsRoundToNearestEven)
             inputs.push_back(-v);
         }
     }
-    std::vector<std::uint16_t> out(inputs.size());
-    floatToHalf(inputs.data(), out.data(), inputs.size());
-    int mismatches = 0;
-    for (std::size_t i = 0; i < inputs.size() && mismatches < 10; ++i) {
-        if (out[i] != reference::floatToHalfBits(inputs[i])) {
-            ADD_FAILURE() << "value " << inputs[i] << " vector 0x" << std::hex << out[i] << " reference 0x"
-                          << reference::floatToHalfBits(inputs[i]);
-            ++mismatches;
+    for (const bool avx512 : avx512Settings()) {
+        const Avx512ConversionsAllowed allowed(avx512);
+        std::vector<std::uint16_t> out(inputs.size());
+        floatToHalf(inputs.data(), out.data(), inputs.size());
+        int mismatches = 0;
+        for (std::size_t i = 0; i < inputs.size() && mismatches < 10; ++i) {
+            if (out[i] != reference::floatToHalfBits(inputs[i])) {
+                ADD_FAILURE() << "value " << inputs[i] << " vector 0x" << std::hex << out[i] << " reference 0x"
+                              << reference::floatToHalfBits(inputs[i]) << pathName(avx512);
+                ++mismatches;
+            }
         }
     }
 }
-
-namespace {
-
-// The fp32 -> bf16 paths this CPU has: avx512_bf16's instruction where it exists, and the
-// AVX2 loop, which such a CPU would otherwise never run here.
-std::vector<bool> bf16Avx512Settings()
-{
-    if (avx512::hasBf16Conversion())
-        return {true, false};
-    return {false};
-}
-
-struct Avx512ConversionsAllowed {
-    explicit Avx512ConversionsAllowed(bool allowed) : previous(allowAvx512Conversions(allowed)) {}
-    ~Avx512ConversionsAllowed() { allowAvx512Conversions(previous); }
-    bool previous;
-};
-
-} // namespace
 
 TEST(Numerics, StridedSweepOfAllFloatsMatchesReference)
 {
@@ -161,24 +170,22 @@ TEST(Numerics, StridedSweepOfAllFloatsMatchesReference)
     std::vector<float> inputs;
     for (std::uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099)
         inputs.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
-    std::vector<std::uint16_t> half(inputs.size());
-    floatToHalf(inputs.data(), half.data(), inputs.size());
     int mismatches = 0;
-    for (std::size_t i = 0; i < inputs.size() && mismatches < 10; ++i) {
-        if (half[i] != reference::floatToHalfBits(inputs[i])) {
-            ADD_FAILURE() << "fp16 of bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i]);
-            ++mismatches;
-        }
-    }
-    for (const bool avx512 : bf16Avx512Settings()) {
+    for (const bool avx512 : avx512Settings()) {
         const Avx512ConversionsAllowed allowed(avx512);
         ASSERT_EQ(conversionsUseAvx512(), avx512);
-        std::vector<std::uint16_t> bf(inputs.size());
+        std::vector<std::uint16_t> half(inputs.size()), bf(inputs.size());
+        floatToHalf(inputs.data(), half.data(), inputs.size());
         floatToBFloat16(inputs.data(), bf.data(), inputs.size());
         for (std::size_t i = 0; i < inputs.size() && mismatches < 10; ++i) {
+            if (half[i] != reference::floatToHalfBits(inputs[i])) {
+                ADD_FAILURE() << "fp16 of bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i])
+                              << pathName(avx512);
+                ++mismatches;
+            }
             if (bf[i] != reference::floatToBFloat16Bits(inputs[i])) {
                 ADD_FAILURE() << "bf16 of bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i])
-                              << (avx512 ? " (avx512_bf16)" : " (AVX2)");
+                              << pathName(avx512);
                 ++mismatches;
             }
         }
@@ -197,14 +204,13 @@ TEST(Numerics, AllFloatSubnormalsRoundToBFloat16AsTheReference)
         if (bits % 7 == 0)
             inputs.push_back(static_cast<float>(bits) * 0.5f);
     }
-    for (const bool avx512 : bf16Avx512Settings()) {
+    for (const bool avx512 : avx512Settings()) {
         const Avx512ConversionsAllowed allowed(avx512);
         std::vector<std::uint16_t> bf(inputs.size());
         floatToBFloat16(inputs.data(), bf.data(), inputs.size());
         for (std::size_t i = 0; i < inputs.size(); ++i)
             ASSERT_EQ(bf[i], reference::floatToBFloat16Bits(inputs[i]))
-                << "bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i])
-                << (avx512 ? " (avx512_bf16)" : " (AVX2)");
+                << "bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i]) << pathName(avx512);
     }
 }
 
@@ -228,7 +234,7 @@ TEST(Numerics, AllBFloat16ValuesRoundTrip)
     for (std::uint32_t i = 0; i < 65536; ++i)
         in[i] = static_cast<std::uint16_t>(i);
     std::vector<float> wide(65536);
-    for (const bool avx512 : bf16Avx512Settings()) {
+    for (const bool avx512 : avx512Settings()) {
         const Avx512ConversionsAllowed allowed(avx512);
         bfloat16ToFloat(in.data(), wide.data(), in.size());
         for (std::uint32_t i = 0; i < 65536; ++i)
@@ -236,7 +242,7 @@ TEST(Numerics, AllBFloat16ValuesRoundTrip)
         floatToBFloat16(wide.data(), out.data(), wide.size());
         for (std::uint32_t i = 0; i < 65536; ++i) {
             const bool isNan = (i & 0x7f80) == 0x7f80 && (i & 0x7f) != 0;
-            ASSERT_EQ(out[i], isNan ? (i | 0x40) : i) << std::hex << i << (avx512 ? " (avx512_bf16)" : " (AVX2)");
+            ASSERT_EQ(out[i], isNan ? (i | 0x40) : i) << std::hex << i << pathName(avx512);
         }
     }
 }
