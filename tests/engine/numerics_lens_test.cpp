@@ -3,6 +3,7 @@
 #include "engine/backend/backend.h"
 #include "engine/lens/scaler_replay.h"
 #include "engine/lens/what_if.h"
+#include "engine/numerics/conversions.h"
 #include "engine/numerics/tensor_stats.h"
 #include "engine/tensor/tensor.h"
 
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 
 using namespace mantissa;
 
@@ -131,6 +133,37 @@ TEST(TensorStats, TensorsOfEveryDtypeAndSizeAgreeWithTheScalarCount)
         EXPECT_EQ(parallel.nonFinite, serial.nonFinite) << dtypeName(type);
         EXPECT_EQ(parallel.amax, serial.amax) << dtypeName(type);
         EXPECT_EQ(parallel.histogram, serial.histogram) << dtypeName(type);
+    }
+}
+
+// A large 16-bit tensor is measured by counting its words (tensor_stats.cpp): every word, NaNs
+// and subnormals included, must count as its value does in the fp32 path, for every target and
+// with a histogram scale that moves values into and out of range.
+TEST(TensorStats, LargeSixteenBitTensorsCountEveryWordAsItsValue)
+{
+    std::vector<std::uint16_t> words;
+    for (int copy = 0; copy < 3; ++copy)
+        for (std::uint32_t w = 0; w < 65536; ++w)
+            words.push_back(static_cast<std::uint16_t>(w * 40503u + static_cast<std::uint32_t>(copy)));
+    for (DType storage : {DType::F16, DType::BF16}) {
+        std::vector<float> wide(words.size());
+        widenToFloat(words.data(), storage, wide.data(), wide.size());
+        for (DType target : {DType::F16, DType::BF16, DType::F32})
+            for (float scale : {1.0f, pow2(-12), pow2(20)}) {
+                const TensorStats got = measure16BitValues(words.data(), words.size(), storage, target, scale);
+                const TensorStats want = measureValues(wide.data(), wide.size(), target, scale);
+                const std::string what = std::string(dtypeName(storage)) + " to " + std::string(dtypeName(target)) +
+                                         " scale " + std::to_string(scale);
+                EXPECT_EQ(got.count, want.count) << what;
+                EXPECT_EQ(got.zeros, want.zeros) << what;
+                EXPECT_EQ(got.underflow, want.underflow) << what;
+                EXPECT_EQ(got.subnormal, want.subnormal) << what;
+                EXPECT_EQ(got.overflow, want.overflow) << what;
+                EXPECT_EQ(got.nonFinite, want.nonFinite) << what;
+                EXPECT_EQ(got.nan, want.nan) << what;
+                EXPECT_EQ(got.amax, want.amax) << what;
+                EXPECT_EQ(got.histogram, want.histogram) << what;
+            }
     }
 }
 
