@@ -79,6 +79,8 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
         m_layers.push_back(std::move(layer));
     }
     m_labelsPerSample = shape.numel() / m_classes;
+    while (m_firstTrainedLayer + 1 < m_layers.size() && m_layers[m_firstTrainedLayer]->parameters().empty())
+        ++m_firstTrainedLayer;
     for (auto it = m_layers.rbegin(); it != m_layers.rend(); ++it) {
         auto params = (*it)->parameters();
         // Within a layer, backward writes the weight gradient before the bias gradient.
@@ -113,13 +115,21 @@ void Model::backward(PassState& pass, const Tensor& dlogits, ModelForward& forwa
 {
     Tensor gradient = dlogits;
     for (std::size_t i = m_layers.size(); i-- > 0;) {
+        if (i < m_firstTrainedLayer) {
+            // A flatten or a pooling ahead of the first weights: nothing below needs a gradient
+            // (mlp's first linear layer spent an eighth of its fp32 step on the data's).
+            forward.contexts[i].reset();
+            if (pass.tap)
+                pass.tap->afterBackward(i, Tensor());
+            continue;
+        }
         Layer& layer = *m_layers[i];
         if (gradient.dtype() != layer.computeType()) {
             Tensor converted = pass.backend.empty(gradient.shape(), layer.computeType());
             pass.backend.cast(gradient, converted);
             gradient = converted;
         }
-        pass.inputGradNeeded = i > 0;
+        pass.inputGradNeeded = i > m_firstTrainedLayer;
         gradient = layer.backward(pass, gradient, forward.contexts[i].get());
         forward.contexts[i].reset(); // free saved activations as early as possible
         if (pass.tap)

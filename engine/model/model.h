@@ -43,6 +43,9 @@ public:
 private:
     std::vector<LayerPtr> m_layers;
     std::vector<Parameter*> m_backwardOrder;
+    // Layers before this one have no parameters, so no gradient is needed below it: backward
+    // stops there, and that layer computes no dx (the data's gradient).
+    std::size_t m_firstTrainedLayer = 0;
     Shape m_input;
     std::int64_t m_classes;
     std::int64_t m_labelsPerSample = 1;

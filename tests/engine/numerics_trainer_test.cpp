@@ -100,9 +100,13 @@ TEST(NumericsLens, CollectsOnSampledStepsOnly)
     const NumericsRecord& r = run.recorder.numerics.front();
     EXPECT_EQ(r.lossScale, 65536.0f);
     EXPECT_FALSE(r.scaledGradients);
-    // 4 activations, 4 input gradients (flatten passes dy on) + dlogits, 6 weights and
-    // 6 weight gradients.
-    EXPECT_EQ(r.tensors.size(), 21u);
+    // 4 activations, 2 input gradients + dlogits, 6 weights and 6 weight gradients. The first
+    // linear layer computes no input gradient, and the flatten before it none either: nothing
+    // below them has weights (Model::backward).
+    EXPECT_EQ(r.tensors.size(), 19u);
+    EXPECT_EQ(find(r, "1.linear.input_grad", TensorKind::ActivationGrad), nullptr);
+    EXPECT_EQ(find(r, "0.flatten.input_grad", TensorKind::ActivationGrad), nullptr);
+    ASSERT_NE(find(r, "2.linear.input_grad", TensorKind::ActivationGrad), nullptr);
     const TensorNumerics* w = find(r, "1.linear.weight", TensorKind::WeightGrad);
     ASSERT_NE(w, nullptr);
     EXPECT_EQ(w->layerIndex, 1);
