@@ -300,6 +300,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         tr.readEnum("cpu_kernels", c.training.cpuKernels);
         tr.read("tf32", c.training.tf32);
         tr.read("cudnn_workspace_mib", c.training.cudnnWorkspaceMiB);
+        tr.readEnum("fp8_gemm", c.training.fp8Gemm);
         tr.readEnum("graphs", c.training.graphs);
         tr.readEnum("run_ahead", c.training.runAhead);
         tr.read("eval_batch_size", c.training.evalBatchSize);
@@ -424,6 +425,9 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     j["training"]["checkpoint_every_epochs"] = c.training.checkpointEveryEpochs;
     j["training"]["init_from"] = c.training.initFrom;
     j["training"]["cpu_kernels"] = enumKey(c.training.cpuKernels);
+    // Written only when set, so that stored configs read back and are written byte for byte.
+    if (c.training.fp8Gemm != Fp8Gemm::Auto)
+        j["training"]["fp8_gemm"] = enumKey(c.training.fp8Gemm);
     j["numerics"] = {{"every", c.numerics.every}, {"scaled_gradients", c.numerics.scaledGradients}};
     // Written only when set, so that the configs of single-process runs stored before it read
     // back and are written again byte for byte.

@@ -3,6 +3,7 @@
 // One JSON file drives the GUI, the CLI and the tests; docs/config.md documents every field.
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu_options.h"
+#include "engine/backend/cuda_options.h"
 #include "engine/config/config_enums.h"
 #include "engine/config/layer_kind.h"
 #include "engine/precision/loss_scale_spec.h"
@@ -99,6 +100,8 @@ struct TrainingSpec {
     CpuKernels cpuKernels = CpuKernels::Auto;
     bool tf32 = false;           // GPU: fp32 GEMMs and convolutions on TF32 tensor cores
     int cudnnWorkspaceMiB = 256; // GPU: scratch memory a convolution algorithm may use
+    // GPU: the per-tensor FP8 recipes' GEMMs on FP8 tensor cores or emulated (cuda_options.h).
+    Fp8Gemm fp8Gemm = Fp8Gemm::Auto;
     // Capture the training step once and replay it: auto (on GPUs, as CUDA graphs), on (also
     // on the CPU, as an op tape: it tests the graph path but holds every temporary at once), off.
     AutoSwitch graphs = AutoSwitch::Auto;

@@ -28,6 +28,7 @@ BackendSelection selectBackend(const RunConfig& config)
     CudaOptions cuda;
     cuda.tf32 = training.tf32;
     cuda.convWorkspaceBytes = static_cast<std::size_t>(training.cudnnWorkspaceMiB) << 20;
+    cuda.fp8Gemm = training.fp8Gemm;
     BackendSelection selection =
         selectBackend(training.device, CpuOptions{training.threads, training.cpuKernels}, cuda);
     if (selection.backend->device().kind == DeviceKind::Cpu && training.cpuKernels == CpuKernels::Native) {

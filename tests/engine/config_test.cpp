@@ -302,6 +302,7 @@ TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
     EXPECT_EQ(documentedValues("precision.recipe.hadamard_wgrad"), engineValues<RecipeSwitch>());
     EXPECT_EQ(documentedValues("training.graphs"), engineValues<AutoSwitch>());
     EXPECT_EQ(documentedValues("training.cpu_kernels"), engineValues<CpuKernels>());
+    EXPECT_EQ(documentedValues("training.fp8_gemm"), engineValues<Fp8Gemm>());
     EXPECT_EQ(documentedValues("training.run_ahead"), engineValues<AutoSwitch>());
     EXPECT_EQ(documentedValues("distributed.allreduce_dtype"), engineValues<AllReduceType>());
     EXPECT_EQ(documentedValues("distributed.reduction"), engineValues<ReductionOrder>());

@@ -9,6 +9,7 @@
 #include "engine/backend/cuda/cuda_backend.h"
 
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/fp8_gemm.h"
 #include "engine/backend/cuda/kernels.h"
 #include "engine/util/check.h"
 
@@ -47,6 +48,9 @@ void CudaBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t 
     MANTISSA_ASSERT(a.dtype() == b.dtype());
     MANTISSA_ASSERT(a.numel() == m * k && b.numel() == k * n && c.numel() == m * n);
     if (m == 0 || n == 0)
+        return;
+    // The per-tensor FP8 recipes' elements on FP8 tensor cores where the plan allows (fp8_gemm.h).
+    if (m_fp8->tryGemm(ta, tb, m, n, k, alpha, a, b, beta, c))
         return;
     Tensor target = c;
     const bool direct = cublasWritesDirectly(a.dtype(), c.dtype());

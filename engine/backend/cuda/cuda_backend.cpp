@@ -6,6 +6,8 @@
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/descriptor_cache.h"
 #include "engine/backend/cuda/device_memory.h"
+#include "engine/backend/cuda/fp8_gemm.h"
+#include "engine/backend/cuda/fp8_operands.h"
 #include "engine/backend/cuda/host_read.h"
 #include "engine/backend/cuda/kernels.h"
 #include "engine/backend/cuda/tensor_refs.h"
@@ -72,6 +74,10 @@ CudaBackend::CudaBackend(int device, const CudaOptions& options)
     checkCudnn(cudnnSetStream(m_cudnn, stream()), "cudnnSetStream");
     m_conv = std::make_unique<ConvPlans>(m_cudnn, options, m_bf16TensorCores);
     m_descriptors = std::make_unique<DescriptorCache>(m_memory);
+    m_fp8Operands = std::make_shared<Fp8Operands>();
+    m_memory->setReleaseListener([operands = m_fp8Operands](void* data) { operands->forget(data); });
+    m_fp8 = std::make_unique<Fp8Matmul>(m_memory, m_fp8Operands, options.fp8Gemm, prop.major, prop.minor,
+                                        m_cublasWorkspace.data(), workspace);
     // Everything a step writes to outside its tensors exists from here on, at fixed addresses.
     m_results = empty(Shape{static_cast<std::int64_t>(kResultBytes / 4)}, DType::F32);
     auto* base = static_cast<char*>(m_results.data());
@@ -93,6 +99,7 @@ CudaBackend::~CudaBackend()
     cudaStreamSynchronize(stream());
     m_uploads.reset();
     m_conv.reset();
+    m_fp8.reset();
     m_descriptors.reset();
     m_results = {};
     if (m_pinned)
@@ -102,6 +109,8 @@ CudaBackend::~CudaBackend()
     if (m_cublas)
         cublasDestroy(m_cublas);
 }
+
+std::string CudaBackend::kernelPaths() const { return m_fp8->paths(); }
 
 cudaStream_t CudaBackend::stream() const { return m_memory->stream(); }
 

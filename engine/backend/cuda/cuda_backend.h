@@ -26,6 +26,8 @@ namespace mantissa::cuda {
 class DeviceMemory;
 class ConvPlans;
 class DescriptorCache;
+class Fp8Matmul;
+class Fp8Operands;
 class PinnedPool;
 class UploadStaging;
 struct TensorRef;
@@ -38,6 +40,8 @@ public:
     ~CudaBackend() override;
 
     std::string name() const override { return m_name; }
+    // The FP8 GEMM's path (fp8_gemm.h): cuBLASLt FP8 or emulated, and how many GEMMs took each.
+    std::string kernelPaths() const override;
     Device device() const override { return {DeviceKind::Cuda, m_device}; }
     bool supports(Op op, DType dtype) const override;
 
@@ -158,6 +162,10 @@ private:
     cudnnHandle_t m_cudnn = nullptr;
     std::unique_ptr<ConvPlans> m_conv;
     std::unique_ptr<DescriptorCache> m_descriptors;
+    // Which buffers hold per-tensor FP8 elements (quantizeOperand notes them, DeviceMemory's
+    // release listener forgets them), and the GEMM that multiplies them on FP8 tensor cores.
+    std::shared_ptr<Fp8Operands> m_fp8Operands;
+    std::unique_ptr<Fp8Matmul> m_fp8;
     bool m_bf16TensorCores = false; // sm_80 and newer
     // Persistent device memory, counted in peakBytes: the reductions' results and cuBLAS's
     // workspace (set with cublasSetWorkspace, so that cuBLAS never allocates in a capture).

@@ -71,6 +71,8 @@ std::shared_ptr<Storage> DeviceMemory::allocate(std::size_t bytes)
 
 void DeviceMemory::release(void* data, std::size_t bytes, const std::shared_ptr<Capture>& made)
 {
+    if (m_releaseListener)
+        m_releaseListener(data);
     {
         const std::lock_guard lock(m_captureMutex);
         if (made && made->abandoned) {

@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -47,6 +48,12 @@ public:
     // Throws ResourceError naming the size asked for, what this backend holds and what the
     // device has left when it is out of memory.
     std::shared_ptr<Storage> allocate(std::size_t bytes);
+
+    // Called with each buffer's address when its last Tensor goes (on whichever thread drops
+    // it), before the memory returns to the pool: what the backend noted about a buffer's
+    // contents (fp8_operands.h) must not outlive the buffer. Set once, before any allocation
+    // that it concerns.
+    void setReleaseListener(std::function<void(void*)> listener) { m_releaseListener = std::move(listener); }
 
     std::size_t liveBytes() const { return m_live.load(); }
     std::size_t peakBytes() const { return m_peak.load(); }
@@ -77,6 +84,7 @@ private:
     std::mutex m_captureMutex;          // guards the two below; tensors die on any thread
     std::shared_ptr<Capture> m_capture; // the capture in progress, or null
     std::vector<std::pair<void*, std::size_t>> m_retained;
+    std::function<void(void*)> m_releaseListener;
 };
 
 class DeviceMemory::Retained {

@@ -216,6 +216,13 @@ void launchQuantizeBlocks(const void* src, DType srcType, void* dst, DType dstTy
 void launchQuantizeTensor(const void* src, DType srcType, void* dst, DType dstType, std::int64_t n,
                           const qa::OperandPlan& plan, cudaStream_t stream);
 
+// --- fp8_pack.cu ------------------------------------------------------------------------------
+// FP8 elements held as bf16 into their 8-bit codes (fp8_codes.h), as a [rows, k] matrix with K
+// contiguous, the layout cuBLASLt's FP8 matmul reads (fp8_gemm.cpp). `src` is [rows, k]
+// row-major, or [k, rows] when `transposed` (a GEMM operand whose K runs down the columns).
+void launchPackFp8(const std::uint16_t* src, std::uint8_t* dst, std::int64_t rows, std::int64_t k, bool transposed,
+                   bool e5m2, cudaStream_t stream);
+
 // --- tensor_stats.cu --------------------------------------------------------------------------
 // What the numerics lens measures of one tensor (engine/numerics/tensor_stats.h), accumulated
 // on the device so that only these ~550 bytes reach the host. Counts are integer atomics, so
