@@ -133,11 +133,14 @@ struct Case {
 };
 
 // The three products of a linear layer (forward x W^T, weight gradient dy^T x, data gradient
-// dy W), with K: several full chunks and a short one, exactly one chunk, and less than one.
+// dy W), with K: several full chunks and a short one, whole chunks only, exactly one chunk, and
+// less than one. Each operand either K-contiguous (packed chunk by chunk) or K-major (its
+// chunks read where they lie), with and without a short last chunk, and both ways round.
 const Case kCases[] = {
     {Transpose::No, Transpose::Yes, 40, 136, 300}, {Transpose::Yes, Transpose::No, 136, 72, 256},
-    {Transpose::No, Transpose::No, 24, 160, 128},  {Transpose::No, Transpose::No, 33, 40, 100},
-    {Transpose::No, Transpose::Yes, 8, 264, 1},
+    {Transpose::Yes, Transpose::No, 40, 72, 300},  {Transpose::No, Transpose::No, 24, 160, 400},
+    {Transpose::Yes, Transpose::Yes, 16, 48, 264}, {Transpose::No, Transpose::No, 24, 160, 128},
+    {Transpose::No, Transpose::No, 33, 40, 100},   {Transpose::No, Transpose::Yes, 8, 264, 1},
 };
 
 void runCase(Backend& backend, const Case& c, bool integers, bool withBias, DType out, std::vector<float>& got,

@@ -44,17 +44,25 @@ void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m,
 #pragma omp parallel for schedule(static) if (chunks * m * n >= kParallelFrom)
     for (std::int64_t i = 0; i < m; ++i) {
         float* row = out + i * n;
-        for (std::int64_t j = 0; j < n; ++j)
-            row[j] = 0.0f;
         for (std::int64_t c = 0; c < chunks; ++c) {
             const float scaleA = at(a, c, i);
             const float* p = partials + (c * m + i) * n;
             const float* sb = scalesB + c * n;
-            for (std::int64_t j = 0; j < n; ++j) {
-                const float scale = scaleA * sb[j];
-                const float term = scale * p[j]; // each step rounded to fp32, never fused
-                row[j] = row[j] + term;
-            }
+            // Chunk 0 starts the sum from 0 (0 + term, as every later chunk adds to the sum so
+            // far), reading its partial sum before writing the same place: `out` may be the
+            // partial sums themselves when there is one chunk.
+            if (c == 0)
+                for (std::int64_t j = 0; j < n; ++j) {
+                    const float scale = scaleA * sb[j];
+                    const float term = scale * p[j]; // each step rounded to fp32, never fused
+                    row[j] = 0.0f + term;
+                }
+            else
+                for (std::int64_t j = 0; j < n; ++j) {
+                    const float scale = scaleA * sb[j];
+                    const float term = scale * p[j];
+                    row[j] = row[j] + term;
+                }
         }
         if (bias)
             for (std::int64_t j = 0; j < n; ++j)

@@ -22,7 +22,8 @@ struct ChunkScales {
 };
 // out[i, j] = sum over the `chunks` partial-sum matrices P_c [m, n] (partials, chunk after
 // chunk) of fl(fl(a_c[i] * b_c[j]) * P_c[i, j]), added in chunk order starting from 0 (every
-// product and sum rounded to fp32, never fused), then + bias[j] when `bias` is not null.
+// product and sum rounded to fp32, never fused), then + bias[j] when `bias` is not null. With
+// one chunk, `out` may be `partials` (scaled in place).
 void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m, std::int64_t n, ChunkScales a,
                      ChunkScales b, const float* bias, float* out);
 // y[i, ch, p] = scale * y[i, ch, p] + bias[ch] over [images, channels, area] (NCHW); no bias
