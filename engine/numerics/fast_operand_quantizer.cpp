@@ -189,16 +189,13 @@ public:
             const std::size_t r0 = static_cast<std::size_t>(item) / tileCols * t;
             const std::size_t c0 = static_cast<std::size_t>(item) % tileCols * t;
             const std::size_t r1 = std::min(r0 + t, rowsCount), width = std::min(t, cols - c0);
-            std::uint32_t amax = 0;
-            for (std::size_t r = r0; r < r1; ++r)
-                amax = std::max(amax, m_ops.amaxBits(m_op.data, r * cols + c0, width));
+            const std::uint32_t amax = m_ops.amaxRows(m_op.data, r0 * cols + c0, width, r1 - r0, cols);
             largest = std::max(largest, amax);
             const Plan plan =
                 emitted(m_format.scheme == ScalingScheme::Nvfp4 ? blockPlan(amax)
                                                                 : fastq::fp32Plan(std::bit_cast<float>(amax), m_format),
                         static_cast<std::size_t>(item));
-            for (std::size_t r = r0; r < r1; ++r)
-                lost |= m_ops.round(m_op.data, m_out, r * cols + c0, width, plan, m_rounding);
+            lost |= m_ops.roundRows(m_op.data, m_out, r0 * cols + c0, width, r1 - r0, cols, plan, m_rounding);
         }
         return outcome(largest < kInfinityBits, lost);
     }

@@ -28,6 +28,16 @@ cpu::ChunkScales chunkScales(const BlockScales& s)
     return {s.scales.f32(), s.group, s.chunkStride, s.indexStride};
 }
 
+// At least `size` elements in `buffer`, which only grows: a vector's resize to a larger size
+// zero-fills the new part, megabytes per call when the layers' GEMMs take turns.
+template <typename T>
+T* atLeast(std::vector<T>& buffer, std::size_t size)
+{
+    if (buffer.size() < size)
+        buffer.resize(size);
+    return buffer.data();
+}
+
 // Copies the K-contiguous operand X [rows, k] (row-major) chunk by chunk: its `full` whole
 // chunks to dst as [full, rows, chunk], then the short last one (k - full * chunk wide, if
 // any) after them as [rows, tail]. Bits are copied as they are (bf16 or fp32).
@@ -75,10 +85,9 @@ Chunked chunked(const void* data, bool kMajor, std::int64_t rows, std::int64_t k
     const Transpose rowsTranspose = isB ? Transpose::Yes : Transpose::No;
     if (kMajor)
         return {bytes, bytes + static_cast<std::size_t>(full * chunk * rows) * element, kMajorTranspose, chunk * rows};
-    packed.resize(static_cast<std::size_t>(rows * k) * element);
-    packChunks(data, rows, k, chunk, element, packed.data());
-    return {packed.data(), packed.data() + static_cast<std::size_t>(full * chunk * rows) * element, rowsTranspose,
-            chunk * rows};
+    unsigned char* to = atLeast(packed, static_cast<std::size_t>(rows * k) * element);
+    packChunks(data, rows, k, chunk, element, to);
+    return {to, to + static_cast<std::size_t>(full * chunk * rows) * element, rowsTranspose, chunk * rows};
 }
 
 } // namespace
@@ -124,8 +133,7 @@ void CpuBackend::gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std
     // chunk (K not a multiple of the chunk) as one more product after them.
     const std::size_t element = native ? 2 : 4;
     const std::int64_t full = k / chunk, tail = k - full * chunk;
-    m_blockPartials.resize(static_cast<std::size_t>(chunks * m * n));
-    float* partials = m_blockPartials.data();
+    float* partials = atLeast(m_blockPartials, static_cast<std::size_t>(chunks * m * n));
     const Chunked ca = chunked(fa.data(), ta == Transpose::Yes, m, k, chunk, element, false, m_packedA);
     const Chunked cb = chunked(fb.data(), tb == Transpose::No, n, k, chunk, element, true, m_packedB);
     cpu::MatmulShape shape{ca.transpose, cb.transpose, m, n, chunk, native, false, 1.0f, 0.0f};
