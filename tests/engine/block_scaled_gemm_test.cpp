@@ -1,7 +1,7 @@
 // fp8-block's GEMM (docs/formats.md, "The block-scaled FP8 GEMM"): the FP8 elements of each
 // 128-wide K-chunk multiplied into fp32 partial sums, each chunk's sums scaled by its decode
-// scales (row tile x column block) and the chunks added in order, then the bias, then one
-// rounding. Checked against a naive per-chunk reference, bit for bit where every partial sum
+// scales (row tile x column block) and added in order (one fused multiply-add per chunk), then
+// the bias, then one rounding. Checked against a naive per-chunk reference, bit for bit where every partial sum
 // is exact (small integer elements) and within the fp32 summation-order bound otherwise, on
 // the native bf16 kernels and the emulated (fp32) ones, and through a linear layer's three
 // GEMMs under the recipe against the block quantiser's own elements and scales.
@@ -39,7 +39,8 @@ struct RefOperand {
 
 std::int64_t chunksOf(std::int64_t k) { return (k + kChunk - 1) / kChunk; }
 
-// C[i, j] = sum over chunks c, in order from 0, of fl(fl(sa * sb) * P_c) in fp32, then + bias;
+// C[i, j] = sum over chunks c, in order from 0, of fl(sa * sb) * P_c in fp32, each joining the
+// running sum in one fused multiply-add, then + bias;
 // P_c summed in double (exact for the integer elements; `bound` gets the fp32 order bound).
 struct Reference {
     std::vector<float> value;
@@ -61,8 +62,7 @@ Reference reference(const RefOperand& a, const RefOperand& b, const std::vector<
                     magnitude += std::abs(term);
                 }
                 const float scale = a.scale(c, i) * b.scale(c, j);
-                const float term = scale * static_cast<float>(sum);
-                acc = acc + term;
+                acc = std::fma(scale, static_cast<float>(sum), acc);
                 bound += static_cast<double>(end - c * kChunk) * std::ldexp(1.0, -24) * magnitude * std::abs(scale);
             }
             if (bias)

@@ -5,10 +5,10 @@
 // scales and adds the chunks up in order. The whole chunks run as one batched oneDNN matmul
 // (K-contiguous operands packed chunk by chunk first, K-major ones read where they lie), the
 // short last chunk as one more.
+#include "engine/backend/cpu/block_scaled_gemm_sum.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/onednn_matmul.h"
-#include "engine/backend/cpu/output_scale.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
