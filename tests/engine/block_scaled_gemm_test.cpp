@@ -343,3 +343,77 @@ TEST(BlockScaledGemm, LinearLayerUnderFp8BlockMatchesTheReference)
                      "wgrad");
     }
 }
+
+namespace {
+
+struct CountingObserver final : GemmInputObserver {
+    int calls = 0;
+    void gemmInput(const std::string&, GemmPass, GemmOperand, const OperandFormat&, const QuantStats&) override
+    {
+        ++calls;
+    }
+};
+
+} // namespace
+
+// The data gradient reads the forward's quantised weight again (GemmInputQuantizer::reuse):
+// the same elements, bit for bit, and the same scale at every (chunk, column) as quantising the
+// weight anew for the data gradient's layout; never for an operand whose quantisation depends
+// on the layout (1x128 tiles along K), for a recipe without block scales, or on a sampled step.
+TEST(BlockScaledGemm, DataGradientReadsTheForwardWeightAgain)
+{
+    auto backend = makeCpuBackend(CpuOptions{1, CpuKernels::Auto});
+    const std::int64_t out = 200, in = 300; // partial tiles at the right and bottom edges
+    const Tensor w = Tensor::fromFloats({out, in}, randomBf16(static_cast<std::size_t>(out * in), 5), DType::BF16);
+    const std::string layer = "1.linear";
+    GemmInputCall call{*backend, layer};
+    call.blockScaledGemm = true;
+    const KLayout forwardLayout = KLayout::rows(out, in), dataGradLayout = KLayout::along(1, out, in);
+
+    GemmInputQuantizer quantizer;
+    quantizer.setRecipe(GemmRecipe::Fp8Block, {});
+    const GemmOperandValues forward = quantizer.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forwardLayout);
+    ASSERT_TRUE(forward.blocks.present());
+    const std::optional<GemmOperandValues> again =
+        quantizer.reuse(call, forward, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight, dataGradLayout);
+    ASSERT_TRUE(again.has_value());
+    const GemmOperandValues fresh = quantizer.prepare(call, w, GemmPass::DataGrad, GemmOperand::Weight, dataGradLayout);
+    ASSERT_TRUE(fresh.blocks.present());
+    EXPECT_EQ(again->values.data(), forward.values.data()); // read again, not copied
+    ASSERT_EQ(again->values.dtype(), fresh.values.dtype());
+    const std::vector<float> againValues = again->values.toFloats(), freshValues = fresh.values.toFloats();
+    for (std::size_t i = 0; i < freshValues.size(); ++i)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(againValues[i]), std::bit_cast<std::uint32_t>(freshValues[i]))
+            << "element " << i;
+    const BlockScales& a = again->blocks;
+    const BlockScales& f = fresh.blocks;
+    EXPECT_EQ(a.chunk, f.chunk);
+    EXPECT_EQ(a.group, f.group);
+    const std::vector<float> againScales = a.scales.toFloats(), freshScales = f.scales.toFloats();
+    for (std::int64_t c = 0; c < chunksOf(out); ++c) // K = out for the data gradient; index = in
+        for (std::int64_t j = 0; j < in; ++j)
+            ASSERT_EQ(againScales[static_cast<std::size_t>(c * a.chunkStride + j / a.group * a.indexStride)],
+                      freshScales[static_cast<std::size_t>(c * f.chunkStride + j / f.group * f.indexStride)])
+                << "chunk " << c << ", column " << j;
+
+    // 1x128 tiles along K: the weight-gradient GEMM's x^T is another quantisation than the
+    // forward's x.
+    const Tensor x = Tensor::fromFloats({64, in}, randomBf16(static_cast<std::size_t>(64 * in), 6), DType::BF16);
+    const GemmOperandValues xq =
+        quantizer.prepare(call, x, GemmPass::Forward, GemmOperand::Activation, KLayout::rows(64, in));
+    ASSERT_TRUE(xq.blocks.present());
+    EXPECT_FALSE(quantizer.reuse(call, xq, GemmPass::Forward, x, GemmPass::WeightGrad, GemmOperand::Activation,
+                                 KLayout::along(1, 64, in)));
+    // A sampled step measures the data gradient's weight as well.
+    CountingObserver observer;
+    GemmInputCall sampled = call;
+    sampled.observer = &observer;
+    EXPECT_FALSE(quantizer.reuse(sampled, forward, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight,
+                                 dataGradLayout));
+    // Per-tensor FP8: no block scales, nothing to read again.
+    GemmInputQuantizer perTensor;
+    perTensor.setRecipe(GemmRecipe::Fp8E4m3, {});
+    const GemmOperandValues hybrid = perTensor.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forwardLayout);
+    EXPECT_FALSE(
+        perTensor.reuse(call, hybrid, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight, dataGradLayout));
+}
