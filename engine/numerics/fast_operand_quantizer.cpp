@@ -156,11 +156,17 @@ public:
         for (std::int64_t item = 0; item < items; ++item) {
             const std::size_t r = static_cast<std::size_t>(item) / perRow;
             const std::size_t j0 = static_cast<std::size_t>(item) % perRow * block, j1 = std::min(j0 + block, length);
-            const auto runs = [&](auto&& visit) {
+            const auto runs = [&](auto&& visit) { // one division per block, not two per run
+                std::size_t a = j0 / inner, p = j0 % inner;
                 for (std::size_t j = j0; j < j1;) {
-                    const std::size_t a = j / inner, p = j % inner, n = std::min(j1 - j, inner - p);
+                    const std::size_t n = std::min(j1 - j, inner - p);
                     visit((a * rowsCount + r) * inner + p, n);
                     j += n;
+                    p += n;
+                    if (p == inner) {
+                        p = 0;
+                        ++a;
+                    }
                 }
             };
             std::uint32_t amax = 0;
