@@ -204,9 +204,9 @@ public:
     // The block-scaled GEMM of DeepSeek-V3's FP8 recipe (arXiv 2412.19437, section 3.3; docs/
     // formats.md, "The block-scaled FP8 GEMM"): a and b hold FP8 elements (bf16 numbers) and
     // `scales` their decode scales per K-chunk. For each chunk c the elements' products are
-    // summed in fp32 into P_c[i, j]; then, chunk by chunk in order, acc = fl(acc +
-    // fl(fl(dA_c[i] x dB_c[j]) x P_c[i, j])) from acc = 0 (never fused); the bias (when given,
-    // bias[n]) joins after the last chunk, and C is rounded once to its dtype. An operand
+    // summed in fp32 into P_c[i, j]; then, chunk by chunk in order, acc =
+    // fma(fl(dA_c[i] x dB_c[j]), P_c[i, j], acc) from acc = 0 (one rounding per chunk); the bias
+    // (when given, bias[n]) joins after the last chunk, and C is rounded once to its dtype. An operand
     // without block scales counts 1 in every chunk. The base implementation throws
     // UnsupportedError (the CUDA backend has no such kernel; recipes run on the CPU).
     virtual void gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,

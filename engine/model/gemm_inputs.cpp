@@ -406,6 +406,26 @@ FastOperand fastOperand(const Tensor& t, const KLayout& layout, const OperandFor
     return op;
 }
 
+// The chunk and strides of the block scales of a weight [rows, cols] in square tiles of `tile`,
+// one fp32 scale each in [row tiles, column tiles], for a GEMM that runs K along its rows (a
+// tile column is a chunk) or down its columns (a tile row is); false for any other layout (a
+// convolution's weight).
+bool tileScaleStrides(const Tensor& t, std::int64_t tile, const KLayout& layout, BlockScales& blocks)
+{
+    const std::int64_t rows = t.shape()[0], cols = t.numel() / rows;
+    const std::int64_t columnTiles = (cols + tile - 1) / tile;
+    blocks.chunk = blocks.group = tile;
+    if (layout.inner == 1 && layout.outer == rows && layout.k == cols) {
+        blocks.chunkStride = 1;
+        blocks.indexStride = columnTiles;
+    } else if (layout.outer == 1 && layout.k == rows && layout.inner == cols) {
+        blocks.chunkStride = columnTiles;
+        blocks.indexStride = 1;
+    } else
+        return false;
+    return true;
+}
+
 // The elements of an fp32-scaled operand (1x128 blocks along K, or a weight's 128x128 tiles)
 // with each block's decode scale, laid out for the block-scaled GEMM (BlockScales), where the
 // layout is one a linear layer's GEMM reads (K along the rows, or K down the columns of a
@@ -425,22 +445,13 @@ std::optional<GemmOperandValues> blockScaledOperand(Backend& backend, const Tens
     if (format.tile2d > 0 && format.format.scheme == ScalingScheme::PerTensor) {
         const std::int64_t rows = t.shape()[0], cols = t.numel() / rows;
         const auto tile = static_cast<std::int64_t>(format.tile2d);
-        const std::int64_t columnTiles = blocksOf(cols, tile);
         in.layout = FastOperand::Layout::Tiles;
         in.outer = static_cast<std::size_t>(rows);
         in.k = static_cast<std::size_t>(cols);
         in.tile = format.tile2d;
-        blocks.chunk = blocks.group = tile;
-        count = blocksOf(rows, tile) * columnTiles;
-        if (layout.inner == 1 && layout.outer == rows &&
-            layout.k == cols) { // K along the rows: a tile column is a chunk
-            blocks.chunkStride = 1;
-            blocks.indexStride = columnTiles;
-        } else if (layout.outer == 1 && layout.k == rows && layout.inner == cols) { // K down the columns
-            blocks.chunkStride = columnTiles;
-            blocks.indexStride = 1;
-        } else
+        if (!tileScaleStrides(t, tile, layout, blocks))
             return std::nullopt; // a convolution's weight
+        count = blocksOf(rows, tile) * blocksOf(cols, tile);
     } else if (format.format.scheme == ScalingScheme::Fp32Blocks && format.format.blockRows <= 1 &&
                format.format.blockSize > 0 && (layout.inner == 1 || layout.outer == 1)) {
         const auto block = static_cast<std::int64_t>(format.format.blockSize);
@@ -472,6 +483,33 @@ std::optional<GemmOperandValues> blockScaledOperand(Backend& backend, const Tens
 }
 
 } // namespace
+
+std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& call, const GemmOperandValues& prepared,
+                                                           GemmPass preparedFor, const Tensor& t, GemmPass pass,
+                                                           GemmOperand operand, const KLayout& layout) const
+{
+    if (m_recipe == GemmRecipe::None || call.observer || !call.blockScaledGemm || !prepared.blocks.present() ||
+        t.device().kind != DeviceKind::Cpu || prepared.values.shape() != t.shape())
+        return std::nullopt;
+    // Both GEMMs' formats: the same square tiles, rounded to nearest (prepare()'s elements and
+    // scales then depend on the tensor only), or `t` is prepared anew.
+    const OperandFormat format = operandFormat(m_recipe, pass, operand, m_options, call.mayRotate);
+    const OperandFormat before = operandFormat(m_recipe, preparedFor, operand, m_options, call.mayRotate);
+    const auto tile = static_cast<std::int64_t>(format.tile2d);
+    const auto sameTiles = [](const OperandFormat& a, const OperandFormat& b) {
+        return a.tile2d == b.tile2d && a.format.scheme == b.format.scheme && a.format.element == b.format.element &&
+               a.format.powerOfTwoScales == b.format.powerOfTwoScales && a.delayed == b.delayed &&
+               a.hadamard == b.hadamard && a.format.encoding.rounding == b.format.encoding.rounding;
+    };
+    if (tile == 0 || format.format.scheme != ScalingScheme::PerTensor || format.delayed || format.hadamard ||
+        format.format.encoding.rounding != Rounding::NearestEven || !sameTiles(format, before) ||
+        prepared.blocks.chunk != tile || prepared.blocks.group != tile)
+        return std::nullopt;
+    GemmOperandValues again = prepared;
+    if (!tileScaleStrides(t, tile, layout, again.blocks))
+        return std::nullopt;
+    return again;
+}
 
 GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass,
                                               GemmOperand operand, const KLayout& layout)

@@ -31,6 +31,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -150,6 +151,17 @@ public:
     // gradient only with both of its inputs prepared here.
     GemmOperandValues prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
                               const KLayout& layout);
+
+    // prepare() for `t` with `layout` and `pass` without quantising it again, where `prepared`
+    // is what prepare() gave for `t` (unchanged since) in the GEMM of `preparedFor` and these
+    // are the same elements and scales: a weight in square tiles with block scales
+    // (fp8-block's 128x128, whose tiles do not depend on which way K runs through the weight),
+    // read by the data gradient after the forward. The scales' strides are laid out for
+    // `layout`. Nothing when that is not so (the caller prepares `t` anew); sampled steps
+    // prepare anew too, so that the lens measures every GEMM input.
+    std::optional<GemmOperandValues> reuse(const GemmInputCall& call, const GemmOperandValues& prepared,
+                                           GemmPass preparedFor, const Tensor& t, GemmPass pass, GemmOperand operand,
+                                           const KLayout& layout) const;
 
     // The scale a delayed-scaling operand uses at `step` (tests and the lens).
     float delayedScale(GemmOperand operand) const { return m_history[static_cast<int>(operand)].scale; }

@@ -136,6 +136,24 @@ protected:
                                      weightGradientMayRotate(), gemmTakesBlockScales()},
                                     t, gemm, operand, layout);
     }
+    // gemmInput() for `t` again, where `prepared` is what gemmInput() gave for it (unchanged
+    // since) in the GEMM of `preparedFor`: the same values without quantising them again where
+    // the recipe makes them the same (GemmInputQuantizer::reuse; a linear layer's weight in
+    // fp8-block's 128x128 tiles, forward then data gradient), else gemmInput().
+    GemmOperandValues gemmInputAgain(PassState& pass, const GemmOperandValues& prepared, GemmPass preparedFor,
+                                     const Tensor& t, GemmPass gemm, GemmOperand operand, const KLayout& layout)
+    {
+        if (m_gemmInputs.recipe() == GemmRecipe::None)
+            return {t, 1.0f, {}};
+        GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
+        const GemmInputCall call{
+            pass.backend,          m_name, pass.training, pass.seed, pass.step, observer, weightGradientMayRotate(),
+            gemmTakesBlockScales()};
+        if (std::optional<GemmOperandValues> again =
+                m_gemmInputs.reuse(call, prepared, preparedFor, t, gemm, operand, layout))
+            return std::move(*again);
+        return m_gemmInputs.prepare(call, t, gemm, operand, layout);
+    }
     // Whether this layer's GEMMs apply per-block decode scales (Backend::gemmBlockScaled): a
     // linear layer's do; a convolution's cannot, since a 1x128 tile of its input lies at one
     // pixel and each output pixel sums over several (docs/formats.md).

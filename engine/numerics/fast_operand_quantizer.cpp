@@ -156,11 +156,17 @@ public:
         for (std::int64_t item = 0; item < items; ++item) {
             const std::size_t r = static_cast<std::size_t>(item) / perRow;
             const std::size_t j0 = static_cast<std::size_t>(item) % perRow * block, j1 = std::min(j0 + block, length);
-            const auto runs = [&](auto&& visit) {
+            const auto runs = [&](auto&& visit) { // one division per block, not two per run
+                std::size_t a = j0 / inner, p = j0 % inner;
                 for (std::size_t j = j0; j < j1;) {
-                    const std::size_t a = j / inner, p = j % inner, n = std::min(j1 - j, inner - p);
+                    const std::size_t n = std::min(j1 - j, inner - p);
                     visit((a * rowsCount + r) * inner + p, n);
                     j += n;
+                    p += n;
+                    if (p == inner) {
+                        p = 0;
+                        ++a;
+                    }
                 }
             };
             std::uint32_t amax = 0;
@@ -189,16 +195,13 @@ public:
             const std::size_t r0 = static_cast<std::size_t>(item) / tileCols * t;
             const std::size_t c0 = static_cast<std::size_t>(item) % tileCols * t;
             const std::size_t r1 = std::min(r0 + t, rowsCount), width = std::min(t, cols - c0);
-            std::uint32_t amax = 0;
-            for (std::size_t r = r0; r < r1; ++r)
-                amax = std::max(amax, m_ops.amaxBits(m_op.data, r * cols + c0, width));
+            const std::uint32_t amax = m_ops.amaxRows(m_op.data, r0 * cols + c0, width, r1 - r0, cols);
             largest = std::max(largest, amax);
             const Plan plan =
                 emitted(m_format.scheme == ScalingScheme::Nvfp4 ? blockPlan(amax)
                                                                 : fastq::fp32Plan(std::bit_cast<float>(amax), m_format),
                         static_cast<std::size_t>(item));
-            for (std::size_t r = r0; r < r1; ++r)
-                lost |= m_ops.round(m_op.data, m_out, r * cols + c0, width, plan, m_rounding);
+            lost |= m_ops.roundRows(m_op.data, m_out, r0 * cols + c0, width, r1 - r0, cols, plan, m_rounding);
         }
         return outcome(largest < kInfinityBits, lost);
     }

@@ -143,8 +143,38 @@ MANTISSA_AVX512 std::uint32_t roundLanes(const void* in, void* out, std::size_t 
     return orLanes(lost);
 }
 
+template <bool InBf16>
+MANTISSA_AVX512 std::uint32_t amaxRows(const void* in, std::size_t begin, std::size_t n, std::size_t rows,
+                                       std::size_t stride)
+{
+    __m512i m = _mm512_setzero_si512();
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t i = 0, at = begin + r * stride; i < n; i += 16) {
+            const __mmask16 mask = tailMask(n - i);
+            m = _mm512_mask_max_epu32(m, mask, m, magnitude(load16<InBf16>(in, at + i, mask)));
+        }
+    return _mm512_reduce_max_epu32(m);
+}
+
 template <bool InBf16, bool OutBf16>
-constexpr SimdOps kOps{amaxBits<InBf16>, amaxLanes<InBf16>, round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>};
+MANTISSA_AVX512 std::uint32_t roundRows(const void* in, void* out, std::size_t begin, std::size_t n, std::size_t rows,
+                                        std::size_t stride, Plan plan, const ElementRounding& er)
+{
+    const Rounding16 r = rounding16(er);
+    const __m512 multiplier = _mm512_set1_ps(plan.multiplier), scale = _mm512_set1_ps(plan.scale);
+    __m512i lost = _mm512_setzero_si512();
+    for (std::size_t row = 0; row < rows; ++row)
+        for (std::size_t i = 0, at = begin + row * stride; i < n; i += 16) {
+            const __mmask16 mask = tailMask(n - i);
+            store16<OutBf16>(out, at + i, mask, roundOne16(load16<InBf16>(in, at + i, mask), multiplier, scale, r),
+                             lost);
+        }
+    return orLanes(lost);
+}
+
+template <bool InBf16, bool OutBf16>
+constexpr SimdOps kOps{amaxBits<InBf16>, amaxLanes<InBf16>,         round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>,
+                       amaxRows<InBf16>, roundRows<InBf16, OutBf16>};
 
 } // namespace
 

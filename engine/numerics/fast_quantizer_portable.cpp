@@ -77,8 +77,28 @@ std::uint32_t roundLanes(const void* in, void* out, std::size_t begin, std::size
     return lost;
 }
 
+template <bool InBf16>
+std::uint32_t amaxRows(const void* in, std::size_t begin, std::size_t n, std::size_t rows, std::size_t stride)
+{
+    std::uint32_t m = 0;
+    for (std::size_t r = 0; r < rows; ++r)
+        m = std::max(m, amaxBits<InBf16>(in, begin + r * stride, n));
+    return m;
+}
+
 template <bool InBf16, bool OutBf16>
-constexpr SimdOps kOps{amaxBits<InBf16>, amaxLanes<InBf16>, round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>};
+std::uint32_t roundRows(const void* in, void* out, std::size_t begin, std::size_t n, std::size_t rows,
+                        std::size_t stride, Plan plan, const ElementRounding& r)
+{
+    std::uint32_t lost = 0;
+    for (std::size_t row = 0; row < rows; ++row)
+        lost |= round<InBf16, OutBf16>(in, out, begin + row * stride, n, plan, r);
+    return lost;
+}
+
+template <bool InBf16, bool OutBf16>
+constexpr SimdOps kOps{amaxBits<InBf16>, amaxLanes<InBf16>,         round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>,
+                       amaxRows<InBf16>, roundRows<InBf16, OutBf16>};
 
 std::atomic<bool> g_avx512Allowed{true};
 

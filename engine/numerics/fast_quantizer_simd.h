@@ -24,6 +24,12 @@ struct SimdOps {
     // ...or one plan per value (multiplier[i], scale[i]).
     std::uint32_t (*roundLanes)(const void* in, void* out, std::size_t begin, std::size_t n, const float* multiplier,
                                 const float* scale, const ElementRounding& r);
+    // amaxBits and round over `rows` runs of n values, each `stride` after the previous (a
+    // square tile of a matrix): one call per tile rather than per row, since a row of 128
+    // values is too short to pay for a call, the constants' setup and the final reduction.
+    std::uint32_t (*amaxRows)(const void* in, std::size_t begin, std::size_t n, std::size_t rows, std::size_t stride);
+    std::uint32_t (*roundRows)(const void* in, void* out, std::size_t begin, std::size_t n, std::size_t rows,
+                               std::size_t stride, Plan plan, const ElementRounding& r);
 };
 
 // The loops for bf16 or fp32 input and output, AVX-512 when the CPU has it and it is allowed.

@@ -1,7 +1,7 @@
 // fp8-block's GEMM (docs/formats.md, "The block-scaled FP8 GEMM"): the FP8 elements of each
 // 128-wide K-chunk multiplied into fp32 partial sums, each chunk's sums scaled by its decode
-// scales (row tile x column block) and the chunks added in order, then the bias, then one
-// rounding. Checked against a naive per-chunk reference, bit for bit where every partial sum
+// scales (row tile x column block) and added in order (one fused multiply-add per chunk), then
+// the bias, then one rounding. Checked against a naive per-chunk reference, bit for bit where every partial sum
 // is exact (small integer elements) and within the fp32 summation-order bound otherwise, on
 // the native bf16 kernels and the emulated (fp32) ones, and through a linear layer's three
 // GEMMs under the recipe against the block quantiser's own elements and scales.
@@ -39,7 +39,8 @@ struct RefOperand {
 
 std::int64_t chunksOf(std::int64_t k) { return (k + kChunk - 1) / kChunk; }
 
-// C[i, j] = sum over chunks c, in order from 0, of fl(fl(sa * sb) * P_c) in fp32, then + bias;
+// C[i, j] = sum over chunks c, in order from 0, of fl(sa * sb) * P_c in fp32, each joining the
+// running sum in one fused multiply-add, then + bias;
 // P_c summed in double (exact for the integer elements; `bound` gets the fp32 order bound).
 struct Reference {
     std::vector<float> value;
@@ -61,8 +62,7 @@ Reference reference(const RefOperand& a, const RefOperand& b, const std::vector<
                     magnitude += std::abs(term);
                 }
                 const float scale = a.scale(c, i) * b.scale(c, j);
-                const float term = scale * static_cast<float>(sum);
-                acc = acc + term;
+                acc = std::fma(scale, static_cast<float>(sum), acc);
                 bound += static_cast<double>(end - c * kChunk) * std::ldexp(1.0, -24) * magnitude * std::abs(scale);
             }
             if (bias)
@@ -133,11 +133,14 @@ struct Case {
 };
 
 // The three products of a linear layer (forward x W^T, weight gradient dy^T x, data gradient
-// dy W), with K: several full chunks and a short one, exactly one chunk, and less than one.
+// dy W), with K: several full chunks and a short one, whole chunks only, exactly one chunk, and
+// less than one. Each operand either K-contiguous (packed chunk by chunk) or K-major (its
+// chunks read where they lie), with and without a short last chunk, and both ways round.
 const Case kCases[] = {
     {Transpose::No, Transpose::Yes, 40, 136, 300}, {Transpose::Yes, Transpose::No, 136, 72, 256},
-    {Transpose::No, Transpose::No, 24, 160, 128},  {Transpose::No, Transpose::No, 33, 40, 100},
-    {Transpose::No, Transpose::Yes, 8, 264, 1},
+    {Transpose::Yes, Transpose::No, 40, 72, 300},  {Transpose::No, Transpose::No, 24, 160, 400},
+    {Transpose::Yes, Transpose::Yes, 16, 48, 264}, {Transpose::No, Transpose::No, 24, 160, 128},
+    {Transpose::No, Transpose::No, 33, 40, 100},   {Transpose::No, Transpose::Yes, 8, 264, 1},
 };
 
 void runCase(Backend& backend, const Case& c, bool integers, bool withBias, DType out, std::vector<float>& got,
@@ -339,4 +342,78 @@ TEST(BlockScaledGemm, LinearLayerUnderFp8BlockMatchesTheReference)
                                tiledRows(transposed(x, batch, in), in, batch, tiles), nullptr),
                      "wgrad");
     }
+}
+
+namespace {
+
+struct CountingObserver final : GemmInputObserver {
+    int calls = 0;
+    void gemmInput(const std::string&, GemmPass, GemmOperand, const OperandFormat&, const QuantStats&) override
+    {
+        ++calls;
+    }
+};
+
+} // namespace
+
+// The data gradient reads the forward's quantised weight again (GemmInputQuantizer::reuse):
+// the same elements, bit for bit, and the same scale at every (chunk, column) as quantising the
+// weight anew for the data gradient's layout; never for an operand whose quantisation depends
+// on the layout (1x128 tiles along K), for a recipe without block scales, or on a sampled step.
+TEST(BlockScaledGemm, DataGradientReadsTheForwardWeightAgain)
+{
+    auto backend = makeCpuBackend(CpuOptions{1, CpuKernels::Auto});
+    const std::int64_t out = 200, in = 300; // partial tiles at the right and bottom edges
+    const Tensor w = Tensor::fromFloats({out, in}, randomBf16(static_cast<std::size_t>(out * in), 5), DType::BF16);
+    const std::string layer = "1.linear";
+    GemmInputCall call{*backend, layer};
+    call.blockScaledGemm = true;
+    const KLayout forwardLayout = KLayout::rows(out, in), dataGradLayout = KLayout::along(1, out, in);
+
+    GemmInputQuantizer quantizer;
+    quantizer.setRecipe(GemmRecipe::Fp8Block, {});
+    const GemmOperandValues forward = quantizer.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forwardLayout);
+    ASSERT_TRUE(forward.blocks.present());
+    const std::optional<GemmOperandValues> again =
+        quantizer.reuse(call, forward, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight, dataGradLayout);
+    ASSERT_TRUE(again.has_value());
+    const GemmOperandValues fresh = quantizer.prepare(call, w, GemmPass::DataGrad, GemmOperand::Weight, dataGradLayout);
+    ASSERT_TRUE(fresh.blocks.present());
+    EXPECT_EQ(again->values.data(), forward.values.data()); // read again, not copied
+    ASSERT_EQ(again->values.dtype(), fresh.values.dtype());
+    const std::vector<float> againValues = again->values.toFloats(), freshValues = fresh.values.toFloats();
+    for (std::size_t i = 0; i < freshValues.size(); ++i)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(againValues[i]), std::bit_cast<std::uint32_t>(freshValues[i]))
+            << "element " << i;
+    const BlockScales& a = again->blocks;
+    const BlockScales& f = fresh.blocks;
+    EXPECT_EQ(a.chunk, f.chunk);
+    EXPECT_EQ(a.group, f.group);
+    const std::vector<float> againScales = a.scales.toFloats(), freshScales = f.scales.toFloats();
+    for (std::int64_t c = 0; c < chunksOf(out); ++c) // K = out for the data gradient; index = in
+        for (std::int64_t j = 0; j < in; ++j)
+            ASSERT_EQ(againScales[static_cast<std::size_t>(c * a.chunkStride + j / a.group * a.indexStride)],
+                      freshScales[static_cast<std::size_t>(c * f.chunkStride + j / f.group * f.indexStride)])
+                << "chunk " << c << ", column " << j;
+
+    // 1x128 tiles along K: the weight-gradient GEMM's x^T is another quantisation than the
+    // forward's x.
+    const Tensor x = Tensor::fromFloats({64, in}, randomBf16(static_cast<std::size_t>(64 * in), 6), DType::BF16);
+    const GemmOperandValues xq =
+        quantizer.prepare(call, x, GemmPass::Forward, GemmOperand::Activation, KLayout::rows(64, in));
+    ASSERT_TRUE(xq.blocks.present());
+    EXPECT_FALSE(quantizer.reuse(call, xq, GemmPass::Forward, x, GemmPass::WeightGrad, GemmOperand::Activation,
+                                 KLayout::along(1, 64, in)));
+    // A sampled step measures the data gradient's weight as well.
+    CountingObserver observer;
+    GemmInputCall sampled = call;
+    sampled.observer = &observer;
+    EXPECT_FALSE(quantizer.reuse(sampled, forward, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight,
+                                 dataGradLayout));
+    // Per-tensor FP8: no block scales, nothing to read again.
+    GemmInputQuantizer perTensor;
+    perTensor.setRecipe(GemmRecipe::Fp8E4m3, {});
+    const GemmOperandValues hybrid = perTensor.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forwardLayout);
+    EXPECT_FALSE(
+        perTensor.reuse(call, hybrid, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight, dataGradLayout));
 }

@@ -1,7 +1,5 @@
 #include "engine/backend/cpu/output_scale.h"
 
-#include <vector>
-
 namespace mantissa::cpu {
 
 namespace {
@@ -26,39 +24,6 @@ void scaleRowsAddBias(float* c, std::int64_t rows, std::int64_t n, float scale, 
             const float scaled = row[j] * scale; // two roundings, never a fused multiply-add
             row[j] = scaled + bias[j];
         }
-    }
-}
-
-void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m, std::int64_t n, ChunkScales a,
-                     ChunkScales b, const float* bias, float* out)
-{
-    const auto at = [](const ChunkScales& s, std::int64_t c, std::int64_t i) {
-        return s.data ? s.data[c * s.chunkStride + i / s.group * s.indexStride] : 1.0f;
-    };
-    // b's scales laid out as one contiguous row per chunk, so that the inner loop vectorises.
-    std::vector<float> rowOfB(static_cast<std::size_t>(chunks * n));
-    for (std::int64_t c = 0; c < chunks; ++c)
-        for (std::int64_t j = 0; j < n; ++j)
-            rowOfB[static_cast<std::size_t>(c * n + j)] = at(b, c, j);
-    const float* scalesB = rowOfB.data();
-#pragma omp parallel for schedule(static) if (chunks * m * n >= kParallelFrom)
-    for (std::int64_t i = 0; i < m; ++i) {
-        float* row = out + i * n;
-        for (std::int64_t j = 0; j < n; ++j)
-            row[j] = 0.0f;
-        for (std::int64_t c = 0; c < chunks; ++c) {
-            const float scaleA = at(a, c, i);
-            const float* p = partials + (c * m + i) * n;
-            const float* sb = scalesB + c * n;
-            for (std::int64_t j = 0; j < n; ++j) {
-                const float scale = scaleA * sb[j];
-                const float term = scale * p[j]; // each step rounded to fp32, never fused
-                row[j] = row[j] + term;
-            }
-        }
-        if (bias)
-            for (std::int64_t j = 0; j < n; ++j)
-                row[j] = row[j] + bias[j];
     }
 }
 

@@ -8,6 +8,9 @@ namespace mantissa {
 namespace {
 struct LinearContext final : LayerContext {
     Tensor input;
+    // The forward's weight operand, for the data gradient to read again where the recipe
+    // gives it the same values (Layer::gemmInputAgain): the weight does not change in between.
+    GemmOperandValues weight;
 };
 } // namespace
 
@@ -79,8 +82,11 @@ ForwardResult Linear::forward(PassState& pass, const Tensor& x)
     multiply(pass.backend, Transpose::No, Transpose::Yes, rows, m_out, m_in, xq, wq,
              m_hasBias ? &m_bias.working : nullptr, y);
     auto context = std::make_unique<LinearContext>();
-    if (pass.training)
+    if (pass.training) {
         context->input = input;
+        if (wq.blocks.present()) // only block-scaled operands can be read again (GemmInputQuantizer::reuse)
+            context->weight = wq;
+    }
     return {y.reshaped(outputShape(x.shape())), std::move(context)};
 }
 
@@ -106,7 +112,8 @@ Tensor Linear::backward(PassState& pass, const Tensor& dy, LayerContext* context
     const GemmOperandValues dyq =
         gemmInput(pass, gradient, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::rows(rows, m_out));
     const GemmOperandValues wq =
-        gemmInput(pass, weight().working, GemmPass::DataGrad, GemmOperand::Weight, KLayout::along(1, m_out, m_in));
+        gemmInputAgain(pass, saved.weight, GemmPass::Forward, weight().working, GemmPass::DataGrad, GemmOperand::Weight,
+                       KLayout::along(1, m_out, m_in));
     multiply(pass.backend, Transpose::No, Transpose::No, rows, m_in, m_out, dyq, wq, nullptr, dx);
     std::vector<std::int64_t> dims = dy.shape().dims();
     dims.back() = m_in;
