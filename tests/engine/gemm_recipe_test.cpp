@@ -392,7 +392,9 @@ TEST(GemmRecipe, Fp8ElementsAreSummedThenScaledOnceBeforeTheBias)
                             const std::vector<float>* addBias, const std::string& what) {
         std::vector<float> want(sums.size());
         for (std::size_t i = 0; i < sums.size(); ++i) {
-            const float scaled = sums[i] * s;
+            // volatile: rounded to fp32 here, as the definition says, not contracted with the
+            // bias's addition into one fused multiply-add.
+            const volatile float scaled = sums[i] * s;
             want[i] = roundToBf16(addBias ? scaled + (*addBias)[i / static_cast<std::size_t>(inner) % addBias->size()]
                                           : scaled);
         }
@@ -406,6 +408,19 @@ TEST(GemmRecipe, Fp8ElementsAreSummedThenScaledOnceBeforeTheBias)
     backend->gemmRowBias(Transpose::No, Transpose::Yes, m, n, k, a.values, b.values, bias, c, scales);
     // bias[j] on row r, column j: index i = r * n + j, so the bias index is i % n.
     expectScaled(c, sums.toFloats(), 1, &biasValues, "gemmRowBias");
+    // Into fp32, where one rounding more or less shows in the last bit: the scaled sum is rounded
+    // before the bias joins it, as the CUDA backend does (__fmul_rn, then the bias).
+    Tensor c32 = backend->empty({m, n}, DType::F32);
+    backend->gemmRowBias(Transpose::No, Transpose::Yes, m, n, k, a.values, b.values, bias, c32, scales);
+    const std::vector<float> sumValues = sums.toFloats(), got32 = c32.toFloats();
+    int fusedWouldDiffer = 0;
+    for (std::size_t i = 0; i < sumValues.size(); ++i) {
+        const volatile float scaled = sumValues[i] * s;
+        const float bj = biasValues[i % static_cast<std::size_t>(n)];
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got32[i]), std::bit_cast<std::uint32_t>(scaled + bj)) << "element " << i;
+        fusedWouldDiffer += std::fma(sumValues[i], s, bj) != scaled + bj;
+    }
+    EXPECT_GT(fusedWouldDiffer, 0) << "no element tells two roundings from a fused multiply-add";
 
     // A convolution: forward with bias, backward data, and the filter gradient with the bias
     // gradient, which sums dy's elements alone and takes dy's scale only.

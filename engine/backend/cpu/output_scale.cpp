@@ -20,10 +20,13 @@ void scaleRowsAddBias(float* c, std::int64_t rows, std::int64_t n, float scale, 
 #pragma omp parallel for schedule(static) if (rows * n >= kParallelFrom)
     for (std::int64_t r = 0; r < rows; ++r) {
         float* row = c + r * n;
-        for (std::int64_t j = 0; j < n; ++j) {
-            const float scaled = row[j] * scale; // two roundings, never a fused multiply-add
-            row[j] = scaled + bias[j];
-        }
+        // Two passes, so that the scaled sum is rounded before the bias joins it: written as one
+        // expression, GCC contracted it into a fused multiply-add (one rounding), which is not
+        // what the CUDA backend (__fmul_rn, then the bias) computes.
+        for (std::int64_t j = 0; j < n; ++j)
+            row[j] *= scale;
+        for (std::int64_t j = 0; j < n; ++j)
+            row[j] += bias[j];
     }
 }
 
