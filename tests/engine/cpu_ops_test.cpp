@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -363,6 +365,41 @@ TEST(Activations, InfinitiesSaturateAndNanPropagates)
     backend->activationForward(Activation::Relu, tx, y);
     backend->activationBackward(Activation::Relu, tx, y, tdy, dx);
     EXPECT_EQ(dx.toFloats(), (std::vector<float>{inf, 0.0f}));
+}
+
+// ReLU between tensors of one 16-bit type selects stored words (relu_words.h): for every word of
+// x (and every word of dy beside it) the result must be the fp32 loop's, rounded into the type,
+// which is what ReLU into an fp32 tensor gives before that rounding: zeros of both signs,
+// subnormals, infinities and NaNs (a NaN dy comes back quiet) included.
+TEST(Activations, SixteenBitReluSelectsTheWordsTheFp32LoopWouldRound)
+{
+    auto backend = makeCpuBackend(2);
+    const std::int64_t n = 65536;
+    for (DType type : {DType::F16, DType::BF16}) {
+        std::vector<std::uint16_t> xWords(n), dyWords(n);
+        for (std::int64_t i = 0; i < n; ++i) {
+            xWords[static_cast<std::size_t>(i)] = static_cast<std::uint16_t>(i);
+            dyWords[static_cast<std::size_t>(i)] = static_cast<std::uint16_t>(i * 40503 + 7);
+        }
+        Tensor x = backend->empty({n}, type), dy = backend->empty({n}, type);
+        std::copy(xWords.begin(), xWords.end(), x.u16());
+        std::copy(dyWords.begin(), dyWords.end(), dy.u16());
+        Tensor y = backend->empty({n}, type), dx = backend->empty({n}, type);
+        backend->activationForward(Activation::Relu, x, y);
+        backend->activationBackward(Activation::Relu, x, y, dy, dx);
+        // The fp32 loop: outputs in fp32 (mixed types take the general path), then rounded.
+        Tensor y32 = backend->empty({n}, DType::F32), dx32 = backend->empty({n}, DType::F32);
+        backend->activationForward(Activation::Relu, x, y32);
+        backend->activationBackward(Activation::Relu, x, y32, dy, dx32);
+        std::vector<std::uint16_t> wantY(n), wantDx(n);
+        narrowFromFloat(y32.f32(), wantY.data(), wantY.size(), type);
+        narrowFromFloat(dx32.f32(), wantDx.data(), wantDx.size(), type);
+        for (std::size_t i = 0; i < wantY.size(); ++i) {
+            ASSERT_EQ(y.u16()[i], wantY[i]) << dtypeName(type) << " x word 0x" << std::hex << xWords[i];
+            ASSERT_EQ(dx.u16()[i], wantDx[i])
+                << dtypeName(type) << " x word 0x" << std::hex << xWords[i] << ", dy word 0x" << dyWords[i];
+        }
+    }
 }
 
 // --- batch norm ----------------------------------------------------------------------------------

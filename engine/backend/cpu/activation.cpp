@@ -6,15 +6,25 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_chunks.h"
 #include "engine/backend/cpu/onednn_gelu.h"
+#include "engine/backend/cpu/relu_words.h"
 #include "engine/backend/cpu/row_chunks.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 namespace mantissa {
 
 namespace {
+
+// ReLU between tensors of one 16-bit type selects stored words (relu_words.h).
+bool reluOnWords(std::initializer_list<const Tensor*> tensors)
+{
+    const DType type = (*tensors.begin())->dtype();
+    return type != DType::F32 &&
+           std::all_of(tensors.begin(), tensors.end(), [type](const Tensor* t) { return t->dtype() == type; });
+}
 
 inline float forwardValue(Activation kind, float x)
 {
@@ -111,6 +121,10 @@ void CpuBackend::activationForward(Activation kind, const Tensor& x, Tensor& y)
             [&](auto in, auto out, std::int64_t, std::int64_t count) { m_gelu->forward(false, count, in[0], out[0]); });
         return;
     }
+    if (kind == Activation::Relu && reluOnWords({&x, &y})) {
+        cpu::reluForwardWords(x.u16(), y.u16(), static_cast<std::size_t>(x.numel()), x.dtype());
+        return;
+    }
     switch (kind) {
     case Activation::Relu: forwardLoop<Activation::Relu>(x, y); break;
     case Activation::Gelu: break; // above
@@ -135,6 +149,10 @@ void CpuBackend::activationBackward(Activation kind, const Tensor& x, const Tens
                                 [&](auto in, auto out, std::int64_t, std::int64_t count) {
                                     m_gelu->backward(false, count, in[0], in[1], out[0]);
                                 });
+        return;
+    }
+    if (kind == Activation::Relu && reluOnWords({&x, &dy, &dx})) {
+        cpu::reluBackwardWords(x.u16(), dy.u16(), dx.u16(), static_cast<std::size_t>(dx.numel()), dx.dtype());
         return;
     }
     switch (kind) {
