@@ -28,7 +28,7 @@ void CpuBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, 
     const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fa(a, native);
     const cpu::KernelInput fb(b, native);
-    cpu::KernelOutput fc(c, native && c.dtype() == DType::BF16, beta != 0.0f);
+    cpu::KernelOutput fc(c, native, beta != 0.0f);
     cpu::MatmulShape shape{ta, tb, m, n, k, native, false, alpha, beta, batch, strideA, strideB, strideC};
     shape.bf16Output = fc.kernelRounds();
     m_matmul->run(shape, fa.data(), fb.data(), nullptr, fc.data());

@@ -56,14 +56,15 @@ private:
     const void* m_data = nullptr;
 };
 
-// The result a oneDNN kernel writes: with `kernelRounds` (a native bf16 kernel and a bf16
-// tensor) the tensor's own bits, which the kernel rounds its fp32 sums into; otherwise an fp32
-// buffer (FloatOutput) that commit() rounds into the tensor.
+// The result a oneDNN kernel writes: where a native bf16 kernel writes a bf16 tensor, the
+// tensor's own bits, which the kernel rounds its fp32 sums into; otherwise an fp32 buffer
+// (FloatOutput) that commit() rounds into the tensor. `nativeKernel` is false also where the
+// caller still has fp32 work to do on the result (a recipe's output scale).
 class KernelOutput {
 public:
-    KernelOutput(Tensor& t, bool kernelRounds, bool load)
+    KernelOutput(Tensor& t, bool nativeKernel, bool load)
     {
-        if (kernelRounds)
+        if (nativeKernel && t.dtype() == DType::BF16)
             m_data = t.data();
         else
             m_data = m_floats.emplace(t, load).data();

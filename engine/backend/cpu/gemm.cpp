@@ -12,13 +12,6 @@
 
 namespace mantissa {
 
-namespace {
-
-// A native bf16 kernel rounds its fp32 sums into a bf16 C itself (onednn_matmul.h).
-bool kernelRoundsInto(bool native, const Tensor& c) { return native && c.dtype() == DType::BF16; }
-
-} // namespace
-
 void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                       const Tensor& a, const Tensor& b, float beta, Tensor& c)
 {
@@ -30,7 +23,7 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n
     // Without beta, alpha is applied to the fp32 sums here rather than built into the cached
     // primitive: a recipe's alpha (OperandScales) changes every step (output_scale.h).
     const float kernelAlpha = beta == 0.0f ? 1.0f : alpha;
-    cpu::KernelOutput fc(c, kernelRoundsInto(native, c) && kernelAlpha == alpha, beta != 0.0f);
+    cpu::KernelOutput fc(c, native && kernelAlpha == alpha, beta != 0.0f);
     cpu::MatmulShape shape{ta, tb, m, n, k, native, false, kernelAlpha, beta};
     shape.bf16Output = fc.kernelRounds();
     m_matmul->run(shape, fa.data(), fb.data(), nullptr, fc.data());
@@ -51,7 +44,7 @@ void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::in
     // The bias joins the fp32 sum of products inside the kernel, before the one rounding (by the
     // kernel or by commit(); backend.h), as cuBLASLt's epilogue does; with operand scales the
     // sum is scaled first, so the bias joins it afterwards (output_scale.h).
-    cpu::KernelOutput fc(c, kernelRoundsInto(native, c) && scales.unit(), false);
+    cpu::KernelOutput fc(c, native && scales.unit(), false);
     if (scales.unit()) {
         cpu::MatmulShape shape{ta, tb, m, n, k, native, true, 1.0f, 0.0f};
         shape.bf16Output = fc.kernelRounds();
