@@ -13,6 +13,13 @@ AdamCorrections adamCorrections(const AdamSettings& s, std::int64_t step)
     return {1.0f - std::pow(s.beta1, static_cast<float>(step)), 1.0f - std::pow(s.beta2, static_cast<float>(step))};
 }
 
+void Backend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias, Tensor& dx,
+                             const ConvGeometry& g, OperandScales filterScales, OperandScales dataScales)
+{
+    conv2dBackwardFilter(x, dy, dw, dbias, g, filterScales);
+    conv2dBackwardData(dy, w, dx, g, dataScales);
+}
+
 void Backend::gemmBlockScaled(Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, const Tensor&,
                               const Tensor&, const Tensor*, Tensor&, const OperandBlockScales&)
 {

@@ -226,6 +226,13 @@ public:
     // dw (and dbias when given) from the saved input and the output gradient.
     virtual void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
                                       const ConvGeometry& g, OperandScales scales = {}) = 0;
+    // Both gradients of one convolution from one dy: conv2dBackwardFilter(x, dy, dw, dbias,
+    // filterScales), then conv2dBackwardData(dy, w, dx, dataScales), with the same bits. A backend
+    // may share the work on dy between them (the CPU moves dy into its kernels' blocked layout
+    // once, not twice); this base implementation makes the two calls.
+    virtual void conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias,
+                                Tensor& dx, const ConvGeometry& g, OperandScales filterScales = {},
+                                OperandScales dataScales = {});
 
     // --- batch norm: x is [N, C] or [N, C, H, W]; gamma and beta are fp32 [C] -------
     virtual void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,

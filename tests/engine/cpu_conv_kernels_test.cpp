@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
@@ -294,6 +295,64 @@ TEST(NativeBf16Conv, APrimitiveOneDnnCannotCreateIsAnUnsupportedError)
         return;
     }
     GTEST_SKIP() << "oneDNN has bf16 convolutions here (" << cpu::oneDnnIsaName() << "): nothing to refuse";
+}
+
+// conv2dBackward computes both gradients from one dy (the CPU reorders dy once for both
+// kernels); its dx, dw and dbias must be the bits of the two separate calls, on every path: native
+// and emulated bf16, fp16, fp32, a 16-bit or fp32 dx, with and without operand scales, and on
+// the shapes whose two kernels choose different layouts for dy (1x1 strided, few channels).
+TEST(ConvBackward, BothGradientsAtOnceAreTheBitsOfTheSeparateCalls)
+{
+    const std::vector<ConvKernelCase> cases{{"same3x3", 4, 32, 14, 32, 3, 1, 1, false, DType::BF16},
+                                            {"strided", 2, 32, 28, 64, 3, 2, 1, true, DType::BF16},
+                                            {"pointwiseS2", 2, 32, 28, 64, 1, 2, 0, true, DType::F32},
+                                            {"oddSizes", 3, 5, 9, 7, 5, 2, 2, true, DType::F32}};
+    std::vector<CpuKernels> paths{CpuKernels::Emulated};
+    if (nativeBf16Here())
+        paths.push_back(CpuKernels::Native);
+    int compared = 0;
+    for (CpuKernels kernels : paths) {
+        auto b = backendWith(kernels);
+        for (DType type : {DType::BF16, DType::F16, DType::F32}) {
+            for (const ConvKernelCase& c : cases) {
+                for (const OperandScales& dataScales : {OperandScales{}, OperandScales{0.5f, 3.0f}}) {
+                    const ConvGeometry g = c.geometry();
+                    const Shape xs{g.n, g.inChannels, g.inH, g.inW}, ws{g.outChannels, g.inChannels, g.kH, g.kW};
+                    const Shape ys{g.n, g.outChannels, g.outH, g.outW}, bs{g.outChannels};
+                    const Tensor x = uploadRandom(*b, xs, type, 1), w = uploadRandom(*b, ws, type, 2);
+                    const Tensor dy = uploadRandom(*b, ys, type, 4);
+                    const DType out = type == DType::F32 ? DType::F32 : c.out;
+                    const OperandScales filterScales = dataScales.unit() ? OperandScales{} : OperandScales{2.0f, 0.25f};
+                    std::vector<std::vector<float>> results[2];
+                    for (int together = 0; together < 2; ++together) {
+                        Tensor dx = b->empty(xs, out), dw = b->empty(ws, out), dbias = b->empty(bs, out);
+                        Tensor* db = c.bias ? &dbias : nullptr;
+                        if (together)
+                            b->conv2dBackward(x, dy, w, dw, db, dx, g, filterScales, dataScales);
+                        else {
+                            b->conv2dBackwardFilter(x, dy, dw, db, g, filterScales);
+                            b->conv2dBackwardData(dy, w, dx, g, dataScales);
+                        }
+                        results[together] = {download(*b, dx), download(*b, dw),
+                                             c.bias ? download(*b, dbias) : std::vector<float>{}};
+                    }
+                    const std::string where = c.name + " " + std::string(dtypeName(type)) + (dataScales.unit() ? "" : " scaled") +
+                                              (kernels == CpuKernels::Native ? " native" : " emulated");
+                    for (std::size_t r = 0; r < 3; ++r) {
+                        const auto& separate = results[0][r];
+                        const auto& together = results[1][r];
+                        ASSERT_EQ(separate.size(), together.size()) << where;
+                        std::size_t differing = 0;
+                        for (std::size_t i = 0; i < separate.size(); ++i)
+                            differing += std::memcmp(&separate[i], &together[i], sizeof(float)) != 0;
+                        EXPECT_EQ(differing, 0u) << where << (r == 0 ? " dx" : r == 1 ? " dw" : " dbias");
+                    }
+                    ++compared;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(compared, 24 * static_cast<int>(paths.size()));
 }
 
 // A whole mixed-bf16 training of a convolutional network (conv, batch norm, a residual block,

@@ -11,6 +11,8 @@
 #include "engine/backend/cpu/output_scale.h"
 #include "engine/util/check.h"
 
+#include <optional>
+
 namespace mantissa {
 
 namespace {
@@ -22,6 +24,26 @@ void checkShapes(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGe
     MANTISSA_ASSERT(y.numel() == g.n * g.outChannels * g.outH * g.outW);
     MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH) &&
                     g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW) && g.outH > 0 && g.outW > 0);
+}
+
+// Scales the fp32 filter gradients a kernel summed, then rounds each once into its dtype.
+void finishFilterGradients(cpu::FloatOutput& fdw, std::optional<cpu::FloatOutput>& fdb, OperandScales scales)
+{
+    if (!scales.unit()) {
+        cpu::scaleOutput(fdw.data(), fdw.size(), scales.product());
+        if (fdb) // the bias gradient sums dy's elements alone
+            cpu::scaleOutput(fdb->data(), fdb->size(), scales.b);
+    }
+    fdw.commit();
+    if (fdb)
+        fdb->commit();
+}
+
+void finishDataGradient(cpu::FloatOutput& fdx, OperandScales scales)
+{
+    if (!scales.unit())
+        cpu::scaleOutput(fdx.data(), fdx.size(), scales.product());
+    fdx.commit();
 }
 
 } // namespace
@@ -68,9 +90,7 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
     }
     cpu::FloatOutput fdx(dx);
     m_conv->backwardData({g, native, false}, fdy.data(), fw.data(), fdx.data());
-    if (!scales.unit())
-        cpu::scaleOutput(fdx.data(), fdx.size(), scales.product());
-    fdx.commit();
+    finishDataGradient(fdx, scales);
 }
 
 void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
@@ -88,14 +108,38 @@ void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor&
         fdb.emplace(*dbias);
     m_conv->backwardWeights({g, native, dbias != nullptr}, fx.data(), fdy.data(), fdw.data(),
                             fdb ? fdb->data() : nullptr);
-    if (!scales.unit()) {
-        cpu::scaleOutput(fdw.data(), fdw.size(), scales.product());
-        if (fdb) // the bias gradient sums dy's elements alone
-            cpu::scaleOutput(fdb->data(), fdb->size(), scales.b);
+    finishFilterGradients(fdw, fdb, scales);
+}
+
+void CpuBackend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias,
+                                Tensor& dx, const ConvGeometry& g, OperandScales filterScales,
+                                OperandScales dataScales)
+{
+    checkShapes(x, dw, dy, g);
+    checkShapes(dx, w, dy, g);
+    MANTISSA_ASSERT(cpu::sameOrWidened(x, dy) && cpu::sameOrWidened(dy, w));
+    MANTISSA_ASSERT(!dbias || dbias->numel() == g.outChannels);
+    const bool nativeFilter = x.dtype() == DType::BF16 && dy.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const bool nativeData = dy.dtype() == DType::BF16 && w.dtype() == DType::BF16 && m_plan.nativeBf16;
+    if (nativeFilter != nativeData) { // the two kernels read dy differently: nothing to share
+        Backend::conv2dBackward(x, dy, w, dw, dbias, dx, g, filterScales, dataScales);
+        return;
     }
-    fdw.commit();
-    if (fdb)
-        fdb->commit();
+    const bool native = nativeFilter;
+    const cpu::KernelInput fx(x, native), fdy(dy, native), fw(w, native);
+    cpu::FloatOutput fdw(dw);
+    std::optional<cpu::FloatOutput> fdb;
+    if (dbias)
+        fdb.emplace(*dbias);
+    const bool kernelRoundsDx = native && dataScales.unit() && dx.dtype() == DType::BF16; // as conv2dBackwardData
+    std::optional<cpu::FloatOutput> fdx;
+    if (!kernelRoundsDx)
+        fdx.emplace(dx);
+    m_conv->backward({g, native, dbias != nullptr}, {g, native, false, kernelRoundsDx}, fx.data(), fdy.data(),
+                     fw.data(), fdw.data(), fdb ? fdb->data() : nullptr, fdx ? fdx->data() : dx.data());
+    finishFilterGradients(fdw, fdb, filterScales);
+    if (fdx)
+        finishDataGradient(*fdx, dataScales);
 }
 
 } // namespace mantissa

@@ -105,6 +105,7 @@ public:
         primitive.execute(m_runtime.stream(), args);
         for (auto& [reorder, inner, user] : m_pendingOutputs)
             reorder.execute(m_runtime.stream(), inner, user);
+        m_pendingOutputs.clear();
         m_runtime.stream().wait();
     }
 
@@ -343,6 +344,29 @@ void OneDnnConv::backwardWeights(const ConvShape& s, const void* x, const void* 
     if (dbias)
         args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(b.diffBias, m_runtime.engine(), dbias));
     run.run(b.primitive, args);
+}
+
+void OneDnnConv::backward(const ConvShape& filter, const ConvShape& data, const void* x, const void* dy,
+                          const void* w, float* dw, float* dbias, void* dx)
+{
+    MANTISSA_ASSERT(filter.bias == (dbias != nullptr) && filter.bf16Inputs == data.bf16Inputs);
+    BackwardWeights& bw = backwardWeightsFor(filter);
+    BackwardData& bd = backwardDataFor(data);
+    Execution run(m_runtime);
+    // dy in the weights kernel's layout serves the data kernel too where that wants the same.
+    const dnnl::memory dyForWeights = run.input(bw.diffDst, dy);
+    std::unordered_map<int, dnnl::memory> weightArgs{{DNNL_ARG_SRC, run.input(bw.src, x)},
+                                                     {DNNL_ARG_DIFF_DST, dyForWeights}};
+    weightArgs.emplace(DNNL_ARG_DIFF_WEIGHTS, run.output(bw.diffWeights, dw));
+    if (dbias)
+        weightArgs.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(bw.diffBias, m_runtime.engine(), dbias));
+    run.run(bw.primitive, weightArgs);
+
+    const dnnl::memory dyForData = bd.diffDst.inner == bw.diffDst.inner ? dyForWeights : run.input(bd.diffDst, dy);
+    std::unordered_map<int, dnnl::memory> dataArgs{{DNNL_ARG_DIFF_DST, dyForData},
+                                                   {DNNL_ARG_WEIGHTS, run.input(bd.weights, w)}};
+    dataArgs.emplace(DNNL_ARG_DIFF_SRC, run.output(bd.diffSrc, dx));
+    run.run(bd.primitive, dataArgs);
 }
 
 } // namespace mantissa::cpu

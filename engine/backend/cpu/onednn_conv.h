@@ -38,6 +38,10 @@ public:
     void backwardData(const ConvShape& shape, const void* dy, const void* w, void* dx);
     // dw[OC, IC, kH, kW] (and dbias[OC] when shape.bias) from x and dy, in fp32.
     void backwardWeights(const ConvShape& shape, const void* x, const void* dy, float* dw, float* dbias);
+    // backwardWeights(filter, x, dy, dw, dbias), then backwardData(data, dy, w, dx), with dy moved
+    // into the kernels' layout once where both kernels use the same one.
+    void backward(const ConvShape& filter, const ConvShape& data, const void* x, const void* dy, const void* w,
+                  float* dw, float* dbias, void* dx);
 
 private:
     // The geometry's thirteen extents, the input type, the bias flag and the output type.

@@ -88,17 +88,24 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
         gemmInput(pass, dy, GemmPass::WeightGrad, GemmOperand::Gradient, KLayout::around(g.n, g.outChannels, outArea));
     const GemmOperandValues xT = gemmInput(pass, saved.input, GemmPass::WeightGrad, GemmOperand::Activation,
                                            KLayout::around(g.n, g.inChannels, g.inH * g.inW));
-    pass.backend.conv2dBackwardFilter(xT.values, dyT.values, m_weight.grad, m_hasBias ? &m_bias.grad : nullptr, g,
-                                      {xT.scale, dyT.scale});
-    if (!pass.inputGradNeeded)
+    Tensor* dbias = m_hasBias ? &m_bias.grad : nullptr;
+    if (!pass.inputGradNeeded) {
+        pass.backend.conv2dBackwardFilter(xT.values, dyT.values, m_weight.grad, dbias, g, {xT.scale, dyT.scale});
         return {};
+    }
     Tensor dx = pass.backend.empty(saved.input.shape(), computeType());
     // K = out channels x kernel area; blocks run along the output channels.
     const GemmOperandValues dyq =
         gemmInput(pass, dy, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::along(g.n, g.outChannels, outArea));
     const GemmOperandValues wq = gemmInput(pass, m_weight.working, GemmPass::DataGrad, GemmOperand::Weight,
                                            KLayout::along(1, g.outChannels, g.inChannels * g.kH * g.kW));
-    pass.backend.conv2dBackwardData(dyq.values, wq.values, dx, g, {dyq.scale, wq.scale});
+    if (dyq.values.sharesStorageWith(dyT.values)) // one dy for both products (no recipe, or a per-tensor one)
+        pass.backend.conv2dBackward(xT.values, dyT.values, wq.values, m_weight.grad, dbias, dx, g,
+                                    {xT.scale, dyT.scale}, {dyq.scale, wq.scale});
+    else {
+        pass.backend.conv2dBackwardFilter(xT.values, dyT.values, m_weight.grad, dbias, g, {xT.scale, dyT.scale});
+        pass.backend.conv2dBackwardData(dyq.values, wq.values, dx, g, {dyq.scale, wq.scale});
+    }
     return dx;
 }
 
