@@ -336,7 +336,8 @@ TEST(ConvBackward, BothGradientsAtOnceAreTheBitsOfTheSeparateCalls)
                         results[together] = {download(*b, dx), download(*b, dw),
                                              c.bias ? download(*b, dbias) : std::vector<float>{}};
                     }
-                    const std::string where = c.name + " " + std::string(dtypeName(type)) + (dataScales.unit() ? "" : " scaled") +
+                    const std::string where = c.name + " " + std::string(dtypeName(type)) +
+                                              (dataScales.unit() ? "" : " scaled") +
                                               (kernels == CpuKernels::Native ? " native" : " emulated");
                     for (std::size_t r = 0; r < 3; ++r) {
                         const auto& separate = results[0][r];

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -635,6 +636,48 @@ TEST(Pooling, AvgPoolExcludesPadding)
     Tensor dx = backend->empty(x.shape(), DType::F32);
     backend->avgPoolBackward(dy, dx, g);
     EXPECT_EQ(dx.toFloats(), (std::vector<float>{1, 3, 2, 4, 10, 6, 3, 7, 4}));
+}
+
+// Global average pooling (one window per plane, no padding) sums 16 planes at a time; each
+// plane's sum must still be the row-major fp32 sum of its window, to the bit, for every storage
+// type, a plane count that leaves a short last group, and a window that leaves rows and columns
+// unread. The values span 2^-12 to 2^12, so a sum in any other order differs.
+TEST(Pooling, GlobalAvgPoolIsTheRowMajorSumOfEachWindow)
+{
+    struct Case {
+        std::int64_t n, c, size, kernel;
+    };
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> exponent(-12, 12);
+    int checked = 0;
+    for (int threads : {1, 2})
+        for (DType type : {DType::F32, DType::BF16, DType::F16})
+            for (const Case& c : {Case{3, 13, 7, 7}, Case{2, 64, 14, 14}, Case{1, 5, 9, 6}}) {
+                auto backend = makeCpuBackend(threads);
+                const PoolGeometry g = poolGeometry(c.n, c.c, c.size, c.size, c.kernel, c.kernel, 0);
+                ASSERT_EQ(g.outH * g.outW, 1);
+                std::vector<float> values(static_cast<std::size_t>(c.n * c.c * c.size * c.size));
+                for (float& v : values)
+                    v = roundToDType(std::ldexp(normal(rng), exponent(rng)), type);
+                Tensor x = Tensor::fromFloats({c.n, c.c, c.size, c.size}, values, type);
+                Tensor y = backend->empty({c.n, c.c, 1, 1}, type);
+                backend->avgPoolForward(x, y, g);
+                const std::vector<float> got = y.toFloats();
+                std::size_t differing = 0;
+                for (std::int64_t p = 0; p < c.n * c.c; ++p) {
+                    float sum = 0.0f;
+                    for (std::int64_t h = 0; h < c.kernel; ++h)
+                        for (std::int64_t w = 0; w < c.kernel; ++w)
+                            sum += values[static_cast<std::size_t>((p * c.size + h) * c.size + w)];
+                    const float want = roundToDType(sum / static_cast<float>(c.kernel * c.kernel), type);
+                    differing += std::memcmp(&want, &got[static_cast<std::size_t>(p)], sizeof(float)) != 0;
+                }
+                EXPECT_EQ(differing, 0u) << dtypeName(type) << " " << c.n * c.c << " planes of " << c.size << "x"
+                                         << c.size << ", window " << c.kernel << ", " << threads << " threads";
+                ++checked;
+            }
+    EXPECT_EQ(checked, 18);
 }
 
 // --- dropout ------------------------------------------------------------------------------------------

@@ -112,8 +112,7 @@ void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor&
 }
 
 void CpuBackend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias,
-                                Tensor& dx, const ConvGeometry& g, OperandScales filterScales,
-                                OperandScales dataScales)
+                                Tensor& dx, const ConvGeometry& g, OperandScales filterScales, OperandScales dataScales)
 {
     checkShapes(x, dw, dy, g);
     checkShapes(dx, w, dy, g);

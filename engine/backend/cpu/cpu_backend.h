@@ -57,8 +57,7 @@ public:
     void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias, const ConvGeometry& g,
                               OperandScales scales = {}) override;
     void conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias, Tensor& dx,
-                        const ConvGeometry& g, OperandScales filterScales = {},
-                        OperandScales dataScales = {}) override;
+                        const ConvGeometry& g, OperandScales filterScales = {}, OperandScales dataScales = {}) override;
 
     void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, BatchNormState& state,
                           bool training, float momentum, float epsilon) override;

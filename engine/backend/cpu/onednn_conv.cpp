@@ -346,8 +346,8 @@ void OneDnnConv::backwardWeights(const ConvShape& s, const void* x, const void* 
     run.run(b.primitive, args);
 }
 
-void OneDnnConv::backward(const ConvShape& filter, const ConvShape& data, const void* x, const void* dy,
-                          const void* w, float* dw, float* dbias, void* dx)
+void OneDnnConv::backward(const ConvShape& filter, const ConvShape& data, const void* x, const void* dy, const void* w,
+                          float* dw, float* dbias, void* dx)
 {
     MANTISSA_ASSERT(filter.bias == (dbias != nullptr) && filter.bf16Inputs == data.bf16Inputs);
     BackwardWeights& bw = backwardWeightsFor(filter);

@@ -251,6 +251,40 @@ void forEachPlane(const Tensor& input, std::int64_t inSize, Tensor& output, std:
     }
 }
 
+// Average pooling whose one window is [0, kH) x [0, kW) of each plane (global pooling, one
+// output per plane). Each plane's sum is avgPoolPlane's, the same additions in the same
+// row-major order, but 16 planes go at once: one plane's additions each wait for the previous
+// (a chain as long as the window), 16 planes' are independent.
+void avgPoolSinglePlaneWindows(const Tensor& x, Tensor& y, const PoolGeometry& g)
+{
+    constexpr std::int64_t kGroup = 16;
+    const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW;
+    const std::int64_t groups = (planes + kGroup - 1) / kGroup;
+    const auto divisor = static_cast<float>(g.kH * g.kW);
+#pragma omp parallel if (planes * in > 65536)
+    {
+        std::vector<float> values(static_cast<std::size_t>(kGroup * in));
+        alignas(64) float sums[kGroup], outScratch[kGroup];
+#pragma omp for schedule(static)
+        for (std::int64_t group = 0; group < groups; ++group) {
+            const std::int64_t first = group * kGroup, count = std::min(kGroup, planes - first);
+            const float* planeValues = cpu::floatsOf(x, static_cast<std::size_t>(first * in),
+                                                     static_cast<std::size_t>(count * in), values.data());
+            std::fill_n(sums, kGroup, 0.0f);
+            for (std::int64_t ih = 0; ih < g.kH; ++ih)
+                for (std::int64_t kw = 0; kw < g.kW; ++kw) {
+                    const float* tap = planeValues + ih * g.inW + kw;
+                    for (std::int64_t j = 0; j < count; ++j)
+                        sums[j] += tap[j * in];
+                }
+            float* out = cpu::floatSlot(y, static_cast<std::size_t>(first), outScratch);
+            for (std::int64_t j = 0; j < count; ++j)
+                out[j] = sums[j] / divisor;
+            cpu::storeFloats(y, static_cast<std::size_t>(first), static_cast<std::size_t>(count), out);
+        }
+    }
+}
+
 } // namespace
 
 // --- public ops -------------------------------------------------------------------------------
@@ -286,6 +320,10 @@ void CpuBackend::maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor&
 void CpuBackend::avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g)
 {
     checkGeometry(g, x, y);
+    if (g.outH == 1 && g.outW == 1 && g.padH == 0 && g.padW == 0) {
+        avgPoolSinglePlaneWindows(x, y, g);
+        return;
+    }
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
     const auto columns = columnRanges(g);
     forEachPlane(x, in, y, out, planes, 0,
