@@ -69,6 +69,12 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
                               "16×16 random Hadamard transform before quantising: it cancels in the product and "
                               "spreads outliers over 16 values. Signs from training.seed. auto: on for nvfp4, as "
                               "NVIDIA's recipe does."));
+    m_powerOfTwo =
+        addEnumCombo<RecipeSwitch>(form, tr("Power-of-two tile scales"), "precision.recipe.power_of_two_scales",
+                                   [](RunConfig& c, RecipeSwitch s) { c.recipe.powerOfTwoScales = s; });
+    m_powerOfTwo->setToolTip(tr("fp8-block: round each tile's fp32 scale down to a power of two (DeepSeek-V3's "
+                                "option), so that a dequantised value is a bf16 number. auto: convolutions only, "
+                                "which multiply dequantised values: they then run on the native bf16 kernels."));
     m_note = new QLabel;
     m_note->setObjectName("precision.recipe.note");
     m_note->setWordWrap(true);
@@ -125,6 +131,7 @@ void RecipePanel::load(const RunConfig& c)
     setEnumComboValue(m_keepFirstLast, c.recipe.keepFirstLast);
     setEnumComboValue(m_weightBlocks2d, c.recipe.weightBlocks2d);
     setEnumComboValue(m_hadamard, c.recipe.hadamardWgrad);
+    setEnumComboValue(m_powerOfTwo, c.recipe.powerOfTwoScales);
     m_model->setRecipe(recipe, c.recipe);
     if (recipe == GemmRecipe::None)
         return;
@@ -132,6 +139,7 @@ void RecipePanel::load(const RunConfig& c)
     m_scaleRule->setEnabled(usesScheme(recipe, c.recipe, ScalingScheme::Mx));
     m_amaxHistory->setEnabled(operandFormat(recipe, GemmOperand::Activation, c.recipe).delayed);
     m_weightBlocks2d->setEnabled(usesScheme(recipe, c.recipe, ScalingScheme::Nvfp4));
+    m_powerOfTwo->setEnabled(usesScheme(recipe, c.recipe, ScalingScheme::Fp32Blocks));
     const bool stochastic =
         operandFormat(recipe, GemmOperand::Gradient, c.recipe).format.encoding.rounding == Rounding::Stochastic;
     QString note =

@@ -48,6 +48,7 @@ private:
     QComboBox* m_stochastic;
     QComboBox* m_keepFirstLast;
     QComboBox* m_weightBlocks2d;
+    QComboBox* m_powerOfTwo;
     QComboBox* m_hadamard;
     QLabel* m_note; // what the options' "auto" means for this recipe
     RecipeFormatTableModel* m_model;

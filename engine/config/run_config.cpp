@@ -284,6 +284,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
             rr.readEnum("keep_first_last", c.recipe.keepFirstLast);
             rr.readEnum("weight_blocks_2d", c.recipe.weightBlocks2d);
             rr.readEnum("hadamard_wgrad", c.recipe.hadamardWgrad);
+            rr.readEnum("power_of_two_scales", c.recipe.powerOfTwoScales);
             rr.finish();
         }
         pr.finish();
@@ -410,7 +411,8 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                                     {"stochastic_rounding", enumKey(c.recipe.stochasticRounding)},
                                     {"keep_first_last", enumKey(c.recipe.keepFirstLast)},
                                     {"weight_blocks_2d", enumKey(c.recipe.weightBlocks2d)},
-                                    {"hadamard_wgrad", enumKey(c.recipe.hadamardWgrad)}};
+                                    {"hadamard_wgrad", enumKey(c.recipe.hadamardWgrad)},
+                                    {"power_of_two_scales", enumKey(c.recipe.powerOfTwoScales)}};
     j["training"] = {{"batch_size", c.training.batchSize},
                      {"epochs", c.training.epochs},
                      {"max_steps", c.training.maxSteps},

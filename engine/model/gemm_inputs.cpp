@@ -355,12 +355,13 @@ namespace {
 
 // Whether the values a format hands the GEMM are bf16 numbers, so that the GEMM can read them
 // natively: FP8 elements are (per-tensor formats hand over the elements, not yet scaled); MX
-// elements (at most 3 mantissa bits) times a power-of-two scale are, unless they fall below
-// bf16's smallest subnormal, which is checked value by value. The other fp32 scales (1x128,
-// 128x128, NVFP4's) make values of up to 24 significant bits.
+// elements (at most 3 mantissa bits) and FP8 elements of power-of-two-scaled blocks times their
+// scale are, unless they fall below bf16's smallest subnormal, which is checked value by value.
+// The other fp32 scales (1x128, 128x128, NVFP4's) make values of up to 24 significant bits.
 bool decodesToBf16(const OperandFormat& format)
 {
-    return multipliesElements(format) || (format.format.scheme == ScalingScheme::Mx && format.tile2d == 0);
+    return multipliesElements(format) || (format.format.scheme == ScalingScheme::Mx && format.tile2d == 0) ||
+           format.format.powerOfTwoScales;
 }
 
 // `values` as bf16 when every one is exactly a bf16 (the low half of its bits is zero).
@@ -517,7 +518,8 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
     if (m_recipe == GemmRecipe::None)
         return {t, 1.0f, {}};
     MANTISSA_ASSERT(layout.count() == t.numel());
-    const OperandFormat format = operandFormat(m_recipe, pass, operand, m_options, call.mayRotate);
+    const OperandFormat format = withScaleRounding(operandFormat(m_recipe, pass, operand, m_options, call.mayRotate),
+                                                   m_options, call.blockScaledGemm);
     OperandFormat seeded = format;
     seeded.format.encoding.seed = call.seed;
     if (t.device().kind != DeviceKind::Cpu)

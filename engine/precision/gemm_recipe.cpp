@@ -137,6 +137,14 @@ OperandFormat operandFormat(GemmRecipe recipe, GemmPass pass, GemmOperand operan
     return f;
 }
 
+OperandFormat withScaleRounding(OperandFormat format, const RecipeOptions& options, bool gemmTakesBlockScales)
+{
+    const bool fp32Blocks = format.format.scheme == ScalingScheme::Fp32Blocks || format.tile2d > 0;
+    if (fp32Blocks && resolve(options.powerOfTwoScales, !gemmTakesBlockScales))
+        format.format.powerOfTwoScales = true;
+    return format;
+}
+
 bool rotatesWeightGradient(GemmRecipe recipe, const RecipeOptions& options)
 {
     return recipe != GemmRecipe::None && resolve(options.hadamardWgrad, recipe == GemmRecipe::Nvfp4);
@@ -169,6 +177,8 @@ std::string operandFormatLabel(const OperandFormat& format)
                 add({"x", tileRows});
             break;
         }
+    if (f.powerOfTwoScales)
+        add({" pow2"});
     if (f.encoding.rounding == Rounding::Stochastic)
         add({" sr"});
     if (format.hadamard)

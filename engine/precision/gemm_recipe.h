@@ -47,6 +47,11 @@ struct RecipeOptions {
     // A 16x16 random Hadamard transform of both weight-gradient GEMM inputs along K before they
     // are quantised (hadamard_transform.h); it cancels in the product. auto: on for nvfp4.
     RecipeSwitch hadamardWgrad = RecipeSwitch::Auto;
+    // fp8-block: each fp32 tile scale rounded down to a power of two (DeepSeek-V3's option), so
+    // that a dequantised value (an E4M3 element times 2^k) is a bf16 number. auto: on for
+    // convolutions only, whose GEMMs cannot apply per-tile scales and so multiply dequantised
+    // values: with powers of two those run on the native bf16 kernels, exactly (docs/formats.md).
+    RecipeSwitch powerOfTwoScales = RecipeSwitch::Auto;
     bool operator==(const RecipeOptions&) const = default;
 };
 
@@ -66,13 +71,16 @@ OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const Recipe
 // the weight-gradient inputs of a layer that rotates them (rotatesWeightGradient()).
 OperandFormat operandFormat(GemmRecipe recipe, GemmPass pass, GemmOperand operand, const RecipeOptions& options,
                             bool layerRotates);
+// `format` for a GEMM that applies per-block scales (a linear layer's) or not (a
+// convolution's), with precision.recipe.power_of_two_scales applied to fp32-scaled blocks.
+OperandFormat withScaleRounding(OperandFormat format, const RecipeOptions& options, bool gemmTakesBlockScales);
 // Whether `recipe` with `options` applies the random Hadamard transform to the inputs of the
 // weight-gradient GEMM (precision.recipe.hadamard_wgrad; auto: nvfp4).
 bool rotatesWeightGradient(GemmRecipe recipe, const RecipeOptions& options);
 
 // A short label for tables (the numerics lens): element and scaling, e.g. "e2m1 mx/32 floor",
 // "e4m3 1x128", "e4m3 128x128", "e5m2 tensor", "e4m3 delayed", "e2m1 nvfp4/16", "e2m1 nvfp4/16x16"
-// (2D weight tiles), with " sr" when the elements round stochastically and " rht" when the operand
+// (2D weight tiles), with " pow2" when the scales are powers of two (fp8-block's convolutions), " sr" when the elements round stochastically and " rht" when the operand
 // was rotated by the random Hadamard transform.
 std::string operandFormatLabel(const OperandFormat& format);
 

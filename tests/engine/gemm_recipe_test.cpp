@@ -341,23 +341,75 @@ TEST(GemmRecipe, EmulatedKernelsGiveTheBitsOfFp32Operands)
         ForwardResult cf = conv.forward(pass, cx);
         const Tensor cdx = conv.backward(pass, cdy, cf.context.get());
         ConvGeometry g{n, cin, hw, hw, cout, 3, 3, 1, 1, 1, 1, hw, hw};
+        // A convolution's GEMM takes no block scales: fp8-block's tiles then have power-of-two
+        // scales (precision.recipe.power_of_two_scales auto); the other recipes' formats are as is.
+        const auto forConv = [](const OperandFormat& f) { return withScaleRounding(f, roundToNearest(), false); };
+        if (recipe == GemmRecipe::Fp8Block)
+            EXPECT_TRUE(forConv(fa).format.powerOfTwoScales && forConv(fw).format.powerOfTwoScales &&
+                        forConv(fg).format.powerOfTwoScales);
+        else
+            EXPECT_FALSE(forConv(fa).format.powerOfTwoScales || forConv(fw).format.powerOfTwoScales ||
+                         forConv(fg).format.powerOfTwoScales);
         const std::int64_t pixels = hw * hw;
         Tensor cy = backend->empty(cf.output.shape(), cf.output.dtype());
-        const Fp32Operand cfx = fp32Operand(cx, KLayout::along(n, cin, pixels), fa);
-        const Fp32Operand cfw = fp32Operand(filter.working, KLayout::along(cout, cin, 9), fw);
+        const Fp32Operand cfx = fp32Operand(cx, KLayout::along(n, cin, pixels), forConv(fa));
+        const Fp32Operand cfw = fp32Operand(filter.working, KLayout::along(cout, cin, 9), forConv(fw));
         backend->conv2dForward(cfx.values, cfw.values, nullptr, cy, g, {cfx.scale, cfw.scale});
         expectSameBits(cf.output, cy, "conv forward");
         Tensor cdw = backend->empty(filter.grad.shape(), filter.grad.dtype());
-        const Fp32Operand cfxT = fp32Operand(cx, KLayout::around(n, cin, pixels), fa);
-        const Fp32Operand cfdyT = fp32Operand(cdy, KLayout::around(n, cout, pixels), fg);
+        const Fp32Operand cfxT = fp32Operand(cx, KLayout::around(n, cin, pixels), forConv(fa));
+        const Fp32Operand cfdyT = fp32Operand(cdy, KLayout::around(n, cout, pixels), forConv(fg));
         backend->conv2dBackwardFilter(cfxT.values, cfdyT.values, cdw, nullptr, g, {cfxT.scale, cfdyT.scale});
         expectSameBits(filter.grad, cdw, "conv wgrad");
         Tensor cdxWant = backend->empty(cdx.shape(), cdx.dtype());
-        const Fp32Operand cfdy = fp32Operand(cdy, KLayout::along(n, cout, pixels), fg);
-        const Fp32Operand cfwd = fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), fw);
+        const Fp32Operand cfdy = fp32Operand(cdy, KLayout::along(n, cout, pixels), forConv(fg));
+        const Fp32Operand cfwd = fp32Operand(filter.working, KLayout::along(1, cout, cin * 9), forConv(fw));
         backend->conv2dBackwardData(cfdy.values, cfwd.values, cdxWant, g, {cfdy.scale, cfwd.scale});
         expectSameBits(cdx, cdxWant, "conv dgrad");
     }
+}
+
+// fp8-block on a GEMM that takes no block scales (a convolution's): with power_of_two_scales
+// auto or on, every tile's scale is a power of two, so the dequantised values are bf16 numbers
+// and reach the GEMM as bf16 (the native kernels read them); off keeps fp32 scales and fp32
+// values. Either way the values are the reference quantiser's for that format, bit for bit.
+TEST(GemmRecipe, Fp8BlockConvolutionOperandsArePowerOfTwoScaledBf16Values)
+{
+    auto backend = makeCpuBackend(1);
+    const std::int64_t n = 4, channels = 160, pixels = 9; // one full and one partial 1x128 tile per pixel
+    const Tensor x = Tensor::fromFloats({n, channels, 3, 3},
+                                        randomValues(static_cast<std::size_t>(n * channels * pixels), 11), DType::BF16);
+    const KLayout layout = KLayout::along(n, channels, pixels);
+    std::vector<float> offValues, autoValues;
+    for (const RecipeSwitch option : {RecipeSwitch::Auto, RecipeSwitch::On, RecipeSwitch::Off}) {
+        SCOPED_TRACE(std::string(enumKey(option)));
+        RecipeOptions options = roundToNearest();
+        options.powerOfTwoScales = option;
+        GemmInputQuantizer quantizer;
+        quantizer.setRecipe(GemmRecipe::Fp8Block, options);
+        const std::string layer = "1.conv2d";
+        const GemmOperandValues v =
+            quantizer.prepare({*backend, layer}, x, GemmPass::Forward, GemmOperand::Activation, layout);
+        const bool powerOfTwo = option != RecipeSwitch::Off;
+        EXPECT_EQ(v.values.dtype(), powerOfTwo ? DType::BF16 : DType::F32);
+        EXPECT_FALSE(v.blocks.present());
+        OperandFormat format = operandFormat(GemmRecipe::Fp8Block, GemmOperand::Activation, options);
+        format.format.powerOfTwoScales = powerOfTwo;
+        const Fp32Operand want = fp32Operand(x, layout, format);
+        expectSameBits(Tensor::fromFloats(x.shape(), v.values.toFloats(), DType::F32), want.values, "values");
+        (powerOfTwo ? autoValues : offValues) = v.values.toFloats();
+    }
+    EXPECT_NE(autoValues, offValues) << "power-of-two scales must change the quantised values";
+    // A linear layer's GEMM applies the fp32 tile scales itself: auto leaves them as they are.
+    RecipeOptions options = roundToNearest();
+    EXPECT_FALSE(withScaleRounding(operandFormat(GemmRecipe::Fp8Block, GemmOperand::Weight, options), options, true)
+                     .format.powerOfTwoScales);
+    options.powerOfTwoScales = RecipeSwitch::On;
+    EXPECT_TRUE(withScaleRounding(operandFormat(GemmRecipe::Fp8Block, GemmOperand::Weight, options), options, true)
+                    .format.powerOfTwoScales);
+    EXPECT_FALSE(withScaleRounding(operandFormat(GemmRecipe::Mxfp8, GemmOperand::Weight, options), options, false)
+                     .format.powerOfTwoScales)
+        << "MX scales are E8M0 already; the option is fp8-block's";
 }
 
 // Per-tensor FP8 (docs/formats.md, "The FP8 GEMM"): the layer hands the GEMM the E4M3

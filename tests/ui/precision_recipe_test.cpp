@@ -79,8 +79,10 @@ private slots:
         auto* keep = bench.findChild<QComboBox*>("precision.recipe.keep_first_last");
         auto* tiles = bench.findChild<QComboBox*>("precision.recipe.weight_blocks_2d");
         auto* hadamard = bench.findChild<QComboBox*>("precision.recipe.hadamard_wgrad");
-        QVERIFY(scaleRule && history && stochastic && keep && tiles && hadamard);
-        for (QWidget* w : std::initializer_list<QWidget*>{scaleRule, history, stochastic, keep, tiles, hadamard})
+        auto* powerOfTwo = bench.findChild<QComboBox*>("precision.recipe.power_of_two_scales");
+        QVERIFY(scaleRule && history && stochastic && keep && tiles && hadamard && powerOfTwo);
+        for (QWidget* w :
+             std::initializer_list<QWidget*>{scaleRule, history, stochastic, keep, tiles, hadamard, powerOfTwo})
             QVERIFY2(!w->toolTip().isEmpty(), qPrintable(w->objectName()));
         // The scale rule is an MX option, the history a delayed-scaling one, the tiles NVFP4's;
         // the Hadamard transform applies to any recipe (auto: nvfp4 only).
@@ -88,6 +90,7 @@ private slots:
         QVERIFY(!history->isEnabled());
         QVERIFY(!tiles->isEnabled());
         QVERIFY(hadamard->isEnabled());
+        QVERIFY(!powerOfTwo->isEnabled()); // fp8-block's option
         auto* note = bench.findChild<QLabel*>("precision.recipe.note");
         QVERIFY2(note->text().contains("first and last layers in bf16: on"), qPrintable(note->text()));
 
@@ -124,6 +127,17 @@ private slots:
         undo->undo();
         QCOMPARE(bench.document()->config().recipe.amaxHistory, 1024);
         QCOMPARE(history->value(), 1024);
+
+        // fp8-block: power-of-two tile scales, auto (convolutions only); one undo step to on.
+        chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "fp8-block");
+        QVERIFY(powerOfTwo->isEnabled());
+        QCOMPARE(powerOfTwo->currentData().toString(), QString("auto"));
+        const int beforePow2 = undo->count();
+        chooseByKey(powerOfTwo, "on");
+        QCOMPARE(undo->count(), beforePow2 + 1);
+        QCOMPARE(bench.document()->config().recipe.powerOfTwoScales, RecipeSwitch::On);
+        undo->undo();
+        QCOMPARE(bench.document()->config().recipe.powerOfTwoScales, RecipeSwitch::Auto);
 
         // NVFP4: the tiles and the Hadamard transform are on by default, each one undo step off.
         chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "nvfp4");
