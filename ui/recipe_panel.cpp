@@ -150,6 +150,17 @@ void RecipePanel::load(const RunConfig& c)
     if (usesScheme(recipe, c.recipe, ScalingScheme::Nvfp4))
         note += tr("; weights in 16×16 tiles: %1")
                     .arg(yesNo(operandFormat(recipe, GemmOperand::Weight, c.recipe).format.blockRows > 1));
+    if (usesScheme(recipe, c.recipe, ScalingScheme::Fp32Blocks)) {
+        const auto rounds = [&c, recipe](bool gemmTakesBlockScales) {
+            return withScaleRounding(operandFormat(recipe, GemmOperand::Activation, c.recipe), c.recipe,
+                                     gemmTakesBlockScales)
+                .format.powerOfTwoScales;
+        };
+        note += tr("; power-of-two tile scales: %1")
+                    .arg(rounds(true)    ? tr("all layers")
+                         : rounds(false) ? tr("convolutions")
+                                         : tr("none"));
+    }
     m_note->setText(note + QStringLiteral("."));
     showMeasurement(c);
     m_table->resizeRowsToContents();

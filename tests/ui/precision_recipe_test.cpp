@@ -132,10 +132,15 @@ private slots:
         chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "fp8-block");
         QVERIFY(powerOfTwo->isEnabled());
         QCOMPARE(powerOfTwo->currentData().toString(), QString("auto"));
+        QVERIFY2(note->text().contains("power-of-two tile scales: convolutions"), qPrintable(note->text()));
         const int beforePow2 = undo->count();
         chooseByKey(powerOfTwo, "on");
         QCOMPARE(undo->count(), beforePow2 + 1);
         QCOMPARE(bench.document()->config().recipe.powerOfTwoScales, RecipeSwitch::On);
+        QVERIFY2(note->text().contains("power-of-two tile scales: all layers"), qPrintable(note->text()));
+        chooseByKey(powerOfTwo, "off");
+        QVERIFY2(note->text().contains("power-of-two tile scales: none"), qPrintable(note->text()));
+        undo->undo();
         undo->undo();
         QCOMPARE(bench.document()->config().recipe.powerOfTwoScales, RecipeSwitch::Auto);
 
