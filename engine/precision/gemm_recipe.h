@@ -80,8 +80,9 @@ bool rotatesWeightGradient(GemmRecipe recipe, const RecipeOptions& options);
 
 // A short label for tables (the numerics lens): element and scaling, e.g. "e2m1 mx/32 floor",
 // "e4m3 1x128", "e4m3 128x128", "e5m2 tensor", "e4m3 delayed", "e2m1 nvfp4/16", "e2m1 nvfp4/16x16"
-// (2D weight tiles), with " pow2" when the scales are powers of two (fp8-block's convolutions), " sr" when the elements round stochastically and " rht" when the operand
-// was rotated by the random Hadamard transform.
+// (2D weight tiles), with " pow2" when the scales are powers of two (fp8-block's convolutions),
+// " sr" when the elements round stochastically and " rht" when the operand was rotated by the
+// random Hadamard transform.
 std::string operandFormatLabel(const OperandFormat& format);
 
 // "fp8-hybrid" etc.: the key of the precision mode carrying the recipe.

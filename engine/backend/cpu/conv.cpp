@@ -26,6 +26,20 @@ void checkShapes(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGe
                     g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW) && g.outH > 0 && g.outW > 0);
 }
 
+// Whether a product of a and b runs on oneDNN's native bf16 kernels: both bf16, and the plan
+// says this CPU has them.
+bool nativeBf16(const Tensor& a, const Tensor& b, const cpu::CpuKernelPlan& plan)
+{
+    return a.dtype() == DType::BF16 && b.dtype() == DType::BF16 && plan.nativeBf16;
+}
+
+// Whether the native kernel writes `out` itself, rounded to bf16 (onednn_conv.h): no operand
+// scales to apply first, and a bf16 output.
+bool kernelRoundsInto(bool native, OperandScales scales, const Tensor& out)
+{
+    return native && scales.unit() && out.dtype() == DType::BF16;
+}
+
 // Scales the fp32 filter gradients a kernel summed, then rounds each once into its dtype.
 void finishFilterGradients(cpu::FloatOutput& fdw, std::optional<cpu::FloatOutput>& fdb, OperandScales scales)
 {
@@ -54,12 +68,12 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
     checkShapes(x, w, y, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(x, w));
     MANTISSA_ASSERT(!bias || bias->numel() == g.outChannels);
-    const bool native = x.dtype() == DType::BF16 && w.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const bool native = nativeBf16(x, w, m_plan);
     const cpu::KernelInput fx(x, native), fw(w, native);
     std::optional<cpu::FloatInput> fb;
     if (bias)
         fb.emplace(*bias);
-    if (native && scales.unit() && y.dtype() == DType::BF16) { // the kernel rounds y (onednn_conv.h)
+    if (kernelRoundsInto(native, scales, y)) {
         m_conv->forward({g, true, bias != nullptr, true}, fx.data(), fw.data(), fb ? fb->data() : nullptr, y.data());
         return;
     }
@@ -82,9 +96,9 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
 {
     checkShapes(dx, w, dy, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(dy, w));
-    const bool native = dy.dtype() == DType::BF16 && w.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const bool native = nativeBf16(dy, w, m_plan);
     const cpu::KernelInput fdy(dy, native), fw(w, native);
-    if (native && scales.unit() && dx.dtype() == DType::BF16) { // the kernel rounds dx (onednn_conv.h)
+    if (kernelRoundsInto(native, scales, dx)) {
         m_conv->backwardData({g, true, false, true}, fdy.data(), fw.data(), dx.data());
         return;
     }
@@ -99,7 +113,7 @@ void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor&
     checkShapes(x, dw, dy, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(x, dy));
     MANTISSA_ASSERT(!dbias || dbias->numel() == g.outChannels);
-    const bool native = x.dtype() == DType::BF16 && dy.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const bool native = nativeBf16(x, dy, m_plan);
     const cpu::KernelInput fx(x, native), fdy(dy, native);
     // dw sums over every image and position in fp32 inside the kernel and is rounded once here.
     cpu::FloatOutput fdw(dw);
@@ -118,8 +132,7 @@ void CpuBackend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor&
     checkShapes(dx, w, dy, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(x, dy) && cpu::sameOrWidened(dy, w));
     MANTISSA_ASSERT(!dbias || dbias->numel() == g.outChannels);
-    const bool nativeFilter = x.dtype() == DType::BF16 && dy.dtype() == DType::BF16 && m_plan.nativeBf16;
-    const bool nativeData = dy.dtype() == DType::BF16 && w.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const bool nativeFilter = nativeBf16(x, dy, m_plan), nativeData = nativeBf16(dy, w, m_plan);
     if (nativeFilter != nativeData) { // the two kernels read dy differently: nothing to share
         Backend::conv2dBackward(x, dy, w, dw, dbias, dx, g, filterScales, dataScales);
         return;
@@ -130,7 +143,7 @@ void CpuBackend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor&
     std::optional<cpu::FloatOutput> fdb;
     if (dbias)
         fdb.emplace(*dbias);
-    const bool kernelRoundsDx = native && dataScales.unit() && dx.dtype() == DType::BF16; // as conv2dBackwardData
+    const bool kernelRoundsDx = kernelRoundsInto(native, dataScales, dx);
     std::optional<cpu::FloatOutput> fdx;
     if (!kernelRoundsDx)
         fdx.emplace(dx);

@@ -99,7 +99,7 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
         gemmInput(pass, dy, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::along(g.n, g.outChannels, outArea));
     const GemmOperandValues wq = gemmInput(pass, m_weight.working, GemmPass::DataGrad, GemmOperand::Weight,
                                            KLayout::along(1, g.outChannels, g.inChannels * g.kH * g.kW));
-    if (dyq.values.sharesStorageWith(dyT.values)) // one dy for both products (no recipe, or a per-tensor one)
+    if (dyq.values.sharesStorageWith(dyT.values)) // one dy for both products (no recipe: both are dy itself)
         pass.backend.conv2dBackward(xT.values, dyT.values, wq.values, m_weight.grad, dbias, dx, g,
                                     {xT.scale, dyT.scale}, {dyq.scale, wq.scale});
     else {
