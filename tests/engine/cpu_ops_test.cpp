@@ -3,6 +3,7 @@
 // outputs against the rounded fp32 result, batch-norm statistics kept in fp32 for fp16 inputs,
 // max-pool ties, average pooling without the padding, and dropout masks that repeat.
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/reductions.h"
 #include "engine/numerics/conversions.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace mantissa;
@@ -480,6 +482,96 @@ TEST(BatchNorm, InferenceUsesRunningStatistics)
         EXPECT_NEAR(out[i], expected[i], 1e-6f) << i;
     EXPECT_EQ(t.state.runningMean.f32()[0], 1.0f) << "evaluation must not update the running statistics";
 }
+
+// The statistics and gradients are the documented arithmetic (cpu/batch_norm.cpp): each plane
+// summed by reductions.h from zero, the planes' sums added in sample order in double, the
+// outputs formed in fp32 and rounded once. The CPU backend may visit the channels in any
+// order and on any thread; the bits must be these.
+struct BatchNormShape {
+    std::int64_t n, channels, h, w;
+};
+
+void PrintTo(const BatchNormShape& s, std::ostream* os) { *os << s.n << "x" << s.channels << "x" << s.h << "x" << s.w; }
+
+class BatchNormBits : public ::testing::TestWithParam<std::tuple<DType, BatchNormShape>> {};
+
+TEST_P(BatchNormBits, AreTheDocumentedSumsPlaneByPlane)
+{
+    const auto [type, shape] = GetParam();
+    const std::int64_t spatial = shape.h * shape.w, total = shape.n * shape.channels * spatial;
+    const auto channels = static_cast<std::size_t>(shape.channels);
+    // An offset per channel, so a wrong mean or a mixed-up channel shows.
+    std::vector<float> x = randomValues(total, 11, type), dy = randomValues(total, 12, type);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = roundToDType(x[i] + static_cast<float>((i / static_cast<std::size_t>(spatial)) % channels), type);
+    std::vector<float> gamma(channels), beta(channels);
+    for (std::size_t c = 0; c < channels; ++c)
+        gamma[c] = 0.5f + 0.25f * static_cast<float>(c), beta[c] = 0.125f * static_cast<float>(c);
+
+    auto backend = makeCpuBackend(2);
+    BatchNormTensors t = batchNormTensors(*backend, shape.channels);
+    t.gamma = Tensor::fromFloats({shape.channels}, gamma);
+    t.beta = Tensor::fromFloats({shape.channels}, beta);
+    const Shape dims{shape.n, shape.channels, shape.h, shape.w};
+    const Tensor tx = Tensor::fromFloats(dims, x, type), tdy = Tensor::fromFloats(dims, dy, type);
+    Tensor y = backend->empty(dims, type), dx = backend->empty(dims, type);
+    Tensor dgamma = backend->empty({shape.channels}, DType::F32), dbeta = backend->empty({shape.channels}, DType::F32);
+    const float momentum = 0.1f, epsilon = 1e-5f;
+    backend->batchNormForward(tx, t.gamma, t.beta, y, t.state, true, momentum, epsilon);
+    backend->batchNormBackward(tx, tdy, t.gamma, t.state, dx, dgamma, dbeta);
+
+    const auto plane = [&](const std::vector<float>& v, std::int64_t i, std::size_t c) {
+        return v.data() + (i * shape.channels + static_cast<std::int64_t>(c)) * spatial;
+    };
+    const double count = static_cast<double>(shape.n * spatial);
+    const auto outY = y.toFloats(), outDx = dx.toFloats();
+    for (std::size_t c = 0; c < channels; ++c) {
+        double sum = 0, squares = 0, sumDy = 0, sumDyXmu = 0;
+        for (std::int64_t i = 0; i < shape.n; ++i)
+            sum += cpu::sumFloats(plane(x, i, c), spatial);
+        const double batchMean = sum / count;
+        const auto mean = static_cast<float>(batchMean);
+        for (std::int64_t i = 0; i < shape.n; ++i)
+            squares += cpu::sumSquaredDeviations(plane(x, i, c), spatial, mean);
+        const double batchVar = squares / count;
+        const auto invStd = static_cast<float>(1.0 / std::sqrt(batchVar + epsilon));
+        ASSERT_EQ(t.state.savedMean.f32()[c], mean) << "channel " << c;
+        ASSERT_EQ(t.state.savedInvStd.f32()[c], invStd) << "channel " << c;
+        ASSERT_EQ(t.state.runningMean.f32()[c], static_cast<float>(momentum * batchMean)) << "channel " << c;
+        const float scale = gamma[c] * invStd;
+        for (std::int64_t i = 0; i < shape.n; ++i) {
+            sumDy += cpu::sumFloats(plane(dy, i, c), spatial);
+            sumDyXmu += cpu::dotDeviations(plane(dy, i, c), plane(x, i, c), spatial, mean);
+        }
+        ASSERT_EQ(dbeta.f32()[c], static_cast<float>(sumDy)) << "channel " << c;
+        ASSERT_EQ(dgamma.f32()[c], static_cast<float>(sumDyXmu * invStd)) << "channel " << c;
+        const double k = static_cast<double>(gamma[c]) * invStd;
+        const auto a = static_cast<float>(k);
+        const auto b = static_cast<float>(-k * invStd * invStd * sumDyXmu / count);
+        const auto shift = static_cast<float>(-k * sumDy / count);
+        for (std::int64_t i = 0; i < shape.n; ++i) {
+            const auto at = static_cast<std::size_t>(plane(x, i, c) - x.data());
+            for (std::size_t j = 0; j < static_cast<std::size_t>(spatial); ++j) {
+                ASSERT_EQ(outY[at + j], roundToDType((x[at + j] - mean) * scale + beta[c], type))
+                    << "y, channel " << c << ", sample " << i << ", element " << j;
+                ASSERT_EQ(outDx[at + j], roundToDType(dy[at + j] * a + (x[at + j] - mean) * b + shift, type))
+                    << "dx, channel " << c << ", sample " << i << ", element " << j;
+            }
+        }
+    }
+}
+
+// Small enough for one thread; large enough for two, 28x28 planes; planes longer than one
+// reductions.h block (40x40 = 1600 values), whose sums carry from block to block.
+INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormBits,
+                         ::testing::Combine(::testing::Values(DType::F32, DType::BF16, DType::F16),
+                                            ::testing::Values(BatchNormShape{2, 3, 4, 4}, BatchNormShape{32, 5, 28, 28},
+                                                              BatchNormShape{4, 3, 40, 40})),
+                         [](const auto& info) {
+                             const BatchNormShape s = std::get<1>(info.param);
+                             return std::string(dtypeName(std::get<0>(info.param))) + "_" + std::to_string(s.n) + "x" +
+                                    std::to_string(s.channels) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
+                         });
 
 // --- pooling ---------------------------------------------------------------------------------------
 
