@@ -344,11 +344,17 @@ public:
     // largest |unscaled gradient|, +inf when skipped; computed in the same pass so that every
     // step records it for loss-scale replay, engine/lens/scaler_replay.h). A held step counts
     // as skipped.
+    // `fusedNorm`: the caller changes nothing in fp32Grads between this call and
+    // clipGradNorm(..., fusedNorm = true), so the backend may measure GradNorm here, in the same
+    // pass over the gradients (the CPU does: on mlp that pass is a fifth of an optimizer step's
+    // memory traffic), and clipGradNorm then uses it.
     virtual void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                       StepScalars& scalars) = 0;
+                                       StepScalars& scalars, bool fusedNorm = false) = 0;
     // GradNorm = float(sqrt(sum of squares in double)); when maxNorm > 0 and GradNorm > maxNorm
-    // the gradients are scaled by maxNorm / GradNorm. A skipped step writes NaN and touches nothing.
-    virtual void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm) = 0;
+    // the gradients are scaled by maxNorm / GradNorm. A skipped step writes NaN and touches
+    // nothing. With `fusedNorm` the norm may be the one unscaleAndCheckFinite measured.
+    virtual void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm,
+                              bool fusedNorm = false) = 0;
     // One optimizer update over all slots with inputs[LearningRate] (and Adam's corrections
     // from inputs): arithmetic in fp32, state and master rounded to master's dtype, then the
     // working copy (if any) refreshed from master in the same pass. A skipped step leaves

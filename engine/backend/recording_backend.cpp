@@ -317,17 +317,18 @@ void RecordingBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& l
 }
 
 void RecordingBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                             StepScalars& scalars)
+                                             StepScalars& scalars, bool fusedNorm)
 {
-    record([in = copies(grads), out = copies(fp32Grads), scalars](Backend& b) mutable {
-        b.unscaleAndCheckFinite(constPointers(in), pointers(out), scalars);
+    record([in = copies(grads), out = copies(fp32Grads), scalars, fusedNorm](Backend& b) mutable {
+        b.unscaleAndCheckFinite(constPointers(in), pointers(out), scalars, fusedNorm);
     });
 }
 
-void RecordingBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm)
+void RecordingBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm,
+                                    bool fusedNorm)
 {
-    record([ts = copies(fp32Grads), scalars, maxNorm](Backend& b) mutable {
-        b.clipGradNorm(pointers(ts), scalars, maxNorm);
+    record([ts = copies(fp32Grads), scalars, maxNorm, fusedNorm](Backend& b) mutable {
+        b.clipGradNorm(pointers(ts), scalars, maxNorm, fusedNorm);
     });
 }
 

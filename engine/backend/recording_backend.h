@@ -96,8 +96,9 @@ public:
     void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                              Tensor& dlogits) override;
     void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                               StepScalars& scalars) override;
-    void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm) override;
+                               StepScalars& scalars, bool fusedNorm = false) override;
+    void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm,
+                      bool fusedNorm = false) override;
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
     void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;

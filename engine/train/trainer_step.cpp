@@ -51,7 +51,10 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
         averageGradientsByType(backend);
     // From here on the device decides: a non-finite loss or gradient marks the step skipped,
     // and the clip, the optimizer and the loss-scale rule read that mark where they run.
-    backend.unscaleAndCheckFinite(grads, fp32Grads, m_scalars);
+    // The norm is measured in the unscaling pass unless the ranks average the gradients
+    // between that pass and the clip.
+    const bool fusedNorm = !m_ranks || m_ranks->reducesBeforeUnscale();
+    backend.unscaleAndCheckFinite(grads, fp32Grads, m_scalars, fusedNorm);
     if (m_ranks) {
         if (!m_ranks->reducesBeforeUnscale())
             m_ranks->averageGradients(backend, fp32Grads, DType::F32);
@@ -62,7 +65,7 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
     // them, with inf or NaN where that pass overflowed, and a later evaluation would read them.
     for (auto& [buffer, snapshot] : m_bufferSnapshots)
         backend.copyIfSkipped(snapshot, *buffer, m_scalars);
-    backend.clipGradNorm(fp32Grads, m_scalars, m_config.optimizer.gradClipNorm);
+    backend.clipGradNorm(fp32Grads, m_scalars, m_config.optimizer.gradClipNorm, fusedNorm);
     m_optimizer.queueStep(backend, m_params, m_scalars);
     backend.updateLossScale(m_scalars, m_scaler.rule());
 }

@@ -125,6 +125,62 @@ TEST(StepOps, ClipRecordsTheNormAndScalesOnlyAboveTheLimit)
     EXPECT_EQ(c.toFloats(), (std::vector<float>{30, 40}));
 }
 
+// With fusedNorm the CPU measures the norm while it unscales (one pass over the gradients
+// fewer) and the clip uses that value: the same norm as the clip's own pass, NaN on a skipped
+// step, and the factor the clip applies comes from it.
+TEST(StepOps, UnscalingMeasuresTheNormTheClipThenUses)
+{
+    Fixture f;
+    f.setState(StepState::Loss, 0.5f);
+    f.setState(StepState::LossScale, 4.0f);
+    const Tensor a16 = tensorOf({12, 0}, DType::F16), b16 = tensorOf({0, 16}, DType::F16); // unscaled: norm 5
+    Tensor a = f.backend->empty({2}, DType::F32), b = f.backend->empty({2}, DType::F32);
+    const Tensor* grads[] = {&a16, &b16};
+    Tensor* outs[] = {&a, &b};
+    f.backend->unscaleAndCheckFinite(grads, outs, f.scalars, true);
+    EXPECT_EQ(f.state(StepState::GradNorm), 5.0f);
+    f.backend->clipGradNorm(outs, f.scalars, 1.0f, true);
+    EXPECT_EQ(f.state(StepState::GradNorm), 5.0f);
+    EXPECT_EQ(a.toFloats()[0], 3.0f * (1.0f / 5.0f));
+    EXPECT_EQ(b.toFloats()[1], 4.0f * (1.0f / 5.0f));
+
+    // The clip reads the measured norm, not the gradients: a norm of 10 halves the factor.
+    f.backend->unscaleAndCheckFinite(grads, outs, f.scalars, true);
+    f.setState(StepState::GradNorm, 10.0f);
+    f.backend->clipGradNorm(outs, f.scalars, 1.0f, true);
+    EXPECT_EQ(a.toFloats()[0], 3.0f * (1.0f / 10.0f));
+
+    // Many values on two threads, fp32 and bf16 gradients: the clip's own sum of squares,
+    // up to the order of the double additions.
+    auto two = makeCpuBackend(2);
+    StepScalars scalars{two->empty({kStepInputCount}, DType::F32), two->empty({kStepStateCount}, DType::F32)};
+    two->fill(scalars.inputs, 0.0f);
+    two->fill(scalars.state, 0.0f);
+    scalars.state.f32()[slot(StepState::LossScale)] = 8.0f;
+    for (const DType type : {DType::F32, DType::BF16}) {
+        const Tensor big = tensorOf(randomValues(300000, 3, 100.0f), type),
+                     small = tensorOf(randomValues(1000, 4), type);
+        Tensor outBig = two->empty(big.shape(), DType::F32), outSmall = two->empty(small.shape(), DType::F32);
+        const Tensor* many[] = {&big, &small};
+        Tensor* manyOut[] = {&outBig, &outSmall};
+        two->unscaleAndCheckFinite(many, manyOut, scalars, true);
+        const float fused = scalars.state.f32()[slot(StepState::GradNorm)];
+        two->clipGradNorm(manyOut, scalars, 0.0f);
+        const float separate = scalars.state.f32()[slot(StepState::GradNorm)];
+        EXPECT_NEAR(fused, separate, 1e-6f * separate) << dtypeName(type);
+        EXPECT_GT(separate, 1000.0f) << dtypeName(type); // sqrt(300000) * 100 / 8 ~ 6800
+    }
+
+    // A non-finite gradient skips the step: no norm.
+    const Tensor bad = tensorOf({1, INFINITY}, DType::F16);
+    const Tensor* badGrads[] = {&bad};
+    Tensor* badOut[] = {&a};
+    f.backend->unscaleAndCheckFinite(badGrads, badOut, f.scalars, true);
+    EXPECT_TRUE(std::isnan(f.state(StepState::GradNorm)));
+    f.backend->clipGradNorm(badOut, f.scalars, 1.0f, true);
+    EXPECT_TRUE(std::isnan(f.state(StepState::GradNorm)));
+}
+
 TEST(StepOps, OptimizersTakeTheRateFromTheDeviceAndStandStillOnSkippedSteps)
 {
     for (const bool adam : {false, true}) {

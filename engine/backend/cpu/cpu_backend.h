@@ -104,8 +104,9 @@ public:
     void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                              Tensor& dlogits) override;
     void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                               StepScalars& scalars) override;
-    void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm) override;
+                               StepScalars& scalars, bool fusedNorm = false) override;
+    void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm,
+                      bool fusedNorm = false) override;
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
     void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
@@ -119,9 +120,10 @@ public:
 private:
     // The arithmetic of the step ops (multi_tensor.cpp), with host scalars: step_ops.cpp reads
     // them from StepScalars and writes the results back there.
-    // Returns the index of the first non-finite tensor, or -1; *absMax as GradAmax.
+    // Returns the index of the first non-finite tensor, or -1; *absMax as GradAmax; *squares the
+    // sum of the unscaled values' squares in double.
     int unscaleAndFindNonFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                float invScale, float* absMax);
+                                float invScale, float* absMax, double* squares = nullptr);
     // Accumulated in double.
     double sumOfSquares(std::span<const Tensor* const> tensors);
     void scaleInPlace(std::span<Tensor* const> tensors, float factor);

@@ -22,11 +22,12 @@ constexpr std::int64_t kStepBlock = 4096;
 } // namespace
 
 int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                        float invScale, float* absMax)
+                                        float invScale, float* absMax, double* squares)
 {
     MANTISSA_ASSERT(grads.size() == fp32Grads.size());
     int firstNonFinite = -1;
     float amax = 0;
+    double allSquares = 0;
     for (std::size_t t = 0; t < grads.size(); ++t) {
         const Tensor& in = *grads[t];
         Tensor& out = *fp32Grads[t];
@@ -38,10 +39,14 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
         // unlike a short-circuit test it vectorises. std::max(m, NaN) keeps m, so NaNs are
         // caught by the probe alone.
         float nonFiniteProbe = 0;
+        // The squares for the norm cost nothing measurable beside the memory traffic, so they
+        // are summed whether asked for or not (in double, as sumOfSquares does).
+        double tensorSquares = 0;
         // One pass over memory: each block is widened into the output while it is still in
         // cache and scaled there, rather than a whole-tensor cast followed by a second pass.
         const std::int64_t blocks = (n + kStepBlock - 1) / kStepBlock;
-#pragma omp parallel for schedule(static) reduction(+ : nonFiniteProbe) reduction(max : tensorMax) if (n > 65536)
+#pragma omp parallel for schedule(static) reduction(+ : nonFiniteProbe, tensorSquares) reduction(max : tensorMax) \
+    if (n > 65536)
         for (std::int64_t b = 0; b < blocks; ++b) {
             const std::int64_t begin = b * kStepBlock;
             const std::int64_t end = std::min(n, begin + kStepBlock);
@@ -49,28 +54,33 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
             if (in.dtype() != DType::F32)
                 widenToFloat(in.u16() + begin, in.dtype(), g + begin, static_cast<std::size_t>(end - begin));
             if (src == g && invScale == 1.0f) { // an fp32 gradient unscaled in place by 1: only read it
-#pragma omp simd reduction(+ : nonFiniteProbe) reduction(max : tensorMax)
+#pragma omp simd reduction(+ : nonFiniteProbe, tensorSquares) reduction(max : tensorMax)
                 for (std::int64_t i = begin; i < end; ++i) {
                     nonFiniteProbe += g[i] * 0.0f;
                     tensorMax = std::max(tensorMax, std::fabs(g[i]));
+                    tensorSquares += static_cast<double>(g[i]) * g[i];
                 }
                 continue;
             }
-#pragma omp simd reduction(+ : nonFiniteProbe) reduction(max : tensorMax)
+#pragma omp simd reduction(+ : nonFiniteProbe, tensorSquares) reduction(max : tensorMax)
             for (std::int64_t i = begin; i < end; ++i) {
                 const float v = src[i] * invScale;
                 g[i] = v;
                 nonFiniteProbe += v * 0.0f;
                 tensorMax = std::max(tensorMax, std::fabs(v));
+                tensorSquares += static_cast<double>(v) * v;
             }
         }
         const bool finite = nonFiniteProbe == 0.0f;
         amax = std::max(amax, tensorMax);
+        allSquares += tensorSquares;
         if (!finite && firstNonFinite < 0)
             firstNonFinite = static_cast<int>(t);
     }
     if (absMax)
         *absMax = firstNonFinite >= 0 ? INFINITY : amax;
+    if (squares)
+        *squares = allSquares;
     return firstNonFinite;
 }
 

@@ -41,12 +41,14 @@ void CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
 }
 
 void CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                       StepScalars& scalars)
+                                       StepScalars& scalars, bool fusedNorm)
 {
     checkScalars(scalars);
     Tensor& state = scalars.state;
     float amax = 0;
-    const int first = unscaleAndFindNonFinite(grads, fp32Grads, 1.0f / at(state, StepState::LossScale), &amax);
+    double squares = 0;
+    const int first = unscaleAndFindNonFinite(grads, fp32Grads, 1.0f / at(state, StepState::LossScale), &amax,
+                                              fusedNorm ? &squares : nullptr);
     // A non-finite loss skips the step whatever the gradients hold: it is reported as the
     // forward pass's fault, which is where it happened.
     const bool lossBad = !std::isfinite(at(state, StepState::Loss));
@@ -55,18 +57,23 @@ void CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std
     at(state, StepState::FirstNonFinite) = lossBad ? kLossNotFinite : static_cast<float>(first);
     at(state, StepState::Skipped) = skip ? 1.0f : 0.0f;
     at(state, StepState::GradAmax) = skip ? INFINITY : amax;
+    if (fusedNorm) // clipGradNorm's value, measured in this pass
+        at(state, StepState::GradNorm) = skip ? NAN : static_cast<float>(std::sqrt(squares));
 }
 
-void CpuBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm)
+void CpuBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm, bool fusedNorm)
 {
     checkScalars(scalars);
     if (skipped(scalars)) {
         at(scalars.state, StepState::GradNorm) = NAN;
         return;
     }
-    const std::vector<const Tensor*> grads(fp32Grads.begin(), fp32Grads.end());
-    const float norm = static_cast<float>(std::sqrt(sumOfSquares(grads)));
-    at(scalars.state, StepState::GradNorm) = norm;
+    float norm = at(scalars.state, StepState::GradNorm);
+    if (!fusedNorm) {
+        const std::vector<const Tensor*> grads(fp32Grads.begin(), fp32Grads.end());
+        norm = static_cast<float>(std::sqrt(sumOfSquares(grads)));
+        at(scalars.state, StepState::GradNorm) = norm;
+    }
     if (maxNorm > 0 && norm > maxNorm)
         scaleInPlace(fp32Grads, maxNorm / norm);
 }

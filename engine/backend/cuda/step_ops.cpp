@@ -50,8 +50,10 @@ void CudaBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels
     checkLaunch("softmaxCrossEntropy (loss to StepScalars)");
 }
 
+// The CUDA backend measures the norm in clipGradNorm whatever `fusedNorm` says: its kernels
+// keep the two passes apart.
 void CudaBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
-                                        StepScalars& scalars)
+                                        StepScalars& scalars, bool)
 {
     checkScalars(scalars);
     const std::vector<TensorRef> refs = unscaleRefs(grads, fp32Grads);
@@ -66,7 +68,7 @@ void CudaBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, st
     checkLaunch("unscaleAndCheckFinite (verdict to StepScalars)");
 }
 
-void CudaBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm)
+void CudaBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm, bool)
 {
     checkScalars(scalars);
     std::vector<TensorRef> refs;
