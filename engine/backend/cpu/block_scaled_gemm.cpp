@@ -107,26 +107,27 @@ void CpuBackend::gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std
     std::optional<cpu::FloatInput> fbias;
     if (bias)
         fbias.emplace(*bias);
-    cpu::FloatOutput fc(c);
-    if (m == 0 || n == 0) {
-        fc.commit();
+    // An fp32 c takes the sums where it lies; a 16-bit one takes each row rounded as soon as it
+    // is summed (sumScaledChunks), the bits FloatOutput's commit would give, without an fp32
+    // copy of the whole output.
+    const bool wide = c.dtype() == DType::F32;
+    if (m == 0 || n == 0)
         return;
-    }
     const std::int64_t chunks = (k + chunk - 1) / chunk;
     const cpu::ChunkScales scalesA = chunks > 0 ? chunkScales(scales.a) : cpu::ChunkScales{};
     const cpu::ChunkScales scalesB =
         chunks > 0 ? chunkScales(scales.b) : cpu::ChunkScales{}; // K = 0: no scales to read
     const float* biasData = fbias ? fbias->data() : nullptr;
+    const cpu::ChunkSumOutput out{c.data(), c.dtype()};
     if (chunks <= 1) {
-        // One chunk (or K = 0, every sum 0): the product straight into the output's buffer,
+        // One chunk (or K = 0, every sum 0): the product straight into an fp32 output's buffer,
         // scaled there in place.
-        float* sums = fc.data();
+        float* sums = wide ? c.f32() : atLeast(m_blockPartials, static_cast<std::size_t>(m * n));
         if (chunks == 0)
             std::fill(sums, sums + m * n, 0.0f);
         else
             m_matmul->run({ta, tb, m, n, k, native, false, 1.0f, 0.0f}, fa.data(), fb.data(), nullptr, sums);
-        cpu::sumScaledChunks(sums, 1, m, n, scalesA, scalesB, biasData, sums);
-        fc.commit();
+        cpu::sumScaledChunks(sums, 1, m, n, scalesA, scalesB, biasData, out);
         return;
     }
     // The whole chunks as one batched matmul into [full, m, n] partial sums, the short last
@@ -147,8 +148,7 @@ void CpuBackend::gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std
     if (tail > 0)
         m_matmul->run({ca.transpose, cb.transpose, m, n, tail, native, false, 1.0f, 0.0f}, ca.tail, cb.tail, nullptr,
                       partials + full * m * n);
-    cpu::sumScaledChunks(partials, chunks, m, n, scalesA, scalesB, biasData, fc.data());
-    fc.commit();
+    cpu::sumScaledChunks(partials, chunks, m, n, scalesA, scalesB, biasData, out);
 }
 
 } // namespace mantissa

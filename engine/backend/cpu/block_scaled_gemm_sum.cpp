@@ -1,5 +1,7 @@
 #include "engine/backend/cpu/block_scaled_gemm_sum.h"
 
+#include "engine/numerics/conversions.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -29,16 +31,22 @@ void scaleRows(const ChunkScales& b, std::int64_t chunks, std::int64_t n, float*
 } // namespace
 
 void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m, std::int64_t n, ChunkScales a,
-                     ChunkScales b, const float* bias, float* out)
+                     ChunkScales b, const float* bias, ChunkSumOutput out)
 {
     thread_local std::vector<float> scalesOfB;
     if (scalesOfB.size() < static_cast<std::size_t>(chunks * n))
         scalesOfB.resize(static_cast<std::size_t>(chunks * n));
     scaleRows(b, chunks, n, scalesOfB.data());
     const float* scalesB = scalesOfB.data();
+    const bool narrow = out.type != DType::F32;
 #pragma omp parallel for schedule(static) if (chunks * m * n >= kParallelFrom)
     for (std::int64_t i = 0; i < m; ++i) {
-        float* row = out + i * n;
+        // A 16-bit output's row is summed in a row of fp32 on this thread, still in L1 when
+        // it is rounded.
+        thread_local std::vector<float> rowSums;
+        if (narrow && rowSums.size() < static_cast<std::size_t>(n))
+            rowSums.resize(static_cast<std::size_t>(n));
+        float* row = narrow ? rowSums.data() : static_cast<float*>(out.data) + i * n;
         for (std::int64_t c = 0; c < chunks; ++c) {
             const float scaleA = scaleAt(a, c, i);
             const float* p = partials + (c * m + i) * n;
@@ -55,6 +63,8 @@ void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m,
         if (bias)
             for (std::int64_t j = 0; j < n; ++j)
                 row[j] = row[j] + bias[j];
+        if (narrow)
+            narrowFromFloat(row, static_cast<std::uint16_t*>(out.data) + i * n, static_cast<std::size_t>(n), out.type);
     }
 }
 

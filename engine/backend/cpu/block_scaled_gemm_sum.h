@@ -2,6 +2,8 @@
 // The fp32 pass of the block-scaled GEMM (block_scaled_gemm.cpp; docs/formats.md, "The
 // block-scaled FP8 GEMM"): each K-chunk's partial sums scaled by the chunk's decode scales and
 // the chunks added up in order.
+#include "engine/numerics/dtype.h"
+
 #include <cstdint>
 
 namespace mantissa::cpu {
@@ -14,13 +16,21 @@ struct ChunkScales {
     std::int64_t group = 1, chunkStride = 0, indexStride = 0;
 };
 
+// Where the sums go: [m, n] fp32 values at `data`, or, with a 16-bit `type`, [m, n] values of
+// that type, each row rounded as soon as it is summed (the bits narrowFromFloat gives), so that
+// no fp32 copy of the whole output crosses memory.
+struct ChunkSumOutput {
+    void* data = nullptr;
+    DType type = DType::F32;
+};
+
 // out[i, j] = the sum over the `chunks` partial-sum matrices P_c [m, n] (partials, chunk after
 // chunk), in chunk order starting from 0, of the scaled P_c: acc = fma(fl(a_c[i] * b_c[j]),
 // P_c[i, j], acc), the scaled partial sum joining the running sum in one fused multiply-add (as
 // DeepGEMM's promotion does on the GPU, and as this pass always computed it); then
-// out = fl(acc + bias[j]) when `bias` is not null. With one chunk, `out` may be `partials`
-// (scaled in place).
+// out = fl(acc + bias[j]) when `bias` is not null, rounded to out.type. With one chunk, an fp32
+// `out` may be `partials` (scaled in place).
 void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m, std::int64_t n, ChunkScales a,
-                     ChunkScales b, const float* bias, float* out);
+                     ChunkScales b, const float* bias, ChunkSumOutput out);
 
 } // namespace mantissa::cpu
