@@ -41,15 +41,18 @@ Layout layoutOf(const Tensor& x)
 // --- kernels --------------------------------------------------------------------------------
 //
 // The kernels read x and dy in their storage type. An [N, C] tensor (a channel is strided) is
-// widened whole; an [N, C, H, W] one plane by plane, a reductions.h block at a time into a
-// buffer on the stack, and each sum goes on from the previous block's (`carried`), so the
-// statistics have the bits of a sum over the whole fp32 plane without a whole-tensor fp32 copy
-// (whose memory traffic cost more than the arithmetic on bf16 networks).
+// widened whole; an [N, C, H, W] one plane by plane, a reductions.h block at a time, and each
+// sum goes on from the previous block's (`carried`), so the statistics have the bits of a sum
+// over the whole fp32 plane without a whole-tensor fp32 copy (whose memory traffic cost more
+// than the arithmetic on bf16 networks). bf16 blocks are read where they lie (reductions.h
+// widens each value exactly as it sums); fp16 ones are widened into a buffer on the stack.
 
-// A tensor the kernels read: `whole` when it is fp32 or widened whole, else read by blocks.
+// A tensor the kernels read: `whole` when it is fp32 or widened whole; `bf16` when its bf16
+// bits are read where they lie; else widened a block at a time.
 struct Source {
     const Tensor& tensor;
     const float* whole = nullptr;
+    const cpu::Bf16Bits* bf16 = nullptr;
 };
 
 Source sourceOf(const Tensor& t, const Layout& l, std::optional<cpu::FloatInput>& widened)
@@ -58,15 +61,22 @@ Source sourceOf(const Tensor& t, const Layout& l, std::optional<cpu::FloatInput>
         return {t, t.f32()};
     if (l.spatial == 1)
         return {t, widened.emplace(t).data()};
+    if (t.dtype() == DType::BF16)
+        return {t, nullptr, reinterpret_cast<const cpu::Bf16Bits*>(t.u16())};
     return {t};
 }
 
 // f(first, values..., count) over elements [offset, offset + n) of the sources, one block at a
-// time, each source's block as fp32.
+// time: each source's block as bf16 bits where every source is bf16, else as fp32.
 template <typename F, typename... Sources>
 void forBlocks(std::int64_t offset, std::int64_t n, F f, const Sources&... sources)
 {
     constexpr std::int64_t kBlock = cpu::kSumBlock;
+    if ((... && (sources.bf16 != nullptr))) {
+        for (std::int64_t first = 0; first < n; first += kBlock)
+            f(first, (sources.bf16 + offset + first)..., std::min(kBlock, n - first));
+        return;
+    }
     alignas(64) float scratch[sizeof...(Sources)][kBlock];
     for (std::int64_t first = 0; first < n; first += kBlock) {
         const std::int64_t count = std::min(kBlock, n - first);
@@ -101,7 +111,7 @@ void channelSums(const Source& x, const Layout& l, std::vector<double>& sum)
             double plane = 0;
             forBlocks(
                 l.offset(i, c), l.spatial,
-                [&](std::int64_t, const float* v, std::int64_t n) { plane = cpu::sumFloats(v, n, plane); }, x);
+                [&](std::int64_t, const auto* v, std::int64_t n) { plane = cpu::sumFloats(v, n, plane); }, x);
             total += plane;
         }
         sum[static_cast<std::size_t>(c)] = total;
@@ -130,9 +140,7 @@ void centredSquares(const Source& x, const Layout& l, const std::vector<double>&
             double plane = 0;
             forBlocks(
                 l.offset(i, c), l.spatial,
-                [&](std::int64_t, const float* v, std::int64_t n) {
-                    plane = cpu::sumSquaredDeviations(v, n, m, plane);
-                },
+                [&](std::int64_t, const auto* v, std::int64_t n) { plane = cpu::sumSquaredDeviations(v, n, m, plane); },
                 x);
             total += plane;
         }
@@ -200,11 +208,11 @@ void normalise(const Source& x, const Layout& l, const std::vector<float>& mean,
         alignas(64) float slot[cpu::kSumBlock];
         forBlocks(
             plane * l.spatial, l.spatial,
-            [&](std::int64_t first, const float* in, std::int64_t n) {
+            [&](std::int64_t first, const auto* in, std::int64_t n) {
                 const auto at = static_cast<std::size_t>(plane * l.spatial + first);
                 float* out = cpu::floatSlot(y, at, slot);
                 for (std::int64_t i = 0; i < n; ++i)
-                    out[i] = (in[i] - m) * a + b;
+                    out[i] = (cpu::widened(in[i]) - m) * a + b;
                 cpu::storeFloats(y, at, static_cast<std::size_t>(n), out);
             },
             x);
@@ -235,7 +243,7 @@ void gradientSums(const Source& dy, const Source& x, const Layout& l, const floa
             double planeDy = 0, planeDyXmu = 0;
             forBlocks(
                 l.offset(i, c), l.spatial,
-                [&](std::int64_t, const float* g, const float* v, std::int64_t n) {
+                [&](std::int64_t, const auto* g, const auto* v, std::int64_t n) {
                     planeDy = cpu::sumFloats(g, n, planeDy);
                     planeDyXmu = cpu::dotDeviations(g, v, n, mean[c], planeDyXmu);
                 },
@@ -360,11 +368,11 @@ void CpuBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Tens
         alignas(64) float slot[cpu::kSumBlock];
         forBlocks(
             plane * l.spatial, l.spatial,
-            [&](std::int64_t first, const float* g, const float* v, std::int64_t n) {
+            [&](std::int64_t first, const auto* g, const auto* v, std::int64_t n) {
                 const auto at = static_cast<std::size_t>(plane * l.spatial + first);
                 float* out = cpu::floatSlot(dx, at, slot);
                 for (std::int64_t i = 0; i < n; ++i)
-                    out[i] = g[i] * a[c] + (v[i] - m) * b[c] + shift[c];
+                    out[i] = cpu::widened(g[i]) * a[c] + (cpu::widened(v[i]) - m) * b[c] + shift[c];
                 cpu::storeFloats(dx, at, static_cast<std::size_t>(n), out);
             },
             sdy, sx);

@@ -4,33 +4,45 @@
 // dependency chain the compiler may not vectorise. Sixteen fp32 lanes over short blocks,
 // folded into a double after each block, are both fast and accurate to a few fp32 ulps.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 
 namespace mantissa::cpu {
+
+// bf16 bits, read by the sums below where they lie: each widens exactly to the fp32 value a
+// widened copy would hold, so a sum over bf16 values has the bits of the same sum over their
+// fp32 copy, without writing and reading that copy.
+struct Bf16Bits {
+    std::uint16_t bits;
+};
+static_assert(sizeof(Bf16Bits) == sizeof(std::uint16_t));
+
+inline float widened(float v) { return v; }
+inline float widened(Bf16Bits v) { return std::bit_cast<float>(static_cast<std::uint32_t>(v.bits) << 16); }
 
 namespace detail {
 constexpr std::int64_t kLanes = 16;
 constexpr std::int64_t kBlock = 1024;
 
 // Sum of f(v[i]) over a block of at most kBlock values, in independent fp32 lanes.
-template <typename F>
-double blockSum(const float* v, std::int64_t n, F f)
+template <typename T, typename F>
+double blockSum(const T* v, std::int64_t n, F f)
 {
     float lanes[kLanes] = {};
     std::int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
         for (std::int64_t j = 0; j < kLanes; ++j)
-            lanes[j] += f(v[i + j]);
+            lanes[j] += f(widened(v[i + j]));
     double total = 0;
     for (; i < n; ++i)
-        total += f(v[i]);
+        total += f(widened(v[i]));
     for (float lane : lanes)
         total += lane;
     return total;
 }
 
-template <typename F>
-double mappedSum(const float* v, std::int64_t n, F f, double total)
+template <typename T, typename F>
+double mappedSum(const T* v, std::int64_t n, F f, double total)
 {
     for (std::int64_t start = 0; start < n; start += kBlock)
         total += blockSum(v + start, std::min(kBlock, n - start), f);
@@ -40,10 +52,12 @@ double mappedSum(const float* v, std::int64_t n, F f, double total)
 
 // Each sum below may go on from a `carried` total: a sum taken in pieces of whole kBlocks
 // (a 16-bit plane widened a block at a time) then gives the bits of the sum taken at once.
+// Each reads fp32 values or bf16 bits (Bf16Bits), with the same bits for the same values.
 inline constexpr std::int64_t kSumBlock = detail::kBlock;
 
 // sum(v[i])
-inline double sumFloats(const float* v, std::int64_t n, double carried = 0)
+template <typename T>
+double sumFloats(const T* v, std::int64_t n, double carried = 0)
 {
     return detail::mappedSum(
         v, n, [](float x) { return x; }, carried);
@@ -51,7 +65,8 @@ inline double sumFloats(const float* v, std::int64_t n, double carried = 0)
 
 // sum((v[i] - mean)^2): the second pass of a two-pass variance, which (unlike E[x^2] - E[x]^2)
 // keeps its accuracy when the mean is large against the spread.
-inline double sumSquaredDeviations(const float* v, std::int64_t n, float mean, double carried = 0)
+template <typename T>
+double sumSquaredDeviations(const T* v, std::int64_t n, float mean, double carried = 0)
 {
     return detail::mappedSum(
         v, n, [mean](float x) { return (x - mean) * (x - mean); }, carried);
@@ -59,20 +74,21 @@ inline double sumSquaredDeviations(const float* v, std::int64_t n, float mean, d
 
 // sum(a[i] * (x[i] - mean)): the batch-norm gradient term, formed without the cancellation
 // of sum(a x) - mean sum(a) when the mean is large.
-inline double dotDeviations(const float* a, const float* x, std::int64_t n, float mean, double carried = 0)
+template <typename T>
+double dotDeviations(const T* a, const T* x, std::int64_t n, float mean, double carried = 0)
 {
     double total = carried;
     for (std::int64_t start = 0; start < n; start += detail::kBlock) {
         const std::int64_t count = std::min(detail::kBlock, n - start);
-        const float* pa = a + start;
-        const float* px = x + start;
+        const T* pa = a + start;
+        const T* px = x + start;
         float lanes[detail::kLanes] = {};
         std::int64_t i = 0;
         for (; i + detail::kLanes <= count; i += detail::kLanes)
             for (std::int64_t j = 0; j < detail::kLanes; ++j)
-                lanes[j] += pa[i + j] * (px[i + j] - mean);
+                lanes[j] += widened(pa[i + j]) * (widened(px[i + j]) - mean);
         for (; i < count; ++i)
-            total += pa[i] * (px[i] - mean);
+            total += widened(pa[i]) * (widened(px[i]) - mean);
         for (float lane : lanes)
             total += lane;
     }
