@@ -573,6 +573,37 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormBits,
                                     std::to_string(s.channels) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
                          });
 
+// --- element-wise sum ------------------------------------------------------------------------------
+
+// add() on 16-bit tensors: each sum formed in fp32 and rounded once into the output's type (bf16
+// reads its inputs where they lie, the others through fp32 chunks), over a tensor long enough for
+// two threads and a short last chunk, with values that overflow to infinity, and into one of its
+// own inputs.
+TEST(Add, SixteenBitSumsAreTheFp32SumsRoundedOnce)
+{
+    auto backend = makeCpuBackend(2);
+    const std::int64_t n = 200003;
+    for (const DType type : {DType::BF16, DType::F16}) {
+        std::vector<float> a = randomValues(n, 21, type), b = randomValues(n, 22, type);
+        const float big = type == DType::BF16 ? 3.0e38f : 60000.0f;
+        a[5] = roundToDType(big, type), b[5] = roundToDType(big, type); // overflows to inf
+        a[6] = -INFINITY, b[6] = 1.0f;
+        const Tensor ta = Tensor::fromFloats({n}, a, type), tb = Tensor::fromFloats({n}, b, type);
+        Tensor out = backend->empty({n}, type);
+        backend->add(ta, tb, out);
+        Tensor inPlace = Tensor::fromFloats({n}, a, type);
+        backend->add(inPlace, tb, inPlace);
+        const auto got = out.toFloats(), gotInPlace = inPlace.toFloats();
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            const float want = roundToDType(a[i] + b[i], type);
+            ASSERT_EQ(std::memcmp(&got[i], &want, sizeof(float)), 0)
+                << dtypeName(type) << " element " << i << ": " << got[i] << ", want " << want;
+            ASSERT_EQ(std::memcmp(&gotInPlace[i], &want, sizeof(float)), 0) << dtypeName(type) << " in place, " << i;
+        }
+        EXPECT_EQ(got[5], INFINITY) << dtypeName(type);
+    }
+}
+
 // --- pooling ---------------------------------------------------------------------------------------
 
 PoolGeometry poolGeometry(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,

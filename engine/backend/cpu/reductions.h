@@ -3,22 +3,12 @@
 // (100k values for a conv bias) drifts by up to n ulps, and a running double sum is a serial
 // dependency chain the compiler may not vectorise. Sixteen fp32 lanes over short blocks,
 // folded into a double after each block, are both fast and accurate to a few fp32 ulps.
+#include "engine/backend/cpu/bf16_bits.h"
+
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 
 namespace mantissa::cpu {
-
-// bf16 bits, read by the sums below where they lie: each widens exactly to the fp32 value a
-// widened copy would hold, so a sum over bf16 values has the bits of the same sum over their
-// fp32 copy, without writing and reading that copy.
-struct Bf16Bits {
-    std::uint16_t bits;
-};
-static_assert(sizeof(Bf16Bits) == sizeof(std::uint16_t));
-
-inline float widened(float v) { return v; }
-inline float widened(Bf16Bits v) { return std::bit_cast<float>(static_cast<std::uint32_t>(v.bits) << 16); }
 
 namespace detail {
 constexpr std::int64_t kLanes = 16;
