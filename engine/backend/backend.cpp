@@ -20,6 +20,16 @@ void Backend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w,
     conv2dBackwardData(dy, w, dx, g, dataScales);
 }
 
+Tensor Backend::widenedForGemms(const Tensor& t)
+{
+    const DType read = gemmReadType(t.dtype());
+    if (read == t.dtype())
+        return t;
+    Tensor wide = empty(t.shape(), read);
+    cast(t, wide);
+    return wide;
+}
+
 void Backend::gemmBlockScaled(Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, const Tensor&,
                               const Tensor&, const Tensor*, Tensor&, const OperandBlockScales&)
 {

@@ -188,6 +188,13 @@ public:
     virtual void resetPeakBytes() = 0;
 
     // --- dense algebra ------------------------------------------------------------
+    // The dtype this backend's GEMMs read an operand of `type` in: `type` itself, except where
+    // they widen it to fp32 first (the CPU's emulated 16-bit path).
+    virtual DType gemmReadType(DType type) const { return type; }
+    // `t` as this backend's GEMMs read it, for a layer that hands one tensor to several GEMMs
+    // or reductions: where they would widen it (gemmReadType), a copy widened once, exactly,
+    // which each of them then reads in place; otherwise `t` itself. Every result is unchanged.
+    Tensor widenedForGemms(const Tensor& t);
     // C[m,n] = alpha * op(A) op(B) + beta * C, row-major. A and B share a dtype (the compute
     // type); products accumulate in fp32; C is rounded to its dtype. With beta != 0 the
     // previous C is read back at its own precision.

@@ -34,6 +34,7 @@ public:
     void upload(const float* host, Tensor& dst) override;
     void download(const Tensor& src, float* host) override;
     void cast(const Tensor& src, Tensor& dst) override;
+    DType gemmReadType(DType type) const override { return m_target.gemmReadType(type); }
     std::size_t peakBytes() const override { return m_target.peakBytes(); }
     void resetPeakBytes() override { m_target.resetPeakBytes(); }
 

@@ -136,6 +136,13 @@ protected:
                                      weightGradientMayRotate(), gemmTakesBlockScales()},
                                     t, gemm, operand, layout);
     }
+    // `t` for several of this layer's GEMMs (or a GEMM and a reduction) at once: widened once
+    // where the backend's GEMMs would widen it for each (Backend::widenedForGemms), unless a
+    // recipe quantises this layer's GEMM inputs, which then takes `t` as it is.
+    Tensor sharedGemmInput(PassState& pass, const Tensor& t) const
+    {
+        return m_gemmInputs.recipe() == GemmRecipe::None ? pass.backend.widenedForGemms(t) : t;
+    }
     // gemmInput() for `t` again, where `prepared` is what gemmInput() gave for it (unchanged
     // since) in the GEMM of `preparedFor`: the same values without quantising them again where
     // the recipe makes them the same (GemmInputQuantizer::reuse; a linear layer's weight in

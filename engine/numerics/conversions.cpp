@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <omp.h>
 #if defined(__F16C__) && defined(__AVX2__)
 #include <immintrin.h>
 #define MANTISSA_VECTOR_CONVERSIONS 1
@@ -104,22 +105,28 @@ void bfloat16ToFloat(const std::uint16_t* src, float* dst, std::size_t n)
 namespace {
 
 // Conversions of large tensors are split across threads: they sit on the critical path of
-// every 16-bit op on the CPU. Chunks are multiples of 8 so every chunk but the last stays
-// on the vector path.
-constexpr std::size_t kParallelChunk = 1 << 16;
+// every 16-bit op on the CPU (the emulated path widens every GEMM operand). Each thread takes
+// one equal share, a multiple of 16 elements so every share but the last stays on the vector
+// path: fixed-size chunks dealt out statically left one thread a chunk more than the other
+// (13 chunks of an 800k-element weight on two threads), and shares under two chunks ran on
+// one thread while the other waited.
+constexpr std::size_t kParallelMinimum = 1 << 15; // below this, waking the team costs more
 
 template <typename Convert>
 void forChunks(std::size_t n, Convert convert)
 {
-    if (n < 2 * kParallelChunk) {
+    const int threads = omp_get_max_threads();
+    if (n < kParallelMinimum || threads < 2) {
         convert(std::size_t{0}, n);
         return;
     }
-    const auto chunks = static_cast<std::int64_t>((n + kParallelChunk - 1) / kParallelChunk);
-#pragma omp parallel for schedule(static)
-    for (std::int64_t c = 0; c < chunks; ++c) {
-        const std::size_t begin = static_cast<std::size_t>(c) * kParallelChunk;
-        convert(begin, std::min(n, begin + kParallelChunk) - begin);
+    const std::size_t share =
+        ((n + static_cast<std::size_t>(threads) - 1) / static_cast<std::size_t>(threads) + 15) / 16 * 16;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int t = 0; t < threads; ++t) {
+        const std::size_t begin = static_cast<std::size_t>(t) * share;
+        if (begin < n)
+            convert(begin, std::min(n, begin + share) - begin);
     }
 }
 
@@ -163,14 +170,10 @@ void widenToFloat(const void* src, DType srcType, float* dst, std::size_t n)
     }
 }
 
-void roundThrough(float* data, std::size_t n, DType type)
+namespace {
+
+void roundThroughOnOneThread(float* data, std::size_t n, DType type)
 {
-    if (type == DType::F32)
-        return;
-    if (n >= 2 * kParallelChunk) {
-        forChunks(n, [&](std::size_t begin, std::size_t count) { roundThrough(data + begin, count, type); });
-        return;
-    }
     std::size_t i = 0;
 #ifdef MANTISSA_VECTOR_CONVERSIONS
     if (type == DType::F16) {
@@ -187,6 +190,14 @@ void roundThrough(float* data, std::size_t n, DType type)
 #endif
     for (; i < n; ++i)
         data[i] = roundToDType(data[i], type);
+}
+
+} // namespace
+
+void roundThrough(float* data, std::size_t n, DType type)
+{
+    if (type != DType::F32)
+        forChunks(n, [&](std::size_t begin, std::size_t count) { roundThroughOnOneThread(data + begin, count, type); });
 }
 
 float roundToDType(float value, DType type)

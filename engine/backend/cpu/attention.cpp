@@ -22,10 +22,10 @@ void CpuBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, 
                                     std::int64_t strideB, float beta, Tensor& c, std::int64_t strideC,
                                     std::int64_t batch)
 {
-    MANTISSA_ASSERT(a.dtype() == b.dtype() && batch >= 1);
+    MANTISSA_ASSERT(cpu::sameOrWidened(a, b) && batch >= 1);
     MANTISSA_ASSERT(a.numel() >= (batch - 1) * strideA + m * k && b.numel() >= (batch - 1) * strideB + k * n);
     MANTISSA_ASSERT(c.numel() >= (batch - 1) * strideC + m * n);
-    const bool native = a.dtype() == DType::BF16 && m_plan.nativeBf16;
+    const bool native = a.dtype() == DType::BF16 && b.dtype() == DType::BF16 && m_plan.nativeBf16;
     const cpu::KernelInput fa(a, native);
     const cpu::KernelInput fb(b, native);
     cpu::KernelOutput fc(c, native, beta != 0.0f);

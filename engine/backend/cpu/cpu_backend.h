@@ -39,6 +39,12 @@ public:
     void upload(const float* host, Tensor& dst) override;
     void download(const Tensor& src, float* host) override;
     void cast(const Tensor& src, Tensor& dst) override;
+    // 16-bit operands the plan has no native kernel for are widened to fp32 (gemm.cpp).
+    DType gemmReadType(DType type) const override
+    {
+        const bool emulated = (type == DType::F16 && !m_plan.nativeFp16) || (type == DType::BF16 && !m_plan.nativeBf16);
+        return emulated ? DType::F32 : type;
+    }
     std::size_t peakBytes() const override { return m_peakBytes.load(); }
     void resetPeakBytes() override { m_peakBytes = m_liveBytes.load(); }
 

@@ -84,13 +84,13 @@ private:
     void* m_data = nullptr;
 };
 
-// The two inputs of a GEMM or convolution share a type, except that a recipe's quantised
-// operand may be bf16 beside an fp32 one (gemm_inputs.h writes bf16 only where every value is
-// a bf16): such a pair is multiplied in fp32, both widened exactly.
+// The two inputs of a GEMM or convolution share a type, except that one may be fp32 beside a
+// 16-bit one: a recipe's quantised operand is bf16 beside an fp32 one (gemm_inputs.h writes
+// bf16 only where every value is a bf16), and Backend::widenedForGemms hands over a 16-bit
+// operand already widened. Such a pair is multiplied in fp32, both widened exactly.
 inline bool sameOrWidened(const Tensor& a, const Tensor& b)
 {
-    const auto widens = [](DType t) { return t == DType::BF16 || t == DType::F32; };
-    return a.dtype() == b.dtype() || (widens(a.dtype()) && widens(b.dtype()));
+    return a.dtype() == b.dtype() || a.dtype() == DType::F32 || b.dtype() == DType::F32;
 }
 
 } // namespace mantissa::cpu

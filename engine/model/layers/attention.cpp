@@ -68,8 +68,13 @@ ForwardResult Attention::forward(PassState& pass, const Tensor& x)
     auto context = std::make_unique<AttentionContext>();
     context->tokens = tokens;
     // Each projection gives [N, T, H, dh]; the heads move out of the token axis.
+    // The three projections read the same x (and keep it for their weight gradients): widened
+    // once where the backend would widen it for each, unless a recipe quantises their inputs.
+    const bool plainProjections = m_query.gemmRecipe() == GemmRecipe::None && m_key.gemmRecipe() == GemmRecipe::None &&
+                                  m_value.gemmRecipe() == GemmRecipe::None;
+    const Tensor input = plainProjections ? be.widenedForGemms(x) : x;
     auto project = [&](Linear& projection, std::unique_ptr<LayerContext>& saved) {
-        ForwardResult out = projection.forward(pass, x);
+        ForwardResult out = projection.forward(pass, input);
         saved = std::move(out.context);
         Tensor heads = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
         be.swapAxes(out.output, heads, batch, tokens, m_heads, m_headDim);
@@ -123,8 +128,11 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
 
     pass.inputGradNeeded = true;
     const Tensor dMerged = m_output.backward(pass, dy, saved.output.get());
-    Tensor dHeads = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
-    be.swapAxes(dMerged, dHeads, batch, tokens, m_heads, m_headDim);
+    Tensor dHeadsStored = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
+    be.swapAxes(dMerged, dHeadsStored, batch, tokens, m_heads, m_headDim);
+    // dO and dS each feed two GEMMs: widened once where the backend's GEMMs would widen them
+    // for each (Backend::widenedForGemms).
+    const Tensor dHeads = be.widenedForGemms(dHeadsStored);
 
     // dP' = dO V^T and dV = P'^T dO, where P' is P after dropout.
     Tensor dDropped = be.empty({planes, tokens, tokens}, scoresType());
@@ -140,8 +148,9 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
     }
     // The GEMMs take the score gradient in the compute type, as they take every input: the
     // softmax's fp32 result is rounded straight into it (the same one rounding as a cast).
-    Tensor dS = be.empty(dProbs.shape(), computeType());
-    be.softmaxBackward(saved.probs, dProbs, dS, tokens);
+    Tensor dSStored = be.empty(dProbs.shape(), computeType());
+    be.softmaxBackward(saved.probs, dProbs, dSStored, tokens);
+    const Tensor dS = be.widenedForGemms(dSStored);
     const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
     Tensor dq = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
     be.gemmStridedBatched(Transpose::No, Transpose::No, tokens, m_headDim, tokens, scale, dS, planeStride, saved.k,

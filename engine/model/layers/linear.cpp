@@ -94,7 +94,8 @@ Tensor Linear::backward(PassState& pass, const Tensor& dy, LayerContext* context
 {
     auto& saved = static_cast<LinearContext&>(*context);
     const std::int64_t rows = dy.numel() / m_out;
-    const Tensor gradient = dy.reshaped({rows, m_out});
+    // dy is read by the weight gradient, the bias gradient and the data gradient.
+    const Tensor gradient = sharedGemmInput(pass, dy.reshaped({rows, m_out}));
     // dW = dy^T x: its output is rounded to the compute type, which is where small
     // gradients underflow in fp16 unless the loss scale lifted them.
     // K = rows, the leading dimension of both dy [rows, out] and x [rows, in].
