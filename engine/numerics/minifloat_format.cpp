@@ -54,25 +54,6 @@ double magnitudeValue(const MiniFloatFormat& f, std::uint32_t code)
 
 } // namespace
 
-std::uint32_t MiniFloatFormat::maxFiniteMagnitudeCode() const
-{
-    const std::uint32_t allOnes = (1u << (exponentBits + mantissaBits)) - 1u;
-    switch (specials) {
-    case Specials::None: return allOnes;
-    case Specials::IeeeInfNan: return allOnes - (1u << mantissaBits); // exponent all ones minus one, mantissa all ones
-    case Specials::AllOnesNan: return allOnes - 1u;
-    case Specials::UnsignedNan: return allOnes - 1u;
-    }
-    return allOnes;
-}
-
-int MiniFloatFormat::maxExponent() const
-{
-    if (specials == Specials::UnsignedNan)
-        return static_cast<int>(maxFiniteMagnitudeCode()) - bias;
-    return static_cast<int>(maxFiniteMagnitudeCode() >> mantissaBits) - bias;
-}
-
 float MiniFloatFormat::maxFinite() const { return static_cast<float>(magnitudeValue(*this, maxFiniteMagnitudeCode())); }
 
 float MiniFloatFormat::minNormal() const
