@@ -9,6 +9,7 @@
 #include "engine/backend/cpu/onednn_conv.h"
 #include "engine/numerics/conversions.h"
 #include "engine/train/trainer.h"
+#include "random_tensor.h"
 #include "run_comparison.h"
 #include "small_run_config.h"
 
@@ -36,17 +37,7 @@ bool nativeBf16Here() { return cpu::planCpuKernels(CpuKernels::Auto).nativeBf16;
 
 std::unique_ptr<Backend> backendWith(CpuKernels kernels) { return makeCpuBackend(CpuOptions{2, kernels}); }
 
-Tensor uploadRandom(Backend& b, const Shape& shape, DType type, std::uint32_t seed)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> values(static_cast<std::size_t>(shape.numel()));
-    for (float& v : values)
-        v = dist(rng);
-    Tensor t = b.empty(shape, type);
-    b.upload(values.data(), t);
-    return t;
-}
+using test_support::uploadRandom;
 
 std::vector<float> download(Backend& b, const Tensor& t)
 {

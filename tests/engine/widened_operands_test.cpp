@@ -10,6 +10,7 @@
 #include "engine/model/layers/linear.h"
 #include "engine/numerics/conversions.h"
 #include "engine/numerics/reference_conversions.h"
+#include "random_tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -31,17 +32,7 @@ std::unique_ptr<Backend> cpuBackend(CpuKernels kernels = CpuKernels::Auto)
     return makeCpuBackend(CpuOptions{2, kernels});
 }
 
-Tensor randomTensor(Backend& be, const Shape& shape, DType type, std::uint32_t seed)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> values(static_cast<std::size_t>(shape.numel()));
-    for (float& v : values)
-        v = dist(rng);
-    Tensor t = be.empty(shape, type);
-    be.upload(values.data(), t);
-    return t;
-}
+using test_support::uploadRandom;
 
 std::vector<std::uint32_t> bitsOf(const Tensor& t)
 {
@@ -84,14 +75,14 @@ TEST(WidenedForGemms, EveryFp16CodeWidensToItsValueOnTheEmulatedPath)
 TEST(WidenedForGemms, ATensorTheGemmsReadAsItIsComesBackItself)
 {
     auto be = cpuBackend();
-    const Tensor fp32 = randomTensor(*be, {64, 3}, DType::F32, 1);
+    const Tensor fp32 = uploadRandom(*be, {64, 3}, DType::F32, 1);
     EXPECT_EQ(be->widenedForGemms(fp32).data(), fp32.data());
     // bf16 follows the kernel plan: read as it is by native kernels, widened by the emulated ones.
-    const Tensor bf16 = randomTensor(*be, {64, 3}, DType::BF16, 2);
+    const Tensor bf16 = uploadRandom(*be, {64, 3}, DType::BF16, 2);
     const bool native = be->gemmReadType(DType::BF16) == DType::BF16;
     EXPECT_EQ(be->widenedForGemms(bf16).data() == bf16.data(), native);
     auto emulated = cpuBackend(CpuKernels::Emulated);
-    const Tensor emulatedBf16 = randomTensor(*emulated, {64, 3}, DType::BF16, 2);
+    const Tensor emulatedBf16 = uploadRandom(*emulated, {64, 3}, DType::BF16, 2);
     const Tensor wide = emulated->widenedForGemms(emulatedBf16);
     EXPECT_EQ(wide.dtype(), DType::F32);
     EXPECT_EQ(wide.toFloats(), emulatedBf16.toFloats());
@@ -106,8 +97,8 @@ TEST_P(WidenedOperandProducts, AreTheSixteenBitProductsBitForBit)
     auto be = cpuBackend(CpuKernels::Emulated);
     ASSERT_EQ(be->gemmReadType(type), DType::F32);
     const std::int64_t m = 300, n = 72, k = 130;
-    const Tensor a = randomTensor(*be, {m, k}, type, 3), b = randomTensor(*be, {n, k}, type, 4);
-    const Tensor bias = randomTensor(*be, {n}, type, 5);
+    const Tensor a = uploadRandom(*be, {m, k}, type, 3), b = uploadRandom(*be, {n, k}, type, 4);
+    const Tensor bias = uploadRandom(*be, {n}, type, 5);
     const Tensor wa = be->widenedForGemms(a), wb = be->widenedForGemms(b);
     const std::pair<const Tensor*, const Tensor*> pairs[] = {{&wa, &b}, {&a, &wb}, {&wa, &wb}};
 
@@ -151,8 +142,8 @@ TEST(WidenedForGemms, LinearGradientsAreTheOpByOpSixteenBitOnes)
     layer.setName("0.linear");
     layer.setComputeType(DType::F16);
     layer.createParameters(*be, DType::F32, 7);
-    const Tensor x = randomTensor(*be, {rows, in}, DType::F16, 8);
-    const Tensor dy = randomTensor(*be, {rows, out}, DType::F16, 9);
+    const Tensor x = uploadRandom(*be, {rows, in}, DType::F16, 8);
+    const Tensor dy = uploadRandom(*be, {rows, out}, DType::F16, 9);
     PassState pass{*be};
     pass.training = true;
     pass.inputGradNeeded = true;
