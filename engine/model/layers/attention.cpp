@@ -128,11 +128,14 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
 
     pass.inputGradNeeded = true;
     const Tensor dMerged = m_output.backward(pass, dy, saved.output.get());
-    Tensor dHeadsStored = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
-    be.swapAxes(dMerged, dHeadsStored, batch, tokens, m_heads, m_headDim);
     // dO and dS each feed two GEMMs: widened once where the backend's GEMMs would widen them
-    // for each (Backend::widenedForGemms).
-    const Tensor dHeads = be.widenedForGemms(dHeadsStored);
+    // for each (Backend::widenedForGemms). The 16-bit tensor is dropped as soon as it is
+    // widened: only the copy is read after.
+    const Tensor dHeads = [&] {
+        Tensor stored = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
+        be.swapAxes(dMerged, stored, batch, tokens, m_heads, m_headDim);
+        return be.widenedForGemms(stored);
+    }();
 
     // dP' = dO V^T and dV = P'^T dO, where P' is P after dropout.
     Tensor dDropped = be.empty({planes, tokens, tokens}, scoresType());
@@ -148,9 +151,11 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
     }
     // The GEMMs take the score gradient in the compute type, as they take every input: the
     // softmax's fp32 result is rounded straight into it (the same one rounding as a cast).
-    Tensor dSStored = be.empty(dProbs.shape(), computeType());
-    be.softmaxBackward(saved.probs, dProbs, dSStored, tokens);
-    const Tensor dS = be.widenedForGemms(dSStored);
+    const Tensor dS = [&] {
+        Tensor stored = be.empty(dProbs.shape(), computeType());
+        be.softmaxBackward(saved.probs, dProbs, stored, tokens);
+        return be.widenedForGemms(stored);
+    }();
     const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
     Tensor dq = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
     be.gemmStridedBatched(Transpose::No, Transpose::No, tokens, m_headDim, tokens, scale, dS, planeStride, saved.k,
