@@ -221,7 +221,10 @@ TEST_P(NcclAllReduce, GivesTheHostPathsBitsAndCounts)
     EXPECT_EQ(got.flushedByDivision, expected.flushedByDivision);
     EXPECT_EQ(got.overflowedInSum, expected.overflowedInSum);
     EXPECT_EQ(got.amax, expected.amax);
-    if (c.type != DType::F32 && divisors.before != 1.0f) {
+    // Only a division by 2 or more can take a nonzero 16-bit value to zero: the smallest
+    // subnormal over less than 2 is still more than half of itself and rounds back up (the
+    // square-root split divides by sqrt(2) or sqrt(3) below 4 ranks).
+    if (c.type != DType::F32 && divisors.before >= 2.0f) {
         EXPECT_GT(expected.flushedByDivision, 0) << "the case should flush some values";
     }
 }
