@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Packs a CUDA build made here for a GPU server whose job time is short: the GPU test binaries
+# (every test labelled gpu), the benchmarks, the CUDA backend plugin, and the shared libraries
+# such a server may lack (oneDNN, Open MPI's), so that bench/gpu/run_prebuilt.sh spends none of
+# the server's minutes configuring and compiling (a 16-core H100 server did not finish
+# configure, build and tests in one 10-minute job).
+#
+#   bench/gpu/pack_prebuilt.sh [BUILD_DIR] [TARBALL]
+#
+# BUILD_DIR: a build with the CUDA backend (default: build); its CMAKE_CUDA_ARCHITECTURES must
+# cover the server's GPU (the default list holds sm_90 for Hopper). TARBALL defaults to
+# .device/mantissa-gpu.tar.xz (ignored by git). cuBLAS, cuDNN and NCCL are not packed: they
+# are large, and the server has them (its CUDA toolkit or PyTorch's nvidia-* packages).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+tarball=${2:-$root/.device/mantissa-gpu.tar.xz}
+die() { printf 'pack_prebuilt: %s\n' "$*" >&2; exit 1; }
+
+plugin=$build/lib/mantissa/plugins/libmantissa-cuda.so
+[[ -f $plugin ]] || die "$build has no CUDA backend plugin ($plugin): configure with MANTISSA_WITH_CUDA=ON"
+grep -q '^CMAKE_CUDA_ARCHITECTURES:.*90' "$build/CMakeCache.txt" ||
+    echo "warning: $build's CMAKE_CUDA_ARCHITECTURES has no sm_90; Hopper would JIT from PTX or fail" >&2
+
+# The GPU tests are what ctest -L gpu runs; mpiexec and other programs outside the build are not ours.
+mapfile -t tests < <(ctest --test-dir "$build" -N -V -L gpu 2>/dev/null |
+    sed -n 's/^.*Test command: \([^ ]*\).*$/\1/p' | grep "^$build/" | sort -u)
+((${#tests[@]})) || die "ctest -L gpu lists no test programs in $build"
+programs=("${tests[@]}" "$build/bin/engine_throughput" "$build/bin/nccl_all_reduce_bench")
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+pack=$stage/mantissa-gpu
+mkdir -p "$pack/bin" "$pack/lib/mantissa/plugins" "$pack/deps" "$pack/compat"
+cp "${programs[@]}" "$pack/bin/"
+cp "$plugin" "$pack/lib/mantissa/plugins/"
+
+# Libraries outside the C runtime and the CUDA libraries: the server may lack them. The C++
+# runtime goes to compat/, used there only where the server's is older than ours.
+while IFS= read -r lib; do
+    case $(basename "$lib") in
+    libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
+    libstdc++.so* | libgcc_s.so*) cp -L "$lib" "$pack/compat/" ;;
+    libcud* | libcublas* | libnccl* | libcuda.so*) ;;
+    *) cp -L "$lib" "$pack/deps/" ;;
+    esac
+done < <(ldd "${programs[@]}" "$plugin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
+
+{
+    echo "built on $(uname -n) from $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    grep -E '^CMAKE_CUDA_ARCHITECTURES:|^MANTISSA_CUDNN_LIBRARY:' "$build/CMakeCache.txt"
+    [[ -f /usr/local/cuda/include/cudnn_version.h ]] &&
+        awk '/define CUDNN_(MAJOR|MINOR|PATCHLEVEL) /{ v = v (v ? "." : "") $3 } END { print "cuDNN headers " v }' \
+            /usr/local/cuda/include/cudnn_version.h
+} >"$pack/MANIFEST"
+mkdir -p "$(dirname "$tarball")"
+tar -C "$stage" -cf - mantissa-gpu | xz -T0 -6 >"$tarball"
+printf 'pack_prebuilt: %s (%s): %d programs, %d libraries\n' "$tarball" "$(du -h "$tarball" | cut -f1)" \
+    "${#programs[@]}" "$(ls "$pack/deps" "$pack/compat" | grep -c '\.so')"
