@@ -2,12 +2,14 @@
 // operation for operation, so the statistics come out bit for bit the CPU's and repeat on
 // every run (no atomics; every sum has a fixed order).
 //
-// plane > 1: one block per channel. The CPU sums each plane (sample, channel) through
-// reductions.h: chunks of 1024 values, 16 fp32 lanes per chunk, the chunk's leftover values
-// and then the lanes added into a double. Here 16 threads play the 16 lanes of one sample's
-// chunk and a block covers 16 samples per pass; each group folds its chunks in order, then
-// thread 0 adds the plane totals in sample order, exactly the CPU's sequence of double sums.
-// Two passes: the mean, then squared deviations from the mean rounded to fp32.
+// plane > 1: the CPU sums each plane (sample, channel) through reductions.h: chunks of 1024
+// values, 16 fp32 lanes per chunk, the chunk's leftover values and then the lanes added into
+// a double. Here 16 threads play the 16 lanes of one sample's chunk, a block covers one
+// channel and 16 samples, and every plane's total goes to scratch memory; one thread per
+// channel then adds its plane totals in sample order, exactly the CPU's sequence of double
+// sums. Statistics in passes (plane sums, means, squared deviations from the mean rounded to
+// fp32, terms), then every element normalised in parallel. (One block per channel, doing all
+// of it, was a fifth of a small cnn's step on an H100: 32 channels filled 32 of 132 SMs.)
 //
 // plane == 1 ([N, C]): the CPU accumulates each channel straight into double down the
 // batch; one thread per channel does the same serial sums (coalesced across channels).
@@ -140,155 +142,180 @@ __device__ __forceinline__ double addLanes(double total, float lane)
     return total;
 }
 
-// sum over samples of sum over the plane of term(x), in the order of reductions.h's
-// mappedSum (a fresh double per chunk). `laneStep(acc, x)` and `tailTerm(x)` are the lane
-// and leftover forms of the term. The result is valid in thread 0 only.
+// This block's channel and this group's sample: a block covers one channel and kGroups
+// samples, a 16-thread group one plane (blockIdx.y * kGroups + group).
+struct PlaneSlot {
+    std::int64_t c, sample;
+    int lane;
+    bool active;
+};
+
+__device__ __forceinline__ PlaneSlot planeSlot(const Layout& l)
+{
+    const int group = static_cast<int>(threadIdx.x) / kLanes;
+    const std::int64_t sample = static_cast<std::int64_t>(blockIdx.y) * kGroups + group;
+    return {static_cast<std::int64_t>(blockIdx.x), sample, static_cast<int>(threadIdx.x) % kLanes, sample < l.batch};
+}
+
+// One plane's sum of term(x), in the order of reductions.h's mappedSum (a fresh double per
+// chunk: the chunk's leftovers, then its 16 lanes). `laneStep(acc, x)` and `tailTerm(x)` are
+// the lane and leftover forms of the term. Every thread of the warp must call it (lane
+// shuffles); an inactive group's total is 0.
 template <typename LaneStep, typename TailTerm>
-__device__ double mappedChannelSum(const void* x, DType xType, const Layout& l, std::int64_t c, LaneStep laneStep,
-                                   TailTerm tailTerm, double* planeTotals)
+__device__ double planeSum(const void* x, DType xType, const Layout& l, const PlaneSlot& at, LaneStep laneStep,
+                           TailTerm tailTerm)
 {
-    const int group = static_cast<int>(threadIdx.x) / kLanes;
-    const int lane = static_cast<int>(threadIdx.x) % kLanes;
     const std::int64_t chunks = (l.plane + kChunk - 1) / kChunk;
-    double channelTotal = 0;
-    for (std::int64_t first = 0; first < l.batch; first += kGroups) {
-        const std::int64_t sample = first + group;
-        const bool active = sample < l.batch;
-        const std::int64_t base = l.offset(sample, c);
-        double planeTotal = 0;
-        for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-            const std::int64_t start = base + chunk * kChunk;
-            const std::int64_t count = chunkLength(l.plane, chunk);
-            const std::int64_t whole = count / kLanes * kLanes;
-            float acc = 0;
-            double chunkTotal = 0;
-            if (active) {
-                for (std::int64_t i = lane; i < whole; i += kLanes)
-                    acc = laneStep(acc, loadAs(x, xType, start + i));
-                for (std::int64_t i = whole; i < count; ++i)
-                    chunkTotal += tailTerm(loadAs(x, xType, start + i));
-            }
-            chunkTotal = addLanes(chunkTotal, acc);
-            planeTotal += chunkTotal;
+    const std::int64_t base = at.active ? l.offset(at.sample, at.c) : 0;
+    double planeTotal = 0;
+    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const std::int64_t start = base + chunk * kChunk;
+        const std::int64_t count = chunkLength(l.plane, chunk);
+        const std::int64_t whole = count / kLanes * kLanes;
+        float acc = 0;
+        double chunkTotal = 0;
+        if (at.active) {
+            for (std::int64_t i = at.lane; i < whole; i += kLanes)
+                acc = laneStep(acc, loadAs(x, xType, start + i));
+            for (std::int64_t i = whole; i < count; ++i)
+                chunkTotal += tailTerm(loadAs(x, xType, start + i));
         }
-        if (lane == 0)
-            planeTotals[group] = planeTotal;
-        __syncthreads();
-        if (threadIdx.x == 0)
-            for (int g = 0; g < kGroups && first + g < l.batch; ++g)
-                channelTotal += planeTotals[g];
-        __syncthreads();
+        chunkTotal = addLanes(chunkTotal, acc);
+        planeTotal += chunkTotal;
     }
-    return channelTotal;
+    return planeTotal;
 }
 
-__global__ void planeForwardKernel(const void* x, DType xType, const float* gamma, const float* beta, void* y,
-                                   DType yType, float* runningMean, float* runningVar, float* savedMean,
-                                   float* savedInvStd, Layout l, bool training, float momentum, float epsilon)
+// The channel's plane totals in sample order into one double, the order the CPU adds them.
+__device__ __forceinline__ double channelTotal(const double* planeTotals, const Layout& l, std::int64_t c)
 {
-    __shared__ double planeTotals[kGroups];
-    __shared__ float sharedMean;
-    __shared__ NormaliseTerms sharedTerms;
+    double total = 0;
+    for (std::int64_t sample = 0; sample < l.batch; ++sample)
+        total += planeTotals[c * l.batch + sample];
+    return total;
+}
+
+__device__ __forceinline__ std::int64_t channelOf(std::int64_t i, const Layout& l) { return i / l.plane % l.channels; }
+
+// Pass 1 (training): each plane's sum of x, to sums[c * batch + sample].
+__global__ void planeSumsKernel(const void* x, DType xType, Layout l, double* sums)
+{
+    const PlaneSlot at = planeSlot(l);
+    const double total = planeSum(
+        x, xType, l, at, [](float acc, float v) { return exact::add(acc, v); }, [](float v) { return v; });
+    if (at.active && at.lane == 0)
+        sums[at.c * l.batch + at.sample] = total;
+}
+
+// Pass 2: each channel's mean, as a double (the statistics) and rounded to fp32 (the
+// deviations of pass 3: the CPU takes them from the mean rounded to fp32).
+__global__ void channelMeansKernel(const double* sums, Layout l, double* means, float* means32)
+{
+    const std::int64_t c = firstIndex();
+    if (c >= l.channels)
+        return;
+    const double mean = channelTotal(sums, l, c) / static_cast<double>(l.batch * l.plane);
+    means[c] = mean;
+    means32[c] = static_cast<float>(mean);
+}
+
+// Pass 3: each plane's sum of squared deviations from the fp32 mean.
+__global__ void planeSquaresKernel(const void* x, DType xType, Layout l, const float* means32, double* squares)
+{
+    const PlaneSlot at = planeSlot(l);
+    const float mean = means32[at.c];
+    const double total = planeSum(
+        x, xType, l, at, [mean](float acc, float v) { return squareLane(acc, v, mean); },
+        [mean](float v) { return squareTail(v, mean); });
+    if (at.active && at.lane == 0)
+        squares[at.c * l.batch + at.sample] = total;
+}
+
+// Pass 4: each channel's statistics, running update and normalisation terms.
+__global__ void trainingTermsKernel(const double* squares, const double* means, Layout l, const float* gamma,
+                                    const float* beta, float* runningMean, float* runningVar, float* savedMean,
+                                    float* savedInvStd, float momentum, float epsilon, NormaliseTerms* terms)
+{
+    const std::int64_t c = firstIndex();
+    if (c >= l.channels)
+        return;
     const double count = static_cast<double>(l.batch * l.plane);
-    for (std::int64_t c = blockIdx.x; c < l.channels; c += gridDim.x) {
-        if (training) {
-            const double sum = mappedChannelSum(
-                x, xType, l, c, [](float acc, float v) { return exact::add(acc, v); }, [](float v) { return v; },
-                planeTotals);
-            if (threadIdx.x == 0)
-                sharedMean = static_cast<float>(sum / count);
-            __syncthreads();
-            // The CPU takes deviations from the mean rounded to fp32.
-            const float mean32 = sharedMean;
-            const double squares = mappedChannelSum(
-                x, xType, l, c, [mean32](float acc, float v) { return squareLane(acc, v, mean32); },
-                [mean32](float v) { return squareTail(v, mean32); }, planeTotals);
-            if (threadIdx.x == 0)
-                sharedTerms = trainingTerms(c, sum / count, squares / count, count, gamma, beta, runningMean,
-                                            runningVar, savedMean, savedInvStd, momentum, epsilon);
-        } else if (threadIdx.x == 0) {
-            sharedTerms = inferenceTerms(c, gamma, beta, runningMean, runningVar, epsilon);
+    terms[c] = trainingTerms(c, means[c], channelTotal(squares, l, c) / count, count, gamma, beta, runningMean,
+                             runningVar, savedMean, savedInvStd, momentum, epsilon);
+}
+
+__global__ void inferenceTermsKernel(Layout l, const float* gamma, const float* beta, const float* runningMean,
+                                     const float* runningVar, float epsilon, NormaliseTerms* terms)
+{
+    const std::int64_t c = firstIndex();
+    if (c < l.channels)
+        terms[c] = inferenceTerms(c, gamma, beta, runningMean, runningVar, epsilon);
+}
+
+// Last pass: y = (x - mean) * scale + shift, every element in parallel (x and y may alias).
+__global__ void normaliseKernel(const void* x, DType xType, void* y, DType yType, Layout l, const NormaliseTerms* terms)
+{
+    const std::int64_t n = l.batch * l.channels * l.plane;
+    for (std::int64_t i = firstIndex(); i < n; i += gridStride())
+        storeAs(y, yType, i, normalised(loadAs(x, xType, i), terms[channelOf(i, l)]));
+}
+
+// Backward pass 1: each plane's sum(dy) (a fresh double per chunk) and sum(dy * (x - mean))
+// (one double running through the plane's chunks: leftovers, then lanes), as the CPU sums.
+__global__ void planeGradientSumsKernel(const void* x, DType xType, const void* dy, DType dyType,
+                                        const float* savedMean, Layout l, double* dySums, double* dotSums)
+{
+    const PlaneSlot at = planeSlot(l);
+    const float mean = savedMean[at.c];
+    const std::int64_t chunks = (l.plane + kChunk - 1) / kChunk;
+    const std::int64_t base = at.active ? l.offset(at.sample, at.c) : 0;
+    double planeDy = 0, planeDot = 0;
+    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const std::int64_t start = base + chunk * kChunk;
+        const std::int64_t n = chunkLength(l.plane, chunk);
+        const std::int64_t whole = n / kLanes * kLanes;
+        float laneDy = 0, laneDot = 0;
+        double chunkDy = 0;
+        if (at.active) {
+            for (std::int64_t i = at.lane; i < whole; i += kLanes) {
+                const float g = loadAs(dy, dyType, start + i);
+                laneDy = exact::add(laneDy, g);
+                laneDot = dotLane(laneDot, g, loadAs(x, xType, start + i), mean);
+            }
+            for (std::int64_t i = whole; i < n; ++i) {
+                const float g = loadAs(dy, dyType, start + i);
+                chunkDy += g;
+                planeDot += dotTail(g, loadAs(x, xType, start + i), mean);
+            }
         }
-        __syncthreads();
-        const NormaliseTerms t = sharedTerms;
-        const std::int64_t elements = l.batch * l.plane;
-        for (std::int64_t k = threadIdx.x; k < elements; k += blockDim.x) {
-            const std::int64_t sample = k / l.plane;
-            const std::int64_t at = l.offset(sample, c) + (k - sample * l.plane);
-            storeAs(y, yType, at, normalised(loadAs(x, xType, at), t));
-        }
-        // The next channel rewrites the shared values only after everyone has read them.
-        __syncthreads();
+        planeDy += addLanes(chunkDy, laneDy);
+        planeDot = addLanes(planeDot, laneDot);
+    }
+    if (at.active && at.lane == 0) {
+        dySums[at.c * l.batch + at.sample] = planeDy;
+        dotSums[at.c * l.batch + at.sample] = planeDot;
     }
 }
 
-__global__ void planeBackwardKernel(const void* x, DType xType, const void* dy, DType dyType, const float* gamma,
-                                    const float* savedMean, const float* savedInvStd, void* dx, DType dxType,
-                                    float* dgamma, float* dbeta, Layout l)
+// Backward pass 2: each channel's gamma and beta gradients and input-gradient terms.
+__global__ void gradientTermsKernel(const double* dySums, const double* dotSums, Layout l, const float* gamma,
+                                    const float* savedMean, const float* savedInvStd, float* dgamma, float* dbeta,
+                                    GradientTerms* terms)
 {
-    __shared__ double dyTotals[kGroups];
-    __shared__ double dotTotals[kGroups];
-    __shared__ GradientTerms sharedTerms;
-    const int group = static_cast<int>(threadIdx.x) / kLanes;
-    const int lane = static_cast<int>(threadIdx.x) % kLanes;
-    const std::int64_t chunks = (l.plane + kChunk - 1) / kChunk;
-    const double count = static_cast<double>(l.batch * l.plane);
-    for (std::int64_t c = blockIdx.x; c < l.channels; c += gridDim.x) {
-        const float mean = savedMean[c];
-        // sumFloats(dy) per plane (a fresh double per chunk) and dotDeviations(dy, x) per
-        // plane (one double running through the plane's chunks: leftovers, then lanes).
-        double sumDy = 0, sumDyXmu = 0; // thread 0
-        for (std::int64_t first = 0; first < l.batch; first += kGroups) {
-            const std::int64_t sample = first + group;
-            const bool active = sample < l.batch;
-            const std::int64_t base = l.offset(sample, c);
-            double planeDy = 0, planeDot = 0;
-            for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-                const std::int64_t start = base + chunk * kChunk;
-                const std::int64_t n = chunkLength(l.plane, chunk);
-                const std::int64_t whole = n / kLanes * kLanes;
-                float laneDy = 0, laneDot = 0;
-                double chunkDy = 0;
-                if (active) {
-                    for (std::int64_t i = lane; i < whole; i += kLanes) {
-                        const float g = loadAs(dy, dyType, start + i);
-                        laneDy = exact::add(laneDy, g);
-                        laneDot = dotLane(laneDot, g, loadAs(x, xType, start + i), mean);
-                    }
-                    for (std::int64_t i = whole; i < n; ++i) {
-                        const float g = loadAs(dy, dyType, start + i);
-                        chunkDy += g;
-                        planeDot += dotTail(g, loadAs(x, xType, start + i), mean);
-                    }
-                }
-                planeDy += addLanes(chunkDy, laneDy);
-                planeDot = addLanes(planeDot, laneDot);
-            }
-            if (lane == 0) {
-                dyTotals[group] = planeDy;
-                dotTotals[group] = planeDot;
-            }
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                for (int g = 0; g < kGroups && first + g < l.batch; ++g) {
-                    sumDy += dyTotals[g];
-                    sumDyXmu += dotTotals[g];
-                }
-            }
-            __syncthreads();
-        }
-        if (threadIdx.x == 0)
-            sharedTerms = gradientTerms(c, sumDy, sumDyXmu, count, gamma, savedMean, savedInvStd, dgamma, dbeta);
-        __syncthreads();
-        const GradientTerms t = sharedTerms;
-        const std::int64_t elements = l.batch * l.plane;
-        for (std::int64_t k = threadIdx.x; k < elements; k += blockDim.x) {
-            const std::int64_t sample = k / l.plane;
-            const std::int64_t at = l.offset(sample, c) + (k - sample * l.plane);
-            storeAs(dx, dxType, at, inputGradient(loadAs(dy, dyType, at), loadAs(x, xType, at), t));
-        }
-        __syncthreads();
-    }
+    const std::int64_t c = firstIndex();
+    if (c >= l.channels)
+        return;
+    terms[c] = gradientTerms(c, channelTotal(dySums, l, c), channelTotal(dotSums, l, c),
+                             static_cast<double>(l.batch * l.plane), gamma, savedMean, savedInvStd, dgamma, dbeta);
+}
+
+// Backward pass 3: dx for every element in parallel (dx may alias dy).
+__global__ void inputGradientKernel(const void* x, DType xType, const void* dy, DType dyType, void* dx, DType dxType,
+                                    Layout l, const GradientTerms* terms)
+{
+    const std::int64_t n = l.batch * l.channels * l.plane;
+    for (std::int64_t i = firstIndex(); i < n; i += gridStride())
+        storeAs(dx, dxType, i, inputGradient(loadAs(dy, dyType, i), loadAs(x, xType, i), terms[channelOf(i, l)]));
 }
 
 // --- plane == 1: one thread per channel ------------------------------------------------------------
@@ -347,17 +374,46 @@ __global__ void columnBackwardKernel(const void* x, DType xType, const void* dy,
     }
 }
 
-unsigned planeBlocks(std::int64_t channels)
+dim3 planeGrid(const Layout& l)
 {
-    return static_cast<unsigned>(std::clamp<std::int64_t>(channels, 1, 65535));
+    return dim3(static_cast<unsigned>(l.channels), static_cast<unsigned>((l.batch + kGroups - 1) / kGroups));
+}
+
+// The plane path's scratch: per-plane double sums, then per-channel values.
+struct PlaneScratch {
+    double *sums, *more, *means;
+    float* means32;
+    void* terms;
+};
+
+PlaneScratch carve(void* scratch, std::int64_t batch, std::int64_t channels)
+{
+    auto* doubles = static_cast<double*>(scratch);
+    const std::int64_t planes = batch * channels;
+    PlaneScratch p{};
+    p.sums = doubles;
+    p.more = doubles + planes;
+    p.means = doubles + 2 * planes;
+    p.means32 = reinterpret_cast<float*>(doubles + 2 * planes + channels);
+    p.terms = p.means32 + channels;
+    return p;
 }
 
 } // namespace
 
+std::int64_t batchNormScratchBytes(std::int64_t batch, std::int64_t channels, std::int64_t plane)
+{
+    if (batch <= 0 || channels <= 0 || plane <= 1)
+        return 0;
+    const std::int64_t terms = std::max(sizeof(NormaliseTerms), sizeof(GradientTerms));
+    return (2 * batch * channels + channels) * static_cast<std::int64_t>(sizeof(double)) +
+           channels * static_cast<std::int64_t>(sizeof(float) + terms);
+}
+
 void launchBatchNormForward(const void* x, DType xType, const float* gamma, const float* beta, void* y, DType yType,
                             float* runningMean, float* runningVar, float* savedMean, float* savedInvStd,
                             std::int64_t batch, std::int64_t channels, std::int64_t plane, bool training,
-                            float momentum, float epsilon, cudaStream_t stream)
+                            float momentum, float epsilon, void* scratch, cudaStream_t stream)
 {
     if (batch <= 0 || channels <= 0 || plane <= 0)
         return;
@@ -367,14 +423,26 @@ void launchBatchNormForward(const void* x, DType xType, const float* gamma, cons
             momentum, epsilon);
         return;
     }
-    planeForwardKernel<<<planeBlocks(channels), kPlaneThreads, 0, stream>>>(
-        x, xType, gamma, beta, y, yType, runningMean, runningVar, savedMean, savedInvStd,
-        Layout{batch, channels, plane}, training, momentum, epsilon);
+    const Layout l{batch, channels, plane};
+    const PlaneScratch p = carve(scratch, batch, channels);
+    auto* terms = static_cast<NormaliseTerms*>(p.terms);
+    const unsigned channelBlocks = blocksFor(channels, kColumnThreads);
+    if (training) {
+        planeSumsKernel<<<planeGrid(l), kPlaneThreads, 0, stream>>>(x, xType, l, p.sums);
+        channelMeansKernel<<<channelBlocks, kColumnThreads, 0, stream>>>(p.sums, l, p.means, p.means32);
+        planeSquaresKernel<<<planeGrid(l), kPlaneThreads, 0, stream>>>(x, xType, l, p.means32, p.more);
+        trainingTermsKernel<<<channelBlocks, kColumnThreads, 0, stream>>>(
+            p.more, p.means, l, gamma, beta, runningMean, runningVar, savedMean, savedInvStd, momentum, epsilon, terms);
+    } else {
+        inferenceTermsKernel<<<channelBlocks, kColumnThreads, 0, stream>>>(l, gamma, beta, runningMean, runningVar,
+                                                                           epsilon, terms);
+    }
+    normaliseKernel<<<blocksFor(batch * channels * plane), kThreadsPerBlock, 0, stream>>>(x, xType, y, yType, l, terms);
 }
 
 void launchBatchNormBackward(const void* x, DType xType, const void* dy, DType dyType, const float* gamma,
                              const float* savedMean, const float* savedInvStd, void* dx, DType dxType, float* dgamma,
-                             float* dbeta, std::int64_t batch, std::int64_t channels, std::int64_t plane,
+                             float* dbeta, std::int64_t batch, std::int64_t channels, std::int64_t plane, void* scratch,
                              cudaStream_t stream)
 {
     if (batch <= 0 || channels <= 0 || plane <= 0)
@@ -384,8 +452,15 @@ void launchBatchNormBackward(const void* x, DType xType, const void* dy, DType d
             x, xType, dy, dyType, gamma, savedMean, savedInvStd, dx, dxType, dgamma, dbeta, batch, channels);
         return;
     }
-    planeBackwardKernel<<<planeBlocks(channels), kPlaneThreads, 0, stream>>>(
-        x, xType, dy, dyType, gamma, savedMean, savedInvStd, dx, dxType, dgamma, dbeta, Layout{batch, channels, plane});
+    const Layout l{batch, channels, plane};
+    const PlaneScratch p = carve(scratch, batch, channels);
+    auto* terms = static_cast<GradientTerms*>(p.terms);
+    planeGradientSumsKernel<<<planeGrid(l), kPlaneThreads, 0, stream>>>(x, xType, dy, dyType, savedMean, l, p.sums,
+                                                                        p.more);
+    gradientTermsKernel<<<blocksFor(channels, kColumnThreads), kColumnThreads, 0, stream>>>(
+        p.sums, p.more, l, gamma, savedMean, savedInvStd, dgamma, dbeta, terms);
+    inputGradientKernel<<<blocksFor(batch * channels * plane), kThreadsPerBlock, 0, stream>>>(x, xType, dy, dyType, dx,
+                                                                                              dxType, l, terms);
 }
 
 } // namespace mantissa::cuda

@@ -259,6 +259,14 @@ BatchNormExtent extentOf(const Tensor& x)
     return {s[0], s[1], plane};
 }
 
+// Device memory for the plane kernels' sums and per-channel terms, from the backend's pool;
+// it goes back when the caller's step no longer needs it (the stream orders the reuse).
+Tensor batchNormScratch(Backend& backend, const BatchNormExtent& e)
+{
+    const std::int64_t bytes = batchNormScratchBytes(e.batch, e.channels, e.plane);
+    return backend.empty(Shape{std::max<std::int64_t>(1, (bytes + 3) / 4)}, DType::F32);
+}
+
 } // namespace
 
 void CudaBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
@@ -266,9 +274,10 @@ void CudaBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const T
 {
     MANTISSA_ASSERT(state.acrossRanks == nullptr); // supports(Op::BatchNormAcrossRanks) is false
     const BatchNormExtent e = extentOf(x);
+    Tensor scratch = batchNormScratch(*this, e);
     launchBatchNormForward(x.data(), x.dtype(), gamma.f32(), beta.f32(), y.data(), y.dtype(), state.runningMean.f32(),
                            state.runningVar.f32(), state.savedMean.f32(), state.savedInvStd.f32(), e.batch, e.channels,
-                           e.plane, training, momentum, epsilon, stream());
+                           e.plane, training, momentum, epsilon, scratch.data(), stream());
     checkLaunch("batchNormForward");
 }
 
@@ -277,9 +286,10 @@ void CudaBackend::batchNormBackward(const Tensor& x, const Tensor& dy, const Ten
 {
     MANTISSA_ASSERT(state.acrossRanks == nullptr);
     const BatchNormExtent e = extentOf(x);
+    Tensor scratch = batchNormScratch(*this, e);
     launchBatchNormBackward(x.data(), x.dtype(), dy.data(), dy.dtype(), gamma.f32(), state.savedMean.f32(),
                             state.savedInvStd.f32(), dx.data(), dx.dtype(), dgamma.f32(), dbeta.f32(), e.batch,
-                            e.channels, e.plane, stream());
+                            e.channels, e.plane, scratch.data(), stream());
     checkLaunch("batchNormBackward");
 }
 

@@ -106,14 +106,16 @@ void launchSoftmaxCrossEntropy(const void* logits, DType logitsType, const float
 // x and y are [batch, channels, plane] (plane = H * W, or 1 for [N, C]); gamma, beta and all
 // statistics are fp32 [channels]. Training: batch mean and biased variance in fp32, savedMean
 // and savedInvStd written, running statistics updated as the CPU backend does; otherwise the
-// running statistics normalise.
+// running statistics normalise. `scratch`: device memory of batchNormScratchBytes (none for
+// plane 1), free for the kernels until they finish.
+std::int64_t batchNormScratchBytes(std::int64_t batch, std::int64_t channels, std::int64_t plane);
 void launchBatchNormForward(const void* x, DType xType, const float* gamma, const float* beta, void* y, DType yType,
                             float* runningMean, float* runningVar, float* savedMean, float* savedInvStd,
                             std::int64_t batch, std::int64_t channels, std::int64_t plane, bool training,
-                            float momentum, float epsilon, cudaStream_t stream);
+                            float momentum, float epsilon, void* scratch, cudaStream_t stream);
 void launchBatchNormBackward(const void* x, DType xType, const void* dy, DType dyType, const float* gamma,
                              const float* savedMean, const float* savedInvStd, void* dx, DType dxType, float* dgamma,
-                             float* dbeta, std::int64_t batch, std::int64_t channels, std::int64_t plane,
+                             float* dbeta, std::int64_t batch, std::int64_t channels, std::int64_t plane, void* scratch,
                              cudaStream_t stream);
 
 // --- row_norm.cu ---------------------------------------------------------------------------
@@ -174,9 +176,12 @@ struct TensorRef {
 // fp32Out[i] = float(grads[i]) * invScale for every tensor. *firstNonFinite (device int,
 // set to INT_MAX by the launcher) receives the smallest index of a tensor holding a
 // non-finite value; *absMax (device float, zeroed by the launcher) the largest |unscaled
-// value| over all tensors, +inf when any is non-finite.
+// value| over all tensors, +inf when any is non-finite. *sumOfSquares (device double, zeroed
+// by the launcher; null: not measured) the sum of squares of the unscaled values, as
+// launchSumOfSquares gives it, measured in the same pass.
 void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count, std::int64_t maxElements,
-                                 ScalarArg invScale, int* firstNonFinite, float* absMax, cudaStream_t stream);
+                                 ScalarArg invScale, int* firstNonFinite, float* absMax, double* sumOfSquares,
+                                 cudaStream_t stream);
 // *result (device double, zeroed by the launcher) = sum of squares of every element; left
 // at zero when `skip` is set.
 void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result, SkipFlag skip,

@@ -92,12 +92,14 @@ dim3 tensorGrid(int count, std::int64_t maxElements)
 
 // --- kernels ----------------------------------------------------------------------------------------
 
-__global__ void initUnscaleResults(int* firstNonFinite, float* absMax)
+__global__ void initUnscaleResults(int* firstNonFinite, float* absMax, double* sumOfSquares)
 {
     if (firstNonFinite)
         *firstNonFinite = INT_MAX;
     if (absMax)
         *absMax = 0.0f;
+    if (sumOfSquares)
+        *sumOfSquares = 0.0;
 }
 
 // A value's magnitude as an orderable bit pattern: for non-negative floats the unsigned bits
@@ -105,19 +107,28 @@ __global__ void initUnscaleResults(int* firstNonFinite, float* absMax)
 // magnitude's, so one max both finds the largest magnitude and flags the tensor.
 constexpr unsigned kInfinityBits = 0x7f800000u;
 
+// With `sumOfSquares` (the fused norm), each thread also sums the squares of the values it
+// wrote, as sumOfSquaresKernel would read them back (same grid, same order per thread): one
+// pass over the gradients instead of two.
 __global__ void unscaleKernel(const TensorRef* grads, const TensorRef* fp32Out, int count, ScalarArg invScaleArg,
-                              int* firstNonFinite, float* absMax)
+                              int* firstNonFinite, float* absMax, double* sumOfSquares)
 {
     __shared__ unsigned slots[kReduceSlots];
+    __shared__ double squareSlots[kReduceSlots];
     const float invScale = valueOf(invScaleArg);
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const TensorRef in = grads[t];
         const TensorRef out = fp32Out[t];
         unsigned largest = 0;
+        double squares = 0;
         for (std::int64_t i = firstIndex(); i < in.n; i += gridStride()) {
             const float v = exact::mul(loadAs(in.data, in.dtype, i), invScale);
             storeAs(out.data, out.dtype, i, v);
             largest = max(largest, isfinite(v) ? __float_as_uint(fabsf(v)) : kInfinityBits);
+            if (sumOfSquares) {
+                const double stored = out.dtype == DType::F32 ? v : loadAs(out.data, out.dtype, i);
+                squares = exact::fma(stored, stored, squares);
+            }
         }
         largest = blockReduce(
             largest, [](unsigned a, unsigned b) { return max(a, b); }, slots);
@@ -126,6 +137,12 @@ __global__ void unscaleKernel(const TensorRef* grads, const TensorRef* fp32Out, 
                 atomicMin(firstNonFinite, t);
             if (absMax)
                 atomicMax(reinterpret_cast<unsigned*>(absMax), largest);
+        }
+        if (sumOfSquares) { // uniform across the grid: every thread reaches the barriers
+            squares = blockReduce(
+                squares, [](double a, double b) { return a + b; }, squareSlots);
+            if (threadIdx.x == 0 && squares != 0.0)
+                atomicAdd(sumOfSquares, squares);
         }
     }
 }
@@ -239,13 +256,14 @@ __global__ void writeBytesKernel(unsigned char* dst, ByteChunk chunk, unsigned n
 } // namespace
 
 void launchUnscaleAndCheckFinite(const TensorRef* grads, const TensorRef* fp32Out, int count, std::int64_t maxElements,
-                                 ScalarArg invScale, int* firstNonFinite, float* absMax, cudaStream_t stream)
+                                 ScalarArg invScale, int* firstNonFinite, float* absMax, double* sumOfSquares,
+                                 cudaStream_t stream)
 {
-    initUnscaleResults<<<1, 1, 0, stream>>>(firstNonFinite, absMax);
+    initUnscaleResults<<<1, 1, 0, stream>>>(firstNonFinite, absMax, sumOfSquares);
     if (count <= 0 || maxElements <= 0)
         return;
     unscaleKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(grads, fp32Out, count, invScale,
-                                                                           firstNonFinite, absMax);
+                                                                           firstNonFinite, absMax, sumOfSquares);
 }
 
 void launchSumOfSquares(const TensorRef* tensors, int count, std::int64_t maxElements, double* result, SkipFlag skip,

@@ -641,6 +641,43 @@ ParityCase clipGradNorm(const std::string& name, Clip clip)
             }};
 }
 
+// The trainer's single-process step: the unscaling pass measures the norm (fusedNorm) and the
+// clip reads it. `poison` puts an inf in the second gradient: the step is skipped and the norm
+// NaN, whatever the sum of squares became.
+ParityCase fusedNormClip(const std::string& name, Poison poison)
+{
+    return {name, Op::MultiTensor, kAllTypes, [poison](OpRun& r, DType t) {
+                // Scaled by 8: the unscaled norm is about 93, as in clipGradNorm's cases.
+                std::vector<Draw> draws(kSizes.size(), uniform(-16, 16));
+                if (poison == Poison::InfInSecond)
+                    draws[1] = with(draws[1], INFINITY, 1000000, 3);
+                const std::vector<Tensor> grads = tensorList(r, {t}, draws);
+                std::vector<Tensor> unscaled;
+                std::vector<const Tensor*> in;
+                std::vector<Tensor*> out;
+                for (std::size_t i = 0; i < grads.size(); ++i)
+                    unscaled.push_back(r.output({kSizes[i]}, DType::F32));
+                for (std::size_t i = 0; i < grads.size(); ++i) {
+                    in.push_back(&grads[i]);
+                    out.push_back(&unscaled[i]);
+                }
+                StepScalars scalars = stepScalars(r, {{StepState::LossScale, 8.0f}, {StepState::Loss, 1.0f}});
+                r.backend().unscaleAndCheckFinite(in, out, scalars, true);
+                r.backend().clipGradNorm(out, scalars, 10.0f, true);
+                const float norm = stateAt(stateOf(r, scalars), StepState::GradNorm);
+                if (poison == Poison::InfInSecond) {
+                    EXPECT_TRUE(std::isnan(norm)) << r.backend().name();
+                } else {
+                    EXPECT_GT(norm, 50.0f) << r.backend().name();
+                    EXPECT_LT(norm, 150.0f) << r.backend().name();
+                }
+                keepState(r, "after clipping", scalars, exact(), elementwise(2));
+                const Tolerance scaled = poison == Poison::InfInSecond ? exact() : elementwise(8);
+                for (std::size_t i = 0; i < unscaled.size(); ++i)
+                    r.keep(sized("clipped", kSizes[i]), unscaled[i], scaled);
+            }};
+}
+
 ParityCase stepSgd(const std::string& variant, SgdSettings settings, bool pure, bool skipped)
 {
     return {"stepSgd" + variant + (pure ? "PureMasters" : "Fp32Masters") + (skipped ? "Skipped" : ""), Op::MultiTensor,
@@ -821,7 +858,15 @@ std::vector<ParityCase> buildCases()
                                ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false, {8.0f, 0.1f}}})
         cases.push_back(conv(s));
     for (const auto& dims :
-         std::vector<std::vector<std::int64_t>>{{7, 33}, {64, 100}, {3, 8, 7, 7}, {2, 5, 9, 9}, {1, 3, 5, 5}})
+         std::vector<std::vector<std::int64_t>>{{7, 33},
+                                                {64, 100},
+                                                {3, 8, 7, 7},
+                                                {2, 5, 9, 9},
+                                                {1, 3, 5, 5},
+                                                // Over 16 samples (several blocks per channel), planes over
+                                                // 1024 values (several chunks) with leftovers.
+                                                {37, 4, 33, 33},
+                                                {20, 3, 16, 16}})
         cases.push_back(batchNorm(dims));
     cases.push_back(activation(Activation::Relu, "Relu"));
     cases.push_back(activation(Activation::Gelu, "Gelu"));
@@ -852,6 +897,8 @@ std::vector<ParityCase> buildCases()
     cases.push_back(clipGradNorm("clipGradNormInactive", Clip::Inactive));
     cases.push_back(clipGradNorm("clipGradNormDisabled", Clip::Disabled));
     cases.push_back(clipGradNorm("clipGradNormSkippedStep", Clip::SkippedStep));
+    cases.push_back(fusedNormClip("fusedNormClip", Poison::None));
+    cases.push_back(fusedNormClip("fusedNormClipSkippedStep", Poison::InfInSecond));
     for (bool pure : {false, true}) {
         for (bool skipped : {false, true}) {
             cases.push_back(stepSgd("Plain", SgdSettings{0, 0, false}, pure, skipped));
