@@ -561,6 +561,24 @@ ParityCase stepSoftmaxCrossEntropy(std::int64_t batch, std::int64_t classes)
             }};
 }
 
+// An fp32 output for each gradient, and the pointer lists unscaleAndCheckFinite takes.
+struct UnscaleTargets {
+    UnscaleTargets(OpRun& r, const std::vector<Tensor>& grads)
+    {
+        for (std::size_t i = 0; i < grads.size(); ++i)
+            unscaled.push_back(r.output({kSizes[i]}, DType::F32));
+        for (std::size_t i = 0; i < grads.size(); ++i) {
+            in.push_back(&grads[i]);
+            out.push_back(&unscaled[i]);
+        }
+    }
+    UnscaleTargets(const UnscaleTargets&) = delete;
+    UnscaleTargets& operator=(const UnscaleTargets&) = delete;
+    std::vector<Tensor> unscaled;
+    std::vector<const Tensor*> in;
+    std::vector<Tensor*> out;
+};
+
 // Gradients in `types` (one type, or several in turn) unscaled by 1 / state[LossScale], the
 // verdict written to the state; `poison` puts a non-finite value into one tensor (and, for NaN,
 // an inf into a later one, which must not be the one reported); `lossValue` is state[Loss] as
@@ -582,15 +600,10 @@ ParityCase stepUnscale(const std::string& name, std::vector<DType> types, Poison
                 }
                 const std::vector<Tensor> grads =
                     noGradients ? std::vector<Tensor>{} : tensorList(r, mixed ? types : std::vector<DType>{t}, draws);
-                std::vector<Tensor> unscaled;
-                std::vector<const Tensor*> in;
-                std::vector<Tensor*> out;
-                for (std::size_t i = 0; i < grads.size(); ++i)
-                    unscaled.push_back(r.output({kSizes[i]}, DType::F32));
-                for (std::size_t i = 0; i < grads.size(); ++i) {
-                    in.push_back(&grads[i]);
-                    out.push_back(&unscaled[i]);
-                }
+                UnscaleTargets targets(r, grads);
+                const std::vector<Tensor>& unscaled = targets.unscaled;
+                const std::vector<const Tensor*>& in = targets.in;
+                const std::vector<Tensor*>& out = targets.out;
                 StepScalars scalars = stepScalars(r, {{StepState::LossScale, lossScale},
                                                       {StepState::Loss, lossValue},
                                                       {StepState::Held, held ? 1.0f : 0.0f}});
@@ -612,6 +625,18 @@ ParityCase stepUnscale(const std::string& name, std::vector<DType> types, Poison
             }};
 }
 
+// The norm clipGradNorm recorded: NaN for a skipped step, else about 93 (the clip cases' draws).
+void expectRecordedNorm(OpRun& r, const StepScalars& scalars, bool skipped)
+{
+    const float norm = stateAt(stateOf(r, scalars), StepState::GradNorm);
+    if (skipped) {
+        EXPECT_TRUE(std::isnan(norm)) << r.backend().name();
+    } else {
+        EXPECT_GT(norm, 50.0f) << r.backend().name();
+        EXPECT_LT(norm, 150.0f) << r.backend().name();
+    }
+}
+
 enum class Clip { Active, Inactive, Disabled, SkippedStep };
 
 ParityCase clipGradNorm(const std::string& name, Clip clip)
@@ -625,13 +650,7 @@ ParityCase clipGradNorm(const std::string& name, Clip clip)
                 const float maxNorm = clip == Clip::Inactive ? 1000.0f : clip == Clip::Disabled ? 0.0f : 10.0f;
                 StepScalars scalars = stepScalars(r, {{StepState::Skipped, clip == Clip::SkippedStep ? 1.0f : 0.0f}});
                 r.backend().clipGradNorm(list, scalars, maxNorm);
-                const float norm = stateAt(stateOf(r, scalars), StepState::GradNorm);
-                if (clip == Clip::SkippedStep) {
-                    EXPECT_TRUE(std::isnan(norm)) << r.backend().name();
-                } else {
-                    EXPECT_GT(norm, 50.0f) << r.backend().name();
-                    EXPECT_LT(norm, 150.0f) << r.backend().name();
-                }
+                expectRecordedNorm(r, scalars, clip == Clip::SkippedStep);
                 // A float of a double sum: the two sums differ in their last bits at most, which
                 // can move the float by one ulp; scaling by maxNorm / norm carries that over.
                 keepState(r, "after clipping", scalars, exact(), elementwise(2));
@@ -652,25 +671,14 @@ ParityCase fusedNormClip(const std::string& name, Poison poison)
                 if (poison == Poison::InfInSecond)
                     draws[1] = with(draws[1], INFINITY, 1000000, 3);
                 const std::vector<Tensor> grads = tensorList(r, {t}, draws);
-                std::vector<Tensor> unscaled;
-                std::vector<const Tensor*> in;
-                std::vector<Tensor*> out;
-                for (std::size_t i = 0; i < grads.size(); ++i)
-                    unscaled.push_back(r.output({kSizes[i]}, DType::F32));
-                for (std::size_t i = 0; i < grads.size(); ++i) {
-                    in.push_back(&grads[i]);
-                    out.push_back(&unscaled[i]);
-                }
+                UnscaleTargets targets(r, grads);
+                const std::vector<Tensor>& unscaled = targets.unscaled;
+                const std::vector<const Tensor*>& in = targets.in;
+                const std::vector<Tensor*>& out = targets.out;
                 StepScalars scalars = stepScalars(r, {{StepState::LossScale, 8.0f}, {StepState::Loss, 1.0f}});
                 r.backend().unscaleAndCheckFinite(in, out, scalars, true);
                 r.backend().clipGradNorm(out, scalars, 10.0f, true);
-                const float norm = stateAt(stateOf(r, scalars), StepState::GradNorm);
-                if (poison == Poison::InfInSecond) {
-                    EXPECT_TRUE(std::isnan(norm)) << r.backend().name();
-                } else {
-                    EXPECT_GT(norm, 50.0f) << r.backend().name();
-                    EXPECT_LT(norm, 150.0f) << r.backend().name();
-                }
+                expectRecordedNorm(r, scalars, poison == Poison::InfInSecond);
                 keepState(r, "after clipping", scalars, exact(), elementwise(2));
                 const Tolerance scaled = poison == Poison::InfInSecond ? exact() : elementwise(8);
                 for (std::size_t i = 0; i < unscaled.size(); ++i)
