@@ -131,8 +131,9 @@ QWidget* TrainingPanel::buildTraining()
         edit("training.device", [&](RunConfig& c) { c.training.device = device; });
     });
     form->addRow(tr("Device"), m_device);
-    m_threads = addInteger(form, tr("CPU threads (0 = all)"), "training.threads", 0, 1024,
+    m_threads = addInteger(form, tr("CPU threads (0 = automatic)"), "training.threads", 0, 1024,
                            [](RunConfig& c, int v) { c.training.threads = v; });
+    m_threads->setToolTip(tr("0: the OMP_NUM_THREADS environment variable where set, else every core"));
     // The numerics lens (Numerics tab): per-layer statistics cost a pass over every tensor,
     // so they are sampled, not taken every step.
     m_numericsEvery = addInteger(form, tr("Statistics every N steps (0 = off)"), "numerics.every", 0, 1000,

@@ -39,7 +39,7 @@ int runSampleCommand(const QStringList& arguments)
     parser.addOption(
         {"temperature", "0 = greedy (the most likely byte); else the softmax temperature (default 1).", "t", "1"});
     parser.addOption({"seed", "Random seed of the draws (default 0): the same seed gives the same text.", "s", "0"});
-    parser.addOption({"threads", "CPU threads (default: all cores).", "n", "0"});
+    parser.addOption({"threads", "CPU threads (default: OMP_NUM_THREADS where set, else all cores).", "n", "0"});
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
     if (const auto exit = requirePositionals(parser, 1, kCommand, kUsage))
@@ -67,7 +67,10 @@ int runSampleCommand(const QStringList& arguments)
                     kExitBadInput);
     const int threads = parser.value("threads").toInt(&ok);
     if (!ok || threads < 0)
-        return fail(kCommand, QStringLiteral("--threads must be 0 (all cores) or positive"), kExitBadInput);
+        return fail(
+            kCommand,
+            QStringLiteral("--threads must be 0 (automatic: OMP_NUM_THREADS where set, else all cores) or positive"),
+            kExitBadInput);
     try {
         const auto store = openRunStore(parser);
         const storage::RunInfo run = lookUpRun(*store, parser.positionalArguments().front());

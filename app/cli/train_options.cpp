@@ -52,7 +52,7 @@ void addTrainOptions(QCommandLineParser& parser)
         {"batch-size", "Mini-batch size.", "n"},
         {"seed", "Random seed (weights, data order, dropout).", "n"},
         {"device", "auto, cpu, cuda or cuda:N.", "device"},
-        {"threads", "CPU threads (default: all cores).", "n"},
+        {"threads", "CPU threads (default: OMP_NUM_THREADS where set, else all cores).", "n"},
         {"cpu-kernels",
          QString::fromStdString("16-bit CPU kernels: " + enumKeyList<CpuKernels>() +
                                 " (default: auto, native where the "

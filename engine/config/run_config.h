@@ -95,7 +95,7 @@ struct TrainingSpec {
     std::int64_t maxSteps = 0; // 0 = no limit
     std::uint64_t seed = 42;
     std::string device = "auto"; // auto | cpu | cuda | cuda:N
-    int threads = 0;             // CPU threads, 0 = all cores
+    int threads = 0;             // CPU threads, 0 = OMP_NUM_THREADS where set, else all cores
     // CPU: native 16-bit kernels where the CPU has them, or the emulated oracle (cpu_options.h).
     CpuKernels cpuKernels = CpuKernels::Auto;
     bool tf32 = false;           // GPU: fp32 GEMMs and convolutions on TF32 tensor cores
