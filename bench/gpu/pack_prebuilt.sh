@@ -11,6 +11,7 @@
 # cover the server's GPU (the default list holds sm_90 for Hopper). TARBALL defaults to
 # .device/mantissa-gpu.tar.xz (ignored by git). cuBLAS, cuDNN and NCCL are not packed: they
 # are large, and the server has them (its CUDA toolkit or PyTorch's nvidia-* packages).
+# PACK_XZ_LEVEL: xz's level (default 6; 0 packs fastest, for tests).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -55,6 +56,6 @@ done < <(ldd "${programs[@]}" "$plugin" | awk '$2 == "=>" && $3 ~ /^\// { print 
             /usr/local/cuda/include/cudnn_version.h
 } >"$pack/MANIFEST"
 mkdir -p "$(dirname "$tarball")"
-tar -C "$stage" -cf - mantissa-gpu | xz -T0 -6 >"$tarball"
+tar -C "$stage" -cf - mantissa-gpu | xz -T0 "-${PACK_XZ_LEVEL:-6}" >"$tarball"
 printf 'pack_prebuilt: %s (%s): %d programs, %d libraries\n' "$tarball" "$(du -h "$tarball" | cut -f1)" \
     "${#programs[@]}" "$(ls "$pack/deps" "$pack/compat" | grep -c '\.so')"
