@@ -9,14 +9,15 @@
 #
 # BUILD_DIR: a build with the CUDA backend (default: build); its CMAKE_CUDA_ARCHITECTURES must
 # cover the server's GPU (the default list holds sm_90 for Hopper). TARBALL defaults to
-# .device/mantissa-gpu.tar.xz (ignored by git). cuBLAS, cuDNN and NCCL are not packed: they
+# .device/mantissa-gpu.tar.gz (ignored by git). cuBLAS, cuDNN and NCCL are not packed: they
 # are large, and the server has them (its CUDA toolkit or PyTorch's nvidia-* packages).
-# PACK_XZ_LEVEL: xz's level (default 6; 0 packs fastest, for tests).
+# PACK_LEVEL: gzip's level (default 6; 1 packs fastest, for tests). gzip, not xz: every Debian
+# system has it.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
-tarball=${2:-$root/.device/mantissa-gpu.tar.xz}
+tarball=${2:-$root/.device/mantissa-gpu.tar.gz}
 die() { printf 'pack_prebuilt: %s\n' "$*" >&2; exit 1; }
 
 plugin=$build/lib/mantissa/plugins/libmantissa-cuda.so
@@ -56,6 +57,6 @@ done < <(ldd "${programs[@]}" "$plugin" | awk '$2 == "=>" && $3 ~ /^\// { print 
             /usr/local/cuda/include/cudnn_version.h
 } >"$pack/MANIFEST"
 mkdir -p "$(dirname "$tarball")"
-tar -C "$stage" -cf - mantissa-gpu | xz -T0 "-${PACK_XZ_LEVEL:-6}" >"$tarball"
+tar -C "$stage" -cf - mantissa-gpu | gzip "-${PACK_LEVEL:-6}" >"$tarball"
 printf 'pack_prebuilt: %s (%s): %d programs, %d libraries\n' "$tarball" "$(du -h "$tarball" | cut -f1)" \
     "${#programs[@]}" "$(ls "$pack/deps" "$pack/compat" | grep -c '\.so')"

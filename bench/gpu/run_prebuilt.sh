@@ -46,7 +46,7 @@ unpack=${UNPACK_DIR:-/tmp/mantissa-gpu}
 limit=${STAGE_TIMEOUT:-180}
 python=${PYTHON:-python3}
 mkdir -p "$report" "$unpack"
-tar -C "$unpack" -xJf "$tarball" || die "cannot unpack $tarball"
+tar -C "$unpack" -xzf "$tarball" || die "cannot unpack $tarball"
 pack=$unpack/mantissa-gpu
 bin=$pack/bin
 cat "$pack/MANIFEST"

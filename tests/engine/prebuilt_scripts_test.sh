@@ -15,9 +15,9 @@ fi
 rm -rf "$work" && mkdir -p "$work"
 
 # --- pack ---
-PACK_XZ_LEVEL=0 "$source_dir/bench/gpu/pack_prebuilt.sh" "$build" "$work/gpu.tar.xz" >"$work/pack.log" 2>&1 ||
+PACK_LEVEL=1 "$source_dir/bench/gpu/pack_prebuilt.sh" "$build" "$work/gpu.tar.gz" >"$work/pack.log" 2>&1 ||
     fail "pack_prebuilt.sh failed: $(cat "$work/pack.log")"
-listing=$(tar -tJf "$work/gpu.tar.xz") || fail "the tarball does not list"
+listing=$(tar -tzf "$work/gpu.tar.gz") || fail "the tarball does not list"
 expected=$(ctest --test-dir "$build" -N -V -L gpu 2>/dev/null | sed -n "s|^.*Test command: $build/bin/\([^ ]*\).*$|\1|p" | sort -u)
 [[ -n $expected ]] || fail "ctest -L gpu lists no test programs"
 for program in $expected engine_throughput nccl_all_reduce_bench; do
@@ -32,7 +32,7 @@ fi
 
 # --- run: every program skips here, each shard finishes ---
 REPORT_DIR=$work/report UNPACK_DIR=$work/unpacked STAGE_TIMEOUT=120 \
-    "$source_dir/bench/gpu/run_prebuilt.sh" "$work/gpu.tar.xz" --stage tests >"$work/run.log" 2>&1
+    "$source_dir/bench/gpu/run_prebuilt.sh" "$work/gpu.tar.gz" --stage tests >"$work/run.log" 2>&1
 status=$?
 summary=$work/report/tests-summary.txt
 [[ -f $summary ]] || fail "no tests-summary.txt: $(tail -n 20 "$work/run.log")"
@@ -47,13 +47,13 @@ grep -q 'skip reasons:' "$summary" || fail "the summary gives no skip reason: $(
 grep -q "cuda_training_parity_test\.5 " "$summary" || fail "the training parity is not in 6 shards"
 
 # --- run: a program that dies mid-test ---
-mkdir -p "$work/broken" && tar -C "$work/broken" -xJf "$work/gpu.tar.xz"
+mkdir -p "$work/broken" && tar -C "$work/broken" -xzf "$work/gpu.tar.gz"
 rm "$work/broken/mantissa-gpu/bin/"*_test
 printf '#!/bin/sh\necho "[ RUN      ] Dies.MidTest"\nkill -SEGV $$\n' >"$work/broken/mantissa-gpu/bin/dies_test"
 chmod +x "$work/broken/mantissa-gpu/bin/dies_test"
-tar -C "$work/broken" -cJf "$work/broken.tar.xz" mantissa-gpu
+tar -C "$work/broken" -czf "$work/broken.tar.gz" mantissa-gpu
 REPORT_DIR=$work/report-broken UNPACK_DIR=$work/unpacked-broken STAGE_TIMEOUT=60 \
-    "$source_dir/bench/gpu/run_prebuilt.sh" "$work/broken.tar.xz" --stage tests >"$work/run-broken.log" 2>&1
+    "$source_dir/bench/gpu/run_prebuilt.sh" "$work/broken.tar.gz" --stage tests >"$work/run-broken.log" 2>&1
 status=$?
 ((status != 0)) || fail "run_prebuilt.sh exited 0 although a program died"
 grep -q '^dies_test\.0 .*DID NOT FINISH' "$work/report-broken/tests-summary.txt" ||
