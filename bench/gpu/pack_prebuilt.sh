@@ -44,7 +44,7 @@ while IFS= read -r lib; do
     case $(basename "$lib") in
     libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
     libstdc++.so* | libgcc_s.so*) cp -L "$lib" "$pack/compat/" ;;
-    libcud* | libcublas* | libnccl* | libcuda.so*) ;;
+    libcud* | libcublas* | libnccl*) ;; # cudart is linked statically; these come from the server
     *) cp -L "$lib" "$pack/deps/" ;;
     esac
 done < <(ldd "${programs[@]}" "$plugin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
@@ -58,5 +58,7 @@ done < <(ldd "${programs[@]}" "$plugin" | awk '$2 == "=>" && $3 ~ /^\// { print 
 } >"$pack/MANIFEST"
 mkdir -p "$(dirname "$tarball")"
 tar -C "$stage" -cf - mantissa-gpu | gzip "-${PACK_LEVEL:-6}" >"$tarball"
+shopt -s nullglob
+libraries=("$pack"/deps/*.so* "$pack"/compat/*.so*)
 printf 'pack_prebuilt: %s (%s): %d programs, %d libraries\n' "$tarball" "$(du -h "$tarball" | cut -f1)" \
-    "${#programs[@]}" "$(ls "$pack/deps" "$pack/compat" | grep -c '\.so')"
+    "${#programs[@]}" "${#libraries[@]}"

@@ -94,7 +94,9 @@ if wants probe; then
         lscpu | grep -E '^(Model name|CPU\(s\))'
         echo "CPU flags: $(grep -m1 -o -w -E 'avx2|fma|f16c|avx512[a-z0-9_]*|amx[a-z0-9_]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"
         LD_LIBRARY_PATH=$original_library_path "$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1
-        for f in "${found[@]}"; do ls "$f" | grep -E '^lib(cudnn|cublas|nccl)[^_]*\.so\.[0-9]+\.' | head -n 3; done
+        for f in "${found[@]}"; do
+            find "$f/" -maxdepth 1 -regextype egrep -regex '.*/lib(cudnn|cublas|nccl)[^_/]*\.so\.[0-9].*' -printf '%f\n'
+        done | sort -u
     } 2>&1 | tee "$report/probe.log"
 fi
 
