@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Packs a CUDA build made here for a GPU server whose job time is short: the GPU test binaries
-# (every test labelled gpu), the benchmarks, the CUDA backend plugin, and the shared libraries
-# such a server may lack (oneDNN, Open MPI's), so that bench/gpu/run_prebuilt.sh spends none of
-# the server's minutes configuring and compiling (a 16-core H100 server did not finish
-# configure, build and tests in one 10-minute job).
+# (every test labelled gpu), the CPU kernels' tests, the benchmarks, the CUDA backend plugin,
+# and the shared libraries such a server may lack (oneDNN, Open MPI's), so that
+# bench/gpu/run_prebuilt.sh spends none of the server's minutes configuring and compiling (a
+# 16-core H100 server did not finish configure, build and tests in one 10-minute job).
 #
 #   bench/gpu/pack_prebuilt.sh [BUILD_DIR] [TARBALL]
 #
@@ -30,12 +30,26 @@ mapfile -t tests < <(ctest --test-dir "$build" -N -V -L gpu 2>/dev/null |
     sed -n 's/^.*Test command: \([^ ]*\).*$/\1/p' | grep "^$build/" | sort -u)
 ((${#tests[@]})) || die "ctest -L gpu lists no test programs in $build"
 programs=("${tests[@]}" "$build/bin/engine_throughput" "$build/bin/nccl_all_reduce_bench")
+# The CPU kernels' own tests (run_prebuilt.sh's cpu stage): the run-time dispatch (native bf16
+# on avx512_bf16 or AMX, the AVX-512 conversions, emulation elsewhere) on the server's CPU,
+# which may be of another kind than this one. None of them reads a dataset.
+cpu_tests=()
+for name in cpu_kernels_test cpu_ops_test cpu_thread_count_test numerics_test widened_operands_test \
+    linear_rounding_test minifloat_test fast_quantizer_test fast_operand_quantizer_test block_scaled_gemm_test \
+    gemm_recipe_test transformer_ops_test step_ops_test; do
+    if [[ -x $build/bin/$name ]]; then
+        cpu_tests+=("$build/bin/$name")
+    else
+        echo "warning: $build/bin/$name is not built; the cpu stage runs without it" >&2
+    fi
+done
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 pack=$stage/mantissa-gpu
-mkdir -p "$pack/bin" "$pack/lib/mantissa/plugins" "$pack/deps" "$pack/compat"
+mkdir -p "$pack/bin" "$pack/cpu-bin" "$pack/lib/mantissa/plugins" "$pack/deps" "$pack/compat"
 cp "${programs[@]}" "$pack/bin/"
+((${#cpu_tests[@]} == 0)) || cp "${cpu_tests[@]}" "$pack/cpu-bin/"
 cp "$plugin" "$pack/lib/mantissa/plugins/"
 
 # Libraries outside the C runtime and the CUDA libraries: the server may lack them. The C++
@@ -47,7 +61,7 @@ while IFS= read -r lib; do
     libcud* | libcublas* | libnccl*) ;; # cudart is linked statically; these come from the server
     *) cp -L "$lib" "$pack/deps/" ;;
     esac
-done < <(ldd "${programs[@]}" "$plugin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
+done < <(ldd "${programs[@]}" "${cpu_tests[@]}" "$plugin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
 
 {
     echo "built on $(uname -n) from $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
@@ -60,5 +74,5 @@ mkdir -p "$(dirname "$tarball")"
 tar -C "$stage" -cf - mantissa-gpu | gzip "-${PACK_LEVEL:-6}" >"$tarball"
 shopt -s nullglob
 libraries=("$pack"/deps/*.so* "$pack"/compat/*.so*)
-printf 'pack_prebuilt: %s (%s): %d programs, %d libraries\n' "$tarball" "$(du -h "$tarball" | cut -f1)" \
-    "${#programs[@]}" "${#libraries[@]}"
+printf 'pack_prebuilt: %s (%s): %d programs, %d CPU tests, %d libraries\n' "$tarball" \
+    "$(du -h "$tarball" | cut -f1)" "${#programs[@]}" "${#cpu_tests[@]}" "${#libraries[@]}"

@@ -2,11 +2,12 @@
 # On a GPU server: the GPU check from a tarball bench/gpu/pack_prebuilt.sh made on a build
 # machine, so that the server's short job time goes to the GPU and not to compiling.
 #
-#   bench/gpu/run_prebuilt.sh TARBALL [--stage probe|tests|bench|peer|recipes|sanitizer|profile]...
+#   bench/gpu/run_prebuilt.sh TARBALL [--stage probe|tests|cpu|bench|peer|recipes|sanitizer|profile]...
 #
 # Stages (all by default, in this order):
 #   probe      the GPU, driver, CPU, and where cuBLAS, cuDNN and NCCL were found
 #   tests      every GPU test program (what ctest -L gpu runs), sharded and run side by side
+#   cpu        the CPU kernels' own tests, on this server's CPU (another kind than the build's?)
 #   bench      engine_throughput on the GPU (mlp, cnn, wide-mlp, resnet-small in fp32,
 #              mixed-fp16, mixed-bf16), then op by op (graphs off), then NCCL's all-reduce timed
 #   peer       PyTorch eager (autocast + GradScaler) on the same workloads
@@ -27,7 +28,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 die() { printf 'run_prebuilt: %s\n' "$*" >&2; exit 1; }
 say() { printf '\n== [%4ds] %s\n' "$SECONDS" "$*"; }
-(($#)) || die "usage: run_prebuilt.sh TARBALL [--stage probe|tests|bench|peer|recipes|sanitizer|profile]..."
+(($#)) || die "usage: run_prebuilt.sh TARBALL [--stage probe|tests|cpu|bench|peer|recipes|sanitizer|profile]..."
 tarball=$1
 shift
 [[ -f $tarball ]] || die "$tarball is not a file (make it with bench/gpu/pack_prebuilt.sh)"
@@ -38,7 +39,7 @@ while (($#)); do
     stages+=("${more[@]}")
     shift 2
 done
-((${#stages[@]})) || stages=(probe tests bench peer recipes sanitizer profile)
+((${#stages[@]})) || stages=(probe tests cpu bench peer recipes sanitizer profile)
 wants() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 
 report=${REPORT_DIR:-/tmp/mantissa-gpu-report}
@@ -101,46 +102,69 @@ if wants probe; then
 fi
 
 # --- tests ------------------------------------------------------------------------------------
-if wants tests; then
-    say "GPU tests: every gpu-labelled program, sharded, side by side (limit ${limit}s each)"
+# run_suite NAME PROGRAM...: the gtest programs side by side, sharded where long, each under the
+# time limit; their output to REPORT_DIR/NAME.log, a line per shard (and the failures, the
+# slowest tests and the skip reasons) to NAME-summary.txt. Sets status on any failure.
+run_suite() {
+    local name=$1
+    shift
+    local logs shards=${TEST_SHARDS:-6} pids=() program base n threads i
     logs=$(mktemp -d)
-    shards=${TEST_SHARDS:-6}
-    pids=()
-    for program in "$bin"/*_test; do
-        name=$(basename "$program")
+    for program in "$@"; do
+        base=$(basename "$program")
         n=1
-        [[ $name == cuda_training_parity_test ]] && n=$shards
-        [[ $name == cuda_parity_test || $name == cuda_transformer_parity_test ]] && n=2
+        [[ $base == cuda_training_parity_test ]] && n=$shards
+        [[ $base == cuda_parity_test || $base == cuda_transformer_parity_test ]] && n=2
         # Each shard trains on the CPU too: the training shards share the cores between them
         # (the CPU backend's automatic thread count reads OMP_NUM_THREADS), the short ones take 2.
         threads=2
-        [[ $name == cuda_training_parity_test ]] && threads=$(( $(nproc) / shards > 2 ? $(nproc) / shards : 2 ))
+        [[ $base == cuda_training_parity_test ]] && threads=$(($(nproc) / shards > 2 ? $(nproc) / shards : 2))
         for ((i = 0; i < n; ++i)); do
             GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i OMP_NUM_THREADS=$threads \
-                timeout -k 5 "$limit" "$program" >"$logs/$name.$i.log" 2>&1 &
+                timeout -k 5 "$limit" "$program" >"$logs/$base.$i.log" 2>&1 &
             pids+=($!)
         done
     done
     for p in "${pids[@]}"; do wait "$p" || true; done
-    : >"$report/tests.log"
+    local summary=$report/$name-summary.txt
+    : >"$report/$name.log"
     for log in "$logs"/*.log; do
-        { echo "##### $(basename "$log")"; cat "$log"; } >>"$report/tests.log"
+        { echo "##### $(basename "$log")"; cat "$log"; } >>"$report/$name.log"
         passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log")
         skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log")
         failed=$(grep -c '^\[  FAILED  \] .*(' "$log")
         done_line=$(grep -c '^\[==========\] .* ran\.' "$log")
         printf '%-40s passed %3s  skipped %3s  failed %3s%s\n' "$(basename "$log" .log)" "${passed:-0}" \
             "${skipped:-0}" "$failed" "$([[ $done_line == 0 ]] && echo '  DID NOT FINISH (time limit or crash)')"
-        ((failed == 0 && done_line == 1)) || status=1
-    done | tee "$report/tests-summary.txt"
-    grep -q 'DID NOT FINISH\|failed *[1-9]' "$report/tests-summary.txt" && status=1
-    grep -h '^\[  FAILED  \] .*(' "$logs"/*.log | sort -u | tee -a "$report/tests-summary.txt"
-    echo "slowest tests:" | tee -a "$report/tests-summary.txt"
+    done | tee "$summary"
+    grep -q 'DID NOT FINISH\|failed *[1-9]' "$summary" && status=1
+    grep -h '^\[  FAILED  \] .*(' "$logs"/*.log | sort -u | tee -a "$summary"
+    echo "slowest tests:" | tee -a "$summary"
     grep -h '^\[       OK \] .*([0-9]* ms)$' "$logs"/*.log | sed -E 's/^\[       OK \] (.*) \(([0-9]+) ms\)$/\2 ms  \1/' |
-        sort -rn | head -n 12 | tee -a "$report/tests-summary.txt"
+        sort -rn | head -n 12 | tee -a "$summary"
     skip_reason=$(grep -h -A1 'Skipped$' "$logs"/*.log | grep -v 'Skipped$\|^--' | sort | uniq -c | sort -rn | head -n 5)
-    [[ -z $skip_reason ]] || printf 'skip reasons:\n%s\n' "$skip_reason" | tee -a "$report/tests-summary.txt"
+    [[ -z $skip_reason ]] || printf 'skip reasons:\n%s\n' "$skip_reason" | tee -a "$summary"
     rm -rf "$logs"
+}
+
+if wants tests; then
+    say "GPU tests: every gpu-labelled program, sharded, side by side (limit ${limit}s each)"
+    run_suite tests "$bin"/*_test
+fi
+
+# --- cpu: the CPU kernels' tests on this server's CPU ------------------------------------------
+# A GPU server's CPU may be of another kind than the build machine's (an H100 server had an
+# Intel Xeon with AMX and avx512_fp16): the CPU backend's run-time dispatch is tested there too.
+if wants cpu; then
+    say "CPU kernel tests on this server's CPU (limit ${limit}s each)"
+    shopt -s nullglob
+    cpu_tests=("$pack"/cpu-bin/*_test)
+    shopt -u nullglob
+    if ((${#cpu_tests[@]})); then
+        run_suite cpu "${cpu_tests[@]}"
+    else
+        echo "the tarball has no CPU tests (cpu-bin/): packed by an older pack_prebuilt.sh"
+    fi
 fi
 
 # --- bench ------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu/pack_prebuilt.sh and run_prebuilt.sh, on this machine (no GPU needed): the tarball
-# holds every GPU test program, the benchmarks, the plugin and oneDNN; run_prebuilt's test stage
-# runs them all (here they skip, with the reason) and reports each shard; a program that dies
-# mid-test is reported as not finished and fails the run.
+# holds every GPU test program, the CPU kernels' tests, the benchmarks, the plugin and oneDNN;
+# run_prebuilt's test stage runs the GPU programs (here they skip, with the reason) and reports
+# each shard, its cpu stage runs the CPU tests (they pass); a program that dies mid-test is
+# reported as not finished and fails the run.
 #
 #   prebuilt_scripts_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
 set -uo pipefail
@@ -23,16 +24,16 @@ expected=$(ctest --test-dir "$build" -N -V -L gpu 2>/dev/null | sed -n "s|^.*Tes
 for program in $expected engine_throughput nccl_all_reduce_bench; do
     grep -qx "mantissa-gpu/bin/$program" <<<"$listing" || fail "the tarball lacks bin/$program"
 done
-for file in lib/mantissa/plugins/libmantissa-cuda.so deps/libdnnl.so.2 MANIFEST; do
+for file in lib/mantissa/plugins/libmantissa-cuda.so deps/libdnnl.so.2 MANIFEST cpu-bin/cpu_kernels_test; do
     grep -qx "mantissa-gpu/$file" <<<"$listing" || fail "the tarball lacks $file"
 done
 if grep -q '^mantissa-gpu/deps/lib\(cudnn\|cublas\|nccl\)' <<<"$listing"; then
     fail "the tarball carries CUDA libraries the server has"
 fi
 
-# --- run: every program skips here, each shard finishes ---
+# --- run: every GPU program skips here, each shard finishes; the CPU tests pass ---
 REPORT_DIR=$work/report UNPACK_DIR=$work/unpacked STAGE_TIMEOUT=120 \
-    "$source_dir/bench/gpu/run_prebuilt.sh" "$work/gpu.tar.gz" --stage tests >"$work/run.log" 2>&1
+    "$source_dir/bench/gpu/run_prebuilt.sh" "$work/gpu.tar.gz" --stage tests,cpu >"$work/run.log" 2>&1
 status=$?
 summary=$work/report/tests-summary.txt
 [[ -f $summary ]] || fail "no tests-summary.txt: $(tail -n 20 "$work/run.log")"
@@ -45,6 +46,11 @@ fi
 grep -q 'skip reasons:' "$summary" || fail "the summary gives no skip reason: $(cat "$summary")"
 ((status == 0)) || fail "run_prebuilt.sh exited $status with every shard finished"
 grep -q "cuda_training_parity_test\.5 " "$summary" || fail "the training parity is not in 6 shards"
+cpu_summary=$work/report/cpu-summary.txt
+grep -q '^cpu_kernels_test\.0 *passed *[1-9]' "$cpu_summary" || fail "the CPU tests did not run: $(cat "$cpu_summary")"
+if grep -q 'DID NOT FINISH\|failed *[1-9]' "$cpu_summary"; then
+    fail "a CPU test failed or did not finish: $(cat "$cpu_summary")"
+fi
 
 # --- run: a program that dies mid-test ---
 mkdir -p "$work/broken" && tar -C "$work/broken" -xzf "$work/gpu.tar.gz"
