@@ -16,9 +16,10 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+die() { printf 'pack_prebuilt: %s\n' "$*" >&2; exit 1; }
+[[ -d ${1:-$root/build} ]] || die "${1:-$root/build} is not a build directory (build with: cmake --preset default && cmake --build --preset default)"
 build=$(cd "${1:-$root/build}" && pwd)
 tarball=${2:-$root/.device/mantissa-gpu.tar.gz}
-die() { printf 'pack_prebuilt: %s\n' "$*" >&2; exit 1; }
 
 plugin=$build/lib/mantissa/plugins/libmantissa-cuda.so
 [[ -f $plugin ]] || die "$build has no CUDA backend plugin ($plugin): configure with MANTISSA_WITH_CUDA=ON"

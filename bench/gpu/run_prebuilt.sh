@@ -39,7 +39,11 @@ while (($#)); do
     stages+=("${more[@]}")
     shift 2
 done
-((${#stages[@]})) || stages=(probe tests cpu bench peer recipes sanitizer profile)
+known=(probe tests cpu bench peer recipes sanitizer profile)
+((${#stages[@]})) || stages=("${known[@]}")
+for stage in "${stages[@]}"; do
+    [[ " ${known[*]} " == *" $stage "* ]] || die "unknown stage '$stage'; the stages are ${known[*]}"
+done
 wants() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 
 report=${REPORT_DIR:-/tmp/mantissa-gpu-report}

@@ -3,7 +3,8 @@
 # holds every GPU test program, the CPU kernels' tests, the benchmarks, the plugin and oneDNN;
 # run_prebuilt's test stage runs the GPU programs (here they skip, with the reason) and reports
 # each shard, its cpu stage runs the CPU tests (they pass); a program that dies mid-test is
-# reported as not finished and fails the run.
+# reported as not finished and fails the run; a misspelt stage, a corrupt tarball and a
+# missing build directory are refused, naming them.
 #
 #   prebuilt_scripts_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
 set -uo pipefail
@@ -51,6 +52,22 @@ grep -q '^cpu_kernels_test\.0 *passed *[1-9]' "$cpu_summary" || fail "the CPU te
 if grep -q 'DID NOT FINISH\|failed *[1-9]' "$cpu_summary"; then
     fail "a CPU test failed or did not finish: $(cat "$cpu_summary")"
 fi
+
+# --- bad input: a misspelt stage, a tarball that is not one, a build directory that is not one ---
+if "$source_dir/bench/gpu/run_prebuilt.sh" "$work/gpu.tar.gz" --stage test >"$work/bad-stage.log" 2>&1; then
+    fail "a misspelt stage ran"
+fi
+grep -q "unknown stage 'test'" "$work/bad-stage.log" || fail "a misspelt stage is not named: $(cat "$work/bad-stage.log")"
+echo "not a tarball" >"$work/bad.tar.gz"
+if UNPACK_DIR=$work/unpacked-bad "$source_dir/bench/gpu/run_prebuilt.sh" "$work/bad.tar.gz" >"$work/bad-tar.log" 2>&1; then
+    fail "a corrupt tarball ran"
+fi
+grep -q "cannot unpack $work/bad.tar.gz" "$work/bad-tar.log" || fail "a corrupt tarball is not named: $(cat "$work/bad-tar.log")"
+if "$source_dir/bench/gpu/pack_prebuilt.sh" "$work/no-such-build" >"$work/bad-build.log" 2>&1; then
+    fail "packing a missing build succeeded"
+fi
+grep -q "$work/no-such-build is not a build directory" "$work/bad-build.log" ||
+    fail "a missing build is not named: $(cat "$work/bad-build.log")"
 
 # --- run: a program that dies mid-test ---
 mkdir -p "$work/broken" && tar -C "$work/broken" -xzf "$work/gpu.tar.gz"
