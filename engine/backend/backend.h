@@ -83,11 +83,16 @@ struct BatchNormState {
 // One parameter as an optimizer step sees it.
 struct OptimizerSlot {
     Tensor* master = nullptr;     // fp32 master weights, or the 16-bit weights in a pure mode
-    const Tensor* grad = nullptr; // fp32, already unscaled and clipped
+    const Tensor* grad = nullptr; // fp32, already unscaled and clipped (unless scaledGrad is set)
     Tensor* state1 = nullptr;     // momentum / Adam m, in master's dtype
     Tensor* state2 = nullptr;     // Adam v, in master's dtype (unused by SGD)
     Tensor* working = nullptr;    // low-precision copy refreshed from master, or nullptr
     bool decay = true;            // weight decay applies (false for biases and norms)
+    // Set only on a backend that unscalesInOptimizer(): the 16-bit gradient still multiplied by
+    // the loss scale, whose fp32 copy (grad) unscaleAndCheckFinite measured but did not write.
+    // The update reads float(scaledGrad) * (1 / state[LossScale]), the value that copy would
+    // have held, so the bits are the same.
+    const Tensor* scaledGrad = nullptr;
 };
 
 struct SgdSettings {
@@ -355,8 +360,15 @@ public:
     // clipGradNorm(..., fusedNorm = true), so the backend may measure GradNorm here, in the same
     // pass over the gradients (the CPU does: on mlp that pass is a fifth of an optimizer step's
     // memory traffic), and clipGradNorm then uses it.
+    // A null fp32Grads[i] (only where unscalesInOptimizer(), and only with fusedNorm and no
+    // clipping): grads[i] is measured as if unscaled (finite check, GradAmax, norm) but its fp32
+    // copy is not written; the optimizer step unscales it as it reads it (OptimizerSlot::scaledGrad).
     virtual void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
                                        StepScalars& scalars, bool fusedNorm = false) = 0;
+    // Whether sgdStep and adamStep read OptimizerSlot::scaledGrad. Where they do, a 16-bit
+    // gradient need not be widened into its fp32 copy and read back by the update: on the CPU
+    // that copy is a third of mixed-fp16's optimizer traffic (issue 16).
+    virtual bool unscalesInOptimizer() const { return false; }
     // GradNorm = float(sqrt(sum of squares in double)); when maxNorm > 0 and GradNorm > maxNorm
     // the gradients are scaled by maxNorm / GradNorm. A skipped step writes NaN and touches
     // nothing. With `fusedNorm` the norm may be the one unscaleAndCheckFinite measured.

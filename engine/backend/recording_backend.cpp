@@ -20,12 +20,14 @@ std::vector<Tensor> copies(std::span<const Tensor* const> tensors)
     return out;
 }
 
+// A null pointer (unscaleAndCheckFinite's "measure, do not write") becomes an undefined
+// tensor, and pointers() makes it null again.
 std::vector<Tensor> copies(std::span<Tensor* const> tensors)
 {
     std::vector<Tensor> out;
     out.reserve(tensors.size());
     for (Tensor* t : tensors)
-        out.push_back(*t);
+        out.push_back(t ? *t : Tensor());
     return out;
 }
 
@@ -35,7 +37,7 @@ std::vector<T*> pointers(std::vector<T>& tensors)
     std::vector<T*> out;
     out.reserve(tensors.size());
     for (T& t : tensors)
-        out.push_back(&t);
+        out.push_back(t.defined() ? &t : nullptr);
     return out;
 }
 
@@ -50,13 +52,15 @@ std::vector<const Tensor*> constPointers(std::vector<Tensor>& tensors)
 
 // An optimizer slot with its tensors owned, and the OptimizerSlot view of them.
 struct OwnedSlot {
-    Tensor master, grad, state1, state2, working;
+    Tensor master, grad, state1, state2, working, scaledGrad;
     bool hasState1 = false, hasState2 = false, hasWorking = false, decay = true;
 
     explicit OwnedSlot(const OptimizerSlot& s)
         : master(*s.master), grad(*s.grad), hasState1(s.state1), hasState2(s.state2), hasWorking(s.working),
           decay(s.decay)
     {
+        if (s.scaledGrad)
+            scaledGrad = *s.scaledGrad;
         if (s.state1)
             state1 = *s.state1;
         if (s.state2)
@@ -76,7 +80,8 @@ struct OwnedSlots {
         out.reserve(owned.size());
         for (OwnedSlot& o : owned)
             out.push_back({&o.master, &o.grad, o.hasState1 ? &o.state1 : nullptr, o.hasState2 ? &o.state2 : nullptr,
-                           o.hasWorking ? &o.working : nullptr, o.decay});
+                           o.hasWorking ? &o.working : nullptr, o.decay,
+                           o.scaledGrad.defined() ? &o.scaledGrad : nullptr});
         return out;
     }
 };

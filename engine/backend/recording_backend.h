@@ -98,6 +98,7 @@ public:
                              Tensor& dlogits) override;
     void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
                                StepScalars& scalars, bool fusedNorm = false) override;
+    bool unscalesInOptimizer() const override { return m_target.unscalesInOptimizer(); }
     void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm,
                       bool fusedNorm = false) override;
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;

@@ -73,7 +73,12 @@ void Optimizer::attach(Backend& backend, const std::vector<Parameter*>& params)
     }
 }
 
-void Optimizer::buildSlots(std::span<Parameter* const> params)
+bool Optimizer::readsScaledGradient(const Parameter& p)
+{
+    return p.grad.defined() && p.grad.dtype() != DType::F32 && !p.fp32Grad.sharesStorageWith(p.grad);
+}
+
+void Optimizer::buildSlots(std::span<Parameter* const> params, bool leftScaled)
 {
     m_slots.clear();
     m_slots.reserve(params.size());
@@ -92,6 +97,8 @@ void Optimizer::buildSlots(std::span<Parameter* const> params)
         const bool separate = p->working.defined() && !p->working.sharesStorageWith(p->master);
         slot.working = separate ? &p->working : nullptr;
         slot.decay = p->decay;
+        if (leftScaled && readsScaledGradient(*p))
+            slot.scaledGrad = &p->grad;
         m_slots.push_back(slot);
     }
 }
@@ -109,9 +116,10 @@ AdamSettings Optimizer::adamSettings() const
     return s;
 }
 
-void Optimizer::queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars)
+void Optimizer::queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars,
+                          bool leftScaled)
 {
-    buildSlots(params);
+    buildSlots(params, leftScaled);
     if (m_kind == OptimizerKind::Sgd)
         backend.sgdStep(m_slots, sgdSettings(), scalars);
     else

@@ -34,7 +34,14 @@ public:
     // the step's gradients were not finite: master and state are rounded to master's dtype, and
     // a working copy that does not share master's storage is refreshed from it. Does not advance
     // stepCount(): the caller does (stepTaken) once it has read that the step was not skipped.
-    void queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars);
+    // `leftScaled`: the caller had unscaleAndCheckFinite leave the fp32Grad of every parameter
+    // that readsScaledGradient() unwritten (Backend::unscalesInOptimizer), so the update reads
+    // those gradients still scaled and unscales them itself.
+    void queueStep(Backend& backend, std::span<Parameter* const> params, const StepScalars& scalars,
+                   bool leftScaled = false);
+    // Whether p's gradient is 16-bit with an fp32 copy of its own: the ones a step can read
+    // still loss-scaled (OptimizerSlot::scaledGrad).
+    static bool readsScaledGradient(const Parameter& p);
     // Adam's corrections for the next step taken after `inFlight` more steps the caller has
     // queued but not yet counted (what queueStep's inputs must hold).
     AdamCorrections nextCorrections(std::int64_t inFlight = 0) const;
@@ -45,7 +52,7 @@ public:
     void setStepCount(std::int64_t steps);
 
 private:
-    void buildSlots(std::span<Parameter* const> params);
+    void buildSlots(std::span<Parameter* const> params, bool leftScaled);
     SgdSettings sgdSettings() const;
     AdamSettings adamSettings() const;
 

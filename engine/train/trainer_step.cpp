@@ -39,11 +39,16 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
     } else {
         m_model->backward(pass, dlogits, forward);
     }
+    // Where the backend's optimizer can unscale a 16-bit gradient as it reads it, and nothing
+    // else reads the fp32 copies (no clipping, no ranks averaging them), those copies are not
+    // written at all: a null entry has the unscaling pass only measure its gradient.
+    const bool leaveScaled =
+        backend.unscalesInOptimizer() && !m_ranks && m_config.optimizer.gradClipNorm == 0.0f;
     std::vector<const Tensor*> grads;
     std::vector<Tensor*> fp32Grads;
     for (Parameter* p : m_params) {
         grads.push_back(&p->grad);
-        fp32Grads.push_back(&p->fp32Grad);
+        fp32Grads.push_back(leaveScaled && Optimizer::readsScaledGradient(*p) ? nullptr : &p->fp32Grad);
     }
     // Data parallel, all-reduce in the compute type: the scaled gradients are averaged as they
     // are, so the finite check below sees what the 16-bit sum did.
@@ -66,7 +71,7 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
     for (auto& [buffer, snapshot] : m_bufferSnapshots)
         backend.copyIfSkipped(snapshot, *buffer, m_scalars);
     backend.clipGradNorm(fp32Grads, m_scalars, m_config.optimizer.gradClipNorm, fusedNorm);
-    m_optimizer.queueStep(backend, m_params, m_scalars);
+    m_optimizer.queueStep(backend, m_params, m_scalars, leaveScaled);
     backend.updateLossScale(m_scalars, m_scaler.rule());
 }
 

@@ -113,6 +113,7 @@ public:
                                StepScalars& scalars, bool fusedNorm = false) override;
     void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm,
                       bool fusedNorm = false) override;
+    bool unscalesInOptimizer() const override { return true; }
     void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;
     void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
     void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
@@ -133,10 +134,11 @@ private:
     // Accumulated in double.
     double sumOfSquares(std::span<const Tensor* const> tensors);
     void scaleInPlace(std::span<Tensor* const> tensors, float factor);
-    void sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr);
+    // `invScale`: what a slot's scaledGrad is multiplied by as it is read.
+    void sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr, float invScale);
     // Adam with the bias corrections given (1 - beta^t), however they were computed.
     void adamUpdate(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, float correction1,
-                    float correction2);
+                    float correction2, float invScale);
 
     int m_threads;
     cpu::CpuKernelPlan m_plan;

@@ -19,6 +19,37 @@ namespace {
 // way in or out is still in L1/L2 when the arithmetic reaches it.
 constexpr std::int64_t kStepBlock = 4096;
 
+// The gradient an update reads, block by block: the fp32 one where it lies, or a slot's
+// scaledGrad widened into this thread's `scratch` (one block) and unscaled there, the values
+// unscaleAndCheckFinite would have stored. Unscaled in a loop of its own, so that the compiler
+// cannot contract the multiplication into the update's arithmetic and change its rounding.
+struct GradientSource {
+    const OptimizerSlot& slot;
+    float invScale;
+
+    // The gradient's values [begin, end), from index 0.
+    const float* block(std::int64_t begin, std::int64_t end, float* scratch) const
+    {
+        if (!slot.scaledGrad)
+            return slot.grad->f32() + begin;
+        const auto count = static_cast<std::size_t>(end - begin);
+        widenToFloat(slot.scaledGrad->u16() + begin, slot.scaledGrad->dtype(), scratch, count);
+        const float factor = invScale;
+#pragma omp simd
+        for (std::size_t i = 0; i < count; ++i)
+            scratch[i] *= factor;
+        return scratch;
+    }
+};
+
+void checkGradient(const OptimizerSlot& slot)
+{
+    if (slot.scaledGrad)
+        MANTISSA_ASSERT(slot.scaledGrad->dtype() != DType::F32 && slot.scaledGrad->numel() == slot.master->numel());
+    else
+        MANTISSA_ASSERT(slot.grad->dtype() == DType::F32);
+}
+
 } // namespace
 
 int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
@@ -30,10 +61,12 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
     double allSquares = 0;
     for (std::size_t t = 0; t < grads.size(); ++t) {
         const Tensor& in = *grads[t];
-        Tensor& out = *fp32Grads[t];
-        MANTISSA_ASSERT(out.dtype() == DType::F32 && out.numel() == in.numel());
-        float* g = out.f32();
-        const auto n = out.numel();
+        // No fp32 copy wanted (the optimizer unscales this one as it reads it): each block is
+        // widened into a scratch block, measured there and dropped.
+        Tensor* out = fp32Grads[t];
+        MANTISSA_ASSERT(out ? out->dtype() == DType::F32 && out->numel() == in.numel() : in.dtype() != DType::F32);
+        float* g = out ? out->f32() : nullptr;
+        const auto n = in.numel();
         float tensorMax = 0;
         // x * 0 is 0 for every finite x and NaN for inf or NaN, so one sum flags them all;
         // unlike a short-circuit test it vectorises. std::max(m, NaN) keeps m, so NaNs are
@@ -50,6 +83,18 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
         for (std::int64_t b = 0; b < blocks; ++b) {
             const std::int64_t begin = b * kStepBlock;
             const std::int64_t end = std::min(n, begin + kStepBlock);
+            if (!out) {
+                float scratch[kStepBlock];
+                widenToFloat(in.u16() + begin, in.dtype(), scratch, static_cast<std::size_t>(end - begin));
+#pragma omp simd reduction(+ : nonFiniteProbe, tensorSquares) reduction(max : tensorMax)
+                for (std::int64_t i = 0; i < end - begin; ++i) {
+                    const float v = scratch[i] * invScale;
+                    nonFiniteProbe += v * 0.0f;
+                    tensorMax = std::max(tensorMax, std::fabs(v));
+                    tensorSquares += static_cast<double>(v) * v;
+                }
+                continue;
+            }
             const float* src = in.dtype() == DType::F32 ? in.f32() : g;
             if (in.dtype() != DType::F32)
                 widenToFloat(in.u16() + begin, in.dtype(), g + begin, static_cast<std::size_t>(end - begin));
@@ -113,12 +158,12 @@ void CpuBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
     }
 }
 
-void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr)
+void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr, float invScale)
 {
     for (const OptimizerSlot& slot : slots) {
-        MANTISSA_ASSERT(slot.grad->dtype() == DType::F32);
+        checkGradient(slot);
         cpu::FloatOutput w(*slot.master, true);
-        const float* g = slot.grad->f32();
+        const GradientSource gradient{slot, invScale};
         const float decay = slot.decay ? s.weightDecay : 0.0f;
         const bool useMomentum = s.momentum != 0.0f;
         std::optional<cpu::FloatOutput> buf;
@@ -141,9 +186,11 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
         for (std::int64_t b = 0; b < blocks; ++b) {
             const std::int64_t begin = b * kStepBlock;
             const std::int64_t end = std::min(n, begin + kStepBlock);
+            float scratch[kStepBlock];
+            const float* g = gradient.block(begin, end, scratch);
 #pragma omp simd
             for (std::int64_t i = begin; i < end; ++i) {
-                float d = g[i] + decay * pw[i];
+                float d = g[i - begin] + decay * pw[i];
                 if (useMomentum) {
                     pb[i] = momentum * pb[i] + d;
                     d = nesterov ? d + momentum * pb[i] : pb[i];
@@ -163,31 +210,38 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
 }
 
 void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, float correction1,
-                            float correction2)
+                            float correction2, float invScale)
 {
     for (const OptimizerSlot& slot : slots) {
-        MANTISSA_ASSERT(slot.grad->dtype() == DType::F32);
+        checkGradient(slot);
+        const GradientSource gradient{slot, invScale};
         cpu::FloatOutput w(*slot.master, true);
         cpu::FloatOutput m(*slot.state1, true);
         cpu::FloatOutput v(*slot.state2, true);
-        const float* g = slot.grad->f32();
         const float decay = slot.decay ? s.weightDecay : 0.0f;
         float* pw = w.data();
         float* pm = m.data();
         float* pv = v.data();
         const auto n = static_cast<std::int64_t>(w.size());
+        const std::int64_t blocks = (n + kStepBlock - 1) / kStepBlock;
 #pragma omp parallel for schedule(static) if (n > 65536)
-        for (std::int64_t i = 0; i < n; ++i) {
-            float gi = g[i];
-            if (s.decoupledDecay)
-                pw[i] -= lr * decay * pw[i];
-            else
-                gi += decay * pw[i];
-            pm[i] = s.beta1 * pm[i] + (1.0f - s.beta1) * gi;
-            pv[i] = s.beta2 * pv[i] + (1.0f - s.beta2) * gi * gi;
-            const float mHat = pm[i] / correction1;
-            const float vHat = pv[i] / correction2;
-            pw[i] -= lr * mHat / (std::sqrt(vHat) + s.epsilon);
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const std::int64_t begin = b * kStepBlock;
+            const std::int64_t end = std::min(n, begin + kStepBlock);
+            float scratch[kStepBlock];
+            const float* g = gradient.block(begin, end, scratch);
+            for (std::int64_t i = begin; i < end; ++i) {
+                float gi = g[i - begin];
+                if (s.decoupledDecay)
+                    pw[i] -= lr * decay * pw[i];
+                else
+                    gi += decay * pw[i];
+                pm[i] = s.beta1 * pm[i] + (1.0f - s.beta1) * gi;
+                pv[i] = s.beta2 * pv[i] + (1.0f - s.beta2) * gi * gi;
+                const float mHat = pm[i] / correction1;
+                const float vHat = pv[i] / correction2;
+                pw[i] -= lr * mHat / (std::sqrt(vHat) + s.epsilon);
+            }
         }
         w.commit();
         m.commit();

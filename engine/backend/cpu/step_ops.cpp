@@ -69,6 +69,9 @@ void CpuBackend::clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& s
         return;
     }
     float norm = at(scalars.state, StepState::GradNorm);
+    // A gradient left scaled (a null entry, Backend::unscaleAndCheckFinite) cannot be clipped.
+    MANTISSA_ASSERT(std::ranges::none_of(fp32Grads, [](const Tensor* t) { return t == nullptr; }) ||
+                    (fusedNorm && maxNorm == 0));
     if (!fusedNorm) {
         const std::vector<const Tensor*> grads(fp32Grads.begin(), fp32Grads.end());
         norm = static_cast<float>(std::sqrt(sumOfSquares(grads)));
@@ -82,7 +85,7 @@ void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings
 {
     checkScalars(scalars);
     if (!skipped(scalars))
-        sgdUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate));
+        sgdUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate), 1.0f / at(scalars.state, StepState::LossScale));
 }
 
 void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars)
@@ -90,7 +93,8 @@ void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettin
     checkScalars(scalars);
     if (!skipped(scalars))
         adamUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate),
-                   at(scalars.inputs, StepInput::AdamCorrection1), at(scalars.inputs, StepInput::AdamCorrection2));
+                   at(scalars.inputs, StepInput::AdamCorrection1), at(scalars.inputs, StepInput::AdamCorrection2),
+                   1.0f / at(scalars.state, StepState::LossScale));
 }
 
 void CpuBackend::updateLossScale(StepScalars& scalars, const ScaleRule& rule)
