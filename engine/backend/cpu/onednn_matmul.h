@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 namespace mantissa::cpu {
 
@@ -42,10 +43,17 @@ private:
     struct ShapeHash {
         std::size_t operator()(const MatmulShape& s) const;
     };
-    dnnl::matmul& primitive(const MatmulShape& shape);
+    // A primitive, and the row length it reads B's rows at: n, or more where B is copied into
+    // padded rows first (paddedRowsOfB).
+    struct Prepared {
+        dnnl::matmul matmul;
+        std::int64_t rowOfB = 0;
+    };
+    Prepared& primitive(const MatmulShape& shape);
 
     OneDnnRuntime& m_runtime;
-    std::unordered_map<MatmulShape, dnnl::matmul, ShapeHash> m_primitives;
+    std::unordered_map<MatmulShape, Prepared, ShapeHash> m_primitives;
+    std::vector<unsigned char> m_paddedB; // B in padded rows; only grows
 };
 
 } // namespace mantissa::cpu
