@@ -71,7 +71,8 @@ int main(int argc, char** argv)
         {"fc1 weight grad", Transpose::Yes, Transpose::No, 1024, 784, 128, 1, 1},
     };
     std::mt19937 rng(7);
-    std::printf("| product | m x n x k | bf16 GEMM (us) | block-scaled (us) | ratio |\n| --- | --- | --- | --- | --- |\n");
+    std::printf(
+        "| product | m x n x k | bf16 GEMM (us) | block-scaled (us) | ratio |\n| --- | --- | --- | --- | --- |\n");
     double plainTotal = 0, scaledTotal = 0;
     for (const ProductShape& s : shapes) {
         const Tensor a = randomTensor(s.m * s.k, rng), b = randomTensor(s.k * s.n, rng);

@@ -42,8 +42,7 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
     // Where the backend's optimizer can unscale a 16-bit gradient as it reads it, and nothing
     // else reads the fp32 copies (no clipping, no ranks averaging them), those copies are not
     // written at all: a null entry has the unscaling pass only measure its gradient.
-    const bool leaveScaled =
-        backend.unscalesInOptimizer() && !m_ranks && m_config.optimizer.gradClipNorm == 0.0f;
+    const bool leaveScaled = backend.unscalesInOptimizer() && !m_ranks && m_config.optimizer.gradClipNorm == 0.0f;
     std::vector<const Tensor*> grads;
     std::vector<Tensor*> fp32Grads;
     for (Parameter* p : m_params) {

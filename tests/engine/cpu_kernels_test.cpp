@@ -12,6 +12,8 @@
 #include "run_comparison.h"
 #include "small_run_config.h"
 
+#include "random_tensor.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <vector>
 
 using namespace mantissa;
+using mantissa::test_support::randomValues;
 
 namespace {
 
@@ -35,16 +38,6 @@ bool nativeBf16Here() { return cpu::planCpuKernels(CpuKernels::Auto).nativeBf16;
     GTEST_SKIP() << "no native bf16 kernels here: " << cpu::planCpuKernels(CpuKernels::Auto).bf16Path
 
 std::unique_ptr<Backend> backendWith(CpuKernels kernels) { return makeCpuBackend(CpuOptions{2, kernels}); }
-
-std::vector<float> randomValues(std::size_t n, std::uint32_t seed, float scale = 1.0f)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = dist(rng);
-    return v;
-}
 
 Tensor upload(Backend& b, const std::vector<float>& values, const Shape& shape, DType type)
 {

@@ -78,9 +78,9 @@ void check(Backend& backend, const Product& p, bool integers, bool withBias)
                 magnitude += std::abs(term);
             }
             const float value = got[static_cast<std::size_t>(i * p.n + j)];
-            const bool ok = integers ? std::bit_cast<std::uint32_t>(value) ==
-                                           std::bit_cast<std::uint32_t>(static_cast<float>(sum))
-                                     : std::abs(value - sum) <= (p.k + 1) * std::ldexp(1.0, -24) * magnitude;
+            const bool ok =
+                integers ? std::bit_cast<std::uint32_t>(value) == std::bit_cast<std::uint32_t>(static_cast<float>(sum))
+                         : std::abs(value - sum) <= (p.k + 1) * std::ldexp(1.0, -24) * magnitude;
             if (!ok && ++wrong <= 3)
                 ADD_FAILURE() << "C[" << i << ", " << j << "] = " << value << ", the sum is " << sum;
         }
@@ -94,9 +94,10 @@ TEST(MatmulRowPadding, RowsOfBThatAliasAreCopiedWhereGemmJitRunsAndTheProductsAr
     auto backend = makeCpuBackend(2);
     // B's rows 4 KiB, 2 KiB and 8 KiB apart (copied on gemm:jit), 3 KiB apart (not), a B read
     // transposed (its rows are K-contiguous: never copied), and an A read transposed.
-    const Product products[] = {{Transpose::No, Transpose::No, 128, 1024, 1024}, {Transpose::No, Transpose::No, 37, 512, 200},
-                                {Transpose::No, Transpose::No, 16, 2048, 64},    {Transpose::No, Transpose::No, 64, 768, 300},
-                                {Transpose::No, Transpose::Yes, 64, 1024, 256},  {Transpose::Yes, Transpose::No, 256, 1024, 128}};
+    const Product products[] = {
+        {Transpose::No, Transpose::No, 128, 1024, 1024}, {Transpose::No, Transpose::No, 37, 512, 200},
+        {Transpose::No, Transpose::No, 16, 2048, 64},    {Transpose::No, Transpose::No, 64, 768, 300},
+        {Transpose::No, Transpose::Yes, 64, 1024, 256},  {Transpose::Yes, Transpose::No, 256, 1024, 128}};
     for (const Product& p : products)
         for (const bool integers : {true, false})
             for (const bool withBias : {false, true})

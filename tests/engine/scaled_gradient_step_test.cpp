@@ -12,6 +12,8 @@
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 
+#include "random_tensor.h"
+
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -22,6 +24,7 @@
 #include <vector>
 
 using namespace mantissa;
+using mantissa::test_support::randomValues;
 
 namespace {
 
@@ -31,16 +34,6 @@ std::vector<std::uint32_t> bitsOf(const Tensor& t)
     for (float v : t.toFloats())
         out.push_back(std::bit_cast<std::uint32_t>(v));
     return out;
-}
-
-std::vector<float> randomValues(std::size_t n, unsigned seed, float scale)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = dist(rng);
-    return v;
 }
 
 // One parameter of `n` values with its 16-bit working copy and gradient, on `backend`.
@@ -227,10 +220,11 @@ RunConfig trainingConfig(const std::string& mode, const std::string& optimizer, 
         {"type": "linear", "units": 32, "activation": "relu"}, {"type": "linear", "units": 4}]},
       "data": {"dataset": "synthetic", "synthetic_shape": [1, 8, 8], "synthetic_classes": 4,
                "synthetic_train": 512, "synthetic_test": 128},
-      "optimizer": {"type": ")" + optimizer + R"(", "lr": 0.01, "momentum": )" +
-                             (optimizer == "sgd" ? "0.9" : "0") + R"(, "weight_decay": 0.001, "grad_clip_norm": )" +
-                             std::to_string(clipNorm) + R"(},
-      "precision": {"mode": ")" + mode +
+      "optimizer": {"type": ")" +
+                             optimizer + R"(", "lr": 0.01, "momentum": )" + (optimizer == "sgd" ? "0.9" : "0") +
+                             R"(, "weight_decay": 0.001, "grad_clip_norm": )" + std::to_string(clipNorm) + R"(},
+      "precision": {"mode": ")" +
+                             mode +
                              R"(", "loss_scale": {"type": "dynamic", "initial": 16777216, "growth_interval": 8}},
       "training": {"batch_size": 32, "epochs": 2, "seed": 3, "threads": 2, "graphs": ")" +
                              graphs + R"("}

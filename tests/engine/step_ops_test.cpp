@@ -8,6 +8,8 @@
 #include "engine/precision/loss_scaler.h"
 #include "engine/util/check.h"
 
+#include "random_tensor.h"
+
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -15,6 +17,7 @@
 #include <random>
 
 using namespace mantissa;
+using mantissa::test_support::randomValues;
 
 namespace {
 
@@ -38,16 +41,6 @@ struct Fixture {
 Tensor tensorOf(const std::vector<float>& values, DType dtype = DType::F32)
 {
     return Tensor::fromFloats({static_cast<std::int64_t>(values.size())}, values, dtype);
-}
-
-std::vector<float> randomValues(std::size_t n, unsigned seed, float scale = 1.0f)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = dist(rng);
-    return v;
 }
 
 std::uint32_t bits(float v) { return std::bit_cast<std::uint32_t>(v); }

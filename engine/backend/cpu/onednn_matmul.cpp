@@ -4,8 +4,8 @@
 
 #include <bit>
 #include <cstring>
-#include <string>
 #include <functional>
+#include <string>
 
 namespace mantissa::cpu {
 
@@ -85,9 +85,9 @@ OneDnnMatmul::Prepared& OneDnnMatmul::primitive(const MatmulShape& s)
     try {
         const auto describe = [&](std::int64_t rowOfB) {
             const auto [a, b, c] = operandDescs(s, rowOfB);
-            const auto desc =
-                s.rowBias ? dnnl::matmul::desc(a, b, dnnl::memory::desc(dims{1, s.n}, dt::f32, dims{s.n, 1}), c)
-                          : dnnl::matmul::desc(a, b, c);
+            const auto desc = s.rowBias
+                                  ? dnnl::matmul::desc(a, b, dnnl::memory::desc(dims{1, s.n}, dt::f32, dims{s.n, 1}), c)
+                                  : dnnl::matmul::desc(a, b, c);
             return dnnl::matmul::primitive_desc(desc, attr, m_runtime.engine());
         };
         dnnl::matmul::primitive_desc pd = describe(0);

@@ -85,7 +85,8 @@ void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings
 {
     checkScalars(scalars);
     if (!skipped(scalars))
-        sgdUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate), 1.0f / at(scalars.state, StepState::LossScale));
+        sgdUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate),
+                  1.0f / at(scalars.state, StepState::LossScale));
 }
 
 void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars)
