@@ -61,8 +61,7 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
     double allSquares = 0;
     for (std::size_t t = 0; t < grads.size(); ++t) {
         const Tensor& in = *grads[t];
-        // No fp32 copy wanted (the optimizer unscales this one as it reads it): each block is
-        // widened into a scratch block, measured there and dropped.
+        // Null: no fp32 copy wanted (the optimizer unscales this one as it reads it).
         Tensor* out = fp32Grads[t];
         MANTISSA_ASSERT(out ? out->dtype() == DType::F32 && out->numel() == in.numel() : in.dtype() != DType::F32);
         float* g = out ? out->f32() : nullptr;
@@ -83,34 +82,26 @@ int CpuBackend::unscaleAndFindNonFinite(std::span<const Tensor* const> grads, st
         for (std::int64_t b = 0; b < blocks; ++b) {
             const std::int64_t begin = b * kStepBlock;
             const std::int64_t end = std::min(n, begin + kStepBlock);
-            if (!out) {
-                float scratch[kStepBlock];
-                widenToFloat(in.u16() + begin, in.dtype(), scratch, static_cast<std::size_t>(end - begin));
+            // The block's unscaled values go to the output, or, where none is wanted, to a
+            // scratch block that is measured and dropped.
+            float scratch[kStepBlock];
+            float* dst = out ? g + begin : scratch;
+            const float* src = in.dtype() == DType::F32 ? in.f32() + begin : dst;
+            if (in.dtype() != DType::F32)
+                widenToFloat(in.u16() + begin, in.dtype(), dst, static_cast<std::size_t>(end - begin));
+            if (src == dst && invScale == 1.0f) { // already the unscaled values where they belong: only read them
 #pragma omp simd reduction(+ : nonFiniteProbe, tensorSquares) reduction(max : tensorMax)
                 for (std::int64_t i = 0; i < end - begin; ++i) {
-                    const float v = scratch[i] * invScale;
-                    nonFiniteProbe += v * 0.0f;
-                    tensorMax = std::max(tensorMax, std::fabs(v));
-                    tensorSquares += static_cast<double>(v) * v;
-                }
-                continue;
-            }
-            const float* src = in.dtype() == DType::F32 ? in.f32() : g;
-            if (in.dtype() != DType::F32)
-                widenToFloat(in.u16() + begin, in.dtype(), g + begin, static_cast<std::size_t>(end - begin));
-            if (src == g && invScale == 1.0f) { // an fp32 gradient unscaled in place by 1: only read it
-#pragma omp simd reduction(+ : nonFiniteProbe, tensorSquares) reduction(max : tensorMax)
-                for (std::int64_t i = begin; i < end; ++i) {
-                    nonFiniteProbe += g[i] * 0.0f;
-                    tensorMax = std::max(tensorMax, std::fabs(g[i]));
-                    tensorSquares += static_cast<double>(g[i]) * g[i];
+                    nonFiniteProbe += dst[i] * 0.0f;
+                    tensorMax = std::max(tensorMax, std::fabs(dst[i]));
+                    tensorSquares += static_cast<double>(dst[i]) * dst[i];
                 }
                 continue;
             }
 #pragma omp simd reduction(+ : nonFiniteProbe, tensorSquares) reduction(max : tensorMax)
-            for (std::int64_t i = begin; i < end; ++i) {
+            for (std::int64_t i = 0; i < end - begin; ++i) {
                 const float v = src[i] * invScale;
-                g[i] = v;
+                dst[i] = v;
                 nonFiniteProbe += v * 0.0f;
                 tensorMax = std::max(tensorMax, std::fabs(v));
                 tensorSquares += static_cast<double>(v) * v;

@@ -44,7 +44,7 @@ private:
         std::size_t operator()(const MatmulShape& s) const;
     };
     // A primitive, and the row length it reads B's rows at: n, or more where B is copied into
-    // padded rows first (paddedRowsOfB).
+    // padded rows first (onednn_matmul.cpp, aliasingRows).
     struct Prepared {
         dnnl::matmul matmul;
         std::int64_t rowOfB = 0;
