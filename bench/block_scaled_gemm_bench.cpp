@@ -3,7 +3,8 @@
 // and adding them up scaled, apart from the quantisation (issue 17's throughput target). The
 // two are alternated in one process so that a busy shared machine slows both alike.
 //
-//   block_scaled_gemm_bench [ROUNDS]   (default 200)
+//   block_scaled_gemm_bench [ROUNDS [PRODUCT]]   (default 200 rounds; PRODUCT: only the products whose
+//                                                name contains it, e.g. "weight grad")
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu_options.h"
 
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -59,6 +61,7 @@ double seconds(const auto& run)
 int main(int argc, char** argv)
 {
     const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
+    const char* only = argc > 2 ? argv[2] : "";
     auto backend = makeCpuBackend(CpuOptions{});
     std::printf("backend: %s\n", backend->name().c_str());
     // The mlp preset's block-scaled products (784-1024-1024-10, batch 128): forward x W^T,
@@ -75,6 +78,8 @@ int main(int argc, char** argv)
         "| product | m x n x k | bf16 GEMM (us) | block-scaled (us) | ratio |\n| --- | --- | --- | --- | --- |\n");
     double plainTotal = 0, scaledTotal = 0;
     for (const ProductShape& s : shapes) {
+        if (std::strstr(s.name, only) == nullptr)
+            continue;
         const Tensor a = randomTensor(s.m * s.k, rng), b = randomTensor(s.k * s.n, rng);
         Tensor plainOut = backend->empty({s.m, s.n}, DType::BF16), scaledOut = backend->empty({s.m, s.n}, DType::BF16);
         const OperandBlockScales scales{scalesFor(s.m, s.k, s.groupA, rng), scalesFor(s.n, s.k, s.groupB, rng)};

@@ -6,6 +6,9 @@
 // the native bf16 kernels and the emulated (fp32) ones, and through a linear layer's three
 // GEMMs under the recipe against the block quantiser's own elements and scales.
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/block_scaled_bf16_kernel.h"
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/onednn_runtime.h"
 #include "engine/model/gemm_inputs.h"
 #include "engine/model/layers/linear.h"
 #include "engine/numerics/block_quantizer.h"
@@ -17,7 +20,9 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <utility>
 
 using namespace mantissa;
 
@@ -137,10 +142,20 @@ struct Case {
 // less than one. Each operand either K-contiguous (packed chunk by chunk) or K-major (its
 // chunks read where they lie), with and without a short last chunk, and both ways round.
 const Case kCases[] = {
-    {Transpose::No, Transpose::Yes, 40, 136, 300}, {Transpose::Yes, Transpose::No, 136, 72, 256},
-    {Transpose::Yes, Transpose::No, 40, 72, 300},  {Transpose::No, Transpose::No, 24, 160, 400},
-    {Transpose::Yes, Transpose::Yes, 16, 48, 264}, {Transpose::No, Transpose::No, 24, 160, 128},
-    {Transpose::No, Transpose::No, 33, 40, 100},   {Transpose::No, Transpose::Yes, 8, 264, 1},
+    {Transpose::No, Transpose::Yes, 40, 136, 300},
+    {Transpose::Yes, Transpose::No, 136, 72, 256},
+    {Transpose::Yes, Transpose::No, 40, 72, 300},
+    {Transpose::No, Transpose::No, 24, 160, 400},
+    {Transpose::Yes, Transpose::Yes, 16, 48, 264},
+    {Transpose::No, Transpose::No, 24, 160, 128},
+    {Transpose::No, Transpose::No, 33, 40, 100},
+    {Transpose::No, Transpose::Yes, 8, 264, 1},
+    // An odd K over several chunks (the last K-pair half empty), one row, one column, and
+    // column counts around the own kernel's 64-column panels.
+    {Transpose::No, Transpose::Yes, 13, 65, 257},
+    {Transpose::Yes, Transpose::No, 7, 1, 301},
+    {Transpose::No, Transpose::No, 1, 200, 385},
+    {Transpose::Yes, Transpose::Yes, 19, 64, 511},
 };
 
 void runCase(Backend& backend, const Case& c, bool integers, bool withBias, DType out, std::vector<float>& got,
@@ -176,19 +191,21 @@ std::string describe(const Case& c)
 // and the result is the reference's bits (fp32 output), or their one rounding to bf16.
 TEST(BlockScaledGemm, GivesThePerChunkScaledSumsBitForBit)
 {
-    for (const CpuKernels kernels : {CpuKernels::Auto, CpuKernels::Emulated}) {
-        auto backend = makeCpuBackend(CpuOptions{1, kernels});
+    for (const auto& [threads, kernels] :
+         {std::pair{1, CpuKernels::Auto}, std::pair{2, CpuKernels::Auto}, std::pair{1, CpuKernels::Emulated}}) {
+        auto backend = makeCpuBackend(CpuOptions{threads, kernels});
         for (const Case& c : kCases)
             for (const bool withBias : {false, true})
-                for (const DType out : {DType::F32, DType::BF16}) {
+                for (const DType out : {DType::F32, DType::BF16, DType::F16}) {
                     SCOPED_TRACE(describe(c) + (withBias ? " bias " : " ") + std::string(dtypeName(out)) +
-                                 (kernels == CpuKernels::Emulated ? " emulated" : " native where the CPU can"));
+                                 (kernels == CpuKernels::Emulated ? " emulated" : " native where the CPU can") +
+                                 ", threads " + std::to_string(threads));
                     std::vector<float> got;
                     Reference want;
                     runCase(*backend, c, true, withBias, out, got, want);
                     ASSERT_EQ(got.size(), want.value.size());
                     for (std::size_t i = 0; i < got.size(); ++i) {
-                        const float expected = out == DType::BF16 ? roundToBf16(want.value[i]) : want.value[i];
+                        const float expected = roundToDType(want.value[i], out);
                         ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(expected))
                             << "element " << i << ": got " << got[i] << ", want " << expected;
                     }
@@ -416,4 +433,70 @@ TEST(BlockScaledGemm, DataGradientReadsTheForwardWeightAgain)
     const GemmOperandValues hybrid = perTensor.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forwardLayout);
     EXPECT_FALSE(
         perTensor.reuse(call, hybrid, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight, dataGradLayout));
+}
+
+// Where the CPU has avx512_bf16 and oneDNN runs its avx512_core_bf16 kernels (not AMX), the
+// native path sums the K-chunks on Mantissa's own kernel, and the run's kernel lines say so
+// once it has run; elsewhere it takes oneDNN's batched products and says nothing of it.
+TEST(BlockScaledGemm, OwnKernelRunsWhereThePlanSaysAndIsNamed)
+{
+    auto backend = makeCpuBackend(CpuOptions{1, CpuKernels::Auto});
+    const auto* cpu = dynamic_cast<CpuBackend*>(backend.get());
+    ASSERT_NE(cpu, nullptr);
+    const cpu::CpuKernelPlan& plan = cpu->kernelPlan();
+    EXPECT_EQ(plan.ownBlockScaledKernel,
+              plan.nativeBf16 && cpu::blockScaledBf16KernelRuns() && cpu::oneDnnIsaName() == "avx512_core_bf16");
+    const std::string kOwn = "block-scaled bf16 GEMM: Mantissa's avx512_bf16 kernel";
+    EXPECT_EQ(backend->kernelPaths().find(kOwn), std::string::npos) << "named before it ran";
+    std::vector<float> got;
+    Reference want;
+    runCase(*backend, {Transpose::No, Transpose::Yes, 16, 64, 300}, true, false, DType::F32, got, want);
+    EXPECT_EQ(backend->kernelPaths().find(kOwn) != std::string::npos, plan.ownBlockScaledKernel)
+        << backend->kernelPaths();
+    if (!plan.ownBlockScaledKernel)
+        GTEST_SKIP() << "this CPU runs oneDNN's kernels for the block-scaled GEMM (" << plan.bf16Path
+                     << "); the own kernel was not exercised";
+}
+
+// A NaN or an infinity among the elements reaches the sums of its own row and column only, as
+// in the reference; every other sum keeps its bits (the own kernel's zero padding and K-pairs
+// never mix a value into another row's or column's sums).
+TEST(BlockScaledGemm, NonFiniteElementsStayInTheirRowAndColumn)
+{
+    for (const int threads : {1, 2}) {
+        auto backend = makeCpuBackend(CpuOptions{threads, CpuKernels::Auto});
+        const std::int64_t m = 14, n = 70, k = 301;
+        RefOperand a = randomOperand(m, k, true, 1, 21);
+        RefOperand b = randomOperand(n, k, true, 128, 22);
+        a.values[static_cast<std::size_t>(3 * k + 300)] = std::numeric_limits<float>::quiet_NaN(); // the last, odd K
+        b.values[static_cast<std::size_t>(65 * k + 5)] = std::numeric_limits<float>::infinity();   // second panel
+        for (std::int64_t i = 0; i < m; ++i) // no 0 x infinity: every row's sum in column 65 is infinite
+            a.values[static_cast<std::size_t>(i * k + 5)] = i % 2 == 0 ? 3.0f : -2.0f;
+        for (const auto& [ta, tb] :
+             {std::pair{Transpose::No, Transpose::Yes}, std::pair{Transpose::Yes, Transpose::No}}) {
+            SCOPED_TRACE("threads " + std::to_string(threads) + (ta == Transpose::Yes ? " TN" : " NT"));
+            const Tensor tensorA = Tensor::fromFloats(ta == Transpose::No ? Shape({m, k}) : Shape({k, m}),
+                                                      layOut(a, ta == Transpose::Yes), DType::BF16);
+            const Tensor tensorB = Tensor::fromFloats(tb == Transpose::No ? Shape({k, n}) : Shape({n, k}),
+                                                      layOut(b, tb == Transpose::No), DType::BF16);
+            Tensor result = backend->empty({m, n}, DType::F32);
+            backend->gemmBlockScaled(ta, tb, m, n, k, tensorA, tensorB, nullptr, result,
+                                     {blockScales(a, 1), blockScales(b, 128)});
+            const std::vector<float> got = result.toFloats();
+            const Reference want = reference(a, b, nullptr);
+            for (std::int64_t i = 0; i < m; ++i)
+                for (std::int64_t j = 0; j < n; ++j) {
+                    const std::size_t at = static_cast<std::size_t>(i * n + j);
+                    if (i == 3)
+                        ASSERT_TRUE(std::isnan(got[at])) << "row 3, column " << j << ": " << got[at];
+                    else if (j == 65)
+                        ASSERT_TRUE(std::isinf(got[at]) && std::isinf(want.value[at]) &&
+                                    std::signbit(got[at]) == std::signbit(want.value[at]))
+                            << "row " << i << ", column 65: got " << got[at] << ", reference " << want.value[at];
+                    else
+                        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[at]), std::bit_cast<std::uint32_t>(want.value[at]))
+                            << "row " << i << ", column " << j;
+                }
+        }
+    }
 }

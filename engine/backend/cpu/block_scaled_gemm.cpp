@@ -5,6 +5,7 @@
 // scales and adds the chunks up in order. The whole chunks run as one batched oneDNN matmul
 // (K-contiguous operands packed chunk by chunk first, K-major ones read where they lie), the
 // short last chunk as one more.
+#include "engine/backend/cpu/block_scaled_bf16_kernel.h"
 #include "engine/backend/cpu/block_scaled_gemm_sum.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
@@ -119,6 +120,13 @@ void CpuBackend::gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std
         chunks > 0 ? chunkScales(scales.b) : cpu::ChunkScales{}; // K = 0: no scales to read
     const float* biasData = fbias ? fbias->data() : nullptr;
     const cpu::ChunkSumOutput out{c.data(), c.dtype()};
+    if (native && m_plan.ownBlockScaledKernel && chunk % 2 == 0 && k > 0) {
+        cpu::blockScaledBf16Gemm(m, n, k, chunk, {static_cast<const std::uint16_t*>(fa.data()), ta == Transpose::Yes},
+                                 {static_cast<const std::uint16_t*>(fb.data()), tb == Transpose::No}, scalesA, scalesB,
+                                 biasData, out, m_blockScaledScratch);
+        m_ownBlockScaledKernelUsed = true;
+        return;
+    }
     if (chunks <= 1) {
         // One chunk (or K = 0, every sum 0): the product straight into an fp32 output's buffer,
         // scaled there in place.

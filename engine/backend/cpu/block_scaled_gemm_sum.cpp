@@ -14,21 +14,14 @@ namespace {
 // Below this many values one thread does it all: waking the team costs more than it saves.
 constexpr std::int64_t kParallelFrom = std::int64_t{1} << 15;
 
-float scaleAt(const ChunkScales& s, std::int64_t c, std::int64_t i)
-{
-    return s.data ? s.data[c * s.chunkStride + i / s.group * s.indexStride] : 1.0f;
-}
+} // namespace
 
-// b's scales as one contiguous row of n per chunk, so that the inner loop reads them as it
-// reads the partial sums; filled a group at a time (no division per value).
-void scaleRows(const ChunkScales& b, std::int64_t chunks, std::int64_t n, float* rows)
+void chunkScaleRows(const ChunkScales& b, std::int64_t chunks, std::int64_t n, std::int64_t rowStride, float* rows)
 {
     for (std::int64_t c = 0; c < chunks; ++c)
         for (std::int64_t j0 = 0; j0 < n; j0 += b.group)
-            std::fill_n(rows + c * n + j0, std::min(b.group, n - j0), scaleAt(b, c, j0));
+            std::fill_n(rows + c * rowStride + j0, std::min(b.group, n - j0), chunkScaleAt(b, c, j0));
 }
-
-} // namespace
 
 void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m, std::int64_t n, ChunkScales a,
                      ChunkScales b, const float* bias, ChunkSumOutput out)
@@ -36,7 +29,7 @@ void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m,
     thread_local std::vector<float> scalesOfB;
     if (scalesOfB.size() < static_cast<std::size_t>(chunks * n))
         scalesOfB.resize(static_cast<std::size_t>(chunks * n));
-    scaleRows(b, chunks, n, scalesOfB.data());
+    chunkScaleRows(b, chunks, n, n, scalesOfB.data());
     const float* scalesB = scalesOfB.data();
     const bool narrow = out.type != DType::F32;
 #pragma omp parallel for schedule(static) if (chunks * m * n >= kParallelFrom)
@@ -48,7 +41,7 @@ void sumScaledChunks(const float* partials, std::int64_t chunks, std::int64_t m,
             rowSums.resize(static_cast<std::size_t>(n));
         float* row = narrow ? rowSums.data() : static_cast<float*>(out.data) + i * n;
         for (std::int64_t c = 0; c < chunks; ++c) {
-            const float scaleA = scaleAt(a, c, i);
+            const float scaleA = chunkScaleAt(a, c, i);
             const float* p = partials + (c * m + i) * n;
             const float* sb = scalesB + c * n;
             // Chunk 0 starts the sum from 0, reading its partial sum before writing the same

@@ -16,6 +16,15 @@ struct ChunkScales {
     std::int64_t group = 1, chunkStride = 0, indexStride = 0;
 };
 
+// The scale of K-chunk c at index i.
+inline float chunkScaleAt(const ChunkScales& s, std::int64_t c, std::int64_t i)
+{
+    return s.data ? s.data[c * s.chunkStride + i / s.group * s.indexStride] : 1.0f;
+}
+// b's scales as one row of n per chunk (row c at rows + c * rowStride), so that an inner loop
+// reads them as it reads the partial sums; filled a group at a time (no division per value).
+void chunkScaleRows(const ChunkScales& b, std::int64_t chunks, std::int64_t n, std::int64_t rowStride, float* rows);
+
 // Where the sums go: [m, n] fp32 values at `data`, or, with a 16-bit `type`, [m, n] values of
 // that type, each row rounded as soon as it is summed (the bits narrowFromFloat gives), so that
 // no fp32 copy of the whole output crosses memory.

@@ -63,7 +63,10 @@ std::string CpuBackend::kernelPaths() const
 {
     std::string used = m_onednn->implementations();
     return "bf16: " + m_plan.bf16Path + "\nfp16: " + m_plan.fp16Path + "\nOpenMP waits: " + cpu::openMpWaitPolicy() +
-           (used.empty() ? std::string() : "\noneDNN kernels used: " + used);
+           (used.empty() ? std::string() : "\noneDNN kernels used: " + used) +
+           (m_ownBlockScaledKernelUsed
+                ? "\nblock-scaled bf16 GEMM: Mantissa's avx512_bf16 kernel (K-chunk sums promoted from registers)"
+                : "");
 }
 
 bool CpuBackend::supports(Op, DType) const

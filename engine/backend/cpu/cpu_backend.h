@@ -5,6 +5,7 @@
 // and the native kernels are tested against.
 // Its member functions are defined across one file per op family in this folder.
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/block_scaled_bf16_kernel.h"
 #include "engine/backend/cpu/cpu_kernel_plan.h"
 #include "engine/backend/cpu_options.h"
 
@@ -147,6 +148,8 @@ private:
     // gemmBlockScaled's per-chunk sums and chunk-packed operands, kept between calls.
     std::vector<float> m_blockPartials;
     std::vector<unsigned char> m_packedA, m_packedB;
+    cpu::BlockScaledScratch m_blockScaledScratch; // the own kernel's (m_plan.ownBlockScaledKernel)
+    bool m_ownBlockScaledKernelUsed = false;
     std::unique_ptr<cpu::OneDnnConv> m_conv;
     std::unique_ptr<cpu::OneDnnGelu> m_gelu;
     std::unique_ptr<cpu::OneDnnSoftmax> m_softmax;

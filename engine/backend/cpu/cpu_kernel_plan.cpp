@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/cpu_kernel_plan.h"
 
+#include "engine/backend/cpu/block_scaled_bf16_kernel.h"
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/onednn_runtime.h"
 #include "engine/util/check.h"
@@ -17,6 +18,7 @@ CpuKernelPlan planCpuKernels(CpuKernels requested)
     } else if (bf16Available) {
         plan.nativeBf16 = true;
         plan.bf16Path = "native: oneDNN " + oneDnnIsaName() + ", bf16 products accumulated in fp32";
+        plan.ownBlockScaledKernel = blockScaledBf16KernelRuns() && oneDnnIsaName() == "avx512_core_bf16";
     } else {
         plan.bf16Path = "emulated: bf16 widened to fp32, oneDNN fp32 kernels (no native bf16: oneDNN dispatches to " +
                         oneDnnIsaName() + (cpu.avx512bf16 || cpu.amxBf16 ? ", limited by ONEDNN_MAX_CPU_ISA)" : ")");

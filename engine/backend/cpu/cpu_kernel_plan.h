@@ -13,6 +13,10 @@ struct CpuKernelPlan {
     CpuKernels requested = CpuKernels::Auto;
     bool nativeBf16 = false; // bf16 GEMMs and convolutions on the CPU's bf16 dot products
     bool nativeFp16 = false; // always false today: see fp16Path
+    // The block-scaled GEMM (fp8-block) sums its K-chunks in registers on Mantissa's own
+    // avx512_bf16 kernel (block_scaled_bf16_kernel.h) where bf16 is native and oneDNN has no
+    // AMX to run instead.
+    bool ownBlockScaledKernel = false;
     std::string bf16Path, fp16Path;
 };
 
