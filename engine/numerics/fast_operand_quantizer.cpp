@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 namespace mantissa {
 
@@ -35,7 +37,7 @@ class Kernel {
 public:
     Kernel(const FastOperand& in, const FastOperandOutput& out, const QuantFormat& format)
         : m_op(in), m_out(out.data), m_blockScales(out.blockScales), m_format(format),
-          m_rounding(fastq::roundingOf(format.element)), m_ops(fastq::simdOps(in.bf16, out.bf16))
+          m_rounding(fastq::roundingOf(format.element)), m_ops(fastq::simdOps(in.bf16, out.bf16)), m_outBf16(out.bf16)
     {}
 
     // NVFP4's per-tensor level, before its blocks: false when the operand is not all finite.
@@ -89,22 +91,39 @@ public:
         return outcome(amax < kInfinityBits, lost);
     }
 
-    // Along with inner 1: rows of k, blocks contiguous.
+    // Along with inner 1: rows of k, blocks contiguous. A work item is a run of up to
+    // kChunk values of one row, its blocks' amaxes, plans and rounding each one call.
     FastResult rows() const
     {
         const std::size_t row = m_op.k, block = m_format.blockSize, perRow = (row + block - 1) / block;
-        const auto items = static_cast<std::int64_t>(m_op.outer * perRow);
+        const std::size_t perItem = std::min(perRow, std::max<std::size_t>(1, kChunk / block));
+        const std::size_t itemsPerRow = (perRow + perItem - 1) / perItem;
+        const auto items = static_cast<std::int64_t>(m_op.outer * itemsPerRow);
         std::uint32_t largest = 0, lost = 0;
 #pragma omp parallel for schedule(static) reduction(max                                                                \
                                                     : largest) reduction(|                                             \
                                                                          : lost) if (m_op.count() >= kParallelFrom)
-        for (std::int64_t b = 0; b < items; ++b) {
-            const std::size_t r = static_cast<std::size_t>(b) / perRow;
-            const std::size_t begin = r * row + static_cast<std::size_t>(b) % perRow * block;
-            const std::size_t length = std::min(block, (r + 1) * row - begin);
-            const std::uint32_t amax = m_ops.amaxBits(m_op.data, begin, length);
-            largest = std::max(largest, amax);
-            lost |= m_ops.round(m_op.data, m_out, begin, length, emitted(blockPlan(amax), b), m_rounding);
+        for (std::int64_t item = 0; item < items; ++item) {
+            const std::size_t r = static_cast<std::size_t>(item) / itemsPerRow;
+            const std::size_t b0 = static_cast<std::size_t>(item) % itemsPerRow * perItem;
+            const std::size_t blocks = std::min(perItem, perRow - b0);
+            const std::size_t begin = r * row + b0 * block, length = std::min(blocks * block, row - b0 * block);
+            thread_local std::vector<std::uint32_t> amax;
+            thread_local std::vector<float> multiplier, scale;
+            if (amax.size() < blocks) {
+                amax.resize(blocks);
+                multiplier.resize(blocks);
+                scale.resize(blocks);
+            }
+            m_ops.amaxBlocks(m_op.data, begin, length, block, amax.data());
+            for (std::size_t b = 0; b < blocks; ++b) {
+                largest = std::max(largest, amax[b]);
+                const Plan plan = emitted(blockPlan(amax[b]), r * perRow + b0 + b);
+                multiplier[b] = plan.multiplier;
+                scale[b] = plan.scale;
+            }
+            lost |=
+                m_ops.roundBlocks(m_op.data, m_out, begin, length, block, multiplier.data(), scale.data(), m_rounding);
         }
         return outcome(largest < kInfinityBits, lost);
     }
@@ -143,24 +162,33 @@ public:
     }
 
     // Around: row r's K runs over (outer, inner) at offsets (a * k + r) * inner + p; a block is
-    // a few contiguous runs of at most `inner` values.
+    // a few contiguous runs of at most `inner` values. A work item gathers up to kChunk values
+    // of a row (whole blocks) into a buffer of its own, quantises their blocks as rows() does,
+    // and scatters the elements back: a block of 32 values spread over short runs is too short
+    // to pay for a call per run.
     FastResult around() const
     {
         const std::size_t rowsCount = m_op.k, inner = m_op.inner, length = m_op.outer * inner;
         const std::size_t block = m_format.blockSize, perRow = (length + block - 1) / block;
-        const auto items = static_cast<std::int64_t>(rowsCount * perRow);
+        const std::size_t perItem = std::min(perRow, std::max<std::size_t>(1, kChunk / block));
+        const std::size_t itemsPerRow = (perRow + perItem - 1) / perItem;
+        const std::size_t inBytes = m_op.bf16 ? 2 : 4, outBytes = m_outBf16 ? 2 : 4;
+        const auto items = static_cast<std::int64_t>(rowsCount * itemsPerRow);
         std::uint32_t largest = 0, lost = 0;
 #pragma omp parallel for schedule(static) reduction(max                                                                \
                                                     : largest) reduction(|                                             \
                                                                          : lost) if (m_op.count() >= kParallelFrom)
         for (std::int64_t item = 0; item < items; ++item) {
-            const std::size_t r = static_cast<std::size_t>(item) / perRow;
-            const std::size_t j0 = static_cast<std::size_t>(item) % perRow * block, j1 = std::min(j0 + block, length);
-            const auto runs = [&](auto&& visit) { // one division per block, not two per run
+            const std::size_t r = static_cast<std::size_t>(item) / itemsPerRow;
+            const std::size_t b0 = static_cast<std::size_t>(item) % itemsPerRow * perItem;
+            const std::size_t blocks = std::min(perItem, perRow - b0);
+            const std::size_t j0 = b0 * block, j1 = std::min(length, j0 + blocks * block);
+            // Visits the runs of [j0, j1) as (offset in the operand, offset in the item, count).
+            const auto runs = [&](auto&& visit) {
                 std::size_t a = j0 / inner, p = j0 % inner;
                 for (std::size_t j = j0; j < j1;) {
                     const std::size_t n = std::min(j1 - j, inner - p);
-                    visit((a * rowsCount + r) * inner + p, n);
+                    visit((a * rowsCount + r) * inner + p, j - j0, n);
                     j += n;
                     p += n;
                     if (p == inner) {
@@ -169,12 +197,34 @@ public:
                     }
                 }
             };
-            std::uint32_t amax = 0;
-            runs([&](std::size_t begin, std::size_t n) { amax = std::max(amax, m_ops.amaxBits(m_op.data, begin, n)); });
-            largest = std::max(largest, amax);
-            const Plan plan = emitted(blockPlan(amax), static_cast<std::size_t>(item));
-            runs([&](std::size_t begin, std::size_t n) {
-                lost |= m_ops.round(m_op.data, m_out, begin, n, plan, m_rounding);
+            thread_local std::vector<unsigned char> gathered, rounded;
+            thread_local std::vector<std::uint32_t> amax;
+            thread_local std::vector<float> multiplier, scale;
+            if (gathered.size() < (j1 - j0) * inBytes)
+                gathered.resize((j1 - j0) * inBytes);
+            if (rounded.size() < (j1 - j0) * outBytes)
+                rounded.resize((j1 - j0) * outBytes);
+            if (amax.size() < blocks) {
+                amax.resize(blocks);
+                multiplier.resize(blocks);
+                scale.resize(blocks);
+            }
+            const auto* in = static_cast<const unsigned char*>(m_op.data);
+            runs([&](std::size_t at, std::size_t local, std::size_t n) {
+                std::memcpy(gathered.data() + local * inBytes, in + at * inBytes, n * inBytes);
+            });
+            m_ops.amaxBlocks(gathered.data(), 0, j1 - j0, block, amax.data());
+            for (std::size_t b = 0; b < blocks; ++b) {
+                largest = std::max(largest, amax[b]);
+                const Plan plan = emitted(blockPlan(amax[b]), r * perRow + b0 + b);
+                multiplier[b] = plan.multiplier;
+                scale[b] = plan.scale;
+            }
+            lost |= m_ops.roundBlocks(gathered.data(), rounded.data(), 0, j1 - j0, block, multiplier.data(),
+                                      scale.data(), m_rounding);
+            auto* out = static_cast<unsigned char*>(m_out);
+            runs([&](std::size_t at, std::size_t local, std::size_t n) {
+                std::memcpy(out + at * outBytes, rounded.data() + local * outBytes, n * outBytes);
             });
         }
         return outcome(largest < kInfinityBits, lost);
@@ -247,6 +297,7 @@ private:
     const QuantFormat& m_format;
     fastq::ElementRounding m_rounding;
     const fastq::SimdOps& m_ops;
+    bool m_outBf16;
     fastq::ElementRounding m_blockScaleRounding = fastq::roundingOf(MiniFloat::E4M3);
     float m_tensorAmax = 0.0f, m_tensorEncodeScale = 1.0f;
 };

@@ -10,6 +10,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+
 #define MANTISSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 namespace mantissa::fastq {
@@ -172,9 +174,44 @@ MANTISSA_AVX512 std::uint32_t roundRows(const void* in, void* out, std::size_t b
     return orLanes(lost);
 }
 
+template <bool InBf16>
+MANTISSA_AVX512 void amaxBlocks(const void* in, std::size_t begin, std::size_t n, std::size_t block,
+                                std::uint32_t* amax)
+{
+    for (std::size_t b = 0, at = 0; at < n; ++b, at += block) {
+        const std::size_t length = std::min(block, n - at);
+        __m512i m = _mm512_setzero_si512();
+        for (std::size_t i = 0; i < length; i += 16) {
+            const __mmask16 mask = tailMask(length - i);
+            m = _mm512_mask_max_epu32(m, mask, m, magnitude(load16<InBf16>(in, begin + at + i, mask)));
+        }
+        amax[b] = _mm512_reduce_max_epu32(m);
+    }
+}
+
 template <bool InBf16, bool OutBf16>
-constexpr SimdOps kOps{amaxBits<InBf16>, amaxLanes<InBf16>,         round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>,
-                       amaxRows<InBf16>, roundRows<InBf16, OutBf16>};
+MANTISSA_AVX512 std::uint32_t roundBlocks(const void* in, void* out, std::size_t begin, std::size_t n,
+                                          std::size_t block, const float* multiplier, const float* scale,
+                                          const ElementRounding& er)
+{
+    const Rounding16 r = rounding16(er);
+    __m512i lost = _mm512_setzero_si512();
+    for (std::size_t b = 0, at = 0; at < n; ++b, at += block) {
+        const std::size_t length = std::min(block, n - at);
+        const __m512 m = _mm512_set1_ps(multiplier[b]), s = _mm512_set1_ps(scale[b]);
+        for (std::size_t i = 0; i < length; i += 16) {
+            const __mmask16 mask = tailMask(length - i);
+            store16<OutBf16>(out, begin + at + i, mask, roundOne16(load16<InBf16>(in, begin + at + i, mask), m, s, r),
+                             lost);
+        }
+    }
+    return orLanes(lost);
+}
+
+template <bool InBf16, bool OutBf16>
+constexpr SimdOps kOps{
+    amaxBits<InBf16>, amaxLanes<InBf16>,          round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>,
+    amaxRows<InBf16>, roundRows<InBf16, OutBf16>, amaxBlocks<InBf16>,     roundBlocks<InBf16, OutBf16>};
 
 } // namespace
 

@@ -96,9 +96,27 @@ std::uint32_t roundRows(const void* in, void* out, std::size_t begin, std::size_
     return lost;
 }
 
+template <bool InBf16>
+void amaxBlocks(const void* in, std::size_t begin, std::size_t n, std::size_t block, std::uint32_t* amax)
+{
+    for (std::size_t b = 0, at = 0; at < n; ++b, at += block)
+        amax[b] = amaxBits<InBf16>(in, begin + at, std::min(block, n - at));
+}
+
 template <bool InBf16, bool OutBf16>
-constexpr SimdOps kOps{amaxBits<InBf16>, amaxLanes<InBf16>,         round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>,
-                       amaxRows<InBf16>, roundRows<InBf16, OutBf16>};
+std::uint32_t roundBlocks(const void* in, void* out, std::size_t begin, std::size_t n, std::size_t block,
+                          const float* multiplier, const float* scale, const ElementRounding& r)
+{
+    std::uint32_t lost = 0;
+    for (std::size_t b = 0, at = 0; at < n; ++b, at += block)
+        lost |= round<InBf16, OutBf16>(in, out, begin + at, std::min(block, n - at), Plan{multiplier[b], scale[b]}, r);
+    return lost;
+}
+
+template <bool InBf16, bool OutBf16>
+constexpr SimdOps kOps{
+    amaxBits<InBf16>, amaxLanes<InBf16>,          round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>,
+    amaxRows<InBf16>, roundRows<InBf16, OutBf16>, amaxBlocks<InBf16>,     roundBlocks<InBf16, OutBf16>};
 
 std::atomic<bool> g_avx512Allowed{true};
 

@@ -30,6 +30,13 @@ struct SimdOps {
     std::uint32_t (*amaxRows)(const void* in, std::size_t begin, std::size_t n, std::size_t rows, std::size_t stride);
     std::uint32_t (*roundRows)(const void* in, void* out, std::size_t begin, std::size_t n, std::size_t rows,
                                std::size_t stride, Plan plan, const ElementRounding& r);
+    // amaxBits and round over the consecutive blocks of `block` values in [begin, begin + n)
+    // (the last one short where `block` does not divide n), block b's amax into amax[b] and
+    // its values rounded with multiplier[b] and scale[b]: one call per row of blocks rather
+    // than two per block, since an MX block of 32 values is too short to pay for a call.
+    void (*amaxBlocks)(const void* in, std::size_t begin, std::size_t n, std::size_t block, std::uint32_t* amax);
+    std::uint32_t (*roundBlocks)(const void* in, void* out, std::size_t begin, std::size_t n, std::size_t block,
+                                 const float* multiplier, const float* scale, const ElementRounding& r);
 };
 
 // The loops for bf16 or fp32 input and output, AVX-512 when the CPU has it and it is allowed.

@@ -138,7 +138,10 @@ const Case kCases[] = {
     {KLayout::along(1, 96, 130), FastOperand::Layout::Along, "columns 96x130"},  // three lane groups
     {KLayout::around(5, 7, 45), FastOperand::Layout::Around, "around 5x7x45"},   // blocks across images
     {KLayout::around(3, 4, 100), FastOperand::Layout::Around, "around 3x4x100"}, // blocks inside an image
-    {KLayout::rows(256, 1024), FastOperand::Layout::Along, "rows 256x1024"},     // split over threads
+    // Rows of 4 x 1800 values: several work items each (4096 values at most), blocks across
+    // images, split over threads.
+    {KLayout::around(4, 8, 1800), FastOperand::Layout::Around, "around 4x8x1800"},
+    {KLayout::rows(256, 1024), FastOperand::Layout::Along, "rows 256x1024"}, // split over threads
     {KLayout::along(1, 512, 256), FastOperand::Layout::Along, "columns 512x256"},
     {KLayout::along(2, 40, 600), FastOperand::Layout::Along, "columns 2x40x600"}, // 256 + 256 + 88 columns
 };
