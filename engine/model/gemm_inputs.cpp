@@ -489,8 +489,15 @@ std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& 
                                                            GemmPass preparedFor, const Tensor& t, GemmPass pass,
                                                            GemmOperand operand, const KLayout& layout) const
 {
-    if (m_recipe == GemmRecipe::None || call.observer || !call.blockScaledGemm || !prepared.blocks.present() ||
-        t.device().kind != DeviceKind::Cpu || prepared.values.shape() != t.shape())
+    if (m_recipe == GemmRecipe::None || call.observer || t.device().kind != DeviceKind::Cpu ||
+        prepared.values.shape() != t.shape())
+        return std::nullopt;
+    if (!prepared.blocks.present()) {
+        if (!samePerTensorValues(preparedFor, pass, operand, call.mayRotate))
+            return std::nullopt;
+        return prepared;
+    }
+    if (!call.blockScaledGemm)
         return std::nullopt;
     // Both GEMMs' formats: the same square tiles, rounded to nearest (prepare()'s elements and
     // scales then depend on the tensor only), or `t` is prepared anew.
@@ -510,6 +517,21 @@ std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& 
     if (!tileScaleStrides(t, tile, layout, again.blocks))
         return std::nullopt;
     return again;
+}
+
+bool GemmInputQuantizer::samePerTensorValues(GemmPass from, GemmPass to, GemmOperand operand, bool mayRotate) const
+{
+    if (m_recipe == GemmRecipe::None)
+        return false;
+    const OperandFormat a = operandFormat(m_recipe, from, operand, m_options, mayRotate);
+    const OperandFormat b = operandFormat(m_recipe, to, operand, m_options, mayRotate);
+    const auto perTensor = [](const OperandFormat& f) {
+        return f.format.scheme == ScalingScheme::PerTensor && f.tile2d == 0 && !f.hadamard &&
+               f.format.encoding.rounding == Rounding::NearestEven;
+    };
+    return perTensor(a) && perTensor(b) && a.delayed == b.delayed && a.format.element == b.format.element &&
+           a.format.powerOfTwoScales == b.format.powerOfTwoScales &&
+           a.format.encoding.overflow == b.format.encoding.overflow;
 }
 
 GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass,

@@ -154,14 +154,23 @@ public:
 
     // prepare() for `t` with `layout` and `pass` without quantising it again, where `prepared`
     // is what prepare() gave for `t` (unchanged since) in the GEMM of `preparedFor` and these
-    // are the same elements and scales: a weight in square tiles with block scales
-    // (fp8-block's 128x128, whose tiles do not depend on which way K runs through the weight),
-    // read by the data gradient after the forward. The scales' strides are laid out for
-    // `layout`. Nothing when that is not so (the caller prepares `t` anew); sampled steps
-    // prepare anew too, so that the lens measures every GEMM input.
+    // are the same elements and scales: an operand under a per-tensor format that both GEMMs
+    // share (samePerTensorValues: an activation in the forward and the weight gradient, a
+    // gradient in the weight and the data gradient, a weight in the forward and the data
+    // gradient), or a weight in square tiles with block scales (fp8-block's 128x128, whose
+    // tiles do not depend on which way K runs through the weight; the scales' strides are laid
+    // out for `layout`). Nothing when that is not so (the caller prepares `t` anew); sampled
+    // steps prepare anew too, so that the lens measures every GEMM input.
     std::optional<GemmOperandValues> reuse(const GemmInputCall& call, const GemmOperandValues& prepared,
                                            GemmPass preparedFor, const Tensor& t, GemmPass pass, GemmOperand operand,
                                            const KLayout& layout) const;
+
+    // Whether prepare() gives `operand` the same values and decode scale in the GEMMs of `from`
+    // and `to` of one step, whatever the tensor and however K runs through it: one per-tensor
+    // format in both, rounded to nearest, not rotated. A per-tensor scale follows from the
+    // whole tensor (current scaling) or from the amax history, which moves only between steps
+    // (delayed scaling), and each element is rounded on its own.
+    bool samePerTensorValues(GemmPass from, GemmPass to, GemmOperand operand, bool mayRotate) const;
 
     // The scale a delayed-scaling operand uses at `step` (tests and the lens).
     float delayedScale(GemmOperand operand) const { return m_history[static_cast<int>(operand)].scale; }

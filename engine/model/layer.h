@@ -145,8 +145,9 @@ protected:
     }
     // gemmInput() for `t` again, where `prepared` is what gemmInput() gave for it (unchanged
     // since) in the GEMM of `preparedFor`: the same values without quantising them again where
-    // the recipe makes them the same (GemmInputQuantizer::reuse; a linear layer's weight in
-    // fp8-block's 128x128 tiles, forward then data gradient), else gemmInput().
+    // the recipe makes them the same (GemmInputQuantizer::reuse: a per-tensor format shared by
+    // both GEMMs; a linear layer's weight in fp8-block's 128x128 tiles, forward then data
+    // gradient), else gemmInput(). An undefined `prepared` (nothing kept) prepares anew.
     GemmOperandValues gemmInputAgain(PassState& pass, const GemmOperandValues& prepared, GemmPass preparedFor,
                                      const Tensor& t, GemmPass gemm, GemmOperand operand, const KLayout& layout)
     {
@@ -160,6 +161,13 @@ protected:
                 m_gemmInputs.reuse(call, prepared, preparedFor, t, gemm, operand, layout))
             return std::move(*again);
         return m_gemmInputs.prepare(call, t, gemm, operand, layout);
+    }
+    // Whether the forward's operand `operand` has the same values in the backward's GEMM
+    // `gemm` (GemmInputQuantizer::samePerTensorValues), so that a layer keeps it for
+    // gemmInputAgain rather than quantising it again.
+    bool gemmInputReadAgain(GemmPass gemm, GemmOperand operand) const
+    {
+        return m_gemmInputs.samePerTensorValues(GemmPass::Forward, gemm, operand, weightGradientMayRotate());
     }
     // Whether this layer's GEMMs apply per-block decode scales (Backend::gemmBlockScaled): a
     // linear layer's do; a convolution's cannot, since a 1x128 tile of its input lies at one

@@ -376,7 +376,7 @@ struct CountingObserver final : GemmInputObserver {
 // The data gradient reads the forward's quantised weight again (GemmInputQuantizer::reuse):
 // the same elements, bit for bit, and the same scale at every (chunk, column) as quantising the
 // weight anew for the data gradient's layout; never for an operand whose quantisation depends
-// on the layout (1x128 tiles along K), for a recipe without block scales, or on a sampled step.
+// on the layout (1x128 tiles along K) or on a sampled step.
 TEST(BlockScaledGemm, DataGradientReadsTheForwardWeightAgain)
 {
     auto backend = makeCpuBackend(CpuOptions{1, CpuKernels::Auto});
@@ -427,12 +427,7 @@ TEST(BlockScaledGemm, DataGradientReadsTheForwardWeightAgain)
     sampled.observer = &observer;
     EXPECT_FALSE(quantizer.reuse(sampled, forward, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight,
                                  dataGradLayout));
-    // Per-tensor FP8: no block scales, nothing to read again.
-    GemmInputQuantizer perTensor;
-    perTensor.setRecipe(GemmRecipe::Fp8E4m3, {});
-    const GemmOperandValues hybrid = perTensor.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forwardLayout);
-    EXPECT_FALSE(
-        perTensor.reuse(call, hybrid, GemmPass::Forward, w, GemmPass::DataGrad, GemmOperand::Weight, dataGradLayout));
+    // (Per-tensor FP8 operands are read again without block scales: per_tensor_reuse_test.)
 }
 
 // Where the CPU has avx512_bf16 and oneDNN runs its avx512_core_bf16 kernels (not AMX), the

@@ -8,9 +8,9 @@ namespace mantissa {
 namespace {
 struct LinearContext final : LayerContext {
     Tensor input;
-    // The forward's weight operand, for the data gradient to read again where the recipe
-    // gives it the same values (Layer::gemmInputAgain): the weight does not change in between.
-    GemmOperandValues weight;
+    // The forward's operands, for the backward's GEMMs to read again where the recipe gives
+    // them the same values (Layer::gemmInputAgain): neither changes in between. Kept only then.
+    GemmOperandValues inputOperand, weight;
 };
 } // namespace
 
@@ -84,7 +84,10 @@ ForwardResult Linear::forward(PassState& pass, const Tensor& x)
     auto context = std::make_unique<LinearContext>();
     if (pass.training) {
         context->input = input;
-        if (wq.blocks.present()) // only block-scaled operands can be read again (GemmInputQuantizer::reuse)
+        if (gemmInputReadAgain(GemmPass::WeightGrad, GemmOperand::Activation))
+            context->inputOperand = xq;
+        // fp8-block's 128x128 weight tiles can be read again too (GemmInputQuantizer::reuse).
+        if (wq.blocks.present() || gemmInputReadAgain(GemmPass::DataGrad, GemmOperand::Weight))
             context->weight = wq;
     }
     return {y.reshaped(outputShape(x.shape())), std::move(context)};
@@ -102,7 +105,8 @@ Tensor Linear::backward(PassState& pass, const Tensor& dy, LayerContext* context
     const GemmOperandValues dyT =
         gemmInput(pass, gradient, GemmPass::WeightGrad, GemmOperand::Gradient, KLayout::along(1, rows, m_out));
     const GemmOperandValues xT =
-        gemmInput(pass, saved.input, GemmPass::WeightGrad, GemmOperand::Activation, KLayout::along(1, rows, m_in));
+        gemmInputAgain(pass, saved.inputOperand, GemmPass::Forward, saved.input, GemmPass::WeightGrad,
+                       GemmOperand::Activation, KLayout::along(1, rows, m_in));
     multiply(pass.backend, Transpose::Yes, Transpose::No, m_out, m_in, rows, dyT, xT, nullptr, weight().grad);
     if (m_hasBias)
         pass.backend.rowBiasGrad(gradient, m_bias.grad);
@@ -110,8 +114,8 @@ Tensor Linear::backward(PassState& pass, const Tensor& dy, LayerContext* context
         return {};
     Tensor dx = pass.backend.empty({rows, m_in}, computeType());
     // K = out features: contiguous in dy [rows, out], the leading dimension of W [out, in].
-    const GemmOperandValues dyq =
-        gemmInput(pass, gradient, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::rows(rows, m_out));
+    const GemmOperandValues dyq = gemmInputAgain(pass, dyT, GemmPass::WeightGrad, gradient, GemmPass::DataGrad,
+                                                 GemmOperand::Gradient, KLayout::rows(rows, m_out));
     const GemmOperandValues wq =
         gemmInputAgain(pass, saved.weight, GemmPass::Forward, weight().working, GemmPass::DataGrad, GemmOperand::Weight,
                        KLayout::along(1, m_out, m_in));
