@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 
 #define MANTISSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
@@ -53,41 +54,44 @@ MANTISSA_AVX512 inline __m512i magnitude(__m512 x)
     return _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff));
 }
 
-// fastq::roundOne on 16 lanes, operation for operation.
+// fastq::roundOne on 16 lanes, with the same results by another route: a + c - c rounds the
+// magnitude a to the element's grid in one fp32 addition (to nearest, ties to even), where c is
+// 2^(e + 23 - M) for a's exponent e, or emin's below the element's normal range (c is then
+// roundOne's subnormal magic). Its sum lies in [2^(e + 23 - M), 2^(e + 24 - M)), whose ulp is
+// the element's quantum 2^(e - M) at e, so the addition itself rounds there; roundOne's integer
+// route (add half an ulp and the last kept bit, cut) and its separate subnormal branch need five
+// operations more. Exponents too large for c to be formed (a >= 2^(127 - 23 + M), far above
+// every element's largest value) take a smaller c, leave a unrounded, and saturate like any
+// value above the largest. Every code and midpoint of every element is checked against the
+// reference (fast_operand_quantizer_test).
 struct Rounding16 {
-    __m512i half, one, cut;
-    __m512 minNormal, magic, maxFinite;
-    __m512i shiftCount;
+    __m512i minExponent, largestExponent, cExponent;
+    __m512 maxFinite;
 };
 
 MANTISSA_AVX512 inline Rounding16 rounding16(const ElementRounding& r)
 {
-    return {_mm512_set1_epi32(static_cast<int>((1u << (r.shift - 1)) - 1u)),
-            _mm512_set1_epi32(1),
-            _mm512_set1_epi32(static_cast<int>(~((1u << r.shift) - 1u))),
-            _mm512_set1_ps(r.minNormal),
-            _mm512_set1_ps(r.subnormalMagic),
-            _mm512_set1_ps(r.maxFinite),
-            _mm512_set1_epi64(r.shift)};
+    const std::uint32_t minNormalExponent = std::bit_cast<std::uint32_t>(r.minNormal) & 0x7f800000u;
+    return {_mm512_set1_epi32(static_cast<int>(minNormalExponent)),
+            _mm512_set1_epi32(static_cast<int>((254u - r.shift) << 23)),
+            _mm512_set1_epi32(static_cast<int>(r.shift << 23)), _mm512_set1_ps(r.maxFinite)};
 }
 
 MANTISSA_AVX512 inline __m512 roundOne16(__m512 x, __m512 multiplier, __m512 scale, const Rounding16& r)
 {
     const __m512 y = _mm512_mul_ps(x, multiplier);
-    const __m512i sign = _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
     const __m512i aBits = magnitude(y);
+    __m512i exponent = _mm512_and_si512(aBits, _mm512_set1_epi32(0x7f800000));
+    exponent = _mm512_min_epu32(_mm512_max_epu32(exponent, r.minExponent), r.largestExponent);
+    const __m512 c = _mm512_castsi512_ps(_mm512_add_epi32(exponent, r.cExponent));
     const __m512 a = _mm512_castsi512_ps(aBits);
-    __m512i bits = _mm512_add_epi32(aBits, r.half);
-    bits =
-        _mm512_add_epi32(bits, _mm512_and_si512(_mm512_srl_epi32(aBits, _mm512_castsi512_si128(r.shiftCount)), r.one));
-    bits = _mm512_and_si512(bits, r.cut);
-    const __m512 normal = _mm512_castsi512_ps(bits);
-    const __m512 subnormal = _mm512_sub_ps(_mm512_add_ps(a, r.magic), r.magic);
-    const __mmask16 small = _mm512_cmp_ps_mask(a, r.minNormal, _CMP_LT_OQ);
-    __m512 rounded = _mm512_mask_blend_ps(small, normal, subnormal);
+    __m512 rounded = _mm512_sub_ps(_mm512_add_ps(a, c), c);
     rounded = _mm512_min_ps(rounded, r.maxFinite); // rounded >= 0 and not NaN: std::min's result
-    const __m512 signedRounded = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(rounded), sign));
-    return _mm512_mul_ps(signedRounded, scale);
+    // rounded | (y & sign): bit by bit, the sign bit from y and the others from rounded (0xd8:
+    // the second operand where the third has a 1, the first elsewhere).
+    const __m512i signedRounded = _mm512_ternarylogic_epi32(_mm512_castps_si512(rounded), _mm512_castps_si512(y),
+                                                            _mm512_set1_epi32(static_cast<int>(0x80000000u)), 0xd8);
+    return _mm512_mul_ps(_mm512_castsi512_ps(signedRounded), scale);
 }
 
 template <bool InBf16>

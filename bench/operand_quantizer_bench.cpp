@@ -1,0 +1,101 @@
+// The fast operand quantiser (quantizeOperandFast) on the mlp preset's largest operands, the
+// cost every FP8 and MX recipe adds to a step (issue 17's throughput target): a 1024 x 1024
+// weight and a 128 x 1024 activation, with blocks along the rows (the forward's K) and down
+// the columns (the data and weight gradients' K), per format, in ns per value. AVX-512 and
+// the portable loops where the CPU has AVX-512; the two are alternated so that a busy shared
+// machine slows both alike.
+//
+//   operand_quantizer_bench [ROUNDS]   (default 200)
+#include "engine/numerics/fast_operand_quantizer.h"
+#include "engine/numerics/quant_format.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace mantissa;
+
+namespace {
+
+struct Operand {
+    const char* name;
+    std::size_t outer, k, inner; // FastOperand's Along layout
+};
+
+std::vector<std::uint16_t> randomBf16(std::size_t count)
+{
+    std::mt19937 gen(5);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<std::uint16_t> bits(count);
+    for (std::uint16_t& b : bits) {
+        b = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(normal(gen)) >> 16); // truncated: any bf16 will do
+    }
+    return bits;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
+    const Operand operands[] = {
+        {"W 1024x1024, blocks along rows", 1024, 1024, 1},
+        {"W 1024x1024, blocks down columns", 1, 1024, 1024},
+        {"x 128x1024, blocks along rows", 128, 1024, 1},
+        {"x 128x1024, blocks down columns", 1, 128, 1024},
+    };
+    const char* formats[] = {"fp8-tensor", "fp8-block", "mxfp8", "mxfp6", "mxfp4"};
+    const std::vector<std::uint16_t> input = randomBf16(1024 * 1024);
+    std::vector<std::uint16_t> output(input.size());
+    std::vector<float> blockScales(input.size());
+    const bool avx512 = fastQuantizerUsesAvx512();
+    std::printf(
+        "AVX-512 loops: %s\n\n| format | operand | AVX-512 (ns/value) | portable (ns/value) |\n| --- | --- | --- | "
+        "--- |\n",
+        avx512 ? "yes" : "no (this CPU lacks AVX-512 F/BW/VL)");
+    for (const char* name : formats) {
+        QuantFormat format = *quantFormatNamed(name);
+        format.partialBlocks = PartialBlock::Pad;
+        for (const Operand& op : operands) {
+            const FastOperand in{input.data(), true, FastOperand::Layout::Along, op.outer, op.k, op.inner, 0};
+            float decodeScale = 1.0f;
+            FastOperandOutput out{output.data(), true};
+            if (format.scheme == ScalingScheme::PerTensor)
+                out.decodeScale = &decodeScale;
+            if (format.scheme == ScalingScheme::Fp32Blocks)
+                out.blockScales = blockScales.data();
+            const auto time = [&](bool useAvx512) {
+                allowAvx512FastQuantizer(useAvx512);
+                const auto start = std::chrono::steady_clock::now();
+                const FastResult r = quantizeOperandFast(in, out, format);
+                const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                if (r != FastResult::Done) {
+                    std::fprintf(stderr, "%s on %s: the fast path declined\n", name, op.name);
+                    std::exit(1);
+                }
+                return s;
+            };
+            std::vector<double> wide, portable;
+            for (int i = 0; i < rounds; ++i) {
+                if (avx512)
+                    wide.push_back(time(true));
+                portable.push_back(time(false));
+            }
+            const auto median = [](std::vector<double>& v) {
+                std::ranges::sort(v);
+                return v.empty() ? 0.0 : v[v.size() / 2];
+            };
+            const double values = static_cast<double>(in.count());
+            std::printf("| %s | %s | %s | %.3f |\n", name, op.name,
+                        avx512 ? std::to_string(median(wide) / values * 1e9).substr(0, 5).c_str() : "-",
+                        median(portable) / values * 1e9);
+        }
+    }
+    allowAvx512FastQuantizer(true);
+    return 0;
+}
