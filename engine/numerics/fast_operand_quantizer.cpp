@@ -116,12 +116,7 @@ public:
                 scale.resize(blocks);
             }
             m_ops.amaxBlocks(m_op.data, begin, length, block, amax.data());
-            for (std::size_t b = 0; b < blocks; ++b) {
-                largest = std::max(largest, amax[b]);
-                const Plan plan = emitted(blockPlan(amax[b]), r * perRow + b0 + b);
-                multiplier[b] = plan.multiplier;
-                scale[b] = plan.scale;
-            }
+            largest = std::max(largest, plans(amax.data(), blocks, r * perRow + b0, multiplier.data(), scale.data()));
             lost |=
                 m_ops.roundBlocks(m_op.data, m_out, begin, length, block, multiplier.data(), scale.data(), m_rounding);
         }
@@ -148,12 +143,7 @@ public:
             for (std::size_t kk = k0; kk < k1; ++kk)
                 m_ops.amaxLanes(m_op.data, (o * k + kk) * inner + i0, lanes, amax);
             float multiplier[kLanes], scale[kLanes];
-            for (std::size_t i = 0; i < lanes; ++i) {
-                largest = std::max(largest, amax[i]);
-                const Plan plan = emitted(blockPlan(amax[i]), (o * kBlocks + k0 / block) * inner + i0 + i);
-                multiplier[i] = plan.multiplier;
-                scale[i] = plan.scale;
-            }
+            largest = std::max(largest, plans(amax, lanes, (o * kBlocks + k0 / block) * inner + i0, multiplier, scale));
             for (std::size_t kk = k0; kk < k1; ++kk)
                 lost |=
                     m_ops.roundLanes(m_op.data, m_out, (o * k + kk) * inner + i0, lanes, multiplier, scale, m_rounding);
@@ -214,12 +204,7 @@ public:
                 std::memcpy(gathered.data() + local * inBytes, in + at * inBytes, n * inBytes);
             });
             m_ops.amaxBlocks(gathered.data(), 0, j1 - j0, block, amax.data());
-            for (std::size_t b = 0; b < blocks; ++b) {
-                largest = std::max(largest, amax[b]);
-                const Plan plan = emitted(blockPlan(amax[b]), r * perRow + b0 + b);
-                multiplier[b] = plan.multiplier;
-                scale[b] = plan.scale;
-            }
+            largest = std::max(largest, plans(amax.data(), blocks, r * perRow + b0, multiplier.data(), scale.data()));
             lost |= m_ops.roundBlocks(gathered.data(), rounded.data(), 0, j1 - j0, block, multiplier.data(),
                                       scale.data(), m_rounding);
             auto* out = static_cast<unsigned char*>(m_out);
@@ -257,6 +242,45 @@ public:
     }
 
 private:
+    // The plans of `count` blocks from their amax bits, block b's at multiplier[b] and scale[b]
+    // (its index among the operand's blocks firstIndex + b, for emitted()); returns the largest
+    // amax bits. MX's floor and ceil rules run as one loop the compiler vectorises, the integer
+    // steps of fastq::mxPlan on the amax's exponent field: a zero or subnormal amax (field 0)
+    // gives an exponent below -127 under every element format there as in mxPlan, clamped to
+    // the same -127. A block of 32 values is too short for a call and a branchy plan each.
+    std::uint32_t plans(const std::uint32_t* amax, std::size_t count, std::size_t firstIndex, float* multiplier,
+                        float* scale) const
+    {
+        std::uint32_t largest = 0;
+        const bool vectorMx =
+            m_format.scheme == ScalingScheme::Mx && m_format.scaleRule != MxScaleRule::RCeil && !m_blockScales;
+        if (!vectorMx) {
+            for (std::size_t b = 0; b < count; ++b) {
+                largest = std::max(largest, amax[b]);
+                const Plan plan = emitted(blockPlan(amax[b]), firstIndex + b);
+                multiplier[b] = plan.multiplier;
+                scale[b] = plan.scale;
+            }
+            return largest;
+        }
+        const int maxExponent = miniFloatFormat(m_format.element).maxExponent();
+        const std::uint32_t ceil = m_format.scaleRule == MxScaleRule::Ceil ? 1u : 0u;
+        for (std::size_t b = 0; b < count; ++b) {
+            const std::uint32_t bits = amax[b];
+            largest = std::max(largest, bits);
+            const int floorLog = static_cast<int>(bits >> 23) - 127;
+            const int up = static_cast<int>(ceil & ((bits & 0x7fffffu) != 0 ? 1u : 0u)); // not a power of two
+            const int exponent = std::clamp(floorLog + up - maxExponent, -127, 127);
+            // powerOfTwo(e) for e in [-127, 127]: only 2^-127 is subnormal.
+            const auto power = [](int e) {
+                return std::bit_cast<float>(e >= -126 ? static_cast<std::uint32_t>(e + 127) << 23 : 1u << 22);
+            };
+            multiplier[b] = power(-exponent);
+            scale[b] = power(exponent);
+        }
+        return largest;
+    }
+
     // With `decodeScale` the values are written undecoded (the elements) and the decode
     // multiplier is handed back instead.
     static Plan elementsOnly(Plan plan, float* decodeScale)
