@@ -495,3 +495,34 @@ TEST(BlockScaledGemm, NonFiniteElementsStayInTheirRowAndColumn)
         }
     }
 }
+
+// Results below fp32's normal range (scales of 2^-70 each, so sums of a few units times 2^-140):
+// the bf16 and fp16 outputs are the reference's fp32 result rounded to nearest even, subnormals
+// kept (the own kernel rounds its last chunk in registers, where the bf16 conversion
+// instruction would read an fp32 subnormal as zero).
+TEST(BlockScaledGemm, SubnormalResultsRoundLikeTheReference)
+{
+    auto backend = makeCpuBackend(CpuOptions{1, CpuKernels::Auto});
+    const std::int64_t m = 5, n = 70, k = 256;
+    RefOperand a = randomOperand(m, k, true, 1, 31);
+    RefOperand b = randomOperand(n, k, true, 128, 32);
+    std::fill(a.scales.begin(), a.scales.end(), std::ldexp(1.0f, -70));
+    std::fill(b.scales.begin(), b.scales.end(), std::ldexp(1.0f, -70));
+    const Tensor tensorA = Tensor::fromFloats({m, k}, layOut(a, false), DType::BF16);
+    const Tensor tensorB = Tensor::fromFloats({n, k}, layOut(b, false), DType::BF16);
+    const Reference want = reference(a, b, nullptr);
+    int subnormal = 0;
+    for (const float v : want.value)
+        subnormal += v != 0.0f && std::fpclassify(v) == FP_SUBNORMAL ? 1 : 0;
+    ASSERT_GT(subnormal, static_cast<int>(want.value.size() / 2)) << "the case must produce fp32 subnormals";
+    for (const DType out : {DType::BF16, DType::F16, DType::F32}) {
+        Tensor result = backend->empty({m, n}, out);
+        backend->gemmBlockScaled(Transpose::No, Transpose::Yes, m, n, k, tensorA, tensorB, nullptr, result,
+                                 {blockScales(a, 1), blockScales(b, 128)});
+        const std::vector<float> got = result.toFloats();
+        for (std::size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]),
+                      std::bit_cast<std::uint32_t>(roundToDType(want.value[i], out)))
+                << dtypeName(out) << " element " << i << ": reference " << want.value[i];
+    }
+}

@@ -8,10 +8,12 @@
 // along K (k even), else packed, pairs interleaved like B's. A tile of up to 6 rows x 64
 // columns sums one K-chunk in 24 registers, then promotes them into the fp32 running sums of
 // its rows, scaled by the chunk's decode scales; the running sums of 48 rows (12 KB) and one
-// chunk of the B panel (16 KB) stay in L1 while the chunks go by.
+// chunk of the B panel (16 KB) stay in L1 while the chunks go by, and the last chunk's sums go
+// from the registers to the output with the bias and the rounding.
 #include "engine/backend/cpu/block_scaled_bf16_kernel.h"
 
 #include "engine/numerics/conversions.h"
+#include "engine/numerics/reference_conversions.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
@@ -205,12 +207,55 @@ MANTISSA_AVX512BF16 PairRows pairRowsOfA(Bf16Operand a, std::int64_t m, std::int
     return {to, 2 * pairs, 2};
 }
 
+// Where a tile's last chunk goes: the output at the tile's first row and the panel's first
+// column (row stride `stride` values of `type`), the bias at that column or null, and how many
+// of the panel's 64 columns the output has.
+struct TileOutput {
+    void* data = nullptr;
+    std::int64_t stride = 0;
+    DType type = DType::F32;
+    const float* bias = nullptr;
+    int width = 0;
+};
+
+// out = fl(sum + bias) rounded to the output's type, 16 columns at `to`; lanes beyond `mask`
+// are neither read (bias) nor written. bf16 rounds to nearest even as floatToBFloat16 does:
+// VCVTNEPS2BF16 reads an fp32 subnormal as zero, so such lanes take the reference conversion.
+MANTISSA_AVX512BF16 inline void storeFinished(__m512 sum, const float* bias, __mmask16 mask, DType type, void* to)
+{
+    if (bias)
+        sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, bias));
+    if (type == DType::F32) {
+        _mm512_mask_storeu_ps(to, mask, sum);
+        return;
+    }
+    auto* words = static_cast<std::uint16_t*>(to);
+    if (type == DType::F16) {
+        _mm256_mask_storeu_epi16(words, mask, _mm512_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT));
+        return;
+    }
+    _mm256_mask_storeu_epi16(words, mask, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(sum)));
+    const __m512i bits = _mm512_castps_si512(sum);
+    const __mmask16 subnormal = mask & _mm512_testn_epi32_mask(bits, _mm512_set1_epi32(0x7f800000)) &
+                                _mm512_test_epi32_mask(bits, _mm512_set1_epi32(0x007fffff));
+    if (subnormal) {
+        alignas(64) float lanes[16];
+        _mm512_store_ps(lanes, sum);
+        for (unsigned l = subnormal; l != 0; l &= l - 1) {
+            const int lane = __builtin_ctz(l);
+            words[lane] = reference::floatToBFloat16Bits(lanes[lane]);
+        }
+    }
+}
+
 // One K-chunk of a tile of R rows x 64 columns: the chunk's `pairs` K-pairs summed in
-// registers, then sums[r][j] = fma(fl(scaleA[r] * scaleB[j]), P[r][j], first ? 0 : sums[r][j]).
+// registers, then sums[r][j] = fma(fl(scaleA[r] * scaleB[j]), P[r][j], first ? 0 : sums[r][j]);
+// on the last chunk (`finish` set) the result goes from the registers to the output instead,
+// with the bias and the rounding, so the tile's last sums never cross memory.
 // `a` is at the tile's first row and the chunk's first pair.
 template <int R>
 MANTISSA_AVX512BF16 void chunkTile(PairRows a, const std::uint16_t* panel, std::int64_t pairs, const float* scaleA,
-                                   const float* scaleB, bool first, float* sums)
+                                   const float* scaleB, bool first, float* sums, const TileOutput* finish)
 {
     __m512 acc[R][4];
 #pragma GCC unroll 6
@@ -236,22 +281,34 @@ MANTISSA_AVX512BF16 void chunkTile(PairRows a, const std::uint16_t* panel, std::
         }
     }
     __m512 sb[4];
+    __mmask16 masks[4];
 #pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v)
+    for (int v = 0; v < 4; ++v) {
         sb[v] = _mm512_loadu_ps(scaleB + v * 16);
+        const int lanes = finish ? std::clamp(finish->width - v * 16, 0, 16) : 16;
+        masks[v] = static_cast<__mmask16>((1u << lanes) - 1u);
+    }
+    const std::size_t element = finish ? dtypeSize(finish->type) : 0;
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
         const __m512 sa = _mm512_set1_ps(scaleA[r]);
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) {
-            float* to = sums + r * kPanel + v * 16;
-            const __m512 running = first ? _mm512_setzero_ps() : _mm512_loadu_ps(to);
-            _mm512_storeu_ps(to, _mm512_fmadd_ps(_mm512_mul_ps(sa, sb[v]), acc[r][v], running));
+            float* at = sums + r * kPanel + v * 16;
+            const __m512 running = first ? _mm512_setzero_ps() : _mm512_loadu_ps(at);
+            const __m512 sum = _mm512_fmadd_ps(_mm512_mul_ps(sa, sb[v]), acc[r][v], running);
+            if (!finish)
+                _mm512_storeu_ps(at, sum);
+            else if (masks[v] != 0)
+                storeFinished(sum, finish->bias ? finish->bias + v * 16 : nullptr, masks[v], finish->type,
+                              static_cast<unsigned char*>(finish->data) +
+                                  static_cast<std::size_t>(r * finish->stride + v * 16) * element);
         }
     }
 }
 
-using ChunkTileFn = void (*)(PairRows, const std::uint16_t*, std::int64_t, const float*, const float*, bool, float*);
+using ChunkTileFn = void (*)(PairRows, const std::uint16_t*, std::int64_t, const float*, const float*, bool, float*,
+                             const TileOutput*);
 constexpr ChunkTileFn kChunkTiles[kRows + 1] = {nullptr,      chunkTile<1>, chunkTile<2>, chunkTile<3>,
                                                 chunkTile<4>, chunkTile<5>, chunkTile<6>};
 
@@ -317,29 +374,13 @@ void blockScaledBf16Gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::in
                         scaleA[r] = chunkScaleAt(scalesA, c, i + r);
                     const PairRows tileA{rowsA.data + i * rowsA.rowStride + q0 * rowsA.pairStride, rowsA.rowStride,
                                          rowsA.pairStride};
+                    const TileOutput finish{static_cast<unsigned char*>(out.data) +
+                                                static_cast<std::size_t>(i * n + j0) * dtypeSize(out.type),
+                                            n, out.type, bias ? bias + j0 : nullptr, static_cast<int>(width)};
                     kChunkTiles[rows](tileA, panel + q0 * kPanel * 2, q1 - q0, scaleA, scaleB, c == 0,
-                                      sums + (i - g0) * kPanel);
+                                      sums + (i - g0) * kPanel, c == chunks - 1 ? &finish : nullptr);
                 }
             }
-            if (bias)
-                for (std::int64_t i = g0; i < g1; ++i)
-                    for (std::int64_t j = 0; j < width; ++j)
-                        sums[(i - g0) * kPanel + j] += bias[j0 + j];
-            if (out.type == DType::F32) {
-                for (std::int64_t i = g0; i < g1; ++i)
-                    std::copy_n(sums + (i - g0) * kPanel, width, static_cast<float*>(out.data) + i * n + j0);
-                continue;
-            }
-            // The group's rows rounded in one call (a call per 64-value row cost more than the
-            // rounding), then copied out.
-            alignas(64) std::uint16_t narrow[kGroupRows * kPanel];
-            const auto count = static_cast<std::size_t>((g1 - g0) * kPanel);
-            if (out.type == DType::BF16)
-                floatToBFloat16(sums, narrow, count);
-            else
-                floatToHalf(sums, narrow, count);
-            for (std::int64_t i = g0; i < g1; ++i)
-                std::copy_n(narrow + (i - g0) * kPanel, width, static_cast<std::uint16_t*>(out.data) + i * n + j0);
         }
     }
 #else
