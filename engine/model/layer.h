@@ -162,12 +162,15 @@ protected:
             return std::move(*again);
         return m_gemmInputs.prepare(call, t, gemm, operand, layout);
     }
-    // Whether the forward's operand `operand` has the same values in the backward's GEMM
-    // `gemm` (GemmInputQuantizer::samePerTensorValues), so that a layer keeps it for
-    // gemmInputAgain rather than quantising it again.
-    bool gemmInputReadAgain(GemmPass gemm, GemmOperand operand) const
+    // Whether the forward's operand `operand`, prepared from `t`, has the same values in the
+    // backward's GEMM `gemm` (GemmInputQuantizer::samePerTensorValues) and is read again there,
+    // so that a layer keeps it for gemmInputAgain rather than quantising it again. Only on the
+    // CPU, where GemmInputQuantizer::reuse reads it again; elsewhere keeping it would only hold
+    // device memory.
+    bool gemmInputReadAgain(GemmPass gemm, GemmOperand operand, const Tensor& t) const
     {
-        return m_gemmInputs.samePerTensorValues(GemmPass::Forward, gemm, operand, weightGradientMayRotate());
+        return t.device().kind == DeviceKind::Cpu &&
+               m_gemmInputs.samePerTensorValues(GemmPass::Forward, gemm, operand, weightGradientMayRotate());
     }
     // Whether this layer's GEMMs apply per-block decode scales (Backend::gemmBlockScaled): a
     // linear layer's do; a convolution's cannot, since a 1x128 tile of its input lies at one
