@@ -108,17 +108,7 @@ public:
             const std::size_t b0 = static_cast<std::size_t>(item) % itemsPerRow * perItem;
             const std::size_t blocks = std::min(perItem, perRow - b0);
             const std::size_t begin = r * row + b0 * block, length = std::min(blocks * block, row - b0 * block);
-            thread_local std::vector<std::uint32_t> amax;
-            thread_local std::vector<float> multiplier, scale;
-            if (amax.size() < blocks) {
-                amax.resize(blocks);
-                multiplier.resize(blocks);
-                scale.resize(blocks);
-            }
-            m_ops.amaxBlocks(m_op.data, begin, length, block, amax.data());
-            largest = std::max(largest, plans(amax.data(), blocks, r * perRow + b0, multiplier.data(), scale.data()));
-            lost |=
-                m_ops.roundBlocks(m_op.data, m_out, begin, length, block, multiplier.data(), scale.data(), m_rounding);
+            lost |= blockRun(m_op.data, m_out, begin, length, r * perRow + b0, largest);
         }
         return outcome(largest < kInfinityBits, lost);
     }
@@ -188,25 +178,15 @@ public:
                 }
             };
             thread_local std::vector<unsigned char> gathered, rounded;
-            thread_local std::vector<std::uint32_t> amax;
-            thread_local std::vector<float> multiplier, scale;
             if (gathered.size() < (j1 - j0) * inBytes)
                 gathered.resize((j1 - j0) * inBytes);
             if (rounded.size() < (j1 - j0) * outBytes)
                 rounded.resize((j1 - j0) * outBytes);
-            if (amax.size() < blocks) {
-                amax.resize(blocks);
-                multiplier.resize(blocks);
-                scale.resize(blocks);
-            }
             const auto* in = static_cast<const unsigned char*>(m_op.data);
             runs([&](std::size_t at, std::size_t local, std::size_t n) {
                 std::memcpy(gathered.data() + local * inBytes, in + at * inBytes, n * inBytes);
             });
-            m_ops.amaxBlocks(gathered.data(), 0, j1 - j0, block, amax.data());
-            largest = std::max(largest, plans(amax.data(), blocks, r * perRow + b0, multiplier.data(), scale.data()));
-            lost |= m_ops.roundBlocks(gathered.data(), rounded.data(), 0, j1 - j0, block, multiplier.data(),
-                                      scale.data(), m_rounding);
+            lost |= blockRun(gathered.data(), rounded.data(), 0, j1 - j0, r * perRow + b0, largest);
             auto* out = static_cast<unsigned char*>(m_out);
             runs([&](std::size_t at, std::size_t local, std::size_t n) {
                 std::memcpy(out + at * outBytes, rounded.data() + local * outBytes, n * outBytes);
@@ -242,6 +222,26 @@ public:
     }
 
 private:
+    // Quantises the consecutive blocks of in[begin, begin + length) into out at the same
+    // offsets (the last block short where the block size does not divide length), the first
+    // of them the operand's block `firstBlock`: their amaxes, plans and rounding one call
+    // each. Raises `largest` to their largest amax bits; returns the bits a bf16 output lost.
+    std::uint32_t blockRun(const void* in, void* out, std::size_t begin, std::size_t length, std::size_t firstBlock,
+                           std::uint32_t& largest) const
+    {
+        const std::size_t block = m_format.blockSize, blocks = (length + block - 1) / block;
+        thread_local std::vector<std::uint32_t> amax;
+        thread_local std::vector<float> multiplier, scale;
+        if (amax.size() < blocks) {
+            amax.resize(blocks);
+            multiplier.resize(blocks);
+            scale.resize(blocks);
+        }
+        m_ops.amaxBlocks(in, begin, length, block, amax.data());
+        largest = std::max(largest, plans(amax.data(), blocks, firstBlock, multiplier.data(), scale.data()));
+        return m_ops.roundBlocks(in, out, begin, length, block, multiplier.data(), scale.data(), m_rounding);
+    }
+
     // The plans of `count` blocks from their amax bits, block b's at multiplier[b] and scale[b]
     // (its index among the operand's blocks firstIndex + b, for emitted()); returns the largest
     // amax bits. MX's floor and ceil rules run as one loop the compiler vectorises, the integer

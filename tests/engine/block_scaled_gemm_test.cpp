@@ -21,6 +21,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 #include <utility>
 
@@ -179,6 +180,16 @@ void runCase(Backend& backend, const Case& c, bool integers, bool withBias, DTyp
     want = reference(a, b, withBias ? &biasValues : nullptr);
 }
 
+// A CPU backend that takes the own block-scaled kernel where it runs, or oneDNN's route
+// (allowBlockScaledBf16Kernel: the plan is fixed when the backend is made).
+std::unique_ptr<Backend> backendTaking(bool ownKernel, CpuOptions options)
+{
+    const bool previous = cpu::allowBlockScaledBf16Kernel(ownKernel);
+    auto backend = makeCpuBackend(options);
+    cpu::allowBlockScaledBf16Kernel(previous);
+    return backend;
+}
+
 std::string describe(const Case& c)
 {
     return std::string(c.ta == Transpose::Yes ? "T" : "N") + (c.tb == Transpose::Yes ? "T" : "N") + " " +
@@ -191,15 +202,22 @@ std::string describe(const Case& c)
 // and the result is the reference's bits (fp32 output), or their one rounding to bf16.
 TEST(BlockScaledGemm, GivesThePerChunkScaledSumsBitForBit)
 {
-    for (const auto& [threads, kernels] :
-         {std::pair{1, CpuKernels::Auto}, std::pair{2, CpuKernels::Auto}, std::pair{1, CpuKernels::Emulated}}) {
-        auto backend = makeCpuBackend(CpuOptions{threads, kernels});
+    struct Route {
+        int threads;
+        CpuKernels kernels;
+        bool ownKernel; // false: oneDNN's batched chunk products also where the own kernel runs
+    };
+    for (const Route& route : {Route{1, CpuKernels::Auto, true}, Route{2, CpuKernels::Auto, true},
+                               Route{1, CpuKernels::Auto, false}, Route{1, CpuKernels::Emulated, true}}) {
+        auto backend = backendTaking(route.ownKernel, CpuOptions{route.threads, route.kernels});
         for (const Case& c : kCases)
             for (const bool withBias : {false, true})
                 for (const DType out : {DType::F32, DType::BF16, DType::F16}) {
                     SCOPED_TRACE(describe(c) + (withBias ? " bias " : " ") + std::string(dtypeName(out)) +
-                                 (kernels == CpuKernels::Emulated ? " emulated" : " native where the CPU can") +
-                                 ", threads " + std::to_string(threads));
+                                 (route.kernels == CpuKernels::Emulated ? " emulated"
+                                  : route.ownKernel                     ? " native where the CPU can"
+                                                                        : " native, oneDNN's route") +
+                                 ", threads " + std::to_string(route.threads));
                     std::vector<float> got;
                     Reference want;
                     runCase(*backend, c, true, withBias, out, got, want);
@@ -218,18 +236,20 @@ TEST(BlockScaledGemm, GivesThePerChunkScaledSumsBitForBit)
 // emulated ones (the oracle) to the same bound.
 TEST(BlockScaledGemm, NativeAndEmulatedAgreeWithTheReference)
 {
-    auto native = makeCpuBackend(CpuOptions{1, CpuKernels::Auto});
     auto emulated = makeCpuBackend(CpuOptions{1, CpuKernels::Emulated});
-    for (const Case& c : kCases) {
-        SCOPED_TRACE(describe(c));
-        std::vector<float> gotNative, gotEmulated;
-        Reference want;
-        runCase(*native, c, false, true, DType::F32, gotNative, want);
-        runCase(*emulated, c, false, true, DType::F32, gotEmulated, want);
-        for (std::size_t i = 0; i < want.value.size(); ++i) {
-            ASSERT_NEAR(gotNative[i], want.value[i], want.bound[i]) << "native, element " << i;
-            ASSERT_NEAR(gotEmulated[i], want.value[i], want.bound[i]) << "emulated, element " << i;
-            ASSERT_NEAR(gotNative[i], gotEmulated[i], 2.0 * want.bound[i]) << "element " << i;
+    for (const bool ownKernel : {true, false}) {
+        auto native = backendTaking(ownKernel, CpuOptions{1, CpuKernels::Auto});
+        for (const Case& c : kCases) {
+            SCOPED_TRACE(describe(c) + (ownKernel ? "" : ", oneDNN's route"));
+            std::vector<float> gotNative, gotEmulated;
+            Reference want;
+            runCase(*native, c, false, true, DType::F32, gotNative, want);
+            runCase(*emulated, c, false, true, DType::F32, gotEmulated, want);
+            for (std::size_t i = 0; i < want.value.size(); ++i) {
+                ASSERT_NEAR(gotNative[i], want.value[i], want.bound[i]) << "native, element " << i;
+                ASSERT_NEAR(gotEmulated[i], want.value[i], want.bound[i]) << "emulated, element " << i;
+                ASSERT_NEAR(gotNative[i], gotEmulated[i], 2.0 * want.bound[i]) << "element " << i;
+            }
         }
     }
 }
@@ -448,6 +468,10 @@ TEST(BlockScaledGemm, OwnKernelRunsWhereThePlanSaysAndIsNamed)
     runCase(*backend, {Transpose::No, Transpose::Yes, 16, 64, 300}, true, false, DType::F32, got, want);
     EXPECT_EQ(backend->kernelPaths().find(kOwn) != std::string::npos, plan.ownBlockScaledKernel)
         << backend->kernelPaths();
+    auto oneDnnRoute = backendTaking(false, CpuOptions{1, CpuKernels::Auto});
+    EXPECT_FALSE(dynamic_cast<CpuBackend&>(*oneDnnRoute).kernelPlan().ownBlockScaledKernel);
+    runCase(*oneDnnRoute, {Transpose::No, Transpose::Yes, 16, 64, 300}, true, false, DType::F32, got, want);
+    EXPECT_EQ(oneDnnRoute->kernelPaths().find(kOwn), std::string::npos) << oneDnnRoute->kernelPaths();
     if (!plan.ownBlockScaledKernel)
         GTEST_SKIP() << "this CPU runs oneDNN's kernels for the block-scaled GEMM (" << plan.bf16Path
                      << "); the own kernel was not exercised";

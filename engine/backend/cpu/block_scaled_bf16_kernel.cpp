@@ -12,11 +12,11 @@
 // from the registers to the output with the bias and the rounding.
 #include "engine/backend/cpu/block_scaled_bf16_kernel.h"
 
-#include "engine/numerics/conversions.h"
 #include "engine/numerics/reference_conversions.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -52,14 +52,16 @@ struct PairRows {
 
 #ifdef MANTISSA_HAS_BF16_KERNEL
 
+// The permutex2var_epi16 indices that interleave the first 16 words of two vectors: word j of
+// the first, then word j of the second (index 32 + j), for j < 16.
+alignas(64) constexpr std::uint16_t kInterleaveLow[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                          8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+
 // to[2j] = even[j], to[2j + 1] = odd[j] (0 without odd), for j < count.
 MANTISSA_AVX512BF16 void interleave(const std::uint16_t* even, const std::uint16_t* odd, std::int64_t count,
                                     std::uint16_t* to)
 {
-    alignas(64) static constexpr std::uint16_t kLow[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
-                                                           37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
-                                                           11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-    const __m512i low = _mm512_load_si512(kLow), high = _mm512_add_epi16(low, _mm512_set1_epi16(16));
+    const __m512i low = _mm512_load_si512(kInterleaveLow), high = _mm512_add_epi16(low, _mm512_set1_epi16(16));
     std::int64_t j = 0;
     for (; j + 32 <= count; j += 32) {
         const __m512i e = _mm512_loadu_si512(even + j);
@@ -178,10 +180,7 @@ MANTISSA_AVX512BF16 PairRows pairRowsOfA(Bf16Operand a, std::int64_t m, std::int
     const std::int64_t vectorRows = m / 16 * 16, vectorPairs = k / 2 / 16 * 16;
 #pragma omp parallel for schedule(static) if (m * k >= (std::int64_t{1} << 15))
     for (std::int64_t i = 0; i < vectorRows; i += 16) {
-        alignas(64) static constexpr std::uint16_t kInterleave[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
-                                                                      37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
-                                                                      11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-        const __m512i interleaveIndex = _mm512_load_si512(kInterleave);
+        const __m512i interleaveIndex = _mm512_load_si512(kInterleaveLow);
         for (std::int64_t q = 0; q < vectorPairs; q += 16) {
             __m512i r[16];
             for (int t = 0; t < 16; ++t) {
@@ -316,7 +315,11 @@ constexpr ChunkTileFn kChunkTiles[kRows + 1] = {nullptr,      chunkTile<1>, chun
 
 } // namespace
 
-bool blockScaledBf16KernelRuns()
+namespace {
+
+std::atomic<bool> g_allowed{true};
+
+bool cpuRunsKernel()
 {
 #ifdef MANTISSA_HAS_BF16_KERNEL
     static const bool runs = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -327,11 +330,17 @@ bool blockScaledBf16KernelRuns()
 #endif
 }
 
+} // namespace
+
+bool allowBlockScaledBf16Kernel(bool allowed) { return g_allowed.exchange(allowed); }
+
+bool blockScaledBf16KernelRuns() { return cpuRunsKernel() && g_allowed.load(std::memory_order_relaxed); }
+
 void blockScaledBf16Gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t chunk, Bf16Operand a,
                          Bf16Operand b, ChunkScales scalesA, ChunkScales scalesB, const float* bias, ChunkSumOutput out,
                          BlockScaledScratch& scratch)
 {
-    MANTISSA_ASSERT(blockScaledBf16KernelRuns() && chunk > 0 && chunk % 2 == 0 && k > 0);
+    MANTISSA_ASSERT(cpuRunsKernel() && chunk > 0 && chunk % 2 == 0 && k > 0);
 #ifdef MANTISSA_HAS_BF16_KERNEL
     if (m == 0 || n == 0)
         return;

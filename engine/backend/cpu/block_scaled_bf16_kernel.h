@@ -14,9 +14,13 @@
 
 namespace mantissa::cpu {
 
-// Whether this CPU can run the kernel (avx512_bf16). The backend also leaves CPUs with
-// AMX-BF16 to oneDNN, whose tile kernels are faster there.
+// Whether this CPU can run the kernel (avx512_bf16) and it is allowed. The backend also leaves
+// CPUs with AMX-BF16 to oneDNN, whose tile kernels are faster there.
 bool blockScaledBf16KernelRuns();
+// allowBlockScaledBf16Kernel(false) sends the backends created afterwards to oneDNN's route
+// (tests hold that route to the reference on CPUs where the kernel runs); returns the previous
+// setting.
+bool allowBlockScaledBf16Kernel(bool allowed);
 
 // A bf16 operand of the product. For A, op(A) is [m, k]: kMajor means the buffer is [k, m]
 // (A read transposed). For B, op(B) is [k, n]: kMajor means the buffer is [k, n] (B not
@@ -34,7 +38,7 @@ struct BlockScaledScratch {
 
 // out = the block-scaled product of op(A) [m, k] and op(B) [k, n] in K-chunks of `chunk`
 // (even) elements, as sumScaledChunks defines it from the chunks' partial sums; `bias` (n
-// values) or null; k > 0. Runs on the OpenMP team. Call only where blockScaledBf16KernelRuns().
+// values) or null; k > 0. Runs on the OpenMP team. Call only where blockScaledBf16KernelRuns() said yes.
 void blockScaledBf16Gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t chunk, Bf16Operand a,
                          Bf16Operand b, ChunkScales scalesA, ChunkScales scalesB, const float* bias, ChunkSumOutput out,
                          BlockScaledScratch& scratch);
