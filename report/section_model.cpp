@@ -7,6 +7,8 @@
 #include "report/report_format.h"
 #include "report/report_sections.h"
 
+#include <optional>
+
 namespace mantissa::report {
 
 namespace {
@@ -167,6 +169,32 @@ void appendTensorCoreAdvice(ReportDocument& document, const QList<const RunData*
     }
 }
 
+// What each recipe run's recipe covered (gemm_coverage.h): "mxfp8: 25 of 25 GEMMs quantised",
+// or which GEMMs it kept and why, and a warning where it quantised none.
+void appendRecipeCoverage(ReportDocument& document, const QList<const RunData*>& runs)
+{
+    QStringList lines;
+    for (const RunData* run : runs) {
+        try {
+            const GemmCoverage coverage =
+                plannedGemmCoverage(run->config->model, run->config->precision, run->config->recipe);
+            if (coverage.recipe == GemmRecipe::None)
+                continue;
+            QString line = QStringLiteral("%1: %2").arg(run->label, QString::fromStdString(coverage.summary()));
+            if (const std::optional<std::string> warning = coverage.warning())
+                line += QStringLiteral(". Warning: %1").arg(QString::fromStdString(*warning));
+            if (!lines.contains(line))
+                lines << line;
+        } catch (const ConfigError&) {
+            continue; // the model table already says the model does not validate
+        }
+    }
+    if (lines.isEmpty())
+        return;
+    document.paragraph(QStringLiteral("The sub-16-bit recipes quantise the inputs of these GEMMs:"));
+    document.bullets(lines);
+}
+
 } // namespace
 
 void appendModel(ReportDocument& document, const ReportData& data)
@@ -201,6 +229,7 @@ void appendModel(ReportDocument& document, const ReportData& data)
         }
         appendModelTable(document, group);
         appendTensorCoreAdvice(document, group);
+        appendRecipeCoverage(document, group);
     }
 }
 

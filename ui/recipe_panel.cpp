@@ -1,5 +1,6 @@
 #include "ui/recipe_panel.h"
 
+#include "engine/model/model.h"
 #include "engine/precision/precision_policy.h"
 #include "ui/config_document.h"
 #include "ui/recipe_format_table_model.h"
@@ -54,9 +55,16 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
     m_keepFirstLast =
         addEnumCombo<RecipeSwitch>(form, tr("Keep first and last layers"), "precision.recipe.keep_first_last",
                                    [](RunConfig& c, RecipeSwitch s) { c.recipe.keepFirstLast = s; });
-    m_keepFirstLast->setToolTip(tr("Compute the first and last linear/conv2d layers in bf16 without quantising: "
-                                   "they are the most sensitive. auto: on for the 4-bit recipes (mxfp4, nvfp4). A "
-                                   "layer's own precision override also leaves it unquantised."));
+    m_keepFirstLast->setToolTip(tr("Compute the first and the last GEMM in the order the model runs them, at any "
+                                   "depth, in bf16 without quantising (in a transformer: the first block's query, "
+                                   "key and value projections, and the head): they are the most sensitive. auto: "
+                                   "on for the 4-bit recipes (mxfp4, nvfp4). A layer's own precision override also "
+                                   "leaves its GEMMs unquantised."));
+    m_attention = addEnumCombo<RecipeSwitch>(form, tr("Attention products"), "precision.recipe.attention",
+                                             [](RunConfig& c, RecipeSwitch s) { c.recipe.attention = s; });
+    m_attention->setToolTip(tr("Quantise the inputs of attention's two batched products too (the scores Q·Kᵀ and "
+                               "the context P·V, each blocked along its own K). auto: off for every recipe, as "
+                               "Transformer Engine keeps them in bf16 unless its FP8 attention is enabled."));
     m_weightBlocks2d =
         addEnumCombo<RecipeSwitch>(form, tr("Weights in 16×16 tiles"), "precision.recipe.weight_blocks_2d",
                                    [](RunConfig& c, RecipeSwitch s) { c.recipe.weightBlocks2d = s; });
@@ -79,6 +87,11 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
     m_note->setObjectName("precision.recipe.note");
     m_note->setWordWrap(true);
     form->addRow(m_note);
+    m_coverage = new QLabel;
+    m_coverage->setObjectName("precision.recipe.coverage");
+    m_coverage->setWordWrap(true);
+    m_coverage->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    form->addRow(m_coverage);
 
     m_model = new RecipeFormatTableModel(this);
     m_table = new QTableView;
@@ -129,6 +142,7 @@ void RecipePanel::load(const RunConfig& c)
     m_amaxHistory->setValue(c.recipe.amaxHistory);
     setEnumComboValue(m_stochastic, c.recipe.stochasticRounding);
     setEnumComboValue(m_keepFirstLast, c.recipe.keepFirstLast);
+    setEnumComboValue(m_attention, c.recipe.attention);
     setEnumComboValue(m_weightBlocks2d, c.recipe.weightBlocks2d);
     setEnumComboValue(m_hadamard, c.recipe.hadamardWgrad);
     setEnumComboValue(m_powerOfTwo, c.recipe.powerOfTwoScales);
@@ -143,7 +157,7 @@ void RecipePanel::load(const RunConfig& c)
     const bool stochastic =
         operandFormat(recipe, GemmOperand::Gradient, c.recipe).format.encoding.rounding == Rounding::Stochastic;
     QString note =
-        tr("%1: gradients round stochastically: %2; first and last layers in bf16: %3; weight-gradient "
+        tr("%1: gradients round stochastically: %2; first and last GEMMs in bf16: %3; weight-gradient "
            "inputs Hadamard-rotated: %4")
             .arg(QString::fromStdString(gemmRecipeName(recipe)), yesNo(stochastic),
                  yesNo(keepsFirstAndLastLayers(recipe, c.recipe)), yesNo(rotatesWeightGradient(recipe, c.recipe)));
@@ -162,10 +176,27 @@ void RecipePanel::load(const RunConfig& c)
                                          : tr("none"));
     }
     m_note->setText(note + QStringLiteral("."));
+    showCoverage(c);
     showMeasurement(c);
     m_table->resizeRowsToContents();
     m_table->setFixedHeight(m_table->horizontalHeader()->sizeHint().height() + m_table->verticalHeader()->length() +
                             2 * m_table->frameWidth());
+}
+
+void RecipePanel::showCoverage(const RunConfig& c)
+{
+    // The engine's own walk over the model's GEMMs (gemm_coverage.h), as training will apply it.
+    try {
+        const GemmCoverage coverage = plannedGemmCoverage(c.model, c.precision, c.recipe);
+        QString text = QString::fromStdString(coverage.summary()).toHtmlEscaped() + QStringLiteral(".");
+        if (const std::optional<std::string> warning = coverage.warning())
+            text += QStringLiteral("<br><span style=\"color:#b00020\"><b>%1</b> %2</span>")
+                        .arg(tr("Warning:"), QString::fromStdString(*warning).toHtmlEscaped());
+        m_coverage->setText(text);
+    } catch (const ConfigError& e) {
+        m_coverage->setText(
+            QStringLiteral("<span style=\"color:#b00020\">%1</span>").arg(QString::fromUtf8(e.what()).toHtmlEscaped()));
+    }
 }
 
 void RecipePanel::showMeasurement(const RunConfig& c)

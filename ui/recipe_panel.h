@@ -32,6 +32,7 @@ public:
     RecipeFormatTableModel* formatModel() const { return m_model; }
     QTableView* formatTable() const { return m_table; }
     QLabel* measuredNote() const { return m_measuredNote; }
+    QLabel* coverageNote() const { return m_coverage; }
 
 signals:
     // The note's link: show run `runId`'s GEMM inputs page in the Numerics tab.
@@ -42,15 +43,19 @@ protected:
 
 private:
     void showMeasurement(const RunConfig& config);
+    // Which GEMMs the recipe quantises ("mxfp8: 25 of 25 GEMMs quantised"), or why none.
+    void showCoverage(const RunConfig& config);
 
     QComboBox* m_scaleRule;
     QSpinBox* m_amaxHistory;
     QComboBox* m_stochastic;
     QComboBox* m_keepFirstLast;
+    QComboBox* m_attention;
     QComboBox* m_weightBlocks2d;
     QComboBox* m_powerOfTwo;
     QComboBox* m_hadamard;
     QLabel* m_note; // what the options' "auto" means for this recipe
+    QLabel* m_coverage;
     RecipeFormatTableModel* m_model;
     QTableView* m_table;
     QLabel* m_measuredNote;

@@ -7,6 +7,7 @@
 #include "cli/run_format.h"
 #include "cli/run_lookup.h"
 #include "cli/text_table.h"
+#include "engine/model/model.h"
 #include "engine/model/tensor_core_alignment.h"
 #include "engine/observe/bits_per_character.h"
 #include "engine/observe/rank_throughput.h"
@@ -15,6 +16,7 @@
 #include <QJsonObject>
 
 #include <cstdio>
+#include <optional>
 
 namespace mantissa::cli {
 
@@ -88,6 +90,23 @@ void printTensorCoreAdvice(const storage::RunInfo& run)
     std::printf("\ntensor cores\n");
     for (const std::string& line : lines)
         std::printf("  %s\n", line.c_str());
+}
+
+// Which GEMMs a recipe run quantised (and which it kept, and why); nothing for a 16-bit run.
+void printRecipeCoverage(const storage::RunInfo& run)
+{
+    GemmCoverage coverage;
+    try {
+        const RunConfig config = parseRunConfig(run.configJson.toStdString(), "the stored config");
+        coverage = plannedGemmCoverage(config.model, config.precision, config.recipe);
+    } catch (const ConfigError&) {
+        return;
+    }
+    if (coverage.recipe == GemmRecipe::None)
+        return;
+    std::printf("\nrecipe\n  %s\n", coverage.summary().c_str());
+    if (const std::optional<std::string> warning = coverage.warning())
+        std::printf("  warning: %s\n", warning->c_str());
 }
 
 // Whether the run's stored config reads byte-level text; false for one this version cannot parse.
@@ -235,6 +254,7 @@ int runShowCommand(const QStringList& arguments)
         printHeader(*store, run);
         printConfig(run);
         printTensorCoreAdvice(run);
+        printRecipeCoverage(run);
         printSummary(run);
         printEpochs(store->epochs(run.id), isTextRun(run));
         printEvents(store->events(run.id));

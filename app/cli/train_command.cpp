@@ -13,6 +13,7 @@
 #include "engine/distributed/data_parallel.h"
 #include "engine/distributed/gpu_assignment.h"
 #include "engine/distributed/rank_agreement.h"
+#include "engine/model/model.h"
 #include "engine/model/tensor_core_alignment.h"
 #include "engine/train/training_backend.h"
 
@@ -90,6 +91,11 @@ int runTrainCommand(const QStringList& arguments)
             // Advice, not an error: on stderr, so that stdout's last line stays the JSON summary.
             for (const std::string& line : tensorCoreAdvice(config).messages())
                 std::fprintf(stderr, "tensor cores: %s\n", line.c_str());
+            const GemmCoverage coverage = plannedGemmCoverage(config.model, config.precision, config.recipe);
+            if (coverage.recipe != GemmRecipe::None)
+                std::fprintf(stderr, "recipe: %s\n", coverage.summary().c_str());
+            if (const std::optional<std::string> warning = coverage.warning())
+                std::fprintf(stderr, "warning: %s\n", warning->c_str());
         }
         const DatasetSplits data = loadDatasets(config.data, config.training.seed);
 

@@ -285,6 +285,7 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
             rr.readEnum("weight_blocks_2d", c.recipe.weightBlocks2d);
             rr.readEnum("hadamard_wgrad", c.recipe.hadamardWgrad);
             rr.readEnum("power_of_two_scales", c.recipe.powerOfTwoScales);
+            rr.readEnum("attention", c.recipe.attention);
             rr.finish();
         }
         pr.finish();
@@ -412,7 +413,8 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                                     {"keep_first_last", enumKey(c.recipe.keepFirstLast)},
                                     {"weight_blocks_2d", enumKey(c.recipe.weightBlocks2d)},
                                     {"hadamard_wgrad", enumKey(c.recipe.hadamardWgrad)},
-                                    {"power_of_two_scales", enumKey(c.recipe.powerOfTwoScales)}};
+                                    {"power_of_two_scales", enumKey(c.recipe.powerOfTwoScales)},
+                                    {"attention", enumKey(c.recipe.attention)}};
     j["training"] = {{"batch_size", c.training.batchSize},
                      {"epochs", c.training.epochs},
                      {"max_steps", c.training.maxSteps},

@@ -540,7 +540,9 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
     if (m_recipe == GemmRecipe::None)
         return {t, 1.0f, {}};
     MANTISSA_ASSERT(layout.count() == t.numel());
-    const OperandFormat format = withScaleRounding(operandFormat(m_recipe, pass, operand, m_options, call.mayRotate),
+    const GemmOperand formatOf =
+        operand == GemmOperand::Weight && !call.weightIsWeight ? GemmOperand::Activation : operand;
+    const OperandFormat format = withScaleRounding(operandFormat(m_recipe, pass, formatOf, m_options, call.mayRotate),
                                                    m_options, call.blockScaledGemm);
     OperandFormat seeded = format;
     seeded.format.encoding.seed = call.seed;

@@ -120,6 +120,10 @@ struct GemmInputCall {
     // a convolution's cannot, Layer::gemmTakesBlockScales): fp32-scaled blocks then come as
     // elements with their scales instead of dequantised values.
     bool blockScaledGemm = false;
+    // The weight operand is a weight, which the recipe may scale in 2D tiles (fp8-block's
+    // 128x128, NVFP4's 16x16). False for attention's products, whose right operand (K or V) is
+    // an activation: it takes the activation's format, blocked along K.
+    bool weightIsWeight = true;
 };
 
 // An operand as its GEMM reads it: the GEMM multiplies `values` with fp32 accumulation and

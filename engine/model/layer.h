@@ -71,6 +71,19 @@ struct PassState {
     std::size_t layerIndex = 0; // the top-level layer running, for LayerTap::insideForward
 };
 
+class Layer;
+
+// A layer that another holds and runs (a transformer block's attention, an attention's query
+// projection), with the suffix its name takes: "<holder>.<role>"; an empty role gives it the
+// holder's own name (the linear layer inside an ActivatedLayer).
+struct Sublayer {
+    Layer* layer = nullptr;
+    std::string role;
+    // Reads the same input as the sublayer before it (an attention's key and value projections,
+    // which Transformer Engine and Megatron run as one fused QKV GEMM with the query's).
+    bool sameInputAsPrevious = false;
+};
+
 class Layer {
 public:
     virtual ~Layer() = default;
@@ -84,17 +97,19 @@ public:
     void setComputeType(DType t) { m_computeType = t; }
     // Takes the policy's dtypes for this layer (before createParameters). A block also resolves
     // the overrides of the layers it holds against `policy`, with its own dtypes as their default.
-    virtual void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
-    {
-        setComputeType(dtypes.compute());
-        m_gemmInputs.setRecipe(dtypes.gemmRecipe, policy.recipeOptions());
-    }
+    // The default hands the same dtypes (and so the recipe) to every sublayer, so that a GEMM at
+    // any depth follows the run's recipe; a block with per-layer overrides resolves them instead.
+    virtual void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes);
     // The recipe this layer's GEMMs quantise their inputs by (None outside the recipes).
     GemmRecipe gemmRecipe() const { return m_gemmInputs.recipe(); }
+    // Leaves this layer's own GEMMs unquantised in the compute type (a recipe's kept first and
+    // last GEMMs, keep_first_last); its sublayers are not touched.
+    void keepGemmsUnquantised() { m_gemmInputs.setRecipe(GemmRecipe::None, m_gemmInputs.options()); }
 
     // Creates parameters (working, grad and fp32 grad tensors) on `backend`. masterType is fp32
-    // except in pure low-precision runs. Initialisation draws from `seed`.
-    virtual void createParameters(Backend& backend, DType masterType, std::uint64_t seed) {}
+    // except in pure low-precision runs. Initialisation draws from `seed`. The default creates
+    // the sublayers' in their order.
+    virtual void createParameters(Backend& backend, DType masterType, std::uint64_t seed);
     virtual std::vector<Parameter*> parameters() { return {}; }
     // Non-trainable state saved in checkpoints (batch-norm running statistics).
     virtual std::vector<std::pair<std::string, Tensor*>> buffers() { return {}; }
@@ -117,10 +132,22 @@ public:
     // The layers a composite block is made of (a transformer block's norms, attention and
     // MLP), for the editor's expanded row; empty for a plain layer.
     virtual std::vector<const Layer*> parts() const { return {}; }
+    // Every layer this one holds and runs, in the order its forward runs them: what names,
+    // precision and parameter creation pass on, and what the walk over a model's GEMMs
+    // (gemm_coverage.h) descends into. Empty for a leaf. A layer that holds another layer and
+    // does not list it here leaves that layer's GEMMs outside the run's recipe (gemm_coverage_test
+    // fails naming it).
+    virtual std::vector<Sublayer> sublayers() { return {}; }
+    // Whether this layer itself runs GEMMs on its inputs (a linear layer, a convolution), as
+    // opposed to holding layers that do.
+    virtual bool runsGemms() const { return false; }
+    // The widths a recipe's blocks run along in this layer's own GEMMs, each K of the forward
+    // or the data-gradient GEMM ({"in features", 784}); the weight gradient's K is the batch.
+    virtual std::vector<std::pair<std::string, std::int64_t>> blockedWidths() const { return {}; }
 
-    // Name prefix for parameters, "3.linear".
+    // Name prefix for parameters, "3.linear"; the sublayers take "<name>.<role>".
     const std::string& name() const { return m_name; }
-    void setName(std::string name) { m_name = std::move(name); }
+    void setName(std::string name);
 
 protected:
     // An input of one of this layer's GEMMs as the GEMM should read it: quantised by the run's
@@ -133,7 +160,7 @@ protected:
             return {t, 1.0f, {}};
         GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
         return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, observer,
-                                     weightGradientMayRotate(), gemmTakesBlockScales()},
+                                     weightGradientMayRotate(), gemmTakesBlockScales(), weightOperandIsWeight()},
                                     t, gemm, operand, layout);
     }
     // `t` for several of this layer's GEMMs (or a GEMM and a reduction) at once: widened once
@@ -154,9 +181,15 @@ protected:
         if (m_gemmInputs.recipe() == GemmRecipe::None)
             return {t, 1.0f, {}};
         GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
-        const GemmInputCall call{
-            pass.backend,          m_name, pass.training, pass.seed, pass.step, observer, weightGradientMayRotate(),
-            gemmTakesBlockScales()};
+        const GemmInputCall call{pass.backend,
+                                 m_name,
+                                 pass.training,
+                                 pass.seed,
+                                 pass.step,
+                                 observer,
+                                 weightGradientMayRotate(),
+                                 gemmTakesBlockScales(),
+                                 weightOperandIsWeight()};
         if (std::optional<GemmOperandValues> again =
                 m_gemmInputs.reuse(call, prepared, preparedFor, t, gemm, operand, layout))
             return std::move(*again);
@@ -180,6 +213,9 @@ protected:
     // inputs (precision.recipe.hadamard_wgrad): only where nothing else reads them, since the
     // rotated values mean something only in that one product.
     virtual bool weightGradientMayRotate() const { return false; }
+    // Whether the operand this layer hands over as GemmOperand::Weight is a weight, which a
+    // recipe may scale in 2D tiles (GemmInputCall::weightIsWeight).
+    virtual bool weightOperandIsWeight() const { return true; }
 
 private:
     DType m_computeType = DType::F32;

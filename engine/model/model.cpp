@@ -1,5 +1,6 @@
 #include "engine/model/model.h"
 
+#include "engine/model/gemm_coverage.h"
 #include "engine/model/layer_factory.h"
 #include "engine/model/layers/linear.h"
 #include "engine/model/layers/token_embedding.h"
@@ -12,51 +13,37 @@ namespace mantissa {
 
 namespace {
 
-bool multipliesMatrices(LayerKind kind) { return kind == LayerKind::Linear || kind == LayerKind::Conv2d; }
-
 // NVFP4 refuses partial blocks (its 16-element blocks are what the hardware reads, NVIDIA's
-// recipe keeps such layers in bf16): the widths that are a GEMM's K must be multiples of 16.
-void checkRecipeFits(std::size_t index, const LayerSpec& spec, const Shape& input, GemmRecipe recipe)
+// recipe keeps such layers in bf16): every width a quantised GEMM's blocks run along must be a
+// multiple of 16, at any depth.
+void checkRecipeFits(const GemmSite& site, const ModelSpec& spec)
 {
-    if (recipe != GemmRecipe::Nvfp4 || !multipliesMatrices(spec.type))
+    const GemmRecipe recipe = site.layer->gemmRecipe();
+    if (recipe != GemmRecipe::Nvfp4)
         return;
     const std::size_t block = recipeBlockSize(recipe);
-    const bool linear = spec.type == LayerKind::Linear;
-    const std::pair<const char*, std::int64_t> widths[] = {
-        {linear ? "input features" : "input channels", linear ? input.dims().back() : input[0]},
-        {linear ? "units" : "filters", linear ? spec.units : spec.filters}};
-    for (const auto& [field, width] : widths)
+    for (const auto& [field, width] : site.layer->blockedWidths())
         if (width % static_cast<std::int64_t>(block) != 0)
-            throw ConfigError("layer " + std::to_string(index) + " (" + std::string(enumKey(spec.type)) +
-                              "): " + gemmRecipeName(recipe) + " quantises blocks of " + std::to_string(block) +
-                              " along K, but its " + field + " (" + std::to_string(width) + ") is not a multiple of " +
+            throw ConfigError("layer " + std::to_string(site.topLevel) + " (" +
+                              std::string(enumKey(spec.layers[site.topLevel].type)) + "): " + gemmRecipeName(recipe) +
+                              " quantises blocks of " + std::to_string(block) + " along K, but " + site.layer->name() +
+                              "'s " + field + " (" + std::to_string(width) + ") is not a multiple of " +
                               std::to_string(block) +
                               "; keep the layer in bf16 (\"precision\": \"bf16\") or change its width");
 }
 
-} // namespace
-
-Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
-             const RecipeOptions& recipe)
-    : m_input(spec.input), m_classes(spec.classes)
+// The validated spec's layers built, named and tied, with the policy's dtypes and the recipe's
+// coverage applied (keep_first_last at any depth), but no parameters yet.
+std::vector<LayerPtr> buildLayers(const ModelSpec& spec, const PrecisionPolicy& policy, GemmCoverage& coverage,
+                                  Shape& output)
 {
     const ModelReport report = validateModel(spec);
     if (!report.valid())
         throw ConfigError(report.error);
-    const PrecisionPolicy policy(mode, recipe);
-    // The layers a recipe may keep in bf16: the first and the last that multiply matrices
-    // (NVIDIA's NVFP4 and the MX training recipes keep them high; precision.recipe.keep_first_last).
-    std::size_t firstGemm = spec.layers.size(), lastGemm = spec.layers.size();
-    for (std::size_t i = 0; i < spec.layers.size(); ++i)
-        if (multipliesMatrices(spec.layers[i].type)) {
-            firstGemm = std::min(firstGemm, i);
-            lastGemm = i;
-        }
-    const bool keepEnds = keepsFirstAndLastLayers(policy.recipe(), recipe);
+    std::vector<LayerPtr> layers;
     Shape shape(spec.input);
     TokenEmbedding* embedding = nullptr; // the first one, which a tied head shares (validated)
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
-        const Shape layerInput = shape;
         LayerPtr layer = createLayer(spec.layers[i], shape);
         shape = perSampleOutput(*layer, shape);
         layer->setName(std::to_string(i) + "." + std::string(enumKey(layer->kind())));
@@ -69,16 +56,41 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
             head->tieWeight(embedding->table());
             embedding->setTableShared(true);
         }
-        LayerPrecision override = spec.layers[i].precision;
-        if (override == LayerPrecision::Auto && keepEnds && (i == firstGemm || i == lastGemm))
-            override = LayerPrecision::Bf16;
-        const LayerDTypes dtypes = policy.layer(override);
-        checkRecipeFits(i, spec.layers[i], layerInput, dtypes.gemmRecipe);
-        layer->applyPrecision(policy, dtypes);
-        layer->createParameters(backend, dtypes.master, seed);
-        m_layers.push_back(std::move(layer));
+        layer->applyPrecision(policy, policy.layer(spec.layers[i].precision));
+        layers.push_back(std::move(layer));
     }
-    m_labelsPerSample = shape.numel() / m_classes;
+    std::vector<Layer*> topLevel;
+    for (const LayerPtr& l : layers)
+        topLevel.push_back(l.get());
+    const std::vector<GemmSite> sites = gemmSites(topLevel);
+    coverage =
+        applyRecipeCoverage(policy.recipe(), sites, keepsFirstAndLastLayers(policy.recipe(), policy.recipeOptions()));
+    for (const GemmSite& site : sites)
+        checkRecipeFits(site, spec);
+    output = shape;
+    return layers;
+}
+
+} // namespace
+
+GemmCoverage plannedGemmCoverage(const ModelSpec& spec, PrecisionMode mode, const RecipeOptions& recipe)
+{
+    GemmCoverage coverage;
+    Shape output;
+    buildLayers(spec, PrecisionPolicy(mode, recipe), coverage, output);
+    return coverage;
+}
+
+Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
+             const RecipeOptions& recipe)
+    : m_input(spec.input), m_classes(spec.classes)
+{
+    const PrecisionPolicy policy(mode, recipe);
+    Shape output;
+    m_layers = buildLayers(spec, policy, m_gemmCoverage, output);
+    for (std::size_t i = 0; i < m_layers.size(); ++i)
+        m_layers[i]->createParameters(backend, policy.layer(spec.layers[i].precision).master, seed);
+    m_labelsPerSample = output.numel() / m_classes;
     while (m_firstTrainedLayer + 1 < m_layers.size() && m_layers[m_firstTrainedLayer]->parameters().empty())
         ++m_firstTrainedLayer;
     for (auto it = m_layers.rbegin(); it != m_layers.rend(); ++it) {

@@ -3,6 +3,7 @@
 // (engine/precision/precision_policy.h): each layer computes in the dtype the policy gives it
 // and the model inserts the casts between layers whose dtypes differ.
 #include "engine/config/run_config.h"
+#include "engine/model/gemm_coverage.h"
 #include "engine/model/layer.h"
 
 #include <memory>
@@ -19,8 +20,9 @@ class Model {
 public:
     // Validates the spec (ConfigError "layer 5 (linear): ..." on failure), builds the layers,
     // applies `mode` and the per-layer overrides, and creates parameters on `backend`. Under a
-    // recipe the first and last GEMM layers stay in bf16 when `recipe` says so, and a layer
-    // whose widths the recipe's blocks do not divide is a ConfigError naming it.
+    // recipe every GEMM at any depth quantises its inputs, but the first and last GEMMs stay in
+    // bf16 when `recipe` says so (gemm_coverage.h), and a GEMM whose widths the recipe's blocks
+    // do not divide is a ConfigError naming it.
     Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
           const RecipeOptions& recipe = {});
 
@@ -35,6 +37,8 @@ public:
     std::vector<std::pair<std::string, Tensor*>> buffers();
     std::vector<Layer*> layers();
     const Shape& inputShape() const { return m_input; }
+    // Which GEMMs the run's recipe quantises, and why the others are kept.
+    const GemmCoverage& gemmCoverage() const { return m_gemmCoverage; }
     std::int64_t classes() const { return m_classes; }
     // Predictions (and labels) per sample: 1 for a classifier, T for a sequence model whose
     // output is [T, classes] (token-level cross-entropy, sequence_loss.h).
@@ -49,6 +53,11 @@ private:
     Shape m_input;
     std::int64_t m_classes;
     std::int64_t m_labelsPerSample = 1;
+    GemmCoverage m_gemmCoverage;
 };
+
+// What Model would quantise for this spec, mode and recipe, without creating its parameters
+// (the precision panel, `show`, reports). Throws ConfigError as Model does.
+GemmCoverage plannedGemmCoverage(const ModelSpec& spec, PrecisionMode mode, const RecipeOptions& recipe = {});
 
 } // namespace mantissa

@@ -198,6 +198,11 @@ bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options)
     return recipe != GemmRecipe::None && resolve(options.keepFirstLast, row(recipe).fourBit);
 }
 
+bool quantisesAttention(GemmRecipe recipe, const RecipeOptions& options)
+{
+    return recipe != GemmRecipe::None && resolve(options.attention, false);
+}
+
 std::size_t recipeBlockSize(GemmRecipe recipe)
 {
     return recipe == GemmRecipe::None ? 0 : row(recipe).activation.format.blockSize;

@@ -52,6 +52,10 @@ struct RecipeOptions {
     // convolutions only, whose GEMMs cannot apply per-tile scales and so multiply dequantised
     // values: with powers of two those run on the native bf16 kernels, exactly (docs/formats.md).
     RecipeSwitch powerOfTwoScales = RecipeSwitch::Auto;
+    // Attention's two batched products (the scores Q K^T and the context P V) quantise their
+    // inputs too; auto: off for every recipe, as Transformer Engine keeps them in bf16 unless
+    // its FP8 attention is enabled.
+    RecipeSwitch attention = RecipeSwitch::Auto;
     bool operator==(const RecipeOptions&) const = default;
 };
 
@@ -89,6 +93,8 @@ std::string operandFormatLabel(const OperandFormat& format);
 std::string gemmRecipeName(GemmRecipe recipe);
 // Whether the first and last GEMM layers stay in bf16 under `recipe` with `options`.
 bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options);
+// Whether attention's batched products follow `recipe` with `options` (precision.recipe.attention).
+bool quantisesAttention(GemmRecipe recipe, const RecipeOptions& options);
 // The 1D block size of a recipe's activations and gradients (0 for per-tensor scaling).
 std::size_t recipeBlockSize(GemmRecipe recipe);
 // A ConfigError naming the field when `options` are out of range (amax history 1..65536).

@@ -40,6 +40,38 @@ private slots:
         }
     }
 
+    // train (on stderr) and show say what the recipe covered, and warn where it covered nothing.
+    void trainAndShowSayWhatTheRecipeCovered()
+    {
+        // mxfp4 keeps the first and the last GEMM by default: in this two-layer MLP, both.
+        const QString kept = writeTinyConfig(
+            m_dir.path(), {QStringLiteral("kept"), 1, 64, 32, QStringLiteral(R"("precision": {"mode": "mxfp4"})")});
+        const CliResult r = runCli({QStringLiteral("train"), kept, QStringLiteral("--db"), m_db});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QVERIFY2(r.err.contains(QStringLiteral(
+                     "recipe: mxfp4: 0 of 2 GEMMs quantised; kept unquantised: 0.linear (keep_first_last: the first "
+                     "GEMM), 1.linear (keep_first_last: the last GEMM)\n")),
+                 qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("warning: mxfp4 quantises none of this model's 2 GEMMs")),
+                 qPrintable(r.err));
+        const QString id = QString::number(r.json().value(QStringLiteral("run_id")).toInteger());
+        const CliResult show = runCli({QStringLiteral("show"), id, QStringLiteral("--db"), m_db});
+        QVERIFY2(show.exitCode == 0, qPrintable(show.describe()));
+        QVERIFY2(show.out.contains(QStringLiteral("\nrecipe\n  mxfp4: 0 of 2 GEMMs quantised;")), qPrintable(show.out));
+        QVERIFY2(show.out.contains(QStringLiteral("  warning: mxfp4 quantises none")), qPrintable(show.out));
+
+        // keep_first_last off: both quantised, nothing to warn of; a 16-bit run has no section.
+        const CliResult mx =
+            runCli({QStringLiteral("show"), QStringLiteral("mx-mxfp4-1"), QStringLiteral("--db"), m_db});
+        QVERIFY2(mx.exitCode == 0, qPrintable(mx.describe()));
+        QVERIFY2(mx.out.contains(QStringLiteral("\nrecipe\n  mxfp4: 2 of 2 GEMMs quantised\n")), qPrintable(mx.out));
+        QVERIFY(!mx.out.contains(QStringLiteral("warning")));
+        const CliResult plain =
+            runCli({QStringLiteral("show"), QStringLiteral("plain-fp32-1"), QStringLiteral("--db"), m_db});
+        QVERIFY2(plain.exitCode == 0, qPrintable(plain.describe()));
+        QVERIFY(!plain.out.contains(QStringLiteral("\nrecipe\n")));
+    }
+
     void printsTheTableOfTheLastSampledStep()
     {
         const CliResult r =

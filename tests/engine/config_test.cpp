@@ -301,6 +301,7 @@ TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
     EXPECT_EQ(documentedValues("precision.recipe.weight_blocks_2d"), engineValues<RecipeSwitch>());
     EXPECT_EQ(documentedValues("precision.recipe.hadamard_wgrad"), engineValues<RecipeSwitch>());
     EXPECT_EQ(documentedValues("precision.recipe.power_of_two_scales"), engineValues<RecipeSwitch>());
+    EXPECT_EQ(documentedValues("precision.recipe.attention"), engineValues<RecipeSwitch>());
     EXPECT_EQ(documentedValues("training.graphs"), engineValues<AutoSwitch>());
     EXPECT_EQ(documentedValues("training.cpu_kernels"), engineValues<CpuKernels>());
     EXPECT_EQ(documentedValues("training.fp8_gemm"), engineValues<Fp8Gemm>());

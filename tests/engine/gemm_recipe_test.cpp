@@ -681,7 +681,7 @@ TEST(GemmRecipe, BadInputsNameTheFieldAndTheLayer)
         FAIL() << "nvfp4 accepted a layer of 4 units";
     } catch (const ConfigError& e) {
         EXPECT_NE(std::string(e.what()).find("layer 3 (linear)"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("units (4)"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("3.linear's out features (4)"), std::string::npos) << e.what();
     }
     // Kept in bf16 by default, the same model builds.
     c.recipe.keepFirstLast = RecipeSwitch::Auto;
@@ -726,10 +726,10 @@ TEST(GemmRecipe, OverridesAndTheFirstAndLastLayers)
         RunConfig c = test_support::smallSyntheticConfig(mode);
         c.recipe.keepFirstLast = keep;
         Model model(c.model, c.precision, *backend, 1, c.recipe);
+        // The layers that run the GEMMs: a linear layer inside its activation's wrapper.
         std::vector<GemmRecipe> out;
-        for (Layer* l : model.layers())
-            if (l->kind() == LayerKind::Linear)
-                out.push_back(l->gemmRecipe());
+        for (const GemmSite& site : gemmSites(model.layers()))
+            out.push_back(site.layer->gemmRecipe());
         return out;
     };
     using R = GemmRecipe;

@@ -295,6 +295,29 @@ private slots:
             QVERIFY2(!block.text.contains(QStringLiteral("Tensor-core")), qPrintable(block.text));
     }
 
+    // The model section says what a recipe run's recipe covered; a 16-bit run says nothing.
+    void theModelSectionSaysWhatARecipeCovered()
+    {
+        SyntheticRun spec;
+        spec.name = QStringLiteral("mx");
+        spec.precision = QStringLiteral("mxfp4");
+        const QString path = m_dir.filePath(QStringLiteral("recipe.sqlite"));
+        const qint64 id = writeSyntheticRun(path, spec);
+        storage::RunStore store(path);
+        const ReportData data = loadReportData(store, {id});
+        QStringList items;
+        const QList<ReportBlock>& blocks = buildReportDocument(data).blocks;
+        for (qsizetype i = 0; i + 1 < blocks.size(); ++i)
+            if (blocks[i].text.startsWith(QStringLiteral("The sub-16-bit recipes quantise")))
+                items = blocks[i + 1].items;
+        QCOMPARE(items, QStringList{data.runs[0].label +
+                                    QStringLiteral(": mxfp4: 1 of 3 GEMMs quantised; kept unquantised: 1.linear "
+                                                   "(keep_first_last: the first GEMM), 3.linear (keep_first_last: "
+                                                   "the last GEMM)")});
+        for (const ReportBlock& block : buildReportDocument(loadReportData(*m_store, {m_sample.mixed})).blocks)
+            QVERIFY2(!block.text.contains(QStringLiteral("sub-16-bit")), qPrintable(block.text));
+    }
+
 private:
     QTemporaryDir m_dir;
     SampleDatabase m_sample;

@@ -62,6 +62,39 @@ class PrecisionRecipeTest : public QObject {
     Q_OBJECT
 
 private slots:
+    // The panel says which GEMMs the recipe reaches, from the engine's own walk over the model,
+    // and warns where it reaches none.
+    void recipeCoverageIsStatedAndANothingQuantisedRecipeWarns()
+    {
+        Workbench bench;
+        bench.loadPreset("char-gpt");
+        auto* coverage = bench.findChild<QLabel*>("precision.recipe.coverage");
+        QVERIFY(coverage);
+        chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "mxfp8");
+        QCOMPARE(coverage->text(), QString("mxfp8: 25 of 25 GEMMs quantised."));
+        chooseByKey(bench.findChild<QComboBox*>("precision.recipe.attention"), "on");
+        QCOMPARE(coverage->text(), QString("mxfp8: 33 of 33 GEMMs quantised."));
+        chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "nvfp4");
+        QVERIFY2(coverage->text().startsWith("nvfp4: 29 of 33 GEMMs quantised; kept unquantised: "
+                                             "2.transformer.attention.query (keep_first_last: the first GEMM)"),
+                 qPrintable(coverage->text()));
+        QVERIFY(!coverage->text().contains("Warning"));
+
+        // softmax's one linear layer is both the first and the last GEMM: nvfp4 keeps it.
+        bench.loadPreset("softmax");
+        chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "nvfp4");
+        QVERIFY2(coverage->text().contains("Warning:"), qPrintable(coverage->text()));
+        QVERIFY2(coverage->text().contains("quantises none of this model&#39;s 1 GEMMs") ||
+                     coverage->text().contains("quantises none of this model's 1 GEMMs"),
+                 qPrintable(coverage->text()));
+        // Quantised, its 10 logits are not whole blocks of 16: the panel says so before a run.
+        chooseByKey(bench.findChild<QComboBox*>("precision.recipe.keep_first_last"), "off");
+        QVERIFY2(coverage->text().contains("1.linear's out features (10) is not a multiple of 16"),
+                 qPrintable(coverage->text()));
+        chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "mxfp4");
+        QCOMPARE(coverage->text(), QString("mxfp4: 1 of 1 GEMMs quantised."));
+    }
+
     void recipeOptionsShowOnlyForRecipesAndEachEditIsOneUndoStep()
     {
         Workbench bench;
@@ -92,7 +125,7 @@ private slots:
         QVERIFY(hadamard->isEnabled());
         QVERIFY(!powerOfTwo->isEnabled()); // fp8-block's option
         auto* note = bench.findChild<QLabel*>("precision.recipe.note");
-        QVERIFY2(note->text().contains("first and last layers in bf16: on"), qPrintable(note->text()));
+        QVERIFY2(note->text().contains("first and last GEMMs in bf16: on"), qPrintable(note->text()));
 
         QUndoStack* undo = bench.document()->undoStack();
         const int before = undo->count();

@@ -10,15 +10,6 @@ struct ActivatedContext final : LayerContext {
 
 ActivatedLayer::ActivatedLayer(LayerPtr inner, Activation kind) : m_inner(std::move(inner)), m_activation(kind) {}
 
-void ActivatedLayer::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
-{
-    // Names and compute types are set on the wrapper by the model; pass them on.
-    m_inner->setName(name());
-    m_inner->setComputeType(computeType());
-    m_activation.setComputeType(computeType());
-    m_inner->createParameters(backend, masterType, seed);
-}
-
 ForwardResult ActivatedLayer::forward(PassState& pass, const Tensor& x)
 {
     auto context = std::make_unique<ActivatedContext>();

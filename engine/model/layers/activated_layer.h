@@ -11,12 +11,8 @@ public:
 
     LayerKind kind() const override { return m_inner->kind(); }
     Shape outputShape(const Shape& input) const override { return m_inner->outputShape(input); }
-    void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes) override
-    {
-        Layer::applyPrecision(policy, dtypes);
-        m_inner->applyPrecision(policy, dtypes); // the inner layer's GEMMs follow the recipe
-    }
-    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    // The inner layer and the activation share the wrapper's name, dtypes and recipe.
+    std::vector<Sublayer> sublayers() override { return {{m_inner.get(), ""}, {&m_activation, ""}}; }
     std::vector<Parameter*> parameters() override { return m_inner->parameters(); }
     std::vector<std::pair<std::string, Tensor*>> buffers() override { return m_inner->buffers(); }
     ForwardResult forward(PassState& pass, const Tensor& x) override;

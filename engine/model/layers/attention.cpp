@@ -33,23 +33,13 @@ Attention::Attention(std::int64_t width, std::int64_t heads, std::int64_t tokens
                      InternalPrecision softmax, float dropout, bool bias)
     : m_width(width), m_heads(heads), m_headDim(width / heads), m_tokens(tokens), m_causal(causal), m_softmax(softmax),
       m_dropout(dropout), m_query(width, width, bias, "", true, tokens), m_key(width, width, bias, "", true, tokens),
-      m_value(width, width, bias, "", true, tokens), m_output(width, width, bias, "", true, tokens)
+      m_value(width, width, bias, "", true, tokens), m_output(width, width, bias, "", true, tokens),
+      m_scores(width / heads, tokens), m_context(width / heads, tokens)
 {
     MANTISSA_ASSERT(heads > 0 && width % heads == 0);
 }
 
 DType Attention::scoresType() const { return m_softmax == InternalPrecision::Fp32 ? DType::F32 : computeType(); }
-
-void Attention::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
-{
-    const std::pair<Linear*, const char*> projections[] = {
-        {&m_query, "query"}, {&m_key, "key"}, {&m_value, "value"}, {&m_output, "output"}};
-    for (auto [projection, role] : projections) {
-        projection->setName(name() + "." + role);
-        projection->setComputeType(computeType());
-        projection->createParameters(backend, masterType, seed);
-    }
-}
 
 std::vector<Parameter*> Attention::parameters()
 {
@@ -85,9 +75,12 @@ ForwardResult Attention::forward(PassState& pass, const Tensor& x)
     const Tensor v = project(m_value, context->value);
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
+    const std::int64_t headStride = tokens * m_headDim, planeStride = tokens * tokens;
+    const KLayout headRows = KLayout::rows(planes * tokens, m_headDim);
     Tensor scores = be.empty({planes, tokens, tokens}, scoresType());
-    be.gemmStridedBatched(Transpose::No, Transpose::Yes, tokens, tokens, m_headDim, scale, q, tokens * m_headDim, k,
-                          tokens * m_headDim, 0.0f, scores, tokens * tokens, planes);
+    m_scores.multiply(pass, GemmPass::Forward, tokens, tokens, m_headDim, scale,
+                      {q, headStride, Transpose::No, headRows}, GemmOperand::Activation,
+                      {k, headStride, Transpose::Yes, headRows}, GemmOperand::Weight, scores, planeStride, planes);
     if (pass.tap)
         pass.tap->insideForward(pass.layerIndex, name() + ".scores", scores);
     // P is stored in the compute type: the P V GEMM takes its inputs in it.
@@ -100,8 +93,11 @@ ForwardResult Attention::forward(PassState& pass, const Tensor& x)
         be.dropoutForward(probs, dropped, context->mask, m_dropout, pass.seed ^ nameHash(name()), pass.step);
     }
     Tensor heads = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
-    be.gemmStridedBatched(Transpose::No, Transpose::No, tokens, m_headDim, tokens, 1.0f, dropped, tokens * tokens, v,
-                          tokens * m_headDim, 0.0f, heads, tokens * m_headDim, planes);
+    m_context.multiply(pass, GemmPass::Forward, tokens, m_headDim, tokens, 1.0f,
+                       {dropped, planeStride, Transpose::No, KLayout::rows(planes * tokens, tokens)},
+                       GemmOperand::Activation,
+                       {v, headStride, Transpose::No, KLayout::along(planes, tokens, m_headDim)}, GemmOperand::Weight,
+                       heads, headStride, planes);
     Tensor merged = be.empty({batch, tokens, m_width}, computeType());
     be.swapAxes(heads, merged, batch, m_heads, tokens, m_headDim);
     ForwardResult out = m_output.forward(pass, merged);
@@ -137,13 +133,20 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
         return be.widenedForGemms(stored);
     }();
 
-    // dP' = dO V^T and dV = P'^T dO, where P' is P after dropout.
+    // dP' = dO V^T and dV = P'^T dO, where P' is P after dropout. K runs along the head
+    // dimension in the first, along the queries in the second.
+    const KLayout headRows = KLayout::rows(planes * tokens, m_headDim);
+    const KLayout alongQueries = KLayout::along(planes, tokens, m_headDim);
     Tensor dDropped = be.empty({planes, tokens, tokens}, scoresType());
-    be.gemmStridedBatched(Transpose::No, Transpose::Yes, tokens, tokens, m_headDim, 1.0f, dHeads, headStride, saved.v,
-                          headStride, 0.0f, dDropped, planeStride, planes);
+    m_context.multiply(pass, GemmPass::DataGrad, tokens, tokens, m_headDim, 1.0f,
+                       {dHeads, headStride, Transpose::No, headRows}, GemmOperand::Gradient,
+                       {saved.v, headStride, Transpose::Yes, headRows}, GemmOperand::Weight, dDropped, planeStride,
+                       planes);
     Tensor dv = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
-    be.gemmStridedBatched(Transpose::Yes, Transpose::No, tokens, m_headDim, tokens, 1.0f, saved.dropped, planeStride,
-                          dHeads, headStride, 0.0f, dv, headStride, planes);
+    m_context.multiply(pass, GemmPass::WeightGrad, tokens, m_headDim, tokens, 1.0f,
+                       {saved.dropped, planeStride, Transpose::Yes, KLayout::along(planes, tokens, tokens)},
+                       GemmOperand::Activation, {dHeads, headStride, Transpose::No, alongQueries},
+                       GemmOperand::Gradient, dv, headStride, planes);
     Tensor dProbs = dDropped;
     if (saved.mask.defined()) {
         dProbs = be.empty(dDropped.shape(), scoresType());
@@ -157,12 +160,16 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
         return be.widenedForGemms(stored);
     }();
     const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
+    // dQ = dS K / sqrt(dh) (K along the keys) and dK = dS^T Q / sqrt(dh) (K along the queries).
     Tensor dq = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
-    be.gemmStridedBatched(Transpose::No, Transpose::No, tokens, m_headDim, tokens, scale, dS, planeStride, saved.k,
-                          headStride, 0.0f, dq, headStride, planes);
+    m_scores.multiply(pass, GemmPass::DataGrad, tokens, m_headDim, tokens, scale,
+                      {dS, planeStride, Transpose::No, KLayout::rows(planes * tokens, tokens)}, GemmOperand::Gradient,
+                      {saved.k, headStride, Transpose::No, alongQueries}, GemmOperand::Weight, dq, headStride, planes);
     Tensor dk = be.empty({batch, m_heads, tokens, m_headDim}, computeType());
-    be.gemmStridedBatched(Transpose::Yes, Transpose::No, tokens, m_headDim, tokens, scale, dS, planeStride, saved.q,
-                          headStride, 0.0f, dk, headStride, planes);
+    m_scores.multiply(pass, GemmPass::WeightGrad, tokens, m_headDim, tokens, scale,
+                      {dS, planeStride, Transpose::Yes, KLayout::along(planes, tokens, tokens)}, GemmOperand::Gradient,
+                      {saved.q, headStride, Transpose::No, alongQueries}, GemmOperand::Activation, dk, headStride,
+                      planes);
 
     // Each projection's dx; their sum is the layer's (formed only when it is needed).
     auto projectBack = [&](Linear& projection, const Tensor& dHeadsOf, LayerContext* saved) {

@@ -4,11 +4,14 @@
 //   S = Q_h K_h^T / sqrt(dh)         per head, as one strided-batched GEMM
 //   P = softmax(S) (causal mask), dropout on P while training
 //   O = P V_h, heads concatenated, y = O Wo^T + bo
+// The two batched products are sublayers of their own ("scores", "context",
+// attention_product.h), which quantise their inputs under precision.recipe.attention.
 // "softmax": "fp32" (the default) keeps S in fp32, straight from the GEMM's fp32 accumulator,
 // and computes the softmax in fp32, as fused attention kernels do; "compute" stores S in the
 // compute dtype and computes the softmax in it, as a plain fp16 implementation does: scores
 // beyond 65504 become inf in the GEMM's rounding and their rows NaN (PyTorch issues 119131,
 // 60939). P is rounded to the compute dtype for the P V GEMM either way.
+#include "engine/model/layers/attention_product.h"
 #include "engine/model/layers/linear.h"
 
 namespace mantissa {
@@ -21,7 +24,11 @@ public:
 
     LayerKind kind() const override { return LayerKind::Attention; }
     Shape outputShape(const Shape& input) const override { return input; }
-    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    std::vector<Sublayer> sublayers() override
+    {
+        return {{&m_query, "query"},   {&m_key, "key", true},   {&m_value, "value", true},
+                {&m_scores, "scores"}, {&m_context, "context"}, {&m_output, "output"}};
+    }
     // In the order backward writes them: the output projection, then V, K, Q.
     std::vector<Parameter*> parameters() override;
     ForwardResult forward(PassState& pass, const Tensor& x) override;
@@ -41,6 +48,7 @@ private:
     InternalPrecision m_softmax;
     float m_dropout;
     Linear m_query, m_key, m_value, m_output;
+    AttentionProduct m_scores, m_context; // S = Q K^T / sqrt(dh), O = P V
 };
 
 } // namespace mantissa

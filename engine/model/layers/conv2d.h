@@ -22,6 +22,13 @@ public:
     std::int64_t parameterCount() const override;
     std::int64_t flopsPerSample() const override;
     std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
+    bool runsGemms() const override { return true; }
+    // Blocks run along the channels at each pixel (gemm_inputs.h): the input channels in the
+    // forward, the output channels in the data gradient.
+    std::vector<std::pair<std::string, std::int64_t>> blockedWidths() const override
+    {
+        return {{"input channels", m_shape.inChannels}, {"filters", m_shape.outChannels}};
+    }
 
 private:
     ConvGeometry geometry(std::int64_t batch) const;

@@ -30,6 +30,8 @@ public:
     {
         return {{"in features", m_in}, {"out features", m_out}};
     }
+    bool runsGemms() const override { return true; }
+    std::vector<std::pair<std::string, std::int64_t>> blockedWidths() const override { return tensorCoreExtents(); }
 
     // Weight tying ("tied": true): computes with `table` ([out, in], the token embedding's)
     // instead of a weight of its own, and writes its gradient there first; the embedding's

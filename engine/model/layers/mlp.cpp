@@ -15,16 +15,6 @@ Mlp::Mlp(std::int64_t width, std::int64_t hidden, std::int64_t tokens, bool bias
       m_down(hidden, width, bias, "", true, tokens)
 {}
 
-void Mlp::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
-{
-    m_up.setName(name() + ".up");
-    m_up.setComputeType(computeType());
-    m_up.createParameters(backend, masterType, seed);
-    m_down.setName(name() + ".down");
-    m_down.setComputeType(computeType());
-    m_down.createParameters(backend, masterType, seed);
-}
-
 std::vector<Parameter*> Mlp::parameters()
 {
     std::vector<Parameter*> all = m_down.parameters();

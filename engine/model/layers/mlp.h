@@ -12,7 +12,7 @@ public:
 
     LayerKind kind() const override { return LayerKind::Mlp; }
     Shape outputShape(const Shape& input) const override { return input; }
-    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    std::vector<Sublayer> sublayers() override { return {{&m_up, "up"}, {&m_down, "down"}}; }
     // In the order backward writes them: the down projection, then the up projection.
     std::vector<Parameter*> parameters() override;
     ForwardResult forward(PassState& pass, const Tensor& x) override;

@@ -7,14 +7,6 @@ PatchEmbedding::PatchEmbedding(const Shape& input, std::int64_t width, std::int6
       m_projection(input, width, patch, patch, 0, bias, std::move(init), true)
 {}
 
-void PatchEmbedding::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
-{
-    // The model names and types the wrapper; the projection's weights carry its name.
-    m_projection.setName(name());
-    m_projection.setComputeType(computeType());
-    m_projection.createParameters(backend, masterType, seed);
-}
-
 ForwardResult PatchEmbedding::forward(PassState& pass, const Tensor& x)
 {
     ForwardResult projected = m_projection.forward(pass, x); // [N, width, H/p, W/p]

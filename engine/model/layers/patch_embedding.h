@@ -15,7 +15,8 @@ public:
 
     LayerKind kind() const override { return LayerKind::PatchEmbedding; }
     Shape outputShape(const Shape& input) const override { return {input[0], m_tokens, m_width}; }
-    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    // The projection's weights carry the embedding's own name ("1.patch_embedding.weight").
+    std::vector<Sublayer> sublayers() override { return {{&m_projection, ""}}; }
     std::vector<Parameter*> parameters() override { return m_projection.parameters(); }
     ForwardResult forward(PassState& pass, const Tensor& x) override;
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;

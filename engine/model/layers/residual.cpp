@@ -35,6 +35,16 @@ Shape Residual::outputShape(const Shape& input) const
     return Shape(dims);
 }
 
+std::vector<Sublayer> Residual::sublayers()
+{
+    std::vector<Sublayer> all;
+    for (std::size_t i = 0; i < m_body.size(); ++i)
+        all.push_back({m_body[i].get(), std::to_string(i) + "." + std::string(enumKey(m_body[i]->kind()))});
+    if (m_projection)
+        all.push_back({m_projection.get(), "shortcut"});
+    return all;
+}
+
 void Residual::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
 {
     setComputeType(dtypes.compute());
@@ -50,20 +60,14 @@ void Residual::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& 
 
 void Residual::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
 {
-    // The model sets the block's name and precision; the block passes them on, as
-    // ActivatedLayer does. Each body layer keeps its masters where the policy says, which in a
-    // pure low-precision run is the layer's own (possibly overridden) weight dtype.
+    // Each body layer keeps its masters where the policy says, which in a pure low-precision
+    // run is the layer's own (possibly overridden) weight dtype.
     MANTISSA_ASSERT(m_bodyDTypes.size() == m_body.size() && "applyPrecision comes before createParameters");
     MANTISSA_ASSERT(masterType == m_dtypes.master);
-    for (std::size_t i = 0; i < m_body.size(); ++i) {
-        Layer& layer = *m_body[i];
-        layer.setName(name() + "." + std::to_string(i) + "." + std::string(enumKey(layer.kind())));
-        layer.createParameters(backend, m_bodyDTypes[i].master, seed);
-    }
-    if (m_projection) {
-        m_projection->setName(name() + ".shortcut");
+    for (std::size_t i = 0; i < m_body.size(); ++i)
+        m_body[i]->createParameters(backend, m_bodyDTypes[i].master, seed);
+    if (m_projection)
         m_projection->createParameters(backend, masterType, seed);
-    }
 }
 
 std::vector<Parameter*> Residual::parameters()

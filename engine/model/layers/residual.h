@@ -15,6 +15,9 @@ public:
 
     LayerKind kind() const override { return LayerKind::Residual; }
     Shape outputShape(const Shape& input) const override;
+    // The body's layers named "<i>.<type>", then the projection, "shortcut".
+    std::vector<Sublayer> sublayers() override;
+    // Each body layer resolves its own override against the block's dtypes.
     void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes) override;
     void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
     // In the order backward writes the gradients (the projection, then the body from its last

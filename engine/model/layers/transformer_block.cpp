@@ -15,17 +15,6 @@ TransformerBlock::TransformerBlock(const TransformerSettings& s)
       m_mlp(s.width, s.hidden, s.tokens, true)
 {}
 
-void TransformerBlock::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
-{
-    const std::pair<Layer*, const char*> parts[] = {
-        {&m_norm1, "norm1"}, {&m_attention, "attention"}, {&m_norm2, "norm2"}, {&m_mlp, "mlp"}};
-    for (auto [part, role] : parts) {
-        part->setName(name() + "." + role);
-        part->setComputeType(computeType());
-        part->createParameters(backend, masterType, seed);
-    }
-}
-
 std::vector<Parameter*> TransformerBlock::parameters()
 {
     std::vector<Parameter*> all;

@@ -24,7 +24,10 @@ public:
 
     LayerKind kind() const override { return LayerKind::Transformer; }
     Shape outputShape(const Shape& input) const override { return input; }
-    void createParameters(Backend& backend, DType masterType, std::uint64_t seed) override;
+    std::vector<Sublayer> sublayers() override
+    {
+        return {{&m_norm1, "norm1"}, {&m_attention, "attention"}, {&m_norm2, "norm2"}, {&m_mlp, "mlp"}};
+    }
     // In the order backward writes them: the MLP, norm2, attention, norm1.
     std::vector<Parameter*> parameters() override;
     ForwardResult forward(PassState& pass, const Tensor& x) override;
