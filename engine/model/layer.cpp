@@ -16,6 +16,32 @@ void Layer::createParameters(Backend& backend, DType masterType, std::uint64_t s
         s.layer->createParameters(backend, masterType, seed);
 }
 
+namespace {
+
+void collectExtents(const Layer& holder, const std::string& holderName,
+                    std::vector<std::pair<std::string, std::int64_t>>& out)
+{
+    // sublayers() only lists the holder's members; nothing here changes them.
+    for (const Sublayer& s : const_cast<Layer&>(holder).sublayers()) {
+        if (!s.layer->sublayers().empty()) {
+            collectExtents(*s.layer, holderName, out);
+            continue;
+        }
+        const std::string prefix = s.layer->name() == holderName ? "" : s.layer->name() + ": ";
+        for (const auto& [what, extent] : s.layer->tensorCoreExtents())
+            out.emplace_back(prefix + what, extent);
+    }
+}
+
+} // namespace
+
+std::vector<std::pair<std::string, std::int64_t>> Layer::tensorCoreExtents() const
+{
+    std::vector<std::pair<std::string, std::int64_t>> all;
+    collectExtents(*this, m_name, all);
+    return all;
+}
+
 void Layer::setName(std::string name)
 {
     m_name = std::move(name);

@@ -125,7 +125,10 @@ public:
     virtual std::int64_t flopsPerSample() const { return 0; }
     // The GEMM/conv extents that tensor cores want as multiples of 8 (batch excluded), with
     // what each one is, e.g. {{"in features", 784}, {"out features", 1024}}.
-    virtual std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const { return {}; }
+    // A layer that holds others has its GEMMs' extents, each named by the GEMM's full name
+    // ("2.transformer.attention.query: in features"), or as its own where the GEMM carries the
+    // holder's name (the linear layer inside an activation's wrapper).
+    virtual std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const;
     // The dtype the model hands this layer its input in: the compute type, except for a layer
     // that reads token ids, which stay fp32 (bf16 holds whole numbers only up to 256).
     virtual DType inputType() const { return computeType(); }

@@ -66,6 +66,8 @@ ModelReport validateModel(const ModelSpec& spec)
             try {
                 checkTiedHead(layerSpec, shape, embedding);
                 LayerPtr built = createLayer(layerSpec, shape);
+                // Named as the model names it, so that a block's extents carry its GEMMs' names.
+                built->setName(std::to_string(i) + "." + std::string(enumKey(built->kind())));
                 if (layerSpec.type == LayerKind::TokenEmbedding && !embedding)
                     embedding = &layerSpec;
                 shape = perSampleOutput(*built, shape);

@@ -249,9 +249,9 @@ TEST(ModelValidation, ResidualAggregatesItsLayers)
     // conv + batchnorm (one multiply-add per value) + projection + the addition
     EXPECT_EQ(block.flopsPerSample, 2 * 16 * 9 * 8 * 9 + 2 * 144 + 2 * 16 * 9 * 8 + 144);
     ASSERT_EQ(block.tensorCoreExtents.size(), 6u);
-    EXPECT_EQ(block.tensorCoreExtents[0].first, "body 0 (conv2d): in channels");
+    EXPECT_EQ(block.tensorCoreExtents[0].first, "0.residual.0.conv2d: in channels");
     EXPECT_EQ(block.tensorCoreExtents[5],
-              (std::pair<std::string, std::int64_t>{"shortcut: GEMM K (in channels x kernel area)", 8}));
+              (std::pair<std::string, std::int64_t>{"0.residual.shortcut: GEMM K (in channels x kernel area)", 8}));
 }
 
 // --- built models ------------------------------------------------------------------------------------

@@ -201,14 +201,41 @@ TEST(AlignmentOfBlocks, ResidualBlockListsItsBodyExtentsAndLayerTextsMatchTheTab
     const LayerAlignment& block = advice.layers[0];
     EXPECT_EQ(block.verdictText(), "no");
     ASSERT_EQ(block.misaligned.size(), 2u);
-    EXPECT_EQ(block.misaligned[0].name, "body 0 (linear): out features");
-    EXPECT_EQ(block.misaligned[1].name, "body 1 (linear): in features");
+    EXPECT_EQ(block.misaligned[0].name, "0.residual.0.linear: out features");
+    EXPECT_EQ(block.misaligned[1].name, "0.residual.1.linear: in features");
     EXPECT_EQ(advice.layers[1].verdictText(), "yes");
     EXPECT_EQ(advice.layers[1].reason(), "every extent is a multiple of 8 (in features = 32, out features = 8)");
     EXPECT_FALSE(advice.batch.has_value());
     ASSERT_EQ(advice.messages().size(), 1u);
-    EXPECT_EQ(advice.messages()[0].rfind("layer 0 (residual), fp16: body 0 (linear): out features = 12 and", 0), 0u)
+    EXPECT_EQ(advice.messages()[0].rfind("layer 0 (residual), fp16: 0.residual.0.linear: out features = 12 and", 0), 0u)
         << advice.messages()[0];
+}
+
+// A transformer block's extents are its GEMMs', each by its full name: the projections, the
+// attention's two batched products (head dimension, sequence) and the MLP's.
+TEST(AlignmentOfBlocks, TransformerNamesEveryGemmByItsFullName)
+{
+    const RunConfig config = configFromJson("mixed-bf16", "[12, 20]",
+                                            R"([{"type": "transformer", "heads": 2, "units": 40},
+                                                {"type": "flatten"}, {"type": "linear", "units": 8}])",
+                                            8, 64);
+    const TensorCoreAdvice advice = tensorCoreAdvice(config);
+    const LayerAlignment& block = advice.layers[0];
+    std::vector<std::string> names;
+    for (const MisalignedExtent& e : block.misaligned)
+        names.push_back(e.name + " = " + std::to_string(e.value));
+    EXPECT_EQ(
+        names,
+        (std::vector<std::string>{
+            "0.transformer.attention.query: in features = 20", "0.transformer.attention.query: out features = 20",
+            "0.transformer.attention.key: in features = 20", "0.transformer.attention.key: out features = 20",
+            "0.transformer.attention.value: in features = 20", "0.transformer.attention.value: out features = 20",
+            "0.transformer.attention.scores: head dimension = 10",
+            "0.transformer.attention.scores: sequence length = 12",
+            "0.transformer.attention.context: head dimension = 10",
+            "0.transformer.attention.context: sequence length = 12", "0.transformer.attention.output: in features = 20",
+            "0.transformer.attention.output: out features = 20", "0.transformer.mlp.up: in features = 20",
+            "0.transformer.mlp.down: out features = 20"}));
 }
 
 } // namespace

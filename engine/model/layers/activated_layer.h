@@ -19,10 +19,6 @@ public:
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override { return m_inner->parameterCount(); }
     std::int64_t flopsPerSample() const override { return m_inner->flopsPerSample(); }
-    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override
-    {
-        return m_inner->tensorCoreExtents();
-    }
     Layer& inner() { return *m_inner; }
 
 private:

@@ -200,9 +200,4 @@ std::int64_t Attention::flopsPerSample() const
            4 * m_tokens * m_tokens * m_width;
 }
 
-std::vector<std::pair<std::string, std::int64_t>> Attention::tensorCoreExtents() const
-{
-    return {{"width", m_width}, {"head dimension", m_headDim}, {"sequence", m_tokens}};
-}
-
 } // namespace mantissa

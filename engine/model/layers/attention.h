@@ -37,7 +37,6 @@ public:
     // The four projections (8 T width^2) and the quadratic term: S and P V, 2 T^2 width each.
     // A causal mask skips half of S's values, but the GEMMs compute them all.
     std::int64_t flopsPerSample() const override;
-    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
 
     // The dtype S is stored in and the softmax computes in, for this layer's compute type.
     DType scoresType() const;

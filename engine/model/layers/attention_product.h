@@ -36,6 +36,7 @@ public:
     {
         return {{"head dimension", m_headDim}, {"sequence length", m_tokens}};
     }
+    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override { return blockedWidths(); }
     ForwardResult forward(PassState& pass, const Tensor& x) override;
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
 

@@ -19,10 +19,6 @@ public:
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override { return m_up.parameterCount() + m_down.parameterCount(); }
     std::int64_t flopsPerSample() const override { return m_up.flopsPerSample() + m_down.flopsPerSample(); }
-    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override
-    {
-        return {{"width", m_width}, {"hidden", m_hidden}};
-    }
 
 private:
     std::int64_t m_width, m_hidden;

@@ -3,7 +3,7 @@
 namespace mantissa {
 
 PatchEmbedding::PatchEmbedding(const Shape& input, std::int64_t width, std::int64_t patch, bool bias, std::string init)
-    : m_width(width), m_tokens((input[1] / patch) * (input[2] / patch)), m_patchValues(input[0] * patch * patch),
+    : m_width(width), m_tokens((input[1] / patch) * (input[2] / patch)),
       m_projection(input, width, patch, patch, 0, bias, std::move(init), true)
 {}
 

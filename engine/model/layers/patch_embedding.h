@@ -22,13 +22,9 @@ public:
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override { return m_projection.parameterCount(); }
     std::int64_t flopsPerSample() const override { return m_projection.flopsPerSample(); }
-    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override
-    {
-        return {{"patch values", m_patchValues}, {"width", m_width}};
-    }
 
 private:
-    std::int64_t m_width, m_tokens, m_patchValues;
+    std::int64_t m_width, m_tokens;
     Conv2d m_projection;
 };
 

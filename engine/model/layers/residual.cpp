@@ -154,19 +154,6 @@ std::int64_t Residual::flopsPerSample() const
     return flops;
 }
 
-std::vector<std::pair<std::string, std::int64_t>> Residual::tensorCoreExtents() const
-{
-    std::vector<std::pair<std::string, std::int64_t>> all;
-    for (std::size_t i = 0; i < m_body.size(); ++i)
-        for (const auto& [what, extent] : m_body[i]->tensorCoreExtents())
-            all.emplace_back(
-                "body " + std::to_string(i) + " (" + std::string(enumKey(m_body[i]->kind())) + "): " + what, extent);
-    if (m_projection)
-        for (const auto& [what, extent] : m_projection->tensorCoreExtents())
-            all.emplace_back("shortcut: " + what, extent);
-    return all;
-}
-
 std::vector<const Layer*> Residual::parts() const
 {
     std::vector<const Layer*> parts;

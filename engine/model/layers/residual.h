@@ -28,7 +28,6 @@ public:
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override;
     std::int64_t flopsPerSample() const override;
-    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
     // The body's layers, then the shortcut's projection if there is one.
     std::vector<const Layer*> parts() const override;
 

@@ -75,15 +75,4 @@ std::int64_t TransformerBlock::flopsPerSample() const
            2 * m_values;
 }
 
-std::vector<std::pair<std::string, std::int64_t>> TransformerBlock::tensorCoreExtents() const
-{
-    std::vector<std::pair<std::string, std::int64_t>> all;
-    for (const auto& [what, extent] : m_attention.tensorCoreExtents())
-        all.emplace_back("attention: " + what, extent);
-    for (const auto& [what, extent] : m_mlp.tensorCoreExtents())
-        if (what != "width")
-            all.emplace_back("mlp: " + what, extent);
-    return all;
-}
-
 } // namespace mantissa

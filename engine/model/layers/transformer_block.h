@@ -35,7 +35,6 @@ public:
     std::int64_t parameterCount() const override;
     // The parts' FLOPs and the two residual additions.
     std::int64_t flopsPerSample() const override;
-    std::vector<std::pair<std::string, std::int64_t>> tensorCoreExtents() const override;
     std::vector<const Layer*> parts() const override { return {&m_norm1, &m_attention, &m_norm2, &m_mlp}; }
 
 private:
