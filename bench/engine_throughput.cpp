@@ -14,7 +14,8 @@
 // --repeat R measures every mode of a model R times, interleaved (mode 1, mode 2, ..., mode 1,
 // mode 2, ...), and prints the median samples/s; the last column, "time vs MODE", is the median
 // over the rounds of each round's step-time ratio to --ratio-to's mode (default mixed-bf16), so
-// that a machine whose load changes during the run still gives a fair ratio. The train loss
+// that a machine whose load changes during the run still gives a fair ratio, with the rounds'
+// lowest and highest ratio after it. The train loss
 // column gives the timed run's mean loss in hex: two builds that train alike print the same.
 //
 // --graphs is training.graphs: auto (the default, as in a run) captures the step after its
@@ -207,7 +208,7 @@ int main(int argc, char** argv)
     // New columns go at the end, so that readers of the first six keep working.
     std::printf("| model | batch | precision | samples/s | time vs fp32 | peak memory (MiB) | TFLOP/s | step | skipped "
                 "| kernels "
-                "| %% of GEMM peak | time vs %s (median of %d) | train loss (bits) |\n",
+                "| %% of GEMM peak | time vs %s (median of %d, range) | train loss (bits) |\n",
                 ratioTo.c_str(), repeat);
     std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     std::vector<PrecisionMode> parsed;
@@ -252,6 +253,11 @@ int main(int argc, char** argv)
                 for (int round = 0; round < repeat; ++round)
                     ratios.push_back(ref[static_cast<std::size_t>(round)] / rates[i][static_cast<std::size_t>(round)]);
                 relative = std::to_string(median(ratios)).substr(0, 4) + "x";
+                if (repeat > 1) { // and the range over the rounds
+                    const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
+                    relative +=
+                        " (" + std::to_string(*low).substr(0, 4) + "-" + std::to_string(*high).substr(0, 4) + ")";
+                }
             }
             const double tflops = 3.0 * forwardFlops * rate * 1e-12;
             const std::string path = kernelPath(mode, backend.kernelPaths());

@@ -267,6 +267,18 @@ void rotateAlongK(std::span<float> values, const KLayout& layout, std::uint16_t 
         rotateRows(values);
         return;
     }
+    if (layout.kind == KLayout::Kind::Along) {
+        // K runs down columns (a weight-gradient input [batch, features], K the batch): each
+        // group of 16 K positions is rotated in place, column by column, with no transpose.
+        const std::int64_t groups = layout.k / static_cast<std::int64_t>(kHadamardSize);
+        const auto inner = static_cast<std::size_t>(layout.inner);
+#pragma omp parallel for collapse(2) schedule(static) if (values.size() >= (1 << 16))
+        for (std::int64_t o = 0; o < layout.outer; ++o)
+            for (std::int64_t g = 0; g < groups; ++g)
+                hadamardTransformColumns(values.data() + static_cast<std::size_t>(o * layout.k + g * 16) * inner, inner,
+                                         inner, signs);
+        return;
+    }
     std::vector<float> rows(values.size());
     gather(values, rows, layout);
     rotateRows(rows);
@@ -611,8 +623,14 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
     QuantStats stats;
     float decodeScale = 1.0f;
     try {
-        decodeScale = quantizeGemmOperand(values, result, layout, seeded, t.shape(), scale, counter,
-                                          call.observer ? &stats : nullptr);
+        // What the fast quantiser leaves, unsampled: the device's arithmetic on the host, where
+        // the operand lies (the same values as the measuring quantiser, quant_arithmetic_test).
+        // Sampled steps take the quantiser that keeps the codes for the lens.
+        decodeScale =
+            call.observer
+                ? quantizeGemmOperand(values, result, layout, seeded, t.shape(), scale, counter, &stats)
+                : quantizeOperandOnHost(operandQuantization(layout, seeded, t.shape(), scale, counter), values, result)
+                      .decodeScale;
     } catch (const ConfigError& e) {
         throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +
                           std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());

@@ -40,6 +40,28 @@ void hadamardTransformRow(std::span<float> values, std::uint16_t signs)
         rotateGroup(values.data() + begin, signs);
 }
 
+void hadamardTransformColumns(float* rows, std::size_t stride, std::size_t columns, std::uint16_t signs)
+{
+    for (std::size_t j = 0; j < kHadamardSize; ++j)
+        if (signs >> j & 1u)
+            for (float* v = rows + j * stride; v != rows + j * stride + columns; ++v)
+                *v = -*v;
+    for (std::size_t half = 1; half < kHadamardSize; half *= 2)
+        for (std::size_t i = 0; i < kHadamardSize; i += 2 * half)
+            for (std::size_t j = i; j < i + half; ++j) {
+                float* a = rows + j * stride;
+                float* b = rows + (j + half) * stride;
+                for (std::size_t c = 0; c < columns; ++c) {
+                    const float x = a[c], y = b[c];
+                    a[c] = x + y;
+                    b[c] = x - y;
+                }
+            }
+    for (std::size_t j = 0; j < kHadamardSize; ++j)
+        for (float* v = rows + j * stride; v != rows + j * stride + columns; ++v)
+            *v *= 0.25f;
+}
+
 void hadamardMatrix(std::uint16_t signs, std::span<float, kHadamardSize * kHadamardSize> out)
 {
     for (std::size_t i = 0; i < kHadamardSize; ++i)

@@ -27,6 +27,12 @@ std::uint16_t hadamardSigns(std::uint64_t seed);
 // exact in floating point; the sums round as fp32 additions, four butterfly stages).
 void hadamardTransformRow(std::span<float> values, std::uint16_t signs);
 
+// The same rotation where K runs down columns: `rows` holds 16 consecutive K positions, each a
+// row of `columns` values `stride` apart, and every column is one group. Each value takes the
+// same fp32 operations in the same order as in hadamardTransformRow, so the bits are the same;
+// the operations run along the rows, which vectorises and needs no transpose.
+void hadamardTransformColumns(float* rows, std::size_t stride, std::size_t columns, std::uint16_t signs);
+
 // The matrix (1/4) H D itself, row-major, for tests and the documentation.
 void hadamardMatrix(std::uint16_t signs, std::span<float, kHadamardSize * kHadamardSize> out);
 

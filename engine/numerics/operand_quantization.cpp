@@ -92,15 +92,23 @@ OperandQuantizationResult quantizeOperandOnHost(const OperandQuantization& q, st
                                                 std::span<float> out)
 {
     MANTISSA_ASSERT(in.size() == out.size() && static_cast<std::int64_t>(in.size()) == q.view.rows() * q.view.cols());
+    // Spread over the OpenMP team like a kernel's threads: every value's result depends only on
+    // its block's plan and its own place (the stochastic counter), not on the order.
+    const auto n = static_cast<std::int64_t>(in.size());
+    const bool parallel = n >= (1 << 15);
     float amax = 0.0f;
-    for (const float v : in)
-        if (qa::isFinite(v))
-            amax = std::max(amax, qa::magnitude(v));
+#pragma omp parallel for schedule(static) reduction(max : amax) if (parallel)
+    for (std::int64_t i = 0; i < n; ++i)
+        if (qa::isFinite(in[static_cast<std::size_t>(i)]))
+            amax = std::max(amax, qa::magnitude(in[static_cast<std::size_t>(i)]));
     const qa::OperandPlan p = operandPlan(q, amax);
     OperandQuantizationResult result;
     if (perTensor(q)) { // every value with the tensor's plan; the counter is its place in the buffer
-        for (std::size_t i = 0; i < in.size(); ++i)
-            out[i] = p.quantizeValue(in[i], p.tensorPlan, i);
+#pragma omp parallel for schedule(static) if (parallel)
+        for (std::int64_t i = 0; i < n; ++i) {
+            const auto at = static_cast<std::size_t>(i);
+            out[at] = p.quantizeValue(in[at], p.tensorPlan, at);
+        }
         result.decodeScale = q.elements ? p.tensorPlan.scale : 1.0f;
         result.amax = amax;
         return result;
@@ -108,6 +116,7 @@ OperandQuantizationResult quantizeOperandOnHost(const OperandQuantization& q, st
     const auto load = [&](std::int64_t at) { return in[static_cast<std::size_t>(at)]; };
     const auto store = [&](std::int64_t at, float v) { out[static_cast<std::size_t>(at)] = v; };
     const std::int64_t blocks = q.grid.count(q.view);
+#pragma omp parallel for schedule(static) if (parallel)
     for (std::int64_t b = 0; b < blocks; ++b)
         qa::quantizeBlock(p, q.view, q.grid, b, load, store);
     return result;

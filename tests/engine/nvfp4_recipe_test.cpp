@@ -363,6 +363,36 @@ TEST(HadamardTransform, CancelsInTheWeightGradientProduct)
         }
 }
 
+// K down columns (a weight-gradient input [batch, features], K the batch) is rotated in place
+// column by column: the bits of transposing, rotating each row and transposing back, with
+// several outer planes and a short last group of K (48 + 5), which stays as it is.
+TEST(HadamardTransform, ColumnsGiveTheRowsBits)
+{
+    constexpr std::int64_t outer = 3, k = 53, inner = 40;
+    const std::uint16_t signs = hadamardSigns(11);
+    std::vector<float> v = heavyTailed(static_cast<std::size_t>(outer * k * inner), 12);
+    std::vector<float> want = v;
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < inner; ++i) {
+            std::vector<float> row(static_cast<std::size_t>(k));
+            for (std::int64_t kk = 0; kk < k; ++kk)
+                row[static_cast<std::size_t>(kk)] = want[static_cast<std::size_t>((o * k + kk) * inner + i)];
+            hadamardTransformRow(row, signs);
+            for (std::int64_t kk = 0; kk < k; ++kk)
+                want[static_cast<std::size_t>((o * k + kk) * inner + i)] = row[static_cast<std::size_t>(kk)];
+        }
+    const std::vector<float> before = v;
+    rotateAlongK(v, KLayout::along(outer, k, inner), signs);
+    ASSERT_EQ(v.size(), want.size());
+    for (std::size_t j = 0; j < v.size(); ++j)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(v[j]), std::bit_cast<std::uint32_t>(want[j])) << j;
+    EXPECT_NE(v, before);
+    // The short last group of each plane is untouched.
+    for (std::int64_t kk = 48; kk < k; ++kk)
+        EXPECT_EQ(v[static_cast<std::size_t>((2 * k + kk) * inner + 7)],
+                  before[static_cast<std::size_t>((2 * k + kk) * inner + 7)]);
+}
+
 TEST(HadamardTransform, SignsFollowTheSeed)
 {
     EXPECT_EQ(hadamardSigns(42), hadamardSigns(42));
