@@ -53,7 +53,7 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
                                 "training.seed so that a run repeats bit for bit: unbiased, so small updates "
                                 "survive on average. auto: on for nvfp4 only, as NVIDIA's recipe does."));
     m_keepFirstLast =
-        addEnumCombo<RecipeSwitch>(form, tr("Keep first and last layers"), "precision.recipe.keep_first_last",
+        addEnumCombo<RecipeSwitch>(form, tr("Keep first and last GEMMs"), "precision.recipe.keep_first_last",
                                    [](RunConfig& c, RecipeSwitch s) { c.recipe.keepFirstLast = s; });
     m_keepFirstLast->setToolTip(tr("Compute the first and the last GEMM in the order the model runs them, at any "
                                    "depth, in bf16 without quantising (in a transformer: the first block's query, "

@@ -103,12 +103,12 @@ constexpr std::array kModeNames{
                              "scale per 32 along K."},
     EnumEntry<PrecisionMode>{PrecisionMode::Mxfp4, "mxfp4", "MXFP4",
                              "Mixed bf16 whose GEMMs take MXFP4: E2M1 elements with an E8M0 scale per 32 along K; "
-                             "the first and last layers stay in bf16 unless precision.recipe says otherwise."},
+                             "the first and last GEMMs stay in bf16 unless precision.recipe says otherwise."},
     EnumEntry<PrecisionMode>{PrecisionMode::Nvfp4, "nvfp4", "NVFP4",
                              "Mixed bf16 whose GEMMs take NVFP4: E2M1 elements, an E4M3 scale per 16 along K "
                              "(per 16x16 tile for weights) and an fp32 scale per tensor; gradients rounded "
                              "stochastically; the weight-gradient inputs rotated by a 16x16 random Hadamard "
-                             "transform; first and last layers in bf16."},
+                             "transform; first and last GEMMs in bf16."},
 };
 
 constexpr std::array kOverrideNames{
