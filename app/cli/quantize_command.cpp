@@ -378,6 +378,31 @@ void printText(const Request& request, std::span<const float> values, const Quan
     }
 }
 
+// QCommandLineParser reads "-1.5" as the short options 1, . and 5. Every argument that is a
+// number and not an option's value is a value: they go after "--", in their order, so that
+// negative values need no "--" of the user's.
+QStringList valuesAfterOptions(const QStringList& arguments)
+{
+    static const QStringList takesValue{"--format",     "--rounding", "--seed", "--block",
+                                        "--scale-rule", "--row",      "--tile", "--input"};
+    QStringList options{arguments.value(0)}, values;
+    for (qsizetype i = 1; i < arguments.size(); ++i) {
+        const QString& argument = arguments[i];
+        if (argument == QLatin1String("--")) {
+            values += arguments.mid(i + 1);
+            break;
+        }
+        if (argument.startsWith(u'-') && !parseFloat(argument)) {
+            options << argument;
+            if (takesValue.contains(argument) && i + 1 < arguments.size())
+                options << arguments[++i];
+            continue;
+        }
+        values << argument;
+    }
+    return options + QStringList{QStringLiteral("--")} + values;
+}
+
 } // namespace
 
 int runQuantizeCommand(const QStringList& arguments)
@@ -385,8 +410,8 @@ int runQuantizeCommand(const QStringList& arguments)
     QCommandLineParser parser;
     parser.setApplicationDescription(
         "What values become in a sub-16-bit format: code, decoded value, block scale and error per value, then the "
-        "blocks (scale, clipped) and the statistics (SQNR, flushed to zero). Put -- before negative values: "
-        "quantize --format e4m3 -- -3 449.");
+        "blocks (scale, clipped) and the statistics (SQNR, flushed to zero). Negative values are values: "
+        "quantize --format e4m3 -3 449.");
     parser.addPositionalArgument("values", "The values (decimal, nan, inf, or hex floats such as 0x1p-9).",
                                  "VALUES...");
     parser.addOption({"format",
@@ -411,7 +436,7 @@ int runQuantizeCommand(const QStringList& arguments)
         {"input", "Read the values from FILE (separated by spaces, commas or lines; # comments).", "FILE"});
     parser.addOption({"summary", "Only the statistics, not every value and block."});
     parser.addOption({"json", "One JSON object per line: each value, each block, then the summary."});
-    if (const auto exit = parseCommandLine(parser, arguments, kCommand))
+    if (const auto exit = parseCommandLine(parser, valuesAfterOptions(arguments), kCommand))
         return *exit;
     Request request;
     if (const QString error = parseFormat(parser, request); !error.isEmpty())

@@ -413,8 +413,11 @@ std::string runConfigToJson(const RunConfig& c, int indent)
                                     {"keep_first_last", enumKey(c.recipe.keepFirstLast)},
                                     {"weight_blocks_2d", enumKey(c.recipe.weightBlocks2d)},
                                     {"hadamard_wgrad", enumKey(c.recipe.hadamardWgrad)},
-                                    {"power_of_two_scales", enumKey(c.recipe.powerOfTwoScales)},
-                                    {"attention", enumKey(c.recipe.attention)}};
+                                    {"power_of_two_scales", enumKey(c.recipe.powerOfTwoScales)}};
+    // Written only when set, so that the recipe runs stored before it read back and are written
+    // again byte for byte.
+    if (c.recipe.attention != RecipeSwitch::Auto)
+        j["precision"]["recipe"]["attention"] = enumKey(c.recipe.attention);
     j["training"] = {{"batch_size", c.training.batchSize},
                      {"epochs", c.training.epochs},
                      {"max_steps", c.training.maxSteps},

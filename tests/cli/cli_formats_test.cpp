@@ -156,6 +156,25 @@ private slots:
         QCOMPARE(values[1].value(QStringLiteral("decoded")).toDouble(), 0.0); // 0.25: tie 0 | 0.5: even
     }
 
+    // A negative number is a value wherever it stands, without "--": before the options, between
+    // them, and after a value-taking option's value (--seed's 5 stays the seed).
+    void negativeValuesWithoutDoubleDash()
+    {
+        const CliResult r = quantize({QStringLiteral("-1.5"), QStringLiteral("--format"), QStringLiteral("e4m3"),
+                                      QStringLiteral("--seed"), QStringLiteral("5"), QStringLiteral("-449"),
+                                      QStringLiteral("--json"), QStringLiteral("-inf")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        const QList<QJsonObject> values = jsonLines(r, QStringLiteral("value"));
+        QCOMPARE(values.size(), 3);
+        QCOMPARE(values[0].value(QStringLiteral("decoded")).toDouble(), -1.5);
+        QCOMPARE(values[1].value(QStringLiteral("decoded")).toDouble(), -448.0); // below the midpoint 464
+        QCOMPARE(values[2].value(QStringLiteral("decoded")).toString(), QStringLiteral("nan"));
+        // An unknown option is still refused by name.
+        const CliResult bad = quantize({QStringLiteral("--format"), QStringLiteral("e4m3"), QStringLiteral("-x")});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains(QStringLiteral("Unknown option 'x'")), qPrintable(bad.err));
+    }
+
     void inputFileWithBlocksAndStatistics()
     {
         QTemporaryDir dir;

@@ -136,6 +136,31 @@ TEST(Config, StoredConfigsReadAndWriteByteForByte)
     EXPECT_EQ(runConfigToJson(c, -1), expected.dump());
 }
 
+// A recipe run's config keeps the recipe object it was stored with: the switches added since
+// (precision.recipe.attention) are written only when set, so a stored recipe run reads back and
+// is written again byte for byte, and a set one round-trips.
+TEST(Config, StoredRecipeConfigsReadAndWriteByteForByte)
+{
+    RunConfig c = presetConfig("mlp");
+    c.precision = PrecisionMode::Mxfp4;
+    const std::string stored = runConfigToJson(c, -1);
+    const nlohmann::json recipe = nlohmann::json::parse(stored)["precision"]["recipe"];
+    std::vector<std::string> keys;
+    for (auto it = recipe.begin(); it != recipe.end(); ++it)
+        keys.push_back(it.key());
+    EXPECT_EQ(keys,
+              (std::vector<std::string>{"amax_history", "hadamard_wgrad", "keep_first_last", "power_of_two_scales",
+                                        "scale_rule", "stochastic_rounding", "weight_blocks_2d"}));
+    EXPECT_EQ(runConfigToJson(parseRunConfig(stored, "stored run"), -1), stored);
+
+    c.recipe.attention = RecipeSwitch::On;
+    const std::string withAttention = runConfigToJson(c, -1);
+    EXPECT_EQ(nlohmann::json::parse(withAttention)["precision"]["recipe"]["attention"], "on");
+    const RunConfig back = parseRunConfig(withAttention, "stored run");
+    EXPECT_EQ(back.recipe.attention, RecipeSwitch::On);
+    EXPECT_EQ(runConfigToJson(back, -1), withAttention);
+}
+
 // A model with a layer of every kind and both shortcuts, as the build before the layer types
 // became enums (LayerKind) wrote it: it must read back to the same kinds and be written byte for
 // byte, so that the runs stored since keep their configs.
