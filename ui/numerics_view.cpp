@@ -41,11 +41,15 @@ QString kindLabel(TensorKind kind)
 
 bool isGradient(TensorKind kind) { return kind == TensorKind::ActivationGrad || kind == TensorKind::WeightGrad; }
 
-// fp16's limits as log2 of the magnitude; the heatmap's y axis is log2|x|, with the bin of
-// exponent e spanning [e, e + 1).
-constexpr double kFp16MaxLog2 = 15.99996; // log2(65504)
-constexpr double kFp16MinNormalLog2 = -14;
-constexpr double kFp16MinSubnormalLog2 = -24;
+// "2^-14", or "65504 (2^16)" for a limit that is not a power of two.
+QString limitText(float value)
+{
+    int exponent = 0;
+    const float mantissa = std::frexp(value, &exponent);
+    if (mantissa == 0.5f)
+        return QStringLiteral("2^%1").arg(exponent - 1);
+    return QStringLiteral("%1 (2^%2)").arg(QString::number(static_cast<double>(value), 'g', 6)).arg(exponent);
+}
 // Fractions below this are drawn as empty: a log colour scale needs a floor.
 constexpr double kMinFraction = 1e-5;
 
@@ -245,6 +249,7 @@ bool NumericsView::refresh()
 void NumericsView::fillLayers(const NumericsRecord& first)
 {
     m_tensors = QList<TensorNumerics>(first.tensors.begin(), first.tensors.end());
+    m_quantisedGemmInputs = !first.gemmInputs.empty();
     const QSignalBlocker blocker(m_layer);
     m_layer->clear();
     for (const TensorNumerics& t : m_tensors) {
@@ -369,18 +374,21 @@ void NumericsView::updateHeatmap()
     m_plot->yAxis->setLabel(wantScaled ? tr("log2 |x| × loss scale (binary exponent)")
                                        : tr("log2 |x| (binary exponent)"));
     m_plot->xAxis->setRange(first - halfCell, last + halfCell);
-    drawLimits(first - halfCell, last + halfCell);
+    drawLimits(first - halfCell, last + halfCell, tensor->target);
 
-    // The loss scale's reach: a gradient stored scaled by S survives fp16 when |g| * S is
-    // at least the smallest subnormal, i.e. log2|g| >= -24 - log2 S. Values in the band
-    // below that line are lost even after scaling.
-    if (isGradient(kind)) {
+    // The loss scale's reach: a gradient stored scaled by S survives the target type when
+    // |g| * S is at least its smallest subnormal, i.e. log2|g| >= log2(min subnormal) - log2 S
+    // (-24 - log2 S in fp16). Values in the band below that line are lost even after scaling.
+    // bf16's floor, 2^-133, lies below the histogram: no band.
+    const double minSubnormalLog2 = std::log2(static_cast<double>(dtypeLimits(tensor->target).minSubnormal));
+    const QString targetName = QString::fromUtf8(dtypeName(tensor->target).data());
+    if (isGradient(kind) && minSubnormalLog2 >= kHistogramMinExponent) {
         QVector<double> keys, floor, bottom;
         for (int i = 0; i < n; ++i) {
             // Shown scaled, the values already include the shift: the floor is fp16's own.
             const double shift = wantScaled ? 0 : log2Scale(i);
             keys << static_cast<double>(series.step[i]);
-            floor << kFp16MinSubnormalLog2 - shift;
+            floor << minSubnormalLog2 - shift;
             bottom << kHistogramMinExponent;
         }
         QCPGraph* base = m_plot->addGraph();
@@ -388,8 +396,10 @@ void NumericsView::updateHeatmap()
         base->setPen(Qt::NoPen);
         base->removeFromLegend();
         QCPGraph* reach = m_plot->addGraph();
-        reach->setName(wantScaled ? tr("lost in fp16: below 2^-24 as stored")
-                                  : tr("fp16 floor after loss scaling (2^-24 / scale): lost below"));
+        const QString subnormal = limitText(dtypeLimits(tensor->target).minSubnormal);
+        reach->setName(wantScaled
+                           ? tr("lost in %1: below %2 as stored").arg(targetName, subnormal)
+                           : tr("%1 floor after loss scaling (%2 / scale): lost below").arg(targetName, subnormal));
         reach->setData(keys, floor);
         reach->setLineStyle(QCPGraph::lsStepLeft);
         reach->setPen(QPen(QColor(0, 170, 255), 2));
@@ -400,7 +410,7 @@ void NumericsView::updateHeatmap()
     m_plot->replot();
 }
 
-void NumericsView::drawLimits(double firstStep, double lastStep)
+void NumericsView::drawLimits(double firstStep, double lastStep, DType target)
 {
     const auto line = [&](double y, const QString& name, const QPen& pen) {
         QCPGraph* g = m_plot->addGraph();
@@ -410,12 +420,26 @@ void NumericsView::drawLimits(double firstStep, double lastStep)
             g->setData(QVector<double>{firstStep, lastStep}, QVector<double>{y, y});
         m_limitGraphs << g;
     };
-    line(kFp16MaxLog2, tr("fp16 max 65504 (2^16)"), QPen(Qt::red, 2));
-    line(kFp16MinNormalLog2, tr("fp16 min normal 2^-14"), QPen(QColor(0, 140, 0), 2, Qt::DashLine));
-    line(kFp16MinSubnormalLog2, tr("fp16 min subnormal 2^-24"), QPen(Qt::magenta, 2, Qt::DashLine));
-    // bf16 keeps fp32's exponent range: both of its limits lie far outside the histogram's
-    // 2^-40..2^20, so they are named in the legend without a line.
-    line(std::nan(""), tr("bf16 min normal 2^-126, max ~2^128: off-scale"), QPen(Qt::gray, 1, Qt::DotLine));
+    // The limits of the type the lens measured the tensor against (TensorNumerics::target: the
+    // run's own 16-bit type, or fp16 for an fp32 run), from the engine's table. A limit outside
+    // the histogram's 2^-40..2^20 (bf16's) is named in the legend without a line.
+    const DTypeLimits limits = dtypeLimits(target);
+    const QString name = QString::fromUtf8(dtypeName(target).data(), qsizetype(dtypeName(target).size()));
+    const auto limit = [&](float value, const QString& what, const QPen& pen) {
+        const double y = std::log2(static_cast<double>(value));
+        const bool onScale = y >= kHistogramMinExponent && y <= kHistogramMaxExponent + 1;
+        line(onScale ? y : std::nan(""),
+             QStringLiteral("%1 %2 %3%4").arg(name, what, limitText(value), onScale ? QString() : tr(": off-scale")),
+             pen);
+    };
+    limit(limits.maxFinite, tr("max"), QPen(Qt::red, 2));
+    limit(limits.minNormal, tr("min normal"), QPen(QColor(0, 140, 0), 2, Qt::DashLine));
+    limit(limits.minSubnormal, tr("min subnormal"), QPen(Qt::magenta, 2, Qt::DashLine));
+    // A recipe quantises the GEMM inputs in blocks whose scales follow each block's values:
+    // no fixed line says what they lose, the GEMM inputs page does.
+    if (m_quantisedGemmInputs)
+        line(std::nan(""), tr("GEMM inputs: scaled per block; what they lose is on the GEMM inputs page"),
+             QPen(Qt::gray, 1, Qt::DotLine));
 }
 
 void NumericsView::onPlotClicked(QMouseEvent* event)

@@ -1,8 +1,9 @@
 #pragma once
 // The Numerics tab: what the run's low precision made of every layer's tensors on the
 // sampled steps (RunConfig::numerics). A heatmap of one chosen tensor (step on x, binary
-// exponent of |x| on y, colour = fraction of its values in that binade) with the fp16
-// limits and the loss scale's reach drawn across it, and a per-layer table at the
+// exponent of |x| on y, colour = fraction of its values in that binade) with the limits of
+// the type it was measured against (TensorNumerics::target) and the loss scale's reach drawn
+// across it, and a per-layer table at the
 // selected step; under a sub-16-bit recipe, a second page with what the quantisation did to
 // each GEMM input at that step (gemm_input_panel.h). Reads from the run database, for a finished run opened from the run
 // browser and, live, for a GUI run while it trains: the numerics records are large and do
@@ -77,7 +78,7 @@ private:
     void fillLayers(const NumericsRecord& first);
     void updateHeatmap();
     void updateTable();
-    void drawLimits(double firstStep, double lastStep);
+    void drawLimits(double firstStep, double lastStep, DType target);
     void onPlotClicked(QMouseEvent* event);
 
     const storage::RunStore* m_store = nullptr;
@@ -85,6 +86,7 @@ private:
     QList<qint64> m_steps;
     // (layer, kind) -> tensor name, from the first sampled step.
     QList<TensorNumerics> m_tensors;
+    bool m_quantisedGemmInputs = false; // the run's recipe quantised GEMM inputs (its first record has them)
 
     QComboBox* m_layer;
     QComboBox* m_kind;

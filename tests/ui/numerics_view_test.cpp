@@ -21,6 +21,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QMap>
 #include <QSet>
 #include <QSignalSpy>
 #include <QTabWidget>
@@ -33,6 +34,22 @@
 using namespace mantissa;
 using namespace mantissa::ui;
 using mantissa::ui::test::quickConfig;
+
+namespace {
+
+// The heatmap's named lines: name -> whether the line is drawn (a legend-only entry has no data).
+QMap<QString, bool> limitLines(const NumericsView* view)
+{
+    QMap<QString, bool> lines;
+    for (int i = 0; i < view->heatmap()->graphCount(); ++i) {
+        const QCPGraph* g = view->heatmap()->graph(i);
+        if (!g->name().isEmpty())
+            lines.insert(g->name(), !g->data()->isEmpty());
+    }
+    return lines;
+}
+
+} // namespace
 
 class NumericsViewTest : public QObject {
     Q_OBJECT
@@ -80,9 +97,20 @@ private slots:
                 anyData = anyData || view->colorMap()->data()->cell(x, y) > 0;
         QVERIFY(anyData);
 
+        // An fp32 run is measured against fp16 ("what if it ran in fp16"): fp16's limits are
+        // lines, and the floor after loss scaling a band.
+        const QMap<QString, bool> lines = limitLines(view);
+        QCOMPARE(lines.value(QStringLiteral("fp16 max 65504 (2^16)")), true);
+        QCOMPARE(lines.value(QStringLiteral("fp16 min normal 2^-14")), true);
+        QCOMPARE(lines.value(QStringLiteral("fp16 min subnormal 2^-24")), true);
+        QCOMPARE(lines.value(QStringLiteral("fp16 floor after loss scaling (2^-24 / scale): lost below")), true);
+        QVERIFY(!lines.contains(
+            QStringLiteral("GEMM inputs: scaled per block; what they lose is on the GEMM inputs page")));
+
         // Shown as scaled: still one column per step, with the floor at fp16's own.
         view->scaledCheck()->setChecked(true);
         QCOMPARE(view->colorMap()->data()->keySize(), static_cast<int>(steps.size()));
+        QVERIFY(limitLines(view).contains(QStringLiteral("lost in fp16: below 2^-24 as stored")));
         view->scaledCheck()->setChecked(false);
 
         // The table: one row per measured tensor at the selected step.
@@ -213,6 +241,20 @@ private slots:
         QCOMPARE(panel->selectedRow(), 3);
         QCOMPARE(cell(3, GemmInputTableModel::Blocks),
                  QString::number(bench.store()->numerics(id, 10).gemmInputs[3].stats.blocks));
+
+        // The heatmap draws the limits of the type the tensors were measured against, bf16 under
+        // a recipe (all off the histogram's scale), not fp16's, and no fp16 floor band; the
+        // GEMM inputs' loss is on their page.
+        const int gradients = view->kindCombo()->findData(static_cast<int>(TensorKind::WeightGrad));
+        view->kindCombo()->setCurrentIndex(gradients);
+        const QMap<QString, bool> lines = limitLines(view);
+        QCOMPARE(lines.value(QStringLiteral("bf16 max 3.38953e+38 (2^128): off-scale"), true), false);
+        QCOMPARE(lines.value(QStringLiteral("bf16 min normal 2^-126: off-scale"), true), false);
+        QCOMPARE(lines.value(QStringLiteral("bf16 min subnormal 2^-133: off-scale"), true), false);
+        QVERIFY(
+            lines.contains(QStringLiteral("GEMM inputs: scaled per block; what they lose is on the GEMM inputs page")));
+        for (const QString& name : lines.keys())
+            QVERIFY2(!name.contains(QStringLiteral("fp16")), qPrintable(name));
     }
 
     void theTabFillsLiveWhileTheRunTrains()
