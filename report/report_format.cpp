@@ -1,5 +1,7 @@
 #include "report/report_format.h"
 
+#include "engine/util/format_number.h"
+
 #include <cmath>
 
 namespace mantissa::report {
@@ -32,10 +34,9 @@ QString formatScale(std::optional<double> scale)
         return notKnown();
     if (!std::isfinite(*scale) || *scale <= 0)
         return formatValue(scale);
-    const double exponent = std::log2(*scale);
     const QString plain = QString::number(*scale, 'g', 8);
-    if (exponent == std::round(exponent))
-        return QStringLiteral("%1 (2^%2)").arg(plain).arg(qint64(exponent));
+    if (const std::optional<int> exponent = exactPowerOfTwo(*scale))
+        return QStringLiteral("%1 (2^%2)").arg(plain).arg(*exponent);
     return plain;
 }
 

@@ -1,6 +1,7 @@
 #include "ui/numerics_view.h"
 
 #include "engine/numerics/tensor_stats.h"
+#include "engine/util/format_number.h"
 #include "storage/run_store.h"
 #include "ui/gemm_input_panel.h"
 #include "ui/numerics_table_model.h"
@@ -44,11 +45,11 @@ bool isGradient(TensorKind kind) { return kind == TensorKind::ActivationGrad || 
 // "2^-14", or "65504 (2^16)" for a limit that is not a power of two.
 QString limitText(float value)
 {
-    int exponent = 0;
-    const float mantissa = std::frexp(value, &exponent);
-    if (mantissa == 0.5f)
-        return QStringLiteral("2^%1").arg(exponent - 1);
-    return QStringLiteral("%1 (2^%2)").arg(QString::number(static_cast<double>(value), 'g', 6)).arg(exponent);
+    if (const std::optional<int> exponent = exactPowerOfTwo(value))
+        return QStringLiteral("2^%1").arg(*exponent);
+    return QStringLiteral("%1 (2^%2)")
+        .arg(QString::number(static_cast<double>(value), 'g', 6))
+        .arg(std::lround(std::log2(static_cast<double>(value))));
 }
 // Fractions below this are drawn as empty: a log colour scale needs a floor.
 constexpr double kMinFraction = 1e-5;

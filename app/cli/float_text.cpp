@@ -1,5 +1,7 @@
 #include "cli/float_text.h"
 
+#include "engine/util/format_number.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,11 +25,8 @@ QString formatFloat(float value)
 
 QString formatPowerOfTwo(float value)
 {
-    if (value > 0 && std::isfinite(value)) {
-        int exponent = 0;
-        if (std::frexp(value, &exponent) == 0.5f && (exponent - 1 < -4 || exponent - 1 > 16))
-            return QStringLiteral("2^%1").arg(exponent - 1);
-    }
+    if (const std::optional<int> exponent = exactPowerOfTwo(value); exponent && (*exponent < -4 || *exponent > 16))
+        return QStringLiteral("2^%1").arg(*exponent);
     return formatFloat(value);
 }
 

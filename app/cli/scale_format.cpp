@@ -2,18 +2,14 @@
 
 #include "cli/run_format.h"
 
-#include <cmath>
+#include "engine/util/format_number.h"
 
 namespace mantissa::cli {
 
 QString formatScale(double scale)
 {
-    if (!(scale > 0) || std::isinf(scale))
-        return formatValue(scale);
-    int exponent = 0;
-    const double mantissa = std::frexp(scale, &exponent);
-    if (mantissa == 0.5)
-        return QStringLiteral("2^%1").arg(exponent - 1);
+    if (const std::optional<int> exponent = exactPowerOfTwo(scale))
+        return QStringLiteral("2^%1").arg(*exponent);
     return formatValue(scale);
 }
 

@@ -1,5 +1,7 @@
 #include "engine/precision/loss_scaler.h"
 
+#include "engine/backend/dynamic_scale_rule.h"
+
 #include "engine/util/check.h"
 
 #include <algorithm>
@@ -54,22 +56,7 @@ ScaleUpdate LossScaler::update(bool foundNonFinite)
     ScaleUpdate u{m_state.scale, m_state.scale};
     if (m_kind != Kind::Dynamic)
         return u;
-    if (foundNonFinite) {
-        m_state.goodSteps = 0;
-        // Hysteresis: tolerate a few overflows before backing off (DeepSpeed's delayed shift);
-        // 1 backs off at once, which is PyTorch's behaviour.
-        if (m_state.hysteresisLeft > 1) {
-            --m_state.hysteresisLeft;
-        } else {
-            m_state.scale = std::max(m_state.scale * m_spec.backoffFactor, m_spec.minScale);
-        }
-    } else {
-        if (++m_state.goodSteps >= m_spec.growthInterval) {
-            m_state.goodSteps = 0;
-            m_state.hysteresisLeft = m_spec.hysteresis;
-            m_state.scale = std::min(m_state.scale * m_spec.growthFactor, m_spec.maxScale);
-        }
-    }
+    applyDynamicScaleRule(m_spec, foundNonFinite, m_state.scale, m_state.goodSteps, m_state.hysteresisLeft);
     u.after = m_state.scale;
     return u;
 }

@@ -1,6 +1,7 @@
 #include "engine/util/format_number.h"
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 
 namespace mantissa {
@@ -24,6 +25,16 @@ std::string formatBytes(std::uint64_t bytes)
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
     return buffer;
+}
+
+std::optional<int> exactPowerOfTwo(double value)
+{
+    if (!(value > 0) || !std::isfinite(value))
+        return std::nullopt;
+    int exponent = 0;
+    if (std::frexp(value, &exponent) != 0.5)
+        return std::nullopt;
+    return exponent - 1;
 }
 
 } // namespace mantissa

@@ -2,6 +2,7 @@
 // Numbers as users read them in messages, tables and reports: "0.05", "1e-08" rather than
 // std::to_string's "0.050000"; "412.5 MiB" rather than a count of bytes.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mantissa {
@@ -12,5 +13,9 @@ std::string formatNumber(double value);
 // Binary units, as memory is allocated and files are sized: "512 B", "1.5 KiB", "412.5 MiB",
 // "1.2 GiB" (one decimal above bytes, up to TiB). The one byte format of every front end.
 std::string formatBytes(std::uint64_t bytes);
+
+// k when `value` is exactly 2^k (positive and finite), else nothing: the one test behind every
+// "2^k" a front end writes (loss scales, format limits, block scales), each in its own layout.
+std::optional<int> exactPowerOfTwo(double value);
 
 } // namespace mantissa

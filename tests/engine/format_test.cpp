@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 namespace mantissa {
 namespace {
 
@@ -24,6 +27,21 @@ TEST(FormatNumber, ShortestFormWithSixSignificantDigits)
     EXPECT_EQ(formatNumber(0.05), "0.05");
     EXPECT_EQ(formatNumber(1e-8), "1e-08");
     EXPECT_EQ(formatNumber(65504), "65504");
+}
+
+TEST(FormatNumber, ExactPowersOfTwoOnly)
+{
+    EXPECT_EQ(exactPowerOfTwo(65536), 16);
+    EXPECT_EQ(exactPowerOfTwo(0.5), -1);
+    EXPECT_EQ(exactPowerOfTwo(1), 0);
+    EXPECT_EQ(exactPowerOfTwo(std::ldexp(1.0, -133)), -133);   // bf16's smallest subnormal
+    EXPECT_EQ(exactPowerOfTwo(std::ldexp(1.0, -1074)), -1074); // a double subnormal
+    EXPECT_FALSE(exactPowerOfTwo(65504));
+    EXPECT_FALSE(exactPowerOfTwo(3));
+    EXPECT_FALSE(exactPowerOfTwo(0));
+    EXPECT_FALSE(exactPowerOfTwo(-2));
+    EXPECT_FALSE(exactPowerOfTwo(std::numeric_limits<double>::infinity()));
+    EXPECT_FALSE(exactPowerOfTwo(std::numeric_limits<double>::quiet_NaN()));
 }
 
 } // namespace

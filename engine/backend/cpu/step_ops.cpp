@@ -2,6 +2,7 @@
 // driven by the scalars in StepScalars, so that the trainer runs one step sequence on every backend and
 // the CPU stays the oracle for the device-side loss-scale logic (engine/backend/step_scalars.h).
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/dynamic_scale_rule.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
@@ -108,18 +109,7 @@ void CpuBackend::updateLossScale(StepScalars& scalars, const ScaleRule& rule)
     at(state, StepState::ScaleUsed) = scale;
     if (!rule.dynamic || at(state, StepState::Held) != 0.0f)
         return;
-    // LossScaler::update, step for step (loss_scaler_test holds the two together).
-    if (skipped(scalars)) {
-        goodSteps = 0;
-        if (hysteresisLeft > 1)
-            hysteresisLeft -= 1;
-        else
-            scale = std::max(scale * rule.backoffFactor, rule.minScale);
-    } else if ((goodSteps += 1) >= rule.growthInterval) {
-        goodSteps = 0;
-        hysteresisLeft = rule.hysteresis;
-        scale = std::min(scale * rule.growthFactor, rule.maxScale);
-    }
+    applyDynamicScaleRule(rule, skipped(scalars), scale, goodSteps, hysteresisLeft);
 }
 
 void CpuBackend::copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars)

@@ -6,6 +6,7 @@
 // NaN goes where the CPU sends it.
 #include "engine/backend/cuda/explicit_rounding.cuh"
 #include "engine/backend/cuda/kernels.h"
+#include "engine/backend/dynamic_scale_rule.h"
 
 #include <math_constants.h>
 
@@ -73,7 +74,7 @@ __global__ void finishGradNormKernel(const double* sumOfSquares, float maxNorm, 
     }
 }
 
-// LossScaler::update as step_ops.cpp writes it; a held step leaves the scaler alone.
+// LossScaler::update's rule (dynamic_scale_rule.h); a held step leaves the scaler alone.
 __global__ void updateLossScaleKernel(float* state, ScaleRule rule)
 {
     float scale = state[kLossScale];
@@ -82,23 +83,7 @@ __global__ void updateLossScaleKernel(float* state, ScaleRule rule)
         return;
     float goodSteps = state[kGoodSteps];
     float hysteresisLeft = state[kHysteresisLeft];
-    if (state[kSkipped] != 0.0f) {
-        goodSteps = 0.0f;
-        if (hysteresisLeft > 1.0f) {
-            hysteresisLeft = exact::sub(hysteresisLeft, 1.0f);
-        } else {
-            const float backedOff = exact::mul(scale, rule.backoffFactor);
-            scale = backedOff < rule.minScale ? rule.minScale : backedOff; // std::max(backedOff, minScale)
-        }
-    } else {
-        goodSteps = exact::add(goodSteps, 1.0f);
-        if (goodSteps >= rule.growthInterval) {
-            goodSteps = 0.0f;
-            hysteresisLeft = rule.hysteresis;
-            const float grown = exact::mul(scale, rule.growthFactor);
-            scale = rule.maxScale < grown ? rule.maxScale : grown; // std::min(grown, maxScale)
-        }
-    }
+    applyDynamicScaleRule(rule, state[kSkipped] != 0.0f, scale, goodSteps, hysteresisLeft);
     state[kLossScale] = scale;
     state[kGoodSteps] = goodSteps;
     state[kHysteresisLeft] = hysteresisLeft;
