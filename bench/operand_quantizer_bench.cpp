@@ -49,7 +49,7 @@ int main(int argc, char** argv)
         {"x 128x1024, blocks along rows", 128, 1024, 1},
         {"x 128x1024, blocks down columns", 1, 128, 1024},
     };
-    const char* formats[] = {"fp8-tensor", "fp8-block", "mxfp8", "mxfp6", "mxfp4"};
+    const char* formats[] = {"fp8-tensor", "fp8-block", "mxfp8", "mxfp6-e2m3", "mxfp4"};
     const std::vector<std::uint16_t> input = randomBf16(1024 * 1024);
     std::vector<std::uint16_t> output(input.size());
     std::vector<float> blockScales(input.size());

@@ -116,8 +116,7 @@ QString parseFormat(const QCommandLineParser& parser, Request& request)
         return QStringLiteral("--format is required; one of %1").arg(QString::fromStdString(quantFormatNameList()));
     const auto format = quantFormatNamed(request.name.toStdString());
     if (!format) {
-        return QStringLiteral("unknown format \"%1\"; expected one of %2")
-            .arg(request.name, QString::fromStdString(quantFormatNameList()));
+        return QString::fromStdString(unknownQuantFormatMessage(request.name.toStdString()));
     }
     QuantFormat f = *format;
     QString error;

@@ -36,9 +36,9 @@ const NamedQuantFormat kNamed[] = {
     {"mxfp8", mx(MiniFloat::E4M3), "MXFP8: E4M3 elements, E8M0 scale per 32 (OCP MX v1.0)"},
     {"mxfp8-e4m3", mx(MiniFloat::E4M3), "the same as mxfp8"},
     {"mxfp8-e5m2", mx(MiniFloat::E5M2), "MXFP8 with E5M2 elements"},
-    {"mxfp6", mx(MiniFloat::E3M2), "MXFP6: E3M2 elements, E8M0 scale per 32"},
-    {"mxfp6-e3m2", mx(MiniFloat::E3M2), "the same as mxfp6"},
-    {"mxfp6-e2m3", mx(MiniFloat::E2M3), "MXFP6 with E2M3 elements"},
+    // No bare "mxfp6": OCP MX defines MXFP6 with either element, and the mxfp6 recipe uses both.
+    {"mxfp6-e2m3", mx(MiniFloat::E2M3), "MXFP6 with E2M3 elements (the mxfp6 recipe's activations and weights)"},
+    {"mxfp6-e3m2", mx(MiniFloat::E3M2), "MXFP6 with E3M2 elements (the mxfp6 recipe's gradients)"},
     {"mxfp4", mx(MiniFloat::E2M1), "MXFP4: E2M1 elements, E8M0 scale per 32"},
     {"nvfp4", scaled(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16),
      "NVFP4: E2M1 elements, E4M3 scale per 16, fp32 scale per tensor"},
@@ -64,6 +64,14 @@ std::optional<QuantFormat> quantFormatNamed(std::string_view name)
         if (named.name == name)
             return named.format;
     return std::nullopt;
+}
+
+std::string unknownQuantFormatMessage(std::string_view name)
+{
+    if (name == "mxfp6")
+        return "\"mxfp6\" names two element formats (OCP MX v1.0): mxfp6-e2m3, which the mxfp6 recipe gives "
+               "activations and weights, or mxfp6-e3m2, which it gives gradients";
+    return "unknown format \"" + std::string(name) + "\"; expected one of " + quantFormatNameList();
 }
 
 std::string quantFormatNameList()

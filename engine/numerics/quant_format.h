@@ -70,6 +70,8 @@ struct NamedQuantFormat {
 std::span<const NamedQuantFormat> namedQuantFormats();
 std::optional<QuantFormat> quantFormatNamed(std::string_view name);
 std::string quantFormatNameList(); // "e4m3, e5m2, ..., fp8-block" for messages
+// Why `name` is not a format: unknown (with the list), or ambiguous ("mxfp6": either element).
+std::string unknownQuantFormatMessage(std::string_view name);
 
 // A ConfigError naming the problem when `format` cannot be used (no block size, an E8M0 or
 // non-E2M1 element where the scheme forbids it).

@@ -40,10 +40,10 @@ constexpr QuantFormat scaled(ScalingScheme scheme, MiniFloat element, std::size_
     return format;
 }
 
-// One row per recipe: the formats of activations, weights and gradients.
+// One row per recipe: the formats of activations, weights and gradients. A recipe's name is the
+// key of the precision mode that carries it (gemmRecipeName, precision_policy.cpp).
 struct RecipeRow {
     GemmRecipe recipe;
-    std::string_view name;
     OperandFormat activation, weight, gradient;
     bool fourBit;
 };
@@ -62,17 +62,17 @@ constexpr OperandFormat nvfp4() { return {scaled(ScalingScheme::Nvfp4, MiniFloat
 // pretraining recipe (1x16 blocks; its 16x16 weight tiles and the Hadamard transform of the
 // weight-gradient inputs are options applied in operandFormat()).
 constexpr std::array kRecipes{
-    RecipeRow{GemmRecipe::Fp8Hybrid, "fp8-hybrid", tensorScaled(MiniFloat::E4M3), tensorScaled(MiniFloat::E4M3),
+    RecipeRow{GemmRecipe::Fp8Hybrid, tensorScaled(MiniFloat::E4M3), tensorScaled(MiniFloat::E4M3),
               tensorScaled(MiniFloat::E5M2), false},
-    RecipeRow{GemmRecipe::Fp8E4m3, "fp8-e4m3", tensorScaled(MiniFloat::E4M3), tensorScaled(MiniFloat::E4M3),
+    RecipeRow{GemmRecipe::Fp8E4m3, tensorScaled(MiniFloat::E4M3), tensorScaled(MiniFloat::E4M3),
               tensorScaled(MiniFloat::E4M3), false},
-    RecipeRow{GemmRecipe::Fp8Delayed, "fp8-delayed", delayedScaled(MiniFloat::E4M3), delayedScaled(MiniFloat::E4M3),
+    RecipeRow{GemmRecipe::Fp8Delayed, delayedScaled(MiniFloat::E4M3), delayedScaled(MiniFloat::E4M3),
               delayedScaled(MiniFloat::E5M2), false},
-    RecipeRow{GemmRecipe::Fp8Block, "fp8-block", tiles1x128(), tiles128x128(), tiles1x128(), false},
-    RecipeRow{GemmRecipe::Mxfp8, "mxfp8", mx(MiniFloat::E4M3), mx(MiniFloat::E4M3), mx(MiniFloat::E4M3), false},
-    RecipeRow{GemmRecipe::Mxfp6, "mxfp6", mx(MiniFloat::E2M3), mx(MiniFloat::E2M3), mx(MiniFloat::E3M2), false},
-    RecipeRow{GemmRecipe::Mxfp4, "mxfp4", mx(MiniFloat::E2M1), mx(MiniFloat::E2M1), mx(MiniFloat::E2M1), true},
-    RecipeRow{GemmRecipe::Nvfp4, "nvfp4", nvfp4(), nvfp4(), nvfp4(), true},
+    RecipeRow{GemmRecipe::Fp8Block, tiles1x128(), tiles128x128(), tiles1x128(), false},
+    RecipeRow{GemmRecipe::Mxfp8, mx(MiniFloat::E4M3), mx(MiniFloat::E4M3), mx(MiniFloat::E4M3), false},
+    RecipeRow{GemmRecipe::Mxfp6, mx(MiniFloat::E2M3), mx(MiniFloat::E2M3), mx(MiniFloat::E3M2), false},
+    RecipeRow{GemmRecipe::Mxfp4, mx(MiniFloat::E2M1), mx(MiniFloat::E2M1), mx(MiniFloat::E2M1), true},
+    RecipeRow{GemmRecipe::Nvfp4, nvfp4(), nvfp4(), nvfp4(), true},
 };
 
 const RecipeRow& row(GemmRecipe recipe)
@@ -184,13 +184,6 @@ std::string operandFormatLabel(const OperandFormat& format)
     if (format.hadamard)
         add({" rht"});
     return label;
-}
-
-std::string gemmRecipeName(GemmRecipe recipe)
-{
-    if (recipe == GemmRecipe::None)
-        return "none";
-    return std::string(row(recipe).name);
 }
 
 bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options)

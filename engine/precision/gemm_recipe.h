@@ -89,7 +89,8 @@ bool rotatesWeightGradient(GemmRecipe recipe, const RecipeOptions& options);
 // random Hadamard transform.
 std::string operandFormatLabel(const OperandFormat& format);
 
-// "fp8-hybrid" etc.: the key of the precision mode carrying the recipe.
+// "fp8-hybrid" etc.: the key of the precision mode carrying the recipe, the one name of both
+// (defined with the modes' table, precision_policy.cpp).
 std::string gemmRecipeName(GemmRecipe recipe);
 // Whether the first and last GEMM layers stay in bf16 under `recipe` with `options`.
 bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options);

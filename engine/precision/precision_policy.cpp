@@ -1,5 +1,7 @@
 #include "engine/precision/precision_policy.h"
 
+#include "engine/util/check.h"
+
 #include <array>
 #include <optional>
 
@@ -219,6 +221,16 @@ LossScaleType PrecisionPolicy::resolveLossScale(LossScaleType requested) const
 }
 
 GemmRecipe PrecisionPolicy::recipe() const { return modeRow(m_mode).recipe; }
+
+std::string gemmRecipeName(GemmRecipe recipe)
+{
+    if (recipe == GemmRecipe::None)
+        return "none";
+    for (const ModeRow& row : kModes)
+        if (row.recipe == recipe)
+            return precisionModeName(row.mode);
+    assertionFailed("GEMM recipe carried by no precision mode", __FILE__, __LINE__);
+}
 
 DType PrecisionPolicy::lensTarget() const { return modeRow(m_mode).lensTarget; }
 

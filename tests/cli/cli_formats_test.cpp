@@ -258,6 +258,8 @@ private slots:
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QString>("message");
         QTest::newRow("unknown format") << QStringList{"--format", "fp7", "1"} << "unknown format \"fp7\"";
+        QTest::newRow("mxfp6 names two formats")
+            << QStringList{"--format", "mxfp6", "1"} << "\"mxfp6\" names two element formats (OCP MX v1.0)";
         QTest::newRow("no format") << QStringList{"1"} << "--format is required";
         QTest::newRow("not a number") << QStringList{"--format", "e4m3", "1", "12x"}
                                       << "value 2, \"12x\", is not a number";

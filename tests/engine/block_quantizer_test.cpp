@@ -104,7 +104,7 @@ TEST(MxScaling, ScaleRulesOnTheirBoundaries)
 // bit for bit: the floor and rceil rules both pick exactly 2^e there.
 TEST(MxScaling, EveryElementCodeRoundTripsAtManyScales)
 {
-    for (const char* name : {"mxfp8", "mxfp8-e5m2", "mxfp6", "mxfp6-e2m3", "mxfp4"}) {
+    for (const char* name : {"mxfp8", "mxfp8-e5m2", "mxfp6-e3m2", "mxfp6-e2m3", "mxfp4"}) {
         const QuantFormat base = named(name);
         const MiniFloatFormat& element = miniFloatFormat(base.element);
         std::vector<std::uint8_t> finiteCodes;
@@ -317,8 +317,8 @@ TEST(QuantStatistics, SqnrFlushAndHistogram)
         std::vector<float> o(values.size());
         return quantizeDequantize(values, o, 0, named(name)).sqnrDb();
     };
-    EXPECT_GT(sqnr("mxfp8"), sqnr("mxfp6") + 4);
-    EXPECT_GT(sqnr("mxfp6"), sqnr("mxfp4") + 4);
+    EXPECT_GT(sqnr("mxfp8"), sqnr("mxfp6-e3m2") + 4);
+    EXPECT_GT(sqnr("mxfp6-e3m2"), sqnr("mxfp4") + 4);
     EXPECT_GT(sqnr("nvfp4"), sqnr("mxfp4"));
     EXPECT_GT(sqnr("mxfp8"), 25.0);
 
@@ -385,7 +385,13 @@ TEST(QuantFormats, NamesAndValidation)
     EXPECT_EQ(named("mxfp8").element, MiniFloat::E4M3);
     EXPECT_EQ(named("mxfp8").blockSize, 32u);
     EXPECT_EQ(named("mxfp8-e5m2").element, MiniFloat::E5M2);
-    EXPECT_EQ(named("mxfp6").element, MiniFloat::E3M2);
+    EXPECT_EQ(named("mxfp6-e3m2").element, MiniFloat::E3M2);
+    // "mxfp6" alone is either element (OCP MX) and both in the mxfp6 recipe: not a format, and
+    // the message names the two.
+    EXPECT_FALSE(quantFormatNamed("mxfp6"));
+    EXPECT_NE(unknownQuantFormatMessage("mxfp6").find("mxfp6-e2m3, which the mxfp6 recipe gives activations"),
+              std::string::npos);
+    EXPECT_EQ(unknownQuantFormatMessage("fp7").rfind("unknown format \"fp7\"; expected one of e4m3", 0), 0u);
     EXPECT_EQ(named("mxfp6-e2m3").element, MiniFloat::E2M3);
     EXPECT_EQ(named("mxfp4").element, MiniFloat::E2M1);
     EXPECT_EQ(named("nvfp4").blockSize, 16u);
