@@ -70,10 +70,12 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
                          [](RunConfig& c, double v) { c.lossScale.growthFactor = static_cast<float>(v); });
     m_backoff = addNumber(form, tr("Backoff factor"), "precision.loss_scale.backoff_factor", 0.01, 1.0,
                           [](RunConfig& c, double v) { c.lossScale.backoffFactor = static_cast<float>(v); });
-    m_interval = addInteger(form, tr("Growth interval (steps)"), "precision.loss_scale.growth_interval", 1, 1000000,
-                            [](RunConfig& c, int v) { c.lossScale.growthInterval = v; });
-    m_hysteresis = addInteger(form, tr("Hysteresis (overflows)"), "precision.loss_scale.hysteresis", 1, 100,
-                              [](RunConfig& c, int v) { c.lossScale.hysteresis = v; });
+    m_interval =
+        addInteger(form, tr("Growth interval (steps)"), "precision.loss_scale.growth_interval", 1,
+                   static_cast<int>(kMaxLossScaleCount), [](RunConfig& c, int v) { c.lossScale.growthInterval = v; });
+    m_hysteresis =
+        addInteger(form, tr("Hysteresis (overflows)"), "precision.loss_scale.hysteresis", 1,
+                   static_cast<int>(kMaxLossScaleCount), [](RunConfig& c, int v) { c.lossScale.hysteresis = v; });
     m_min = addNumber(form, tr("Minimum scale"), "precision.loss_scale.min", 1e-10, 1e9,
                       [](RunConfig& c, double v) { c.lossScale.minScale = static_cast<float>(v); });
     m_max = addNumber(form, tr("Maximum scale"), "precision.loss_scale.max", 1e-10, 1e12,

@@ -42,7 +42,7 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
     m_scaleRule->setToolTip(tr("MX recipes: how a block's power-of-two (E8M0) scale follows from its largest "
                                "value. floor is the OCP MX rule and can clip that value (957 becomes 896 in "
                                "MXFP8); ceil and rceil never clip but lose a little range at the bottom."));
-    m_amaxHistory = addInteger(form, tr("Amax history (steps)"), "precision.recipe.amax_history", 1, 65536,
+    m_amaxHistory = addInteger(form, tr("Amax history (steps)"), "precision.recipe.amax_history", 1, kMaxAmaxHistory,
                                [](RunConfig& c, int steps) { c.recipe.amaxHistory = steps; });
     m_amaxHistory->setToolTip(tr("fp8-delayed: how many steps of each tensor's amax the scale looks back over "
                                  "(Transformer Engine's amax_history_len); the scale uses the largest. Short "

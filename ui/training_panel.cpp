@@ -136,7 +136,7 @@ QWidget* TrainingPanel::buildTraining()
     m_threads->setToolTip(tr("0: the OMP_NUM_THREADS environment variable where set, else every core"));
     // The numerics lens (Numerics tab): per-layer statistics cost a pass over every tensor,
     // so they are sampled, not taken every step.
-    m_numericsEvery = addInteger(form, tr("Statistics every N steps (0 = off)"), "numerics.every", 0, 1000,
+    m_numericsEvery = addInteger(form, tr("Statistics every N steps (0 = off)"), "numerics.every", 0, kMaxNumericsEvery,
                                  [](RunConfig& c, int v) { c.numerics.every = v; });
     return box;
 }

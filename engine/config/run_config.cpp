@@ -330,9 +330,9 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         throw ConfigError(origin + ": distributed.world_size must be 0 (as launched) or 1 to 65536 ranks (got " +
                           std::to_string(c.distributed.worldSize) + ")");
 
-    if (c.numerics.every < 0 || c.numerics.every > 1000)
-        throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to 1000 steps (got " +
-                          std::to_string(c.numerics.every) + ")");
+    if (c.numerics.every < 0 || c.numerics.every > kMaxNumericsEvery)
+        throw ConfigError(origin + ": numerics.every must be 0 (off) or 1 to " + std::to_string(kMaxNumericsEvery) +
+                          " steps (got " + std::to_string(c.numerics.every) + ")");
     validateRecipeOptions(c.recipe, origin);
     if (c.training.cudnnWorkspaceMiB < 0 || c.training.cudnnWorkspaceMiB > 65536)
         throw ConfigError(origin + ": training.cudnn_workspace_mib must be 0 to 65536 (got " +

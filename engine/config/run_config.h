@@ -118,8 +118,11 @@ struct TrainingSpec {
 };
 
 // The numerics lens: per-layer statistics every `every` steps (engine/lens).
+// numerics.every's largest value, in steps.
+inline constexpr int kMaxNumericsEvery = 1000;
+
 struct NumericsSpec {
-    int every = 0;                // 0 = off, else 1..1000
+    int every = 0;                // 0 = off, else 1..kMaxNumericsEvery
     bool scaledGradients = false; // gradient histograms of the scaled values instead of the unscaled
 };
 

@@ -203,9 +203,9 @@ std::size_t recipeBlockSize(GemmRecipe recipe)
 
 void validateRecipeOptions(const RecipeOptions& options, const std::string& origin)
 {
-    if (options.amaxHistory < 1 || options.amaxHistory > 65536)
-        throw ConfigError(origin + ": precision.recipe.amax_history must be 1 to 65536 steps (got " +
-                          std::to_string(options.amaxHistory) + ")");
+    if (options.amaxHistory < 1 || options.amaxHistory > kMaxAmaxHistory)
+        throw ConfigError(origin + ": precision.recipe.amax_history must be 1 to " + std::to_string(kMaxAmaxHistory) +
+                          " steps (got " + std::to_string(options.amaxHistory) + ")");
 }
 
 } // namespace mantissa

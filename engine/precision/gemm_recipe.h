@@ -34,6 +34,9 @@ template <>
 std::span<const EnumEntry<RecipeSwitch>> enumEntries<RecipeSwitch>();
 
 // precision.recipe in the run config (docs/config.md); ignored by the 16- and 32-bit modes.
+// precision.recipe.amax_history's range, in steps.
+inline constexpr int kMaxAmaxHistory = 65536;
+
 struct RecipeOptions {
     MxScaleRule scaleRule = MxScaleRule::Floor; // MX recipes: how a block's E8M0 scale is rounded
     // fp8-delayed: how many steps of amax the scale looks back over (Transformer Engine's

@@ -8,6 +8,10 @@
 
 namespace mantissa {
 
+// The largest growth_interval and hysteresis: the devices keep the scaler's counters in fp32,
+// exact up to 2^24. LossScaler refuses more and the UI offers no more.
+inline constexpr std::int64_t kMaxLossScaleCount = std::int64_t{1} << 24;
+
 struct LossScaleSpec {
     LossScaleType type = LossScaleType::Auto; // auto: PrecisionPolicy::resolveLossScale
     float value = 128;                        // static

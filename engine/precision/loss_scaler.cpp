@@ -1,7 +1,6 @@
 #include "engine/precision/loss_scaler.h"
 
 #include "engine/backend/dynamic_scale_rule.h"
-
 #include "engine/util/check.h"
 
 #include <algorithm>
@@ -11,8 +10,6 @@
 namespace mantissa {
 
 namespace {
-
-constexpr std::int64_t kMaxCount = std::int64_t{1} << 24;
 
 void require(bool ok, const std::string& field, const std::string& what)
 {
@@ -38,10 +35,10 @@ LossScaler::LossScaler(const LossScaleSpec& spec, PrecisionMode mode) : m_spec(s
         require(spec.initial > 0 && std::isfinite(spec.initial), "initial", "must be a positive number");
         require(spec.growthFactor > 1, "growth_factor", "must be greater than 1");
         require(spec.backoffFactor > 0 && spec.backoffFactor < 1, "backoff_factor", "must be between 0 and 1");
-        // The device keeps its counters in fp32, exact up to 2^24.
-        require(spec.growthInterval >= 1 && spec.growthInterval <= kMaxCount, "growth_interval",
-                "must be between 1 and 16777216");
-        require(spec.hysteresis >= 1 && spec.hysteresis <= kMaxCount, "hysteresis", "must be between 1 and 16777216");
+        require(spec.growthInterval >= 1 && spec.growthInterval <= kMaxLossScaleCount, "growth_interval",
+                "must be between 1 and " + std::to_string(kMaxLossScaleCount));
+        require(spec.hysteresis >= 1 && spec.hysteresis <= kMaxLossScaleCount, "hysteresis",
+                "must be between 1 and " + std::to_string(kMaxLossScaleCount));
         require(spec.minScale > 0 && spec.minScale <= spec.maxScale, "min", "must be positive and not above max");
         m_kind = Kind::Dynamic;
         m_state.scale = std::clamp(spec.initial, spec.minScale, spec.maxScale);

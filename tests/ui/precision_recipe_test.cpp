@@ -2,6 +2,7 @@
 // one undo step), its table of the recipe's formats with their ranges and, after a run that
 // sampled its statistics, the tensors' measured range beside them; and Compare precisions over
 // a chosen set of precisions, same seed, shown together.
+#include "engine/precision/loss_scaler.h"
 #include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
 #include "ui/comparison_view.h"
@@ -93,6 +94,32 @@ private slots:
                  qPrintable(coverage->text()));
         chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "mxfp4");
         QCOMPARE(coverage->text(), QString("mxfp4: 1 of 1 GEMMs quantised."));
+    }
+
+    // The spin boxes offer exactly the ranges the engine accepts: their limits are the engine's
+    // constants, not numbers typed again in the UI.
+    void spinBoxesOfferTheEnginesRanges()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        const auto maximum = [&](const char* name) {
+            auto* spin = bench.findChild<QSpinBox*>(QString::fromLatin1(name));
+            return spin ? std::optional<int>(spin->maximum()) : std::nullopt;
+        };
+        QCOMPARE(maximum("precision.loss_scale.growth_interval"), std::optional<int>(kMaxLossScaleCount));
+        QCOMPARE(maximum("precision.loss_scale.hysteresis"), std::optional<int>(kMaxLossScaleCount));
+        QCOMPARE(maximum("precision.recipe.amax_history"), std::optional<int>(kMaxAmaxHistory));
+        QCOMPARE(maximum("numerics.every"), std::optional<int>(kMaxNumericsEvery));
+        // One past each is what the engine refuses.
+        LossScaleSpec spec;
+        spec.type = LossScaleType::Dynamic;
+        spec.growthInterval = kMaxLossScaleCount;
+        LossScaler(spec, PrecisionMode::MixedFp16);
+        spec.growthInterval = kMaxLossScaleCount + 1;
+        QVERIFY_THROWS_EXCEPTION(ConfigError, LossScaler(spec, PrecisionMode::MixedFp16));
+        RecipeOptions recipe;
+        recipe.amaxHistory = kMaxAmaxHistory + 1;
+        QVERIFY_THROWS_EXCEPTION(ConfigError, validateRecipeOptions(recipe, "test"));
     }
 
     void recipeOptionsShowOnlyForRecipesAndEachEditIsOneUndoStep()
