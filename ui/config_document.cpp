@@ -1,6 +1,6 @@
 #include "ui/config_document.h"
 
-#include "engine/data/text_corpus.h"
+#include "engine/data/dataset.h"
 #include "ui/config_edit_command.h"
 
 namespace mantissa::ui {
@@ -23,28 +23,17 @@ void ConfigDocument::setConfigFromUndo(const RunConfig& config, bool layersRestr
 
 QString ConfigDocument::runBlocker() const
 {
+    // The engine's rules, asked rather than restated: the model, each field's range, and
+    // whether the model takes the data.
     if (!m_report.valid())
         return QString::fromStdString(m_report.error);
-    const TrainingSpec& t = m_config.training;
-    if (t.batchSize <= 0)
-        return tr("training.batch_size must be positive");
-    if (t.epochs <= 0 && t.maxSteps <= 0)
-        return tr("set a number of epochs or a maximum number of steps");
-    // The model's input must match the data it trains on; synthetic data carries its own shape.
-    if (m_config.data.dataset == DatasetKind::Synthetic) {
-        if (m_config.data.syntheticShape != m_config.model.input)
-            return tr("data.synthetic_shape differs from model.input; set both to the same shape");
-    } else if (m_config.data.dataset == DatasetKind::Text) {
-        // A byte-level language model: a window of data.context byte ids in, a byte out per position.
-        if (m_config.model.input != std::vector<std::int64_t>{m_config.data.context} ||
-            m_config.model.classes != kByteVocabulary)
-            return tr("text data gives windows of data.context = %1 bytes in 256 classes; set model.input to "
-                      "[%1] and classes to 256")
-                .arg(m_config.data.context);
-    } else if (m_config.model.input != std::vector<std::int64_t>{1, 28, 28} || m_config.model.classes != 10) {
-        return tr("%1 has 1x28x28 images in 10 classes; set model.input to [1, 28, 28] and classes to 10")
-            .arg(QString::fromStdString(std::string(enumKey(m_config.data.dataset))));
+    try {
+        validateRunConfig(m_config, "the config");
+    } catch (const ConfigError& e) {
+        return QString::fromUtf8(e.what());
     }
+    if (const std::optional<std::string> mismatch = dataModelMismatch(m_config))
+        return QString::fromStdString(*mismatch);
     return {};
 }
 

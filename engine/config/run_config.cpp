@@ -326,6 +326,12 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
     }
     r.finish();
 
+    validateRunConfig(c, origin);
+    return c;
+}
+
+void validateRunConfig(const RunConfig& c, const std::string& origin)
+{
     if (c.distributed.worldSize < 0 || c.distributed.worldSize > 65536)
         throw ConfigError(origin + ": distributed.world_size must be 0 (as launched) or 1 to 65536 ranks (got " +
                           std::to_string(c.distributed.worldSize) + ")");
@@ -348,7 +354,6 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
     if (c.training.epochs <= 0 && c.training.maxSteps <= 0)
         throw ConfigError(origin + ": training.epochs must be positive (got " + std::to_string(c.training.epochs) +
                           ")");
-    return c;
 }
 
 RunConfig loadRunConfigFile(const std::string& path)

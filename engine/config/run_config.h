@@ -157,6 +157,10 @@ struct RunConfig {
 // Throws ConfigError naming the field at fault.
 RunConfig parseRunConfig(const std::string& json, const std::string& origin);
 RunConfig loadRunConfigFile(const std::string& path);
+// The rules a config must follow beyond its JSON's types (each field's range, the recipe's
+// options): throws ConfigError naming the field, prefixed by `origin`. parseRunConfig applies
+// it; a front end that edits a RunConfig asks it too, rather than restating the rules.
+void validateRunConfig(const RunConfig& config, const std::string& origin);
 std::string runConfigToJson(const RunConfig& config, int indent = 2);
 
 } // namespace mantissa

@@ -256,4 +256,30 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
     return splits;
 }
 
+std::optional<std::string> dataModelMismatch(const RunConfig& config)
+{
+    const DataSpec& data = config.data;
+    const ModelSpec& model = config.model;
+    switch (data.dataset) {
+    case DatasetKind::Synthetic:
+        if (data.syntheticShape != model.input)
+            return "data.synthetic_shape differs from model.input; set both to the same shape";
+        return std::nullopt;
+    case DatasetKind::Text:
+        // A byte-level language model: a window of data.context byte ids in, a byte out per position.
+        if (model.input != std::vector<std::int64_t>{data.context} || model.classes != kByteVocabulary)
+            return "text data gives windows of data.context = " + std::to_string(data.context) +
+                   " bytes in 256 classes; set model.input to [" + std::to_string(data.context) +
+                   "] and classes to 256";
+        return std::nullopt;
+    case DatasetKind::FashionMnist:
+    case DatasetKind::Mnist:
+        if (model.input != std::vector<std::int64_t>{1, 28, 28} || model.classes != 10)
+            return std::string(enumKey(data.dataset)) +
+                   " has 1x28x28 images in 10 classes; set model.input to [1, 28, 28] and classes to 10";
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 } // namespace mantissa

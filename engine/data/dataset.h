@@ -5,6 +5,7 @@
 #include "engine/tensor/shape.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ struct DatasetSplits {
 // the validation or test data leaks into training. Throws ConfigError for a bad spec and
 // DataError for missing or corrupt files.
 DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed);
+
+// Why `config`'s model cannot take its data, known before any file is read (the Trainer checks
+// the loaded samples again): synthetic data has data.synthetic_shape, text windows of
+// data.context bytes in 256 classes, Fashion-MNIST and MNIST 1x28x28 images in 10 classes.
+// Nothing when they fit.
+std::optional<std::string> dataModelMismatch(const RunConfig& config);
 
 // Checks the fields of `spec`; ConfigError names the field ("data.validationSplit: ...").
 void validateDataSpec(const DataSpec& spec);

@@ -1,5 +1,6 @@
 // The data pipeline: IDX reading and every way an IDX file can be wrong, directory
 // resolution, splits, normalisation, synthetic data and batch order.
+#include "engine/config/presets.h"
 #include "engine/data/batch_loader.h"
 #include "engine/data/dataset.h"
 #include "engine/data/idx_reader.h"
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -578,4 +580,46 @@ TEST(FashionMnist, LoadsTheDebianPackage)
     // The well-known Fashion-MNIST pixel statistics.
     EXPECT_NEAR(s.normalization.mean, 0.2860f, 1e-3f);
     EXPECT_NEAR(s.normalization.std, 0.3530f, 1e-3f);
+}
+
+// Whether a model takes its data is known before any file is read, in the engine: the
+// workbench's Run button asks here rather than restating the shapes.
+TEST(DataModelMismatch, EveryPresetFitsAndAMismatchNamesBothSides)
+{
+    for (const std::string& name : mantissa::presetNames())
+        EXPECT_FALSE(mantissa::dataModelMismatch(mantissa::presetConfig(name))) << name;
+    mantissa::RunConfig gpt = mantissa::presetConfig("char-gpt");
+    gpt.data.context = 64;
+    const std::optional<std::string> text = mantissa::dataModelMismatch(gpt);
+    ASSERT_TRUE(text);
+    EXPECT_NE(text->find("data.context = 64"), std::string::npos) << *text;
+    EXPECT_NE(text->find("[64]"), std::string::npos) << *text;
+    mantissa::RunConfig mlp = mantissa::presetConfig("mlp");
+    mlp.model.classes = 12;
+    EXPECT_EQ(mantissa::dataModelMismatch(mlp),
+              "fashion-mnist has 1x28x28 images in 10 classes; set model.input to [1, 28, 28] and classes to 10");
+    mantissa::RunConfig synthetic = mlp;
+    synthetic.data.dataset = mantissa::DatasetKind::Synthetic;
+    synthetic.data.syntheticShape = {1, 8, 8};
+    EXPECT_EQ(mantissa::dataModelMismatch(synthetic),
+              "data.synthetic_shape differs from model.input; set both to the same shape");
+}
+
+// The rules beyond the JSON's types are the same whether a config is parsed or edited in memory.
+TEST(ValidateRunConfig, TheParsersRulesForAConfigInMemory)
+{
+    mantissa::RunConfig c = mantissa::presetConfig("mlp");
+    EXPECT_NO_THROW(mantissa::validateRunConfig(c, "edited"));
+    c.training.batchSize = 0;
+    try {
+        mantissa::validateRunConfig(c, "edited");
+        FAIL() << "batch size 0 accepted";
+    } catch (const mantissa::ConfigError& e) {
+        EXPECT_STREQ(e.what(), "edited: training.batch_size must be positive (got 0)");
+    }
+    c = mantissa::presetConfig("mlp");
+    c.numerics.every = mantissa::kMaxNumericsEvery + 1;
+    EXPECT_THROW(mantissa::validateRunConfig(c, "edited"), mantissa::ConfigError);
+    // Parsing applies the same rule to the same config.
+    EXPECT_THROW(mantissa::parseRunConfig(mantissa::runConfigToJson(c), "file"), mantissa::ConfigError);
 }
