@@ -2,6 +2,7 @@
 // one undo step), its table of the recipe's formats with their ranges and, after a run that
 // sampled its statistics, the tensors' measured range beside them; and Compare precisions over
 // a chosen set of precisions, same seed, shown together.
+#include "engine/backend/cpu/cpu_kernel_plan.h"
 #include "engine/precision/loss_scaler.h"
 #include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
@@ -94,6 +95,32 @@ private slots:
                  qPrintable(coverage->text()));
         chooseByKey(bench.findChild<QComboBox*>("precision.mode"), "mxfp4");
         QCOMPARE(coverage->text(), QString("mxfp4: 1 of 1 GEMMs quantised."));
+    }
+
+    // The precision panel's kernel note says what the mode's compute type runs on on this CPU,
+    // in the engine's words (cpu_kernel_plan.h), and that training will refuse a native request
+    // the CPU cannot serve; nothing for fp32 or a GPU run.
+    void kernelNoteFollowsTheEnginesPlan()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        auto* note = bench.findChild<QLabel*>("precision.kernel_note");
+        QVERIFY(note);
+        setMode(bench, PrecisionMode::Fp32);
+        QCOMPARE(note->text(), QString());
+        setMode(bench, PrecisionMode::MixedBf16);
+        const cpu::CpuKernelPlan plan = cpu::planCpuKernels(CpuKernels::Auto);
+        QCOMPARE(note->text(), QStringLiteral("On this CPU, bf16 runs %1").arg(QString::fromStdString(plan.bf16Path)));
+        setMode(bench, PrecisionMode::MixedFp16);
+        QCOMPARE(note->text(), QStringLiteral("On this CPU, fp16 runs %1").arg(QString::fromStdString(plan.fp16Path)));
+        // fp16 products have no native kernel on any CPU yet: asking for one is refused by name.
+        chooseByKey(bench.findChild<QComboBox*>("training.cpu_kernels"), "native");
+        QVERIFY2(note->text().startsWith(QStringLiteral("<b>Training will refuse to start:</b> ")),
+                 qPrintable(note->text()));
+        RunConfig c = bench.document()->config();
+        c.training.device = "cuda";
+        bench.document()->apply(c, "device");
+        QCOMPARE(note->text(), QString());
     }
 
     // The spin boxes offer exactly the ranges the engine accepts: their limits are the engine's
