@@ -161,10 +161,7 @@ protected:
     {
         if (m_gemmInputs.recipe() == GemmRecipe::None)
             return {t, 1.0f, {}};
-        GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
-        return m_gemmInputs.prepare({pass.backend, m_name, pass.training, pass.seed, pass.step, observer,
-                                     weightGradientMayRotate(), gemmTakesBlockScales(), weightOperandIsWeight()},
-                                    t, gemm, operand, layout);
+        return m_gemmInputs.prepare(gemmInputCall(pass), t, gemm, operand, layout);
     }
     // `t` for several of this layer's GEMMs (or a GEMM and a reduction) at once: widened once
     // where the backend's GEMMs would widen it for each (Backend::widenedForGemms), unless a
@@ -183,16 +180,7 @@ protected:
     {
         if (m_gemmInputs.recipe() == GemmRecipe::None)
             return {t, 1.0f, {}};
-        GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
-        const GemmInputCall call{pass.backend,
-                                 m_name,
-                                 pass.training,
-                                 pass.seed,
-                                 pass.step,
-                                 observer,
-                                 weightGradientMayRotate(),
-                                 gemmTakesBlockScales(),
-                                 weightOperandIsWeight()};
+        const GemmInputCall call = gemmInputCall(pass);
         if (std::optional<GemmOperandValues> again =
                 m_gemmInputs.reuse(call, prepared, preparedFor, t, gemm, operand, layout))
             return std::move(*again);
@@ -221,6 +209,22 @@ protected:
     virtual bool weightOperandIsWeight() const { return true; }
 
 private:
+    // What the quantiser needs to know about this pass and this layer; the lens measures the
+    // inputs only when its tap asks for them.
+    GemmInputCall gemmInputCall(PassState& pass) const
+    {
+        GemmInputObserver* observer = pass.tap && pass.tap->measuresGemmInputs() ? pass.tap : nullptr;
+        return {pass.backend,
+                m_name,
+                pass.training,
+                pass.seed,
+                pass.step,
+                observer,
+                weightGradientMayRotate(),
+                gemmTakesBlockScales(),
+                weightOperandIsWeight()};
+    }
+
     DType m_computeType = DType::F32;
     std::string m_name;
     GemmInputQuantizer m_gemmInputs;
