@@ -1,6 +1,7 @@
 // The model section: the layer table the editor shows (type, output shape, parameters,
 // FLOPs, the precision each layer computes in), the totals, and the tensor-core alignment
 // advice of the 16-bit runs.
+#include "engine/config/config_field.h"
 #include "engine/model/model.h"
 #include "engine/model/tensor_core_alignment.h"
 #include "engine/util/format_number.h"
@@ -13,57 +14,8 @@ namespace mantissa::report {
 
 namespace {
 
-template <typename E>
-QString key(E value)
-{
-    const std::string_view text = enumKey(value);
-    return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
-}
-
-QString describeLayer(const LayerSpec& spec)
-{
-    QStringList parts{key(spec.type)};
-    switch (spec.type) {
-    case LayerKind::Linear: parts << QString::number(spec.units); break;
-    case LayerKind::Conv2d: parts << QStringLiteral("%1, %2x%2").arg(spec.filters).arg(spec.kernel); break;
-    case LayerKind::MaxPool:
-    case LayerKind::AvgPool: parts << QStringLiteral("%1x%1").arg(spec.kernel); break;
-    case LayerKind::Dropout: parts << QString::number(double(spec.rate)); break;
-    case LayerKind::Residual:
-        parts << QStringLiteral("(%1 layers, %2 shortcut)").arg(spec.body.size()).arg(key(spec.shortcut));
-        break;
-    case LayerKind::TokenEmbedding: parts << QStringLiteral("%1 x %2").arg(spec.vocabulary).arg(spec.units); break;
-    case LayerKind::PatchEmbedding:
-        parts << QStringLiteral("%1, %2x%2 patches").arg(spec.units).arg(spec.kernel);
-        break;
-    case LayerKind::Mlp: parts << QString::number(spec.units); break;
-    case LayerKind::Attention:
-    case LayerKind::Transformer:
-        parts << QStringLiteral("(%1 heads%2, softmax %3)")
-                     .arg(spec.heads)
-                     .arg(spec.causal ? QStringLiteral(", causal") : QString())
-                     .arg(key(spec.softmax));
-        break;
-    case LayerKind::LayerNorm:
-    case LayerKind::RmsNorm:
-        if (spec.statistics == InternalPrecision::Compute)
-            parts << QStringLiteral("(statistics in the compute dtype)");
-        break;
-    case LayerKind::PositionalEmbedding:
-    case LayerKind::BatchNorm:
-    case LayerKind::Relu:
-    case LayerKind::Gelu:
-    case LayerKind::Tanh:
-    case LayerKind::Sigmoid:
-    case LayerKind::Flatten: break;
-    }
-    QString text = parts.join(QLatin1Char(' '));
-    if (spec.activation) {
-        const std::string_view key = enumKey(*spec.activation);
-        text += QStringLiteral(" + ") + QString::fromUtf8(key.data(), qsizetype(key.size()));
-    }
-    return text;
-}
+// The engine's one-line summary of a layer (config_field.h), as the CLI and the editor show it.
+QString describeLayer(const LayerSpec& spec) { return QString::fromStdString(layerSummary(spec)); }
 
 // 1.86e6 -> "1.86 M": FLOPs and parameter totals span six orders of magnitude.
 QString withPrefix(double value)

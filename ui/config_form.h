@@ -1,12 +1,16 @@
 #pragma once
 // Base of the settings panels: shows the document's config in widgets and turns each
 // widget edit into one undoable document edit, merged per field.
+#include "engine/config/config_field.h"
 #include "engine/config/run_config.h"
 #include "ui/enum_combo.h"
 
 #include <QWidget>
 
 #include <functional>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 class QFormLayout;
 class QSpinBox;
@@ -46,17 +50,28 @@ protected:
         });
         return combo;
     }
-    NumberSpinBox* addNumber(QFormLayout* form, const QString& label, const QString& key, double minimum,
-                             double maximum, std::function<void(RunConfig&, double)> set);
-    QSpinBox* addInteger(QFormLayout* form, const QString& label, const QString& key, int minimum, int maximum,
-                         std::function<void(RunConfig&, int)> set);
+    // A row for the config field at `path`, made from the engine's row for it
+    // (engine/config/config_field.h): its label, its description as the tooltip, its unit as
+    // the suffix, its range as the widget's limits and its values as a combo's items. The
+    // widget is a QSpinBox (integers), a NumberSpinBox (reals), a QCheckBox, a QComboBox
+    // (choices) or a QLineEdit (text, lists of integers); reload() shows the field's value.
+    QWidget* addField(QFormLayout* form, std::string_view path);
+    template <typename Widget>
+    Widget* addField(QFormLayout* form, std::string_view path)
+    {
+        auto* widget = qobject_cast<Widget*>(addField(form, path));
+        Q_ASSERT(widget);
+        return widget;
+    }
 
     ConfigDocument* document() const { return m_document; }
 
 private:
     QComboBox* addComboRow(QFormLayout* form, const QString& label, const QString& key);
+    void showField(QWidget* widget, const RunField& field, const RunConfig& config);
 
     ConfigDocument* m_document;
+    std::vector<std::pair<QWidget*, const RunField*>> m_fields; // the widgets addField made
 };
 
 } // namespace mantissa::ui

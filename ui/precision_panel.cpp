@@ -41,13 +41,11 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
 {
     auto* modeBox = new QGroupBox(tr("Precision"));
     auto* modeForm = new QFormLayout(modeBox);
-    m_mode = addEnumCombo<PrecisionMode>(modeForm, tr("Mode"), "precision.mode",
-                                         [](RunConfig& c, PrecisionMode mode) { c.precision = mode; });
+    m_mode = addField<QComboBox>(modeForm, "precision.mode");
     m_modeNote = new QLabel;
     m_modeNote->setWordWrap(true);
     modeForm->addRow(m_modeNote);
-    m_cpuKernels = addEnumCombo<CpuKernels>(modeForm, tr("CPU kernels"), "training.cpu_kernels",
-                                            [](RunConfig& c, CpuKernels kernels) { c.training.cpuKernels = kernels; });
+    m_cpuKernels = addField<QComboBox>(modeForm, "training.cpu_kernels");
     m_kernelNote = new QLabel;
     m_kernelNote->setObjectName("precision.kernel_note");
     m_kernelNote->setWordWrap(true);
@@ -57,29 +55,18 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
 
     auto* scaleBox = new QGroupBox(tr("Loss scaling"));
     auto* form = new QFormLayout(scaleBox);
-    m_scaleType = addEnumCombo<LossScaleType>(form, tr("Type"), "precision.loss_scale.type",
-                                              [](RunConfig& c, LossScaleType type) { c.lossScale.type = type; });
+    m_scaleType = addField<QComboBox>(form, "precision.loss_scale.type");
     m_scaleNote = new QLabel;
     m_scaleNote->setWordWrap(true);
     form->addRow(m_scaleNote);
-    m_static = addNumber(form, tr("Static value"), "precision.loss_scale.value", 1.0 / 65536, 1e9,
-                         [](RunConfig& c, double v) { c.lossScale.value = static_cast<float>(v); });
-    m_initial = addNumber(form, tr("Initial scale"), "precision.loss_scale.initial", 1.0 / 65536, 1e9,
-                          [](RunConfig& c, double v) { c.lossScale.initial = static_cast<float>(v); });
-    m_growth = addNumber(form, tr("Growth factor"), "precision.loss_scale.growth_factor", 1.0, 16.0,
-                         [](RunConfig& c, double v) { c.lossScale.growthFactor = static_cast<float>(v); });
-    m_backoff = addNumber(form, tr("Backoff factor"), "precision.loss_scale.backoff_factor", 0.01, 1.0,
-                          [](RunConfig& c, double v) { c.lossScale.backoffFactor = static_cast<float>(v); });
-    m_interval =
-        addInteger(form, tr("Growth interval (steps)"), "precision.loss_scale.growth_interval", 1,
-                   static_cast<int>(kMaxLossScaleCount), [](RunConfig& c, int v) { c.lossScale.growthInterval = v; });
-    m_hysteresis =
-        addInteger(form, tr("Hysteresis (overflows)"), "precision.loss_scale.hysteresis", 1,
-                   static_cast<int>(kMaxLossScaleCount), [](RunConfig& c, int v) { c.lossScale.hysteresis = v; });
-    m_min = addNumber(form, tr("Minimum scale"), "precision.loss_scale.min", 1e-10, 1e9,
-                      [](RunConfig& c, double v) { c.lossScale.minScale = static_cast<float>(v); });
-    m_max = addNumber(form, tr("Maximum scale"), "precision.loss_scale.max", 1e-10, 1e12,
-                      [](RunConfig& c, double v) { c.lossScale.maxScale = static_cast<float>(v); });
+    m_static = addField<NumberSpinBox>(form, "precision.loss_scale.value");
+    m_initial = addField<NumberSpinBox>(form, "precision.loss_scale.initial");
+    m_growth = addField<NumberSpinBox>(form, "precision.loss_scale.growth_factor");
+    m_backoff = addField<NumberSpinBox>(form, "precision.loss_scale.backoff_factor");
+    m_interval = addField<QSpinBox>(form, "precision.loss_scale.growth_interval");
+    m_hysteresis = addField<QSpinBox>(form, "precision.loss_scale.hysteresis");
+    m_min = addField<NumberSpinBox>(form, "precision.loss_scale.min");
+    m_max = addField<NumberSpinBox>(form, "precision.loss_scale.max");
     for (NumberSpinBox* s : {m_static, m_initial, m_min, m_max})
         s->setMultiplicativeSteps(true); // scales live on powers of two
     m_growth->setSingleStep(0.5);
@@ -95,12 +82,9 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
 
 void PrecisionPanel::load(const RunConfig& c)
 {
-    setEnumComboValue(m_mode, c.precision);
     m_modeNote->setText(fromView(enumEntry(c.precision).description));
-    setEnumComboValue(m_cpuKernels, c.training.cpuKernels);
     m_kernelNote->setText(kernelNote(c));
     const LossScaleSpec& ls = c.lossScale;
-    setEnumComboValue(m_scaleType, ls.type);
     const LossScaleType type = PrecisionPolicy(c.precision).resolveLossScale(ls.type);
     if (ls.type == LossScaleType::Auto) {
         m_scaleNote->setText(tr("auto: %1 for %2").arg(fromView(enumKey(type)), fromView(enumKey(c.precision))));
@@ -110,14 +94,6 @@ void PrecisionPanel::load(const RunConfig& c)
                                  : QString());
     }
     m_scaleNote->setVisible(!m_scaleNote->text().isEmpty());
-    m_static->setValue(ls.value);
-    m_initial->setValue(ls.initial);
-    m_growth->setValue(ls.growthFactor);
-    m_backoff->setValue(ls.backoffFactor);
-    m_interval->setValue(static_cast<int>(ls.growthInterval));
-    m_hysteresis->setValue(ls.hysteresis);
-    m_min->setValue(ls.minScale);
-    m_max->setValue(ls.maxScale);
     m_static->setEnabled(type == LossScaleType::Static);
     for (QWidget* w :
          std::initializer_list<QWidget*>{m_initial, m_growth, m_backoff, m_interval, m_hysteresis, m_min, m_max})

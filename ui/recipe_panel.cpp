@@ -19,6 +19,13 @@ namespace mantissa::ui {
 
 namespace {
 
+// The field's one line (its row in the engine's table) stays first; the panel adds why a user
+// would change it.
+void explainMore(QWidget* widget, const QString& explanation)
+{
+    widget->setToolTip(widget->toolTip() + QStringLiteral("\n\n") + explanation);
+}
+
 QString yesNo(bool on) { return on ? RecipePanel::tr("on") : RecipePanel::tr("off"); }
 
 bool usesScheme(GemmRecipe recipe, const RecipeOptions& options, ScalingScheme scheme)
@@ -37,52 +44,41 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
 {
     auto* box = new QGroupBox(tr("Recipe"));
     auto* form = new QFormLayout(box);
-    m_scaleRule = addEnumCombo<MxScaleRule>(form, tr("Scale rule"), "precision.recipe.scale_rule",
-                                            [](RunConfig& c, MxScaleRule rule) { c.recipe.scaleRule = rule; });
-    m_scaleRule->setToolTip(tr("MX recipes: how a block's power-of-two (E8M0) scale follows from its largest "
-                               "value. floor is the OCP MX rule and can clip that value (957 becomes 896 in "
-                               "MXFP8); ceil and rceil never clip but lose a little range at the bottom."));
-    m_amaxHistory = addInteger(form, tr("Amax history (steps)"), "precision.recipe.amax_history", 1, kMaxAmaxHistory,
-                               [](RunConfig& c, int steps) { c.recipe.amaxHistory = steps; });
-    m_amaxHistory->setToolTip(tr("fp8-delayed: how many steps of each tensor's amax the scale looks back over "
-                                 "(Transformer Engine's amax_history_len); the scale uses the largest. Short "
-                                 "histories follow a growing tensor sooner, long ones clip less after a spike."));
-    m_stochastic = addEnumCombo<RecipeSwitch>(form, tr("Stochastic rounding"), "precision.recipe.stochastic_rounding",
-                                              [](RunConfig& c, RecipeSwitch s) { c.recipe.stochasticRounding = s; });
-    m_stochastic->setToolTip(tr("Round the gradients (the GEMM input dy) stochastically, seeded by "
-                                "training.seed so that a run repeats bit for bit: unbiased, so small updates "
-                                "survive on average. auto: on for nvfp4 only, as NVIDIA's recipe does."));
-    m_keepFirstLast =
-        addEnumCombo<RecipeSwitch>(form, tr("Keep first and last GEMMs"), "precision.recipe.keep_first_last",
-                                   [](RunConfig& c, RecipeSwitch s) { c.recipe.keepFirstLast = s; });
-    m_keepFirstLast->setToolTip(tr("Compute the first and the last GEMM in the order the model runs them, at any "
-                                   "depth, in bf16 without quantising (in a transformer: the first block's query, "
-                                   "key and value projections, and the head): they are the most sensitive. auto: "
-                                   "on for the 4-bit recipes (mxfp4, nvfp4). A layer's own precision override also "
-                                   "leaves its GEMMs unquantised."));
-    m_attention = addEnumCombo<RecipeSwitch>(form, tr("Attention products"), "precision.recipe.attention",
-                                             [](RunConfig& c, RecipeSwitch s) { c.recipe.attention = s; });
-    m_attention->setToolTip(tr("Quantise the inputs of attention's two batched products too (the scores Q·Kᵀ and "
-                               "the context P·V, each blocked along its own K). auto: off for every recipe, as "
-                               "Transformer Engine keeps them in bf16 unless its FP8 attention is enabled."));
-    m_weightBlocks2d =
-        addEnumCombo<RecipeSwitch>(form, tr("Weights in 16×16 tiles"), "precision.recipe.weight_blocks_2d",
-                                   [](RunConfig& c, RecipeSwitch s) { c.recipe.weightBlocks2d = s; });
-    m_weightBlocks2d->setToolTip(tr("nvfp4: one E4M3 scale per 16×16 tile of the weights instead of per 16 values "
-                                    "along K, so that the forward and the data-gradient GEMMs read the same "
-                                    "quantised weights. auto: on, as NVIDIA's recipe does."));
-    m_hadamard = addEnumCombo<RecipeSwitch>(form, tr("Hadamard transform (wgrad)"), "precision.recipe.hadamard_wgrad",
-                                            [](RunConfig& c, RecipeSwitch s) { c.recipe.hadamardWgrad = s; });
-    m_hadamard->setToolTip(tr("Rotate both inputs of a linear layer's weight-gradient GEMM along the batch by a "
-                              "16×16 random Hadamard transform before quantising: it cancels in the product and "
-                              "spreads outliers over 16 values. Signs from training.seed. auto: on for nvfp4, as "
-                              "NVIDIA's recipe does."));
-    m_powerOfTwo =
-        addEnumCombo<RecipeSwitch>(form, tr("Power-of-two tile scales"), "precision.recipe.power_of_two_scales",
-                                   [](RunConfig& c, RecipeSwitch s) { c.recipe.powerOfTwoScales = s; });
-    m_powerOfTwo->setToolTip(tr("fp8-block: round each tile's fp32 scale down to a power of two (DeepSeek-V3's "
-                                "option), so that a dequantised value is a bf16 number. auto: convolutions only, "
-                                "which multiply dequantised values: they then run on the native bf16 kernels."));
+    m_scaleRule = addField<QComboBox>(form, "precision.recipe.scale_rule");
+    explainMore(m_scaleRule, tr("MX recipes: how a block's power-of-two (E8M0) scale follows from its largest "
+                                "value. floor is the OCP MX rule and can clip that value (957 becomes 896 in "
+                                "MXFP8); ceil and rceil never clip but lose a little range at the bottom."));
+    m_amaxHistory = addField<QSpinBox>(form, "precision.recipe.amax_history");
+    explainMore(m_amaxHistory, tr("fp8-delayed: how many steps of each tensor's amax the scale looks back over "
+                                  "(Transformer Engine's amax_history_len); the scale uses the largest. Short "
+                                  "histories follow a growing tensor sooner, long ones clip less after a spike."));
+    m_stochastic = addField<QComboBox>(form, "precision.recipe.stochastic_rounding");
+    explainMore(m_stochastic, tr("Round the gradients (the GEMM input dy) stochastically, seeded by "
+                                 "training.seed so that a run repeats bit for bit: unbiased, so small updates "
+                                 "survive on average. auto: on for nvfp4 only, as NVIDIA's recipe does."));
+    m_keepFirstLast = addField<QComboBox>(form, "precision.recipe.keep_first_last");
+    explainMore(m_keepFirstLast, tr("Compute the first and the last GEMM in the order the model runs them, at any "
+                                    "depth, in bf16 without quantising (in a transformer: the first block's query, "
+                                    "key and value projections, and the head): they are the most sensitive. auto: "
+                                    "on for the 4-bit recipes (mxfp4, nvfp4). A layer's own precision override also "
+                                    "leaves its GEMMs unquantised."));
+    m_attention = addField<QComboBox>(form, "precision.recipe.attention");
+    explainMore(m_attention, tr("Quantise the inputs of attention's two batched products too (the scores Q·Kᵀ and "
+                                "the context P·V, each blocked along its own K). auto: off for every recipe, as "
+                                "Transformer Engine keeps them in bf16 unless its FP8 attention is enabled."));
+    m_weightBlocks2d = addField<QComboBox>(form, "precision.recipe.weight_blocks_2d");
+    explainMore(m_weightBlocks2d, tr("nvfp4: one E4M3 scale per 16×16 tile of the weights instead of per 16 values "
+                                     "along K, so that the forward and the data-gradient GEMMs read the same "
+                                     "quantised weights. auto: on, as NVIDIA's recipe does."));
+    m_hadamard = addField<QComboBox>(form, "precision.recipe.hadamard_wgrad");
+    explainMore(m_hadamard, tr("Rotate both inputs of a linear layer's weight-gradient GEMM along the batch by a "
+                               "16×16 random Hadamard transform before quantising: it cancels in the product and "
+                               "spreads outliers over 16 values. Signs from training.seed. auto: on for nvfp4, as "
+                               "NVIDIA's recipe does."));
+    m_powerOfTwo = addField<QComboBox>(form, "precision.recipe.power_of_two_scales");
+    explainMore(m_powerOfTwo, tr("fp8-block: round each tile's fp32 scale down to a power of two (DeepSeek-V3's "
+                                 "option), so that a dequantised value is a bf16 number. auto: convolutions only, "
+                                 "which multiply dequantised values: they then run on the native bf16 kernels."));
     m_note = new QLabel;
     m_note->setObjectName("precision.recipe.note");
     m_note->setWordWrap(true);
@@ -138,14 +134,6 @@ void RecipePanel::load(const RunConfig& c)
 {
     const GemmRecipe recipe = PrecisionPolicy(c.precision, c.recipe).recipe();
     setVisible(recipe != GemmRecipe::None);
-    setEnumComboValue(m_scaleRule, c.recipe.scaleRule);
-    m_amaxHistory->setValue(c.recipe.amaxHistory);
-    setEnumComboValue(m_stochastic, c.recipe.stochasticRounding);
-    setEnumComboValue(m_keepFirstLast, c.recipe.keepFirstLast);
-    setEnumComboValue(m_attention, c.recipe.attention);
-    setEnumComboValue(m_weightBlocks2d, c.recipe.weightBlocks2d);
-    setEnumComboValue(m_hadamard, c.recipe.hadamardWgrad);
-    setEnumComboValue(m_powerOfTwo, c.recipe.powerOfTwoScales);
     m_model->setRecipe(recipe, c.recipe);
     if (recipe == GemmRecipe::None)
         return;

@@ -27,9 +27,7 @@ WeightsPanel::WeightsPanel(ConfigDocument* document, QWidget* parent)
     initial->addWidget(m_initialWeights);
     initial->addWidget(m_fresh, 0, Qt::AlignLeft);
     form->addRow(tr("Initial weights"), initial);
-    m_checkpointEvery =
-        addInteger(form, tr("Checkpoint every N epochs (0 = at the end only)"), "training.checkpoint_every_epochs", 0,
-                   100000, [](RunConfig& c, int v) { c.training.checkpointEveryEpochs = v; });
+    m_checkpointEvery = addField<QSpinBox>(form, "training.checkpoint_every_epochs");
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(box);
@@ -45,7 +43,6 @@ void WeightsPanel::load(const RunConfig& config)
             : tr("checkpoint %1/%2").arg(QFileInfo(initFrom).dir().dirName(), QFileInfo(initFrom).fileName()));
     m_initialWeights->setToolTip(initFrom);
     m_fresh->setEnabled(!initFrom.isEmpty());
-    m_checkpointEvery->setValue(config.training.checkpointEveryEpochs);
 }
 
 } // namespace mantissa::ui

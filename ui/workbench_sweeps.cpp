@@ -64,25 +64,9 @@ void Workbench::stopTraining()
 
 bool Workbench::startPrecisionSweep(const QList<PrecisionMode>& modes, int seeds)
 {
-    const RunConfig config = m_document->config();
-    nlohmann::json precisions = nlohmann::json::array();
-    std::string others;
-    for (PrecisionMode mode : modes) {
-        precisions.push_back(precisionModeName(mode));
-        if (mode != modes.front())
-            others += (others.empty() ? "" : ", ") + precisionModeName(mode);
-    }
-    // The same spec `mantissa-cli sweep --precisions fp32,LOW,... --seeds N` builds, over the
-    // config being edited; parseSweepSpec checks it as it checks a spec file.
-    const nlohmann::json spec = {
-        {"name", config.name + ": " + precisionModeName(modes.front()) + " vs " + others + " x " +
-                     std::to_string(seeds) + " seeds"},
-        {"base", {{"config", nlohmann::json::parse(runConfigToJson(config))}}},
-        {"precisions", precisions},
-        {"seeds", seeds},
-    };
     try {
-        return startSweep(parseSweepSpec(spec.dump(), "Compare precisions", ""));
+        return startSweep(precisionComparisonSpec(m_document->config(),
+                                                  std::vector<PrecisionMode>(modes.begin(), modes.end()), seeds));
     } catch (const std::exception& e) {
         m_banner->showError(tr("Cannot compare over seeds"), QString::fromLocal8Bit(e.what()));
         return false;

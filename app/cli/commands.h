@@ -20,6 +20,7 @@ int runSweepCommand(const QStringList& arguments);       // sweep_command.cpp
 int runSweepWorkerCommand(const QStringList& arguments); // sweep_worker_command.cpp (not listed in the usage)
 int runImportCommand(const QStringList& arguments);      // import_command.cpp
 int runFormatsCommand(const QStringList& arguments);     // formats_command.cpp
+int runFieldsCommand(const QStringList& arguments);      // fields_command.cpp
 int runQuantizeCommand(const QStringList& arguments);    // quantize_command.cpp
 int runSampleCommand(const QStringList& arguments);      // sample_command.cpp
 

@@ -1,5 +1,6 @@
 #include "cli/config_summary.h"
 
+#include "engine/config/config_field.h"
 #include "engine/config/distributed_summary.h"
 #include "engine/config/run_config.h"
 
@@ -24,50 +25,11 @@ QString shape(const std::vector<std::int64_t>& dims)
     return parts.join(u'x');
 }
 
-QString layerText(const LayerSpec& layer)
-{
-    QString text = key(layer.type);
-    switch (layer.type) {
-    case LayerKind::Linear: text += QStringLiteral(" %1").arg(layer.units); break;
-    case LayerKind::Conv2d: text += QStringLiteral(" %1 %2x%2").arg(layer.filters).arg(layer.kernel); break;
-    case LayerKind::Residual: text += QStringLiteral("(%1 layers)").arg(layer.body.size()); break;
-    case LayerKind::TokenEmbedding: text += QStringLiteral(" %1x%2").arg(layer.vocabulary).arg(layer.units); break;
-    case LayerKind::PatchEmbedding: text += QStringLiteral(" %1 %2x%2").arg(layer.units).arg(layer.kernel); break;
-    case LayerKind::Mlp: text += QStringLiteral(" %1").arg(layer.units); break;
-    case LayerKind::Attention:
-    case LayerKind::Transformer:
-        text += QStringLiteral(" %1 heads%2%3")
-                    .arg(layer.heads)
-                    .arg(layer.causal ? QStringLiteral(" causal") : QString())
-                    .arg(layer.softmax == InternalPrecision::Compute ? QStringLiteral(" softmax=compute") : QString());
-        break;
-    case LayerKind::LayerNorm:
-    case LayerKind::RmsNorm:
-    case LayerKind::PositionalEmbedding:
-    // The others' fields are their defaults often enough that the one-line summary leaves them out.
-    case LayerKind::BatchNorm:
-    case LayerKind::Relu:
-    case LayerKind::Gelu:
-    case LayerKind::Tanh:
-    case LayerKind::Sigmoid:
-    case LayerKind::MaxPool:
-    case LayerKind::AvgPool:
-    case LayerKind::Dropout:
-    case LayerKind::Flatten: break;
-    }
-    if (layer.activation)
-        text +=
-            u' ' + QString::fromUtf8(enumKey(*layer.activation).data(), qsizetype(enumKey(*layer.activation).size()));
-    if (layer.precision != LayerPrecision::Auto)
-        text += QStringLiteral(" [%1]").arg(key(layer.precision));
-    return text;
-}
-
 QString modelText(const ModelSpec& model)
 {
     QStringList layers;
     for (const LayerSpec& layer : model.layers)
-        layers << layerText(layer);
+        layers << QString::fromStdString(layerSummary(layer));
     return QStringLiteral("%1 -> %2 -> %3 classes")
         .arg(shape(model.input), layers.join(QStringLiteral(", ")))
         .arg(model.classes);

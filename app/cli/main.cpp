@@ -47,6 +47,8 @@ constexpr Command kCommands[] = {
      "merge other run databases (a Slurm sweep's --out) into this one"},
     {"formats", mantissa::cli::runFormatsCommand, "[--json]",
      "the FP8, FP6, FP4 and E8M0 formats: bits, bias, range, specials; the scaled formats"},
+    {"fields", mantissa::cli::runFieldsCommand, "[--markdown]",
+     "every config field: default, legal values, meaning, command-line option"},
     {"quantize", mantissa::cli::runQuantizeCommand,
      "--format F [--rounding rne|stochastic] [--saturate] [--block N --scale-rule R] (VALUES... | --input FILE)",
      "code, decoded value, scale and error per value in a sub-16-bit format (mxfp8, nvfp4, ...)"},

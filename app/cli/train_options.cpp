@@ -1,5 +1,6 @@
 #include "cli/train_options.h"
 
+#include "engine/config/config_field.h"
 #include "engine/config/presets.h"
 #include "engine/util/check.h"
 
@@ -8,16 +9,6 @@
 namespace mantissa::cli {
 
 namespace {
-
-std::int64_t integerOption(const QCommandLineParser& parser, const QString& name, std::int64_t minimum)
-{
-    bool ok = false;
-    const qlonglong value = parser.value(name).toLongLong(&ok);
-    if (!ok || value < minimum)
-        throw ConfigError("--" + name.toStdString() + " expects an integer >= " + std::to_string(minimum) + ", got \"" +
-                          parser.value(name).toStdString() + "\"");
-    return value;
-}
 
 // "auto, none, dynamic": the loss-scale types --loss-scale takes by name (a static scale is
 // given as its value).
@@ -39,48 +30,43 @@ std::string presetList()
     return names;
 }
 
+// "--batch-size n  Samples per step; ... (1 to 65536 samples; default 128)": a field's option
+// as its row describes it.
+QCommandLineOption fieldOption(const RunField& field)
+{
+    std::string help(field.description);
+    if (field.kind() == FieldKind::Choice) {
+        std::string keys;
+        for (const FieldChoice& choice : field.choices())
+            keys += (keys.empty() ? "" : ", ") + std::string(choice.key);
+        help += " One of " + keys + ".";
+    }
+    help += " (" + (field.hasRange() ? field.rangeText() + "; " : std::string()) + "default " +
+            (field.defaultText().empty() ? "\"\"" : field.defaultText()) + ")";
+    const char* valueName = field.kind() == FieldKind::Choice ? "key" : field.kind() == FieldKind::Text ? "text" : "n";
+    return {QString::fromUtf8(field.option.data(), qsizetype(field.option.size())), QString::fromStdString(help),
+            valueName};
+}
+
 } // namespace
 
 void addTrainOptions(QCommandLineParser& parser)
 {
     parser.addOptions({
         {"preset", QString::fromStdString("Train a built-in preset: " + presetList() + "."), "name"},
-        {"precision", QString::fromStdString(enumKeyList<PrecisionMode>() + "."), "mode"},
         {"loss-scale", QString::fromStdString(namedLossScales() + "or a static value such as 128."), "scale"},
-        {"epochs", "Number of epochs.", "n"},
-        {"max-steps", "Stop after this many optimizer steps.", "n"},
-        {"batch-size", "Mini-batch size.", "n"},
-        {"seed", "Random seed (weights, data order, dropout).", "n"},
-        {"device", "auto, cpu, cuda or cuda:N.", "device"},
-        {"threads", "CPU threads (default: OMP_NUM_THREADS where set, else all cores).", "n"},
-        {"cpu-kernels",
-         QString::fromStdString("16-bit CPU kernels: " + enumKeyList<CpuKernels>() +
-                                " (default: auto, native where the "
-                                "CPU has it)."),
-         "kind"},
         {"data",
          QString::fromStdString("The dataset: " + enumKeyList<DatasetKind>() +
                                 ", or text:FILE for a text file or directory (byte-level language models)."),
          "source"},
-        {"context", "Text: bytes per window, the sequence length (default 128).", "n"},
-        {"data-dir", "Directory holding the IDX files (default: MANTISSA_DATA_DIR or the Debian dataset).", "dir"},
-        {"limit-train", "Use only the first N training samples.", "n"},
-        {"limit-test", "Use only the first N test samples.", "n"},
-        {"numerics-every", "Per-layer numerics statistics every N steps (1 to 1000; 0 = off).", "n"},
-        {"allreduce-dtype",
-         QString::fromStdString("Under mpirun or srun: the type gradients are summed across ranks in: " +
-                                enumKeyList<AllReduceType>() + " (default fp32)."),
-         "type"},
-        {"reduction",
-         QString::fromStdString("Under mpirun or srun: where the average divides by the world size: " +
-                                enumKeyList<ReductionOrder>() + " (default sum-then-divide)."),
-         "order"},
-        {"batch-norm",
-         QString::fromStdString("Under mpirun or srun: batch-norm statistics of each rank's slice or of the "
-                                "global batch: " +
-                                enumKeyList<BatchNormSync>() + " (default per-rank)."),
-         "sync"},
+        {"set",
+         "Any config field, as PATH=VALUE (repeatable): --set optimizer.lr=0.01 --set model.input=3,32,32. "
+         "docs/config.md lists every field.",
+         "path=value"},
     });
+    for (const RunField& field : runConfigFields())
+        if (!field.option.empty())
+            parser.addOption(fieldOption(field));
 }
 
 RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringList& positional)
@@ -99,8 +85,17 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
         throw ConfigError("no model given: use --preset NAME (for example --preset mlp) or a CONFIG.json file");
     }
 
-    if (parser.isSet("precision"))
-        config.precision = parseEnumOrThrow<PrecisionMode>(parser.value("precision").toStdString(), "--precision");
+    if (parser.isSet("data")) {
+        const std::string source = parser.value("data").toStdString();
+        if (source.starts_with("text:")) {
+            config.data.dataset = DatasetKind::Text;
+            config.data.directory = source.substr(5);
+            if (config.data.directory.empty())
+                throw ConfigError("--data text: needs a file or directory after the colon, e.g. text:book.txt");
+        } else {
+            config.data.dataset = parseEnumOrThrow<DatasetKind>(source, "--data");
+        }
+    }
     if (parser.isSet("loss-scale")) {
         // A number is a static scale; "static" alone would leave the value unsaid.
         const QString value = parser.value("loss-scale");
@@ -117,55 +112,22 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
             config.lossScale.value = scale;
         }
     }
-    if (parser.isSet("epochs"))
-        config.training.epochs = static_cast<int>(integerOption(parser, "epochs", 1));
-    if (parser.isSet("numerics-every")) {
-        const std::int64_t every = integerOption(parser, "numerics-every", 0);
-        if (every > 1000)
-            throw ConfigError("--numerics-every expects 0 (off) or 1 to 1000 steps, got " + std::to_string(every));
-        config.numerics.every = static_cast<int>(every);
+    for (const RunField& field : runConfigFields()) {
+        const QString option = QString::fromUtf8(field.option.data(), qsizetype(field.option.size()));
+        if (!field.option.empty() && parser.isSet(option))
+            field.setText(config, parser.value(option).toStdString(), "--" + std::string(field.option));
     }
-    if (parser.isSet("max-steps"))
-        config.training.maxSteps = integerOption(parser, "max-steps", 1);
-    if (parser.isSet("batch-size"))
-        config.training.batchSize = integerOption(parser, "batch-size", 1);
-    if (parser.isSet("seed"))
-        config.training.seed = static_cast<std::uint64_t>(integerOption(parser, "seed", 0));
-    if (parser.isSet("device"))
-        config.training.device = parser.value("device").toStdString();
-    if (parser.isSet("threads"))
-        config.training.threads = static_cast<int>(integerOption(parser, "threads", 1));
-    if (parser.isSet("cpu-kernels"))
-        config.training.cpuKernels =
-            parseEnumOrThrow<CpuKernels>(parser.value("cpu-kernels").toStdString(), "--cpu-kernels");
-    if (parser.isSet("data")) {
-        const std::string source = parser.value("data").toStdString();
-        if (source.starts_with("text:")) {
-            config.data.dataset = DatasetKind::Text;
-            config.data.directory = source.substr(5);
-            if (config.data.directory.empty())
-                throw ConfigError("--data text: needs a file or directory after the colon, e.g. text:book.txt");
-        } else {
-            config.data.dataset = parseEnumOrThrow<DatasetKind>(source, "--data");
-        }
+    for (const QString& assignment : parser.values("set")) {
+        const qsizetype eq = assignment.indexOf('=');
+        const std::string path = assignment.left(eq).trimmed().toStdString();
+        const RunField* field = eq > 0 ? findRunConfigField(path) : nullptr;
+        if (!field)
+            throw ConfigError("--set " + assignment.toStdString() +
+                              (eq > 0 ? ": \"" + path + "\" is not a config field (docs/config.md lists them)"
+                                      : ": expected PATH=VALUE, e.g. optimizer.lr=0.01"));
+        field->setText(config, assignment.mid(eq + 1).trimmed().toStdString(), "--set " + path);
     }
-    if (parser.isSet("context"))
-        config.data.context = integerOption(parser, "context", 1);
-    if (parser.isSet("data-dir"))
-        config.data.directory = parser.value("data-dir").toStdString();
-    if (parser.isSet("limit-train"))
-        config.data.limitTrain = integerOption(parser, "limit-train", 1);
-    if (parser.isSet("limit-test"))
-        config.data.limitTest = integerOption(parser, "limit-test", 1);
-    if (parser.isSet("allreduce-dtype"))
-        config.distributed.allReduceType =
-            parseEnumOrThrow<AllReduceType>(parser.value("allreduce-dtype").toStdString(), "--allreduce-dtype");
-    if (parser.isSet("reduction"))
-        config.distributed.reduction =
-            parseEnumOrThrow<ReductionOrder>(parser.value("reduction").toStdString(), "--reduction");
-    if (parser.isSet("batch-norm"))
-        config.distributed.batchNorm =
-            parseEnumOrThrow<BatchNormSync>(parser.value("batch-norm").toStdString(), "--batch-norm");
+    validateRunConfig(config, "the command line");
     return config;
 }
 

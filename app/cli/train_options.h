@@ -7,8 +7,8 @@
 
 namespace mantissa::cli {
 
-// Adds --preset, --precision, --loss-scale, --epochs, --max-steps, --batch-size, --seed,
-// --device, --threads, --data-dir, --limit-train, --limit-test to `parser`.
+// Adds --preset, --loss-scale, --data, --set PATH=VALUE and an option for every config field
+// whose row names one (engine/config/config_field.h: --batch-size, --precision, ...).
 void addTrainOptions(QCommandLineParser& parser);
 
 // Builds the run config from the preset or CONFIG.json positional argument and applies the

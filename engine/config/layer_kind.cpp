@@ -59,43 +59,6 @@ constexpr std::array kInternalPrecisions{
                                  "In the layer's compute dtype, every step rounded: to show what goes wrong."},
 };
 
-constexpr std::array kLayerFields{
-    EnumEntry<LayerField>{LayerField::Units, "units", "units", "Output features of a linear."},
-    EnumEntry<LayerField>{LayerField::Inputs, "inputs", "inputs",
-                          "Input features a linear expects (0 = whatever arrives); catches shape drift."},
-    EnumEntry<LayerField>{LayerField::Filters, "filters", "filters", "Output channels of a convolution."},
-    EnumEntry<LayerField>{LayerField::Kernel, "kernel", "kernel", "Window size of a convolution or a pool."},
-    EnumEntry<LayerField>{LayerField::Stride, "stride", "stride",
-                          "Window step; 0 = 1 for a convolution, the kernel for a pool."},
-    EnumEntry<LayerField>{LayerField::Padding, "padding", "padding", "Zeros added on each side of the image."},
-    EnumEntry<LayerField>{LayerField::Bias, "bias", "bias", "Whether a linear or convolution adds a bias."},
-    EnumEntry<LayerField>{LayerField::Activation, "activation", "activation",
-                          "An activation fused after a linear or convolution."},
-    EnumEntry<LayerField>{LayerField::Rate, "rate", "rate", "The probability that dropout zeroes a value."},
-    EnumEntry<LayerField>{LayerField::Epsilon, "epsilon", "epsilon", "Added to a batch norm's variance."},
-    EnumEntry<LayerField>{LayerField::Momentum, "momentum", "momentum",
-                          "Update rate of a batch norm's running statistics."},
-    EnumEntry<LayerField>{LayerField::Init, "init", "init",
-                          "Weight initialisation: \"\" (by activation), normal:STD, uniform:A."},
-    EnumEntry<LayerField>{LayerField::Shortcut, "shortcut", "shortcut", "How a residual block adds its input back."},
-    EnumEntry<LayerField>{LayerField::Vocabulary, "vocabulary", "vocabulary",
-                          "Token ids a token embedding knows: 0 to vocabulary - 1."},
-    EnumEntry<LayerField>{LayerField::Heads, "heads", "heads", "Attention heads; they must divide the width."},
-    EnumEntry<LayerField>{LayerField::Length, "length", "length",
-                          "Positions a positional embedding holds (0 = the input's sequence length)."},
-    EnumEntry<LayerField>{LayerField::Causal, "causal", "causal",
-                          "Whether each token attends only to itself and the tokens before it."},
-    EnumEntry<LayerField>{LayerField::Norm, "norm", "norm", "The normalisation of a transformer block."},
-    EnumEntry<LayerField>{LayerField::Softmax, "softmax", "softmax",
-                          "Where attention scores and their softmax live: fp32, or the compute dtype (overflows)."},
-    EnumEntry<LayerField>{LayerField::Statistics, "statistics", "statistics",
-                          "Where a norm computes mean and variance: fp32, or the compute dtype."},
-    EnumEntry<LayerField>{LayerField::AttentionDropout, "attention_dropout", "attention dropout",
-                          "The probability that attention drops a weight while training."},
-    EnumEntry<LayerField>{LayerField::Tied, "tied", "tied",
-                          "A linear output head that shares the token embedding's table as its weight."},
-};
-
 constexpr std::array kLinearFields{LayerField::Units,  LayerField::Activation, LayerField::Bias,
                                    LayerField::Inputs, LayerField::Init,       LayerField::Tied};
 constexpr std::array kConvFields{LayerField::Filters,    LayerField::Kernel, LayerField::Stride, LayerField::Padding,
@@ -140,12 +103,6 @@ template <>
 std::span<const EnumEntry<InternalPrecision>> enumEntries<InternalPrecision>()
 {
     return kInternalPrecisions;
-}
-
-template <>
-std::span<const EnumEntry<LayerField>> enumEntries<LayerField>()
-{
-    return kLayerFields;
 }
 
 std::span<const LayerField> layerFields(LayerKind kind)

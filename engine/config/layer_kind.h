@@ -54,7 +54,8 @@ std::span<const EnumEntry<NormKind>> enumEntries<NormKind>();
 template <>
 std::span<const EnumEntry<InternalPrecision>> enumEntries<InternalPrecision>();
 
-// The fields of a layer spec that only some kinds take, by their JSON keys ("units", ...).
+// The fields of a layer spec that only some kinds take; their keys, ranges and descriptions are
+// the rows of config_field.h's layerSpecFields(), in this order.
 enum class LayerField : std::uint8_t {
     Units,
     Inputs,
@@ -79,9 +80,6 @@ enum class LayerField : std::uint8_t {
     AttentionDropout,
     Tied,
 };
-
-template <>
-std::span<const EnumEntry<LayerField>> enumEntries<LayerField>();
 
 // The fields a layer of `kind` takes, in the order the model editor shows them: units,
 // activation, bias, inputs, init for a linear; none for an activation or a flatten. (Every

@@ -201,11 +201,4 @@ std::size_t recipeBlockSize(GemmRecipe recipe)
     return recipe == GemmRecipe::None ? 0 : row(recipe).activation.format.blockSize;
 }
 
-void validateRecipeOptions(const RecipeOptions& options, const std::string& origin)
-{
-    if (options.amaxHistory < 1 || options.amaxHistory > kMaxAmaxHistory)
-        throw ConfigError(origin + ": precision.recipe.amax_history must be 1 to " + std::to_string(kMaxAmaxHistory) +
-                          " steps (got " + std::to_string(options.amaxHistory) + ")");
-}
-
 } // namespace mantissa

@@ -101,7 +101,5 @@ bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options);
 bool quantisesAttention(GemmRecipe recipe, const RecipeOptions& options);
 // The 1D block size of a recipe's activations and gradients (0 for per-tensor scaling).
 std::size_t recipeBlockSize(GemmRecipe recipe);
-// A ConfigError naming the field when `options` are out of range (amax history 1..65536).
-void validateRecipeOptions(const RecipeOptions& options, const std::string& origin);
 
 } // namespace mantissa

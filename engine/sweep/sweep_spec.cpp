@@ -288,6 +288,28 @@ SweepSpec parseSweepSpec(const std::string& text, const std::string& origin, con
     return spec;
 }
 
+SweepSpec precisionComparisonSpec(const RunConfig& base, const std::vector<PrecisionMode>& modes, int seeds)
+{
+    const std::string origin = "Compare precisions";
+    validateRunConfig(base, origin);
+    if (modes.size() < 2)
+        throw ConfigError(origin + ": choose at least two precisions to compare");
+    SweepSpec spec;
+    spec.baseConfigJson = runConfigToJson(base);
+    SweepAxis axis{"precision.mode", {}};
+    std::string others;
+    for (PrecisionMode mode : modes) {
+        axis.values.push_back(json(enumKey(mode)).dump());
+        if (mode != modes.front())
+            others += (others.empty() ? "" : ", ") + std::string(enumKey(mode));
+    }
+    spec.axes.push_back(std::move(axis));
+    spec.seeds = parseSeeds(json(seeds), origin);
+    spec.name = base.name + ": " + std::string(enumKey(modes.front())) + " vs " + others + " x " +
+                std::to_string(seeds) + " seeds";
+    return spec;
+}
+
 SweepSpec loadSweepSpecFile(const std::string& path)
 {
     const std::filesystem::path file(path);

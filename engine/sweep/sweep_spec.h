@@ -65,6 +65,11 @@ struct SweepPlan {
 SweepSpec parseSweepSpec(const std::string& json, const std::string& origin, const std::string& baseDirectory);
 SweepSpec loadSweepSpecFile(const std::string& path);
 
+// "Compare precisions" over seeds: `base` once per mode in `modes`, each with seeds 0 to
+// seeds - 1, as `mantissa-cli sweep --precisions A,B --seeds N` builds it. The config is checked
+// as it is (validateRunConfig), not written out and parsed back. Throws ConfigError.
+SweepSpec precisionComparisonSpec(const RunConfig& base, const std::vector<PrecisionMode>& modes, int seeds);
+
 // The spec in its self-contained form (the base inlined as {"config": ...}, shorthands
 // turned into axes, seeds listed): what the run store keeps and what a Slurm task reads.
 // parseSweepSpec(sweepSpecToJson(s)) gives s back.

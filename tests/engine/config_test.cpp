@@ -1,4 +1,5 @@
 // Run config JSON: strict parsing with errors that name the field, round trips, presets.
+#include "engine/config/config_docs.h"
 #include "engine/config/presets.h"
 #include "engine/config/run_config.h"
 #include "engine/model/layers/activation_layer.h"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 using namespace mantissa;
 
@@ -55,9 +57,9 @@ TEST(Config, ErrorsNameTheFileAndTheField)
     const std::string noType = errorOf(R"({"model": {"layers": [{"units": 3}]}})");
     EXPECT_NE(noType.find("model.layers[0] has no \"type\""), std::string::npos) << noType;
     const std::string badBatch = errorOf(R"({"model": {"layers": []}, "training": {"batch_size": 0}})");
-    EXPECT_NE(badBatch.find("training.batch_size must be positive"), std::string::npos) << badBatch;
+    EXPECT_NE(badBatch.find("training.batch_size must be 1 to 65536 samples (got 0)"), std::string::npos) << badBatch;
     const std::string badWorkspace = errorOf(R"({"model": {"layers": []}, "training": {"cudnn_workspace_mib": -5}})");
-    EXPECT_NE(badWorkspace.find("training.cudnn_workspace_mib must be 0 to 65536 (got -5)"), std::string::npos)
+    EXPECT_NE(badWorkspace.find("training.cudnn_workspace_mib must be 0 to 65536 MiB (got -5)"), std::string::npos)
         << badWorkspace;
     const std::string badGraphs = errorOf(R"({"model": {"layers": []}, "training": {"graphs": "always"}})");
     EXPECT_NE(badGraphs.find("training.graphs is \"always\"; expected auto, on or off"), std::string::npos)
@@ -273,67 +275,23 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
               std::string::npos);
 }
 
-// The values of `field` in docs/config.md's "Legal values" table, in order; a parenthesised
-// remark (activation's "or none") is not a value.
-std::vector<std::string> documentedValues(const std::string& field)
+// docs/config.md's field reference is the engine's tables, written out: a field, a default, a
+// range or a legal value that changes in the engine changes the docs, or this fails.
+TEST(Config, TheDocsHoldTheGeneratedFieldReference)
 {
     std::ifstream doc(MANTISSA_CONFIG_DOC);
-    EXPECT_TRUE(doc) << "cannot read " << MANTISSA_CONFIG_DOC;
-    const std::string prefix = "| `" + field + "` | ";
-    for (std::string line; std::getline(doc, line);) {
-        if (line.rfind(prefix, 0) != 0)
-            continue;
-        std::string cell = line.substr(prefix.size());
-        cell = cell.substr(0, std::min(cell.find('('), cell.find('|')));
-        std::vector<std::string> values;
-        for (std::size_t open = cell.find('`'); open != std::string::npos; open = cell.find('`', open + 1)) {
-            const std::size_t close = cell.find('`', open + 1);
-            values.push_back(cell.substr(open + 1, close - open - 1));
-            open = close;
-        }
-        return values;
-    }
-    ADD_FAILURE() << field << " has no row in " << MANTISSA_CONFIG_DOC;
-    return {};
-}
-
-template <typename E>
-std::vector<std::string> engineValues()
-{
-    std::vector<std::string> keys;
-    for (const auto& entry : enumEntries<E>())
-        keys.emplace_back(entry.key);
-    return keys;
-}
-
-TEST(Config, TheDocsListExactlyTheEnginesLegalValues)
-{
-    EXPECT_EQ(documentedValues("model.layers[].type"), engineValues<LayerKind>());
-    EXPECT_EQ(documentedValues("model.layers[].shortcut"), engineValues<ShortcutKind>());
-    EXPECT_EQ(documentedValues("model.layers[].norm"), engineValues<NormKind>());
-    EXPECT_EQ(documentedValues("model.layers[].softmax"), engineValues<InternalPrecision>());
-    EXPECT_EQ(documentedValues("model.layers[].statistics"), engineValues<InternalPrecision>());
-    EXPECT_EQ(documentedValues("model.layers[].precision"), engineValues<LayerPrecision>());
-    EXPECT_EQ(documentedValues("model.layers[].activation"), engineValues<Activation>());
-    EXPECT_EQ(documentedValues("data.dataset"), engineValues<DatasetKind>());
-    EXPECT_EQ(documentedValues("optimizer.type"), engineValues<OptimizerKind>());
-    EXPECT_EQ(documentedValues("schedule.type"), engineValues<ScheduleKind>());
-    EXPECT_EQ(documentedValues("precision.mode"), engineValues<PrecisionMode>());
-    EXPECT_EQ(documentedValues("precision.loss_scale.type"), engineValues<LossScaleType>());
-    EXPECT_EQ(documentedValues("precision.recipe.scale_rule"), engineValues<MxScaleRule>());
-    EXPECT_EQ(documentedValues("precision.recipe.stochastic_rounding"), engineValues<RecipeSwitch>());
-    EXPECT_EQ(documentedValues("precision.recipe.keep_first_last"), engineValues<RecipeSwitch>());
-    EXPECT_EQ(documentedValues("precision.recipe.weight_blocks_2d"), engineValues<RecipeSwitch>());
-    EXPECT_EQ(documentedValues("precision.recipe.hadamard_wgrad"), engineValues<RecipeSwitch>());
-    EXPECT_EQ(documentedValues("precision.recipe.power_of_two_scales"), engineValues<RecipeSwitch>());
-    EXPECT_EQ(documentedValues("precision.recipe.attention"), engineValues<RecipeSwitch>());
-    EXPECT_EQ(documentedValues("training.graphs"), engineValues<AutoSwitch>());
-    EXPECT_EQ(documentedValues("training.cpu_kernels"), engineValues<CpuKernels>());
-    EXPECT_EQ(documentedValues("training.fp8_gemm"), engineValues<Fp8Gemm>());
-    EXPECT_EQ(documentedValues("training.run_ahead"), engineValues<AutoSwitch>());
-    EXPECT_EQ(documentedValues("distributed.allreduce_dtype"), engineValues<AllReduceType>());
-    EXPECT_EQ(documentedValues("distributed.reduction"), engineValues<ReductionOrder>());
-    EXPECT_EQ(documentedValues("distributed.batch_norm"), engineValues<BatchNormSync>());
+    ASSERT_TRUE(doc) << "cannot read " << MANTISSA_CONFIG_DOC;
+    std::stringstream text;
+    text << doc.rdbuf();
+    const std::string docs = text.str();
+    const std::size_t begin = docs.find(kConfigDocsBegin);
+    const std::size_t end = docs.find(kConfigDocsEnd);
+    ASSERT_NE(begin, std::string::npos) << "docs/config.md lost its generated tables' first marker";
+    ASSERT_NE(end, std::string::npos) << "docs/config.md lost its generated tables' last marker";
+    const bool same =
+        docs.substr(begin, end + std::string(kConfigDocsEnd).size() + 1 - begin) == configFieldsMarkdown();
+    EXPECT_TRUE(same) << "docs/config.md's field reference differs from the engine's tables: run "
+                         "scripts/update-config-docs";
 }
 
 TEST(Config, EveryPresetIsValid)

@@ -615,7 +615,7 @@ TEST(ValidateRunConfig, TheParsersRulesForAConfigInMemory)
         mantissa::validateRunConfig(c, "edited");
         FAIL() << "batch size 0 accepted";
     } catch (const mantissa::ConfigError& e) {
-        EXPECT_STREQ(e.what(), "edited: training.batch_size must be positive (got 0)");
+        EXPECT_STREQ(e.what(), "edited: training.batch_size must be 1 to 65536 samples (got 0)");
     }
     c = mantissa::presetConfig("mlp");
     c.numerics.every = mantissa::kMaxNumericsEvery + 1;

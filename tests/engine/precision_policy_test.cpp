@@ -118,7 +118,7 @@ class EnumTableTest : public ::testing::Test {};
 
 using ConfigEnums =
     ::testing::Types<PrecisionMode, LayerPrecision, LossScaleType, DatasetKind, OptimizerKind, ScheduleKind, AutoSwitch,
-                     Activation, LayerKind, ShortcutKind, LayerField, NormKind, InternalPrecision>;
+                     Activation, LayerKind, ShortcutKind, NormKind, InternalPrecision>;
 TYPED_TEST_SUITE(EnumTableTest, ConfigEnums);
 
 TYPED_TEST(EnumTableTest, EveryValueRoundTripsThroughItsKey)

@@ -5,6 +5,7 @@
 #include "engine/util/check.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -123,7 +124,7 @@ TEST(SweepSpec, ErrorsNameTheKeyValueAndRun)
               std::string::npos)
         << badType;
     const std::string zeroBatch = errorOf(R"({"base": "mlp", "batch_sizes": [0], "seeds": 1})");
-    EXPECT_NE(zeroBatch.find("training.batch_size must be positive"), std::string::npos) << zeroBatch;
+    EXPECT_NE(zeroBatch.find("training.batch_size must be 1 to 65536 samples (got 0)"), std::string::npos) << zeroBatch;
     // A path into an array element that does not exist.
     const std::string noLayer =
         errorOf(R"({"base": "mlp", "axes": [{"key": "model.layers[40].units", "values": [8]}]})");
@@ -146,4 +147,29 @@ TEST(SweepSpec, ErrorsNameTheKeyValueAndRun)
               std::string::npos);
     EXPECT_NE(errorOf(R"({"base": "mlp", "axes": [{"key": "a..b", "values": [1]}]})").find("empty member"),
               std::string::npos);
+}
+
+// The workbench's "Compare precisions" over seeds builds its spec from the typed config; it is
+// the spec the CLI's shorthand (--precisions A,B --seeds N) parses from JSON, field for field.
+TEST(SweepSpec, ComparingPrecisionsFromATypedConfigIsTheShorthandsSpec)
+{
+    RunConfig base = presetConfig("mlp");
+    base.training.maxSteps = 5;
+    const SweepSpec typed =
+        precisionComparisonSpec(base, {PrecisionMode::Fp32, PrecisionMode::MixedFp16, PrecisionMode::Mxfp8}, 3);
+    const nlohmann::json shorthand = {{"name", "mlp: fp32 vs mixed-fp16, mxfp8 x 3 seeds"},
+                                      {"base", {{"config", nlohmann::json::parse(runConfigToJson(base))}}},
+                                      {"precisions", {"fp32", "mixed-fp16", "mxfp8"}},
+                                      {"seeds", 3}};
+    const SweepSpec parsed = parseSweepSpec(shorthand.dump(), "test", "");
+    EXPECT_EQ(sweepSpecToJson(typed), sweepSpecToJson(parsed));
+    EXPECT_EQ(expandSweep(typed, "test").runs.size(), 9u);
+    // An invalid config is refused as it is, naming the field.
+    base.training.batchSize = 0;
+    try {
+        precisionComparisonSpec(base, {PrecisionMode::Fp32, PrecisionMode::MixedBf16}, 2);
+        ADD_FAILURE() << "batch size 0 was accepted";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()), "Compare precisions: training.batch_size must be 1 to 65536 samples (got 0)");
+    }
 }

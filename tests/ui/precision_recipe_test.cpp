@@ -3,6 +3,8 @@
 // sampled its statistics, the tensors' measured range beside them; and Compare precisions over
 // a chosen set of precisions, same seed, shown together.
 #include "engine/backend/cpu/cpu_kernel_plan.h"
+#include "engine/config/config_field.h"
+#include "engine/config/presets.h"
 #include "engine/precision/loss_scaler.h"
 #include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
@@ -18,7 +20,9 @@
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -26,6 +30,9 @@
 #include <QTemporaryDir>
 #include <QUndoStack>
 #include <QtTest>
+
+#include <cmath>
+#include <limits>
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -144,9 +151,60 @@ private slots:
         LossScaler(spec, PrecisionMode::MixedFp16);
         spec.growthInterval = kMaxLossScaleCount + 1;
         QVERIFY_THROWS_EXCEPTION(ConfigError, LossScaler(spec, PrecisionMode::MixedFp16));
-        RecipeOptions recipe;
-        recipe.amaxHistory = kMaxAmaxHistory + 1;
-        QVERIFY_THROWS_EXCEPTION(ConfigError, validateRecipeOptions(recipe, "test"));
+        RunConfig config = presetConfig("mlp");
+        config.recipe.amaxHistory = kMaxAmaxHistory + 1;
+        QVERIFY_THROWS_EXCEPTION(ConfigError, validateRunConfig(config, "test"));
+    }
+
+    // Every form widget made from a config field shows the engine's row: its limits (cut to
+    // what a QSpinBox holds), its label's row, its choices; and an edit in the widget reaches
+    // the document through the row.
+    void formWidgetsFollowTheEnginesFieldTable()
+    {
+        Workbench bench;
+        bench.loadPreset("mlp");
+        int checked = 0;
+        for (const RunField& field : runConfigFields()) {
+            const QString name = QString::fromUtf8(field.path.data(), qsizetype(field.path.size()));
+            QWidget* widget = bench.findChild<QWidget*>(name);
+            if (!widget)
+                continue; // not every field is in a form (model.input is the model editor's)
+            ++checked;
+            if (auto* spin = qobject_cast<QSpinBox*>(widget)) {
+                QCOMPARE(spin->minimum(), int(std::max(field.minimum, double(std::numeric_limits<int>::min()))));
+                QCOMPARE(spin->maximum(), int(std::min(field.maximum, double(std::numeric_limits<int>::max()))));
+            } else if (auto* number = qobject_cast<QDoubleSpinBox*>(widget)) {
+                // The spin box keeps its limits to its decimals: 2^-16 becomes 1.5258789e-05.
+                const auto close = [](double shown, double row) {
+                    return std::abs(shown - row) <= 1e-7 * std::abs(row);
+                };
+                QVERIFY2(close(number->minimum(), field.minimum), qPrintable(name));
+                QVERIFY2(close(number->maximum(), field.maximum), qPrintable(name));
+            } else if (auto* combo = qobject_cast<QComboBox*>(widget); combo && field.kind() == FieldKind::Choice) {
+                QCOMPARE(std::size_t(combo->count()), field.choices().size());
+                for (int i = 0; i < combo->count(); ++i)
+                    QCOMPARE(combo->itemData(i).toString().toStdString(), std::string(field.choices()[i].key));
+            }
+            QVERIFY2(widget->toolTip().startsWith(
+                         QString::fromUtf8(field.description.data(), qsizetype(field.description.size()))),
+                     qPrintable(name));
+        }
+        // The forms show 48 of the run's fields (the rest are the model editor's, the data
+        // split's and the GPU's): a field added to a form raises the count.
+        QCOMPARE(checked, 48);
+        // An edit reaches the config through the row: the batch-size spin box sets the field.
+        auto* batch = bench.findChild<QSpinBox*>("training.batch_size");
+        batch->setValue(96);
+        QCOMPARE(bench.document()->config().training.batchSize, 96);
+        auto* milestones = bench.findChild<QLineEdit*>("schedule.milestones");
+        milestones->setText("3, 6");
+        emit milestones->editingFinished();
+        QCOMPARE(bench.document()->config().schedule.milestones, (std::vector<int>{3, 6}));
+        // Text the row refuses leaves the config as it was and shows its value again.
+        milestones->setText("three");
+        emit milestones->editingFinished();
+        QCOMPARE(bench.document()->config().schedule.milestones, (std::vector<int>{3, 6}));
+        QCOMPARE(milestones->text(), QStringLiteral("3, 6"));
     }
 
     void recipeOptionsShowOnlyForRecipesAndEachEditIsOneUndoStep()
