@@ -283,6 +283,48 @@ private slots:
         QVERIFY2(text.contains(QRegularExpression(QStringLiteral("\\| 2 \\|[^\\n]*\\| 0 \\|\\n"))), qPrintable(text));
     }
 
+    // The machine section's "16-bit kernels" column gives what each run recorded of its kernel
+    // paths, one line after the other, and a dash for a run that recorded none (a GPU run, or
+    // one recorded before the kernels were).
+    void theKernelColumnShowsEachRunsRecordedKernels()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString db = dir.filePath(QStringLiteral("kernels.sqlite"));
+        SyntheticRun native;
+        native.name = QStringLiteral("mlp-native");
+        native.precision = QStringLiteral("mixed-fp16");
+        native.epochs = 1;
+        const QStringList lines{
+            QStringLiteral("bf16: native: oneDNN avx512_core_bf16, bf16 products accumulated in fp32"),
+            QStringLiteral("fp16: emulated: fp16 widened to fp32, oneDNN fp32 kernels (no avx512_fp16)"),
+            QStringLiteral("oneDNN kernels used: bf16 matmul: brg:avx512_core_bf16")};
+        native.kernels = lines.join(u'\n');
+        SyntheticRun unknown = native;
+        unknown.name = QStringLiteral("mlp-unrecorded");
+        unknown.kernels.clear();
+        const qint64 a = writeSyntheticRun(db, native), b = writeSyntheticRun(db, unknown);
+        storage::RunStore store(db);
+        const ReportData data = loadReportData(store, {a, b});
+        QCOMPARE(data.runs[0].info.kernels, native.kernels);
+        const QString path = dir.filePath(QStringLiteral("report.md"));
+        writeReport(store, data, path, ReportFormat::Markdown);
+        const QString text = QString::fromUtf8(readAll(path));
+        QVERIFY2(text.contains(QStringLiteral("| 16-bit kernels |")), qPrintable(text));
+        const auto rowOf = [&](const QString& label) {
+            for (const QString& line : text.split(u'\n'))
+                if (line.startsWith(QStringLiteral("| ") + label + QStringLiteral(" | CPU")))
+                    return line;
+            return QString();
+        };
+        const QString nativeRow = rowOf(data.runs[0].label), unknownRow = rowOf(data.runs[1].label);
+        // Markdown escapes the underscores of "avx512_core_bf16".
+        const QString shown = lines.join(QStringLiteral("; ")).replace(u'_', QStringLiteral("\\_"));
+        QVERIFY2(nativeRow.endsWith(QStringLiteral("| ") + shown + QStringLiteral(" |")),
+                 qPrintable(nativeRow + QStringLiteral("\n") + text));
+        QVERIFY2(unknownRow.endsWith(QStringLiteral("| - |")), qPrintable(unknownRow + QStringLiteral("\n") + text));
+    }
+
     // A 16-bit all-reduce's per-step counts: the overflow summary states their totals over the
     // run and lists the steps that lost values; a run without them says nothing of it.
     void aSixteenBitAllReduceListsTheStepsThatLostValues()

@@ -85,6 +85,7 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
         created.precision = run.precision;
         created.device = run.device;
         created.notes = run.notes;
+        created.kernels = run.kernels;
         created.groupId = run.groupId;
         created.worldSize = run.worldSize;
         id = store.createRun(created);

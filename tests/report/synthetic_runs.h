@@ -23,6 +23,7 @@ struct SyntheticRun {
     qint64 peakMemoryBytes = 0;
     QString device = QStringLiteral("cpu (OpenBLAS, 2 threads, F16C): Intel(R) Xeon(R) CPU @ 2.20GHz");
     QString notes;
+    QString kernels; // runs.kernels: which path each 16-bit type took (Backend::kernelPaths)
     std::optional<qint64> groupId;
     // training.seed; another seed than 42 moves the accuracies by up to +-0.4 points and
     // changes the loss noise, as a rerun with another seed would.
