@@ -1,9 +1,12 @@
 // The overflow section: per run, how many steps were skipped for non-finite gradients,
 // the first overflows (when loss scaling is still finding its level) and the parameters
-// that overflowed most (where a per-layer fp32 override may help).
+// that overflowed most (where a per-layer fp32 override may help); for a data-parallel run
+// that all-reduced in 16 bits, what its sums flushed to zero and overflowed, step by step.
 #include "report/overflow_summary.h"
 #include "report/report_format.h"
 #include "report/report_sections.h"
+
+#include <cmath>
 
 namespace mantissa::report {
 
@@ -77,6 +80,43 @@ void appendRunOverflows(ReportDocument& document, const RunData& run)
                        QStringLiteral("The parameters whose gradient was the first to overflow, most often first."));
 }
 
+// The steps listed in a run's all-reduce table: as many as its first overflows.
+constexpr int kAllReduceSteps = 10;
+
+void appendAllReduceCounts(ReportDocument& document, const RunData& run)
+{
+    const StepSeries& steps = run.steps;
+    qint64 recorded = 0, flushed = 0, overflowed = 0, eventful = 0;
+    ReportTable table;
+    table.header = {QStringLiteral("Step"), QStringLiteral("Flushed to zero"), QStringLiteral("Overflowed in the sum")};
+    table.numeric = {true, true, true};
+    for (qsizetype i = 0; i < steps.size(); ++i) {
+        if (std::isnan(steps.allReduceFlushed[i]) || std::isnan(steps.allReduceOverflowed[i]))
+            continue;
+        const auto f = static_cast<qint64>(steps.allReduceFlushed[i]);
+        const auto o = static_cast<qint64>(steps.allReduceOverflowed[i]);
+        ++recorded;
+        flushed += f;
+        overflowed += o;
+        if (f == 0 && o == 0)
+            continue;
+        if (++eventful <= kAllReduceSteps)
+            table.rows << QStringList{formatCount(static_cast<qint64>(steps.step[i])), formatCount(f), formatCount(o)};
+    }
+    if (recorded == 0)
+        return; // not a run that all-reduced in 16 bits, or recorded before the counts were
+    document.paragraph(QStringLiteral("%1: the 16-bit all-reduce flushed %2 values to zero in the division before the "
+                                      "sum and overflowed %3 in the sum, over %4 steps; %5 of them lost values.")
+                           .arg(run.label, formatCount(flushed), formatCount(overflowed), formatCount(recorded),
+                                formatCount(eventful)));
+    if (!table.rows.isEmpty())
+        document.table(table, eventful > table.rows.size()
+                                  ? QStringLiteral("The first %1 of %2 steps whose all-reduce lost values.")
+                                        .arg(table.rows.size())
+                                        .arg(eventful)
+                                  : QStringLiteral("Every step whose all-reduce lost values."));
+}
+
 } // namespace
 
 void appendOverflows(ReportDocument& document, const ReportData& data)
@@ -86,6 +126,7 @@ void appendOverflows(ReportDocument& document, const ReportData& data)
         if (data.isComparison())
             document.heading(run.label, 2);
         appendRunOverflows(document, run);
+        appendAllReduceCounts(document, run);
     }
 }
 

@@ -155,7 +155,8 @@ StepSeries RunStore::steps(qint64 runId, qint64 afterStep) const
     requireRun(runId);
     QSqlQuery query = m_connection->prepare(QStringLiteral(
         "SELECT step, epoch, loss, learning_rate, loss_scale, skipped, grad_norm, "
-        "samples_per_second, elapsed_seconds, grad_amax FROM steps WHERE run_id = ? AND step > ? ORDER BY step"));
+        "samples_per_second, elapsed_seconds, grad_amax, allreduce_flushed, allreduce_overflowed FROM steps "
+        "WHERE run_id = ? AND step > ? ORDER BY step"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
     query.addBindValue(afterStep);
@@ -172,6 +173,8 @@ StepSeries RunStore::steps(qint64 runId, qint64 afterStep) const
         s.samplesPerSecond << doubleOrNan(query.value(7));
         s.elapsedSeconds << doubleOrNan(query.value(8));
         s.gradAmax << doubleOrNan(query.value(9));
+        s.allReduceFlushed << doubleOrNan(query.value(10));
+        s.allReduceOverflowed << doubleOrNan(query.value(11));
     }
     return s;
 }

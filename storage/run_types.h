@@ -93,6 +93,10 @@ struct RunFilter {
 struct StepSeries {
     QList<double> step, epoch, loss, learningRate, lossScale, gradNorm, samplesPerSecond, elapsedSeconds;
     QList<double> gradAmax; // NaN for steps recorded before schema version 4
+    // A data-parallel run's 16-bit all-reduce (StepRecord::allReduceFlushed): values the division
+    // flushed to zero and values the sum overflowed, per step; NaN for every other run and for
+    // steps recorded before schema version 8.
+    QList<double> allReduceFlushed, allReduceOverflowed;
     QList<bool> skipped;
 
     qsizetype size() const { return step.size(); }

@@ -16,17 +16,24 @@ namespace mantissa::storage {
 
 namespace {
 
-constexpr int kStepColumns = 10;     // bound per step row; run_id is part of the SQL text
+constexpr int kStepColumns = 12;     // bound per step row; run_id is part of the SQL text
 constexpr int kMaxLockedCommits = 3; // then a held lock is a failure, not a hiccup
 
 QString stepInsertSql(qint64 runId, int rows)
 {
     QString sql = QStringLiteral("INSERT OR REPLACE INTO steps (run_id, step, epoch, loss, learning_rate, loss_scale, "
-                                 "skipped, grad_norm, samples_per_second, elapsed_seconds, grad_amax) VALUES ");
-    const QString row = QStringLiteral("(%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(runId);
+                                 "skipped, grad_norm, samples_per_second, elapsed_seconds, grad_amax, "
+                                 "allreduce_flushed, allreduce_overflowed) VALUES ");
+    const QString row = QStringLiteral("(%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").arg(runId);
     for (int i = 0; i < rows; ++i)
         sql += (i == 0 ? QString() : QStringLiteral(", ")) + row;
     return sql;
+}
+
+// An unset count is NULL.
+QVariant optionalCount(const std::optional<std::int64_t>& count)
+{
+    return count ? QVariant(qlonglong(*count)) : QVariant();
 }
 
 // Floats go in as doubles: exact, and a float QVariant is not bound as REAL by every Qt
@@ -43,6 +50,8 @@ void bindStep(QSqlQuery& query, int first, const StepRecord& s)
     query.bindValue(first + 7, double(s.samplesPerSecond));
     query.bindValue(first + 8, s.elapsedSeconds);
     query.bindValue(first + 9, double(s.gradAmax));
+    query.bindValue(first + 10, optionalCount(s.allReduceFlushed));
+    query.bindValue(first + 11, optionalCount(s.allReduceOverflowed));
 }
 
 QString dtypeText(DType type)

@@ -210,6 +210,13 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
             allreduce_seconds REAL NOT NULL,
             PRIMARY KEY (run_id, rank)) WITHOUT ROWID)"),
     },
+    // 8: what a data-parallel run's 16-bit all-reduce did, per step rather than as run totals in
+    // the finished event's text: values the division before the sum flushed to zero, and values
+    // the sum overflowed (NULL: not a run that all-reduces in its 16-bit type, or recorded before).
+    {
+        QStringLiteral("ALTER TABLE steps ADD COLUMN allreduce_flushed INTEGER"),
+        QStringLiteral("ALTER TABLE steps ADD COLUMN allreduce_overflowed INTEGER"),
+    },
 }};
 
 int userVersion(const Connection& connection)

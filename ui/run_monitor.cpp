@@ -76,6 +76,8 @@ RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent)
     grid->addWidget(m_accuracy, 0, 1);
     grid->addWidget(m_scale, 1, 0);
     grid->addWidget(m_throughput, 1, 1);
+    grid->addWidget(m_allReduce, 2, 0, 1, 2);
+    m_allReduce->hide();
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_heading);
     layout->addLayout(controls);
@@ -83,7 +85,7 @@ RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent)
     clearGraphs();
 }
 
-QList<PlotWidget*> RunMonitor::plots() const { return {m_loss, m_accuracy, m_scale, m_throughput}; }
+QList<PlotWidget*> RunMonitor::plots() const { return {m_loss, m_accuracy, m_scale, m_throughput, m_allReduce}; }
 
 void RunMonitor::buildPlots()
 {
@@ -107,6 +109,11 @@ void RunMonitor::buildPlots()
     m_throughput->yAxis2->setVisible(true);
     m_throughput->yAxis2->setLabel(tr("learning rate"));
     m_throughput->setLogToggleAllowed(false);
+    m_allReduce = new PlotWidget(tr("16-bit all-reduce"));
+    m_allReduce->setObjectName("allReducePlot");
+    m_allReduce->xAxis->setLabel(tr("step"));
+    m_allReduce->yAxis->setLabel(tr("values per step"));
+    m_allReduce->legend->setVisible(true);
 }
 
 void RunMonitor::clearGraphs()
@@ -144,6 +151,14 @@ void RunMonitor::clearGraphs()
     m_learningRate = m_throughput->addGraph(m_throughput->xAxis, m_throughput->yAxis2);
     m_learningRate->setName(tr("learning rate"));
     m_learningRate->setPen(seriesPen(3, 2));
+
+    m_allReduceFlushed = m_allReduce->addGraph();
+    m_allReduceFlushed->setName(tr("flushed to zero by the division before the sum"));
+    m_allReduceFlushed->setPen(seriesPen(0, 1.6));
+    m_allReduceOverflowed = m_allReduce->addGraph();
+    m_allReduceOverflowed->setName(tr("overflowed in the sum"));
+    m_allReduceOverflowed->setPen(seriesPen(1, 1.6));
+    m_allReduce->hide();
     m_smoother.reset();
 }
 
@@ -212,6 +227,12 @@ void RunMonitor::syncSteps(const RunRecording& r)
     m_learningRate->addData(steps, r.learningRate.mid(have), true);
     m_loss->markDirty();
     m_throughput->markDirty();
+    if (r.hasAllReduceCounts()) {
+        m_allReduceFlushed->addData(steps, r.allReduceFlushed.mid(have), true);
+        m_allReduceOverflowed->addData(steps, r.allReduceOverflowed.mid(have), true);
+        m_allReduce->show();
+        m_allReduce->markDirty();
+    }
 }
 
 void RunMonitor::syncEpochs(const RunRecording& r)

@@ -1,7 +1,8 @@
 #pragma once
 // The run monitor: train loss per step (raw, faint, behind an adjustable moving average),
-// test loss and accuracy per epoch (bits per character for a language model: epoch_metric.h), the loss scale with overflow markers, throughput and
-// learning rate. It shows one RunRecording and catches up with it on refresh(), which
+// test loss and accuracy per epoch (bits per character for a language model: epoch_metric.h),
+// the loss scale with overflow markers, throughput and learning rate, and for a data-parallel
+// run that all-reduces in 16 bits what each step's sum flushed and overflowed. It shows one RunRecording and catches up with it on refresh(), which
 // the workbench calls from the run controller's timer: plots never redraw per step.
 #include "ui/run_recording.h"
 #include "ui/smoothing.h"
@@ -37,6 +38,8 @@ public:
     PlotWidget* accuracyPlot() const { return m_accuracy; }
     LossScalePlot* scalePlot() const { return m_scale; }
     PlotWidget* throughputPlot() const { return m_throughput; }
+    // Shown only for a recording with all-reduce counts (RunRecording::hasAllReduceCounts).
+    PlotWidget* allReducePlot() const { return m_allReduce; }
     QList<PlotWidget*> plots() const;
 
 private:
@@ -54,6 +57,7 @@ private:
     PlotWidget* m_accuracy;
     LossScalePlot* m_scale;
     PlotWidget* m_throughput;
+    PlotWidget* m_allReduce;
     QCPGraph* m_rawLoss = nullptr;
     QCPGraph* m_smoothLoss = nullptr;
     QCPGraph* m_testLoss = nullptr;
@@ -61,6 +65,8 @@ private:
     QCPGraph* m_trainAccuracy = nullptr;
     QCPGraph* m_samplesPerSecond = nullptr;
     QCPGraph* m_learningRate = nullptr;
+    QCPGraph* m_allReduceFlushed = nullptr;
+    QCPGraph* m_allReduceOverflowed = nullptr;
     EmaSmoother m_smoother{0.6};
 };
 

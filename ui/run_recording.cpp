@@ -4,6 +4,9 @@
 
 #include <QObject>
 
+#include <algorithm>
+#include <cmath>
+
 namespace mantissa::ui {
 
 QString recordingName(const RunConfig& config)
@@ -28,6 +31,8 @@ void RunRecording::append(const RecordBatch& batch)
         learningRate.push_back(r.learningRate);
         lossScale.push_back(r.lossScale);
         samplesPerSecond.push_back(r.samplesPerSecond);
+        allReduceFlushed.push_back(r.allReduceFlushed ? static_cast<double>(*r.allReduceFlushed) : NAN);
+        allReduceOverflowed.push_back(r.allReduceOverflowed ? static_cast<double>(*r.allReduceOverflowed) : NAN);
         m_lastStepOfEpoch[r.epoch] = static_cast<double>(r.step);
     }
     for (const EpochRecord& r : batch.epochs) {
@@ -53,6 +58,11 @@ void RunRecording::append(const RecordBatch& batch)
         summary = batch.ended;
         failure = batch.failure;
     }
+}
+
+bool RunRecording::hasAllReduceCounts() const
+{
+    return std::any_of(allReduceFlushed.begin(), allReduceFlushed.end(), [](double v) { return !std::isnan(v); });
 }
 
 QString kernelPathLabel(PrecisionMode mode, const QString& kernels)

@@ -28,6 +28,9 @@ struct RunRecording {
     std::optional<RunStartInfo> start;
     // Per step.
     QVector<double> step, loss, learningRate, lossScale, samplesPerSecond;
+    // A data-parallel run's 16-bit all-reduce (StepRecord::allReduceFlushed): values the division
+    // flushed to zero and values the sum overflowed, per step; NaN where a step has none.
+    QVector<double> allReduceFlushed, allReduceOverflowed;
     // Per epoch; epochEndStep is the last step of the epoch, to place test loss on step axes.
     QVector<double> epoch, epochEndStep, trainLoss, trainAccuracy, testLoss, testAccuracy;
     QVector<OverflowMarker> overflows;
@@ -38,6 +41,8 @@ struct RunRecording {
 
     void append(const RecordBatch& batch);
     bool finished() const { return summary.has_value(); }
+    // Whether any step recorded what its 16-bit all-reduce did.
+    bool hasAllReduceCounts() const;
 
 private:
     std::map<int, double> m_lastStepOfEpoch;

@@ -3,10 +3,18 @@
 #include "storage/run_store.h"
 
 #include <cmath>
+#include <cstdint>
+#include <optional>
 
 namespace mantissa::ui {
 
 namespace {
+
+// A count column as the store reads it: NaN where the row has none.
+std::optional<std::int64_t> storedCount(double value)
+{
+    return std::isnan(value) ? std::nullopt : std::optional(static_cast<std::int64_t>(value));
+}
 
 std::vector<StepRecord> stepRecords(const storage::StepSeries& s)
 {
@@ -22,6 +30,8 @@ std::vector<StepRecord> stepRecords(const storage::StepSeries& s)
         r.gradNorm = static_cast<float>(s.gradNorm[i]);
         r.samplesPerSecond = static_cast<float>(s.samplesPerSecond[i]);
         r.elapsedSeconds = s.elapsedSeconds[i];
+        r.allReduceFlushed = storedCount(s.allReduceFlushed[i]);
+        r.allReduceOverflowed = storedCount(s.allReduceOverflowed[i]);
     }
     return steps;
 }

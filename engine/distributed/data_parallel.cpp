@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 namespace mantissa {
 
@@ -139,8 +140,8 @@ void DataParallel::averageGradients(Backend& backend, std::span<Tensor* const> t
     }
     m_localNonFinite = m_localNonFinite || outcome.localNonFinite;
     // Rank 0 counts for the run; every rank holds the same sums, so the same counts.
-    m_counts.flushedByDivision += outcome.flushedByDivision;
-    m_counts.overflowedInSum += outcome.overflowedInSum;
+    m_stepCounts.flushedByDivision += outcome.flushedByDivision;
+    m_stepCounts.overflowedInSum += outcome.overflowedInSum;
     if (type == DType::F32) {
         m_reducedFp32 = true;
         m_reducedAmax = std::max(m_reducedAmax, outcome.amax);
@@ -218,7 +219,12 @@ bool DataParallel::agreeOnStep(Backend& backend, StepScalars& scalars, bool stop
         if (sums[2 + static_cast<std::size_t>(r)] != 0.0)
             m_lastNonFiniteRanks.push_back(r);
     if (skipped && !m_lastNonFiniteRanks.empty() && static_cast<int>(m_lastNonFiniteRanks.size()) < n)
-        ++m_counts.stepsSkippedByOneRank;
+        ++m_stepCounts.stepsSkippedByOneRank;
+    // The step is closed: its counts join the run's.
+    m_counts.flushedByDivision += m_stepCounts.flushedByDivision;
+    m_counts.overflowedInSum += m_stepCounts.overflowedInSum;
+    m_counts.stepsSkippedByOneRank += m_stepCounts.stepsSkippedByOneRank;
+    m_lastStepCounts = std::exchange(m_stepCounts, AllReduceCounts{});
     m_localNonFinite = false;
     m_reducedFp32 = false;
     m_reducedAmax = 0;

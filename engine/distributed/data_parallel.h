@@ -37,8 +37,8 @@ void resolveWorldSize(RunConfig& config, int launchedRanks);
 // "MPI on host (Open MPI v4.1.4)": the all-reduce path every data-parallel run starts with.
 std::string hostAllReduceDescription(const Communicator& communicator);
 
-// What the all-reduces of a run did to the 16-bit values, summed over steps (rank 0's view:
-// every rank holds the same sums).
+// What the all-reduces did to the 16-bit values, of one step or summed over the run's steps
+// (rank 0's view: every rank holds the same sums).
 struct AllReduceCounts {
     std::int64_t flushedByDivision = 0;     // nonzero values rounded to zero by the division before the sum
     std::int64_t overflowedInSum = 0;       // finite on every rank, non-finite after the sum
@@ -85,7 +85,10 @@ public:
     std::string lastOverflowRanks() const;
     // The lowest of those ranks, -1 when none had a non-finite value of its own.
     int lastFirstNonFiniteRank() const { return m_lastNonFiniteRanks.empty() ? -1 : m_lastNonFiniteRanks.front(); }
+    // Over the run so far.
     const AllReduceCounts& counts() const { return m_counts; }
+    // Of the last agreed step alone (agreeOnStep closes a step).
+    const AllReduceCounts& lastStepCounts() const { return m_lastStepCounts; }
     // Seconds this rank spent in all-reduces (waiting for the others included).
     double allReduceSeconds() const { return m_allReduceSeconds; }
     // Collective: the largest relative difference between the ranks' values of `buffers` (the
@@ -110,6 +113,8 @@ private:
     bool m_reducedFp32 = false;
     std::vector<int> m_lastNonFiniteRanks;
     AllReduceCounts m_counts;
+    AllReduceCounts m_stepCounts;     // of the step being reduced
+    AllReduceCounts m_lastStepCounts; // of the last agreed step
     double m_allReduceSeconds = 0;
     std::optional<CommunicatorChannelSums> m_batchNormSums; // adds to m_allReduceSeconds
 };

@@ -26,6 +26,11 @@ struct StepRecord {
     // Largest |g| over all unscaled gradients (inf when any was non-finite): with it any
     // loss-scale policy can be replayed (engine/lens/scaler_replay.h).
     float gradAmax = 0;
+    // A data-parallel run that all-reduces its gradients in their 16-bit type
+    // (distributed.allreduce_dtype compute): this step's nonzero values that the division before
+    // the sum rounded to zero, and values finite on every rank that the sum made non-finite.
+    // Unset in every other run.
+    std::optional<std::int64_t> allReduceFlushed, allReduceOverflowed;
 };
 
 struct EpochRecord {

@@ -337,6 +337,8 @@ void Trainer::publishStepRecord(const RunState& run, const QueuedStep& queued, c
     record.samplesPerSecond = static_cast<float>(static_cast<double>(globalSamples(queued)) / stepSeconds);
     record.elapsedSeconds = run.trainSeconds;
     record.gradAmax = outcome.gradAmax;
+    record.allReduceFlushed = outcome.allReduceFlushed;
+    record.allReduceOverflowed = outcome.allReduceOverflowed;
     for (auto* o : m_observers)
         o->onStep(record);
     if (outcome.numerics)

@@ -99,6 +99,8 @@ private:
         std::optional<OverflowLocation> location; // skipped steps
         std::optional<NumericsRecord> numerics;   // sampled steps
         ScaleUpdate scaleUpdate;
+        // Data-parallel with the all-reduce in the 16-bit compute type: what this step's sums did.
+        std::optional<std::int64_t> allReduceFlushed, allReduceOverflowed;
     };
     // A step on the device whose record the host has not read yet.
     struct QueuedStep {

@@ -213,6 +213,10 @@ Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
     out.gradNorm = state[slot(StepState::GradNorm)];
     const float scaleUsed = state[slot(StepState::ScaleUsed)];
     out.scaleUpdate = m_scaler.update(out.skipped);
+    if (m_ranks && m_ranks->reducesBeforeUnscale()) {
+        out.allReduceFlushed = m_ranks->lastStepCounts().flushedByDivision;
+        out.allReduceOverflowed = m_ranks->lastStepCounts().overflowedInSum;
+    }
     // The host's LossScaler mirrors the device's rule; they must agree bit for bit.
     MANTISSA_ASSERT(out.scaleUpdate.before == scaleUsed && out.scaleUpdate.after == state[slot(StepState::LossScale)]);
     if (!out.skipped) {

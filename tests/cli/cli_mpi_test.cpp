@@ -10,6 +10,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <memory>
@@ -138,6 +139,60 @@ private slots:
         QVERIFY2(aloneOnOneRank >= 1, qPrintable(pair.err));
         QVERIFY2(QString::fromStdString(events.last().message).contains(QStringLiteral("steps skipped on every rank")),
                  events.last().message.c_str());
+    }
+
+    // The fp16 all-reduce dividing before the sum, under a loss scale that starts at 2^-10 and
+    // doubles every step: while it is small the division flushes the smallest gradients to
+    // zero, and once it is large the sum overflows where neither rank did. Each step records its
+    // own counts, and they add up to the totals the finished event states; a 1-rank run
+    // records none.
+    void allReduceCountsAreRecordedPerStep()
+    {
+        TinyConfig tiny;
+        tiny.name = QStringLiteral("counted");
+        tiny.epochs = 4;
+        tiny.extraJson = QStringLiteral(R"("precision": {"mode": "mixed-fp16", "loss_scale": )"
+                                        R"({"type": "dynamic", "initial": 0.0009765625, "growth_interval": 1}})");
+        const QString config = writeTinyConfig(m_dir.path(), tiny);
+        const QString db = m_dir.filePath(QStringLiteral("counted.db"));
+        const CliResult pair =
+            runProgram(mpirun(), onRanks(2, {QStringLiteral("train"), config, QStringLiteral("--db"), db,
+                                             QStringLiteral("--allreduce-dtype"), QStringLiteral("compute"),
+                                             QStringLiteral("--reduction"), QStringLiteral("divide-then-sum")}));
+        QVERIFY2(pair.exitCode == 0, qPrintable(pair.describe()));
+        qint64 id = 0;
+        QCOMPARE(onlyRunStatus(db, &id), QStringLiteral("finished"));
+        const storage::RunStore store(db);
+        const storage::StepSeries steps = store.steps(id);
+        QVERIFY(steps.size() > 0);
+        qint64 flushed = 0, overflowed = 0;
+        for (qsizetype i = 0; i < steps.size(); ++i) {
+            QVERIFY2(!std::isnan(steps.allReduceFlushed[i]) && !std::isnan(steps.allReduceOverflowed[i]),
+                     qPrintable(QStringLiteral("step %1 has no all-reduce counts").arg(steps.step[i])));
+            flushed += static_cast<qint64>(steps.allReduceFlushed[i]);
+            overflowed += static_cast<qint64>(steps.allReduceOverflowed[i]);
+        }
+        const QString finished = QString::fromStdString(store.events(id).last().message);
+        static const QRegularExpression totals(
+            QStringLiteral("16-bit all-reduce: (\\d+) values flushed to zero by the division before the sum, "
+                           "(\\d+) overflowed in the sum"));
+        const QRegularExpressionMatch match = totals.match(finished);
+        QVERIFY2(match.hasMatch(), qPrintable(finished));
+        qInfo("%lld values flushed and %lld overflowed over %lld steps", static_cast<long long>(flushed),
+              static_cast<long long>(overflowed), static_cast<long long>(steps.size()));
+        QCOMPARE(flushed, match.captured(1).toLongLong());
+        QCOMPARE(overflowed, match.captured(2).toLongLong());
+        QVERIFY2(flushed > 0, qPrintable(finished));
+        QVERIFY2(overflowed > 0, qPrintable(finished));
+
+        const QString single = m_dir.filePath(QStringLiteral("single.db"));
+        const CliResult one = runCli({QStringLiteral("train"), config, QStringLiteral("--db"), single});
+        QVERIFY2(one.exitCode == 0, qPrintable(one.describe()));
+        qint64 singleId = 0;
+        QCOMPARE(onlyRunStatus(single, &singleId), QStringLiteral("finished"));
+        const storage::StepSeries alone = storage::RunStore(single).steps(singleId);
+        QVERIFY(std::all_of(alone.allReduceFlushed.begin(), alone.allReduceFlushed.end(),
+                            [](double v) { return std::isnan(v); }));
     }
 
     // One rank killed mid-run: the job ends (the launcher ends the other rank), rank 0 records

@@ -348,16 +348,16 @@ TEST(ConvBackward, BothGradientsAtOnceAreTheBitsOfTheSeparateCalls)
 }
 
 // A whole mixed-bf16 training of a convolutional network (conv, batch norm, a residual block,
-// max pooling) on both paths: the same steps (none skipped: bf16 has fp32's range) and loss
-// curves that drift apart only as accumulation order allows. Every conv result is rounded to
-// bf16, so the low-bit differences of the op cases above rarely reach the losses; 2%, as for
-// the matrix-product run, leaves room for other CPUs' blockings while catching a kernel that
-// computes something else.
+// max pooling) on both paths: the same steps and loss curves that drift apart only as
+// accumulation order allows (run_comparison.h). Two epochs: on the machine the bound was
+// measured on, the runs are bit-identical for 21 steps and differ from step 22 on, so the
+// second epoch exercises the bound.
 TEST(NativeBf16Training, ConvolutionalRunFollowsTheEmulatedRunWithinTolerance)
 {
     SKIP_WITHOUT_NATIVE_BF16();
-    const RunConfig config = test_support::smallConvConfig(PrecisionMode::MixedBf16);
-    test_support::expectNativeRunFollowsEmulated(config, "bf16 conv backward weights", 16);
+    RunConfig config = test_support::smallConvConfig(PrecisionMode::MixedBf16);
+    config.training.epochs = 2;
+    test_support::expectNativeRunFollowsEmulated(config, "bf16 conv backward weights", 32);
 }
 
 } // namespace

@@ -88,12 +88,33 @@ inline void expectIdentical(const TrainedRun& tested, const TrainedRun& referenc
     EXPECT_EQ(bits(tested.summary.finalLossScale), bits(reference.summary.finalLossScale));
 }
 
+// How far the losses of a run on native bf16 kernels may stray from the emulated run's, as a
+// fraction of the emulated run's first loss. The two paths sum the same exact bf16 products in
+// fp32 in different orders (oneDNN's blocking, VDPBF16PS adding pairs), so their sums differ in
+// the last bits; most results are rounded to bf16, which hides that until one rounding lands on
+// the other side of a boundary, and from that step on the runs drift apart as two trainings
+// with weights one bf16 unit apart do. Measured on an AMD EPYC (Zen 5, avx512_bf16, oneDNN
+// avx512_core_bf16, 2 threads): 1.7e-4 over 48 steps of the 512-wide MLP below and 2.7e-4 over
+// 64 steps of the convolutional network; 1e-3 is about four times the largest. The first loss
+// is the scale: a drift's size follows the problem's losses, and the loss relative to itself
+// is ill-conditioned once training drives it towards 0 (the 512-wide MLP's last losses, near
+// 1e-6, differ by 18% of themselves and 6e-8 of its first loss). A kernel that computes
+// something else misses from the first step by a fraction of the loss itself.
+inline constexpr double kNativeLossDrift = 1e-3;
+
+struct NativeAgainstEmulated {
+    std::size_t skippedSteps = 0;   // the same on both paths, or the comparison failed
+    double largestLossDrift = 0;    // the largest |native - emulated| loss over the first loss
+    std::size_t differingSteps = 0; // steps whose losses are not bit-identical
+};
+
 // Trains `config` on native and on emulated 16-bit kernels and holds the native run to the
-// emulated one: the same steps skipped, each step's loss within 2% (accumulation order only),
-// test accuracy within 5 points; the native run's kernel log must name `nativeKernel` ("bf16
-// matmul") and the emulated one's must not. Records the largest relative loss difference.
-inline void expectNativeRunFollowsEmulated(const RunConfig& config, const std::string& nativeKernel,
-                                           std::size_t minSteps)
+// emulated one: the same steps skipped, each step's loss within kNativeLossDrift of the
+// emulated run's first loss, test accuracy within 5 points; the native run's kernel log must
+// name `nativeKernel` ("bf16 matmul") and the emulated one's must not. Records the largest
+// drift and how many steps differed at all.
+inline NativeAgainstEmulated expectNativeRunFollowsEmulated(const RunConfig& config, const std::string& nativeKernel,
+                                                            std::size_t minSteps)
 {
     const auto trainWith = [&](CpuKernels kernels) {
         RunConfig c = config;
@@ -108,23 +129,31 @@ inline void expectNativeRunFollowsEmulated(const RunConfig& config, const std::s
     };
     const auto [nativeSummary, nativeSteps, nativePaths] = trainWith(CpuKernels::Native);
     const auto [emulatedSummary, emulatedSteps, emulatedPaths] = trainWith(CpuKernels::Emulated);
+    NativeAgainstEmulated result;
     EXPECT_NE(nativePaths.find(nativeKernel), std::string::npos) << nativePaths;
     EXPECT_EQ(emulatedPaths.find(nativeKernel), std::string::npos) << emulatedPaths;
-    ASSERT_EQ(nativeSteps.size(), emulatedSteps.size());
-    ASSERT_GE(nativeSteps.size(), minSteps);
-    double largestRelative = 0;
+    EXPECT_EQ(nativeSteps.size(), emulatedSteps.size());
+    EXPECT_GE(emulatedSteps.size(), minSteps);
+    if (nativeSteps.size() != emulatedSteps.size() || emulatedSteps.empty())
+        return result;
+    const double scale = std::fabs(emulatedSteps.front().loss);
     for (std::size_t i = 0; i < nativeSteps.size(); ++i) {
-        SCOPED_TRACE("step " + std::to_string(i));
+        SCOPED_TRACE("step " + std::to_string(i + 1));
         EXPECT_EQ(nativeSteps[i].skipped, emulatedSteps[i].skipped);
-        EXPECT_NEAR(nativeSteps[i].loss, emulatedSteps[i].loss, 0.02 * std::fabs(emulatedSteps[i].loss));
-        largestRelative = std::max(largestRelative, std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) /
-                                                        emulatedSteps[i].loss);
+        result.skippedSteps += emulatedSteps[i].skipped ? 1 : 0;
+        const double drift = std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) / scale;
+        EXPECT_LE(drift, kNativeLossDrift)
+            << "native " << nativeSteps[i].loss << ", emulated " << emulatedSteps[i].loss;
+        result.largestLossDrift = std::max(result.largestLossDrift, drift);
+        result.differingSteps += bits(nativeSteps[i].loss) != bits(emulatedSteps[i].loss) ? 1 : 0;
     }
     std::ostringstream largest;
-    largest << largestRelative;
-    ::testing::Test::RecordProperty("largest_relative_loss_difference", largest.str());
+    largest << result.largestLossDrift;
+    ::testing::Test::RecordProperty("largest_loss_drift", largest.str());
+    ::testing::Test::RecordProperty("differing_steps", std::to_string(result.differingSteps));
     EXPECT_EQ(nativeSummary.skippedSteps, emulatedSummary.skippedSteps);
     EXPECT_NEAR(nativeSummary.testAccuracy, emulatedSummary.testAccuracy, 0.05);
+    return result;
 }
 
 } // namespace mantissa::test_support

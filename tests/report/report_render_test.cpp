@@ -283,6 +283,96 @@ private slots:
         QVERIFY2(text.contains(QRegularExpression(QStringLiteral("\\| 2 \\|[^\\n]*\\| 0 \\|\\n"))), qPrintable(text));
     }
 
+    // The machine section's "16-bit kernels" column gives what each run recorded of its kernel
+    // paths, one line after the other, and a dash for a run that recorded none (a GPU run, or
+    // one recorded before the kernels were).
+    void theKernelColumnShowsEachRunsRecordedKernels()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString db = dir.filePath(QStringLiteral("kernels.sqlite"));
+        SyntheticRun native;
+        native.name = QStringLiteral("mlp-native");
+        native.precision = QStringLiteral("mixed-fp16");
+        native.epochs = 1;
+        const QStringList lines{
+            QStringLiteral("bf16: native: oneDNN avx512_core_bf16, bf16 products accumulated in fp32"),
+            QStringLiteral("fp16: emulated: fp16 widened to fp32, oneDNN fp32 kernels (no avx512_fp16)"),
+            QStringLiteral("oneDNN kernels used: bf16 matmul: brg:avx512_core_bf16")};
+        native.kernels = lines.join(u'\n');
+        SyntheticRun unknown = native;
+        unknown.name = QStringLiteral("mlp-unrecorded");
+        unknown.kernels.clear();
+        const qint64 a = writeSyntheticRun(db, native), b = writeSyntheticRun(db, unknown);
+        storage::RunStore store(db);
+        const ReportData data = loadReportData(store, {a, b});
+        QCOMPARE(data.runs[0].info.kernels, native.kernels);
+        const QString path = dir.filePath(QStringLiteral("report.md"));
+        writeReport(store, data, path, ReportFormat::Markdown);
+        const QString text = QString::fromUtf8(readAll(path));
+        QVERIFY2(text.contains(QStringLiteral("| 16-bit kernels |")), qPrintable(text));
+        const auto rowOf = [&](const QString& label) {
+            for (const QString& line : text.split(u'\n'))
+                if (line.startsWith(QStringLiteral("| ") + label + QStringLiteral(" | CPU")))
+                    return line;
+            return QString();
+        };
+        const QString nativeRow = rowOf(data.runs[0].label), unknownRow = rowOf(data.runs[1].label);
+        // Markdown escapes the underscores of "avx512_core_bf16".
+        const QString shown = lines.join(QStringLiteral("; ")).replace(u'_', QStringLiteral("\\_"));
+        QVERIFY2(nativeRow.endsWith(QStringLiteral("| ") + shown + QStringLiteral(" |")),
+                 qPrintable(nativeRow + QStringLiteral("\n") + text));
+        QVERIFY2(unknownRow.endsWith(QStringLiteral("| - |")), qPrintable(unknownRow + QStringLiteral("\n") + text));
+    }
+
+    // A 16-bit all-reduce's per-step counts: the overflow summary states their totals over the
+    // run and lists the steps that lost values; a run without them says nothing of it.
+    void aSixteenBitAllReduceListsTheStepsThatLostValues()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString db = dir.filePath(QStringLiteral("allreduce.sqlite"));
+        SyntheticRun pair;
+        pair.name = QStringLiteral("mlp-2-ranks-fp16-sum");
+        pair.precision = QStringLiteral("mixed-fp16");
+        pair.epochs = 1;
+        pair.worldSize = 2;
+        pair.allReduceInCompute = true;
+        SyntheticRun single = pair;
+        single.name = QStringLiteral("mlp-1-rank");
+        single.worldSize = 1;
+        single.allReduceInCompute = false;
+        const qint64 two = writeSyntheticRun(db, pair), one = writeSyntheticRun(db, single);
+        qint64 flushed = 0, overflowed = 0, lossy = 0, firstLossy = 0;
+        const qint64 steps = qint64(pair.epochs) * pair.stepsPerEpoch;
+        for (qint64 step = 1; step <= steps; ++step) {
+            const AllReduceLoss lost = syntheticAllReduceLoss(pair, step);
+            flushed += lost.flushed;
+            overflowed += lost.overflowed;
+            if (lost.flushed + lost.overflowed > 0 && ++lossy == 1)
+                firstLossy = step;
+        }
+        QVERIFY(flushed > 0 && overflowed > 0 && lossy > 10); // the table shows the first 10
+        storage::RunStore store(db);
+        const QString path = dir.filePath(QStringLiteral("report.md"));
+        writeReport(store, loadReportData(store, {one, two}), path, ReportFormat::Markdown);
+        const QString text = QString::fromUtf8(readAll(path));
+        const QString sentence =
+            QStringLiteral("the 16-bit all-reduce flushed %1 values to zero in the division "
+                           "before the sum and overflowed %2 in the sum, over %3 steps; %4 "
+                           "of them lost values.")
+                .arg(formatCount(flushed), formatCount(overflowed), formatCount(steps), formatCount(lossy));
+        QVERIFY2(text.contains(sentence), qPrintable(sentence + QStringLiteral("\n") + text));
+        QCOMPARE(text.count(QStringLiteral("16-bit all-reduce flushed")), 1); // not for the 1-rank run
+        QVERIFY2(text.contains(QStringLiteral("The first 10 of %1 steps whose all-reduce lost values.").arg(lossy)),
+                 qPrintable(text));
+        const AllReduceLoss first = syntheticAllReduceLoss(pair, firstLossy);
+        QVERIFY2(
+            text.contains(QStringLiteral("| %1 | %2 | %3 |")
+                              .arg(formatCount(firstLossy), formatCount(first.flushed), formatCount(first.overflowed))),
+            qPrintable(text));
+    }
+
     void unwritablePathIsAnIoError_data()
     {
         QTest::addColumn<int>("format");

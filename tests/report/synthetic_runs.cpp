@@ -41,6 +41,8 @@ QString configJson(const SyntheticRun& run)
     config.training.seed = run.seed;
     if (run.worldSize > 1)
         config.distributed.worldSize = run.worldSize;
+    if (run.allReduceInCompute)
+        config.distributed.allReduceType = AllReduceType::Compute;
     return QString::fromStdString(runConfigToJson(config));
 }
 
@@ -53,6 +55,11 @@ float syntheticTestAccuracy(const SyntheticRun& run, int epoch)
     const int i = std::clamp(epoch, 1, 5) - 1;
     const float seedOffset = run.seed == 42 ? 0.0f : float(0.004 * noise(run.seed + 100, std::uint64_t(i)));
     return (isMixed(run) ? mixed[i] : fp32[i]) + seedOffset;
+}
+
+AllReduceLoss syntheticAllReduceLoss(const SyntheticRun& run, qint64 step)
+{
+    return {step % 10 == 0 ? 100 + step : 0, isSyntheticOverflow(run, step) ? 1 : 0};
 }
 
 bool isSyntheticOverflow(const SyntheticRun& run, qint64 step)
@@ -78,6 +85,7 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
         created.precision = run.precision;
         created.device = run.device;
         created.notes = run.notes;
+        created.kernels = run.kernels;
         created.groupId = run.groupId;
         created.worldSize = run.worldSize;
         id = store.createRun(created);
@@ -103,6 +111,11 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
         s.samplesPerSecond = float(run.samplesPerSecond * (1.0 + 0.04 * noise(salt(run) + 10, std::uint64_t(step))));
         elapsed += kBatch / double(s.samplesPerSecond);
         s.elapsedSeconds = elapsed;
+        if (run.allReduceInCompute) {
+            const AllReduceLoss lost = syntheticAllReduceLoss(run, step);
+            s.allReduceFlushed = lost.flushed;
+            s.allReduceOverflowed = lost.overflowed;
+        }
         writer.onStep(s);
         epochLoss += s.loss;
         if (isMixed(run)) {

@@ -23,6 +23,7 @@ struct SyntheticRun {
     qint64 peakMemoryBytes = 0;
     QString device = QStringLiteral("cpu (OpenBLAS, 2 threads, F16C): Intel(R) Xeon(R) CPU @ 2.20GHz");
     QString notes;
+    QString kernels; // runs.kernels: which path each 16-bit type took (Backend::kernelPaths)
     std::optional<qint64> groupId;
     // training.seed; another seed than 42 moves the accuracies by up to +-0.4 points and
     // changes the loss noise, as a rerun with another seed would.
@@ -32,7 +33,18 @@ struct SyntheticRun {
     // Ranks that trained it data-parallel (mpirun -np N): recorded with each rank's throughput
     // (rank r at samplesPerSecond / N / (1 + r / 10)), and overflows that start on rank step % N.
     int worldSize = 1;
+    // With worldSize > 1: the gradients are all-reduced in the 16-bit type (allreduce_dtype
+    // compute), and each step records what its sum lost (syntheticAllReduceLoss).
+    bool allReduceInCompute = false;
 };
+
+// What the 16-bit all-reduce of step `step` flushed to zero and overflowed in a run with
+// allReduceInCompute: values flushed every 10th step, and one overflowed value on each
+// overflowing step.
+struct AllReduceLoss {
+    qint64 flushed = 0, overflowed = 0;
+};
+AllReduceLoss syntheticAllReduceLoss(const SyntheticRun& run, qint64 step);
 
 // Test accuracy the synthetic run reports after epoch `epoch` (1-based).
 float syntheticTestAccuracy(const SyntheticRun& run, int epoch);

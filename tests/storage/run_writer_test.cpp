@@ -120,6 +120,28 @@ private slots:
         QCOMPARE(run.peakMemoryBytes, std::optional<qint64>(1 << 20));
     }
 
+    // A data-parallel run's per-step all-reduce counts read back as stored, a zero as zero; a
+    // step without them (every other run) reads back as NaN, not as zero.
+    void storesTheAllReduceCountsOfAStep()
+    {
+        {
+            RunWriter writer(m_path, m_runId);
+            for (int n = 1; n <= 3; ++n) {
+                StepRecord step = makeStep(n);
+                if (n < 3) {
+                    step.allReduceFlushed = n == 1 ? 13770 : 0;
+                    step.allReduceOverflowed = n == 1 ? 0 : 20;
+                }
+                writer.onStep(step);
+            }
+            QVERIFY(writer.flush());
+        }
+        const StepSeries series = m_store->steps(m_runId);
+        QCOMPARE(series.allReduceFlushed.mid(0, 2), (QList<double>{13770, 0}));
+        QCOMPARE(series.allReduceOverflowed.mid(0, 2), (QList<double>{0, 20}));
+        QVERIFY(std::isnan(series.allReduceFlushed[2]) && std::isnan(series.allReduceOverflowed[2]));
+    }
+
     void buffersStepsUntilFlush()
     {
         RunWriter writer(m_path, m_runId);

@@ -110,6 +110,14 @@ const QStringList kVersion6 = {
         PRIMARY KEY (run_id, step, ordinal)) WITHOUT ROWID)"),
 };
 
+const QStringList kVersion7 = {
+    QStringLiteral("ALTER TABLE runs ADD COLUMN world_size INTEGER NOT NULL DEFAULT 1"),
+    QStringLiteral("ALTER TABLE events ADD COLUMN first_rank INTEGER"),
+    QStringLiteral(R"(CREATE TABLE run_ranks (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        rank INTEGER NOT NULL, train_seconds REAL NOT NULL, samples_per_second REAL NOT NULL,
+        allreduce_seconds REAL NOT NULL, PRIMARY KEY (run_id, rank)) WITHOUT ROWID)"),
+};
+
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
@@ -126,6 +134,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion5;
     if (version >= 6)
         statements += kVersion6;
+    if (version >= 7)
+        statements += kVersion7;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -188,7 +198,7 @@ private slots:
         }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 7);
+        QCOMPARE(RunStore::schemaVersion(), 8);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(
@@ -217,6 +227,7 @@ private slots:
         QTest::newRow("from version 4") << 4;
         QTest::newRow("from version 5") << 5;
         QTest::newRow("from version 6") << 6;
+        QTest::newRow("from version 7") << 7;
     }
     void migratesForward()
     {
@@ -227,7 +238,7 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 7);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 8);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM run_ranks")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE world_size != 1")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_gemm_inputs")).toInt(), 0);
@@ -240,6 +251,10 @@ private slots:
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM checkpoints")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_tensors")).toInt(), 0);
             QVERIFY(db.scalar(QStringLiteral("SELECT count(*) FROM steps WHERE grad_amax IS NOT NULL")).toInt() == 0);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM steps WHERE allreduce_flushed IS NOT NULL OR "
+                                              "allreduce_overflowed IS NOT NULL"))
+                         .toInt(),
+                     0);
         }
         const RunInfo old = store.findRun(QStringLiteral("old-fp32-1"));
         QCOMPARE(old.status, RunStatus::Finished);
@@ -265,6 +280,7 @@ private slots:
         QCOMPARE(store.createRun(sampleRun()), qint64(3));
         // Old rows read back without the version-4 values, and the lens's tables work.
         QVERIFY(std::isnan(steps.gradAmax.front()));
+        QVERIFY(std::isnan(steps.allReduceFlushed.front()) && std::isnan(steps.allReduceOverflowed.front()));
         QVERIFY(!store.events(old.id).front().location);
         QVERIFY(store.numericsSteps(old.id).isEmpty());
         {
@@ -367,8 +383,8 @@ private slots:
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 8") << 8 << false;
-        QTest::newRow("version 8, WAL") << 8 << true;
+        QTest::newRow("version 9") << 9 << false;
+        QTest::newRow("version 9, WAL") << 9 << true;
         QTest::newRow("version 1000") << 1000 << false;
     }
     void refusesNewerVersion()

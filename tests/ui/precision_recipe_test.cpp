@@ -31,8 +31,11 @@
 #include <QUndoStack>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <map>
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -420,6 +423,28 @@ private slots:
         QVERIFY(recipe->measurement().has_value());
         QCOMPARE(recipe->measurement()->step, qint64(8));
         RecipeFormatTableModel* model = recipe->formatModel();
+        // The figures the engine measured at that step, read from the run's record: per operand,
+        // every GEMM input's quantisation merged, and the weights' per-tensor amax.
+        const NumericsRecord record = bench.store()->numerics(recipe->measurement()->runId, 8);
+        std::map<GemmOperand, QuantStats> engine;
+        for (const GemmInputNumerics& g : record.gemmInputs)
+            engine[g.operand].merge(g.stats);
+        float weightAmaxLow = INFINITY, weightAmaxHigh = 0;
+        for (const TensorNumerics& t : record.tensors)
+            if (t.kind == TensorKind::Weight && t.tensor.ends_with(".weight")) {
+                weightAmaxLow = std::min(weightAmaxLow, t.stats.amax);
+                weightAmaxHigh = std::max(weightAmaxHigh, t.stats.amax);
+            }
+        QVERIFY(weightAmaxHigh > weightAmaxLow); // the mlp's weights differ in range
+        QCOMPARE(cell(model, RecipeFormatTableModel::MeasuredAmax, GemmOperand::Weight),
+                 QString::fromUtf8("%1 – %2").arg(QString::number(weightAmaxLow, 'g', 3),
+                                                  QString::number(weightAmaxHigh, 'g', 3)));
+        // A cell's number, without its unit: "12.34 %" -> 12.34, "23.4 dB" -> 23.4.
+        const auto number = [](const QString& text, const char* unit) {
+            bool ok = false;
+            const double v = text.endsWith(unit) ? text.chopped(int(std::strlen(unit))).trimmed().toDouble(&ok) : NAN;
+            return ok ? v : NAN;
+        };
         for (const auto& entry : enumEntries<GemmOperand>()) {
             const GemmOperand operand = entry.value;
             const OperandMeasurement& m = (*recipe->measurement())[operand];
@@ -428,12 +453,27 @@ private slots:
             QVERIFY2(cell(model, RecipeFormatTableModel::MeasuredAmax, operand) != QString::fromUtf8("—"),
                      entry.key.data());
             QVERIFY(value(model, RecipeFormatTableModel::MeasuredSpan, operand) > 0);
-            // The run used this recipe: its GEMM inputs' clipping and SQNR are shown.
-            QVERIFY2(m.quantized.has_value(), entry.key.data());
-            QVERIFY2(cell(model, RecipeFormatTableModel::ClippedBlocks, operand).endsWith("%"),
-                     qPrintable(cell(model, RecipeFormatTableModel::ClippedBlocks, operand)));
-            QVERIFY2(cell(model, RecipeFormatTableModel::Sqnr, operand).endsWith("dB"),
-                     qPrintable(cell(model, RecipeFormatTableModel::Sqnr, operand)));
+            // The run used this recipe: its GEMM inputs' clipping, flushing and SQNR are shown,
+            // each the engine's figure to the digits the cell gives (2 decimals of a percent,
+            // 1 of a dB).
+            QVERIFY2(engine.count(operand) && engine[operand].blocks > 0, entry.key.data());
+            const QuantStats& q = engine[operand];
+            const QString clipped = cell(model, RecipeFormatTableModel::ClippedBlocks, operand);
+            const QString flushed = cell(model, RecipeFormatTableModel::Flushed, operand);
+            const QString sqnr = cell(model, RecipeFormatTableModel::Sqnr, operand);
+            QVERIFY2(std::fabs(number(clipped, "%") - 100.0 * q.clippedBlockFraction()) <= 0.005 + 1e-9,
+                     qPrintable(QStringLiteral("%1 clipped: %2 shown, %3 measured")
+                                    .arg(entry.key.data(), clipped)
+                                    .arg(100.0 * q.clippedBlockFraction())));
+            QVERIFY2(std::fabs(number(flushed, "%") - 100.0 * q.flushedFraction()) <= 0.005 + 1e-9,
+                     qPrintable(QStringLiteral("%1 flushed: %2 shown, %3 measured")
+                                    .arg(entry.key.data(), flushed)
+                                    .arg(100.0 * q.flushedFraction())));
+            // MXFP4 keeps 2 mantissa bits: the noise is real, the ratio finite.
+            QVERIFY2(std::isfinite(q.sqnrDb()), entry.key.data());
+            QVERIFY2(std::fabs(number(sqnr, "dB") - q.sqnrDb()) <= 0.05 + 1e-9,
+                     qPrintable(
+                         QStringLiteral("%1 SQNR: %2 shown, %3 measured").arg(entry.key.data(), sqnr).arg(q.sqnrDb())));
         }
         QVERIFY2(recipe->measuredNote()->text().contains("at step 8"), qPrintable(recipe->measuredNote()->text()));
 

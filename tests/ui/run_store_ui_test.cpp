@@ -4,6 +4,7 @@
 // language model's run is sampled from in the browser.
 #include "engine/config/presets.h"
 #include "storage/run_store.h"
+#include "storage/run_writer.h"
 #include "tests/ui/quick_config.h"
 #include "ui/comparison_table_model.h"
 #include "ui/comparison_view.h"
@@ -436,6 +437,62 @@ private slots:
         QVERIFY2(heading->text().contains("2 ranks, all-reduce in fp32, sum-then-divide"), qPrintable(heading->text()));
         monitor.setRecording(loadStoredRun(store, one));
         QVERIFY2(!heading->text().contains("rank"), qPrintable(heading->text()));
+    }
+
+    // A stored 2-rank run that all-reduced in 16 bits: the monitor plots each step's flushed and
+    // overflowed values as recorded; a run without them keeps the plot hidden.
+    void theMonitorPlotsWhatEachStepsAllReduceLost()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString path = dir.filePath("runs.sqlite");
+        storage::RunStore store(path);
+        RunConfig config = presetConfig("mlp");
+        config.precision = PrecisionMode::MixedFp16;
+        config.distributed.worldSize = 2;
+        config.distributed.allReduceType = AllReduceType::Compute;
+        const QList<qint64> flushed{0, 130, 0, 7}, overflowed{2, 0, 0, 1};
+        const auto record = [&](const RunConfig& c, bool counts) {
+            storage::NewRun run;
+            run.configJson = QString::fromStdString(runConfigToJson(c));
+            run.preset = "mlp";
+            run.precision = "mixed-fp16";
+            run.worldSize = c.distributed.worldSize;
+            const qint64 id = store.createRun(run);
+            storage::RunWriter writer(path, id);
+            for (int i = 0; i < flushed.size(); ++i) {
+                StepRecord step;
+                step.step = i + 1;
+                step.epoch = 1;
+                step.loss = 1.0f;
+                if (counts) {
+                    step.allReduceFlushed = flushed[i];
+                    step.allReduceOverflowed = overflowed[i];
+                }
+                writer.onStep(step);
+            }
+            RunSummary s;
+            s.status = RunStatus::Finished;
+            writer.finish(s);
+            return id;
+        };
+        const qint64 two = record(config, true);
+        config.distributed = {};
+        const qint64 one = record(config, false);
+
+        RunMonitor monitor;
+        monitor.setRecording(loadStoredRun(store, two));
+        PlotWidget* plot = monitor.allReducePlot();
+        QVERIFY(!plot->isHidden());
+        QCOMPARE(plot->graphCount(), 2);
+        for (int i = 0; i < flushed.size(); ++i) {
+            QCOMPARE(plot->graph(0)->data()->at(i)->key, double(i + 1));
+            QCOMPARE(plot->graph(0)->data()->at(i)->value, double(flushed[i]));
+            QCOMPARE(plot->graph(1)->data()->at(i)->value, double(overflowed[i]));
+        }
+        monitor.setRecording(loadStoredRun(store, one));
+        QVERIFY(plot->isHidden());
+        QCOMPARE(plot->graph(0)->dataCount(), 0);
     }
 };
 
