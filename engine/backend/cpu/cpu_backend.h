@@ -31,6 +31,8 @@ public:
     std::string name() const override;
     std::string kernelPaths() const override;
     const cpu::CpuKernelPlan& kernelPlan() const { return m_plan; }
+    // The oneDNN runtime its kernels run on (tests: OneDnnRuntime::refuseForTesting).
+    cpu::OneDnnRuntime& oneDnnRuntime() { return *m_onednn; }
     Device device() const override { return {DeviceKind::Cpu, 0}; }
     bool supports(Op op, DType dtype) const override;
     int threads() const { return m_threads; }
