@@ -123,6 +123,12 @@ public:
     void copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars) override;
 
     TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
+    // The fast quantiser where it applies, else the arithmetic the device kernels run
+    // (quantize_operand.cpp); quantising again costs more than keeping the result.
+    QuantizedOperand quantizeOperand(const Tensor& src, const OperandQuantization& q) override;
+    std::optional<QuantizedBlocks> quantizeOperandBlocks(const Tensor& src, const OperandQuantization& q,
+                                                         std::int64_t scaleCount) override;
+    bool keepsQuantizedOperands() const override { return true; }
 
     // Records the body's calls on a tape (engine/backend/recording_backend.h) and replays them.
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
