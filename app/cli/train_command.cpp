@@ -21,6 +21,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <unistd.h>
 
 namespace mantissa::cli {
@@ -113,6 +114,12 @@ int runTrainCommand(const QStringList& arguments)
         recording.interactive = isatty(STDERR_FILENO) != 0;
         recording.ranks = ranks ? &*ranks : nullptr;
         const RecordedRun run = trainRecorded(*store, config, *selection.backend, data, recording);
+        // A native kernel oneDNN refused for a shape ran emulated (Backend::kernelPaths's
+        // "ran emulated: " lines, stored with the run): said here too, once per shape.
+        std::istringstream kernelPaths(selection.backend->kernelPaths());
+        for (std::string line; std::getline(kernelPaths, line);)
+            if (line.starts_with("ran emulated: "))
+                std::fprintf(stderr, "kernels: %s\n", line.c_str());
         std::cout << run.toJson().dump() << std::endl;
         if (ranks && run.summary.status == RunStatus::Failed)
             communicator->abortJob(kExitRunFailed); // recorded: now end the other ranks

@@ -53,6 +53,14 @@ cp "${programs[@]}" "$pack/bin/"
 ((${#cpu_tests[@]} == 0)) || cp "${cpu_tests[@]}" "$pack/cpu-bin/"
 cp "$plugin" "$pack/lib/mantissa/plugins/"
 
+# oneDNN is opened at run time (engine/backend/cpu/onednn_library.h), so ldd does not list it:
+# the library the build compiled against goes along (its package config lies in
+# <libdir>/cmake/dnnl), and what it links is gathered with the rest below.
+dnnl_dir=$(sed -n 's/^dnnl_DIR:PATH=//p' "$build/CMakeCache.txt")
+dnnl=$(ls "$dnnl_dir"/../../libdnnl.so.[0-9] 2>/dev/null | head -n 1)
+[[ -n $dnnl ]] || { echo "pack_prebuilt: no libdnnl.so.N beside $dnnl_dir (dnnl_DIR of $build)" >&2; exit 1; }
+cp -L "$dnnl" "$pack/deps/"
+
 # Libraries outside the C runtime and the CUDA libraries: the server may lack them. The C++
 # runtime goes to compat/, used there only where the server's is older than ours.
 while IFS= read -r lib; do
@@ -62,7 +70,7 @@ while IFS= read -r lib; do
     libcud* | libcublas* | libnccl*) ;; # cudart is linked statically; these come from the server
     *) cp -L "$lib" "$pack/deps/" ;;
     esac
-done < <(ldd "${programs[@]}" "${cpu_tests[@]}" "$plugin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
+done < <(ldd "${programs[@]}" "${cpu_tests[@]}" "$plugin" "$dnnl" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
 
 {
     echo "built on $(uname -n) from $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"

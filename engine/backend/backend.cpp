@@ -56,10 +56,15 @@ std::unique_ptr<HostRead> Backend::readAsync(const Tensor& src)
     return std::make_unique<CompletedRead>(std::move(values));
 }
 
-OperandQuantizationResult Backend::quantizeOperand(const Tensor&, Tensor&, const OperandQuantization&)
+QuantizedOperand Backend::quantizeOperand(const Tensor&, const OperandQuantization&)
 {
     throw UnsupportedError(name() + " has no kernels that quantise GEMM operands (the sub-16-bit recipes); "
                                     "run them on the CPU (training.device cpu)");
+}
+
+std::optional<QuantizedBlocks> Backend::quantizeOperandBlocks(const Tensor&, const OperandQuantization&, std::int64_t)
+{
+    return std::nullopt;
 }
 
 } // namespace mantissa

@@ -15,13 +15,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
 namespace mantissa {
 
-struct OperandQuantization;       // engine/numerics/operand_quantization.h
-struct OperandQuantizationResult; // same
+struct OperandQuantization; // engine/numerics/operand_quantization.h
 
 enum class Activation : std::uint8_t { Relu, Gelu, Tanh, Sigmoid };
 // The activations' names, as layer types and as the "activation" of linear and conv2d layers
@@ -150,6 +150,21 @@ struct BlockScales {
     // 1x128 tile per row, 128 for a 128x128 block.
     std::int64_t group = 1, chunkStride = 0, indexStride = 0;
     bool present() const { return scales.defined(); }
+};
+
+// A GEMM operand quantised by Backend::quantizeOperand: the values (or elements) the GEMM
+// multiplies, the decode scale its fp32 sum is multiplied by (1 unless the values are per-tensor
+// elements) and, per tensor, the operand's largest finite magnitude (the delayed-scaling history).
+struct QuantizedOperand {
+    Tensor values;
+    float decodeScale = 1.0f;
+    float amax = 0.0f;
+};
+
+// A GEMM operand quantised by Backend::quantizeOperandBlocks: the elements (bf16) and the
+// blocks' decode scales (fp32).
+struct QuantizedBlocks {
+    Tensor elements, scales;
 };
 
 struct OperandScales {
@@ -400,12 +415,26 @@ public:
 
     // --- quantising a GEMM operand (sub-16-bit recipes) ------------------------------------
     // `src` (fp32 or bf16) quantised as `q` says (engine/numerics/operand_quantization.h) into
-    // `dst` of the same shape: the elements (q.elements) or the quantise-dequantised values,
-    // rounded to dst's dtype (fp32, or bf16 where every value is a bf16, as FP8 elements are).
-    // The values are the CPU quantiser's bit for bit (a NaN is a NaN). A per-tensor operand's
-    // decode scale and amax come back to the host, so the call waits for the device there. The
-    // default refuses (UnsupportedError): the CPU quantises in engine/model/gemm_inputs.cpp.
-    virtual OperandQuantizationResult quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q);
+    // a new tensor of the same shape: the elements (q.elements) or the quantise-dequantised
+    // values, in fp32, or in bf16 where every value is a bf16 (FP8 elements always are) and
+    // q.mayBeBf16 allows it; which of the two is the backend's choice. The values are those of
+    // quantizeOperandOnHost bit for bit (a NaN is a NaN). A per-tensor operand's decode scale
+    // and amax come back to the host, so the call waits for the device there. The default
+    // refuses (UnsupportedError).
+    virtual QuantizedOperand quantizeOperand(const Tensor& src, const OperandQuantization& q);
+    // The same for a GEMM that applies per-block decode scales (gemmBlockScaled), where `q` is
+    // fp32-scaled blocks along K or a per-tensor format's fp32 tiles (q.tiled): the elements in
+    // bf16 (FP8 elements are bf16 numbers) and `scaleCount` block decode scales in fp32, in the
+    // order of the blocks (Along rows: [rows, blocks per row]; along K down the columns:
+    // [blocks along K, columns]; tiles: [row tiles, column tiles]). Nothing where the backend
+    // has no such quantiser (the default) or the operand needs the general one (a NaN or an
+    // Inf): the caller then takes quantizeOperand's dequantised values.
+    virtual std::optional<QuantizedBlocks> quantizeOperandBlocks(const Tensor& src, const OperandQuantization& q,
+                                                                 std::int64_t scaleCount);
+    // Whether a layer keeps a quantised GEMM operand that a backward GEMM reads again, rather
+    // than quantising it again there: where quantising costs more than the memory held (the
+    // CPU's quantiser); not on a GPU, where it only holds device memory.
+    virtual bool keepsQuantizedOperands() const { return false; }
 
     // --- graphs ----------------------------------------------------------------------------
     // Records the work `body` queues through the backend it is handed, without running it,

@@ -112,7 +112,7 @@ TensorStats RecordingBackend::tensorStats(const Tensor&, DType, float)
     refuse("tensorStats (its result goes to the host)");
 }
 
-OperandQuantizationResult RecordingBackend::quantizeOperand(const Tensor&, Tensor&, const OperandQuantization&)
+QuantizedOperand RecordingBackend::quantizeOperand(const Tensor&, const OperandQuantization&)
 {
     refuse("quantizeOperand (a per-tensor scale goes to the host)");
 }

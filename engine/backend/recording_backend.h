@@ -106,7 +106,7 @@ public:
     void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
     void copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars) override;
 
-    OperandQuantizationResult quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q) override;
+    QuantizedOperand quantizeOperand(const Tensor& src, const OperandQuantization& q) override;
     TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
 
     // A tape cannot be recorded onto a tape.

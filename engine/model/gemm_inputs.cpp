@@ -2,7 +2,6 @@
 
 #include "engine/backend/backend.h"
 #include "engine/numerics/block_quantizer.h"
-#include "engine/numerics/fast_operand_quantizer.h"
 #include "engine/numerics/fast_quantizer.h"
 #include "engine/numerics/hadamard_transform.h"
 #include "engine/numerics/operand_quantization.h"
@@ -10,7 +9,6 @@
 #include "engine/util/check.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -144,13 +142,23 @@ float quantizeElements(std::span<const float> values, std::span<float> elements,
     return q.blocks.empty() ? 1.0f : q.blocks.front().scale;
 }
 
-float finiteAmax(std::span<const float> values)
+// Whether the values a format hands the GEMM are bf16 numbers, so that the GEMM can read them
+// natively: FP8 elements are (per-tensor formats hand over the elements, not yet scaled); MX
+// elements (at most 3 mantissa bits) and FP8 elements of power-of-two-scaled blocks times their
+// scale are, unless they fall below bf16's smallest subnormal, which is checked value by value.
+// The other fp32 scales (1x128, 128x128, NVFP4's) make values of up to 24 significant bits.
+bool decodesToBf16(const OperandFormat& format)
 {
-    float amax = 0.0f;
-    for (const float v : values)
-        if (std::isfinite(v))
-            amax = std::max(amax, std::abs(v));
-    return amax;
+    return multipliesElements(format) || (format.format.scheme == ScalingScheme::Mx && format.tile2d == 0) ||
+           format.format.powerOfTwoScales;
+}
+
+// A tensor's values on the host, wherever it lies.
+std::vector<float> hostValues(Backend& backend, const Tensor& t)
+{
+    std::vector<float> values(static_cast<std::size_t>(t.numel()));
+    backend.download(t, values.data());
+    return values;
 }
 
 std::uint64_t nameHash(const std::string& s)
@@ -224,6 +232,7 @@ OperandQuantization operandQuantization(const KLayout& gemmLayout, const Operand
     OperandQuantization q;
     q.format = format.format;
     q.firstCounter = firstCounter;
+    q.mayBeBf16 = decodesToBf16(format);
     const std::int64_t n = gemmLayout.count();
     if (format.tile2d > 0) { // quantizeTiles: [shape[0], the rest], each tile a span of its own
         const auto tile = static_cast<std::int64_t>(format.tile2d);
@@ -319,105 +328,7 @@ void GemmInputQuantizer::noteDelayedAmax(AmaxHistory& h, const GemmInputCall& ca
     h.step = call.step;
 }
 
-GemmOperandValues GemmInputQuantizer::prepareOnDevice(const GemmInputCall& call, const Tensor& t, GemmPass pass,
-                                                      GemmOperand operand, const KLayout& layout,
-                                                      const OperandFormat& format, const OperandFormat& seeded)
-{
-    Backend& backend = call.backend;
-    const auto count = static_cast<std::size_t>(t.numel());
-    // The rotation runs on the host (an fp32 round trip, exact), so that its sums are the CPU's.
-    Tensor source = t;
-    if (format.hadamard) {
-        std::vector<float> values(count);
-        backend.download(t, values.data());
-        rotateAlongK(values, layout, hadamardSigns(call.seed));
-        source = backend.empty(t.shape(), DType::F32);
-        backend.upload(values.data(), source);
-    }
-    AmaxHistory& history = m_history[static_cast<int>(operand)];
-    const float scale = format.delayed ? delayedScaleFor(history, call, format.format.element) : 1.0f;
-    const std::uint64_t counter = stochasticCounter(call, pass, operand);
-    // FP8 elements are always bf16 numbers; the other values are written in fp32 (an MX value
-    // below bf16's range would need a check on the host first). Sampled steps write the same.
-    const DType dtype = multipliesElements(format) ? DType::BF16 : DType::F32;
-    Tensor out = backend.empty(t.shape(), dtype);
-    if (call.observer) { // the lens needs the codes: the CPU quantiser on a copy, same values
-        std::vector<float> values(count), result(count);
-        backend.download(source, values.data());
-        QuantStats stats;
-        const float decodeScale =
-            quantizeGemmOperand(values, result, layout, seeded, t.shape(), scale, counter, &stats);
-        noteDelayedAmax(history, call, format, finiteAmax(values));
-        call.observer->gemmInput(call.layer, pass, operand, format, stats);
-        backend.upload(result.data(), out);
-        return {std::move(out), decodeScale, {}};
-    }
-    try {
-        const OperandQuantizationResult r =
-            backend.quantizeOperand(source, out, operandQuantization(layout, seeded, t.shape(), scale, counter));
-        noteDelayedAmax(history, call, format, r.amax);
-        return {std::move(out), r.decodeScale, {}};
-    } catch (const ConfigError& e) {
-        throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +
-                          std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());
-    }
-}
-
 namespace {
-
-// Whether the values a format hands the GEMM are bf16 numbers, so that the GEMM can read them
-// natively: FP8 elements are (per-tensor formats hand over the elements, not yet scaled); MX
-// elements (at most 3 mantissa bits) and FP8 elements of power-of-two-scaled blocks times their
-// scale are, unless they fall below bf16's smallest subnormal, which is checked value by value.
-// The other fp32 scales (1x128, 128x128, NVFP4's) make values of up to 24 significant bits.
-bool decodesToBf16(const OperandFormat& format)
-{
-    return multipliesElements(format) || (format.format.scheme == ScalingScheme::Mx && format.tile2d == 0) ||
-           format.format.powerOfTwoScales;
-}
-
-// `values` as bf16 when every one is exactly a bf16 (the low half of its bits is zero).
-std::optional<std::vector<std::uint16_t>> exactBf16(std::span<const float> values)
-{
-    std::vector<std::uint16_t> bits(values.size());
-    std::uint32_t lost = 0;
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        const auto b = std::bit_cast<std::uint32_t>(values[i]);
-        bits[i] = static_cast<std::uint16_t>(b >> 16);
-        lost |= b & 0xffffu;
-    }
-    if (lost)
-        return std::nullopt;
-    return bits;
-}
-
-// The operand as the fast quantiser reads it in its own buffer.
-FastOperand fastOperand(const Tensor& t, const KLayout& layout, const OperandFormat& format)
-{
-    FastOperand op;
-    op.data = t.data();
-    op.bf16 = t.dtype() == DType::BF16;
-    if (format.tile2d > 0) {
-        op.layout = FastOperand::Layout::Tiles;
-        op.outer = static_cast<std::size_t>(t.shape()[0]);
-        op.k = static_cast<std::size_t>(t.numel()) / op.outer;
-        op.tile = format.tile2d;
-        return op;
-    }
-    if (format.format.blockRows > 1) { // NVFP4's 16x16 tiles, over weightTileLayout()
-        op.layout = FastOperand::Layout::Tiles;
-        op.outer = static_cast<std::size_t>(layout.outer);
-        op.k = static_cast<std::size_t>(layout.k);
-        op.inner = static_cast<std::size_t>(layout.inner); // > 1 (a convolution's): the slow path
-        op.tile = format.format.blockSize;
-        return op;
-    }
-    op.layout = layout.kind == KLayout::Kind::Along ? FastOperand::Layout::Along : FastOperand::Layout::Around;
-    op.outer = static_cast<std::size_t>(layout.outer);
-    op.k = static_cast<std::size_t>(layout.k);
-    op.inner = static_cast<std::size_t>(layout.inner);
-    return op;
-}
 
 // The chunk and strides of the block scales of a weight [rows, cols] in square tiles of `tile`,
 // one fp32 scale each in [row tiles, column tiles], for a GEMM that runs K along its rows (a
@@ -439,40 +350,30 @@ bool tileScaleStrides(const Tensor& t, std::int64_t tile, const KLayout& layout,
     return true;
 }
 
-// The elements of an fp32-scaled operand (1x128 blocks along K, or a weight's 128x128 tiles)
-// with each block's decode scale, laid out for the block-scaled GEMM (BlockScales), where the
-// layout is one a linear layer's GEMM reads (K along the rows, or K down the columns of a
-// matrix) and the fast quantiser takes the operand; nothing otherwise (stochastic rounding, a
-// NaN or an Inf: the operand is then dequantised as before, and the GEMM counts its scales 1).
-std::optional<GemmOperandValues> blockScaledOperand(Backend& backend, const Tensor& t, const KLayout& layout,
-                                                    const OperandFormat& format)
+// Where the block scales of an fp32-scaled operand (1x128 blocks along K, or a weight's 128x128
+// tiles) lie for the block-scaled GEMM (BlockScales, without the scales themselves) and how many
+// there are (`count`), where the layout is one a linear layer's GEMM reads (K along the rows, or
+// K down the columns of a matrix); nothing otherwise (a convolution's weight, delayed scaling:
+// the operand is then dequantised, and the GEMM counts its scales 1).
+std::optional<BlockScales> blockScaleLayout(const Tensor& t, const KLayout& layout, const OperandFormat& format,
+                                            std::int64_t& count)
 {
-    if ((t.dtype() != DType::BF16 && t.dtype() != DType::F32) || format.delayed || layout.kind != KLayout::Kind::Along)
+    if (format.delayed || layout.kind != KLayout::Kind::Along)
         return std::nullopt;
     const auto blocksOf = [](std::int64_t length, std::int64_t block) { return (length + block - 1) / block; };
-    FastOperand in;
-    in.data = t.data();
-    in.bf16 = t.dtype() == DType::BF16;
     BlockScales blocks;
-    std::int64_t count = 0;
     if (format.tile2d > 0 && format.format.scheme == ScalingScheme::PerTensor) {
         const std::int64_t rows = t.shape()[0], cols = t.numel() / rows;
         const auto tile = static_cast<std::int64_t>(format.tile2d);
-        in.layout = FastOperand::Layout::Tiles;
-        in.outer = static_cast<std::size_t>(rows);
-        in.k = static_cast<std::size_t>(cols);
-        in.tile = format.tile2d;
         if (!tileScaleStrides(t, tile, layout, blocks))
             return std::nullopt; // a convolution's weight
         count = blocksOf(rows, tile) * blocksOf(cols, tile);
-    } else if (format.format.scheme == ScalingScheme::Fp32Blocks && format.format.blockRows <= 1 &&
-               format.format.blockSize > 0 && (layout.inner == 1 || layout.outer == 1)) {
+        return blocks;
+    }
+    if (format.format.scheme == ScalingScheme::Fp32Blocks && format.format.blockRows <= 1 &&
+        format.format.blockSize > 0 && (layout.inner == 1 || layout.outer == 1)) {
         const auto block = static_cast<std::int64_t>(format.format.blockSize);
         const std::int64_t perK = blocksOf(layout.k, block);
-        in.layout = FastOperand::Layout::Along;
-        in.outer = static_cast<std::size_t>(layout.outer);
-        in.k = static_cast<std::size_t>(layout.k);
-        in.inner = static_cast<std::size_t>(layout.inner);
         blocks.chunk = block;
         if (layout.inner == 1) { // [rows, blocks per row]
             blocks.chunkStride = 1;
@@ -483,16 +384,9 @@ std::optional<GemmOperandValues> blockScaledOperand(Backend& backend, const Tens
             blocks.indexStride = 1;
             count = perK * layout.inner;
         }
-    } else
-        return std::nullopt;
-    Tensor scales = backend.empty({count}, DType::F32);
-    Tensor elements = backend.empty(t.shape(), DType::BF16);
-    FastOperandOutput out{elements.data(), true};
-    out.blockScales = scales.f32();
-    if (quantizeOperandFast(in, out, format.format) != FastResult::Done)
-        return std::nullopt; // FP8 elements are bf16 numbers: only the slow path's cases get here
-    blocks.scales = std::move(scales);
-    return GemmOperandValues{std::move(elements), 1.0f, std::move(blocks)};
+        return blocks;
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -501,7 +395,7 @@ std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& 
                                                            GemmPass preparedFor, const Tensor& t, GemmPass pass,
                                                            GemmOperand operand, const KLayout& layout) const
 {
-    if (m_recipe == GemmRecipe::None || call.observer || t.device().kind != DeviceKind::Cpu ||
+    if (m_recipe == GemmRecipe::None || call.observer || !call.backend.keepsQuantizedOperands() ||
         prepared.values.shape() != t.shape())
         return std::nullopt;
     if (!prepared.blocks.present()) {
@@ -552,101 +446,60 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
     if (m_recipe == GemmRecipe::None)
         return {t, 1.0f, {}};
     MANTISSA_ASSERT(layout.count() == t.numel());
+    Backend& backend = call.backend;
     const GemmOperand formatOf =
         operand == GemmOperand::Weight && !call.weightIsWeight ? GemmOperand::Activation : operand;
     const OperandFormat format = withScaleRounding(operandFormat(m_recipe, pass, formatOf, m_options, call.mayRotate),
                                                    m_options, call.blockScaledGemm);
     OperandFormat seeded = format;
     seeded.format.encoding.seed = call.seed;
-    if (t.device().kind != DeviceKind::Cpu)
-        return prepareOnDevice(call, t, pass, operand, layout, format, seeded);
-    // The Hadamard rotation comes first; the quantiser then reads the rotated fp32 values.
-    Tensor rotated;
+    // The Hadamard rotation comes first, on the host (an fp32 round trip, exact), so that its
+    // sums are the same wherever the operand lies; the quantiser then reads the rotated values.
+    Tensor source = t;
     if (format.hadamard) {
-        rotated = call.backend.empty(t.shape(), DType::F32);
-        const std::vector<float> values = t.toFloats();
-        std::copy(values.begin(), values.end(), rotated.f32());
-        rotateAlongK({rotated.f32(), values.size()}, layout, hadamardSigns(call.seed));
+        std::vector<float> values = hostValues(backend, t);
+        rotateAlongK(values, layout, hadamardSigns(call.seed));
+        source = backend.empty(t.shape(), DType::F32);
+        backend.upload(values.data(), source);
     }
-    const Tensor& source = format.hadamard ? rotated : t;
+    // The lens needs the codes, which the backends' quantisers do not keep: on sampled steps the
+    // measuring quantiser runs on a host copy for the statistics (the same blocks, the same
+    // values), and the GEMM still reads the backend's.
+    const auto measure = [&](float delayedScale, std::uint64_t counter) {
+        if (!call.observer)
+            return;
+        const std::vector<float> values = hostValues(backend, source);
+        std::vector<float> quantized(values.size());
+        QuantStats stats;
+        quantizeGemmOperand(values, quantized, layout, seeded, t.shape(), delayedScale, counter, &stats);
+        call.observer->gemmInput(call.layer, pass, operand, format, stats);
+    };
 
-    // fp32-scaled blocks for a GEMM that applies their scales: the elements and the scales.
-    // Sampled steps measure the quantisation on the slow path as well (the same blocks).
+    // fp32-scaled blocks for a GEMM that applies their scales: the elements and the scales,
+    // where the backend quantises them so (else the dequantised values below).
+    std::int64_t scaleCount = 0;
     if (call.blockScaledGemm)
-        if (std::optional<GemmOperandValues> blocked = blockScaledOperand(call.backend, source, layout, seeded)) {
-            if (call.observer) {
-                const std::vector<float> values = source.toFloats();
-                std::vector<float> dequantized(values.size());
-                QuantStats stats;
-                quantizeGemmOperand(values, dequantized, layout, seeded, t.shape(), 1.0f, 0, &stats);
-                call.observer->gemmInput(call.layer, pass, operand, format, stats);
+        if (std::optional<BlockScales> blocks = blockScaleLayout(source, layout, seeded, scaleCount))
+            if (std::optional<QuantizedBlocks> quantized = backend.quantizeOperandBlocks(
+                    source, operandQuantization(layout, seeded, t.shape(), 1.0f, 0), scaleCount)) {
+                measure(1.0f, 0);
+                blocks->scales = std::move(quantized->scales);
+                return {std::move(quantized->elements), 1.0f, std::move(*blocks)};
             }
-            return std::move(*blocked);
-        }
 
-    float scale = 1.0f;
     AmaxHistory& history = m_history[static_cast<int>(operand)];
-    if (format.delayed)
-        scale = delayedScaleFor(history, call, format.format.element);
-    const auto noteAmax = [&](float amax) { noteDelayedAmax(history, call, format, amax); };
-
-    // The fast path reads the operand where it lies and writes bf16 where the values allow;
-    // sampled steps (an observer) and the cases it leaves (stochastic rounding, a convolution's
-    // 2D weight tiles, a NaN or an Inf) take the slow one, which gives the same values.
-    const bool bf16Values = decodesToBf16(format);
-    const bool elements = multipliesElements(format);
-    if (!call.observer && (source.dtype() == DType::BF16 || source.dtype() == DType::F32)) {
-        // A 2D-tiled weight is the same tiles whichever way the GEMM runs K through it.
-        const FastOperand in =
-            fastOperand(source, format.format.blockRows > 1 ? weightTileLayout(t.shape()) : layout, format);
-        const std::optional<float> fixed = format.delayed ? std::optional<float>(scale) : std::nullopt;
-        float amax = 0.0f, decodeScale = 1.0f;
-        for (const bool bf16 : {true, false}) {
-            if (bf16 && !bf16Values)
-                continue;
-            Tensor out = call.backend.empty(t.shape(), bf16 ? DType::BF16 : DType::F32);
-            const FastResult r = quantizeOperandFast(in, {out.data(), bf16, elements ? &decodeScale : nullptr},
-                                                     seeded.format, fixed, &amax);
-            if (r == FastResult::Done) {
-                noteAmax(amax);
-                return {std::move(out), decodeScale, {}};
-            }
-            if (r == FastResult::SlowPath)
-                break;
-        }
-    }
-
-    const std::vector<float> values = source.toFloats();
-    noteAmax(finiteAmax(values));
+    const float scale = format.delayed ? delayedScaleFor(history, call, format.format.element) : 1.0f;
     const std::uint64_t counter = stochasticCounter(call, pass, operand);
-    std::vector<float> result(values.size());
-    QuantStats stats;
-    float decodeScale = 1.0f;
     try {
-        // What the fast quantiser leaves, unsampled: the device's arithmetic on the host, where
-        // the operand lies (the same values as the measuring quantiser, quant_arithmetic_test).
-        // Sampled steps take the quantiser that keeps the codes for the lens.
-        decodeScale =
-            call.observer
-                ? quantizeGemmOperand(values, result, layout, seeded, t.shape(), scale, counter, &stats)
-                : quantizeOperandOnHost(operandQuantization(layout, seeded, t.shape(), scale, counter), values, result)
-                      .decodeScale;
+        measure(scale, counter);
+        QuantizedOperand quantized =
+            backend.quantizeOperand(source, operandQuantization(layout, seeded, t.shape(), scale, counter));
+        noteDelayedAmax(history, call, format, quantized.amax);
+        return {std::move(quantized.values), quantized.decodeScale, {}};
     } catch (const ConfigError& e) {
         throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +
                           std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());
     }
-    if (call.observer)
-        call.observer->gemmInput(call.layer, pass, operand, format, stats);
-    // The same type the fast path would have written, so that sampling does not change the GEMM.
-    if (bf16Values)
-        if (const auto bits = exactBf16(result)) {
-            Tensor out = call.backend.empty(t.shape(), DType::BF16);
-            std::copy(bits->begin(), bits->end(), out.u16());
-            return {std::move(out), decodeScale, {}};
-        }
-    Tensor out = call.backend.empty(t.shape(), DType::F32);
-    std::copy(result.begin(), result.end(), out.f32());
-    return {std::move(out), decodeScale, {}};
 }
 
 } // namespace mantissa

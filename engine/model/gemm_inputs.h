@@ -4,19 +4,20 @@
 // whose projections go through the backend's GEMM) hands each operand to
 // Layer::gemmInput() before the GEMM; without a recipe the operand comes back untouched.
 //
-// On the CPU an operand is quantised into a new tensor. Under per-tensor scaling (fp8-hybrid,
-// fp8-e4m3, fp8-delayed) the tensor holds the FP8 elements themselves, always bf16 numbers,
-// and the tensor's decode scale comes with it: the GEMM multiplies the elements with fp32
-// accumulation and multiplies the sum once by the product of the two decode scales, as FP8
-// tensor cores and cuBLASLt's scaled FP8 GEMMs do (docs/formats.md, "The FP8 GEMM"). Under
-// fp32-scaled blocks (fp8-block's 1x128 tiles and 128x128 blocks), for a GEMM that applies
-// block scales (a linear layer's, Backend::gemmBlockScaled), it holds the elements too, and the
-// blocks' decode scales come with it, laid out by K-chunk (docs/formats.md, "The block-scaled
-// FP8 GEMM"). Otherwise the block formats hand over the quantise-dequantised values (element
-// times its block's scale), in bf16 when every one is a bf16 (MX) and in fp32 otherwise.
-// Either way the
-// backend's GEMM and convolution multiply with fp32 accumulation (bf16 natively where the CPU
-// can) and write the layer's bf16 output. Blocks run along the
+// The backend quantises an operand into a new tensor (Backend::quantizeOperand). Under
+// per-tensor scaling (fp8-hybrid, fp8-e4m3, fp8-delayed) the tensor holds the FP8 elements
+// themselves, always bf16 numbers, and the tensor's decode scale comes with it: the GEMM
+// multiplies the elements with fp32 accumulation and multiplies the sum once by the product of
+// the two decode scales, as FP8 tensor cores and cuBLASLt's scaled FP8 GEMMs do (docs/formats.md,
+// "The FP8 GEMM"). Under fp32-scaled blocks (fp8-block's 1x128 tiles and 128x128 blocks), for a
+// GEMM that applies block scales (a linear layer's, Backend::gemmBlockScaled), it holds the
+// elements too, and the blocks' decode scales come with it, laid out by K-chunk
+// (docs/formats.md, "The block-scaled FP8 GEMM"), where the backend quantises so
+// (Backend::quantizeOperandBlocks: the CPU). Otherwise the block formats hand over the
+// quantise-dequantised values (element times its block's scale), in bf16 when every one is a
+// bf16 (MX) and the backend writes them so, and in fp32 otherwise. Either way the backend's GEMM
+// and convolution multiply with fp32 accumulation (bf16 natively where the CPU can) and write
+// the layer's bf16 output. Blocks run along the
 // GEMM's reduction dimension K (KLayout says where K lies in the operand's buffer); an
 // operand whose K is not contiguous is gathered so that it is, quantised, and scattered back.
 // A convolution's blocks are formed over the stored tensor as an implicit GEMM over NHWC data
@@ -147,11 +148,12 @@ public:
 
     // `t` as the GEMM of `pass` should read it: `t` itself (scale 1) without a recipe, else a
     // tensor of the same shape holding the elements or the quantise-dequantised values (see
-    // quantizeGemmOperand), bf16 where they all are bf16 numbers (the same values either way;
-    // the fast and the measuring path choose alike), with its decode scale. On a GPU the
-    // backend quantises it (Backend::quantizeOperand) into bf16 elements or fp32 values, the
-    // same values as the CPU's. A weight-gradient input the
-    // recipe rotates comes back rotated and quantised: the GEMM's product is the weight
+    // quantizeGemmOperand), with its decode scale. The backend quantises it where it lies
+    // (Backend::quantizeOperand, or quantizeOperandBlocks for a GEMM that applies block
+    // scales), in bf16 where the values allow and the backend chooses to, the same values on
+    // every backend. This class decides what is quantised how (formats, layouts, the
+    // delayed-scaling history, the lens's statistics) and never where. A weight-gradient input
+    // the recipe rotates comes back rotated and quantised: the GEMM's product is the weight
     // gradient only with both of its inputs prepared here.
     GemmOperandValues prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
                               const KLayout& layout);
@@ -190,10 +192,6 @@ private:
     float delayedScaleFor(AmaxHistory& h, const GemmInputCall& call, MiniFloat element);
     // The open step's amax of a delayed-scaling operand joins the history (training passes only).
     static void noteDelayedAmax(AmaxHistory& h, const GemmInputCall& call, const OperandFormat& format, float amax);
-    // prepare() for an operand on a GPU: Backend::quantizeOperand, or the CPU quantiser on a
-    // copy where the lens samples the step.
-    GemmOperandValues prepareOnDevice(const GemmInputCall& call, const Tensor& t, GemmPass pass, GemmOperand operand,
-                                      const KLayout& layout, const OperandFormat& format, const OperandFormat& seeded);
 
     GemmRecipe m_recipe = GemmRecipe::None;
     RecipeOptions m_options;

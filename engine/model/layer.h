@@ -186,14 +186,14 @@ protected:
             return std::move(*again);
         return m_gemmInputs.prepare(call, t, gemm, operand, layout);
     }
-    // Whether the forward's operand `operand`, prepared from `t`, has the same values in the
-    // backward's GEMM `gemm` (GemmInputQuantizer::samePerTensorValues) and is read again there,
-    // so that a layer keeps it for gemmInputAgain rather than quantising it again. Only on the
-    // CPU, where GemmInputQuantizer::reuse reads it again; elsewhere keeping it would only hold
-    // device memory.
-    bool gemmInputReadAgain(GemmPass gemm, GemmOperand operand, const Tensor& t) const
+    // Whether the forward's operand `operand` has the same values in the backward's GEMM `gemm`
+    // (GemmInputQuantizer::samePerTensorValues) and is read again there, so that a layer keeps
+    // it for gemmInputAgain rather than quantising it again. Only where the backend keeps
+    // quantised operands (Backend::keepsQuantizedOperands), as GemmInputQuantizer::reuse reads
+    // them again only there; elsewhere keeping it would only hold device memory.
+    bool gemmInputReadAgain(const Backend& backend, GemmPass gemm, GemmOperand operand) const
     {
-        return t.device().kind == DeviceKind::Cpu &&
+        return backend.keepsQuantizedOperands() &&
                m_gemmInputs.samePerTensorValues(GemmPass::Forward, gemm, operand, weightGradientMayRotate());
     }
     // Whether this layer's GEMMs apply per-block decode scales (Backend::gemmBlockScaled): a

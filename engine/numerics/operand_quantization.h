@@ -26,6 +26,10 @@ struct OperandQuantization {
     std::optional<float> fixedScale; // per tensor: the encode scale (delayed scaling), else max / amax now
     bool elements = false;           // per tensor: the result holds the elements; the decode scale is returned
     std::uint64_t firstCounter = 0;  // stochastic rounding's first counter
+    // The values may be written in bf16 where every one is a bf16 number (the GEMM then reads
+    // them natively): FP8 elements, MX values, power-of-two-scaled blocks. Only where to write
+    // them; their values do not depend on it.
+    bool mayBeBf16 = false;
 };
 
 struct OperandQuantizationResult {

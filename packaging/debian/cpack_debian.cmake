@@ -24,13 +24,14 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
-# mantissa: the programs. dpkg-shlibdeps reads their shared-library needs (Qt, oneDNN,
-# zlib, ...); what it cannot see is listed: Qt's SQLite driver and platform plugins (loaded
-# as plugins) and the default dataset. Fortunes is the text presets' default corpus.
+# mantissa: the programs. dpkg-shlibdeps reads their shared-library needs (Qt, zlib, ...);
+# what it cannot see is listed: oneDNN (opened with dlopen on first use,
+# engine/backend/cpu/onednn_library.h), Qt's SQLite driver and platform plugins (loaded as
+# plugins) and the default dataset. Fortunes is the text presets' default corpus.
 set(CPACK_DEBIAN_APP_PACKAGE_NAME mantissa)
 set(CPACK_DEBIAN_APP_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_APP_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_APP_PACKAGE_DEPENDS "libqt6sql6-sqlite, qt6-qpa-plugins, dataset-fashion-mnist")
+set(CPACK_DEBIAN_APP_PACKAGE_DEPENDS "libdnnl2 (>= 2.6), libqt6sql6-sqlite, qt6-qpa-plugins, dataset-fashion-mnist")
 set(CPACK_DEBIAN_APP_PACKAGE_RECOMMENDS "fortunes")
 # The CUDA plugin needs cuBLAS and cuDNN, which no Debian package provides: dpkg-shlibdeps is
 # shown where they are (they need not be on the loader's path, as on a CI machine with the

@@ -42,9 +42,9 @@ int defaultThreads()
 
 CpuBackend::CpuBackend(const CpuOptions& options)
     : m_threads(options.threads > 0 ? options.threads : defaultThreads()), m_plan(cpu::planCpuKernels(options.kernels)),
-      m_onednn(std::make_unique<cpu::OneDnnRuntime>()), m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn)),
-      m_conv(std::make_unique<cpu::OneDnnConv>(*m_onednn)), m_gelu(std::make_unique<cpu::OneDnnGelu>(*m_onednn)),
-      m_softmax(std::make_unique<cpu::OneDnnSoftmax>(*m_onednn))
+      m_onednn(std::make_unique<cpu::OneDnnRuntime>(options.kernels != CpuKernels::Native)),
+      m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn)), m_conv(std::make_unique<cpu::OneDnnConv>(*m_onednn)),
+      m_gelu(std::make_unique<cpu::OneDnnGelu>(*m_onednn)), m_softmax(std::make_unique<cpu::OneDnnSoftmax>(*m_onednn))
 {
     // oneDNN (built on OpenMP) and our own loops share one OpenMP team: one budget, so that
     // neither oversubscribes the cores while the other waits.
@@ -61,9 +61,12 @@ std::string CpuBackend::name() const
 
 std::string CpuBackend::kernelPaths() const
 {
-    std::string used = m_onednn->implementations();
+    const std::string used = m_onednn->implementations();
+    std::string fellBack; // one line per shape a native kernel was refused for
+    for (const std::string& refusal : m_onednn->fallbacks())
+        fellBack += "\nran emulated: " + refusal;
     return "bf16: " + m_plan.bf16Path + "\nfp16: " + m_plan.fp16Path + "\nOpenMP waits: " + cpu::openMpWaitPolicy() +
-           (used.empty() ? std::string() : "\noneDNN kernels used: " + used) +
+           (used.empty() ? std::string() : "\noneDNN kernels used: " + used) + fellBack +
            (m_ownBlockScaledKernelUsed
                 ? "\nblock-scaled bf16 GEMM: Mantissa's avx512_bf16 kernel (K-chunk sums promoted from registers)"
                 : "");

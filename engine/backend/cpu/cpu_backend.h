@@ -31,6 +31,8 @@ public:
     std::string name() const override;
     std::string kernelPaths() const override;
     const cpu::CpuKernelPlan& kernelPlan() const { return m_plan; }
+    // The oneDNN runtime its kernels run on (tests: OneDnnRuntime::refuseForTesting).
+    cpu::OneDnnRuntime& oneDnnRuntime() { return *m_onednn; }
     Device device() const override { return {DeviceKind::Cpu, 0}; }
     bool supports(Op op, DType dtype) const override;
     int threads() const { return m_threads; }
@@ -121,6 +123,12 @@ public:
     void copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars) override;
 
     TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
+    // The fast quantiser where it applies, else the arithmetic the device kernels run
+    // (quantize_operand.cpp); quantising again costs more than keeping the result.
+    QuantizedOperand quantizeOperand(const Tensor& src, const OperandQuantization& q) override;
+    std::optional<QuantizedBlocks> quantizeOperandBlocks(const Tensor& src, const OperandQuantization& q,
+                                                         std::int64_t scaleCount) override;
+    bool keepsQuantizedOperands() const override { return true; }
 
     // Records the body's calls on a tape (engine/backend/recording_backend.h) and replays them.
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;

@@ -2,6 +2,7 @@
 
 #include "engine/backend/cpu/block_scaled_bf16_kernel.h"
 #include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/onednn_library.h"
 #include "engine/backend/cpu/onednn_runtime.h"
 #include "engine/util/check.h"
 
@@ -11,6 +12,12 @@ CpuKernelPlan planCpuKernels(CpuKernels requested)
 {
     CpuKernelPlan plan;
     plan.requested = requested;
+    // Without oneDNN's library there are no CPU kernels at all: the plan says why, and the
+    // backend's construction fails with the same words (onednn_library.h).
+    if (const std::string problem = oneDnnLibraryProblem(); !problem.empty()) {
+        plan.bf16Path = plan.fp16Path = "unavailable: " + problem;
+        return plan;
+    }
     const CpuFeatures& cpu = cpuFeatures();
     const bool bf16Available = oneDnnHasNativeBf16();
     if (requested == CpuKernels::Emulated) {

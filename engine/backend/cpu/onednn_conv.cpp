@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/onednn_conv.h"
 
+#include "engine/numerics/conversions.h"
 #include "engine/tensor/tensor.h"
 #include "engine/util/check.h"
 
@@ -171,11 +172,25 @@ std::string describe(const ConvShape& s, const char* op)
            std::to_string(g.strideW) + ", padding " + std::to_string(g.padH) + "x" + std::to_string(g.padW);
 }
 
-[[noreturn]] void unsupported(const ConvShape& s, const char* op, const dnnl::error& e)
+// The fp32 shape the emulated path runs for a native one, writing fp32.
+ConvShape widened(const ConvShape& s)
 {
-    throw UnsupportedError("oneDNN " + oneDnnVersion() + " cannot create a " + describe(s, op) + " (" + e.what() + ")" +
-                           (s.bf16Inputs ? "; training.cpu_kernels emulated avoids native bf16 kernels" : ""));
+    ConvShape wide = s;
+    wide.bf16Inputs = false;
+    wide.bf16Output = false;
+    return wide;
 }
+
+std::vector<float> widen(const void* bf16, std::int64_t count)
+{
+    std::vector<float> wide(static_cast<std::size_t>(count));
+    widenToFloat(bf16, DType::BF16, wide.data(), wide.size());
+    return wide;
+}
+
+std::int64_t xCount(const ConvGeometry& g) { return g.n * g.inChannels * g.inH * g.inW; }
+std::int64_t wCount(const ConvGeometry& g) { return g.outChannels * g.inChannels * g.kH * g.kW; }
+std::int64_t yCount(const ConvGeometry& g) { return g.n * g.outChannels * g.outH * g.outW; }
 
 std::string family(const ConvShape& s, const char* op)
 {
@@ -240,35 +255,51 @@ OneDnnConv::OneDnnConv(OneDnnRuntime& runtime) : m_runtime(runtime) {}
 
 OneDnnConv::~OneDnnConv() = default;
 
-OneDnnConv::Forward& OneDnnConv::forwardFor(const ConvShape& s)
+void OneDnnConv::refused(const ConvShape& s, const char* op, const dnnl::error& e)
+{
+    if (s.bf16Inputs && m_runtime.fallsBack()) {
+        m_runtime.noteFallback(describe(s, op), e.what());
+        return;
+    }
+    throw UnsupportedError("oneDNN " + oneDnnVersion() + " cannot create a " + describe(s, op) + " (" + e.what() + ")" +
+                           (s.bf16Inputs ? "; training.cpu_kernels auto runs such a shape emulated, and emulated "
+                                           "avoids native bf16 kernels"
+                                         : ""));
+}
+
+OneDnnConv::Forward* OneDnnConv::forwardFor(const ConvShape& s)
 {
     const Key key = keyOf(s);
     if (auto found = m_forward.find(key); found != m_forward.end())
-        return *found->second;
+        return found->second.get();
     dnnl::engine& eng = m_runtime.engine();
     const Descs d = descsFor(s);
     try {
+        m_runtime.checkRefusal(family(s, "forward"));
         const auto pd = forwardDesc(s, d, blockedLayouts(s.geometry, Direction::Forward), eng);
         m_runtime.noteImplementation(family(s, "forward"), pd.impl_info_str());
         auto entry = std::make_unique<Forward>(Forward{
             dnnl::convolution_forward(pd), Operand(d.src, pd.src_desc(), true, eng),
             Operand(d.weights, pd.weights_desc(), true, eng), Operand(d.dstResult, pd.dst_desc(), false, eng), d.bias});
-        return *m_forward.emplace(key, std::move(entry)).first->second;
+        return m_forward.emplace(key, std::move(entry)).first->second.get();
     } catch (const dnnl::error& e) {
-        unsupported(s, "forward", e);
+        refused(s, "forward", e);
+        m_forward.emplace(key, nullptr);
+        return nullptr;
     }
 }
 
-OneDnnConv::BackwardData& OneDnnConv::backwardDataFor(const ConvShape& s)
+OneDnnConv::BackwardData* OneDnnConv::backwardDataFor(const ConvShape& s)
 {
     const Key key = keyOf(s);
     if (auto found = m_backwardData.find(key); found != m_backwardData.end())
-        return *found->second;
+        return found->second.get();
     dnnl::engine& eng = m_runtime.engine();
     const Descs d = descsFor(s);
     const bool blocked = blockedLayouts(s.geometry, Direction::BackwardData);
     const auto chosen = [blocked](const dnnl::memory::desc& plain) { return chosenLayout(plain, blocked); };
     try {
+        m_runtime.checkRefusal(family(s, "backward data"));
         const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, chosen(d.srcResult),
                                                          chosen(d.weights), chosen(d.dst), d.strides, d.padL, d.padR);
         const dnnl::convolution_backward_data::primitive_desc pd(desc, eng, forwardDesc(s, d, blocked, eng));
@@ -276,22 +307,25 @@ OneDnnConv::BackwardData& OneDnnConv::backwardDataFor(const ConvShape& s)
         auto entry = std::make_unique<BackwardData>(BackwardData{
             dnnl::convolution_backward_data(pd), Operand(d.dst, pd.diff_dst_desc(), true, eng),
             Operand(d.weights, pd.weights_desc(), true, eng), Operand(d.srcResult, pd.diff_src_desc(), false, eng)});
-        return *m_backwardData.emplace(key, std::move(entry)).first->second;
+        return m_backwardData.emplace(key, std::move(entry)).first->second.get();
     } catch (const dnnl::error& e) {
-        unsupported(s, "backward data", e);
+        refused(s, "backward data", e);
+        m_backwardData.emplace(key, nullptr);
+        return nullptr;
     }
 }
 
-OneDnnConv::BackwardWeights& OneDnnConv::backwardWeightsFor(const ConvShape& s)
+OneDnnConv::BackwardWeights* OneDnnConv::backwardWeightsFor(const ConvShape& s)
 {
     const Key key = keyOf(s);
     if (auto found = m_backwardWeights.find(key); found != m_backwardWeights.end())
-        return *found->second;
+        return found->second.get();
     dnnl::engine& eng = m_runtime.engine();
     const Descs d = descsFor(s);
     const bool blocked = blockedLayouts(s.geometry, Direction::BackwardWeights);
     const auto chosen = [blocked](const dnnl::memory::desc& plain) { return chosenLayout(plain, blocked); };
     try {
+        m_runtime.checkRefusal(family(s, "backward weights"));
         const auto desc = s.bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
                                                                             chosen(d.src), chosen(d.weightsF32), d.bias,
                                                                             chosen(d.dst), d.strides, d.padL, d.padR)
@@ -304,16 +338,31 @@ OneDnnConv::BackwardWeights& OneDnnConv::backwardWeightsFor(const ConvShape& s)
             BackwardWeights{dnnl::convolution_backward_weights(pd), Operand(d.src, pd.src_desc(), true, eng),
                             Operand(d.dst, pd.diff_dst_desc(), true, eng),
                             Operand(d.weightsF32, pd.diff_weights_desc(), false, eng), d.bias});
-        return *m_backwardWeights.emplace(key, std::move(entry)).first->second;
+        return m_backwardWeights.emplace(key, std::move(entry)).first->second.get();
     } catch (const dnnl::error& e) {
-        unsupported(s, "backward weights", e);
+        refused(s, "backward weights", e);
+        m_backwardWeights.emplace(key, nullptr);
+        return nullptr;
     }
 }
 
 void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const float* bias, void* y)
 {
     MANTISSA_ASSERT(s.bias == (bias != nullptr));
-    Forward& f = forwardFor(s);
+    Forward* found = forwardFor(s);
+    if (!found) {
+        const ConvGeometry& g = s.geometry;
+        const std::vector<float> wideX = widen(x, xCount(g)), wideW = widen(w, wCount(g));
+        if (!s.bf16Output) {
+            forward(widened(s), wideX.data(), wideW.data(), bias, y);
+            return;
+        }
+        std::vector<float> wideY(static_cast<std::size_t>(yCount(g)));
+        forward(widened(s), wideX.data(), wideW.data(), bias, wideY.data());
+        narrowFromFloat(wideY.data(), y, wideY.size(), DType::BF16);
+        return;
+    }
+    Forward& f = *found;
     Execution run(m_runtime);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, run.input(f.src, x)},
                                                {DNNL_ARG_WEIGHTS, run.input(f.weights, w)}};
@@ -325,7 +374,20 @@ void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const
 
 void OneDnnConv::backwardData(const ConvShape& s, const void* dy, const void* w, void* dx)
 {
-    BackwardData& b = backwardDataFor(s);
+    BackwardData* found = backwardDataFor(s);
+    if (!found) {
+        const ConvGeometry& g = s.geometry;
+        const std::vector<float> wideDy = widen(dy, yCount(g)), wideW = widen(w, wCount(g));
+        if (!s.bf16Output) {
+            backwardData(widened(s), wideDy.data(), wideW.data(), dx);
+            return;
+        }
+        std::vector<float> wideDx(static_cast<std::size_t>(xCount(g)));
+        backwardData(widened(s), wideDy.data(), wideW.data(), wideDx.data());
+        narrowFromFloat(wideDx.data(), dx, wideDx.size(), DType::BF16);
+        return;
+    }
+    BackwardData& b = *found;
     Execution run(m_runtime);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, run.input(b.diffDst, dy)},
                                                {DNNL_ARG_WEIGHTS, run.input(b.weights, w)}};
@@ -336,7 +398,14 @@ void OneDnnConv::backwardData(const ConvShape& s, const void* dy, const void* w,
 void OneDnnConv::backwardWeights(const ConvShape& s, const void* x, const void* dy, float* dw, float* dbias)
 {
     MANTISSA_ASSERT(s.bias == (dbias != nullptr));
-    BackwardWeights& b = backwardWeightsFor(s);
+    BackwardWeights* found = backwardWeightsFor(s);
+    if (!found) {
+        const ConvGeometry& g = s.geometry;
+        const std::vector<float> wideX = widen(x, xCount(g)), wideDy = widen(dy, yCount(g));
+        backwardWeights(widened(s), wideX.data(), wideDy.data(), dw, dbias);
+        return;
+    }
+    BackwardWeights& b = *found;
     Execution run(m_runtime);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, run.input(b.src, x)},
                                                {DNNL_ARG_DIFF_DST, run.input(b.diffDst, dy)}};
@@ -350,8 +419,15 @@ void OneDnnConv::backward(const ConvShape& filter, const ConvShape& data, const 
                           float* dw, float* dbias, void* dx)
 {
     MANTISSA_ASSERT(filter.bias == (dbias != nullptr) && filter.bf16Inputs == data.bf16Inputs);
-    BackwardWeights& bw = backwardWeightsFor(filter);
-    BackwardData& bd = backwardDataFor(data);
+    BackwardWeights* weightsKernel = backwardWeightsFor(filter);
+    BackwardData* dataKernel = backwardDataFor(data);
+    if (!weightsKernel || !dataKernel) { // a refused one runs emulated: each on its own
+        backwardWeights(filter, x, dy, dw, dbias);
+        backwardData(data, dy, w, dx);
+        return;
+    }
+    BackwardWeights& bw = *weightsKernel;
+    BackwardData& bd = *dataKernel;
     Execution run(m_runtime);
     // dy in the weights kernel's layout serves the data kernel too where that wants the same.
     const dnnl::memory dyForWeights = run.input(bw.diffDst, dy);

@@ -4,7 +4,9 @@
 // fp32, every result (y, dx, dw, dbias) written in fp32 for the caller to round once into its
 // tensor's dtype. The bias joins the fp32 sum inside the kernel, before that rounding.
 // Primitives, and the reorders between our NCHW tensors and the blocked layouts oneDNN's
-// kernels run on, are built once per geometry and input type and reused.
+// kernels run on, are built once per geometry and input type and reused. A native bf16 shape
+// oneDNN refuses to build runs emulated where the runtime falls back (onednn_runtime.h): its
+// inputs widened to fp32, the fp32 primitive, the result rounded once into its type.
 #include "engine/backend/cpu/onednn_runtime.h"
 #include "engine/backend/geometry.h"
 
@@ -53,9 +55,14 @@ private:
     struct BackwardData;
     struct BackwardWeights;
 
-    Forward& forwardFor(const ConvShape& shape);
-    BackwardData& backwardDataFor(const ConvShape& shape);
-    BackwardWeights& backwardWeightsFor(const ConvShape& shape);
+    // The shape's primitive, or nullptr where oneDNN refused a native bf16 one and the runtime
+    // falls back (the map then keeps nullptr for the shape); throws UnsupportedError otherwise.
+    Forward* forwardFor(const ConvShape& shape);
+    BackwardData* backwardDataFor(const ConvShape& shape);
+    BackwardWeights* backwardWeightsFor(const ConvShape& shape);
+    // Records a refusal and returns, where the runtime falls back from this native shape;
+    // throws UnsupportedError naming the op, the shape and oneDNN's reason otherwise.
+    void refused(const ConvShape& shape, const char* op, const dnnl::error& e);
 
     OneDnnRuntime& m_runtime;
     std::unordered_map<Key, std::unique_ptr<Forward>, KeyHash> m_forward;

@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/onednn_matmul.h"
 
+#include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
 #include <bit>
@@ -68,10 +69,12 @@ std::size_t OneDnnMatmul::ShapeHash::operator()(const MatmulShape& s) const
     return h;
 }
 
-OneDnnMatmul::Prepared& OneDnnMatmul::primitive(const MatmulShape& s)
+OneDnnMatmul::Prepared* OneDnnMatmul::primitive(const MatmulShape& s)
 {
     if (auto found = m_primitives.find(s); found != m_primitives.end())
-        return found->second;
+        return &found->second;
+    if (m_refused.contains(s))
+        return nullptr;
     MANTISSA_ASSERT(s.batch >= 1 && (s.batch == 1 || !s.rowBias));
     dnnl::primitive_attr attr;
     if (s.alpha != 1.0f)
@@ -82,7 +85,9 @@ OneDnnMatmul::Prepared& OneDnnMatmul::primitive(const MatmulShape& s)
         ops.append_sum(s.beta);
         attr.set_post_ops(ops);
     }
+    const std::string family = s.bf16Inputs ? "bf16 matmul" : "fp32 matmul";
     try {
+        m_runtime.checkRefusal(family);
         const auto describe = [&](std::int64_t rowOfB) {
             const auto [a, b, c] = operandDescs(s, rowOfB);
             const auto desc = s.rowBias
@@ -99,13 +104,54 @@ OneDnnMatmul::Prepared& OneDnnMatmul::primitive(const MatmulShape& s)
             pd = describe(rowOfB);
             note = std::string(pd.impl_info_str()) + " (B copied into padded rows)";
         }
-        m_runtime.noteImplementation(s.bf16Inputs ? "bf16 matmul" : "fp32 matmul", note);
-        return m_primitives.emplace(s, Prepared{dnnl::matmul(pd), rowOfB}).first->second;
+        m_runtime.noteImplementation(family, note);
+        return &m_primitives.emplace(s, Prepared{dnnl::matmul(pd), rowOfB}).first->second;
     } catch (const dnnl::error& e) {
-        throw UnsupportedError("oneDNN " + oneDnnVersion() + " cannot create a " + (s.bf16Inputs ? "bf16" : "fp32") +
-                               " matmul for " + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " +
-                               std::to_string(s.k) + "x" + std::to_string(s.n) + " (" + e.what() +
-                               "); training.cpu_kernels emulated avoids native bf16 kernels");
+        const std::string what = family + " " + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " +
+                                 std::to_string(s.k) + "x" + std::to_string(s.n) +
+                                 (s.ta == Transpose::Yes ? ", A transposed" : "") +
+                                 (s.tb == Transpose::Yes ? ", B transposed" : "") +
+                                 (s.batch > 1 ? ", " + std::to_string(s.batch) + " products" : std::string()) +
+                                 (s.bf16Output ? ", rounded into bf16" : "");
+        if (s.bf16Inputs && m_runtime.fallsBack()) {
+            m_runtime.noteFallback(what, e.what());
+            m_refused.insert(s);
+            return nullptr;
+        }
+        throw UnsupportedError("oneDNN " + oneDnnVersion() + " cannot create a " + what + " (" + e.what() + ")" +
+                               (s.bf16Inputs ? "; training.cpu_kernels auto runs such a shape emulated, and emulated "
+                                               "avoids native bf16 kernels"
+                                             : ""));
+    }
+}
+
+void OneDnnMatmul::runEmulated(const MatmulShape& s, const void* a, const void* b, const float* bias, void* c)
+{
+    // Each operand's extent in its buffer: the last product's start plus one product's values.
+    const auto extent = [&s](std::int64_t stride, std::int64_t values) {
+        return static_cast<std::size_t>((s.batch - 1) * stride + values);
+    };
+    const std::size_t aCount = extent(s.strideA, s.m * s.k), bCount = extent(s.strideB, s.k * s.n),
+                      cCount = extent(s.strideC, s.m * s.n);
+    std::vector<float> wideA(aCount), wideB(bCount);
+    widenToFloat(a, DType::BF16, wideA.data(), aCount);
+    widenToFloat(b, DType::BF16, wideB.data(), bCount);
+    MatmulShape wide = s;
+    wide.bf16Inputs = false;
+    wide.bf16Output = false;
+    if (!s.bf16Output) {
+        run(wide, wideA.data(), wideB.data(), bias, c);
+        return;
+    }
+    std::vector<float> wideC(cCount);
+    if (s.beta != 0.0f)
+        widenToFloat(c, DType::BF16, wideC.data(), cCount);
+    run(wide, wideA.data(), wideB.data(), bias, wideC.data());
+    // Only the products' values are rounded back: the gaps between them are not c's to write.
+    const auto product = static_cast<std::size_t>(s.m * s.n);
+    for (std::int64_t i = 0; i < s.batch; ++i) {
+        const auto start = static_cast<std::size_t>(i * s.strideC);
+        narrowFromFloat(wideC.data() + start, static_cast<std::uint16_t*>(c) + start, product, DType::BF16);
     }
 }
 
@@ -114,7 +160,12 @@ void OneDnnMatmul::run(const MatmulShape& s, const void* a, const void* b, const
     MANTISSA_ASSERT(s.rowBias == (bias != nullptr));
     if (s.m == 0 || s.n == 0)
         return;
-    Prepared& prepared = primitive(s);
+    Prepared* found = primitive(s);
+    if (!found) {
+        runEmulated(s, a, b, bias, c);
+        return;
+    }
+    Prepared& prepared = *found;
     dnnl::engine& eng = m_runtime.engine();
     const OperandDescs descs = operandDescs(s, prepared.rowOfB);
     if (prepared.rowOfB > s.n) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace mantissa::cpu {
@@ -37,6 +38,8 @@ public:
     // c = alpha * op(a) op(b) [+ bias] [+ beta * c]: c is fp32 (or bf16, shape.bf16Output) [m, n] row-major; a is [m, k]
     // (or [k, m] when ta) and b is [k, n] (or [n, k] when tb), row-major; for each of
     // shape.batch products at the shape's strides. A bias needs batch 1.
+    // A native bf16 shape oneDNN refuses to build runs as runEmulated does where the runtime
+    // falls back (onednn_runtime.h), and is an UnsupportedError otherwise.
     void run(const MatmulShape& shape, const void* a, const void* b, const float* bias, void* c);
 
 private:
@@ -49,11 +52,17 @@ private:
         dnnl::matmul matmul;
         std::int64_t rowOfB = 0;
     };
-    Prepared& primitive(const MatmulShape& shape);
+    // The shape's primitive, or nullptr where oneDNN refused a native bf16 one and the runtime
+    // falls back; throws UnsupportedError for any other refusal.
+    Prepared* primitive(const MatmulShape& shape);
+    // The emulated path for a native bf16 shape: a and b (and a read c) widened to fp32, the
+    // fp32 primitive of the same shape, its result rounded once into c's type.
+    void runEmulated(const MatmulShape& shape, const void* a, const void* b, const float* bias, void* c);
 
     OneDnnRuntime& m_runtime;
     std::unordered_map<MatmulShape, Prepared, ShapeHash> m_primitives;
-    std::vector<unsigned char> m_paddedB; // B in padded rows; only grows
+    std::unordered_set<MatmulShape, ShapeHash> m_refused; // native shapes that fell back
+    std::vector<unsigned char> m_paddedB;                 // B in padded rows; only grows
 };
 
 } // namespace mantissa::cpu

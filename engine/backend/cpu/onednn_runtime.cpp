@@ -2,7 +2,9 @@
 
 namespace mantissa::cpu {
 
-OneDnnRuntime::OneDnnRuntime() : m_engine(dnnl::engine::kind::cpu, 0), m_stream(m_engine) {}
+OneDnnRuntime::OneDnnRuntime(bool fallBack)
+    : m_engine(dnnl::engine::kind::cpu, 0), m_stream(m_engine), m_fallBack(fallBack)
+{}
 
 void OneDnnRuntime::noteImplementation(const std::string& family, const std::string& impl)
 {
@@ -25,6 +27,31 @@ std::string OneDnnRuntime::implementations() const
         }
     }
     return out;
+}
+
+void OneDnnRuntime::noteFallback(const std::string& what, const std::string& reason)
+{
+    std::lock_guard lock(m_mutex);
+    m_fallbacks.insert(what + ", which oneDNN refused: " + reason);
+}
+
+std::vector<std::string> OneDnnRuntime::fallbacks() const
+{
+    std::lock_guard lock(m_mutex);
+    return {m_fallbacks.begin(), m_fallbacks.end()};
+}
+
+void OneDnnRuntime::checkRefusal(const std::string& family) const
+{
+    std::lock_guard lock(m_mutex);
+    if (m_refused.contains(family))
+        throw dnnl::error(dnnl_unimplemented, "refused for testing");
+}
+
+void OneDnnRuntime::refuseForTesting(const std::string& family)
+{
+    std::lock_guard lock(m_mutex);
+    m_refused.insert(family);
 }
 
 std::string oneDnnVersion()

@@ -4,18 +4,25 @@
 // "brg:avx512_core_bf16"), which the run records so that a user can tell whether a speedup
 // is the hardware's. oneDNN picks its kernels from the CPU it finds at run time, so the same
 // binary runs AVX2, AVX-512 and AMX code on the machines that have them.
+// It also holds the policy for a native bf16 primitive that oneDNN refuses to build for a
+// shape: under training.cpu_kernels auto the op runs on the emulated path instead (bf16 widened
+// to fp32, oneDNN's fp32 kernel, the result rounded once: the oracle's values bit for bit), and
+// the refusal is recorded once per shape; under native it is an error naming the op, the shape
+// and oneDNN's reason.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace mantissa::cpu {
 
 class OneDnnRuntime {
 public:
-    OneDnnRuntime();
+    // `fallBack`: whether a refused native bf16 primitive falls back to the emulated path.
+    explicit OneDnnRuntime(bool fallBack = true);
 
     dnnl::engine& engine() { return m_engine; }
     dnnl::stream& stream() { return m_stream; }
@@ -25,11 +32,29 @@ public:
     // "bf16 matmul: brg:avx512_core_bf16; fp32 matmul: brg:avx512_core", families in order.
     std::string implementations() const;
 
+    bool fallsBack() const { return m_fallBack; }
+    // Records that oneDNN refused `what` ("bf16 matmul 64x32 by 32x16") for `reason` and that it
+    // ran on the emulated path instead; a shape is recorded once, however often it runs.
+    void noteFallback(const std::string& what, const std::string& reason);
+    // One entry per refused shape, in order:
+    // "bf16 matmul 64x32 by 32x16, which oneDNN refused: <oneDNN's reason>".
+    std::vector<std::string> fallbacks() const;
+
+    // Called where a primitive of `family` is about to be built: throws dnnl::error, as oneDNN
+    // does when it refuses a primitive, for a family a test named in refuseForTesting. oneDNN
+    // 2.6 builds every shape the engine asks for on the CPUs it runs on, so tests make the
+    // refusal happen here to drive the real fallback path.
+    void checkRefusal(const std::string& family) const;
+    void refuseForTesting(const std::string& family);
+
 private:
     dnnl::engine m_engine;
     dnnl::stream m_stream;
     mutable std::mutex m_mutex;
     std::map<std::string, std::set<std::string>> m_used;
+    bool m_fallBack;
+    std::set<std::string> m_fallbacks;
+    std::set<std::string> m_refused; // families refused for tests
 };
 
 // "2.6.3"

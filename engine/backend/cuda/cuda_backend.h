@@ -124,7 +124,9 @@ public:
     std::unique_ptr<HostRead> readAsync(const Tensor& src) override;
 
     // Measured by a kernel (tensor_stats.cu); only the counts and histogram are copied back.
-    OperandQuantizationResult quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q) override;
+    // FP8 elements in bf16, every other operand's values in fp32 (an MX value below bf16's
+    // range would need a check on the host first).
+    QuantizedOperand quantizeOperand(const Tensor& src, const OperandQuantization& q) override;
     TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
 
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;

@@ -17,18 +17,17 @@
 
 namespace mantissa::cuda {
 
-OperandQuantizationResult CudaBackend::quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q)
+QuantizedOperand CudaBackend::quantizeOperand(const Tensor& src, const OperandQuantization& q)
 {
-    const auto wide = [](DType t) { return t == DType::F32 || t == DType::BF16; };
-    if (!wide(src.dtype()) || !wide(dst.dtype()))
-        throw UnsupportedError("quantizeOperand: the CUDA backend quantises fp32 or bf16 operands into fp32 or bf16, "
-                               "not " +
-                               std::string(dtypeName(src.dtype())) + " into " + std::string(dtypeName(dst.dtype())));
+    if (src.dtype() != DType::F32 && src.dtype() != DType::BF16)
+        throw UnsupportedError("quantizeOperand: the CUDA backend quantises fp32 or bf16 operands, not " +
+                               std::string(dtypeName(src.dtype())));
+    Tensor dst = empty(src.shape(), q.elements ? DType::BF16 : DType::F32);
     const std::int64_t n = src.numel();
     MANTISSA_ASSERT(dst.numel() == n && q.view.rows() * q.view.cols() == n);
     const bool perTensor = q.format.scheme == ScalingScheme::PerTensor && !q.tiled;
     m_fp8Operands->forget(dst.data()); // rewritten: what it held before is gone
-    OperandQuantizationResult result;
+    QuantizedOperand result{dst};
     if (!perTensor) {
         qa::OperandPlan plan = operandPlan(q, 0.0f); // validates; NVFP4's tensor level follows on the device
         Tensor amax;

@@ -84,10 +84,10 @@ ForwardResult Linear::forward(PassState& pass, const Tensor& x)
     auto context = std::make_unique<LinearContext>();
     if (pass.training) {
         context->input = input;
-        if (gemmInputReadAgain(GemmPass::WeightGrad, GemmOperand::Activation, input))
+        if (gemmInputReadAgain(pass.backend, GemmPass::WeightGrad, GemmOperand::Activation))
             context->inputOperand = xq;
         // fp8-block's 128x128 weight tiles can be read again too (GemmInputQuantizer::reuse).
-        if (wq.blocks.present() || gemmInputReadAgain(GemmPass::DataGrad, GemmOperand::Weight, weight().working))
+        if (wq.blocks.present() || gemmInputReadAgain(pass.backend, GemmPass::DataGrad, GemmOperand::Weight))
             context->weight = wq;
     }
     return {y.reshaped(outputShape(x.shape())), std::move(context)};

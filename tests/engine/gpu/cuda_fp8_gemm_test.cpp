@@ -92,11 +92,11 @@ protected:
     {
         Tensor in = backend.empty(Shape{rows, cols}, DType::F32);
         backend.upload(values.data(), in);
-        Operand out{backend.empty(Shape{rows, cols}, DType::BF16), 1.0f};
         const OperandFormat format = scaledFormat(ScalingScheme::PerTensor, element, 0);
         OperandQuantization q = operandQuantization(KLayout::rows(rows, cols), format, Shape{rows, cols}, 1.0f, 0);
-        out.decodeScale = backend.quantizeOperand(in, out.elements, q).decodeScale;
-        return out;
+        QuantizedOperand quantized = backend.quantizeOperand(in, q);
+        EXPECT_EQ(quantized.values.dtype(), DType::BF16) << "FP8 elements are bf16 numbers";
+        return {std::move(quantized.values), quantized.decodeScale};
     }
 
     std::unique_ptr<Backend> m_native, m_emulated;
