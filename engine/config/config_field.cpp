@@ -39,7 +39,10 @@ std::string parseReal(std::string_view text, double& value)
     return {};
 }
 
-std::string wrongType(const nlohmann::json& json) { return std::string("has the wrong type (") + json.type_name() + ")"; }
+std::string wrongType(const nlohmann::json& json)
+{
+    return std::string("has the wrong type (") + json.type_name() + ")";
+}
 
 } // namespace field_types
 
@@ -147,7 +150,8 @@ void ConfigField<Owner>::setText(Owner& owner, std::string_view text, const std:
 {
     Owner edited = owner;
     if (std::string error = type->parse(member(edited), text); !error.empty())
-        throw ConfigError(where + " " + (error.starts_with("is \"") ? error : "is \"" + std::string(text) + "\": " + error));
+        throw ConfigError(where + " " +
+                          (error.starts_with("is \"") ? error : "is \"" + std::string(text) + "\": " + error));
     if (std::string error = problem(edited); !error.empty())
         throw ConfigError(where + " " + error);
     owner = std::move(edited);

@@ -42,10 +42,10 @@ enum class WriteRule : std::uint8_t { Always, UnlessDefault };
 
 template <typename Owner>
 struct ConfigField {
-    std::string_view path{};        // "training.batch_size"; a layer's "units"
-    std::string_view label{};       // "Batch size": the UI's label
-    std::string_view unit{};        // "steps", "samples", ...; "" for none
-    std::string_view description{}; // one line: tooltips, --help, docs/config.md
+    std::string_view path{};         // "training.batch_size"; a layer's "units"
+    std::string_view label{};        // "Batch size": the UI's label
+    std::string_view unit{};         // "steps", "samples", ...; "" for none
+    std::string_view description{};  // one line: tooltips, --help, docs/config.md
     double minimum = 0, maximum = 0; // Integer, Real, IntegerList (each element): the legal range
     std::string_view option{};       // the CLI's --option that sets it; "" for none
     WriteRule write = WriteRule::Always;
@@ -60,14 +60,14 @@ struct ConfigField {
 
     FieldKind kind() const;
     bool hasRange() const;
-    std::string text(const Owner& owner) const;            // "128", "mixed-bf16", "1, 28, 28"
-    std::string defaultText() const;                       // the text of a default-constructed Owner
-    bool isDefault(const Owner& owner) const;              // the value equals the default's
-    bool isWritten(const Owner& owner) const;              // the writer puts it into the JSON
-    double number(const Owner& owner) const;               // Integer, Real, Boolean (0 or 1)
-    void setNumber(Owner& owner, double value) const;      // Integer, Real, Boolean
-    std::vector<FieldChoice> choices() const;              // Choice: its legal values in order
-    std::string rangeText() const;                         // "1 to 65536 samples"
+    std::string text(const Owner& owner) const;       // "128", "mixed-bf16", "1, 28, 28"
+    std::string defaultText() const;                  // the text of a default-constructed Owner
+    bool isDefault(const Owner& owner) const;         // the value equals the default's
+    bool isWritten(const Owner& owner) const;         // the writer puts it into the JSON
+    double number(const Owner& owner) const;          // Integer, Real, Boolean (0 or 1)
+    void setNumber(Owner& owner, double value) const; // Integer, Real, Boolean
+    std::vector<FieldChoice> choices() const;         // Choice: its legal values in order
+    std::string rangeText() const;                    // "1 to 65536 samples"
     // Sets the field from text (a command-line value, a table cell), checking its type and its
     // range: throws ConfigError "`where` <what is wrong>", where names the option or the cell.
     void setText(Owner& owner, std::string_view text, const std::string& where) const;

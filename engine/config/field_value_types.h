@@ -35,7 +35,7 @@ struct FieldValueType {
 
 namespace field_types {
 
-std::string formatReal(double value);     // the shortest text that reads back as the same float
+std::string formatReal(double value); // the shortest text that reads back as the same float
 std::string parseInteger(std::string_view text, long long& value);
 std::string parseReal(std::string_view text, double& value);
 std::string wrongType(const nlohmann::json& json); // "has the wrong type (string)"
@@ -44,8 +44,7 @@ template <typename T>
 struct Traits;
 
 template <typename T>
-    requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
-struct Traits<T> {
+requires std::is_integral_v<T> &&(!std::is_same_v<T, bool>)struct Traits<T> {
     static constexpr FieldKind kind = FieldKind::Integer;
     static std::string text(const T& v) { return std::to_string(v); }
     static std::string parse(T& v, std::string_view text)
@@ -145,7 +144,7 @@ struct Traits<std::vector<I>> {
 };
 
 template <typename E>
-    requires std::is_enum_v<E>
+requires std::is_enum_v<E>
 struct Traits<E> {
     static constexpr FieldKind kind = FieldKind::Choice;
     static std::string text(const E& v) { return std::string(enumKey(v)); }
@@ -278,9 +277,9 @@ ConfigField<typename MemberOwner<decltype(First)>::type>
 row(ConfigField<typename MemberOwner<decltype(First)>::type> field)
 {
     using Owner = typename MemberOwner<decltype(First)>::type;
-    using Value = std::remove_cvref_t<decltype(((std::declval<Owner&>() .* First) .* ... .* Rest))>;
+    using Value = std::remove_cvref_t<decltype(((std::declval<Owner&>().*First).*....*Rest))>;
     field.type = &field_types::kValueType<Value>;
-    field.member = [](Owner& owner) -> void* { return &((owner .* First) .* ... .* Rest); };
+    field.member = [](Owner& owner) -> void* { return &((owner.*First).*....*Rest); };
     return field;
 }
 

@@ -127,9 +127,11 @@ RunConfig parseRunConfig(const std::string& text, const std::string& origin)
         throw ConfigError(origin + ": not valid JSON: " + e.what());
     }
     RunConfig config;
-    parseObject(root, "", config, origin);
-    if (!root.contains("model") || root["model"].is_null())
+    // The one required field is named before any other fault: a file without a model is not a
+    // run config at all.
+    if (root.is_object() && (!root.contains("model") || root["model"].is_null()))
         fail(origin, "model", "is missing");
+    parseObject(root, "", config, origin);
     validateRunConfig(config, origin);
     return config;
 }

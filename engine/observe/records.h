@@ -30,7 +30,7 @@ struct StepRecord {
     // (distributed.allreduce_dtype compute): this step's nonzero values that the division before
     // the sum rounded to zero, and values finite on every rank that the sum made non-finite.
     // Unset in every other run.
-    std::optional<std::int64_t> allReduceFlushed, allReduceOverflowed;
+    std::optional<std::int64_t> allReduceFlushed{}, allReduceOverflowed{};
 };
 
 struct EpochRecord {

@@ -77,7 +77,8 @@ TEST(ConfigField, SettingFromTextChecksTypeAndRangeAndNamesWhere)
     EXPECT_EQ(c.training.batchSize, 96);
     EXPECT_EQ(errorOf([&] { batch.setText(c, "0", "--batch-size"); }),
               "--batch-size must be 1 to 65536 samples (got 0)");
-    EXPECT_EQ(errorOf([&] { batch.setText(c, "lots", "--batch-size"); }), "--batch-size is \"lots\": is not an integer");
+    EXPECT_EQ(errorOf([&] { batch.setText(c, "lots", "--batch-size"); }),
+              "--batch-size is \"lots\": is not an integer");
     EXPECT_EQ(c.training.batchSize, 96) << "a refused value leaves the field as it was";
     const RunField& mode = runConfigField("precision.mode");
     mode.setText(c, "mxfp8", "--precision");
@@ -98,9 +99,7 @@ TEST(ConfigField, SettingFromTextChecksTypeAndRangeAndNamesWhere)
 // The parser refuses what a row's range refuses, naming the field, at any depth of the layers.
 TEST(ConfigField, TheParserAppliesEveryRowsRange)
 {
-    const auto parse = [](const std::string& json) {
-        return errorOf([&] { parseRunConfig(json, "t.json"); });
-    };
+    const auto parse = [](const std::string& json) { return errorOf([&] { parseRunConfig(json, "t.json"); }); };
     EXPECT_EQ(parse(R"({"model": {"layers": []}, "numerics": {"every": 1001}})"),
               "t.json: numerics.every must be 0 to 1000 steps (got 1001)");
     EXPECT_EQ(parse(R"({"model": {"layers": []}, "precision": {"loss_scale": {"hysteresis": 0}}})"),
