@@ -228,8 +228,7 @@ const std::array kRunFields{
          .maximum = kMaxLossScaleCountDouble}),
     row<&R::lossScale, &LossScaleSpec::hysteresis>(
         {.path = "precision.loss_scale.hysteresis",
-         .label = "Hysteresis",
-         .unit = "overflows",
+         .label = "Hysteresis (overflows)",
          .description = "dynamic: consecutive overflows before backing off (PyTorch 1, DeepSpeed 2).",
          .minimum = 1,
          .maximum = kMaxLossScaleCountDouble}),

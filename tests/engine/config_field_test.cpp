@@ -103,7 +103,7 @@ TEST(ConfigField, TheParserAppliesEveryRowsRange)
     EXPECT_EQ(parse(R"({"model": {"layers": []}, "numerics": {"every": 1001}})"),
               "t.json: numerics.every must be 0 to 1000 steps (got 1001)");
     EXPECT_EQ(parse(R"({"model": {"layers": []}, "precision": {"loss_scale": {"hysteresis": 0}}})"),
-              "t.json: precision.loss_scale.hysteresis must be 1 to 2^24 overflows (got 0)");
+              "t.json: precision.loss_scale.hysteresis must be 1 to 2^24 (got 0)");
     EXPECT_EQ(parse(R"({"model": {"layers": [{"type": "residual", "layers": [{"type": "dropout", "rate": 1.5}]}]}})"),
               "t.json: model.layers[0].layers[0].rate must be 0 to 0.99 (got 1.5)");
     EXPECT_EQ(parse(R"({"model": {"layers": [{"type": "attention", "heads": 0}]}})"),
