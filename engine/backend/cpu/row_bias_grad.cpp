@@ -31,11 +31,16 @@ void columnSums(const Word* dy, std::int64_t rows, std::int64_t cols, std::int64
     }
 }
 
-// Splits the columns between the threads in slices of whole 64-byte lines of sums.
+// Splits the columns between the threads in slices of whole 64-byte lines of sums. Below a
+// million values a call takes a few microseconds on one thread (6 us for vit-tiny's 2048x64
+// bf16), which a parallel region's fork and join would eat, and on a loaded machine a region
+// waits for a descheduled thread for far longer: one thread sums them.
+constexpr std::int64_t kParallelValues = std::int64_t{1} << 20;
+
 template <typename Word>
 void parallelColumnSums(const Word* dy, std::int64_t rows, std::int64_t cols, float* out)
 {
-#pragma omp parallel if (rows * cols > 65536 && cols >= 32)
+#pragma omp parallel if (rows * cols > kParallelValues && cols >= 32)
     {
         const std::int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
         const std::int64_t lines = (cols + 15) / 16;
