@@ -134,7 +134,7 @@ def main():
                     if line.startswith(("backend:", "GEMM peak", "kernels:", "fp16:")):
                         print("Mantissa " + line if not line.startswith("fp16:") else "         " + line)
                 if theirs:
-                    print("PyTorch " + theirs.splitlines()[0])
+                    print(theirs.splitlines()[0])  # "PyTorch 1.13 ..., 2 threads; OpenBLAS core ..."
                 header_printed = True
             m = {r[2]: r for r in table_rows(ours)}
             rate = {mode: float(m[mode][3]) * factor for mode in m}
