@@ -6,6 +6,7 @@
 //   engine_throughput [--device auto|cpu|cuda[:N]] [--steps N] [--warmup N] [--threads N]
 //                     [--models mlp,cnn] [--modes fp32,mixed-fp16] [--graphs auto|on|off]
 //                     [--cpu-kernels auto|native|emulated] [--repeat R] [--ratio-to MODE]
+//                     [--profile-ops 1]
 //
 // The header states the kernels each 16-bit type takes (Backend::kernelPaths) and this
 // machine's practical GEMM peak: the backend's own 2048x2048x2048 product in fp32 and in bf16,
@@ -22,10 +23,16 @@
 // first run and replays it as a CUDA graph on a GPU and runs op by op on the CPU; on also
 // records an op tape on the CPU. The last column says how the timed steps ran.
 //
+// --profile-ops 1 times every backend call of the timed steps (bench/op_timing_backend.h) and
+// prints, after the table, where each model's and mode's step time went, op by op, summed
+// over the rounds: milliseconds per step, calls per step and the share of the step. "outside
+// the backend" is the rest of the step (the layers' host code, the allocator, the data).
+//
 // Achieved TFLOP/s counts a training step as three forward passes (the forward, and a
 // backward that computes both the input and the weight gradients, each as costly as the
 // forward), from the model's forward FLOPs per sample (Layer::flopsPerSample: a multiply-add
 // is two FLOPs). Peak memory is Backend::peakBytes over the timed run.
+#include "bench/op_timing_backend.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/cpu/openmp_wait_policy.h"
@@ -39,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -60,13 +68,15 @@ std::vector<std::string> splitList(const std::string& text)
 struct Measured {
     double samplesPerSecond = 0;
     std::size_t peakBytes = 0;
-    std::string stepMode;     // "graph" or "op by op (why)"
-    std::int64_t skipped = 0; // overflow steps: each is located by running its passes again
-    float trainLoss = 0;      // the timed run's mean loss: equal bits, equal training
+    std::string stepMode;                            // "graph" or "op by op (why)"
+    std::int64_t skipped = 0;                        // overflow steps: each is located by running its passes again
+    float trainLoss = 0;                             // the timed run's mean loss: equal bits, equal training
+    std::map<std::string, OpTimingBackend::Row> ops; // with --profile-ops: the timed steps' backend calls
+    double seconds = 0;                              // the timed steps' wall time
 };
 
 Measured measure(Backend& backend, const std::string& device, const std::string& preset, PrecisionMode mode,
-                 int threads, AutoSwitch graphs, std::int64_t warmup, std::int64_t steps)
+                 int threads, AutoSwitch graphs, std::int64_t warmup, std::int64_t steps, bool profileOps)
 {
     RunConfig config = presetConfig(preset);
     config.precision = mode;
@@ -91,11 +101,16 @@ Measured measure(Backend& backend, const std::string& device, const std::string&
     config.training.maxSteps = warmup;
     Trainer(config, backend, data).run();
     config.training.maxSteps = steps;
-    Trainer trainer(config, backend, data);
+    OpTimingBackend timing(backend);
+    Trainer trainer(config, profileOps ? static_cast<Backend&>(timing) : backend, data);
     const RunSummary summary = trainer.run();
     if (summary.status == RunStatus::Failed)
         throw Error(preset + " " + precisionModeName(mode) + ": the run failed: " + summary.message);
-    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph", summary.skippedSteps, summary.trainLoss};
+    Measured m{summary.samplesPerSecond, summary.peakBytes, "graph", summary.skippedSteps, summary.trainLoss, {}, 0.0};
+    m.ops = timing.rows();
+    m.seconds = summary.samplesPerSecond > 0
+                    ? static_cast<double>(config.training.batchSize * steps) / summary.samplesPerSecond
+                    : 0.0;
     if (trainer.graphSteps() == 0)
         m.stepMode = "op by op (" + trainer.graphStatus() + ")";
     return m;
@@ -143,6 +158,27 @@ std::string kernelPath(PrecisionMode mode, const std::string& paths)
     return paths.substr(begin, paths.find(':', begin) - begin) + " " + std::string(dtypeName(compute));
 }
 
+// The op profile of one model and mode: the backend's calls by time, then the rest of the step.
+void printOpProfile(const std::string& model, const std::string& mode, const Measured& m, std::int64_t steps)
+{
+    std::vector<std::pair<std::string, OpTimingBackend::Row>> rows(m.ops.begin(), m.ops.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    const double perStep = 1e3 / static_cast<double>(steps);
+    double inOps = 0;
+    for (const auto& row : rows)
+        inOps += row.second.seconds;
+    std::printf("\nop profile: %s %s, %.2f ms per step\n", model.c_str(), mode.c_str(), m.seconds * perStep);
+    std::printf("| op | ms per step | calls per step | %% of step |\n| --- | --- | --- | --- |\n");
+    const auto line = [&](const std::string& op, double seconds, double calls) {
+        std::printf("| %s | %.3f | %.0f | %.1f%% |\n", op.c_str(), seconds * perStep,
+                    calls / static_cast<double>(steps), m.seconds > 0 ? 100.0 * seconds / m.seconds : 0.0);
+    };
+    for (const auto& [op, row] : rows)
+        line(op, row.seconds, static_cast<double>(row.calls));
+    line("outside the backend", m.seconds - inOps, 0);
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -157,6 +193,7 @@ int main(int argc, char** argv)
     std::vector<std::string> models{"mlp", "cnn"};
     std::vector<std::string> modes{"fp32", "mixed-fp16"};
     int repeat = 1;
+    bool profileOps = false;
     std::string ratioTo = "mixed-bf16";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
@@ -177,6 +214,8 @@ int main(int argc, char** argv)
             graphs = *parseEnum<AutoSwitch>(value);
         else if (flag == "--repeat" && std::atoi(value.c_str()) > 0)
             repeat = std::atoi(value.c_str());
+        else if (flag == "--profile-ops")
+            profileOps = value == "1" || value == "on";
         else if (flag == "--ratio-to")
             ratioTo = value;
         else if (flag == "--cpu-kernels" && parseEnum<CpuKernels>(value))
@@ -226,15 +265,24 @@ int main(int argc, char** argv)
         return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     };
     const auto reference = std::find(modes.begin(), modes.end(), ratioTo);
+    std::vector<std::pair<std::string, std::vector<Measured>>> profiles; // --profile-ops, per model
     for (const auto& model : models) {
         // rates[mode][round]; the rounds interleave the modes.
         std::vector<std::vector<double>> rates(parsed.size());
         std::vector<Measured> last(parsed.size());
+        std::vector<Measured> profiled(parsed.size()); // the rounds' op times, summed
         for (int round = 0; round < repeat; ++round)
             for (std::size_t i = 0; i < parsed.size(); ++i) {
-                last[i] = measure(backend, device, model, parsed[i], threads, graphs, warmup, steps);
+                last[i] = measure(backend, device, model, parsed[i], threads, graphs, warmup, steps, profileOps);
                 rates[i].push_back(last[i].samplesPerSecond);
+                for (const auto& [op, row] : last[i].ops) {
+                    profiled[i].ops[op].seconds += row.seconds;
+                    profiled[i].ops[op].calls += row.calls;
+                }
+                profiled[i].seconds += last[i].seconds;
             }
+        if (profileOps)
+            profiles.push_back({model, std::move(profiled)});
         double fp32Rate = 0;
         for (std::size_t i = 0; i < parsed.size(); ++i)
             if (parsed[i] == PrecisionMode::Fp32)
@@ -275,5 +323,8 @@ int main(int argc, char** argv)
             std::fflush(stdout);
         }
     }
+    for (const auto& [model, perMode] : profiles)
+        for (std::size_t i = 0; i < perMode.size(); ++i)
+            printOpProfile(model, modes[i], perMode[i], steps * repeat);
     return 0;
 }

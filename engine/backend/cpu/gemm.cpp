@@ -56,22 +56,4 @@ void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::in
     fc.commit();
 }
 
-void CpuBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
-{
-    const std::int64_t cols = dbias.numel();
-    const std::int64_t rows = dy.numel() / cols;
-    cpu::FloatInput fdy(dy);
-    cpu::FloatOutput fdb(dbias);
-    float* out = fdb.data();
-    const float* g = fdy.data();
-    for (std::int64_t c = 0; c < cols; ++c)
-        out[c] = 0;
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const float* row = g + r * cols;
-        for (std::int64_t c = 0; c < cols; ++c)
-            out[c] += row[c];
-    }
-    fdb.commit();
-}
-
 } // namespace mantissa

@@ -227,6 +227,22 @@ void avgPoolBackwardPlane(const float* dy, const PoolGeometry& g, const std::vec
     }
 }
 
+// avgPoolBackwardPlane where the one window is [0, kH) x [0, kW) of the plane (global pooling):
+// every input inside it receives its share once, added to the 0 it starts from (0 + share,
+// the same bits, a -0 share included), the others stay 0. One pass over the plane instead of
+// the general loop's walk of every window offset, which took eight times oneDNN's time for
+// a 14x14 window.
+void avgPoolBackwardSingleWindow(const float* dy, const PoolGeometry& g, float* dx)
+{
+    const float value = 0.0f + dy[0] / static_cast<float>(g.kH * g.kW);
+    for (std::int64_t ih = 0; ih < g.inH; ++ih) {
+        float* row = dx + ih * g.inW;
+        const std::int64_t inside = ih < g.kH ? g.kW : 0;
+        std::fill_n(row, inside, value);
+        std::fill_n(row + inside, g.inW - inside, 0.0f);
+    }
+}
+
 // f(p, in, out, scratch) for every plane p of the batch: `in` holds plane p of `input` (inSize
 // values) as fp32, `out` takes plane p of `output` (outSize values) and is rounded into it
 // afterwards, `scratch` is the thread's own `scratchSize` floats. A 16-bit plane is widened
@@ -334,6 +350,12 @@ void CpuBackend::avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometr
 {
     checkGeometry(g, dx, dy);
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
+    if (g.outH == 1 && g.outW == 1 && g.padH == 0 && g.padW == 0) {
+        forEachPlane(dy, out, dx, in, planes, 0, [&](std::int64_t, const float* pdy, float* pdx, float*) {
+            avgPoolBackwardSingleWindow(pdy, g, pdx);
+        });
+        return;
+    }
     const auto columns = columnRanges(g);
     forEachPlane(dy, out, dx, in, planes, g.outW, [&](std::int64_t, const float* pdy, float* pdx, float* share) {
         avgPoolBackwardPlane(pdy, g, columns, share, pdx);

@@ -2,6 +2,7 @@
 // fp32 (two passes: the mean, then the squared deviations from it) unless the layer asks for
 // its compute dtype, which rounds every step of the same two passes to that type (backend.h).
 // Normalising, the gain and the bias run in fp32 and y is rounded once.
+#include "engine/backend/cpu/bf16_bits.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/reductions.h"
 #include "engine/backend/cpu/row_chunks.h"
@@ -55,28 +56,83 @@ RowStatistics roundedStatistics(RowNormKind kind, const float* row, std::int64_t
     return {mean, r(1.0f / r(std::sqrt(r(variance + r(epsilon)))))};
 }
 
+// Adds rows [0, rows) of a slice of columns into the per-column sums of the gain's and bias's
+// gradients, rows in order. `x` and `dy` point at the slice's first column in row 0; rows lie
+// `stride` words apart.
+template <typename Word>
+void columnGradientSums(const Word* x, const Word* dy, std::int64_t stride, const float* means, const float* invStds,
+                        std::int64_t rows, std::int64_t slice, double* gainSum, double* biasSum)
+{
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const Word* row = x + r * stride;
+        const Word* grad = dy + r * stride;
+        const float mean = means[r], invStd = invStds[r];
+        for (std::int64_t c = 0; c < slice; ++c) {
+            const float g = cpu::widened(grad[c]);
+            gainSum[c] += static_cast<double>(g) * ((cpu::widened(row[c]) - mean) * invStd);
+            biasSum[c] += g;
+        }
+    }
+}
+
 // The gain's and bias's gradients sum over rows: per-column double sums, rows in order, so
-// that the result does not depend on the thread count. The threads split the columns (each
-// reads and widens only its slice of every row), which keeps that order and runs in parallel.
+// that the result does not depend on the thread count. The threads split the columns, which
+// keeps that order and runs in parallel. Each reads its slice of every row where it lies:
+// fp32 in place and bf16 bits widened as they are read (bf16_bits.h), the values a widened
+// copy would hold, without a call per row to widen them; other 16-bit types are widened a
+// slice of a row at a time.
 void parameterGradientSums(const Tensor& x, const Tensor& dy, const float* means, const float* invStds,
                            std::int64_t rows, std::int64_t width, double* gainSum, double* biasSum)
 {
+    const bool inPlace = x.dtype() == dy.dtype() && (x.dtype() == DType::F32 || x.dtype() == DType::BF16);
 #pragma omp parallel if (rows * width > 65536)
     {
         const std::int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
         const std::int64_t begin = width * thread / threads, end = width * (thread + 1) / threads;
-        const auto slice = static_cast<std::size_t>(end - begin);
-        std::vector<float> xScratch(slice), dyScratch(slice);
-        for (std::int64_t r = 0; r < rows && slice > 0; ++r) {
-            const auto offset = static_cast<std::size_t>(r * width + begin);
-            const float* row = cpu::floatsOf(x, offset, slice, xScratch.data());
-            const float* grad = cpu::floatsOf(dy, offset, slice, dyScratch.data());
-            for (std::size_t c = 0; c < slice; ++c) {
-                gainSum[begin + c] += static_cast<double>(grad[c]) * ((row[c] - means[r]) * invStds[r]);
-                biasSum[begin + c] += grad[c];
+        const std::int64_t slice = end - begin;
+        double* gains = gainSum + begin;
+        double* biases = biasSum + begin;
+        if (inPlace && x.dtype() == DType::F32) {
+            columnGradientSums(x.f32() + begin, dy.f32() + begin, width, means, invStds, rows, slice, gains, biases);
+        } else if (inPlace) {
+            const auto* xb = reinterpret_cast<const cpu::Bf16Bits*>(x.u16()) + begin;
+            const auto* dyb = reinterpret_cast<const cpu::Bf16Bits*>(dy.u16()) + begin;
+            columnGradientSums(xb, dyb, width, means, invStds, rows, slice, gains, biases);
+        } else {
+            std::vector<float> xScratch(static_cast<std::size_t>(slice)), dyScratch(static_cast<std::size_t>(slice));
+            for (std::int64_t r = 0; r < rows && slice > 0; ++r) {
+                const auto offset = static_cast<std::size_t>(r * width + begin);
+                const float* row = cpu::floatsOf(x, offset, static_cast<std::size_t>(slice), xScratch.data());
+                const float* grad = cpu::floatsOf(dy, offset, static_cast<std::size_t>(slice), dyScratch.data());
+                columnGradientSums(row, grad, width, means + r, invStds + r, 1, slice, gains, biases);
             }
         }
     }
+}
+
+// The two sums of each row's input gradient (of dxhat and of dxhat * xhat), each in double
+// and over the row's columns in order. Rows are taken kRowGroup at a time, their sums side
+// by side: each row's sums keep their order and bits, and the rows' chains of dependent adds
+// overlap instead of running one after the other.
+constexpr std::int64_t kRowGroup = 4;
+
+struct RowSums {
+    double dxhat = 0, dxhatXhat = 0;
+};
+
+template <std::int64_t Rows>
+void rowGradientSums(const float* x, const float* dy, const float* gamma, const float* means, const float* invStds,
+                     std::int64_t width, RowSums* sums)
+{
+    double sumDxhat[Rows] = {}, sumDxhatXhat[Rows] = {};
+    for (std::int64_t c = 0; c < width; ++c)
+        for (std::int64_t j = 0; j < Rows; ++j) {
+            const double dxhat = static_cast<double>(dy[j * width + c]) * gamma[c];
+            sumDxhat[j] += dxhat;
+            sumDxhatXhat[j] += dxhat * ((x[j * width + c] - means[j]) * invStds[j]);
+        }
+    for (std::int64_t j = 0; j < Rows; ++j)
+        sums[j] = {sumDxhat[j], sumDxhatXhat[j]};
 }
 
 } // namespace
@@ -133,25 +189,34 @@ void CpuBackend::rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor
     }
     cpu::forRowBlocks<2, 1>(rows, width, cpu::rowsPerBlock(width), {&x, &dy}, {&dx}, true,
                             [&](auto in, auto out, std::int64_t first, std::int64_t count) {
-                                for (std::int64_t i = 0; i < count; ++i) {
-                                    const float* row = in[0] + i * width;
-                                    const float* grad = in[1] + i * width;
-                                    const float mu = means[first + i], inv = invStds[first + i];
-                                    double sumDxhat = 0, sumDxhatXhat = 0;
-                                    for (std::int64_t c = 0; c < width; ++c) {
-                                        const double dxhat = static_cast<double>(grad[c]) * gamma[c];
-                                        sumDxhat += dxhat;
-                                        sumDxhatXhat += dxhat * ((row[c] - mu) * inv);
+                                std::int64_t i = 0;
+                                RowSums sums[kRowGroup];
+                                const auto rowOutputs = [&](std::int64_t group) {
+                                    for (std::int64_t j = 0; j < group; ++j, ++i) {
+                                        const float* row = in[0] + i * width;
+                                        const float* grad = in[1] + i * width;
+                                        const float mu = means[first + i], inv = invStds[first + i];
+                                        const auto n = static_cast<double>(width);
+                                        const double meanDxhat =
+                                            kind == RowNormKind::LayerNorm ? sums[j].dxhat / n : 0.0;
+                                        const double meanDxhatXhat = sums[j].dxhatXhat / n;
+                                        float* o = out[0] + i * width;
+                                        for (std::int64_t c = 0; c < width; ++c) {
+                                            const double xhat = (row[c] - mu) * inv;
+                                            o[c] = static_cast<float>(inv * (static_cast<double>(grad[c]) * gamma[c] -
+                                                                             meanDxhat - xhat * meanDxhatXhat));
+                                        }
                                     }
-                                    const auto n = static_cast<double>(width);
-                                    const double meanDxhat = kind == RowNormKind::LayerNorm ? sumDxhat / n : 0.0;
-                                    const double meanDxhatXhat = sumDxhatXhat / n;
-                                    float* o = out[0] + i * width;
-                                    for (std::int64_t c = 0; c < width; ++c) {
-                                        const double xhat = (row[c] - mu) * inv;
-                                        o[c] = static_cast<float>(inv * (static_cast<double>(grad[c]) * gamma[c] -
-                                                                         meanDxhat - xhat * meanDxhatXhat));
-                                    }
+                                };
+                                for (; i + kRowGroup <= count;) {
+                                    rowGradientSums<kRowGroup>(in[0] + i * width, in[1] + i * width, gamma,
+                                                               means + first + i, invStds + first + i, width, sums);
+                                    rowOutputs(kRowGroup);
+                                }
+                                while (i < count) {
+                                    rowGradientSums<1>(in[0] + i * width, in[1] + i * width, gamma, means + first + i,
+                                                       invStds + first + i, width, sums);
+                                    rowOutputs(1);
                                 }
                             });
 }

@@ -1,0 +1,138 @@
+#pragma once
+// A stopwatch in front of a backend, for bench/engine_throughput's --profile-ops: every call
+// runs on the target at once and its wall time is added to a row named after the op (GEMMs
+// also by their transposes, their shape and their operands' dtypes, which tell the forward,
+// data-gradient and weight-gradient products apart). The CPU backend returns when its work is
+// done, so a call's wall time is the op's time there; on a GPU it would be the launch's.
+#include "engine/backend/backend.h"
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace mantissa {
+
+class OpTimingBackend final : public Backend {
+public:
+    explicit OpTimingBackend(Backend& target) : m_target(target) {}
+
+    struct Row {
+        double seconds = 0;
+        std::int64_t calls = 0;
+    };
+    const std::map<std::string, Row>& rows() const { return m_rows; }
+    void clear() { m_rows.clear(); }
+
+    std::string name() const override { return m_target.name(); }
+    std::string kernelPaths() const override { return m_target.kernelPaths(); }
+    Device device() const override { return m_target.device(); }
+    bool supports(Op op, DType dtype) const override { return m_target.supports(op, dtype); }
+
+    Tensor empty(const Shape& shape, DType dtype) override;
+    void fill(Tensor& t, float value) override;
+    void upload(const float* host, Tensor& dst) override;
+    void download(const Tensor& src, float* host) override;
+    void cast(const Tensor& src, Tensor& dst) override;
+    std::size_t peakBytes() const override { return m_target.peakBytes(); }
+    void resetPeakBytes() override { m_target.resetPeakBytes(); }
+    DType gemmReadType(DType type) const override { return m_target.gemmReadType(type); }
+
+    void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const Tensor& a,
+              const Tensor& b, float beta, Tensor& c) override;
+    void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
+                     const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales = {}) override;
+    void gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
+                         const Tensor& b, const Tensor* bias, Tensor& c, const OperandBlockScales& scales) override;
+    void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
+
+    void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
+                       OperandScales scales = {}) override;
+    void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
+                            OperandScales scales = {}) override;
+    void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias, const ConvGeometry& g,
+                              OperandScales scales = {}) override;
+    void conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias, Tensor& dx,
+                        const ConvGeometry& g, OperandScales filterScales = {}, OperandScales dataScales = {}) override;
+
+    void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, BatchNormState& state,
+                          bool training, float momentum, float epsilon) override;
+    void batchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const BatchNormState& state,
+                           Tensor& dx, Tensor& dgamma, Tensor& dbeta) override;
+
+    void activationForward(Activation kind, const Tensor& x, Tensor& y) override;
+    void activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override;
+
+    void maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g) override;
+    void maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g) override;
+    void avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g) override;
+    void avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometry& g) override;
+
+    void dropoutForward(const Tensor& x, Tensor& y, Tensor& mask, float p, std::uint64_t seed,
+                        std::uint64_t counter) override;
+    void dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx) override;
+
+    void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+
+    void rowNormForward(RowNormKind kind, const Tensor& x, const Tensor& gain, const Tensor* bias, Tensor& y,
+                        Tensor& mean, Tensor& invStd, float epsilon, DType statistics) override;
+    void rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor& dy, const Tensor& gain, const Tensor& mean,
+                         const Tensor& invStd, Tensor& dx, Tensor& dgain, Tensor* dbias) override;
+
+    void embeddingForward(const Tensor& ids, const Tensor& table, Tensor& y) override;
+    void embeddingBackward(const Tensor& ids, const Tensor& dy, Tensor& dtable, bool accumulate) override;
+    void addBroadcast(const Tensor& x, const Tensor& table, Tensor& y, std::int64_t period) override;
+    void addBroadcastBackward(const Tensor& dy, Tensor& dtable, std::int64_t period) override;
+
+    void gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                            const Tensor& a, std::int64_t strideA, const Tensor& b, std::int64_t strideB, float beta,
+                            Tensor& c, std::int64_t strideC, std::int64_t batch) override;
+    void swapAxes(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t rows, std::int64_t cols,
+                  std::int64_t inner) override;
+    void softmaxForward(const Tensor& scores, Tensor& probs, std::int64_t queries, std::int64_t keys, bool causal,
+                        DType arithmetic) override;
+    void softmaxBackward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores, std::int64_t keys) override;
+
+    LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
+                                   Tensor* dlogits) override;
+    void beginStep(StepScalars& scalars) override;
+    void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
+                             Tensor& dlogits) override;
+    void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
+                               StepScalars& scalars, bool fusedNorm = false) override;
+    bool unscalesInOptimizer() const override { return m_target.unscalesInOptimizer(); }
+    void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm,
+                      bool fusedNorm = false) override;
+    void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) override;
+    void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) override;
+    void updateLossScale(StepScalars& scalars, const ScaleRule& rule) override;
+    void copyIfSkipped(const Tensor& src, Tensor& dst, const StepScalars& scalars) override;
+
+    std::unique_ptr<HostRead> readAsync(const Tensor& src) override;
+    TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
+    OperandQuantizationResult quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q) override;
+
+    // Timing replays of a tape would be the target's business: the decorator runs op by op.
+    std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
+
+private:
+    template <typename Call>
+    auto timed(const std::string& row, Call&& call)
+    {
+        struct Stopwatch {
+            Row& row;
+            std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+            ~Stopwatch()
+            {
+                row.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                ++row.calls;
+            }
+        } watch{m_rows[row]};
+        return std::forward<Call>(call)();
+    }
+
+    Backend& m_target;
+    std::map<std::string, Row> m_rows;
+};
+
+} // namespace mantissa
