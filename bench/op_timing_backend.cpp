@@ -264,9 +264,16 @@ TensorStats OpTimingBackend::tensorStats(const Tensor& t, DType target, float hi
 {
     return timed("tensor statistics", [&] { return m_target.tensorStats(t, target, histogramScale); });
 }
-OperandQuantizationResult OpTimingBackend::quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q)
+QuantizedOperand OpTimingBackend::quantizeOperand(const Tensor& src, const OperandQuantization& q)
 {
-    return timed(typed("quantize operand", src, dst), [&] { return m_target.quantizeOperand(src, dst, q); });
+    return timed(typed("quantize operand", src, src), [&] { return m_target.quantizeOperand(src, q); });
+}
+
+std::optional<QuantizedBlocks> OpTimingBackend::quantizeOperandBlocks(const Tensor& src, const OperandQuantization& q,
+                                                                      std::int64_t scaleCount)
+{
+    return timed(typed("quantize operand blocks", src, src),
+                 [&] { return m_target.quantizeOperandBlocks(src, q, scaleCount); });
 }
 
 std::unique_ptr<StepGraph> OpTimingBackend::captureGraph(const std::function<void(Backend&)>&, std::string* why)

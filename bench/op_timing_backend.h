@@ -110,7 +110,10 @@ public:
 
     std::unique_ptr<HostRead> readAsync(const Tensor& src) override;
     TensorStats tensorStats(const Tensor& t, DType target, float histogramScale) override;
-    OperandQuantizationResult quantizeOperand(const Tensor& src, Tensor& dst, const OperandQuantization& q) override;
+    QuantizedOperand quantizeOperand(const Tensor& src, const OperandQuantization& q) override;
+    std::optional<QuantizedBlocks> quantizeOperandBlocks(const Tensor& src, const OperandQuantization& q,
+                                                         std::int64_t scaleCount) override;
+    bool keepsQuantizedOperands() const override { return m_target.keepsQuantizedOperands(); }
 
     // Timing replays of a tape would be the target's business: the decorator runs op by op.
     std::unique_ptr<StepGraph> captureGraph(const std::function<void(Backend&)>& body, std::string* why) override;
