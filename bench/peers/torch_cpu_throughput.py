@@ -14,7 +14,9 @@ that up itself and re-executes under it:
 - GLIBC_TUNABLES raising malloc's mmap and trim thresholds, so that large tensors are reused
   rather than mapped and unmapped every step.
 - OPENBLAS_CORETYPE=SkylakeX where OpenBLAS 0.3.21 does not know the CPU and falls back to
-  its SSE3 "Prescott" kernels on an AVX-512 machine (seen on Intel Xeons, ~32 GFLOP/s).
+  its SSE3 "Prescott" kernels on an AVX-512 machine (seen on Intel Xeons, ~32 GFLOP/s); an
+  OPENBLAS_CORETYPE inherited from the environment is dropped on an AVX-512 machine, where
+  OpenBLAS's own detection picks the best kernels it has.
 The OpenBLAS core in use is printed. Debian's python3-torch is the reference (scripts/setup
 installs it with MANTISSA_SETUP_PEERS=1)."""
 import argparse
@@ -65,11 +67,18 @@ def ensure_best_environment():
     env["MANTISSA_PEER_ENV"] = "1"
     env["LD_LIBRARY_PATH"] = OPENBLAS_DIR + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["GLIBC_TUNABLES"] = TUNABLES
-    if "OPENBLAS_CORETYPE" not in env and cpu_has_avx512():
-        # Detection runs in a child so that this process's OpenBLAS is not loaded yet.
+    if cpu_has_avx512():
+        # The peer at its best: OpenBLAS's own detection, not a core type inherited from a
+        # shell profile (a machine of this project's kind sets Haswell, AVX2 kernels, on a CPU
+        # whose detected core is Cooperlake), and SkylakeX where detection fails. Detection runs
+        # in a child so that this process's OpenBLAS is not loaded yet.
+        inherited = env.pop("OPENBLAS_CORETYPE", None)
         core = openblas_core(env).lower()
         if core in FALLBACK_CORES:
             env["OPENBLAS_CORETYPE"] = "SkylakeX"
+        elif inherited:
+            print(f"peer: OPENBLAS_CORETYPE={inherited} from the environment ignored; OpenBLAS detects {core}",
+                  file=sys.stderr)
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
