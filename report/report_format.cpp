@@ -42,10 +42,8 @@ QString formatScale(std::optional<double> scale)
 
 QString formatRatio(double ratio)
 {
-    if (!std::isfinite(ratio))
-        return notKnown();
-    const int decimals = std::abs(ratio - 1.0) < 0.1 ? 2 : 1;
-    return QString::number(ratio, 'f', decimals) + QLatin1Char('x');
+    const std::string text = mantissa::formatRatio(ratio);
+    return text.empty() ? notKnown() : QString::fromStdString(text);
 }
 
 QString formatValue(std::optional<double> value, int significant)

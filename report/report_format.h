@@ -16,7 +16,7 @@ QString formatPercent(std::optional<double> fraction, int decimals = 1);
 QString formatDuration(std::optional<double> seconds);
 // Loss scales are powers of two in practice: 65536 -> "65536 (2^16)", 0.5 -> "0.5 (2^-1)".
 QString formatScale(std::optional<double> scale);
-// Ratios: 1.93 -> "1.9x"; two decimals below 1.1 so that "1.05x" does not read as "1.0x".
+// Ratios: 1.93 -> "1.93x", the engine's formatRatio (engine/util/format_number.h).
 QString formatRatio(double ratio);
 // Loss values and other floats: up to 4 significant digits, "nan" and "inf" spelled out.
 QString formatValue(std::optional<double> value, int significant = 4);

@@ -102,9 +102,10 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
         const double s = done && base ? speedup(*base, *r.summary) : 0;
         if (s <= 0)
             return QString("—");
-        // Whether the speedup is the hardware's: "1.52× (native bf16)", "0.97× (emulated fp16)".
+        // Whether the speedup is the hardware's: "1.52x (native bf16)", "0.97x (emulated fp16)".
+        const QString ratio = QString::fromStdString(formatRatio(s));
         const QString path = kernelPathLabel(r.config.precision, r.kernels);
-        return path.isEmpty() ? QString("%1×").arg(s, 0, 'f', 2) : QString("%1× (%2)").arg(s, 0, 'f', 2).arg(path);
+        return path.isEmpty() ? ratio : QString("%1 (%2)").arg(ratio, path);
     }
     case Skipped: return done ? static_cast<qlonglong>(r.summary->skippedSteps) : QVariant("—");
     case FinalScale: return done ? QString::number(r.summary->finalLossScale, 'g', 6) : QString("—");

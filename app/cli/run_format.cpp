@@ -64,7 +64,8 @@ QString formatLocalTime(const QDateTime& utc)
 
 QString formatSpeedup(double ratio)
 {
-    return std::isfinite(ratio) && ratio > 0 ? QStringLiteral("%1x").arg(ratio, 0, 'f', 2) : kUnknown;
+    const std::string text = formatRatio(ratio);
+    return text.empty() ? kUnknown : QString::fromStdString(text);
 }
 
 } // namespace mantissa::cli

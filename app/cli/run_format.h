@@ -15,6 +15,6 @@ QString formatValue(std::optional<double> value, int significantDigits = 5); // 
 QString formatCount(std::optional<qint64> count);
 QString formatRate(std::optional<double> samplesPerSecond); // "25310/s"
 QString formatLocalTime(const QDateTime& utc);              // "2025-03-14 10:26:53", local time
-QString formatSpeedup(double ratio);                        // "1.84x"
+QString formatSpeedup(double ratio);                        // "1.84x": the engine's formatRatio
 
 } // namespace mantissa::cli

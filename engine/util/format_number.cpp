@@ -37,4 +37,13 @@ std::optional<int> exactPowerOfTwo(double value)
     return exponent - 1;
 }
 
+std::string formatRatio(double ratio)
+{
+    if (!std::isfinite(ratio) || ratio <= 0)
+        return {};
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2fx", ratio);
+    return text;
+}
+
 } // namespace mantissa

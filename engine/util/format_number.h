@@ -14,6 +14,10 @@ std::string formatNumber(double value);
 // "1.2 GiB" (one decimal above bytes, up to TiB). The one byte format of every front end.
 std::string formatBytes(std::uint64_t bytes);
 
+// A ratio of two measurements (a speedup, a memory ratio), as every front end writes it: two
+// decimals and an "x", "1.93x", "0.97x"; "" when it is not a positive finite number.
+std::string formatRatio(double ratio);
+
 // k when `value` is exactly 2^k (positive and finite), else nothing: the one test behind every
 // "2^k" a front end writes (loss scales, format limits, block scales), each in its own layout.
 std::optional<int> exactPowerOfTwo(double value);

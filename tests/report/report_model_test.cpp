@@ -110,7 +110,7 @@ private slots:
         QCOMPARE(formatScale(65536.0), QStringLiteral("65536 (2^16)"));
         QCOMPARE(formatScale(0.5), QStringLiteral("0.5 (2^-1)"));
         QCOMPARE(formatScale(100.0), QStringLiteral("100"));
-        QCOMPARE(formatRatio(1.93), QStringLiteral("1.9x"));
+        QCOMPARE(formatRatio(1.93), QStringLiteral("1.93x"));
         QCOMPARE(formatRatio(1.05), QStringLiteral("1.05x"));
         QCOMPARE(formatCount(qint64(1234567)), QStringLiteral("1,234,567"));
         QCOMPARE(formatCount(qint64(-1000)), QStringLiteral("-1,000"));
