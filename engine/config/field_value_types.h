@@ -123,15 +123,22 @@ struct Traits<std::vector<I>> {
     }
     static std::string parse(std::vector<I>& v, std::string_view text)
     {
+        // Commas and spaces separate the elements; "1x28x28" is a shape written as one word,
+        // so an "x" separates only digits ("3,x,32" is refused, not read as [3, 32]).
         std::vector<I> parsed;
         std::size_t begin = 0;
-        while (begin < text.size()) {
-            const std::size_t end = std::min(text.find_first_of(", x", begin), text.size());
-            if (end > begin) {
+        while (begin <= text.size()) {
+            const std::size_t end = std::min(text.find_first_of(", ", begin), text.size());
+            std::string_view word = text.substr(begin, end - begin);
+            while (!word.empty()) {
+                const std::size_t x = std::min(word.find('x'), word.size());
                 long long element = 0;
-                if (std::string error = parseInteger(text.substr(begin, end - begin), element); !error.empty())
+                if (std::string error = parseInteger(word.substr(0, x), element); !error.empty())
                     return "is not a list of integers such as \"1, 28, 28\"";
                 parsed.push_back(static_cast<I>(element));
+                if (x + 1 == word.size())
+                    return "is not a list of integers such as \"1, 28, 28\"";
+                word.remove_prefix(std::min(x + 1, word.size()));
             }
             begin = end + 1;
         }

@@ -90,6 +90,13 @@ TEST(ConfigField, SettingFromTextChecksTypeAndRangeAndNamesWhere)
     EXPECT_EQ(c.model.input, (std::vector<std::int64_t>{3, 32, 32}));
     EXPECT_EQ(errorOf([&] { input.setText(c, "3, 0, 32", "--set model.input"); }),
               "--set model.input must be 1 to 2^24 (got 0)");
+    input.setText(c, "1x28x28", "--set model.input");
+    EXPECT_EQ(c.model.input, (std::vector<std::int64_t>{1, 28, 28}));
+    for (const char* bad : {"3,x,32", "3x", "x3", "3,,x"})
+        EXPECT_EQ(errorOf([&] { input.setText(c, bad, "--set model.input"); }),
+                  "--set model.input is \"" + std::string(bad) + "\": is not a list of integers such as \"1, 28, 28\"")
+            << bad;
+    EXPECT_EQ(c.model.input, (std::vector<std::int64_t>{1, 28, 28})) << "a refused list leaves the field as it was";
     const RunField& lr = runConfigField("optimizer.lr");
     lr.setText(c, "0.003", "lr");
     EXPECT_FLOAT_EQ(c.optimizer.lr, 0.003f);
