@@ -78,9 +78,9 @@ void OpTimingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
 }
 
 void OpTimingBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                                    const ConvGeometry& g, OperandScales scales)
+                                    const ConvGeometry& g, OperandScales scales, ConvKeep* keep)
 {
-    timed(typed("conv forward", x, y), [&] { m_target.conv2dForward(x, w, bias, y, g, scales); });
+    timed(typed("conv forward", x, y), [&] { m_target.conv2dForward(x, w, bias, y, g, scales, keep); });
 }
 void OpTimingBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
                                          OperandScales scales)
@@ -88,16 +88,17 @@ void OpTimingBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tens
     timed(typed("conv data gradient", dy, dx), [&] { m_target.conv2dBackwardData(dy, w, dx, g, scales); });
 }
 void OpTimingBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                           const ConvGeometry& g, OperandScales scales)
+                                           const ConvGeometry& g, OperandScales scales, const ConvKeep* kept)
 {
-    timed(typed("conv weight gradient", x, dw), [&] { m_target.conv2dBackwardFilter(x, dy, dw, dbias, g, scales); });
+    timed(typed("conv weight gradient", x, dw),
+          [&] { m_target.conv2dBackwardFilter(x, dy, dw, dbias, g, scales, kept); });
 }
 void OpTimingBackend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias,
                                      Tensor& dx, const ConvGeometry& g, OperandScales filterScales,
-                                     OperandScales dataScales)
+                                     OperandScales dataScales, const ConvKeep* kept)
 {
     timed(typed("conv both gradients", x, dx),
-          [&] { m_target.conv2dBackward(x, dy, w, dw, dbias, dx, g, filterScales, dataScales); });
+          [&] { m_target.conv2dBackward(x, dy, w, dw, dbias, dx, g, filterScales, dataScales, kept); });
 }
 
 void OpTimingBackend::batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,

@@ -14,9 +14,10 @@ AdamCorrections adamCorrections(const AdamSettings& s, std::int64_t step)
 }
 
 void Backend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias, Tensor& dx,
-                             const ConvGeometry& g, OperandScales filterScales, OperandScales dataScales)
+                             const ConvGeometry& g, OperandScales filterScales, OperandScales dataScales,
+                             const ConvKeep* kept)
 {
-    conv2dBackwardFilter(x, dy, dw, dbias, g, filterScales);
+    conv2dBackwardFilter(x, dy, dw, dbias, g, filterScales, kept);
     conv2dBackwardData(dy, w, dx, g, dataScales);
 }
 

@@ -180,6 +180,15 @@ struct OperandBlockScales {
     std::int64_t chunk() const { return a.present() ? a.chunk : b.present() ? b.chunk : 0; }
 };
 
+// What a backend keeps from a convolution's forward for the backward of the same convolution:
+// the CPU keeps the input as its kernel read it (moved into oneDNN's blocked layout), so that
+// the filter gradient does not move it there a second time. The layer holds it beside its saved
+// input and hands it back only with that same input, unchanged since; empty where the backend
+// keeps nothing, and then the backward works from the input alone.
+struct ConvKeep {
+    std::shared_ptr<const void> state;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -245,21 +254,23 @@ public:
     // --- convolution (NCHW) ---------------------------------------------------------
     // `scales` (of x and w; dy and w; x and dy): each fp32 sum of products is multiplied by
     // scales.product() before the bias joins it and before rounding; dbias, a sum of dy alone,
-    // by scales.b.
+    // by scales.b. With `keep`, a training forward lets the backend keep what the backward of the
+    // same convolution can reuse (ConvKeep); the filter gradient takes it back as `kept`.
     virtual void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
-                               OperandScales scales = {}) = 0;
+                               OperandScales scales = {}, ConvKeep* keep = nullptr) = 0;
     virtual void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
                                     OperandScales scales = {}) = 0;
     // dw (and dbias when given) from the saved input and the output gradient.
     virtual void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                      const ConvGeometry& g, OperandScales scales = {}) = 0;
+                                      const ConvGeometry& g, OperandScales scales = {},
+                                      const ConvKeep* kept = nullptr) = 0;
     // Both gradients of one convolution from one dy: conv2dBackwardFilter(x, dy, dw, dbias,
     // filterScales), then conv2dBackwardData(dy, w, dx, dataScales), with the same bits. A backend
     // may share the work on dy between them (the CPU moves dy into its kernels' blocked layout
     // once, not twice); this base implementation makes the two calls.
     virtual void conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias,
                                 Tensor& dx, const ConvGeometry& g, OperandScales filterScales = {},
-                                OperandScales dataScales = {});
+                                OperandScales dataScales = {}, const ConvKeep* kept = nullptr);
 
     // --- batch norm: x is [N, C] or [N, C, H, W]; gamma and beta are fp32 [C] -------
     virtual void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,

@@ -150,8 +150,10 @@ void RecordingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
     record([dy, dbias](Backend& b) mutable { b.rowBiasGrad(dy, dbias); });
 }
 
+// A recorded step replays later, when nothing of this call's forward is at hand: keeps nothing
+// (ConvKeep), and the backward works from the input alone.
 void RecordingBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                                     const ConvGeometry& g, OperandScales scales)
+                                     const ConvGeometry& g, OperandScales scales, ConvKeep*)
 {
     std::optional<Tensor> b = bias ? std::optional<Tensor>(*bias) : std::nullopt;
     record([x, w, b, y, g, scales](Backend& be) mutable { be.conv2dForward(x, w, b ? &*b : nullptr, y, g, scales); });
@@ -164,7 +166,7 @@ void RecordingBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Ten
 }
 
 void RecordingBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                            const ConvGeometry& g, OperandScales scales)
+                                            const ConvGeometry& g, OperandScales scales, const ConvKeep*)
 {
     std::optional<Tensor> db = dbias ? std::optional<Tensor>(*dbias) : std::nullopt;
     record([x, dy, dw, db, g, scales](Backend& b) mutable {

@@ -347,6 +347,51 @@ TEST(ConvBackward, BothGradientsAtOnceAreTheBitsOfTheSeparateCalls)
     EXPECT_EQ(compared, 24 * static_cast<int>(paths.size()));
 }
 
+// What a training forward keeps (ConvKeep: x already in the kernel's blocked layout) stands in
+// for reordering x again in the filter gradient: dw and dbias are the bits computed from x alone,
+// in conv2dBackward and conv2dBackwardFilter, fp32 and bf16 on every path. A forward on a
+// blocked kernel keeps something (else nothing would be tested), and the kept copy of one x is
+// never used for another x of the same shape.
+TEST(ConvBackward, WhatTheForwardKeptGivesTheBitsOfTheInputAlone)
+{
+    const ConvKernelCase c{"same3x3", 4, 32, 14, 32, 3, 1, 1, true, DType::BF16};
+    std::vector<CpuKernels> paths{CpuKernels::Emulated};
+    if (nativeBf16Here())
+        paths.push_back(CpuKernels::Native);
+    for (CpuKernels kernels : paths) {
+        auto b = backendWith(kernels);
+        for (DType type : {DType::BF16, DType::F32}) {
+            const ConvGeometry g = c.geometry();
+            const Shape xs{g.n, g.inChannels, g.inH, g.inW}, ws{g.outChannels, g.inChannels, g.kH, g.kW};
+            const Shape ys{g.n, g.outChannels, g.outH, g.outW}, bs{g.outChannels};
+            const Tensor x = uploadRandom(*b, xs, type, 1), w = uploadRandom(*b, ws, type, 2);
+            const Tensor other = uploadRandom(*b, xs, type, 3), dy = uploadRandom(*b, ys, type, 4);
+            const Tensor bias = uploadRandom(*b, bs, DType::F32, 5);
+            const bool readsInPlace = type == DType::F32 || kernels == CpuKernels::Native;
+            const std::string where = std::string(dtypeName(type)) + (readsInPlace ? " in place" : " widened");
+            Tensor y = b->empty(ys, type);
+            ConvKeep keep;
+            b->conv2dForward(x, w, &bias, y, g, {}, &keep);
+            // Only x's own words can be kept: a widened copy is gone when the forward returns.
+            EXPECT_EQ(keep.state != nullptr, readsInPlace) << where;
+            const auto gradients = [&](const Tensor& input, const ConvKeep* kept, bool together) {
+                Tensor dx = b->empty(xs, type), dw = b->empty(ws, DType::F32), db = b->empty(bs, DType::F32);
+                if (together)
+                    b->conv2dBackward(input, dy, w, dw, &db, dx, g, {}, {}, kept);
+                else
+                    b->conv2dBackwardFilter(input, dy, dw, &db, g, {}, kept);
+                return std::vector<std::vector<float>>{download(*b, dw), download(*b, db)};
+            };
+            for (bool together : {false, true}) {
+                EXPECT_EQ(gradients(x, &keep, together), gradients(x, nullptr, together)) << where << together;
+                const auto otherAlone = gradients(other, nullptr, together);
+                EXPECT_EQ(gradients(other, &keep, together), otherAlone) << where << together;
+                EXPECT_NE(otherAlone, gradients(x, nullptr, together)) << where;
+            }
+        }
+    }
+}
+
 // A whole mixed-bf16 training of a convolutional network (conv, batch norm, a residual block,
 // max pooling) on both paths: the same steps and loss curves that drift apart only as
 // accumulation order allows (run_comparison.h). Two epochs: on the machine the bound was

@@ -60,10 +60,37 @@ void finishDataGradient(cpu::FloatOutput& fdx, OperandScales scales)
     fdx.commit();
 }
 
+// Where the kernel reads x's own words (fp32, or bf16 run natively; not a widened copy, which
+// is gone when the forward returns), the slot for what the kernel keeps of x (ConvKeep).
+std::shared_ptr<const cpu::KeptConvInput>* keptSlot(ConvKeep* keep, const cpu::KernelInput& fx, const Tensor& x,
+                                                    std::shared_ptr<const cpu::KeptConvInput>& slot)
+{
+    return keep && fx.data() == x.data() ? &slot : nullptr;
+}
+
+// What a forward kept of x, where it was made from x's own words.
+const cpu::KeptConvInput* keptInput(const ConvKeep* kept, const cpu::KernelInput& fx, const Tensor& x)
+{
+    if (!kept || !kept->state || fx.data() != x.data())
+        return nullptr;
+    return static_cast<const cpu::KeptConvInput*>(kept->state.get());
+}
+
+// Hands what the kernel kept to `keep`; `count` counts it among the live bytes, as it lives
+// until the backward like a saved activation.
+template <typename Count>
+void storeKept(ConvKeep* keep, std::shared_ptr<const cpu::KeptConvInput> slot, Count count)
+{
+    if (!keep || !slot)
+        return;
+    count(*slot->storage);
+    keep->state = std::move(slot);
+}
+
 } // namespace
 
 void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
-                               OperandScales scales)
+                               OperandScales scales, ConvKeep* keep)
 {
     checkShapes(x, w, y, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(x, w));
@@ -73,8 +100,12 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
     std::optional<cpu::FloatInput> fb;
     if (bias)
         fb.emplace(*bias);
+    std::shared_ptr<const cpu::KeptConvInput> kept;
+    auto* slot = keptSlot(keep, fx, x, kept);
     if (kernelRoundsInto(native, scales, y)) {
-        m_conv->forward({g, true, bias != nullptr, true}, fx.data(), fw.data(), fb ? fb->data() : nullptr, y.data());
+        m_conv->forward({g, true, bias != nullptr, true}, fx.data(), fw.data(), fb ? fb->data() : nullptr, y.data(),
+                        slot);
+        storeKept(keep, std::move(kept), [this](Storage& s) { countLive(s); });
         return;
     }
     cpu::FloatOutput fy(y);
@@ -82,13 +113,14 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
     // (backend.h), as cuDNN's fused bias does; with operand scales the sum is scaled first and
     // the bias joins it afterwards (output_scale.h).
     if (scales.unit())
-        m_conv->forward({g, native, bias != nullptr}, fx.data(), fw.data(), fb ? fb->data() : nullptr, fy.data());
+        m_conv->forward({g, native, bias != nullptr}, fx.data(), fw.data(), fb ? fb->data() : nullptr, fy.data(), slot);
     else {
-        m_conv->forward({g, native, false}, fx.data(), fw.data(), nullptr, fy.data());
+        m_conv->forward({g, native, false}, fx.data(), fw.data(), nullptr, fy.data(), slot);
         cpu::scaleChannelsAddBias(fy.data(), g.n, g.outChannels, g.outH * g.outW, scales.product(),
                                   fb ? fb->data() : nullptr);
     }
     fy.commit();
+    storeKept(keep, std::move(kept), [this](Storage& s) { countLive(s); });
 }
 
 void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
@@ -108,7 +140,7 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
 }
 
 void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                      const ConvGeometry& g, OperandScales scales)
+                                      const ConvGeometry& g, OperandScales scales, const ConvKeep* kept)
 {
     checkShapes(x, dw, dy, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(x, dy));
@@ -121,12 +153,13 @@ void CpuBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor&
     if (dbias)
         fdb.emplace(*dbias);
     m_conv->backwardWeights({g, native, dbias != nullptr}, fx.data(), fdy.data(), fdw.data(),
-                            fdb ? fdb->data() : nullptr);
+                            fdb ? fdb->data() : nullptr, keptInput(kept, fx, x));
     finishFilterGradients(fdw, fdb, scales);
 }
 
 void CpuBackend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor& w, Tensor& dw, Tensor* dbias,
-                                Tensor& dx, const ConvGeometry& g, OperandScales filterScales, OperandScales dataScales)
+                                Tensor& dx, const ConvGeometry& g, OperandScales filterScales, OperandScales dataScales,
+                                const ConvKeep* kept)
 {
     checkShapes(x, dw, dy, g);
     checkShapes(dx, w, dy, g);
@@ -134,7 +167,7 @@ void CpuBackend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor&
     MANTISSA_ASSERT(!dbias || dbias->numel() == g.outChannels);
     const bool nativeFilter = nativeBf16(x, dy, m_plan), nativeData = nativeBf16(dy, w, m_plan);
     if (nativeFilter != nativeData) { // the two kernels read dy differently: nothing to share
-        Backend::conv2dBackward(x, dy, w, dw, dbias, dx, g, filterScales, dataScales);
+        Backend::conv2dBackward(x, dy, w, dw, dbias, dx, g, filterScales, dataScales, kept);
         return;
     }
     const bool native = nativeFilter;
@@ -148,7 +181,8 @@ void CpuBackend::conv2dBackward(const Tensor& x, const Tensor& dy, const Tensor&
     if (!kernelRoundsDx)
         fdx.emplace(dx);
     m_conv->backward({g, native, dbias != nullptr}, {g, native, false, kernelRoundsDx}, fx.data(), fdy.data(),
-                     fw.data(), fdw.data(), fdb ? fdb->data() : nullptr, fdx ? fdx->data() : dx.data());
+                     fw.data(), fdw.data(), fdb ? fdb->data() : nullptr, fdx ? fdx->data() : dx.data(),
+                     keptInput(kept, fx, x));
     finishFilterGradients(fdw, fdb, filterScales);
     if (fdx)
         finishDataGradient(*fdx, dataScales);

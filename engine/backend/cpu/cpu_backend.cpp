@@ -81,17 +81,23 @@ Tensor CpuBackend::empty(const Shape& shape, DType dtype)
 {
     const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtypeSize(dtype);
     auto storage = allocateHostStorage(bytes);
+    countLive(*storage);
+    return Tensor(shape, dtype, std::move(storage));
+}
+
+void CpuBackend::countLive(Storage& storage)
+{
+    const std::size_t bytes = storage.bytes;
     const std::size_t live = m_liveBytes.fetch_add(bytes) + bytes;
     std::size_t peak = m_peakBytes.load();
     while (live > peak && !m_peakBytes.compare_exchange_weak(peak, live)) {}
     // Count the bytes back out when the storage dies. The backend outlives its tensors
     // (the Trainer owns both and destroys tensors first).
     auto* liveCounter = &m_liveBytes;
-    storage->release = [liveCounter, bytes, poolRelease = std::move(storage->release)](void* p) {
+    storage.release = [liveCounter, bytes, poolRelease = std::move(storage.release)](void* p) {
         liveCounter->fetch_sub(bytes);
         poolRelease(p);
     };
-    return Tensor(shape, dtype, std::move(storage));
 }
 
 void CpuBackend::fill(Tensor& t, float value)

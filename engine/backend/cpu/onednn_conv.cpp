@@ -80,15 +80,28 @@ class Execution {
 public:
     explicit Execution(OneDnnRuntime& runtime) : m_runtime(runtime) {}
 
-    dnnl::memory input(const Operand& op, const void* data)
+    // `data` as the primitive reads it; with `keep`, the reordered copy's storage is handed out
+    // too (null where the primitive reads `data` in place).
+    dnnl::memory input(const Operand& op, const void* data, std::shared_ptr<Storage>* keep = nullptr)
     {
         // oneDNN reads through this handle and never writes the input.
         dnnl::memory user(op.user, m_runtime.engine(), const_cast<void*>(data));
         if (!op.reorder)
             return user;
         dnnl::memory inner = scratch(op.inner);
+        if (keep)
+            *keep = m_scratch.back();
         op.reorder->execute(m_runtime.stream(), user, inner);
         return inner;
+    }
+
+    // The source operand of a filter gradient: `kept` where it holds this x in the layout the
+    // primitive reads, else x moved there as input() does.
+    dnnl::memory keptOrInput(const Operand& op, const void* x, const KeptConvInput* kept)
+    {
+        if (kept && kept->source == x && op.reorder && kept->layout == op.inner)
+            return dnnl::memory(op.inner, m_runtime.engine(), kept->storage->data);
+        return input(op, x);
     }
 
     dnnl::memory output(const Operand& op, void* data)
@@ -346,7 +359,8 @@ OneDnnConv::BackwardWeights* OneDnnConv::backwardWeightsFor(const ConvShape& s)
     }
 }
 
-void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const float* bias, void* y)
+void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const float* bias, void* y,
+                         std::shared_ptr<const KeptConvInput>* keep)
 {
     MANTISSA_ASSERT(s.bias == (bias != nullptr));
     Forward* found = forwardFor(s);
@@ -364,8 +378,11 @@ void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const
     }
     Forward& f = *found;
     Execution run(m_runtime);
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, run.input(f.src, x)},
+    std::shared_ptr<Storage> moved;
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, run.input(f.src, x, keep ? &moved : nullptr)},
                                                {DNNL_ARG_WEIGHTS, run.input(f.weights, w)}};
+    if (keep && moved)
+        *keep = std::make_shared<const KeptConvInput>(KeptConvInput{x, f.src.inner, std::move(moved)});
     args.emplace(DNNL_ARG_DST, run.output(f.dst, y));
     if (bias)
         args.emplace(DNNL_ARG_BIAS, dnnl::memory(f.bias, m_runtime.engine(), const_cast<float*>(bias)));
@@ -395,7 +412,8 @@ void OneDnnConv::backwardData(const ConvShape& s, const void* dy, const void* w,
     run.run(b.primitive, args);
 }
 
-void OneDnnConv::backwardWeights(const ConvShape& s, const void* x, const void* dy, float* dw, float* dbias)
+void OneDnnConv::backwardWeights(const ConvShape& s, const void* x, const void* dy, float* dw, float* dbias,
+                                 const KeptConvInput* kept)
 {
     MANTISSA_ASSERT(s.bias == (dbias != nullptr));
     BackwardWeights* found = backwardWeightsFor(s);
@@ -407,7 +425,7 @@ void OneDnnConv::backwardWeights(const ConvShape& s, const void* x, const void* 
     }
     BackwardWeights& b = *found;
     Execution run(m_runtime);
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, run.input(b.src, x)},
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, run.keptOrInput(b.src, x, kept)},
                                                {DNNL_ARG_DIFF_DST, run.input(b.diffDst, dy)}};
     args.emplace(DNNL_ARG_DIFF_WEIGHTS, run.output(b.diffWeights, dw));
     if (dbias)
@@ -416,13 +434,13 @@ void OneDnnConv::backwardWeights(const ConvShape& s, const void* x, const void* 
 }
 
 void OneDnnConv::backward(const ConvShape& filter, const ConvShape& data, const void* x, const void* dy, const void* w,
-                          float* dw, float* dbias, void* dx)
+                          float* dw, float* dbias, void* dx, const KeptConvInput* kept)
 {
     MANTISSA_ASSERT(filter.bias == (dbias != nullptr) && filter.bf16Inputs == data.bf16Inputs);
     BackwardWeights* weightsKernel = backwardWeightsFor(filter);
     BackwardData* dataKernel = backwardDataFor(data);
     if (!weightsKernel || !dataKernel) { // a refused one runs emulated: each on its own
-        backwardWeights(filter, x, dy, dw, dbias);
+        backwardWeights(filter, x, dy, dw, dbias, kept);
         backwardData(data, dy, w, dx);
         return;
     }
@@ -431,7 +449,7 @@ void OneDnnConv::backward(const ConvShape& filter, const ConvShape& data, const 
     Execution run(m_runtime);
     // dy in the weights kernel's layout serves the data kernel too where that wants the same.
     const dnnl::memory dyForWeights = run.input(bw.diffDst, dy);
-    std::unordered_map<int, dnnl::memory> weightArgs{{DNNL_ARG_SRC, run.input(bw.src, x)},
+    std::unordered_map<int, dnnl::memory> weightArgs{{DNNL_ARG_SRC, run.keptOrInput(bw.src, x, kept)},
                                                      {DNNL_ARG_DIFF_DST, dyForWeights}};
     weightArgs.emplace(DNNL_ARG_DIFF_WEIGHTS, run.output(bw.diffWeights, dw));
     if (dbias)

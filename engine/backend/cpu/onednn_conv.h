@@ -10,6 +10,8 @@
 #include "engine/backend/cpu/onednn_runtime.h"
 #include "engine/backend/geometry.h"
 
+#include "engine/tensor/tensor.h"
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -28,22 +30,36 @@ struct ConvShape {
     bool bf16Output = false;
 };
 
+// A forward's input as its kernel read it (moved into the kernel's blocked layout), kept for the
+// filter gradient of the same convolution (Backend's ConvKeep): reordering a 128x32x28x28 input
+// costs about as much as a third of a bf16 kernel's time, and the backward would repeat it.
+struct KeptConvInput {
+    const void* source = nullptr; // the caller's x it was moved from
+    dnnl::memory::desc layout;
+    std::shared_ptr<Storage> storage;
+};
+
 class OneDnnConv {
 public:
     explicit OneDnnConv(OneDnnRuntime& runtime);
     ~OneDnnConv();
 
     // y[N, OC, outH, outW] = x[N, IC, inH, inW] conv w[OC, IC, kH, kW] (+ bias[OC]), y in fp32
-    // (or bf16, shape.bf16Output).
-    void forward(const ConvShape& shape, const void* x, const void* w, const float* bias, void* y);
+    // (or bf16, shape.bf16Output). With `keep`, x as the kernel read it, where it was moved into
+    // another layout (else `keep` is left empty).
+    void forward(const ConvShape& shape, const void* x, const void* w, const float* bias, void* y,
+                 std::shared_ptr<const KeptConvInput>* keep = nullptr);
     // dx[N, IC, inH, inW] from dy[N, OC, outH, outW] and w, dx in fp32 (or bf16, shape.bf16Output).
     void backwardData(const ConvShape& shape, const void* dy, const void* w, void* dx);
-    // dw[OC, IC, kH, kW] (and dbias[OC] when shape.bias) from x and dy, in fp32.
-    void backwardWeights(const ConvShape& shape, const void* x, const void* dy, float* dw, float* dbias);
-    // backwardWeights(filter, x, dy, dw, dbias), then backwardData(data, dy, w, dx), with dy moved
-    // into the kernels' layout once where both kernels use the same one.
+    // dw[OC, IC, kH, kW] (and dbias[OC] when shape.bias) from x and dy, in fp32. `kept` (from
+    // forward() of this x) stands in for moving x into the kernel's layout where it holds x in
+    // the layout this kernel reads.
+    void backwardWeights(const ConvShape& shape, const void* x, const void* dy, float* dw, float* dbias,
+                         const KeptConvInput* kept = nullptr);
+    // backwardWeights(filter, x, dy, dw, dbias, kept), then backwardData(data, dy, w, dx), with dy
+    // moved into the kernels' layout once where both kernels use the same one.
     void backward(const ConvShape& filter, const ConvShape& data, const void* x, const void* dy, const void* w,
-                  float* dw, float* dbias, void* dx);
+                  float* dw, float* dbias, void* dx, const KeptConvInput* kept = nullptr);
 
 private:
     // The geometry's thirteen extents, the input type, the bias flag and the output type.

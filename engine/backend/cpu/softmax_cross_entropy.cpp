@@ -20,7 +20,9 @@ struct RowLoss {
 };
 
 // One row's loss and, when `grad` is given, its gradient softmax - onehot, times gradScale.
-RowLoss rowLoss(const float* row, std::int64_t classes, std::int64_t label, float gradScale, float* grad)
+// `exps` is the caller's scratch, reused across rows.
+RowLoss rowLoss(const float* row, std::int64_t classes, std::int64_t label, float gradScale, float* grad,
+                std::vector<double>& exps)
 {
     std::int64_t best = 0;
     float maxValue = row[0];
@@ -30,13 +32,18 @@ RowLoss rowLoss(const float* row, std::int64_t classes, std::int64_t label, floa
             best = c;
         }
     }
+    // Each exponential is taken once, kept in `exps` for the gradient's p = exp / sum.
+    exps.resize(static_cast<std::size_t>(classes));
     double sum = 0;
-    for (std::int64_t c = 0; c < classes; ++c)
-        sum += std::exp(static_cast<double>(row[c] - maxValue));
+    for (std::int64_t c = 0; c < classes; ++c) {
+        exps[c] = std::exp(static_cast<double>(row[c] - maxValue));
+        sum += exps[c];
+    }
     const double logSum = std::log(sum);
     if (grad) {
+        const double inverseSum = 1.0 / sum;
         for (std::int64_t c = 0; c < classes; ++c) {
-            const double p = std::exp(static_cast<double>(row[c] - maxValue) - logSum);
+            const double p = exps[c] * inverseSum;
             grad[c] = static_cast<float>(p - (c == label ? 1.0 : 0.0)) * gradScale;
         }
     }
@@ -59,9 +66,10 @@ LossResult CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& l
     const float gradScale = lossScale / static_cast<float>(batch);
     std::vector<RowLoss> losses(static_cast<std::size_t>(batch));
     const auto rows = [&](const float* z, float* grad, std::int64_t first, std::int64_t count) {
+        std::vector<double> exps;
         for (std::int64_t i = 0; i < count; ++i)
             losses[first + i] = rowLoss(z + i * classes, classes, static_cast<std::int64_t>(y[first + i]), gradScale,
-                                        grad ? grad + i * classes : nullptr);
+                                        grad ? grad + i * classes : nullptr, exps);
     };
     if (dlogits)
         cpu::forRowBlocks<1, 1>(

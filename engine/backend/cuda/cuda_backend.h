@@ -60,11 +60,11 @@ public:
     void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
 
     void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
-                       OperandScales scales = {}) override;
+                       OperandScales scales = {}, ConvKeep* keep = nullptr) override;
     void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
                             OperandScales scales = {}) override;
     void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias, const ConvGeometry& g,
-                              OperandScales scales = {}) override;
+                              OperandScales scales = {}, const ConvKeep* kept = nullptr) override;
 
     void batchNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, BatchNormState& state,
                           bool training, float momentum, float epsilon) override;

@@ -28,8 +28,9 @@ bool sameType(const Tensor& a, const Tensor& b, const Tensor& c)
 
 } // namespace
 
+// cuDNN reads NCHW or NHWC as it stands, with nothing to keep for the backward (ConvKeep).
 void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
-                                OperandScales scales)
+                                OperandScales scales, ConvKeep*)
 {
     if (!scales.unit()) {
         Tensor wide = empty(y.shape(), DType::F32);
@@ -113,7 +114,7 @@ void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& 
 }
 
 void CudaBackend::conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                                       const ConvGeometry& g, OperandScales scales)
+                                       const ConvGeometry& g, OperandScales scales, const ConvKeep*)
 {
     if (!scales.unit()) { // scales.a is x's, scales.b dy's
         Tensor wide = empty(dw.shape(), DType::F32);

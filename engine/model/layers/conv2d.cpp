@@ -7,6 +7,9 @@ namespace mantissa {
 namespace {
 struct Conv2dContext final : LayerContext {
     Tensor input;
+    // What the backend kept from the forward's product of `input` (asked for outside the
+    // recipes only, where that product and the filter gradient both read `input` itself).
+    ConvKeep keep;
 };
 } // namespace
 
@@ -66,8 +69,10 @@ ForwardResult Conv2d::forward(PassState& pass, const Tensor& x)
                                            KLayout::along(g.n, g.inChannels, g.inH * g.inW));
     const GemmOperandValues wq = gemmInput(pass, m_weight.working, GemmPass::Forward, GemmOperand::Weight,
                                            KLayout::along(g.outChannels, g.inChannels, area));
-    pass.backend.conv2dForward(xq.values, wq.values, m_hasBias ? &m_bias.working : nullptr, y, g, {xq.scale, wq.scale});
     auto context = std::make_unique<Conv2dContext>();
+    const bool keep = pass.training && gemmRecipe() == GemmRecipe::None;
+    pass.backend.conv2dForward(xq.values, wq.values, m_hasBias ? &m_bias.working : nullptr, y, g, {xq.scale, wq.scale},
+                               keep ? &context->keep : nullptr);
     if (pass.training)
         context->input = x;
     return {y, std::move(context)};
@@ -89,8 +94,10 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
     const GemmOperandValues xT = gemmInput(pass, saved.input, GemmPass::WeightGrad, GemmOperand::Activation,
                                            KLayout::around(g.n, g.inChannels, g.inH * g.inW));
     Tensor* dbias = m_hasBias ? &m_bias.grad : nullptr;
+    const ConvKeep* kept =
+        xT.values.sharesStorageWith(saved.input) && xT.values.data() == saved.input.data() ? &saved.keep : nullptr;
     if (!pass.inputGradNeeded) {
-        pass.backend.conv2dBackwardFilter(xT.values, dyT.values, m_weight.grad, dbias, g, {xT.scale, dyT.scale});
+        pass.backend.conv2dBackwardFilter(xT.values, dyT.values, m_weight.grad, dbias, g, {xT.scale, dyT.scale}, kept);
         return {};
     }
     Tensor dx = pass.backend.empty(saved.input.shape(), computeType());
@@ -101,9 +108,9 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
                                            KLayout::along(1, g.outChannels, g.inChannels * g.kH * g.kW));
     if (dyq.values.sharesStorageWith(dyT.values)) // one dy for both products (no recipe: both are dy itself)
         pass.backend.conv2dBackward(xT.values, dyT.values, wq.values, m_weight.grad, dbias, dx, g,
-                                    {xT.scale, dyT.scale}, {dyq.scale, wq.scale});
+                                    {xT.scale, dyT.scale}, {dyq.scale, wq.scale}, kept);
     else {
-        pass.backend.conv2dBackwardFilter(xT.values, dyT.values, m_weight.grad, dbias, g, {xT.scale, dyT.scale});
+        pass.backend.conv2dBackwardFilter(xT.values, dyT.values, m_weight.grad, dbias, g, {xT.scale, dyT.scale}, kept);
         pass.backend.conv2dBackwardData(dyq.values, wq.values, dx, g, {dyq.scale, wq.scale});
     }
     return dx;
