@@ -17,27 +17,16 @@ QString formatPercent(std::optional<double> fraction, int decimals)
 
 QString formatDuration(std::optional<double> seconds)
 {
-    if (!seconds || !std::isfinite(*seconds) || *seconds < 0)
-        return notKnown();
-    const double s = *seconds;
-    if (s < 60)
-        return QString::number(s, 'f', s < 10 ? 2 : 1) + QStringLiteral(" s");
-    const qint64 whole = std::llround(s);
-    if (whole < 3600)
-        return QStringLiteral("%1 min %2 s").arg(whole / 60).arg(whole % 60, 2, 10, QLatin1Char('0'));
-    return QStringLiteral("%1 h %2 min").arg(whole / 3600).arg((whole % 3600) / 60, 2, 10, QLatin1Char('0'));
+    const std::string text = seconds ? mantissa::formatDuration(*seconds) : std::string();
+    return text.empty() ? notKnown() : QString::fromStdString(text);
 }
 
 QString formatScale(std::optional<double> scale)
 {
     if (!scale)
         return notKnown();
-    if (!std::isfinite(*scale) || *scale <= 0)
-        return formatValue(scale);
-    const QString plain = QString::number(*scale, 'g', 8);
-    if (const std::optional<int> exponent = exactPowerOfTwo(*scale))
-        return QStringLiteral("%1 (2^%2)").arg(plain).arg(*exponent);
-    return plain;
+    const std::string text = mantissa::formatScale(*scale);
+    return text.empty() ? formatValue(scale) : QString::fromStdString(text);
 }
 
 QString formatRatio(double ratio)

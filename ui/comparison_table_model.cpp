@@ -108,7 +108,7 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
         return path.isEmpty() ? ratio : QString("%1 (%2)").arg(ratio, path);
     }
     case Skipped: return done ? static_cast<qlonglong>(r.summary->skippedSteps) : QVariant("—");
-    case FinalScale: return done ? QString::number(r.summary->finalLossScale, 'g', 6) : QString("—");
+    case FinalScale: return done ? QString::fromStdString(formatScale(r.summary->finalLossScale)) : QString("—");
     case PeakMemory: return done ? QString::fromStdString(formatBytes(r.summary->peakBytes)) : QString("—");
     default: return {};
     }

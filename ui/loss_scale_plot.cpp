@@ -1,5 +1,7 @@
 #include "ui/loss_scale_plot.h"
 
+#include "engine/util/format_number.h"
+
 #include <optional>
 
 #include <QToolTip>
@@ -144,8 +146,8 @@ void LossScalePlot::mouseMoveEvent(QMouseEvent* event)
     if (const OverflowMarker* m = markerAt(event->position())) {
         QString text = tr("Overflow at step %1\nscale %2 → %3\nfirst non-finite gradient: %4")
                            .arg(static_cast<qlonglong>(m->step))
-                           .arg(m->scaleBefore, 0, 'g', 6)
-                           .arg(m->scaleAfter, 0, 'g', 6)
+                           .arg(QString::fromStdString(formatScale(m->scaleBefore)))
+                           .arg(QString::fromStdString(formatScale(m->scaleAfter)))
                            .arg(m->parameter.isEmpty() ? tr("(unknown)") : m->parameter);
         if (!m->nonFinite.isEmpty())
             text += tr("\nfirst non-finite tensor: %1").arg(m->nonFinite);

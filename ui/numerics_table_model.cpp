@@ -1,6 +1,7 @@
 #include "ui/numerics_table_model.h"
 
 #include "engine/lens/what_if.h"
+#include "engine/util/format_number.h"
 
 #include <QBrush>
 #include <QColor>
@@ -84,7 +85,8 @@ QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
                                           share, QString::fromStdString(describeNonFinite(s.nonFinite, s.nan)));
         }
         case ScaleUsed:
-            return isGradient(t.kind) ? QString::number(m_record.lossScale, 'g', 6) : QString::fromUtf8("—");
+            return isGradient(t.kind) ? QString::fromStdString(formatScale(m_record.lossScale))
+                                      : QString::fromUtf8("—");
         case SuggestedScale: {
             // The loss scale only acts on gradients; weights and activations get none.
             if (!isGradient(t.kind))
@@ -95,7 +97,7 @@ QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
             const auto suggestion = suggestLossScale(s.histogram, m_percentile, t.target, shift);
             if (!suggestion)
                 return QString::fromUtf8("—");
-            const QString scale = QString::number(suggestion->suggested, 'g', 6);
+            const QString scale = QString::fromStdString(formatScale(suggestion->suggested));
             return suggestion->fits ? scale : tr("%1 (clips)").arg(scale);
         }
         default: return {};
@@ -131,7 +133,7 @@ QVariant NumericsTableModel::data(const QModelIndex& index, int role) const
             return tr("The scale that lifts the %1 percentile of nonzero |g| into fp16's normal range "
                       "without overflowing the largest value; the run used %2 at this step.")
                 .arg(100.0 * m_percentile, 0, 'g', 3)
-                .arg(m_record.lossScale);
+                .arg(QString::fromStdString(formatScale(m_record.lossScale)));
         if (index.column() == Overflow)
             return tr("Finite values that round to infinity in %1, plus values already non-finite (%2).")
                 .arg(QString::fromLatin1(dtypeName(t.target).data(), qsizetype(dtypeName(t.target).size())),

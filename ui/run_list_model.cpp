@@ -149,8 +149,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
             return r.wallSeconds.value_or(-1);
         if (!r.wallSeconds)
             return QString("—");
-        // Short test runs read as "0:00" in minutes; seconds say more.
-        return *r.wallSeconds < 60 ? QString("%1 s").arg(*r.wallSeconds, 0, 'f', 1) : formatDuration(*r.wallSeconds);
+        return formatDuration(*r.wallSeconds);
     case Created:
         if (sorting)
             return r.createdAt;

@@ -1,7 +1,9 @@
 #include "ui/run_status_bar.h"
 
+#include "engine/util/format_number.h"
 #include <QLabel>
 #include <QLocale>
+
 #include <QProgressBar>
 
 #include <cmath>
@@ -10,11 +12,7 @@ namespace mantissa::ui {
 
 QString formatDuration(double seconds)
 {
-    const auto total = static_cast<qlonglong>(std::llround(std::max(0.0, seconds)));
-    const qlonglong h = total / 3600, m = total / 60 % 60, s = total % 60;
-    if (h > 0)
-        return QString("%1:%2:%3").arg(h).arg(m, 2, 10, QChar('0')).arg(s, 2, 10, QChar('0'));
-    return QString("%1:%2").arg(m).arg(s, 2, 10, QChar('0'));
+    return QString::fromStdString(mantissa::formatDuration(std::max(0.0, seconds)));
 }
 
 RunStatusBar::RunStatusBar(QWidget* parent) : QStatusBar(parent), m_progress(new QProgressBar), m_rate(new QLabel)

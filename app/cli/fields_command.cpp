@@ -21,12 +21,8 @@ QString text(std::string_view view) { return QString::fromUtf8(view.data(), qsiz
 template <typename Owner>
 QString legal(const ConfigField<Owner>& field)
 {
-    if (field.kind() == FieldKind::Choice) {
-        QStringList keys;
-        for (const FieldChoice& choice : field.choices())
-            keys << text(choice.key);
-        return keys.join(QStringLiteral(", "));
-    }
+    if (field.kind() == FieldKind::Choice)
+        return QString::fromStdString(field.choiceKeys());
     if (field.kind() == FieldKind::Boolean)
         return QStringLiteral("true, false");
     return QString::fromStdString(field.rangeText());

@@ -2,6 +2,8 @@
 
 #include "engine/observe/bits_per_character.h"
 
+#include "engine/util/format_number.h"
+
 #include <cmath>
 #include <string>
 
@@ -9,17 +11,11 @@ namespace mantissa::cli {
 
 namespace {
 
-std::string formatDuration(double seconds)
+// A duration, "--:--" while not known (an ETA before the first steps).
+std::string durationOrDashes(double seconds)
 {
-    if (!std::isfinite(seconds) || seconds < 0)
-        return "--:--";
-    const auto total = static_cast<long>(seconds + 0.5);
-    char buffer[32];
-    if (total >= 3600)
-        std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", total / 3600, (total / 60) % 60, total % 60);
-    else
-        std::snprintf(buffer, sizeof buffer, "%02ld:%02ld", total / 60, total % 60);
-    return buffer;
+    const std::string text = formatDuration(seconds);
+    return text.empty() ? "--:--" : text;
 }
 
 std::string formatFixed(double value, int decimals)
@@ -56,9 +52,10 @@ void ProgressPrinter::drawBar(const StepRecord& r)
     bar.append(static_cast<std::size_t>(width - filled), '.');
     const double eta =
         r.step > 0 ? r.elapsedSeconds / static_cast<double>(r.step) * static_cast<double>(m_totalSteps - r.step) : NAN;
-    std::fprintf(m_out, "\r\033[K[%s] %3.0f%% step %lld/%lld  epoch %d  loss %.4f  scale %g  %.0f samples/s  ETA %s",
+    std::fprintf(m_out, "\r\033[K[%s] %3.0f%% step %lld/%lld  epoch %d  loss %.4f  scale %s  %.0f samples/s  ETA %s",
                  bar.c_str(), fraction * 100, static_cast<long long>(r.step), static_cast<long long>(m_totalSteps),
-                 r.epoch, m_smoothedLoss, r.lossScale, r.samplesPerSecond, formatDuration(eta).c_str());
+                 r.epoch, m_smoothedLoss, formatScale(r.lossScale).c_str(), r.samplesPerSecond,
+                 durationOrDashes(eta).c_str());
     std::fflush(m_out);
     m_barVisible = true;
 }
@@ -79,7 +76,7 @@ void ProgressPrinter::onEpoch(const EpochRecord& r)
     std::fprintf(m_out,
                  "epoch %d: train loss %.4f, train accuracy %.2f%%, test loss %.4f%s, test accuracy %.2f%% (%s)\n",
                  r.epoch, r.trainLoss, r.trainAccuracy * 100, r.testLoss, bits.c_str(), r.testAccuracy * 100,
-                 formatDuration(r.wallSeconds).c_str());
+                 durationOrDashes(r.wallSeconds).c_str());
     std::fflush(m_out);
 }
 
@@ -89,8 +86,9 @@ void ProgressPrinter::onEvent(const EventRecord& e)
         // Overflow storms are common at the start of fp16 training; print the first few only.
         if (++m_overflows <= 5) {
             clearBar();
-            std::fprintf(m_out, "step %lld: non-finite gradient in %s; step skipped, loss scale %g -> %g\n",
-                         static_cast<long long>(e.step), e.parameter.c_str(), e.scaleBefore, e.scaleAfter);
+            std::fprintf(m_out, "step %lld: non-finite gradient in %s; step skipped, loss scale %s -> %s\n",
+                         static_cast<long long>(e.step), e.parameter.c_str(), formatScale(e.scaleBefore).c_str(),
+                         formatScale(e.scaleAfter).c_str());
         } else if (m_overflows == 6) {
             clearBar();
             std::fprintf(m_out, "(further overflow steps are counted in the summary)\n");

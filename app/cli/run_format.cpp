@@ -12,15 +12,8 @@ const QString kUnknown = QStringLiteral("-");
 
 QString formatSeconds(std::optional<double> seconds)
 {
-    if (!seconds || !std::isfinite(*seconds) || *seconds < 0)
-        return kUnknown;
-    if (*seconds < 60)
-        return QStringLiteral("%1 s").arg(*seconds, 0, 'f', *seconds < 10 ? 2 : 1);
-    const auto total = static_cast<qint64>(std::llround(*seconds));
-    const QString minutesSeconds = QStringLiteral("%1:%2")
-                                       .arg((total / 60) % 60, total >= 3600 ? 2 : 1, 10, QChar(u'0'))
-                                       .arg(total % 60, 2, 10, QChar(u'0'));
-    return total >= 3600 ? QStringLiteral("%1:%2").arg(total / 3600).arg(minutesSeconds) : minutesSeconds;
+    const std::string text = seconds ? formatDuration(*seconds) : std::string();
+    return text.empty() ? kUnknown : QString::fromStdString(text);
 }
 
 QString formatMemory(std::optional<qint64> bytes)

@@ -35,12 +35,8 @@ std::string presetList()
 QCommandLineOption fieldOption(const RunField& field)
 {
     std::string help(field.description);
-    if (field.kind() == FieldKind::Choice) {
-        std::string keys;
-        for (const FieldChoice& choice : field.choices())
-            keys += (keys.empty() ? "" : ", ") + std::string(choice.key);
-        help += " One of " + keys + ".";
-    }
+    if (field.kind() == FieldKind::Choice)
+        help += " One of " + field.choiceKeys() + ".";
     help += " (" + (field.hasRange() ? field.rangeText() + "; " : std::string()) + "default " +
             (field.defaultText().empty() ? "\"\"" : field.defaultText()) + ")";
     const char* valueName = field.kind() == FieldKind::Choice ? "key" : field.kind() == FieldKind::Text ? "text" : "n";

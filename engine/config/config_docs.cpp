@@ -34,12 +34,7 @@ std::string legalValues(const ConfigField<Owner>& field)
     case FieldKind::IntegerList: return "a list, each " + field.rangeText();
     case FieldKind::Boolean: return "`true`, `false`";
     case FieldKind::Text: return "text";
-    case FieldKind::Choice: {
-        std::string values;
-        for (const FieldChoice& choice : field.choices())
-            values += (values.empty() ? "" : ", ") + code(choice.key);
-        return values;
-    }
+    case FieldKind::Choice: return field.choiceKeys("`");
     }
     return {};
 }

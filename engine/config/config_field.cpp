@@ -134,6 +134,15 @@ std::vector<FieldChoice> ConfigField<Owner>::choices() const
 }
 
 template <typename Owner>
+std::string ConfigField<Owner>::choiceKeys(std::string_view quote) const
+{
+    std::string keys;
+    for (const FieldChoice& choice : choices())
+        keys.append(keys.empty() ? "" : ", ").append(quote).append(choice.key).append(quote);
+    return keys;
+}
+
+template <typename Owner>
 std::string ConfigField<Owner>::rangeText() const
 {
     if (!hasRange())

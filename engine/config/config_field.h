@@ -67,7 +67,9 @@ struct ConfigField {
     double number(const Owner& owner) const;          // Integer, Real, Boolean (0 or 1)
     void setNumber(Owner& owner, double value) const; // Integer, Real, Boolean
     std::vector<FieldChoice> choices() const;         // Choice: its legal values in order
-    std::string rangeText() const;                    // "1 to 65536 samples"
+    // Choice: its keys in order, "fp32, mixed-fp16, ...", each between `quote`s ("`fp32`").
+    std::string choiceKeys(std::string_view quote = {}) const;
+    std::string rangeText() const; // "1 to 65536 samples"
     // Sets the field from text (a command-line value, a table cell), checking its type and its
     // range: throws ConfigError "`where` <what is wrong>", where names the option or the cell.
     void setText(Owner& owner, std::string_view text, const std::string& where) const;

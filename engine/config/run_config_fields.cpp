@@ -12,7 +12,6 @@ namespace mantissa {
 namespace {
 
 constexpr double kMaxCount = 1e9; // counts of samples and steps: far beyond any run here
-constexpr double kMaxLossScaleCountDouble = static_cast<double>(kMaxLossScaleCount);
 
 bool isTextRun(const RunConfig& c) { return c.data.dataset == DatasetKind::Text; }
 
@@ -225,13 +224,13 @@ const std::array kRunFields{
          .unit = "steps",
          .description = "dynamic: finite steps before the scale grows (at most 2^24: GPUs count in fp32).",
          .minimum = 1,
-         .maximum = kMaxLossScaleCountDouble}),
+         .maximum = double(kMaxLossScaleCount)}),
     row<&R::lossScale, &LossScaleSpec::hysteresis>(
         {.path = "precision.loss_scale.hysteresis",
          .label = "Hysteresis (overflows)",
          .description = "dynamic: consecutive overflows before backing off (PyTorch 1, DeepSpeed 2).",
          .minimum = 1,
-         .maximum = kMaxLossScaleCountDouble}),
+         .maximum = double(kMaxLossScaleCount)}),
     row<&R::lossScale, &LossScaleSpec::minScale>({.path = "precision.loss_scale.min",
                                                   .label = "Minimum scale",
                                                   .description = "dynamic: the scale's lower bound.",

@@ -37,6 +37,35 @@ std::optional<int> exactPowerOfTwo(double value)
     return exponent - 1;
 }
 
+std::string formatDuration(double seconds)
+{
+    if (!std::isfinite(seconds) || seconds < 0)
+        return {};
+    char text[48];
+    if (seconds < 60) {
+        std::snprintf(text, sizeof text, "%.*f s", seconds < 10 ? 2 : 1, seconds);
+        return text;
+    }
+    const auto total = std::llround(seconds);
+    if (total < 3600)
+        std::snprintf(text, sizeof text, "%lld:%02lld", total / 60, total % 60);
+    else
+        std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", total / 3600, total / 60 % 60, total % 60);
+    return text;
+}
+
+std::string formatScale(double scale)
+{
+    if (!std::isfinite(scale) || scale <= 0)
+        return {};
+    char text[48];
+    std::snprintf(text, sizeof text, "%.8g", scale);
+    std::string plain = text;
+    if (const std::optional<int> exponent = exactPowerOfTwo(scale))
+        return plain + " (2^" + std::to_string(*exponent) + ")";
+    return plain;
+}
+
 std::string formatRatio(double ratio)
 {
     if (!std::isfinite(ratio) || ratio <= 0)

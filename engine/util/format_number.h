@@ -18,6 +18,16 @@ std::string formatBytes(std::uint64_t bytes);
 // decimals and an "x", "1.93x", "0.97x"; "" when it is not a positive finite number.
 std::string formatRatio(double ratio);
 
+// A duration as every front end writes it: "8.42 s" and "42.1 s" under a minute, then "3:07"
+// (minutes and seconds) and "1:02:09" (hours); "" for a negative or non-finite value, where
+// each front end writes its own mark of a value not known.
+std::string formatDuration(double seconds);
+
+// A loss scale (or any scale that is mostly a power of two): "65536 (2^16)", "0.5 (2^-1)", or
+// up to 8 significant digits where it is not a power of two ("1000"); "" where it is not a
+// positive finite number.
+std::string formatScale(double scale);
+
 // k when `value` is exactly 2^k (positive and finite), else nothing: the one test behind every
 // "2^k" a front end writes (loss scales, format limits, block scales), each in its own layout.
 std::optional<int> exactPowerOfTwo(double value);

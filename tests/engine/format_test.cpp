@@ -44,5 +44,31 @@ TEST(FormatNumber, ExactPowersOfTwoOnly)
     EXPECT_FALSE(exactPowerOfTwo(std::numeric_limits<double>::quiet_NaN()));
 }
 
+TEST(FormatDuration, SecondsUnderAMinuteThenClockTime)
+{
+    EXPECT_EQ(formatDuration(0), "0.00 s");
+    EXPECT_EQ(formatDuration(8.424), "8.42 s");
+    EXPECT_EQ(formatDuration(42.13), "42.1 s");
+    EXPECT_EQ(formatDuration(59.94), "59.9 s");
+    EXPECT_EQ(formatDuration(187), "3:07");
+    EXPECT_EQ(formatDuration(3599.4), "59:59");
+    EXPECT_EQ(formatDuration(3729), "1:02:09");
+    EXPECT_EQ(formatDuration(-1), "");
+    EXPECT_EQ(formatDuration(std::numeric_limits<double>::quiet_NaN()), "");
+    EXPECT_EQ(formatDuration(std::numeric_limits<double>::infinity()), "");
+}
+
+TEST(FormatScale, PowersOfTwoNameTheirExponent)
+{
+    EXPECT_EQ(formatScale(65536), "65536 (2^16)");
+    EXPECT_EQ(formatScale(16777216), "16777216 (2^24)");
+    EXPECT_EQ(formatScale(0.5), "0.5 (2^-1)");
+    EXPECT_EQ(formatScale(1), "1 (2^0)");
+    EXPECT_EQ(formatScale(1000), "1000");
+    EXPECT_EQ(formatScale(0), "");
+    EXPECT_EQ(formatScale(-4), "");
+    EXPECT_EQ(formatScale(std::numeric_limits<double>::infinity()), "");
+}
+
 } // namespace
 } // namespace mantissa

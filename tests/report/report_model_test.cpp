@@ -105,8 +105,8 @@ private slots:
         QCOMPARE(formatPercent(0.87418, 2), QStringLiteral("87.42%"));
         QCOMPARE(formatPercent(std::nullopt), notKnown());
         QCOMPARE(formatDuration(42.13), QStringLiteral("42.1 s"));
-        QCOMPARE(formatDuration(192), QStringLiteral("3 min 12 s"));
-        QCOMPARE(formatDuration(3725), QStringLiteral("1 h 02 min"));
+        QCOMPARE(formatDuration(192), QStringLiteral("3:12"));
+        QCOMPARE(formatDuration(3725), QStringLiteral("1:02:05"));
         QCOMPARE(formatScale(65536.0), QStringLiteral("65536 (2^16)"));
         QCOMPARE(formatScale(0.5), QStringLiteral("0.5 (2^-1)"));
         QCOMPARE(formatScale(100.0), QStringLiteral("100"));

@@ -3,6 +3,7 @@
 // measured tensor at the selected step; under a block-format recipe, one row per quantised
 // GEMM input with the histogram of its block scale exponents.
 #include "engine/lens/what_if.h"
+#include "engine/util/format_number.h"
 #include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
 #include "ui/config_document.h"
@@ -132,7 +133,7 @@ private slots:
         const auto cell = [&](int column) {
             return view->tableModel()->data(view->tableModel()->index(gradRow, column)).toString();
         };
-        QCOMPARE(cell(NumericsTableModel::ScaleUsed), QString::number(record.lossScale, 'g', 6));
+        QCOMPARE(cell(NumericsTableModel::ScaleUsed), QString::fromStdString(formatScale(record.lossScale)));
         const TensorNumerics& g = record.tensors[static_cast<std::size_t>(gradRow)];
         const int shift = record.scaledGradients ? -static_cast<int>(std::lround(std::log2(record.lossScale))) : 0;
         QSet<QString> suggestions; // the percentile must change the answer for this to test anything
@@ -141,7 +142,8 @@ private slots:
             suggestions << cell(NumericsTableModel::SuggestedScale);
             const auto expected = suggestLossScale(g.stats.histogram, percent / 100.0, g.target, shift);
             QVERIFY(expected.has_value());
-            QVERIFY2(cell(NumericsTableModel::SuggestedScale).startsWith(QString::number(expected->suggested, 'g', 6)),
+            QVERIFY2(cell(NumericsTableModel::SuggestedScale)
+                         .startsWith(QString::fromStdString(formatScale(expected->suggested))),
                      qPrintable(cell(NumericsTableModel::SuggestedScale)));
         }
         QVERIFY(suggestions.size() > 1);

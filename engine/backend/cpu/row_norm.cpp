@@ -110,29 +110,25 @@ void parameterGradientSums(const Tensor& x, const Tensor& dy, const float* means
     }
 }
 
-// The two sums of each row's input gradient (of dxhat and of dxhat * xhat), each in double
-// and over the row's columns in order. Rows are taken kRowGroup at a time, their sums side
-// by side: each row's sums keep their order and bits, and the rows' chains of dependent adds
-// overlap instead of running one after the other.
-constexpr std::int64_t kRowGroup = 4;
-
+// The two sums of each row's input gradient (of dxhat and of dxhat * xhat), each in double.
+// The columns are summed in SIMD lanes (omp simd's reduction: each lane sums every
+// lane-count-th column in order, then the lanes are added), an order fixed by the build, not by
+// the thread count or the data, so the sums have the same bits on every run.
 struct RowSums {
     double dxhat = 0, dxhatXhat = 0;
 };
 
-template <std::int64_t Rows>
-void rowGradientSums(const float* x, const float* dy, const float* gamma, const float* means, const float* invStds,
-                     std::int64_t width, RowSums* sums)
+RowSums rowGradientSums(const float* x, const float* dy, const float* gamma, float mean, float invStd,
+                        std::int64_t width)
 {
-    double sumDxhat[Rows] = {}, sumDxhatXhat[Rows] = {};
-    for (std::int64_t c = 0; c < width; ++c)
-        for (std::int64_t j = 0; j < Rows; ++j) {
-            const double dxhat = static_cast<double>(dy[j * width + c]) * gamma[c];
-            sumDxhat[j] += dxhat;
-            sumDxhatXhat[j] += dxhat * ((x[j * width + c] - means[j]) * invStds[j]);
-        }
-    for (std::int64_t j = 0; j < Rows; ++j)
-        sums[j] = {sumDxhat[j], sumDxhatXhat[j]};
+    double sumDxhat = 0, sumDxhatXhat = 0;
+#pragma omp simd reduction(+ : sumDxhat, sumDxhatXhat)
+    for (std::int64_t c = 0; c < width; ++c) {
+        const double dxhat = static_cast<double>(dy[c]) * gamma[c];
+        sumDxhat += dxhat;
+        sumDxhatXhat += dxhat * ((x[c] - mean) * invStd);
+    }
+    return {sumDxhat, sumDxhatXhat};
 }
 
 } // namespace
@@ -189,34 +185,20 @@ void CpuBackend::rowNormBackward(RowNormKind kind, const Tensor& x, const Tensor
     }
     cpu::forRowBlocks<2, 1>(rows, width, cpu::rowsPerBlock(width), {&x, &dy}, {&dx}, true,
                             [&](auto in, auto out, std::int64_t first, std::int64_t count) {
-                                std::int64_t i = 0;
-                                RowSums sums[kRowGroup];
-                                const auto rowOutputs = [&](std::int64_t group) {
-                                    for (std::int64_t j = 0; j < group; ++j, ++i) {
-                                        const float* row = in[0] + i * width;
-                                        const float* grad = in[1] + i * width;
-                                        const float mu = means[first + i], inv = invStds[first + i];
-                                        const auto n = static_cast<double>(width);
-                                        const double meanDxhat =
-                                            kind == RowNormKind::LayerNorm ? sums[j].dxhat / n : 0.0;
-                                        const double meanDxhatXhat = sums[j].dxhatXhat / n;
-                                        float* o = out[0] + i * width;
-                                        for (std::int64_t c = 0; c < width; ++c) {
-                                            const double xhat = (row[c] - mu) * inv;
-                                            o[c] = static_cast<float>(inv * (static_cast<double>(grad[c]) * gamma[c] -
-                                                                             meanDxhat - xhat * meanDxhatXhat));
-                                        }
+                                const auto n = static_cast<double>(width);
+                                for (std::int64_t i = 0; i < count; ++i) {
+                                    const float* row = in[0] + i * width;
+                                    const float* grad = in[1] + i * width;
+                                    const float mu = means[first + i], inv = invStds[first + i];
+                                    const RowSums sums = rowGradientSums(row, grad, gamma, mu, inv, width);
+                                    const double meanDxhat = kind == RowNormKind::LayerNorm ? sums.dxhat / n : 0.0;
+                                    const double meanDxhatXhat = sums.dxhatXhat / n;
+                                    float* o = out[0] + i * width;
+                                    for (std::int64_t c = 0; c < width; ++c) {
+                                        const double xhat = (row[c] - mu) * inv;
+                                        o[c] = static_cast<float>(inv * (static_cast<double>(grad[c]) * gamma[c] -
+                                                                         meanDxhat - xhat * meanDxhatXhat));
                                     }
-                                };
-                                for (; i + kRowGroup <= count;) {
-                                    rowGradientSums<kRowGroup>(in[0] + i * width, in[1] + i * width, gamma,
-                                                               means + first + i, invStds + first + i, width, sums);
-                                    rowOutputs(kRowGroup);
-                                }
-                                while (i < count) {
-                                    rowGradientSums<1>(in[0] + i * width, in[1] + i * width, gamma, means + first + i,
-                                                       invStds + first + i, width, sums);
-                                    rowOutputs(1);
                                 }
                             });
 }
