@@ -45,16 +45,11 @@ struct Case {
 PrecisionMode recipeFor(const std::string& preset)
 {
     static const std::map<std::string, PrecisionMode> recipes{
-        {"mlp", PrecisionMode::Mxfp8},
-        {"wide-mlp", PrecisionMode::Fp8Delayed},
-        {"deep-mlp", PrecisionMode::Fp8Hybrid},
-        {"deep-sigmoid", PrecisionMode::Fp8E4m3},
-        {"softmax", PrecisionMode::Mxfp6},
-        {"cnn", PrecisionMode::Fp8Block},
-        {"vgg-small", PrecisionMode::Mxfp4},
-        {"resnet-small", PrecisionMode::Mxfp8},
-        {"vit-tiny", PrecisionMode::Fp8Block},
-        {"char-gpt", PrecisionMode::Nvfp4},
+        {"mlp", PrecisionMode::Mxfp8},          {"wide-mlp", PrecisionMode::Fp8Delayed},
+        {"deep-mlp", PrecisionMode::Fp8Hybrid}, {"deep-sigmoid", PrecisionMode::Fp8E4m3},
+        {"softmax", PrecisionMode::Mxfp6},      {"cnn", PrecisionMode::Fp8Block},
+        {"vgg-small", PrecisionMode::Mxfp4},    {"resnet-small", PrecisionMode::Mxfp8},
+        {"vit-tiny", PrecisionMode::Fp8Block},  {"char-gpt", PrecisionMode::Nvfp4},
     };
     const auto it = recipes.find(preset);
     return it == recipes.end() ? PrecisionMode::Mxfp8 : it->second;
