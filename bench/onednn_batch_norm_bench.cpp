@@ -23,10 +23,7 @@ namespace {
 constexpr int kN = 128, kC = 32, kH = 28, kW = 28;
 constexpr int kCallsPerRound = 20;
 
-double seconds()
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // "median [lowest-highest]" of per-call milliseconds.
 void printSpread(const char* what, std::vector<double> ms)
@@ -46,14 +43,15 @@ struct OneDnnBatchNorm {
 
     explicit OneDnnBatchNorm(bool bf16)
     {
-        const dnnl::memory::desc data({kN, kC, kH, kW}, bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32,
+        const dnnl::memory::desc data({kN, kC, kH, kW},
+                                      bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32,
                                       dnnl::memory::format_tag::nchw);
         const dnnl::memory::desc channel({kC}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x);
         const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
         const dnnl::batch_normalization_forward::primitive_desc fpd(
             {dnnl::prop_kind::forward_training, data, 1e-5f, flags}, engine);
-        const dnnl::batch_normalization_backward::primitive_desc bpd({dnnl::prop_kind::backward, data, data, 1e-5f, flags},
-                                                                     engine, fpd);
+        const dnnl::batch_normalization_backward::primitive_desc bpd(
+            {dnnl::prop_kind::backward, data, data, 1e-5f, flags}, engine, fpd);
         forward = dnnl::batch_normalization_forward(fpd);
         backward = dnnl::batch_normalization_backward(bpd);
         const dnnl::memory src(data, engine), dst(data, engine), diffSrc(data, engine), diffDst(data, engine);
@@ -64,11 +62,12 @@ struct OneDnnBatchNorm {
         std::fill_n(static_cast<float*>(shift.get_data_handle()), kC, 0.0f);
         std::fill_n(static_cast<char*>(src.get_data_handle()), data.get_size(), 0);
         std::fill_n(static_cast<char*>(diffDst.get_data_handle()), data.get_size(), 0);
-        forwardArgs = {{DNNL_ARG_SRC, src},   {DNNL_ARG_DST, dst},     {DNNL_ARG_MEAN, mean},
+        forwardArgs = {{DNNL_ARG_SRC, src},           {DNNL_ARG_DST, dst},     {DNNL_ARG_MEAN, mean},
                        {DNNL_ARG_VARIANCE, variance}, {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}};
-        backwardArgs = {{DNNL_ARG_SRC, src},           {DNNL_ARG_DIFF_DST, diffDst},    {DNNL_ARG_MEAN, mean},
-                        {DNNL_ARG_VARIANCE, variance}, {DNNL_ARG_SCALE, scale},         {DNNL_ARG_SHIFT, shift},
-                        {DNNL_ARG_DIFF_SRC, diffSrc},  {DNNL_ARG_DIFF_SCALE, diffScale}, {DNNL_ARG_DIFF_SHIFT, diffShift}};
+        backwardArgs = {
+            {DNNL_ARG_SRC, src},           {DNNL_ARG_DIFF_DST, diffDst},     {DNNL_ARG_MEAN, mean},
+            {DNNL_ARG_VARIANCE, variance}, {DNNL_ARG_SCALE, scale},          {DNNL_ARG_SHIFT, shift},
+            {DNNL_ARG_DIFF_SRC, diffSrc},  {DNNL_ARG_DIFF_SCALE, diffScale}, {DNNL_ARG_DIFF_SHIFT, diffShift}};
     }
 
     void run()

@@ -214,6 +214,14 @@ void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSett
         float* pm = m.data();
         float* pv = v.data();
         const auto n = static_cast<std::int64_t>(w.size());
+        // Settings copied to locals: writes through pw, pm and pv could otherwise alias them,
+        // which stops the loop from vectorising.
+        const float beta1 = s.beta1, beta2 = s.beta2, epsilon = s.epsilon;
+        const bool decoupledDecay = s.decoupledDecay;
+        // As in sgdUpdate: each block's 16-bit working copy is written while the block is in cache.
+        Tensor* refreshed = slot.working && slot.master->dtype() == DType::F32 && slot.working->dtype() != DType::F32
+                                ? slot.working
+                                : nullptr;
         const std::int64_t blocks = (n + kStepBlock - 1) / kStepBlock;
 #pragma omp parallel for schedule(static) if (n > 65536)
         for (std::int64_t b = 0; b < blocks; ++b) {
@@ -221,23 +229,25 @@ void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSett
             const std::int64_t end = std::min(n, begin + kStepBlock);
             float scratch[kStepBlock];
             const float* g = gradient.block(begin, end, scratch);
+#pragma omp simd
             for (std::int64_t i = begin; i < end; ++i) {
-                float gi = g[i - begin];
-                if (s.decoupledDecay)
-                    pw[i] -= lr * decay * pw[i];
-                else
-                    gi += decay * pw[i];
-                pm[i] = s.beta1 * pm[i] + (1.0f - s.beta1) * gi;
-                pv[i] = s.beta2 * pv[i] + (1.0f - s.beta2) * gi * gi;
+                // Selects, not branches, so that the loop vectorises; the values are the branches'.
+                pw[i] = decoupledDecay ? pw[i] - lr * decay * pw[i] : pw[i];
+                const float gi = decoupledDecay ? g[i - begin] : g[i - begin] + decay * pw[i];
+                pm[i] = beta1 * pm[i] + (1.0f - beta1) * gi;
+                pv[i] = beta2 * pv[i] + (1.0f - beta2) * gi * gi;
                 const float mHat = pm[i] / correction1;
                 const float vHat = pv[i] / correction2;
-                pw[i] -= lr * mHat / (std::sqrt(vHat) + s.epsilon);
+                pw[i] -= lr * mHat / (std::sqrt(vHat) + epsilon);
             }
+            if (refreshed)
+                narrowFromFloat(pw + begin, refreshed->u16() + begin, static_cast<std::size_t>(end - begin),
+                                refreshed->dtype());
         }
         w.commit();
         m.commit();
         v.commit();
-        if (slot.working)
+        if (slot.working && !refreshed)
             cast(*slot.master, *slot.working);
     }
 }
