@@ -60,10 +60,11 @@ void OpTimingBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int6
     timed(gemmRow("gemm", ta, tb, m, n, k, a, b, c), [&] { m_target.gemm(ta, tb, m, n, k, alpha, a, b, beta, c); });
 }
 void OpTimingBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                                  const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales)
+                                  const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales,
+                                  bool relu)
 {
-    timed(gemmRow("gemm+bias", ta, tb, m, n, k, a, b, c),
-          [&] { m_target.gemmRowBias(ta, tb, m, n, k, a, b, bias, c, scales); });
+    timed(gemmRow(relu ? "gemm+bias+relu" : "gemm+bias", ta, tb, m, n, k, a, b, c),
+          [&] { m_target.gemmRowBias(ta, tb, m, n, k, a, b, bias, c, scales, relu); });
 }
 void OpTimingBackend::gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
                                       const Tensor& a, const Tensor& b, const Tensor* bias, Tensor& c,
@@ -78,9 +79,10 @@ void OpTimingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
 }
 
 void OpTimingBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                                    const ConvGeometry& g, OperandScales scales, ConvKeep* keep)
+                                    const ConvGeometry& g, OperandScales scales, ConvKeep* keep, bool relu)
 {
-    timed(typed("conv forward", x, y), [&] { m_target.conv2dForward(x, w, bias, y, g, scales, keep); });
+    timed(typed(relu ? "conv+relu forward" : "conv forward", x, y),
+          [&] { m_target.conv2dForward(x, w, bias, y, g, scales, keep, relu); });
 }
 void OpTimingBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
                                          OperandScales scales)

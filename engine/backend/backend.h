@@ -233,10 +233,13 @@ public:
     // to the fp32 sum of products and C rounded once to its dtype, as conv2dForward does and as
     // cuBLASLt's bias epilogue and PyTorch's addmm do. Rounding the GEMM to 16 bits and again
     // after the bias would lose up to half an ulp twice, most of the result where they cancel.
-    // With `scales` the sum is multiplied by scales.product() before the bias joins it.
+    // With `scales` the sum is multiplied by scales.product() before the bias joins it. With
+    // `relu`, C is max(0, C) (a ReLU that follows the product, as activationForward's): the same
+    // bits whether applied before or after the rounding, which keeps the sign and 0, so a
+    // backend may fuse it into the product's epilogue (the CPU: oneDNN's post-op).
     virtual void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c,
-                             OperandScales scales = {}) = 0;
+                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales = {},
+                             bool relu = false) = 0;
     // The block-scaled GEMM of DeepSeek-V3's FP8 recipe (arXiv 2412.19437, section 3.3; docs/
     // formats.md, "The block-scaled FP8 GEMM"): a and b hold FP8 elements (bf16 numbers) and
     // `scales` their decode scales per K-chunk. For each chunk c the elements' products are
@@ -255,9 +258,10 @@ public:
     // `scales` (of x and w; dy and w; x and dy): each fp32 sum of products is multiplied by
     // scales.product() before the bias joins it and before rounding; dbias, a sum of dy alone,
     // by scales.b. With `keep`, a training forward lets the backend keep what the backward of the
-    // same convolution can reuse (ConvKeep); the filter gradient takes it back as `kept`.
+    // same convolution can reuse (ConvKeep); the filter gradient takes it back as `kept`. With
+    // `relu`, y is max(0, y), as gemmRowBias's.
     virtual void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
-                               OperandScales scales = {}, ConvKeep* keep = nullptr) = 0;
+                               OperandScales scales = {}, ConvKeep* keep = nullptr, bool relu = false) = 0;
     virtual void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
                                     OperandScales scales = {}) = 0;
     // dw (and dbias when given) from the saved input and the output gradient.

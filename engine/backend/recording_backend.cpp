@@ -130,9 +130,9 @@ void RecordingBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int
 
 void RecordingBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
                                    const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c,
-                                   OperandScales scales)
+                                   OperandScales scales, bool relu)
 {
-    record([=, c = c](Backend& be) mutable { be.gemmRowBias(ta, tb, m, n, k, a, b, bias, c, scales); });
+    record([=, c = c](Backend& be) mutable { be.gemmRowBias(ta, tb, m, n, k, a, b, bias, c, scales, relu); });
 }
 
 void RecordingBackend::gemmBlockScaled(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -153,10 +153,12 @@ void RecordingBackend::rowBiasGrad(const Tensor& dy, Tensor& dbias)
 // A recorded step replays later, when nothing of this call's forward is at hand: keeps nothing
 // (ConvKeep), and the backward works from the input alone.
 void RecordingBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                                     const ConvGeometry& g, OperandScales scales, ConvKeep*)
+                                     const ConvGeometry& g, OperandScales scales, ConvKeep*, bool relu)
 {
     std::optional<Tensor> b = bias ? std::optional<Tensor>(*bias) : std::nullopt;
-    record([x, w, b, y, g, scales](Backend& be) mutable { be.conv2dForward(x, w, b ? &*b : nullptr, y, g, scales); });
+    record([x, w, b, y, g, scales, relu](Backend& be) mutable {
+        be.conv2dForward(x, w, b ? &*b : nullptr, y, g, scales, nullptr, relu);
+    });
 }
 
 void RecordingBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,

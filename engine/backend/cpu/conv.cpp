@@ -90,7 +90,7 @@ void storeKept(ConvKeep* keep, std::shared_ptr<const cpu::KeptConvInput> slot, C
 } // namespace
 
 void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
-                               OperandScales scales, ConvKeep* keep)
+                               OperandScales scales, ConvKeep* keep, bool relu)
 {
     checkShapes(x, w, y, g);
     MANTISSA_ASSERT(cpu::sameOrWidened(x, w));
@@ -103,8 +103,8 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
     std::shared_ptr<const cpu::KeptConvInput> kept;
     auto* slot = keptSlot(keep, fx, x, kept);
     if (kernelRoundsInto(native, scales, y)) {
-        m_conv->forward({g, true, bias != nullptr, true}, fx.data(), fw.data(), fb ? fb->data() : nullptr, y.data(),
-                        slot);
+        m_conv->forward({g, true, bias != nullptr, true, relu}, fx.data(), fw.data(), fb ? fb->data() : nullptr,
+                        y.data(), slot);
         storeKept(keep, std::move(kept), [this](Storage& s) { countLive(s); });
         return;
     }
@@ -113,11 +113,14 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
     // (backend.h), as cuDNN's fused bias does; with operand scales the sum is scaled first and
     // the bias joins it afterwards (output_scale.h).
     if (scales.unit())
-        m_conv->forward({g, native, bias != nullptr}, fx.data(), fw.data(), fb ? fb->data() : nullptr, fy.data(), slot);
+        m_conv->forward({g, native, bias != nullptr, false, relu}, fx.data(), fw.data(), fb ? fb->data() : nullptr,
+                        fy.data(), slot);
     else {
         m_conv->forward({g, native, false}, fx.data(), fw.data(), nullptr, fy.data(), slot);
         cpu::scaleChannelsAddBias(fy.data(), g.n, g.outChannels, g.outH * g.outW, scales.product(),
                                   fb ? fb->data() : nullptr);
+        if (relu)
+            cpu::reluInPlace(fy.data(), fy.size());
     }
     fy.commit();
     storeKept(keep, std::move(kept), [this](Storage& s) { countLive(s); });

@@ -33,7 +33,8 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n
 }
 
 void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales)
+                             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales,
+                             bool relu)
 {
     MANTISSA_ASSERT(a.numel() >= m * k && b.numel() >= k * n && c.numel() >= m * n && bias.numel() == n);
     MANTISSA_ASSERT(cpu::sameOrWidened(a, b));
@@ -48,10 +49,13 @@ void CpuBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::in
     if (scales.unit()) {
         cpu::MatmulShape shape{ta, tb, m, n, k, native, true, 1.0f, 0.0f};
         shape.bf16Output = fc.kernelRounds();
+        shape.relu = relu;
         m_matmul->run(shape, fa.data(), fb.data(), fbias.data(), fc.data());
     } else {
         m_matmul->run({ta, tb, m, n, k, native, false, 1.0f, 0.0f}, fa.data(), fb.data(), nullptr, fc.data());
         cpu::scaleRowsAddBias(fc.floats(), m, n, scales.product(), fbias.data());
+        if (relu)
+            cpu::reluInPlace(fc.floats(), static_cast<std::size_t>(m * n));
     }
     fc.commit();
 }

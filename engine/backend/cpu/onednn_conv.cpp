@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/onednn_conv.h"
 
+#include "engine/backend/cpu/output_scale.h"
 #include "engine/numerics/conversions.h"
 #include "engine/tensor/tensor.h"
 #include "engine/util/check.h"
@@ -223,7 +224,13 @@ dnnl::convolution_forward::primitive_desc forwardDesc(const ConvShape& s, const 
                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                                  chosen(d.src), chosen(d.weights), chosen(d.dstResult), d.strides,
                                                  d.padL, d.padR);
-    return {desc, eng};
+    dnnl::primitive_attr attr;
+    if (s.relu) {
+        dnnl::post_ops ops;
+        appendRelu(ops);
+        attr.set_post_ops(ops);
+    }
+    return {desc, attr, eng};
 }
 
 } // namespace
@@ -232,6 +239,7 @@ struct OneDnnConv::Forward {
     dnnl::convolution_forward primitive;
     Operand src, weights, dst;
     dnnl::memory::desc bias;
+    bool reluAfter = false; // the shape's ReLU runs after the kernel (appliesReluExactly)
 };
 
 struct OneDnnConv::BackwardData {
@@ -255,11 +263,11 @@ std::size_t OneDnnConv::KeyHash::operator()(const Key& key) const
 
 namespace {
 
-std::array<std::int64_t, 16> keyOf(const ConvShape& s)
+std::array<std::int64_t, 17> keyOf(const ConvShape& s)
 {
     const ConvGeometry& g = s.geometry;
-    return {g.n,       g.inChannels, g.inH,  g.inW,  g.outChannels, g.kH,         g.kW,   g.strideH,
-            g.strideW, g.padH,       g.padW, g.outH, g.outW,        s.bf16Inputs, s.bias, s.bf16Output};
+    return {g.n,    g.inChannels, g.inH,  g.inW,  g.outChannels, g.kH,   g.kW,         g.strideH, g.strideW,
+            g.padH, g.padW,       g.outH, g.outW, s.bf16Inputs,  s.bias, s.bf16Output, s.relu};
 }
 
 } // namespace
@@ -289,11 +297,19 @@ OneDnnConv::Forward* OneDnnConv::forwardFor(const ConvShape& s)
     const Descs d = descsFor(s);
     try {
         m_runtime.checkRefusal(family(s, "forward"));
-        const auto pd = forwardDesc(s, d, blockedLayouts(s.geometry, Direction::Forward), eng);
+        const bool blocked = blockedLayouts(s.geometry, Direction::Forward);
+        auto pd = forwardDesc(s, d, blocked, eng);
+        const bool reluAfter = s.relu && !appliesReluExactly(pd.impl_info_str());
+        if (reluAfter) {
+            ConvShape plain = s;
+            plain.relu = false;
+            pd = forwardDesc(plain, d, blocked, eng);
+        }
         m_runtime.noteImplementation(family(s, "forward"), pd.impl_info_str());
-        auto entry = std::make_unique<Forward>(Forward{
-            dnnl::convolution_forward(pd), Operand(d.src, pd.src_desc(), true, eng),
-            Operand(d.weights, pd.weights_desc(), true, eng), Operand(d.dstResult, pd.dst_desc(), false, eng), d.bias});
+        auto entry =
+            std::make_unique<Forward>(Forward{dnnl::convolution_forward(pd), Operand(d.src, pd.src_desc(), true, eng),
+                                              Operand(d.weights, pd.weights_desc(), true, eng),
+                                              Operand(d.dstResult, pd.dst_desc(), false, eng), d.bias, reluAfter});
         return m_forward.emplace(key, std::move(entry)).first->second.get();
     } catch (const dnnl::error& e) {
         refused(s, "forward", e);
@@ -387,6 +403,13 @@ void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const
     if (bias)
         args.emplace(DNNL_ARG_BIAS, dnnl::memory(f.bias, m_runtime.engine(), const_cast<float*>(bias)));
     run.run(f.primitive, args);
+    if (f.reluAfter) {
+        const auto count = static_cast<std::size_t>(yCount(s.geometry));
+        if (s.bf16Output)
+            reluInPlaceBf16(static_cast<std::uint16_t*>(y), count);
+        else
+            reluInPlace(static_cast<float*>(y), count);
+    }
 }
 
 void OneDnnConv::backwardData(const ConvShape& s, const void* dy, const void* w, void* dx)

@@ -28,6 +28,7 @@ struct ConvShape {
     // the bf16 dot-product instructions flush their inputs and outputs), so that the fp32 result
     // never crosses memory.
     bool bf16Output = false;
+    bool relu = false; // forward: max(0, y) in the kernel (a post-op), before y is written
 };
 
 // A forward's input as its kernel read it (moved into the kernel's blocked layout), kept for the
@@ -62,8 +63,8 @@ public:
                   float* dw, float* dbias, void* dx, const KeptConvInput* kept = nullptr);
 
 private:
-    // The geometry's thirteen extents, the input type, the bias flag and the output type.
-    using Key = std::array<std::int64_t, 16>;
+    // The geometry's thirteen extents, the input type, the bias flag, the output type and the ReLU.
+    using Key = std::array<std::int64_t, 17>;
     struct KeyHash {
         std::size_t operator()(const Key& key) const;
     };

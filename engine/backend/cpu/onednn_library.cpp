@@ -105,6 +105,10 @@ MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_post_ops_create, (dnnl_post_ops_t * 
 MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_post_ops_destroy, (dnnl_post_ops_t post_ops), (post_ops))
 MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_post_ops_append_sum, (dnnl_post_ops_t post_ops, float scale),
                         (post_ops, scale))
+MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_post_ops_append_eltwise,
+                        (dnnl_post_ops_t post_ops, float scale, dnnl_alg_kind_t alg_kind, float alpha, float beta),
+                        (post_ops, scale, alg_kind, alpha, beta))
+MANTISSA_ONEDNN_FORWARD(int, dnnl_post_ops_len, (const_dnnl_post_ops_t post_ops), (post_ops))
 MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_primitive_attr_create, (dnnl_primitive_attr_t * attr), (attr))
 MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_primitive_attr_destroy, (dnnl_primitive_attr_t attr), (attr))
 MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_primitive_attr_set_output_scales,

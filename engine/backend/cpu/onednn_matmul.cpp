@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/onednn_matmul.h"
 
+#include "engine/backend/cpu/output_scale.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -61,7 +62,7 @@ std::size_t OneDnnMatmul::ShapeHash::operator()(const MatmulShape& s) const
     mix(std::hash<std::int64_t>{}(s.n));
     mix(std::hash<std::int64_t>{}(s.k));
     mix((s.ta == Transpose::Yes ? 1u : 0u) | (s.tb == Transpose::Yes ? 2u : 0u) | (s.bf16Inputs ? 4u : 0u) |
-        (s.rowBias ? 8u : 0u) | (s.bf16Output ? 16u : 0u));
+        (s.rowBias ? 8u : 0u) | (s.bf16Output ? 16u : 0u) | (s.relu ? 32u : 0u));
     mix(std::bit_cast<std::uint32_t>(s.alpha));
     mix(std::bit_cast<std::uint32_t>(s.beta));
     mix(std::hash<std::int64_t>{}(s.batch));
@@ -75,27 +76,36 @@ OneDnnMatmul::Prepared* OneDnnMatmul::primitive(const MatmulShape& s)
         return &found->second;
     if (m_refused.contains(s))
         return nullptr;
-    MANTISSA_ASSERT(s.batch >= 1 && (s.batch == 1 || !s.rowBias));
-    dnnl::primitive_attr attr;
-    if (s.alpha != 1.0f)
-        attr.set_output_scales(0, {s.alpha});
-    if (s.beta != 0.0f) {
-        // The previous C joins the fp32 sum before the one rounding the caller does.
+    MANTISSA_ASSERT(s.batch >= 1 && (s.batch == 1 || (!s.rowBias && !s.relu)));
+    const auto attributes = [&s](bool relu) {
+        dnnl::primitive_attr attr;
+        if (s.alpha != 1.0f)
+            attr.set_output_scales(0, {s.alpha});
         dnnl::post_ops ops;
-        ops.append_sum(s.beta);
-        attr.set_post_ops(ops);
-    }
+        if (s.beta != 0.0f) // the previous C joins the fp32 sum before the one rounding the caller does
+            ops.append_sum(s.beta);
+        if (relu)
+            appendRelu(ops);
+        if (ops.len() > 0)
+            attr.set_post_ops(ops);
+        return attr;
+    };
     const std::string family = s.bf16Inputs ? "bf16 matmul" : "fp32 matmul";
     try {
         m_runtime.checkRefusal(family);
+        bool relu = s.relu;
         const auto describe = [&](std::int64_t rowOfB) {
             const auto [a, b, c] = operandDescs(s, rowOfB);
             const auto desc = s.rowBias
                                   ? dnnl::matmul::desc(a, b, dnnl::memory::desc(dims{1, s.n}, dt::f32, dims{s.n, 1}), c)
                                   : dnnl::matmul::desc(a, b, c);
-            return dnnl::matmul::primitive_desc(desc, attr, m_runtime.engine());
+            return dnnl::matmul::primitive_desc(desc, attributes(relu), m_runtime.engine());
         };
         dnnl::matmul::primitive_desc pd = describe(0);
+        if (relu && !appliesReluExactly(pd.impl_info_str())) {
+            relu = false;
+            pd = describe(0);
+        }
         const std::int64_t element = s.bf16Inputs ? 2 : 4;
         std::int64_t rowOfB = s.n;
         std::string note = pd.impl_info_str();
@@ -105,7 +115,7 @@ OneDnnMatmul::Prepared* OneDnnMatmul::primitive(const MatmulShape& s)
             note = std::string(pd.impl_info_str()) + " (B copied into padded rows)";
         }
         m_runtime.noteImplementation(family, note);
-        return &m_primitives.emplace(s, Prepared{dnnl::matmul(pd), rowOfB}).first->second;
+        return &m_primitives.emplace(s, Prepared{dnnl::matmul(pd), rowOfB, s.relu && !relu}).first->second;
     } catch (const dnnl::error& e) {
         const std::string what = family + " " + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " +
                                  std::to_string(s.k) + "x" + std::to_string(s.n) +
@@ -190,6 +200,13 @@ void OneDnnMatmul::run(const MatmulShape& s, const void* a, const void* b, const
                                                  const_cast<float*>(bias)));
     prepared.matmul.execute(m_runtime.stream(), args);
     m_runtime.stream().wait();
+    if (prepared.reluAfter) {
+        const auto count = static_cast<std::size_t>(s.m * s.n);
+        if (s.bf16Output)
+            reluInPlaceBf16(static_cast<std::uint16_t*>(c), count);
+        else
+            reluInPlace(static_cast<float*>(c), count);
+    }
 }
 
 } // namespace mantissa::cpu

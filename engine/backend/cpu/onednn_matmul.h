@@ -27,6 +27,8 @@ struct MatmulShape {
     // ours; results below 2^-126 flush, as the bf16 dot products flush their inputs), so the
     // fp32 result never crosses memory; beta's c is read back from those bits.
     bool bf16Output = false;
+    // max(0, x) of every result in the kernel (oneDNN's eltwise post-op), before it is written.
+    bool relu = false;
 
     bool operator==(const MatmulShape&) const = default;
 };
@@ -51,6 +53,9 @@ private:
     struct Prepared {
         dnnl::matmul matmul;
         std::int64_t rowOfB = 0;
+        // The shape's ReLU runs after the kernel, whose post-op would not give its bits
+        // (appliesReluExactly).
+        bool reluAfter = false;
     };
     // The shape's primitive, or nullptr where oneDNN refused a native bf16 one and the runtime
     // falls back; throws UnsupportedError for any other refusal.

@@ -54,6 +54,13 @@ void OneDnnRuntime::refuseForTesting(const std::string& family)
     m_refused.insert(family);
 }
 
+void appendRelu(dnnl::post_ops& ops) { ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f); }
+
+bool appliesReluExactly(const std::string& implementation)
+{
+    return implementation.starts_with("brg") || implementation.starts_with("jit");
+}
+
 std::string oneDnnVersion()
 {
     const dnnl_version_t* v = dnnl_version();

@@ -57,6 +57,18 @@ private:
     std::set<std::string> m_refused; // families refused for tests
 };
 
+// Appends max(0, x) to a primitive's post-ops: a ReLU that follows a matrix product or a
+// convolution, applied to its fp32 result inside the kernel, before the one rounding. Rounding
+// to nearest keeps the sign and 0, so the bits are those of rounding first and then a ReLU
+// (activationForward's, which also makes a NaN 0, as oneDNN's max with 0 does).
+void appendRelu(dnnl::post_ops& ops);
+// Whether a primitive's kernel (its impl_info_str: "brg:avx512_core", "jit:avx512_core") applies
+// that post-op as max(x, 0), the ReLU's bits: oneDNN's JIT kernels do, with +0 for a negative x
+// and 0 for a NaN; its GEMM-based and reference kernels compute x * 0 for x <= 0, which is -0
+// for a negative x and NaN for a NaN (relu_epilogue_test found the -0s), so for those the
+// caller applies the ReLU itself after the kernel.
+bool appliesReluExactly(const std::string& implementation);
+
 // "2.6.3"
 std::string oneDnnVersion();
 // The instruction set oneDNN dispatches to on this CPU ("avx512_core_bf16"), after any

@@ -17,5 +17,10 @@ void scaleRowsAddBias(float* c, std::int64_t rows, std::int64_t n, float scale, 
 // when `bias` is null.
 void scaleChannelsAddBias(float* y, std::int64_t images, std::int64_t channels, std::int64_t area, float scale,
                           const float* bias);
+// c[i] = max(0, c[i]) for i < count, a NaN becoming 0 as activationForward's ReLU makes it: the
+// ReLU that follows a product whose epilogue runs here (backend.h's gemmRowBias).
+void reluInPlace(float* c, std::size_t count);
+// The same on bf16 words: a negative value (-0 included) or a NaN becomes +0.
+void reluInPlaceBf16(std::uint16_t* c, std::size_t count);
 
 } // namespace mantissa::cpu

@@ -120,7 +120,8 @@ void CudaBackend::gemmStridedBatched(Transpose ta, Transpose tb, std::int64_t m,
 // conv_plans), and a rounding the CPU oracle can only match where it is documented; the extra
 // pass here costs one fp32 [m, n] read and write, small beside the GEMM for a layer's sizes.
 void CudaBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                              const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales)
+                              const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales,
+                              bool relu)
 {
     MANTISSA_ASSERT(bias.numel() == n && c.numel() == m * n);
     if (m == 0 || n == 0)
@@ -132,6 +133,8 @@ void CudaBackend::gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::i
     checkLaunch("gemmRowBias");
     if (wide.dtype() != c.dtype())
         cast(wide, c);
+    if (relu) // after the rounding, with the same bits (backend.h); a pass of its own here
+        activationForward(Activation::Relu, c, c);
 }
 
 } // namespace mantissa::cuda

@@ -56,11 +56,12 @@ public:
     void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const Tensor& a,
               const Tensor& b, float beta, Tensor& c) override;
     void gemmRowBias(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
-                     const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales = {}) override;
+                     const Tensor& b, const Tensor& bias, Tensor& c, OperandScales scales = {},
+                     bool relu = false) override;
     void rowBiasGrad(const Tensor& dy, Tensor& dbias) override;
 
     void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
-                       OperandScales scales = {}, ConvKeep* keep = nullptr) override;
+                       OperandScales scales = {}, ConvKeep* keep = nullptr, bool relu = false) override;
     void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,
                             OperandScales scales = {}) override;
     void conv2dBackwardFilter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias, const ConvGeometry& g,

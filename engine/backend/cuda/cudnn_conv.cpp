@@ -28,10 +28,16 @@ bool sameType(const Tensor& a, const Tensor& b, const Tensor& c)
 
 } // namespace
 
-// cuDNN reads NCHW or NHWC as it stands, with nothing to keep for the backward (ConvKeep).
+// cuDNN reads NCHW or NHWC as it stands, with nothing to keep for the backward (ConvKeep). A
+// ReLU after it runs as its own pass, with the bits of the fused one (backend.h).
 void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
-                                OperandScales scales, ConvKeep*)
+                                OperandScales scales, ConvKeep*, bool relu)
 {
+    if (relu) {
+        conv2dForward(x, w, bias, y, g, scales);
+        activationForward(Activation::Relu, y, y);
+        return;
+    }
     if (!scales.unit()) {
         Tensor wide = empty(y.shape(), DType::F32);
         conv2dForward(x, w, nullptr, wide, g);

@@ -24,6 +24,10 @@ public:
 private:
     LayerPtr m_inner;
     ActivationLayer m_activation;
+    // A ReLU after a linear layer or a convolution runs in the product's epilogue (the inner
+    // layer's setReluAfter), with the bits of the separate ReLU: rounding to nearest keeps the
+    // sign and 0, and the backward's mask, output > 0, is input > 0.
+    bool m_fusedRelu = false;
 };
 
 } // namespace mantissa

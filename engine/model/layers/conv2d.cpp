@@ -72,7 +72,7 @@ ForwardResult Conv2d::forward(PassState& pass, const Tensor& x)
     auto context = std::make_unique<Conv2dContext>();
     const bool keep = pass.training && gemmRecipe() == GemmRecipe::None;
     pass.backend.conv2dForward(xq.values, wq.values, m_hasBias ? &m_bias.working : nullptr, y, g, {xq.scale, wq.scale},
-                               keep ? &context->keep : nullptr);
+                               keep ? &context->keep : nullptr, m_reluAfter);
     if (pass.training)
         context->input = x;
     return {y, std::move(context)};

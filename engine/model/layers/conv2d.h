@@ -30,6 +30,10 @@ public:
         return {{"input channels", m_shape.inChannels}, {"filters", m_shape.outChannels}};
     }
 
+    // Set by a ReLU's wrapper (ActivatedLayer): the output is max(0, conv), fused into the
+    // convolution's epilogue (conv2dForward), with the bits of a ReLU layer after it.
+    void setReluAfter(bool relu) { m_reluAfter = relu; }
+
 private:
     ConvGeometry geometry(std::int64_t batch) const;
 
@@ -38,6 +42,7 @@ private:
     std::string m_init;
     bool m_xavier;
     Parameter m_weight, m_bias;
+    bool m_reluAfter = false;
 };
 
 } // namespace mantissa

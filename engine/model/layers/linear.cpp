@@ -52,19 +52,21 @@ namespace {
 
 // C = op(a) op(b) (+ bias) for two prepared operands: the block-scaled GEMM when either carries
 // block scales (fp8-block), else the sum scaled by the operands' scales (per-tensor FP8) or not.
+// With `relu`, C = max(0, C): in the GEMM's epilogue where it has a bias (gemmRowBias), else a
+// ReLU over C in place, with the same bits.
 void multiply(Backend& backend, Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
-              const GemmOperandValues& a, const GemmOperandValues& b, const Tensor* bias, Tensor& c)
+              const GemmOperandValues& a, const GemmOperandValues& b, const Tensor* bias, Tensor& c, bool relu = false)
 {
     if (a.blocks.present() || b.blocks.present()) {
         MANTISSA_ASSERT(a.scale == 1.0f && b.scale == 1.0f);
         backend.gemmBlockScaled(ta, tb, m, n, k, a.values, b.values, bias, c, {a.blocks, b.blocks});
+    } else if (bias) {
+        backend.gemmRowBias(ta, tb, m, n, k, a.values, b.values, *bias, c, {a.scale, b.scale}, relu);
         return;
-    }
-    const OperandScales scales{a.scale, b.scale};
-    if (bias)
-        backend.gemmRowBias(ta, tb, m, n, k, a.values, b.values, *bias, c, scales);
-    else
-        backend.gemm(ta, tb, m, n, k, scales.product(), a.values, b.values, 0.0f, c);
+    } else
+        backend.gemm(ta, tb, m, n, k, a.scale * b.scale, a.values, b.values, 0.0f, c);
+    if (relu)
+        backend.activationForward(Activation::Relu, c, c);
 }
 
 } // namespace
@@ -80,7 +82,7 @@ ForwardResult Linear::forward(PassState& pass, const Tensor& x)
     const GemmOperandValues wq =
         gemmInput(pass, weight().working, GemmPass::Forward, GemmOperand::Weight, KLayout::rows(m_out, m_in));
     multiply(pass.backend, Transpose::No, Transpose::Yes, rows, m_out, m_in, xq, wq,
-             m_hasBias ? &m_bias.working : nullptr, y);
+             m_hasBias ? &m_bias.working : nullptr, y, m_reluAfter);
     auto context = std::make_unique<LinearContext>();
     if (pass.training) {
         context->input = input;

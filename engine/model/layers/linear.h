@@ -40,6 +40,10 @@ public:
     // Set by the factory for "tied": true, so that the parameter count leaves out the table
     // (counted once, by the embedding) before the model ties it.
     void setSharesTable(bool shares) { m_sharesTable = shares; }
+    // Set by a ReLU's wrapper (ActivatedLayer): the output is max(0, x W^T + b), the ReLU fused
+    // into the product's epilogue where the backend can (gemmRowBias), with the bits of a ReLU
+    // layer after it.
+    void setReluAfter(bool relu) { m_reluAfter = relu; }
 
 protected:
     // dW = dy^T x is all the rotated inputs feed (the bias gradient sums the unquantised dy).
@@ -57,6 +61,7 @@ private:
     Parameter m_weight, m_bias;
     Parameter* m_tied = nullptr;
     bool m_sharesTable = false;
+    bool m_reluAfter = false;
 };
 
 } // namespace mantissa
