@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,21 +41,22 @@ struct Case {
     PrecisionMode mode;
 };
 
+// What CTest's list shows for a case, rather than its bytes.
+[[maybe_unused]] void PrintTo(const Case& c, std::ostream* out)
+{
+    *out << c.preset << " " << precisionModeName(c.mode);
+}
+
 // One sub-16-bit recipe per preset, spread so that every recipe family is covered by some model;
 // not a 4-bit one for softmax, whose only GEMM a 4-bit recipe keeps in bf16 (keep_first_last).
 PrecisionMode recipeFor(const std::string& preset)
 {
     static const std::map<std::string, PrecisionMode> recipes{
-        {"mlp", PrecisionMode::Mxfp8},
-        {"wide-mlp", PrecisionMode::Fp8Delayed},
-        {"deep-mlp", PrecisionMode::Fp8Hybrid},
-        {"deep-sigmoid", PrecisionMode::Fp8E4m3},
-        {"softmax", PrecisionMode::Mxfp6},
-        {"cnn", PrecisionMode::Fp8Block},
-        {"vgg-small", PrecisionMode::Mxfp4},
-        {"resnet-small", PrecisionMode::Mxfp8},
-        {"vit-tiny", PrecisionMode::Fp8Block},
-        {"char-gpt", PrecisionMode::Nvfp4},
+        {"mlp", PrecisionMode::Mxfp8},          {"wide-mlp", PrecisionMode::Fp8Delayed},
+        {"deep-mlp", PrecisionMode::Fp8Hybrid}, {"deep-sigmoid", PrecisionMode::Fp8E4m3},
+        {"softmax", PrecisionMode::Mxfp6},      {"cnn", PrecisionMode::Fp8Block},
+        {"vgg-small", PrecisionMode::Mxfp4},    {"resnet-small", PrecisionMode::Mxfp8},
+        {"vit-tiny", PrecisionMode::Fp8Block},  {"char-gpt", PrecisionMode::Nvfp4},
     };
     const auto it = recipes.find(preset);
     return it == recipes.end() ? PrecisionMode::Mxfp8 : it->second;
