@@ -32,16 +32,18 @@ void checkRecipeFits(const GemmSite& site, const ModelSpec& spec)
                               "; keep the layer in bf16 (\"precision\": \"bf16\") or change its width");
 }
 
-// The validated spec's layers built, named and tied, with the policy's dtypes and the recipe's
-// coverage applied (keep_first_last at any depth), but no parameters yet.
-std::vector<LayerPtr> buildLayers(const ModelSpec& spec, const PrecisionPolicy& policy, GemmCoverage& coverage,
+// The validated spec's layers built, named, tied and given the policy's dtypes, compiled into
+// a graph with the recipe's coverage applied (keep_first_last at any depth), but no parameters
+// yet. Each layer of the list is one group of the graph.
+std::unique_ptr<Graph> buildGraph(const ModelSpec& spec, const PrecisionPolicy& policy, GemmCoverage& coverage,
                                   Shape& output)
 {
     const ModelReport report = validateModel(spec);
     if (!report.valid())
         throw ConfigError(report.error);
-    std::vector<LayerPtr> layers;
     Shape shape(spec.input);
+    auto graph = std::make_unique<Graph>(shape);
+    ValueId value = graph->input();
     TokenEmbedding* embedding = nullptr; // the first one, which a tied head shares (validated)
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
         LayerPtr layer = createLayer(spec.layers[i], shape);
@@ -57,18 +59,17 @@ std::vector<LayerPtr> buildLayers(const ModelSpec& spec, const PrecisionPolicy& 
             embedding->setTableShared(true);
         }
         layer->applyPrecision(policy, policy.layer(spec.layers[i].precision));
-        layers.push_back(std::move(layer));
+        graph->beginGroup(layer->name(), layer->computeType());
+        value = graph->own(std::move(layer))->appendTo(*graph, value);
     }
-    std::vector<Layer*> topLevel;
-    for (const LayerPtr& l : layers)
-        topLevel.push_back(l.get());
-    const std::vector<GemmSite> sites = gemmSites(topLevel);
+    graph->setOutput(value);
+    const std::vector<GemmSite> sites = gemmSites(*graph);
     coverage =
         applyRecipeCoverage(policy.recipe(), sites, keepsFirstAndLastLayers(policy.recipe(), policy.recipeOptions()));
     for (const GemmSite& site : sites)
         checkRecipeFits(site, spec);
     output = shape;
-    return layers;
+    return graph;
 }
 
 } // namespace
@@ -77,7 +78,7 @@ GemmCoverage plannedGemmCoverage(const ModelSpec& spec, PrecisionMode mode, cons
 {
     GemmCoverage coverage;
     Shape output;
-    buildLayers(spec, PrecisionPolicy(mode, recipe), coverage, output);
+    buildGraph(spec, PrecisionPolicy(mode, recipe), coverage, output);
     return coverage;
 }
 
@@ -87,84 +88,30 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
 {
     const PrecisionPolicy policy(mode, recipe);
     Shape output;
-    m_layers = buildLayers(spec, policy, m_gemmCoverage, output);
-    for (std::size_t i = 0; i < m_layers.size(); ++i)
-        m_layers[i]->createParameters(backend, policy.layer(spec.layers[i].precision).master, seed);
+    m_graph = buildGraph(spec, policy, m_gemmCoverage, output);
+    // The layers of the list own their parameters (a block creates its parts'), each with the
+    // master dtype its override resolves to.
+    const std::vector<Layer*> built = layers();
+    for (std::size_t i = 0; i < spec.layers.size(); ++i)
+        built[i]->createParameters(backend, policy.layer(spec.layers[i].precision).master, seed);
     m_labelsPerSample = output.numel() / m_classes;
-    while (m_firstTrainedLayer + 1 < m_layers.size() && m_layers[m_firstTrainedLayer]->parameters().empty())
-        ++m_firstTrainedLayer;
-    for (auto it = m_layers.rbegin(); it != m_layers.rend(); ++it) {
-        auto params = (*it)->parameters();
-        // Within a layer, backward writes the weight gradient before the bias gradient.
-        m_backwardOrder.insert(m_backwardOrder.end(), params.begin(), params.end());
-    }
+    m_backwardOrder = m_graph->parametersInBackwardOrder();
 }
 
 ModelForward Model::forward(PassState& pass, const Tensor& x)
 {
     ModelForward result;
-    result.contexts.reserve(m_layers.size());
-    Tensor activation = x;
-    for (std::size_t i = 0; i < m_layers.size(); ++i) {
-        Layer* layer = m_layers[i].get();
-        if (activation.dtype() != layer->inputType()) {
-            Tensor converted = pass.backend.empty(activation.shape(), layer->inputType());
-            pass.backend.cast(activation, converted);
-            activation = converted;
-        }
-        pass.layerIndex = i;
-        ForwardResult out = layer->forward(pass, activation);
-        activation = out.output;
-        result.contexts.push_back(std::move(out.context));
-        if (pass.tap)
-            pass.tap->afterForward(i, activation);
-    }
-    result.logits = activation;
+    result.graph = m_graph->forward(pass, x);
+    result.logits = result.graph.output;
     return result;
 }
 
 void Model::backward(PassState& pass, const Tensor& dlogits, ModelForward& forward)
 {
-    Tensor gradient = dlogits;
-    for (std::size_t i = m_layers.size(); i-- > 0;) {
-        if (i < m_firstTrainedLayer) {
-            // A flatten or a pooling ahead of the first weights: nothing below needs a gradient
-            // (mlp's first linear layer spent an eighth of its fp32 step on the data's).
-            forward.contexts[i].reset();
-            if (pass.tap)
-                pass.tap->afterBackward(i, Tensor());
-            continue;
-        }
-        Layer& layer = *m_layers[i];
-        if (gradient.dtype() != layer.computeType()) {
-            Tensor converted = pass.backend.empty(gradient.shape(), layer.computeType());
-            pass.backend.cast(gradient, converted);
-            gradient = converted;
-        }
-        pass.inputGradNeeded = i > m_firstTrainedLayer;
-        gradient = layer.backward(pass, gradient, forward.contexts[i].get());
-        forward.contexts[i].reset(); // free saved activations as early as possible
-        if (pass.tap)
-            pass.tap->afterBackward(i, gradient);
-    }
+    m_graph->backward(pass, dlogits, forward.graph, false);
     pass.inputGradNeeded = true;
 }
 
-std::vector<std::pair<std::string, Tensor*>> Model::buffers()
-{
-    std::vector<std::pair<std::string, Tensor*>> all;
-    for (auto& layer : m_layers)
-        for (auto& b : layer->buffers())
-            all.push_back(b);
-    return all;
-}
-
-std::vector<Layer*> Model::layers()
-{
-    std::vector<Layer*> out;
-    for (auto& l : m_layers)
-        out.push_back(l.get());
-    return out;
-}
+std::vector<Layer*> Model::layers() { return m_graph->ownedLayers(); }
 
 } // namespace mantissa
