@@ -159,10 +159,10 @@ TEST(ModelGraph, ResidualBlocksCompileIntoNodesOfOneGroup)
     const Graph& graph = model.graph();
     ASSERT_EQ(graph.groups().size(), c.model.layers.size());
     EXPECT_EQ(graph.groups()[5].name, "5.residual");
-    EXPECT_EQ(nodeNames(graph, 5), (std::vector<std::string>{"5.residual.input", "5.residual.0.conv2d",
-                                                             "5.residual.1.batchnorm", "5.residual.2.relu",
-                                                             "5.residual.3.conv2d", "5.residual.4.batchnorm",
-                                                             "5.residual.shortcut", "5.residual"}));
+    EXPECT_EQ(nodeNames(graph, 5),
+              (std::vector<std::string>{"5.residual.input", "5.residual.0.conv2d", "5.residual.1.batchnorm",
+                                        "5.residual.2.relu", "5.residual.3.conv2d", "5.residual.4.batchnorm",
+                                        "5.residual.shortcut", "5.residual"}));
     const GraphNode& entry = graph.nodes()[graph.groups()[5].firstNode];
     EXPECT_EQ(graph.values()[entry.outputs[0]].consumers.size(), 2u) << "the body and the projection";
     EXPECT_EQ(graph.values()[entry.outputs[0]].dtype, DType::BF16);
@@ -181,8 +181,8 @@ TEST(ModelGraph, TransformerBlocksCompileIntoNormsAttentionMlpAndAdditions)
     const Graph& graph = model.graph();
     EXPECT_EQ(nodeNames(graph, 2),
               (std::vector<std::string>{"2.transformer.input", "2.transformer.norm1", "2.transformer.attention",
-                                        "2.transformer.attention_residual", "2.transformer.norm2",
-                                        "2.transformer.mlp", "2.transformer"}));
+                                        "2.transformer.attention_residual", "2.transformer.norm2", "2.transformer.mlp",
+                                        "2.transformer"}));
     const GraphGroup& block = graph.groups()[2];
     const ValueId x = graph.nodes()[block.firstNode].outputs[0];
     const ValueId h = graph.nodes()[block.firstNode + 3].outputs[0];

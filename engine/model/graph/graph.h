@@ -59,7 +59,10 @@ public:
     // Appends `op` reading `inputs`, which must exist already (so the order stays topological);
     // its outputs take the shapes op->outputShapes gives and the op's compute type.
     std::vector<ValueId> addNode(GraphOpPtr op, std::vector<ValueId> inputs);
-    ValueId addNode1(GraphOpPtr op, std::vector<ValueId> inputs) { return addNode(std::move(op), std::move(inputs))[0]; }
+    ValueId addNode1(GraphOpPtr op, std::vector<ValueId> inputs)
+    {
+        return addNode(std::move(op), std::move(inputs))[0];
+    }
     // Keeps `layer` alive as long as the graph: the layers that LayerOps point into.
     Layer* own(LayerPtr layer);
     // The layers own() kept, in the order they were given.
