@@ -69,5 +69,4 @@ CompiledLayerList compileLayerList(const ModelSpec& spec, const PrecisionPolicy&
     return compiled;
 }
 
-
 } // namespace mantissa

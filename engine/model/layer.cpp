@@ -1,8 +1,5 @@
 #include "engine/model/layer.h"
 
-#include "engine/model/graph/graph.h"
-#include "engine/model/graph/layer_op.h"
-
 namespace mantissa {
 
 void Layer::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
@@ -11,11 +8,6 @@ void Layer::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dty
     m_gemmInputs.setRecipe(dtypes.gemmRecipe, policy.recipeOptions());
     for (const Sublayer& s : sublayers())
         s.layer->applyPrecision(policy, dtypes);
-}
-
-std::size_t Layer::appendTo(Graph& graph, std::size_t input)
-{
-    return graph.addNode1(std::make_unique<LayerOp>(*this), {input});
 }
 
 void Layer::createParameters(Backend& backend, DType masterType, std::uint64_t seed)

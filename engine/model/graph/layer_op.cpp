@@ -1,8 +1,16 @@
 #include "engine/model/graph/layer_op.h"
 
+#include "engine/model/graph/graph.h"
 #include "engine/util/check.h"
 
 namespace mantissa {
+
+// A layer compiles by default into one LayerOp: defined beside LayerOp so that layer.cpp, which
+// the graph's ops include, does not include the graph in turn.
+std::size_t Layer::appendTo(Graph& graph, std::size_t input)
+{
+    return graph.addNode1(std::make_unique<LayerOp>(*this), {input});
+}
 
 OpForward LayerOp::forward(PassState& pass, const std::vector<Tensor>& inputs)
 {
