@@ -1,6 +1,6 @@
 #pragma once
 // y = a + b, elementwise over equal shapes: where a skip connection joins its branch (a
-// residual block, a transformer block's two residual paths, an imported graph's Add). Each
+// residual block, a transformer block's two residual paths, any other skip connection). Each
 // operand is read in its own dtype and widened by the addition itself, so a branch that ends in
 // another dtype needs no cast; the sum is rounded once, to the op's compute type.
 #include "engine/model/graph/graph_op.h"
