@@ -7,7 +7,7 @@
 namespace mantissa {
 
 NumericsProbe::NumericsProbe(Model& model, Backend& backend, const ProbeSettings& settings)
-    : m_layers(model.layers()), m_backend(backend), m_settings(settings),
+    : m_graph(model.graph()), m_layers(model.graph().groups()), m_backend(backend), m_settings(settings),
       m_gradientScale(settings.scaledGradients || settings.lossScale == 0 ? 1.0f : 1.0f / settings.lossScale)
 {}
 
@@ -15,7 +15,7 @@ DType NumericsProbe::targetOf(std::size_t layer) const
 {
     // A layer kept in fp32 by an override is measured against the run's type: what it
     // would lose if it were not kept.
-    const DType compute = m_layers[layer]->computeType();
+    const DType compute = m_layers[layer].computeType;
     return compute == DType::F32 ? m_settings.runTarget : compute;
 }
 
@@ -23,7 +23,7 @@ void NumericsProbe::add(std::size_t layer, TensorKind kind, std::string tensor, 
 {
     TensorNumerics n;
     n.layerIndex = static_cast<int>(layer);
-    n.layer = m_layers[layer]->name();
+    n.layer = m_layers[layer].name;
     n.kind = kind;
     n.tensor = std::move(tensor);
     n.dtype = t.dtype();
@@ -34,7 +34,7 @@ void NumericsProbe::add(std::size_t layer, TensorKind kind, std::string tensor, 
 
 void NumericsProbe::afterForward(std::size_t index, const Tensor& output)
 {
-    add(index, TensorKind::Activation, m_layers[index]->name() + ".output", output, 1.0f);
+    add(index, TensorKind::Activation, m_layers[index].name + ".output", output, 1.0f);
 }
 
 void NumericsProbe::insideForward(std::size_t index, const std::string& tensor, const Tensor& t)
@@ -47,17 +47,17 @@ void NumericsProbe::insideForward(std::size_t index, const std::string& tensor, 
 void NumericsProbe::afterBackward(std::size_t index, const Tensor& inputGradient)
 {
     // Backward order within a layer: its parameter gradients come from the same dy as dx.
-    for (Parameter* p : m_layers[index]->parameters())
+    for (Parameter* p : m_graph.groupParameters(index))
         add(index, TensorKind::WeightGrad, p->name, p->grad, m_gradientScale);
     if (inputGradient.defined())
-        add(index, TensorKind::ActivationGrad, m_layers[index]->name() + ".input_grad", inputGradient, m_gradientScale);
+        add(index, TensorKind::ActivationGrad, m_layers[index].name + ".input_grad", inputGradient, m_gradientScale);
 }
 
 int NumericsProbe::topLevelIndexOf(const std::string& layer) const
 {
     // A nested layer is named after the block holding it: "3.transformer.attention.q".
     for (std::size_t i = 0; i < m_layers.size(); ++i) {
-        const std::string& top = m_layers[i]->name();
+        const std::string& top = m_layers[i].name;
         if (layer == top ||
             (layer.size() > top.size() && layer.compare(0, top.size(), top) == 0 && layer[top.size()] == '.'))
             return static_cast<int>(i);
@@ -87,13 +87,13 @@ void NumericsProbe::gemmInput(const std::string& layer, GemmPass pass, GemmOpera
 void NumericsProbe::measureLossGradient(const Tensor& dlogits)
 {
     const std::size_t last = m_layers.size() - 1;
-    add(last, TensorKind::ActivationGrad, m_layers[last]->name() + ".output_grad", dlogits, m_gradientScale);
+    add(last, TensorKind::ActivationGrad, m_layers[last].name + ".output_grad", dlogits, m_gradientScale);
 }
 
 void NumericsProbe::measureWeights()
 {
     for (std::size_t i = 0; i < m_layers.size(); ++i)
-        for (Parameter* p : m_layers[i]->parameters())
+        for (Parameter* p : m_graph.groupParameters(i))
             add(i, TensorKind::Weight, p->name, p->master, 1.0f);
 }
 

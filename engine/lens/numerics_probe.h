@@ -1,7 +1,8 @@
 #pragma once
 // The numerics lens on one step: a LayerTap that measures every layer's output, input
 // gradient and parameter gradients as the passes produce them, plus the weights, and
-// turns them into a NumericsRecord or, on a skipped step, the overflow's location.
+// turns them into a NumericsRecord or, on a skipped step, the overflow's location. A layer
+// here is a group of the model's graph (graph.h): a layer of the list, blocks included.
 #include "engine/model/model.h"
 #include "engine/observe/records.h"
 
@@ -50,7 +51,8 @@ private:
     int topLevelIndexOf(const std::string& layer) const;
     void add(std::size_t layer, TensorKind kind, std::string tensor, const Tensor& t, float histogramScale);
 
-    std::vector<Layer*> m_layers;
+    const Graph& m_graph;
+    std::vector<GraphGroup> m_layers; // the graph's groups
     Backend& m_backend;
     ProbeSettings m_settings;
     float m_gradientScale; // applied to gradient histograms: 1 / loss scale, or 1 when scaled

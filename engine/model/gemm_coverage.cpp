@@ -16,11 +16,12 @@ void collect(Layer& layer, std::size_t topLevel, bool sameInput, std::vector<Gem
 
 } // namespace
 
-std::vector<GemmSite> gemmSites(const std::vector<Layer*>& topLevel)
+std::vector<GemmSite> gemmSites(const Graph& graph)
 {
     std::vector<GemmSite> sites;
-    for (std::size_t i = 0; i < topLevel.size(); ++i)
-        collect(*topLevel[i], i, false, sites);
+    for (const GraphNode& node : graph.nodes())
+        if (Layer* layer = node.op->layer())
+            collect(*layer, node.group, false, sites);
     return sites;
 }
 

@@ -11,6 +11,7 @@
 // the MX training recipe (Rouhani et al. 2023, "Microscaling Data Formats for Deep Learning",
 // first and last layers in higher precision) and of torchao's float8 examples, which skip the
 // first and the last linear module; NVIDIA's NVFP4 recipe keeps the last layers high too.
+#include "engine/model/graph/graph.h"
 #include "engine/model/layer.h"
 
 #include <cstddef>
@@ -23,13 +24,14 @@ namespace mantissa {
 // One layer that runs GEMMs, found at any depth.
 struct GemmSite {
     Layer* layer = nullptr;
-    std::size_t topLevel = 0; // the index of the model's layer that holds it
+    std::size_t topLevel = 0; // the graph group (the layer of the list) that holds it
     // Reads the input of the GEMM site before it (sublayers' sameInputAsPrevious).
     bool sameInputAsPrevious = false;
 };
 
-// Every layer that runs GEMMs, at any depth, in the order the model's forward runs them.
-std::vector<GemmSite> gemmSites(const std::vector<Layer*>& topLevel);
+// Every layer that runs GEMMs, at any depth, in the order the graph's forward runs them: the
+// layers behind its nodes and the layers they hold.
+std::vector<GemmSite> gemmSites(const Graph& graph);
 
 // Why a GEMM of a recipe run is not quantised.
 enum class GemmKeptReason : std::uint8_t {

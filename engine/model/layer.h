@@ -72,6 +72,7 @@ struct PassState {
 };
 
 class Layer;
+class Graph;
 
 // A layer that another holds and runs (a transformer block's attention, an attention's query
 // projection), with the suffix its name takes: "<holder>.<role>"; an empty role gives it the
@@ -113,6 +114,15 @@ public:
     virtual std::vector<Parameter*> parameters() { return {}; }
     // Non-trainable state saved in checkpoints (batch-norm running statistics).
     virtual std::vector<std::pair<std::string, Tensor*>> buffers() { return {}; }
+
+    // Compiles this layer into `graph` reading the value `input` and returns the value that holds
+    // its output: one node that runs the layer (LayerOp), unless the layer is a block whose parts
+    // become nodes of their own, joined by the graph's ops (Residual, TransformerBlock). Called
+    // after applyPrecision, whose dtypes the block's ops take. A layer that holds others without
+    // a skip path stays one node: attention's head split, scores and softmax are no graph ops
+    // yet, and its three projections share one widened input that separate nodes would widen
+    // three times; an activation's wrapper is one layer under one name.
+    virtual std::size_t appendTo(Graph& graph, std::size_t input);
 
     // x arrives already in computeType(). Backward writes parameter gradients (grad) and
     // returns dx in computeType().

@@ -181,7 +181,7 @@ LayerPtr createResidual(const LayerSpec& spec, const Shape& in)
         break;
     case ShortcutKind::Projection: projection = createProjection(in, shape); break;
     }
-    return std::make_unique<Residual>(std::move(body), std::move(overrides), std::move(projection), shape);
+    return std::make_unique<Residual>(std::move(body), std::move(overrides), std::move(projection), in, shape);
 }
 
 } // namespace

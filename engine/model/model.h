@@ -1,9 +1,12 @@
 #pragma once
-// A sequential model built from a validated spec, with its precision policy applied
-// (engine/precision/precision_policy.h): each layer computes in the dtype the policy gives it
-// and the model inserts the casts between layers whose dtypes differ.
+// A model: a graph of ops (graph/graph.h) compiled from a validated layer list, with its
+// precision policy applied (engine/precision/precision_policy.h). Each layer of the list is one
+// group of graph nodes (a residual or transformer block several, joined by additions); each op
+// computes in the dtype the policy gives its layer and the graph converts values between ops
+// whose dtypes differ.
 #include "engine/config/run_config.h"
 #include "engine/model/gemm_coverage.h"
+#include "engine/model/graph/graph.h"
 #include "engine/model/layer.h"
 
 #include <memory>
@@ -13,13 +16,14 @@ namespace mantissa {
 
 struct ModelForward {
     Tensor logits;
-    std::vector<std::unique_ptr<LayerContext>> contexts; // one per layer, consumed by backward
+    GraphForward graph; // what backward consumes
 };
 
 class Model {
 public:
     // Validates the spec (ConfigError "layer 5 (linear): ..." on failure), builds the layers,
-    // applies `mode` and the per-layer overrides, and creates parameters on `backend`. Under a
+    // applies `mode` and the per-layer overrides, compiles the layers into the graph and creates
+    // parameters on `backend`. Under a
     // recipe every GEMM at any depth quantises its inputs, but the first and last GEMMs stay in
     // bf16 when `recipe` says so (gemm_coverage.h), and a GEMM whose widths the recipe's blocks
     // do not divide is a ConfigError naming it.
@@ -34,7 +38,11 @@ public:
     // Parameters in the order backward produces their gradients (last layer first): the
     // order in which the first non-finite gradient is searched for.
     const std::vector<Parameter*>& parametersInBackwardOrder() const { return m_backwardOrder; }
-    std::vector<std::pair<std::string, Tensor*>> buffers();
+    std::vector<std::pair<std::string, Tensor*>> buffers() { return m_graph->buffers(); }
+    // The graph; its groups are the layers of the list, in order.
+    const Graph& graph() const { return *m_graph; }
+    // The layers the list's entries were built as, one per group of the graph (a block holds the
+    // layers its nodes run).
     std::vector<Layer*> layers();
     const Shape& inputShape() const { return m_input; }
     // Which GEMMs the run's recipe quantises, and why the others are kept.
@@ -45,11 +53,8 @@ public:
     std::int64_t labelsPerSample() const { return m_labelsPerSample; }
 
 private:
-    std::vector<LayerPtr> m_layers;
+    std::unique_ptr<Graph> m_graph;
     std::vector<Parameter*> m_backwardOrder;
-    // Layers before this one have no parameters, so no gradient is needed below it: backward
-    // stops there, and that layer computes no dx (the data's gradient).
-    std::size_t m_firstTrainedLayer = 0;
     Shape m_input;
     std::int64_t m_classes;
     std::int64_t m_labelsPerSample = 1;

@@ -728,7 +728,7 @@ TEST(GemmRecipe, OverridesAndTheFirstAndLastLayers)
         Model model(c.model, c.precision, *backend, 1, c.recipe);
         // The layers that run the GEMMs: a linear layer inside its activation's wrapper.
         std::vector<GemmRecipe> out;
-        for (const GemmSite& site : gemmSites(model.layers()))
+        for (const GemmSite& site : gemmSites(model.graph()))
             out.push_back(site.layer->gemmRecipe());
         return out;
     };

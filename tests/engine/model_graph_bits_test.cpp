@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -39,6 +40,12 @@ struct Case {
     std::string preset; // a preset's name, or "small-conv-overrides"
     PrecisionMode mode;
 };
+
+// What CTest's list shows for a case, rather than its bytes.
+[[maybe_unused]] void PrintTo(const Case& c, std::ostream* out)
+{
+    *out << c.preset << " " << precisionModeName(c.mode);
+}
 
 // One sub-16-bit recipe per preset, spread so that every recipe family is covered by some model;
 // not a 4-bit one for softmax, whose only GEMM a 4-bit recipe keeps in bf16 (keep_first_last).

@@ -1,29 +1,15 @@
 #include "engine/model/layers/residual.h"
 
+#include "engine/model/graph/add_op.h"
+#include "engine/model/graph/cast_op.h"
 #include "engine/util/check.h"
 
 namespace mantissa {
 
-namespace {
-struct ResidualContext final : LayerContext {
-    std::vector<std::unique_ptr<LayerContext>> body;
-    std::unique_ptr<LayerContext> projection;
-};
-
-// x in `type`, converted when the neighbouring layer computes in another one.
-Tensor inType(Backend& backend, const Tensor& x, DType type)
-{
-    if (x.dtype() == type)
-        return x;
-    Tensor converted = backend.empty(x.shape(), type);
-    backend.cast(x, converted);
-    return converted;
-}
-} // namespace
-
-Residual::Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape output)
+Residual::Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape input,
+                   Shape output)
     : m_body(std::move(body)), m_overrides(std::move(overrides)), m_projection(std::move(projection)),
-      m_output(std::move(output))
+      m_input(std::move(input)), m_output(std::move(output))
 {
     MANTISSA_ASSERT(!m_body.empty() && m_body.size() == m_overrides.size());
 }
@@ -49,6 +35,7 @@ void Residual::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& 
 {
     setComputeType(dtypes.compute());
     m_dtypes = dtypes;
+    m_graph.reset();
     m_bodyDTypes.clear();
     for (std::size_t i = 0; i < m_body.size(); ++i) {
         m_bodyDTypes.push_back(policy.layer(m_overrides[i], dtypes));
@@ -91,49 +78,22 @@ std::vector<std::pair<std::string, Tensor*>> Residual::buffers()
     return all;
 }
 
-ForwardResult Residual::forward(PassState& pass, const Tensor& x)
+std::size_t Residual::appendTo(Graph& graph, std::size_t input)
 {
-    auto context = std::make_unique<ResidualContext>();
-    Tensor h = x;
-    for (auto& layer : m_body) {
-        ForwardResult out = layer->forward(pass, inType(pass.backend, h, layer->computeType()));
-        h = out.output;
-        context->body.push_back(std::move(out.context));
-    }
-    Tensor shortcut = x;
-    if (m_projection) {
-        ForwardResult out = m_projection->forward(pass, x);
-        shortcut = out.output;
-        context->projection = std::move(out.context);
-    }
-    // add() widens each operand, so a body ending in another dtype needs no cast.
-    Tensor y = pass.backend.empty(h.shape(), computeType());
-    pass.backend.add(h, shortcut, y);
-    return {y, std::move(context)};
+    // The block's layers and its skip path read x in the block's type, as its addition writes y.
+    const ValueId x = graph.addNode1(std::make_unique<CastOp>(name() + ".input", computeType()), {input});
+    ValueId h = x;
+    for (LayerPtr& layer : m_body)
+        h = layer->appendTo(graph, h);
+    const ValueId shortcut = m_projection ? m_projection->appendTo(graph, x) : x;
+    return graph.addNode1(std::make_unique<AddOp>(name(), computeType()), {h, shortcut});
 }
+
+ForwardResult Residual::forward(PassState& pass, const Tensor& x) { return m_graph.forward(*this, m_input, pass, x); }
 
 Tensor Residual::backward(PassState& pass, const Tensor& dy, LayerContext* context)
 {
-    auto& saved = static_cast<ResidualContext&>(*context);
-    const bool inputGradNeeded = pass.inputGradNeeded;
-    Tensor dShortcut = dy;
-    if (m_projection)
-        dShortcut = m_projection->backward(pass, dy, saved.projection.get());
-    Tensor gradient = dy;
-    for (std::size_t i = m_body.size(); i-- > 0;) {
-        Layer& layer = *m_body[i];
-        // Inside the block every layer but the first feeds another; the first one's dx is
-        // needed only when the block's is.
-        pass.inputGradNeeded = i > 0 || inputGradNeeded;
-        gradient = layer.backward(pass, inType(pass.backend, gradient, layer.computeType()), saved.body[i].get());
-        saved.body[i].reset();
-    }
-    pass.inputGradNeeded = inputGradNeeded;
-    if (!inputGradNeeded)
-        return {};
-    Tensor dx = pass.backend.empty(gradient.shape(), computeType());
-    pass.backend.add(gradient, dShortcut, dx);
-    return dx;
+    return m_graph.backward(pass, dy, context);
 }
 
 std::int64_t Residual::parameterCount() const

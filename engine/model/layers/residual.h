@@ -3,6 +3,10 @@
 // (a 1x1 conv2d for images, a linear for feature vectors) that maps x to the body's output
 // shape. Sub-layers are named "<block>.<i>.<type>" ("3.residual.0.conv2d.weight") and the
 // projection "<block>.shortcut"; they compute in the block's type unless they override it.
+//
+// In a model the block compiles into graph nodes (appendTo): x in the block's type (CastOp),
+// the body's layers one node each, the projection, and the addition (AddOp) in the block's type.
+#include "engine/model/graph/block_graph.h"
 #include "engine/model/layer.h"
 
 namespace mantissa {
@@ -10,8 +14,9 @@ namespace mantissa {
 class Residual final : public Layer {
 public:
     // `overrides[i]` is the body layer's precision override from its spec. `projection` is null
-    // for an identity shortcut. `output` is the per-sample output shape.
-    Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape output);
+    // for an identity shortcut. `input` and `output` are the per-sample shapes.
+    Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape input,
+             Shape output);
 
     LayerKind kind() const override { return LayerKind::Residual; }
     Shape outputShape(const Shape& input) const override;
@@ -24,6 +29,8 @@ public:
     // layer), as Model::parametersInBackwardOrder expects of every layer.
     std::vector<Parameter*> parameters() override;
     std::vector<std::pair<std::string, Tensor*>> buffers() override;
+    std::size_t appendTo(Graph& graph, std::size_t input) override;
+    // The block's own graph (block_graph.h), for running it outside a model's graph.
     ForwardResult forward(PassState& pass, const Tensor& x) override;
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override;
@@ -37,7 +44,8 @@ private:
     std::vector<LayerDTypes> m_bodyDTypes; // from applyPrecision
     LayerDTypes m_dtypes;                  // the block's own, which the projection shares
     LayerPtr m_projection;
-    Shape m_output; // per sample
+    Shape m_input, m_output; // per sample
+    BlockGraph m_graph;
 };
 
 } // namespace mantissa

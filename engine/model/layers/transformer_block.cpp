@@ -1,15 +1,13 @@
 #include "engine/model/layers/transformer_block.h"
 
+#include "engine/model/graph/add_op.h"
+#include "engine/model/graph/cast_op.h"
+
 namespace mantissa {
 
-namespace {
-struct TransformerContext final : LayerContext {
-    std::unique_ptr<LayerContext> norm1, attention, norm2, mlp;
-};
-} // namespace
-
 TransformerBlock::TransformerBlock(const TransformerSettings& s)
-    : m_values(s.tokens * s.width), m_norm1(s.norm, s.width, s.tokens * s.width, s.epsilon, true, s.statistics),
+    : m_input({s.tokens, s.width}), m_values(s.tokens * s.width),
+      m_norm1(s.norm, s.width, s.tokens * s.width, s.epsilon, true, s.statistics),
       m_attention(s.width, s.heads, s.tokens, s.causal, s.softmax, s.attentionDropout, true),
       m_norm2(s.norm, s.width, s.tokens * s.width, s.epsilon, true, s.statistics),
       m_mlp(s.width, s.hidden, s.tokens, true)
@@ -24,44 +22,30 @@ std::vector<Parameter*> TransformerBlock::parameters()
     return all;
 }
 
+void TransformerBlock::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
+{
+    Layer::applyPrecision(policy, dtypes);
+    m_graph.reset();
+}
+
+std::size_t TransformerBlock::appendTo(Graph& graph, std::size_t input)
+{
+    const ValueId x = graph.addNode1(std::make_unique<CastOp>(name() + ".input", computeType()), {input});
+    const ValueId attended = m_attention.appendTo(graph, m_norm1.appendTo(graph, x));
+    const ValueId h =
+        graph.addNode1(std::make_unique<AddOp>(name() + ".attention_residual", computeType()), {x, attended});
+    const ValueId transformed = m_mlp.appendTo(graph, m_norm2.appendTo(graph, h));
+    return graph.addNode1(std::make_unique<AddOp>(name(), computeType()), {h, transformed});
+}
+
 ForwardResult TransformerBlock::forward(PassState& pass, const Tensor& x)
 {
-    Backend& be = pass.backend;
-    auto context = std::make_unique<TransformerContext>();
-    ForwardResult n1 = m_norm1.forward(pass, x);
-    context->norm1 = std::move(n1.context);
-    ForwardResult attended = m_attention.forward(pass, n1.output);
-    context->attention = std::move(attended.context);
-    Tensor h = be.empty(x.shape(), computeType());
-    be.add(x, attended.output, h);
-    ForwardResult n2 = m_norm2.forward(pass, h);
-    context->norm2 = std::move(n2.context);
-    ForwardResult mlp = m_mlp.forward(pass, n2.output);
-    context->mlp = std::move(mlp.context);
-    Tensor y = be.empty(x.shape(), computeType());
-    be.add(h, mlp.output, y);
-    return {y, std::move(context)};
+    return m_graph.forward(*this, m_input, pass, x);
 }
 
 Tensor TransformerBlock::backward(PassState& pass, const Tensor& dy, LayerContext* context)
 {
-    auto& saved = static_cast<TransformerContext&>(*context);
-    Backend& be = pass.backend;
-    const bool inputGradNeeded = pass.inputGradNeeded;
-    // Inside the block every part feeds another; only norm1's dx is the block's own.
-    pass.inputGradNeeded = true;
-    const Tensor dNorm2 = m_mlp.backward(pass, dy, saved.mlp.get());
-    const Tensor dhNorm = m_norm2.backward(pass, dNorm2, saved.norm2.get());
-    Tensor dh = be.empty(dy.shape(), computeType());
-    be.add(dy, dhNorm, dh);
-    const Tensor dNorm1 = m_attention.backward(pass, dh, saved.attention.get());
-    pass.inputGradNeeded = inputGradNeeded;
-    const Tensor dxNorm = m_norm1.backward(pass, dNorm1, saved.norm1.get());
-    if (!inputGradNeeded)
-        return {};
-    Tensor dx = be.empty(dy.shape(), computeType());
-    be.add(dh, dxNorm, dx);
-    return dx;
+    return m_graph.backward(pass, dy, context);
 }
 
 std::int64_t TransformerBlock::parameterCount() const

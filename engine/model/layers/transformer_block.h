@@ -4,6 +4,11 @@
 // (GPT-2 and ViT's arrangement: the residual path itself is never normalised). Its parts are
 // named "<block>.norm1", "<block>.attention", "<block>.norm2", "<block>.mlp" and compute in the
 // block's type; the editor shows the block as one row that expands into them (parts()).
+//
+// In a model the block compiles into graph nodes (appendTo): x in the block's type (CastOp),
+// norm1, attention, the first addition (AddOp), norm2, MLP and the second addition, so the
+// residual paths are the graph's forks, whose gradients the graph sums.
+#include "engine/model/graph/block_graph.h"
 #include "engine/model/layers/attention.h"
 #include "engine/model/layers/mlp.h"
 #include "engine/model/layers/row_norm.h"
@@ -30,6 +35,9 @@ public:
     }
     // In the order backward writes them: the MLP, norm2, attention, norm1.
     std::vector<Parameter*> parameters() override;
+    void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes) override;
+    std::size_t appendTo(Graph& graph, std::size_t input) override;
+    // The block's own graph (block_graph.h), for running it outside a model's graph.
     ForwardResult forward(PassState& pass, const Tensor& x) override;
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override;
@@ -38,11 +46,13 @@ public:
     std::vector<const Layer*> parts() const override { return {&m_norm1, &m_attention, &m_norm2, &m_mlp}; }
 
 private:
+    Shape m_input;         // per sample: [tokens, width]
     std::int64_t m_values; // per sample
     RowNorm m_norm1;
     Attention m_attention;
     RowNorm m_norm2;
     Mlp m_mlp;
+    BlockGraph m_graph;
 };
 
 } // namespace mantissa
