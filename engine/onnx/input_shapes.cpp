@@ -1,0 +1,94 @@
+#include "engine/onnx/input_shapes.h"
+
+#include "engine/onnx/onnx_import_error.h"
+
+#include <unordered_set>
+
+namespace mantissa::onnx_import {
+
+namespace {
+
+std::string dimText(const onnx::TensorShapeProto_Dimension& dim)
+{
+    if (dim.has_dim_value())
+        return std::to_string(dim.dim_value());
+    return dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param() : "?";
+}
+
+std::string shapeText(const onnx::TensorShapeProto& shape)
+{
+    std::string text = "[";
+    for (int d = 0; d < shape.dim_size(); ++d)
+        text += (d ? ", " : "") + dimText(shape.dim(d));
+    return text + "]";
+}
+
+} // namespace
+
+std::vector<const onnx::ValueInfoProto*> dataInputs(const onnx::GraphProto& graph)
+{
+    std::unordered_set<std::string> initializers;
+    for (const auto& tensor : graph.initializer())
+        initializers.insert(tensor.name());
+    std::vector<const onnx::ValueInfoProto*> inputs;
+    for (const auto& input : graph.input()) {
+        if (!initializers.count(input.name()))
+            inputs.push_back(&input);
+    }
+    return inputs;
+}
+
+std::int64_t fixInputShapes(onnx::ModelProto& model, const ImportOptions& options, const std::string& path)
+{
+    const std::vector<const onnx::ValueInfoProto*> inputs = dataInputs(model.graph());
+    if (inputs.empty())
+        throw OnnxImportError(path + ": the graph has no input to feed data to");
+    std::optional<std::int64_t> batch;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        auto& input = const_cast<onnx::ValueInfoProto&>(*inputs[k]);
+        const std::string what = path + ": input '" + input.name() + "'";
+        if (!input.type().has_tensor_type())
+            throw OnnxImportError(what + " is not a tensor");
+        if (!input.type().tensor_type().has_shape())
+            throw OnnxImportError(what + " declares no shape (not even its rank)");
+        onnx::TensorShapeProto& shape = *input.mutable_type()->mutable_tensor_type()->mutable_shape();
+        const std::string declared = shapeText(shape);
+        const bool first = k == 0;
+        if (first && options.sampleShape && std::size_t(shape.dim_size()) != options.sampleShape->size() + 1)
+            throw OnnxImportError(what + " has shape " + declared + " (batch first), rank " +
+                                  std::to_string(shape.dim_size()) + "; the input shape " +
+                                  onnx_import::shapeText(*options.sampleShape) + " gives " +
+                                  std::to_string(options.sampleShape->size()) + " dimensions per sample, it needs " +
+                                  std::to_string(shape.dim_size() - 1));
+        for (int d = 0; d < shape.dim_size(); ++d) {
+            onnx::TensorShapeProto_Dimension& dim = *shape.mutable_dim(d);
+            if (d == 0) {
+                if (!dim.has_dim_value())
+                    dim.set_dim_value(options.batchSize);
+                if (!batch)
+                    batch = dim.dim_value();
+                continue;
+            }
+            const std::optional<std::int64_t> given =
+                first && options.sampleShape ? std::optional((*options.sampleShape)[std::size_t(d - 1)]) : std::nullopt;
+            if (dim.has_dim_value()) {
+                if (given && *given != dim.dim_value())
+                    throw OnnxImportError(what + " has shape " + declared +
+                                          " (batch first), which does not fit the input shape " +
+                                          onnx_import::shapeText(*options.sampleShape));
+                continue;
+            }
+            if (!given)
+                throw OnnxImportError(what + " has shape " + declared + ": dimension " + std::to_string(d) + " (" +
+                                      dimText(dim) + ") is dynamic" +
+                                      (first ? "; give the shape of one sample with --input-shape (e.g. " +
+                                                   std::string(shape.dim_size() == 4 ? "3x224x224" : "128") + ")"
+                                             : "; only the first input's sample shape can be given, export the "
+                                               "model with fixed dimensions for the others"));
+            dim.set_dim_value(*given);
+        }
+    }
+    return batch.value_or(1);
+}
+
+} // namespace mantissa::onnx_import
