@@ -111,6 +111,9 @@ struct BinaryOp {
 
 Result binary(const OnnxTensor& a, const OnnxTensor& b, const BinaryOp& op)
 {
+    // Values are kept as float: float64 arithmetic would not give float64's results.
+    if (!op.comparison && (a.type == ElementType::Float64 || b.type == ElementType::Float64))
+        return std::nullopt;
     const auto shape = broadcastShape(a.shape, b.shape);
     if (!shape || product(*shape) > kMaxFoldedElements)
         return std::nullopt;
@@ -137,6 +140,8 @@ Result binary(const OnnxTensor& a, const OnnxTensor& b, const BinaryOp& op)
     return std::vector<OnnxTensor>{std::move(out)};
 }
 
+std::int64_t intAttribute(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback);
+
 std::optional<BinaryOp> binaryOp(const std::string& op, const onnx::NodeProto& node)
 {
     using I = std::int64_t;
@@ -160,12 +165,14 @@ std::optional<BinaryOp> binaryOp(const std::string& op, const onnx::NodeProto& n
     if (op == "Min")
         return BinaryOp{[](I x, I y) { return std::min(x, y); }, [](double x, double y) { return std::min(x, y); }};
     if (op == "Mod") {
-        // fmod=0 (integers only): the sign of the divisor, like Python's %.
-        return BinaryOp{[&node](I x, I y) {
+        // fmod=0 (integers only): the sign of the divisor, like Python's %; fmod=1: the sign of
+        // the dividend, like C's.
+        const bool cStyle = intAttribute(node, "fmod", 0) != 0;
+        return BinaryOp{[&node, cStyle](I x, I y) {
                             if (y == 0)
                                 throw OnnxImportError("node '" + node.name() + "' (Mod) divides integers by zero");
                             I r = x % y;
-                            return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+                            return !cStyle && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
                         },
                         [](double x, double y) { return std::fmod(x, y); }};
     }
@@ -210,6 +217,8 @@ Result compareInts(const OnnxTensor& a, const OnnxTensor& b, const BinaryOp& op)
 
 Result unary(const std::string& op, const OnnxTensor& x)
 {
+    if (x.type == ElementType::Float64 && op != "Neg" && op != "Abs")
+        return std::nullopt; // float64 kept as float: Sqrt and the like would round differently
     OnnxTensor out = emptyLike(x.type, x.shape);
     for (std::size_t i = 0; i < size(x); ++i) {
         if (op == "Not") {

@@ -263,6 +263,7 @@ OnnxGraph importOnnx(const std::string& path, const ImportOptions& options)
     onnx::ModelProto model = loadModelFile(path, budget);
     const std::int64_t opset = defaultOpset(model);
     nameUnnamedNodes(*model.mutable_graph());
+    fixInputValues(model, options.fixedInputs, path);
     const std::int64_t batch = fixInputShapes(model, options, path);
     const std::unordered_set<std::string> folded = foldConstants(model, path, opset);
     OnnxGraph graph = buildGraph(model, path, batch, folded);

@@ -27,6 +27,10 @@ struct ImportOptions {
     // Refuse a graph without a float parameter (nothing to train). The operator tests of ONNX's
     // test data have none and switch this off.
     bool requireParameters = true;
+    // Graph inputs that hold one value for the whole run rather than data, such as the target
+    // shape a Reshape reads: each becomes a constant of the graph, folded like one. A tensor's
+    // name is its input's.
+    std::vector<OnnxTensor> fixedInputs;
     // The memory the training state may take (fp32 masters, gradients and two optimizer
     // moments per parameter, plus the constants); 0: this machine's physical memory.
     std::uint64_t memoryBudgetBytes = 0;

@@ -1,7 +1,9 @@
 #include "engine/onnx/input_shapes.h"
 
 #include "engine/onnx/onnx_import_error.h"
+#include "engine/onnx/proto_tensor.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace mantissa::onnx_import {
@@ -38,11 +40,40 @@ std::vector<const onnx::ValueInfoProto*> dataInputs(const onnx::GraphProto& grap
     return inputs;
 }
 
+void fixInputValues(onnx::ModelProto& model, const std::vector<OnnxTensor>& values, const std::string& path)
+{
+    onnx::GraphProto& graph = *model.mutable_graph();
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (const OnnxTensor& value : values) {
+        auto* inputs = graph.mutable_input();
+        const auto input = std::find_if(inputs->begin(), inputs->end(),
+                                        [&](const onnx::ValueInfoProto& info) { return info.name() == value.name; });
+        if (input == inputs->end())
+            throw OnnxImportError(path + ": no graph input '" + value.name + "' to fix the value of");
+        const auto declared = ElementType(input->type().tensor_type().elem_type());
+        if (declared != value.type || !canWriteToProto(value.type))
+            throw OnnxImportError(path + ": input '" + value.name + "' is " + elementTypeName(declared) +
+                                  ", its fixed value " + elementTypeName(value.type) +
+                                  (canWriteToProto(value.type) ? "" : " (not one the import can fix)"));
+        inputs->erase(input);
+        onnx::NodeProto& constant = *nodes.Add();
+        constant.set_op_type("Constant");
+        constant.set_name("fixed_input_" + value.name);
+        constant.add_output(value.name);
+        onnx::AttributeProto& attribute = *constant.add_attribute();
+        attribute.set_name("value");
+        attribute.set_type(onnx::AttributeProto::TENSOR);
+        *attribute.mutable_t() = tensorToProto(value);
+        attribute.mutable_t()->clear_name();
+    }
+    for (onnx::NodeProto& node : *graph.mutable_node())
+        *nodes.Add() = std::move(node);
+    graph.mutable_node()->Swap(&nodes);
+}
+
 std::int64_t fixInputShapes(onnx::ModelProto& model, const ImportOptions& options, const std::string& path)
 {
     const std::vector<const onnx::ValueInfoProto*> inputs = dataInputs(model.graph());
-    if (inputs.empty())
-        throw OnnxImportError(path + ": the graph has no input to feed data to");
     std::optional<std::int64_t> batch;
     for (std::size_t k = 0; k < inputs.size(); ++k) {
         auto& input = const_cast<onnx::ValueInfoProto&>(*inputs[k]);

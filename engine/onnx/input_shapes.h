@@ -13,6 +13,9 @@ namespace mantissa::onnx_import {
 // version 3 list their initializers among the inputs).
 std::vector<const onnx::ValueInfoProto*> dataInputs(const onnx::GraphProto& graph);
 
+// Turns the inputs ImportOptions::fixedInputs names into Constant nodes holding their values.
+void fixInputValues(onnx::ModelProto& model, const std::vector<OnnxTensor>& values, const std::string& path);
+
 // Returns the batch size. Throws OnnxImportError naming `path` and the input.
 std::int64_t fixInputShapes(onnx::ModelProto& model, const ImportOptions& options, const std::string& path);
 
