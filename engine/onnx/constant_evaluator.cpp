@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 namespace mantissa::onnx_import {
@@ -18,6 +19,19 @@ using Result = std::optional<std::vector<OnnxTensor>>;
 std::int64_t product(const Shape& shape)
 {
     return std::accumulate(shape.begin(), shape.end(), std::int64_t(1), std::multiplies<>());
+}
+
+// Whether a tensor of this shape is small enough to compute at import (and its element count
+// does not overflow on the way).
+bool fitsFolding(const Shape& shape)
+{
+    std::int64_t count = 1;
+    for (std::int64_t dim : shape) {
+        if (dim < 0 || (dim != 0 && count > kMaxFoldedElements / dim))
+            return false;
+        count *= dim;
+    }
+    return count <= kMaxFoldedElements;
 }
 
 bool isReal(const OnnxTensor& tensor) { return isFloatingPoint(tensor.type); }
@@ -115,7 +129,7 @@ Result binary(const OnnxTensor& a, const OnnxTensor& b, const BinaryOp& op)
     if (!op.comparison && (a.type == ElementType::Float64 || b.type == ElementType::Float64))
         return std::nullopt;
     const auto shape = broadcastShape(a.shape, b.shape);
-    if (!shape || product(*shape) > kMaxFoldedElements)
+    if (!shape || !fitsFolding(*shape))
         return std::nullopt;
     const bool reals = isReal(a) || isReal(b);
     // Logical operators and comparisons of Bool or integer tensors go through onReals: their
@@ -334,7 +348,7 @@ Result gather(const onnx::NodeProto& node, const OnnxTensor& data, const OnnxTen
     Shape shape(data.shape.begin(), data.shape.begin() + axis);
     shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
     shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
-    if (product(shape) > kMaxFoldedElements)
+    if (!fitsFolding(shape))
         return std::nullopt;
     OnnxTensor out = emptyLike(data.type, shape);
     const std::int64_t outer = product(Shape(data.shape.begin(), data.shape.begin() + axis));
@@ -402,8 +416,12 @@ Result unsqueeze(const onnx::NodeProto& node, const std::vector<const OnnxTensor
         return std::nullopt;
     const std::size_t rank = x.shape.size() + axes->size();
     std::vector<bool> inserted(rank, false);
-    for (std::int64_t axis : *axes)
-        inserted[std::size_t(normaliseAxis(axis, rank, node))] = true;
+    for (std::int64_t axis : *axes) {
+        const auto d = std::size_t(normaliseAxis(axis, rank, node));
+        if (inserted[d])
+            throw OnnxImportError(where(node) + ": axis " + std::to_string(axis) + " is given twice");
+        inserted[d] = true;
+    }
     Shape shape;
     std::size_t next = 0;
     for (std::size_t d = 0; d < rank; ++d)
@@ -417,8 +435,13 @@ Result squeeze(const onnx::NodeProto& node, const std::vector<const OnnxTensor*>
     const auto axes = axesOf(node, inputs);
     std::vector<bool> removed(x.shape.size(), false);
     if (axes) {
-        for (std::int64_t axis : *axes)
-            removed[std::size_t(normaliseAxis(axis, x.shape.size(), node))] = true;
+        for (std::int64_t axis : *axes) {
+            const auto d = std::size_t(normaliseAxis(axis, x.shape.size(), node));
+            if (x.shape[d] != 1)
+                throw OnnxImportError(where(node) + ": squeezes axis " + std::to_string(axis) + " of size " +
+                                      std::to_string(x.shape[d]));
+            removed[d] = true;
+        }
     } else {
         for (std::size_t d = 0; d < x.shape.size(); ++d)
             removed[d] = x.shape[d] == 1;
@@ -444,6 +467,9 @@ Result reshape(const onnx::NodeProto& node, const OnnxTensor& x, const OnnxTenso
                                       std::to_string(x.shape.size()) + " tensor");
             shape[d] = x.shape[d];
         }
+        if (shape[d] < -1 || (shape[d] == -1 && inferred))
+            throw OnnxImportError(where(node) + ": target shape " + std::to_string(shape[d]) + " at dimension " +
+                                  std::to_string(d) + " (only one -1 is allowed, no other negative size)");
         if (shape[d] == -1)
             inferred = d;
         else
@@ -467,10 +493,22 @@ Result flatten(const onnx::NodeProto& node, const OnnxTensor& x)
     return std::vector<OnnxTensor>{withShape(x, {outer, outer == 0 ? 0 : x.elementCount() / outer})};
 }
 
+// A shape given as data: refuses negative sizes, and sizes whose product is beyond what the
+// folding computes.
+Shape shapeFromData(const onnx::NodeProto& node, const OnnxTensor& shapeTensor)
+{
+    Shape shape = intsOf(shapeTensor);
+    for (std::int64_t dim : shape) {
+        if (dim < 0)
+            throw OnnxImportError(where(node) + ": a negative size " + std::to_string(dim) + " in its shape input");
+    }
+    return shape;
+}
+
 Result constantOfShape(const onnx::NodeProto& node, const OnnxTensor& shapeTensor)
 {
-    const Shape shape = intsOf(shapeTensor);
-    if (product(shape) > kMaxFoldedElements)
+    const Shape shape = shapeFromData(node, shapeTensor);
+    if (!fitsFolding(shape))
         return std::nullopt;
     OnnxTensor fill{{}, ElementType::Float32, {1}, {0.0f}, {}};
     if (const auto* value = findAttribute(node, "value"))
@@ -488,9 +526,9 @@ Result range(const onnx::NodeProto& node, const OnnxTensor& start, const OnnxTen
     if (size(start) != 1 || size(limit) != 1 || size(delta) != 1 || realAt(delta, 0) == 0)
         throw OnnxImportError(where(node) + ": start, limit and delta must be scalars and delta not zero");
     const double count = std::ceil((realAt(limit, 0) - realAt(start, 0)) / realAt(delta, 0));
-    const std::int64_t n = std::max<std::int64_t>(0, std::int64_t(count));
-    if (n > kMaxFoldedElements)
+    if (!(count <= double(kMaxFoldedElements))) // also NaN
         return std::nullopt;
+    const std::int64_t n = std::max<std::int64_t>(0, std::int64_t(count));
     OnnxTensor out = emptyLike(start.type, {n});
     for (std::int64_t i = 0; i < n; ++i) {
         if (isReal(start))
@@ -501,10 +539,10 @@ Result range(const onnx::NodeProto& node, const OnnxTensor& start, const OnnxTen
     return std::vector<OnnxTensor>{std::move(out)};
 }
 
-Result expand(const OnnxTensor& x, const OnnxTensor& shapeTensor)
+Result expand(const onnx::NodeProto& node, const OnnxTensor& x, const OnnxTensor& shapeTensor)
 {
-    const auto shape = broadcastShape(x.shape, intsOf(shapeTensor));
-    if (!shape || product(*shape) > kMaxFoldedElements)
+    const auto shape = broadcastShape(x.shape, shapeFromData(node, shapeTensor));
+    if (!shape || !fitsFolding(*shape))
         return std::nullopt;
     OnnxTensor out = emptyLike(x.type, *shape);
     for (std::size_t offset : broadcastOffsets(x.shape, *shape))
@@ -517,7 +555,7 @@ Result whereNode(const OnnxTensor& condition, const OnnxTensor& x, const OnnxTen
     auto shape = broadcastShape(condition.shape, x.shape);
     if (shape)
         shape = broadcastShape(*shape, y.shape);
-    if (!shape || product(*shape) > kMaxFoldedElements || isReal(x) != isReal(y))
+    if (!shape || !fitsFolding(*shape) || isReal(x) != isReal(y))
         return std::nullopt;
     OnnxTensor out = emptyLike(x.type, *shape);
     const auto c = broadcastOffsets(condition.shape, *shape);
@@ -563,18 +601,18 @@ Result slice(const onnx::NodeProto& node, const std::vector<const OnnxTensor*>& 
     for (std::size_t k = 0; k < starts.size(); ++k) {
         const auto d = std::size_t(normaliseAxis(axes[k], rank, node));
         const std::int64_t extent = x.shape[d];
-        if (steps[k] == 0)
-            throw OnnxImportError(where(node) + ": a step of 0");
+        if (steps[k] == 0 || steps[k] == std::numeric_limits<std::int64_t>::min())
+            throw OnnxImportError(where(node) + ": a step of " + std::to_string(steps[k]));
         std::int64_t s = starts[k] < 0 ? starts[k] + extent : starts[k];
         std::int64_t e = ends[k] < 0 ? ends[k] + extent : ends[k];
         if (steps[k] > 0) {
             s = std::clamp<std::int64_t>(s, 0, extent);
             e = std::clamp<std::int64_t>(e, 0, extent);
-            count[d] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
+            count[d] = e > s ? (e - s - 1) / steps[k] + 1 : 0;
         } else {
             s = std::clamp<std::int64_t>(s, 0, extent - 1);
             e = std::clamp<std::int64_t>(e, -1, extent - 1);
-            count[d] = s > e ? (s - e - steps[k] - 1) / -steps[k] : 0;
+            count[d] = s > e ? (s - e - 1) / -steps[k] + 1 : 0;
         }
         begin[d] = s;
         step[d] = steps[k];
@@ -608,8 +646,14 @@ Result transpose(const onnx::NodeProto& node, const OnnxTensor& x)
         throw OnnxImportError(where(node) + ": perm has " + std::to_string(perm.size()) + " axes for a rank " +
                               std::to_string(rank) + " tensor");
     Shape shape(rank);
-    for (std::size_t d = 0; d < rank; ++d)
-        shape[d] = x.shape[std::size_t(normaliseAxis(perm[d], rank, node))];
+    std::vector<bool> used(rank, false);
+    for (std::size_t d = 0; d < rank; ++d) {
+        perm[d] = normaliseAxis(perm[d], rank, node);
+        if (used[std::size_t(perm[d])])
+            throw OnnxImportError(where(node) + ": perm is not a permutation");
+        used[std::size_t(perm[d])] = true;
+        shape[d] = x.shape[std::size_t(perm[d])];
+    }
     OnnxTensor out = emptyLike(x.type, shape);
     const Shape strides = stridesOf(x.shape);
     Shape index(rank, 0);
@@ -708,7 +752,7 @@ Result evaluate(const onnx::NodeProto& node, const std::vector<const OnnxTensor*
     if (op == "Range" && input(1) && input(2))
         return range(node, x, *input(1), *input(2));
     if (op == "Expand" && input(1))
-        return expand(x, *input(1));
+        return expand(node, x, *input(1));
     if (op == "Where" && input(1) && input(2))
         return whereNode(x, *input(1), *input(2));
     if (op == "Slice")

@@ -120,7 +120,8 @@ OnnxTensor tensorFromProto(const onnx::TensorProto& proto, const std::string& wh
     for (std::int64_t dim : tensor.shape) {
         if (dim < 0)
             throw OnnxImportError(where + ": negative dimension " + std::to_string(dim));
-        expected *= dim;
+        if (__builtin_mul_overflow(expected, dim, &expected))
+            throw OnnxImportError(where + ": its dimensions multiply beyond 2^63 values");
     }
     if (proto.has_raw_data()) {
         if (proto.raw_data().size() != std::size_t(expected) * elementSize)

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <typeinfo>
 
 namespace mantissa::onnx_import {
 namespace {
@@ -194,6 +196,40 @@ TEST(OnnxGoodInput, ConvolutionFlopsPerSample)
     // ConvTranspose: each of the 6x4x4 inputs spreads over 5 output channels times 2x2 taps.
     EXPECT_EQ(graph.nodes[1].flopsPerSample, 2.0 * (6 * 4 * 4) * (5 * 2 * 2));
     EXPECT_EQ(graph.parameterElementCount(), 6 * 2 * 3 * 3 + 6 + 6 * 5 * 2 * 2);
+}
+
+// Corrupted files (random bytes overwritten in a transformer with shape arithmetic) either
+// import or fail with an OnnxImportError: never another exception, never a crash.
+TEST(OnnxBadInput, CorruptedBytesNeverCrash)
+{
+    const std::string model = kTorch + "vit.onnx";
+    std::ifstream in(model, std::ios::binary);
+    const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(original.size(), 1000u);
+    const std::string path = (fs::temp_directory_path() / "onnx_corrupted.onnx").string();
+    std::mt19937_64 random(20261129);
+    int imported = 0, refused = 0;
+    for (int round = 0; round < 200; ++round) {
+        std::string bytes = original;
+        // Mostly in the graph's structure (the first part of the file, before the weights).
+        const std::size_t span = round % 2 ? bytes.size() : std::min<std::size_t>(bytes.size(), 60000);
+        for (int flip = 0; flip < 1 + round % 4; ++flip)
+            bytes[random() % span] = char(random());
+        std::ofstream(path, std::ios::binary) << bytes;
+        ImportOptions options;
+        options.sampleShape = std::vector<std::int64_t>{3, 32, 32};
+        try {
+            importOnnx(path, options);
+            ++imported;
+        } catch (const OnnxImportError&) {
+            ++refused;
+        } catch (const std::exception& other) {
+            ADD_FAILURE() << "round " << round << ": " << typeid(other).name() << ": " << other.what();
+        }
+    }
+    fs::remove(path);
+    EXPECT_EQ(imported + refused, 200);
+    EXPECT_GT(refused, 0);
 }
 
 } // namespace
