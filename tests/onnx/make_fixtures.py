@@ -50,6 +50,7 @@ class CausalTransformer(nn.Module):
                                            batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(width)
+        self.head_scale = width**-0.5  # logits of order one, so that the loss starts near log(vocab)
 
     def forward(self, tokens):
         length = tokens.shape[1]
@@ -58,12 +59,17 @@ class CausalTransformer(nn.Module):
         mask = steps.unsqueeze(0) > steps.unsqueeze(1)
         x = self.tokens(tokens) + self.positions(steps).unsqueeze(0)
         x = self.encoder(x, mask=mask)
-        return self.norm(x) @ self.tokens.weight.t()
+        return (self.norm(x) @ self.tokens.weight.t()) * self.head_scale
 
 
 def vision_transformer():
-    return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
-                                               hidden_dim=64, mlp_dim=128, num_classes=CLASSES)
+    model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                                                 hidden_dim=64, mlp_dim=128, num_classes=CLASSES)
+    # torchvision starts the head and the class token at zero, which would leave every gradient
+    # but the head's zero: a reference that checks nothing upstream.
+    model.heads.head.reset_parameters()
+    nn.init.normal_(model.class_token, std=0.02)
+    return model
 
 
 # name: (constructor, per-sample input shape, token vocabulary (None: images), opset, dynamic batch)
@@ -126,6 +132,9 @@ def export(name, out_dir):
     unmapped = sorted(set(parameters) - set(mapping.values()))
     if unmapped:
         raise SystemExit(f"{name}: no ONNX initializer holds the torch parameters {unmapped}")
+    for parameter_name, parameter in parameters.items():
+        if not parameter.grad.abs().max() > 0:
+            raise SystemExit(f"{name}: the gradient of {parameter_name} is zero, a reference that checks nothing")
     arrays = {"input": x.numpy(), "labels": labels.numpy(), "logits": logits.detach().numpy(),
               "loss": np.array(loss.item(), dtype=np.float32)}
     for init_name, parameter_name in mapping.items():
