@@ -5,6 +5,7 @@
 
 #include <onnx/checker.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -47,6 +48,13 @@ void loadExternalData(onnx::TensorProto& tensor, const fs::path& folder, const s
     const std::string what = modelPath + ": initializer '" + tensor.name() + "'";
     if (location.empty())
         throw OnnxImportError(what + " keeps its data in an external file but names none");
+    // ONNX defines the location relative to the model's folder, and so does its checker: a
+    // file elsewhere is refused rather than read into the weights.
+    const fs::path relative(location);
+    if (relative.is_absolute() ||
+        std::any_of(relative.begin(), relative.end(), [](const fs::path& part) { return part == ".."; }))
+        throw OnnxImportError(what + " names the external file '" + location +
+                              "', outside the model's folder; ONNX keeps external data beside the model");
     const fs::path dataPath = folder / location;
     std::error_code error;
     const std::uint64_t fileSize = fs::file_size(dataPath, error);

@@ -71,6 +71,12 @@ def main():
     onnx.save_model(missing, os.path.join(out_dir, "external_missing.onnx"), save_as_external_data=True,
                     all_tensors_to_one_file=True, location="external_missing.weights", size_threshold=0)
     os.remove(os.path.join(out_dir, "external_missing.weights"))
+    outside = onnx.load(os.path.join(out_dir, "external.onnx"), load_external_data=False)
+    for tensor in outside.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = "../small/external.weights"
+    onnx.save(outside, os.path.join(out_dir, "external_outside.onnx"))
 
     # A classifier carrying its own loss: logits and labels into SoftmaxCrossEntropyLoss.
     loss_graph = helper.make_graph(

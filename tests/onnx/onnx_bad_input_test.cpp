@@ -77,6 +77,12 @@ TEST(OnnxBadInput, MissingExternalData)
     EXPECT_HAS(message, "external_missing.weights', which is missing");
 }
 
+TEST(OnnxBadInput, ExternalDataOutsideTheModelsFolder)
+{
+    const std::string message = importError(kSmall + "external_outside.onnx");
+    EXPECT_HAS(message, "names the external file '../small/external.weights', outside the model's folder");
+}
+
 TEST(OnnxBadInput, ExternalDataIsLoaded)
 {
     const OnnxGraph external = importOnnx(kSmall + "external.onnx");
