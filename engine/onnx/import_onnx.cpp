@@ -282,8 +282,11 @@ void requireSupported(const OnnxGraph& graph)
         return;
     std::string message = graph.path + ": " + std::to_string(unsupported.size()) + " node" +
                           (unsupported.size() == 1 ? "" : "s") + " with an unsupported operator:";
-    for (const OnnxNode* node : unsupported)
+    for (const OnnxNode* node : unsupported) {
         message += "\n  node '" + node->name + "': " + (node->domain.empty() ? "" : node->domain + ".") + node->opType;
+        if (opHandling(node->domain, node->opType) == OpHandling::FoldedOnly)
+            message += " (on values that are not constant for the fixed input shape; it is only folded)";
+    }
     message += "\nsupported operators: " + supportedOpsText();
     throw OnnxImportError(message);
 }

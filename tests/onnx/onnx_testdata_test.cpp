@@ -201,6 +201,26 @@ TEST(OnnxTestData, FoldingReproducesTheExpectedOutputs)
     EXPECT_GT(matched, 100);
 }
 
+// Equal on graph inputs cannot fold: it is listed as unsupported, saying why.
+TEST(OnnxTestData, FoldedOnlyOperatorsOnDataAreUnsupported)
+{
+    const fs::path model = kNodeTests / "test_equal" / "model.onnx";
+    if (!fs::exists(model))
+        GTEST_SKIP() << "no " << model;
+    const OnnxGraph graph = importOnnx(model.string(), withoutParameters());
+    ASSERT_EQ(graph.unsupportedNodes().size(), 1u);
+    try {
+        requireSupported(graph);
+        ADD_FAILURE() << "no error";
+    } catch (const OnnxImportError& error) {
+        EXPECT_NE(std::string(error.what())
+                      .find(": Equal (on values that are not constant for the fixed input shape; "
+                            "it is only folded)"),
+                  std::string::npos)
+            << error.what();
+    }
+}
+
 TEST(OnnxTestData, TensorProtoFilesAreRead)
 {
     const fs::path folder = kNodeTests / "test_gather_0";
