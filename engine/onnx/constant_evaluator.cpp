@@ -103,11 +103,10 @@ std::vector<std::size_t> broadcastOffsets(const Shape& in, const Shape& out)
     const std::size_t lead = out.size() - in.size();
     std::vector<std::size_t> offsets(std::size_t(product(out)));
     Shape index(out.size(), 0);
-    for (std::size_t flat = 0; flat < offsets.size(); ++flat) {
-        std::size_t offset = 0;
+    for (std::size_t& offset : offsets) {
+        offset = 0;
         for (std::size_t d = 0; d < in.size(); ++d)
             offset += std::size_t(in[d] == 1 ? 0 : index[lead + d] * inStrides[d]);
-        offsets[flat] = offset;
         for (std::size_t d = out.size(); d-- > 0;) {
             if (++index[d] < out[d])
                 break;
@@ -710,7 +709,7 @@ Result evaluate(const onnx::NodeProto& node, const std::vector<const OnnxTensor*
     if (op == "Not" || op == "Neg" || op == "Abs" || op == "Sqrt" || op == "Floor" || op == "Ceil" ||
         op == "Reciprocal")
         return unary(op, x);
-    if ((op == "Max" || op == "Min" || op == "Sum") && inputs.size() >= 1) {
+    if (op == "Max" || op == "Min" || op == "Sum") {
         const auto combine = binaryOp(op == "Sum" ? "Add" : op, node);
         OnnxTensor acc = x;
         for (std::size_t i = 1; i < inputs.size(); ++i) {

@@ -25,6 +25,36 @@ std::string shapeText(const onnx::TensorShapeProto& shape)
     return text + "]";
 }
 
+// The messages, built outside the loop over dimensions.
+std::string rankMismatch(const std::string& what, const std::string& declared, int rank,
+                         const std::vector<std::int64_t>& sampleShape)
+{
+    return what + " has shape " + declared + " (batch first), rank " + std::to_string(rank) + "; the input shape " +
+           onnx_import::shapeText(sampleShape) + " gives " + std::to_string(sampleShape.size()) +
+           " dimensions per sample, it needs " + std::to_string(rank - 1);
+}
+
+std::string notFitting(const std::string& what, const std::string& declared,
+                       const std::vector<std::int64_t>& sampleShape)
+{
+    return what + " has shape " + declared + " (batch first), which does not fit the input shape " +
+           onnx_import::shapeText(sampleShape);
+}
+
+std::string dynamicWithoutShape(const std::string& what, const std::string& declared, int dimension,
+                                const std::string& dimName, bool firstInput, int rank)
+{
+    std::string message =
+        what + " has shape " + declared + ": dimension " + std::to_string(dimension) + " (" + dimName + ") is dynamic";
+    if (firstInput)
+        message += std::string("; give the shape of one sample with --input-shape (e.g. ") +
+                   (rank == 4 ? "3x224x224" : "128") + ")";
+    else
+        message += "; only the first input's sample shape can be given, export the model with fixed dimensions for "
+                   "the others";
+    return message;
+}
+
 } // namespace
 
 std::vector<const onnx::ValueInfoProto*> dataInputs(const onnx::GraphProto& graph)
@@ -86,11 +116,7 @@ std::int64_t fixInputShapes(onnx::ModelProto& model, const ImportOptions& option
         const std::string declared = shapeText(shape);
         const bool first = k == 0;
         if (first && options.sampleShape && std::size_t(shape.dim_size()) != options.sampleShape->size() + 1)
-            throw OnnxImportError(what + " has shape " + declared + " (batch first), rank " +
-                                  std::to_string(shape.dim_size()) + "; the input shape " +
-                                  onnx_import::shapeText(*options.sampleShape) + " gives " +
-                                  std::to_string(options.sampleShape->size()) + " dimensions per sample, it needs " +
-                                  std::to_string(shape.dim_size() - 1));
+            throw OnnxImportError(rankMismatch(what, declared, shape.dim_size(), *options.sampleShape));
         for (int d = 0; d < shape.dim_size(); ++d) {
             onnx::TensorShapeProto_Dimension& dim = *shape.mutable_dim(d);
             if (d == 0) {
@@ -104,18 +130,11 @@ std::int64_t fixInputShapes(onnx::ModelProto& model, const ImportOptions& option
                 first && options.sampleShape ? std::optional((*options.sampleShape)[std::size_t(d - 1)]) : std::nullopt;
             if (dim.has_dim_value()) {
                 if (given && *given != dim.dim_value())
-                    throw OnnxImportError(what + " has shape " + declared +
-                                          " (batch first), which does not fit the input shape " +
-                                          onnx_import::shapeText(*options.sampleShape));
+                    throw OnnxImportError(notFitting(what, declared, *options.sampleShape));
                 continue;
             }
             if (!given)
-                throw OnnxImportError(what + " has shape " + declared + ": dimension " + std::to_string(d) + " (" +
-                                      dimText(dim) + ") is dynamic" +
-                                      (first ? "; give the shape of one sample with --input-shape (e.g. " +
-                                                   std::string(shape.dim_size() == 4 ? "3x224x224" : "128") + ")"
-                                             : "; only the first input's sample shape can be given, export the "
-                                               "model with fixed dimensions for the others"));
+                throw OnnxImportError(dynamicWithoutShape(what, declared, d, dimText(dim), first, shape.dim_size()));
             dim.set_dim_value(*given);
         }
     }
