@@ -59,7 +59,7 @@ trainableInitializers(const std::vector<OnnxNode>& nodes,
     }
     std::unordered_set<std::string> trainable;
     for (const auto& [name, tensor] : floatInitializers) {
-        const bool elementwiseWeight = tensor->elementCount() > 1 && allFinite(*tensor);
+        const bool elementwiseWeight = !tensor->shape.empty() && allFinite(*tensor);
         // Follow the values through the ops that only move them, to the op that uses them.
         std::vector<std::string> pending = {name};
         std::unordered_set<std::string> seen;

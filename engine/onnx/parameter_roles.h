@@ -2,9 +2,9 @@
 // Which float initializers of a model are trainable parameters: those that feed a weight input,
 // directly or through ops that only move values (Transpose, Reshape, Unsqueeze, ...): Gemm and
 // MatMul operands, Conv and ConvTranspose weights and biases, normalisation scales and shifts,
-// Gather tables (embeddings), Concat and Expand inputs (a class token), and tensors of more
-// than one finite value added to or multiplied with activations (biases, learned positional
-// tensors, layer scales). Everything else (scalars, batch-norm running statistics, masks with
+// Gather tables (embeddings), Concat and Expand inputs (a class token), and finite tensors
+// with dimensions added to or multiplied with activations (biases, learned positional tensors,
+// layer scales). Everything else (rank-0 scalars, batch-norm running statistics, masks with
 // infinities, shape data) is a constant.
 #include "engine/onnx/onnx_graph.h"
 

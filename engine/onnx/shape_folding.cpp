@@ -144,14 +144,10 @@ std::unordered_set<std::string> foldConstants(onnx::ModelProto& model, const std
     std::unordered_set<std::string> initializerNames;
     for (const onnx::TensorProto& tensor : graph.initializer()) {
         initializerNames.insert(tensor.name());
-        // A float initializer of more than one value may be a weight: it stays out of folding so
-        // that it can train. Integer ones and float scalars are constants.
-        const bool weightCandidate = isFloatingPoint(ElementType(tensor.data_type())) && [&] {
-            std::int64_t count = 1;
-            for (std::int64_t dim : tensor.dims())
-                count *= dim;
-            return count > 1;
-        }();
+        // A float initializer with dimensions may be a weight (a regression head's bias has
+        // one value, shape [1]): it stays out of folding so that it can train. Integer ones and
+        // rank-0 float scalars (an epsilon, a scale) are constants.
+        const bool weightCandidate = isFloatingPoint(ElementType(tensor.data_type())) && tensor.dims_size() > 0;
         if (!weightCandidate)
             constants.emplace(tensor.name(), tensorFromProto(tensor, path + ": initializer '" + tensor.name() + "'"));
     }

@@ -101,6 +101,19 @@ def main():
         initializer=[weights("cw", (6, 2, 3, 3)), weights("cb", (6,)), weights("tw", (6, 5, 2, 2))])
     save(helper.make_model(conv_graph, opset_imports=[helper.make_opsetid("", 13)]), out_dir, "convs.onnx")
 
+    # A regression head: its bias has one value but dimensions ([1]), so it trains; the rank-0
+    # epsilon added before is a constant.
+    regression_graph = helper.make_graph(
+        [helper.make_node("Add", ["input", "epsilon"], ["shifted"], name="shift"),
+         helper.make_node("MatMul", ["shifted", "w"], ["mm"], name="matmul"),
+         helper.make_node("Add", ["mm", "b"], ["output"], name="bias")],
+        "regression", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [2, 1])],
+        initializer=[weights("w", (8, 1)), weights("b", (1,)),
+                     numpy_helper.from_array(np.array(1e-5, dtype=np.float32), "epsilon")])
+    save(helper.make_model(regression_graph, opset_imports=[helper.make_opsetid("", 13)]), out_dir,
+         "regression.onnx")
+
     with open(os.path.join(out_dir, "not_onnx.onnx"), "w") as f:
         f.write("name,value\nlearning_rate,0.01\nbatch_size,64\n")
 

@@ -192,6 +192,17 @@ TEST(OnnxGoodInput, TheGraphsOwnLossIsFound)
     EXPECT_FALSE(importOnnx(kSmall + "fixed.onnx").lossNode.has_value());
 }
 
+TEST(OnnxGoodInput, AOneValueBiasTrainsARankZeroEpsilonDoesNot)
+{
+    const OnnxGraph graph = importOnnx(kSmall + "regression.onnx");
+    EXPECT_NE(graph.parameter("w"), nullptr);
+    ASSERT_NE(graph.parameter("b"), nullptr);
+    EXPECT_EQ(graph.parameter("b")->shape, (std::vector<std::int64_t>{1}));
+    ASSERT_NE(graph.constant("epsilon"), nullptr);
+    EXPECT_EQ(graph.constant("epsilon")->floats, (std::vector<float>{1e-5f}));
+    EXPECT_EQ(graph.parameters.size(), 2u);
+}
+
 TEST(OnnxGoodInput, ConvolutionFlopsPerSample)
 {
     const OnnxGraph graph = importOnnx(kSmall + "convs.onnx");
