@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -140,6 +141,35 @@ TEST(TorchModelRoles, TiedWeightsAreOneParameter)
     }
     EXPECT_EQ(uses, 2);
     EXPECT_NE(graph.parameter("tokens.weight"), nullptr);
+}
+
+// The causal mask the model builds from the sequence length (Range, Greater, Where on
+// ConstantOfShape, ...) folds to -inf above the diagonal and 0 on and below it, the values
+// torch's attention adds to its scores.
+TEST(TorchModelFolding, TheCausalMaskFoldsToItsValues)
+{
+    const OnnxGraph graph = load("causal_transformer").graph;
+    int masks = 0;
+    for (const OnnxNode& node : graph.nodes) {
+        if (node.opType != "Add" || node.name.find("self_attn") == std::string::npos)
+            continue;
+        for (const std::string& input : node.inputs) {
+            const OnnxTensor* mask = graph.constant(input);
+            if (!mask || mask->elementCount() != 16 * 16)
+                continue;
+            ++masks;
+            for (std::int64_t row = 0; row < 16; ++row) {
+                for (std::int64_t column = 0; column < 16; ++column) {
+                    const float value = mask->floats[std::size_t(row * 16 + column)];
+                    if (column > row)
+                        EXPECT_TRUE(std::isinf(value) && value < 0) << row << "," << column << ": " << value;
+                    else
+                        EXPECT_EQ(value, 0.0f) << row << "," << column;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(masks, 2); // one per layer
 }
 
 } // namespace
