@@ -45,6 +45,8 @@ constexpr Command kCommands[] = {
      "runs of a config times axes times seeds, in parallel or on Slurm; statistics over seeds"},
     {"import", mantissa::cli::runImportCommand, "DIR|FILE...",
      "merge other run databases (a Slurm sweep's --out) into this one"},
+    {"data", mantissa::cli::runDataCommand, "PATH|DATASET [--data-format F] [--set data.FIELD=VALUE]",
+     "what a dataset holds: samples, shapes, classes, ranges, memory, fingerprint, problems found"},
     {"formats", mantissa::cli::runFormatsCommand, "[--json]",
      "the FP8, FP6, FP4 and E8M0 formats: bits, bias, range, specials; the scaled formats"},
     {"fields", mantissa::cli::runFieldsCommand, "[--markdown]",
