@@ -394,8 +394,8 @@ private slots:
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 9") << 9 << false;
-        QTest::newRow("version 9, WAL") << 9 << true;
+        QTest::newRow("version 10") << 10 << false;
+        QTest::newRow("version 10, WAL") << 10 << true;
         QTest::newRow("version 1000") << 1000 << false;
     }
     void refusesNewerVersion()
