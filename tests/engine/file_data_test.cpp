@@ -289,7 +289,8 @@ TEST_F(FileData, JpegImagesDecodeCloseToWhatWasWritten)
     int worst = 0;
     for (std::size_t i = 0; i < image.pixels.size(); ++i)
         worst = std::max(worst, std::abs(int(back.pixels[i]) - int(image.pixels[i])));
-    EXPECT_LE(worst, 3); // measured 2 at quality 95 for this smooth ramp
+    // Measured: this smooth ramp comes back unchanged at quality 95 (libjpeg-turbo 2.1.5).
+    EXPECT_EQ(worst, 0);
 }
 
 TEST_F(FileData, FitImageCropsTheCentreAndResizeKeepsConstants)
