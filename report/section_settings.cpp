@@ -75,6 +75,8 @@ QString dataset(const DataSpec& d)
               << QStringLiteral("shape %1").arg(QString::fromStdString(Shape(d.syntheticShape).toString()))
               << QStringLiteral("%1 classes, noise %2").arg(d.syntheticClasses).arg(number(d.syntheticNoise));
     }
+    if (d.dataset == DatasetKind::Files)
+        parts << QString::fromStdString(d.path) << QStringLiteral("format %1").arg(key(d.format));
     if (d.limitTrain > 0)
         parts << QStringLiteral("first %1 training samples").arg(formatCount(d.limitTrain));
     if (d.limitTest > 0)

@@ -30,6 +30,7 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
     run.sweepIndex = metadata.sweepIndex;
     run.tags = metadata.tags;
     run.notes = metadata.notes;
+    run.dataFingerprint = metadata.dataFingerprint;
     return run;
 }
 

@@ -38,6 +38,7 @@ struct RunMetadata {
     std::optional<int> sweepIndex;
     QStringList tags;
     QString notes;
+    QString dataFingerprint; // DatasetSplits::fingerprint of the data it trains on
 };
 
 class RunRecorder final : public TrainingObserver {

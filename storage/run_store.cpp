@@ -125,18 +125,33 @@ qint64 RunStore::createRun(const NewRun& run)
     if (run.sweepId)
         requireSweep(*run.sweepId);
     const WriterIdentity writer = currentWriterIdentity();
-    QSqlQuery insert =
-        c.prepare(QStringLiteral("INSERT INTO runs (name, status, created_at, config_json, preset, precision, device, "
-                                 "kernels, engine_version, notes, group_id, writer_pid, writer_host, writer_boot, "
-                                 "writer_start, heartbeat_at, uid, sweep_id, sweep_index, world_size) "
-                                 "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    QSqlQuery insert = c.prepare(
+        QStringLiteral("INSERT INTO runs (name, status, created_at, config_json, preset, precision, device, "
+                       "kernels, engine_version, notes, group_id, writer_pid, writer_host, writer_boot, "
+                       "writer_start, heartbeat_at, uid, sweep_id, sweep_index, world_size, data_fingerprint) "
+                       "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     const QString now = nowDbTime();
     const QString uid = run.uid.isEmpty() ? newUid() : run.uid;
-    for (const QVariant& value :
-         {QVariant(name), QVariant(now), text(run.configJson), text(run.preset), text(run.precision), text(run.device),
-          text(run.kernels), text(run.engineVersion), text(run.notes), nullable(run.groupId), QVariant(writer.pid),
-          QVariant(writer.host), QVariant(writer.boot), QVariant(writer.startTicks), QVariant(now), QVariant(uid),
-          nullable(run.sweepId), nullable(run.sweepIndex), QVariant(std::max(1, run.worldSize))}) {
+    for (const QVariant& value : {QVariant(name),
+                                  QVariant(now),
+                                  text(run.configJson),
+                                  text(run.preset),
+                                  text(run.precision),
+                                  text(run.device),
+                                  text(run.kernels),
+                                  text(run.engineVersion),
+                                  text(run.notes),
+                                  nullable(run.groupId),
+                                  QVariant(writer.pid),
+                                  QVariant(writer.host),
+                                  QVariant(writer.boot),
+                                  QVariant(writer.startTicks),
+                                  QVariant(now),
+                                  QVariant(uid),
+                                  nullable(run.sweepId),
+                                  nullable(run.sweepIndex),
+                                  QVariant(std::max(1, run.worldSize)),
+                                  run.dataFingerprint.isEmpty() ? QVariant() : QVariant(run.dataFingerprint)}) {
         insert.addBindValue(value);
     }
     c.exec(insert, QStringLiteral("creating run \"%1\"").arg(name));

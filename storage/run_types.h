@@ -48,6 +48,7 @@ struct NewRun {
     std::optional<qint64> sweepId; // the sweep it belongs to (RunStore::createSweep)
     std::optional<int> sweepIndex; // its position in the sweep (SweepRun::index)
     int worldSize = 1;             // ranks of a data-parallel run (config.distributed.world_size)
+    QString dataFingerprint;       // DatasetSplits::fingerprint; empty: not known
 };
 
 // One row of the runs table with its tags.
@@ -72,7 +73,8 @@ struct RunInfo {
     QString uid;           // empty for runs recorded before schema version 5
     std::optional<qint64> sweepId;
     std::optional<int> sweepIndex;
-    int worldSize = 1; // ranks that trained it (data parallel); 1 for a single process
+    int worldSize = 1;       // ranks that trained it (data parallel); 1 for a single process
+    QString dataFingerprint; // of the data it saw (DatasetSplits::fingerprint); "" before schema 9
 };
 
 // listRuns() filters; an empty field does not filter.

@@ -217,6 +217,12 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
         QStringLiteral("ALTER TABLE steps ADD COLUMN allreduce_flushed INTEGER"),
         QStringLiteral("ALTER TABLE steps ADD COLUMN allreduce_overflowed INTEGER"),
     },
+    // 9: the fingerprint of the data a run trained and was tested on (engine/data/
+    // data_fingerprint.h), so that runs which did not see the same data can be told apart
+    // (NULL: recorded before).
+    {
+        QStringLiteral("ALTER TABLE runs ADD COLUMN data_fingerprint TEXT"),
+    },
 }};
 
 int userVersion(const Connection& connection)

@@ -60,6 +60,7 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
             storage::RunMetadata metadata;
             metadata.groupId = target.groupId;
             metadata.tags = {QStringLiteral("gui")};
+            metadata.dataFingerprint = QString::fromStdString(data.fingerprint);
             recorder = std::make_unique<storage::RunRecorder>(*store, config, *selection.backend, metadata);
         }
         RunStartInfo info;

@@ -24,5 +24,6 @@ int runFieldsCommand(const QStringList& arguments);      // fields_command.cpp
 int runQuantizeCommand(const QStringList& arguments);    // quantize_command.cpp
 int runSampleCommand(const QStringList& arguments);      // sample_command.cpp
 int runInspectCommand(const QStringList& arguments);     // inspect_command.cpp
+int runDataCommand(const QStringList& arguments);        // data_command.cpp
 
 } // namespace mantissa::cli

@@ -40,6 +40,8 @@ QString dataText(const DataSpec& data)
     QString text = key(data.dataset);
     if (data.dataset == DatasetKind::Synthetic)
         text += QStringLiteral(" (%1 train, %2 test)").arg(data.syntheticTrain).arg(data.syntheticTest);
+    if (data.dataset == DatasetKind::Files)
+        text += QStringLiteral(" %1 (%2)").arg(QString::fromStdString(data.path), key(data.format));
     if (data.limitTrain > 0 || data.limitTest > 0)
         text += QStringLiteral(", limited to %1 train, %2 test")
                     .arg(data.limitTrain > 0 ? QString::number(data.limitTrain) : QStringLiteral("all"))

@@ -47,6 +47,8 @@ constexpr Command kCommands[] = {
      "merge other run databases (a Slurm sweep's --out) into this one"},
     {"inspect", mantissa::cli::runInspectCommand, "MODEL.onnx [--input-shape 3x32x32] [--batch N]",
      "an ONNX model's graph: ops, shapes, parameters, FLOPs per sample, unsupported nodes"},
+    {"data", mantissa::cli::runDataCommand, "PATH|DATASET [--data-format F] [--set data.FIELD=VALUE]",
+     "what a dataset holds: samples, shapes, classes, ranges, memory, fingerprint, problems found"},
     {"formats", mantissa::cli::runFormatsCommand, "[--json]",
      "the FP8, FP6, FP4 and E8M0 formats: bits, bias, range, specials; the scaled formats"},
     {"fields", mantissa::cli::runFieldsCommand, "[--markdown]",

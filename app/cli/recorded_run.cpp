@@ -53,6 +53,7 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
     metadata.groupId = options.groupId;
     metadata.sweepId = options.sweepId;
     metadata.sweepIndex = options.sweepIndex;
+    metadata.dataFingerprint = QString::fromStdString(data.fingerprint);
     storage::RunRecorder recorder(store, config, backend, metadata);
     RecordedRun result;
     result.precision = config.precision;

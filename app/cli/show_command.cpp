@@ -49,6 +49,10 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
     for (const QString& line : run.kernels.split(u'\n', Qt::SkipEmptyParts))
         printField(line == run.kernels.section(u'\n', 0, 0) ? QStringLiteral("kernels") : QString(), line);
     printField(QStringLiteral("version"), run.engineVersion.isEmpty() ? QStringLiteral("-") : run.engineVersion);
+    // Runs recorded before fingerprints were stored have none.
+    printField(QStringLiteral("data"), run.dataFingerprint.isEmpty()
+                                           ? QStringLiteral("-")
+                                           : QStringLiteral("fingerprint ") + run.dataFingerprint);
     if (run.groupId) {
         QString group = QString::number(*run.groupId);
         for (const storage::GroupInfo& info : store.groups()) {

@@ -2,6 +2,7 @@
 
 #include "engine/config/config_field.h"
 #include "engine/config/presets.h"
+#include "engine/data/file_dataset.h"
 #include "engine/util/check.h"
 
 #include <QFileInfo>
@@ -52,8 +53,10 @@ void addTrainOptions(QCommandLineParser& parser)
         {"preset", QString::fromStdString("Train a built-in preset: " + presetList() + "."), "name"},
         {"loss-scale", QString::fromStdString(namedLossScales() + "or a static value such as 128."), "scale"},
         {"data",
-         QString::fromStdString("The dataset: " + enumKeyList<DatasetKind>() +
-                                ", or text:FILE for a text file or directory (byte-level language models)."),
+         QStringLiteral("The data: a built-in dataset (fashion-mnist, mnist, synthetic, text), text:FILE for a "
+                        "text file or folder (byte-level language models), or the path of your own data: an image "
+                        "folder, a .csv or .tsv table, .npy or .npz arrays, IDX files (--data-format where the "
+                        "extension does not tell; docs/data.md)."),
          "source"},
         {"set",
          "Any config field, as PATH=VALUE (repeatable): --set optimizer.lr=0.01 --set model.input=3,32,32. "
@@ -82,15 +85,10 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
     }
 
     if (parser.isSet("data")) {
-        const std::string source = parser.value("data").toStdString();
-        if (source.starts_with("text:")) {
-            config.data.dataset = DatasetKind::Text;
-            config.data.directory = source.substr(5);
-            if (config.data.directory.empty())
-                throw ConfigError("--data text: needs a file or directory after the colon, e.g. text:book.txt");
-        } else {
-            config.data.dataset = parseEnumOrThrow<DatasetKind>(source, "--data");
-        }
+        // --data-format decides how a path is read (a folder of text goes to the text dataset).
+        if (parser.isSet("data-format"))
+            runConfigField("data.format").setText(config, parser.value("data-format").toStdString(), "--data-format");
+        useDataSource(config.data, parser.value("data").toStdString());
     }
     if (parser.isSet("loss-scale")) {
         // A number is a static scale; "static" alone would leave the value unsaid.

@@ -16,6 +16,43 @@ constexpr std::array kDatasets{
     EnumEntry<DatasetKind>{DatasetKind::Text, "text", "text",
                            "Byte-level text for language models: a file or a directory of text files "
                            "(default: Debian's fortunes), cut into windows of data.context bytes."},
+    EnumEntry<DatasetKind>{DatasetKind::Files, "files", "your files",
+                           "Your own data at data.path: an image folder, a CSV or TSV table, NumPy .npy or .npz "
+                           "arrays or IDX files (data.format)."},
+};
+
+constexpr std::array kDataFormats{
+    EnumEntry<DataFormat>{DataFormat::Auto, "auto", "auto",
+                          "By the extension (.csv, .tsv, .npy, .npz, .idx, .txt) or, for a folder, its contents."},
+    EnumEntry<DataFormat>{DataFormat::ImageFolder, "image-folder", "image folder",
+                          "PNG and JPEG images in one subfolder per class (or train/ and test/ holding those)."},
+    EnumEntry<DataFormat>{DataFormat::Csv, "csv", "CSV table",
+                          "Comma-separated numeric features and a label column (data.label_column)."},
+    EnumEntry<DataFormat>{DataFormat::Tsv, "tsv", "TSV table",
+                          "Tab-separated numeric features and a label column (data.label_column)."},
+    EnumEntry<DataFormat>{DataFormat::Npy, "npy", "NumPy .npy",
+                          "x.npy and y.npy side by side (x_test.npy and y_test.npy too when there)."},
+    EnumEntry<DataFormat>{DataFormat::Npz, "npz", "NumPy .npz",
+                          "A .npz archive holding x and y (x_test and y_test too when there)."},
+    EnumEntry<DataFormat>{DataFormat::Idx, "idx", "IDX files",
+                          "MNIST-format files of any shape: train-images and train-labels (t10k- or test- too)."},
+    EnumEntry<DataFormat>{DataFormat::Text, "text", "text",
+                          "A text file or folder for byte-level language models (the text dataset)."},
+};
+
+constexpr std::array kImageFits{
+    EnumEntry<ImageFit>{ImageFit::Resize, "resize", "resize",
+                        "Stretched to data.image_size (bilinear), whatever its aspect ratio."},
+    EnumEntry<ImageFit>{ImageFit::Crop, "crop", "centre crop",
+                        "Scaled (bilinear) until it covers data.image_size, keeping its aspect ratio, then the "
+                        "centre cut out."},
+};
+
+constexpr std::array kTableHeaders{
+    EnumEntry<TableHeader>{TableHeader::Auto, "auto", "auto",
+                           "A first row with a cell that is not a number is a header."},
+    EnumEntry<TableHeader>{TableHeader::Yes, "yes", "yes", "The first row names the columns."},
+    EnumEntry<TableHeader>{TableHeader::No, "no", "no", "Every row is data."},
 };
 
 constexpr std::array kOptimizers{
@@ -90,6 +127,24 @@ template <>
 std::span<const EnumEntry<DatasetKind>> enumEntries<DatasetKind>()
 {
     return kDatasets;
+}
+
+template <>
+std::span<const EnumEntry<DataFormat>> enumEntries<DataFormat>()
+{
+    return kDataFormats;
+}
+
+template <>
+std::span<const EnumEntry<ImageFit>> enumEntries<ImageFit>()
+{
+    return kImageFits;
+}
+
+template <>
+std::span<const EnumEntry<TableHeader>> enumEntries<TableHeader>()
+{
+    return kTableHeaders;
 }
 
 template <>

@@ -67,6 +67,15 @@ struct DataSpec {
     std::int64_t syntheticClasses = 10;
     float syntheticNoise = 1.0f; // std of the noise around each class prototype (prototypes have std 1)
     std::int64_t context = 128;  // text: bytes per window (the sequence length a model sees)
+    // Your own files (dataset "files"): where they are and how they are read (docs/data.md).
+    std::string path; // a file or folder
+    DataFormat format = DataFormat::Auto;
+    float testSplit = 0.2f;              // held out as the test set when the source has none of its own
+    std::vector<std::int64_t> imageSize; // [height, width]; empty: the first image's size
+    ImageFit imageFit = ImageFit::Resize;
+    bool skipBadImages = false; // skip (and count) images that cannot be decoded instead of stopping
+    TableHeader header = TableHeader::Auto;
+    std::int64_t labelColumn = 0; // tables: the label's column, counted from 1; 0: the last column
 };
 
 struct OptimizerSpec {

@@ -15,6 +15,8 @@ constexpr double kMaxCount = 1e9; // counts of samples and steps: far beyond any
 
 bool isTextRun(const RunConfig& c) { return c.data.dataset == DatasetKind::Text; }
 
+bool isFilesRun(const RunConfig& c) { return c.data.dataset == DatasetKind::Files; }
+
 // A recipe run writes its whole recipe object; another run only when it set an option, so that
 // the configs stored before the recipes existed are written again byte for byte.
 bool hasRecipe(const RunConfig& c)
@@ -118,6 +120,50 @@ const std::array kRunFields{
                                        .maximum = 1 << 20,
                                        .option = "context",
                                        .applies = isTextRun}),
+    row<&R::data, &DataSpec::path>({.path = "data.path",
+                                    .label = "Path",
+                                    .description = "Your files: an image folder, a table, .npy or .npz arrays or an "
+                                                   "IDX folder (--data PATH).",
+                                    .applies = isFilesRun}),
+    row<&R::data, &DataSpec::format>({.path = "data.format",
+                                      .label = "Format",
+                                      .description = "How data.path is read; auto: by its extension or contents.",
+                                      .option = "data-format",
+                                      .applies = isFilesRun}),
+    row<&R::data, &DataSpec::testSplit>(
+        {.path = "data.test_split",
+         .label = "Test fraction",
+         .description = "Held out as the test set (the same samples for every seed) when the files have none.",
+         .minimum = 0.01,
+         .maximum = 0.9,
+         .applies = isFilesRun}),
+    row<&R::data, &DataSpec::imageSize>({.path = "data.image_size",
+                                         .label = "Image size",
+                                         .description = "Images: [height, width] every image is brought to; empty: "
+                                                        "the first image's size.",
+                                         .minimum = 1,
+                                         .maximum = 1 << 14,
+                                         .applies = isFilesRun}),
+    row<&R::data, &DataSpec::imageFit>({.path = "data.image_fit",
+                                        .label = "Image fit",
+                                        .description = "Images of another size: stretched, or scaled and centre-"
+                                                       "cropped.",
+                                        .applies = isFilesRun}),
+    row<&R::data, &DataSpec::skipBadImages>(
+        {.path = "data.skip_bad_images",
+         .label = "Skip bad images",
+         .description = "Skip (and count) images that cannot be decoded instead of stopping at the first.",
+         .applies = isFilesRun}),
+    row<&R::data, &DataSpec::header>({.path = "data.header",
+                                      .label = "Header row",
+                                      .description = "Tables: whether the first row names the columns.",
+                                      .applies = isFilesRun}),
+    row<&R::data, &DataSpec::labelColumn>({.path = "data.label_column",
+                                           .label = "Label column (0 = last)",
+                                           .description = "Tables: the label's column, counted from 1; 0: the last.",
+                                           .minimum = 0,
+                                           .maximum = 1 << 20,
+                                           .applies = isFilesRun}),
 
     row<&R::optimizer, &OptimizerSpec::type>(
         {.path = "optimizer.type", .label = "Type", .description = "The optimizer."}),

@@ -1,5 +1,7 @@
 #include "engine/data/dataset.h"
 
+#include "engine/data/data_fingerprint.h"
+#include "engine/data/file_dataset.h"
 #include "engine/data/idx_reader.h"
 #include "engine/data/permutation.h"
 #include "engine/data/synthetic.h"
@@ -21,6 +23,8 @@ constexpr const char* kFileList = "train-images-idx3-ubyte.gz, train-labels-idx1
                                   "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz";
 // Salt for the validation hold-out, so that it never shares a stream with an epoch order.
 constexpr std::uint64_t kValidationKey = 0x76616c6964ull; // "valid"
+// The key of the test split of a source without one: no seed, so every run shares it.
+constexpr std::uint64_t kTestKey = 0x74657374ull; // "test"
 
 std::string howToProvide(DatasetKind dataset)
 {
@@ -65,6 +69,17 @@ IdxArray readPart(const DataDirectory& dir, DatasetKind dataset, const std::stri
     return readIdxFile(path, rank);
 }
 
+// The data as read, and the preparation that does not depend on the seed.
+std::string fingerprintOf(const Dataset& train, const Dataset& test, const DataSpec& spec)
+{
+    DataFingerprint hash;
+    hash.addDataset(train);
+    hash.addDataset(test);
+    hash.addNumber(spec.validationSplit);
+    hash.addNumber(spec.normalize ? 1 : 0);
+    return hash.hex();
+}
+
 void checkRange(bool ok, const std::string& field, const std::string& problem)
 {
     if (!ok)
@@ -83,6 +98,15 @@ void validateDataSpec(const DataSpec& spec)
     if (spec.dataset == DatasetKind::Text)
         checkRange(spec.context >= 1 && spec.context <= 65536, "data.context",
                    "must be between 1 and 65536 bytes, got " + std::to_string(spec.context));
+    if (spec.dataset == DatasetKind::Files) {
+        checkRange(!spec.path.empty(), "data.path", "is empty; give the file or folder to read (--data PATH)");
+        checkRange(spec.format != DataFormat::Text, "data.format",
+                   "text is the text dataset: set data.dataset to text and data.directory to the file or folder");
+        checkRange(spec.testSplit > 0 && spec.testSplit < 1, "data.test_split",
+                   formatNumber(spec.testSplit) + " is outside (0, 1)");
+        checkRange(spec.imageSize.empty() || spec.imageSize.size() == 2, "data.image_size",
+                   "must be empty or [height, width], got " + Shape(spec.imageSize).toString());
+    }
     if (spec.dataset != DatasetKind::Synthetic)
         return;
     checkRange(spec.syntheticTrain > 0, "data.syntheticTrain",
@@ -163,10 +187,12 @@ void applyNormalization(Dataset& data, const Normalization& norm)
         x = (x - mean) * invStd;
 }
 
-Dataset holdOut(Dataset& data, std::int64_t count, std::uint64_t seed, const std::string& name)
+namespace {
+
+Dataset holdOutInOrder(Dataset& data, std::int64_t count, const std::vector<std::int64_t>& order,
+                       const std::string& name)
 {
     MANTISSA_ASSERT(count >= 0 && count <= data.size());
-    const std::vector<std::int64_t> order = seededPermutation(data.size(), {seed, kValidationKey});
     std::vector<char> held(static_cast<std::size_t>(data.size()), 0);
     for (std::int64_t i = 0; i < count; ++i)
         held[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1;
@@ -200,6 +226,23 @@ Dataset holdOut(Dataset& data, std::int64_t count, std::uint64_t seed, const std
     return out;
 }
 
+} // namespace
+
+Dataset holdOut(Dataset& data, std::int64_t count, std::uint64_t seed, const std::string& name)
+{
+    return holdOutInOrder(data, count, seededPermutation(data.size(), {seed, kValidationKey}), name);
+}
+
+Dataset holdOutTestSet(Dataset& data, double fraction, const std::string& name)
+{
+    const std::int64_t n = data.size();
+    const auto count = std::max<std::int64_t>(1, std::llround(fraction * static_cast<double>(n)));
+    if (count >= n)
+        throw DataError(data.name + ": holding out " + formatNumber(fraction) + " of its " + std::to_string(n) +
+                        " samples as the test set leaves none to train on (data.test_split)");
+    return holdOutInOrder(data, count, seededPermutation(n, {kTestKey}), name);
+}
+
 void keepFirst(Dataset& data, std::int64_t limit)
 {
     if (limit <= 0 || limit >= data.size())
@@ -227,12 +270,25 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
                                             spec.syntheticNoise, seed, 0, "synthetic/train");
         splits.test = makeSyntheticDataset(shape, spec.syntheticClasses, limited(spec.syntheticTest, spec.limitTest),
                                            spec.syntheticNoise, seed, 1, "synthetic/test");
+    } else if (spec.dataset == DatasetKind::Files) {
+        FileSource source = readFileSource(spec);
+        splits.directory = spec.path;
+        splits.train = std::move(source.train);
+        if (source.givenTest)
+            splits.test = std::move(source.test);
+        else
+            splits.test = holdOutTestSet(splits.train, spec.testSplit, "files/test");
+        keepFirst(splits.train, spec.limitTrain);
+        keepFirst(splits.test, spec.limitTest);
+        splits.classNames = std::move(source.classNames);
+        splits.notes = std::move(source.notes);
     } else {
         const DataDirectory dir = resolveDataDirectory(spec);
         splits.directory = dir.path;
         splits.train = loadMnistFormat(dir, spec.dataset, true, spec.limitTrain);
         splits.test = loadMnistFormat(dir, spec.dataset, false, spec.limitTest);
     }
+    splits.fingerprint = fingerprintOf(splits.train, splits.test, spec);
 
     if (spec.validationSplit > 0) {
         const std::int64_t n = splits.train.size();
@@ -271,6 +327,8 @@ std::optional<std::string> dataModelMismatch(const RunConfig& config)
             return "text data gives windows of data.context = " + std::to_string(data.context) +
                    " bytes in 256 classes; set model.input to [" + std::to_string(data.context) +
                    "] and classes to 256";
+        return std::nullopt;
+    case DatasetKind::Files: // known once the files are read; the Trainer checks the samples
         return std::nullopt;
     case DatasetKind::FashionMnist:
     case DatasetKind::Mnist:

@@ -1,6 +1,7 @@
 #pragma once
 // In-memory datasets and the one entry point that builds the train/validation/test splits a
-// run trains on from its DataSpec: Fashion-MNIST, MNIST, synthetic data or text (text_corpus.h).
+// run trains on from its DataSpec: Fashion-MNIST, MNIST, synthetic data, text (text_corpus.h)
+// or the user's own files (file_dataset.h).
 #include "engine/config/run_config.h"
 #include "engine/tensor/shape.h"
 
@@ -40,6 +41,12 @@ struct DatasetSplits {
     Dataset test;
     Normalization normalization; // what was applied (identity when DataSpec::normalize is false)
     std::string directory;       // where the files were read ("" for synthetic data)
+    // A content hash of the training and test data as read and of how they were prepared
+    // (data_fingerprint.h): runs with the same fingerprint saw the same data. The seeded
+    // validation hold-out is not part of it, so that the seeds of one config share it.
+    std::string fingerprint;
+    std::vector<std::string> classNames; // where the source names its classes (image folders)
+    std::vector<std::string> notes;      // what was done to the data that the user should know
 };
 
 // Builds the splits of `spec`: loads (or generates) the data, takes the first limitTrain /
@@ -80,6 +87,10 @@ void applyNormalization(Dataset& data, const Normalization& norm);
 // Moves a seeded-random `count` of `data`'s samples into the returned dataset; both keep
 // the samples' original relative order. The choice depends only on (seed, data.size(), count).
 Dataset holdOut(Dataset& data, std::int64_t count, std::uint64_t seed, const std::string& name);
+
+// Moves the samples a seeded split with a fixed key picks into the returned dataset: the test
+// set of a source that has none of its own, the same samples for every training seed.
+Dataset holdOutTestSet(Dataset& data, double fraction, const std::string& name);
 
 // Keeps only the first `limit` samples (no-op when limit <= 0 or limit >= size()).
 void keepFirst(Dataset& data, std::int64_t limit);

@@ -1,5 +1,6 @@
 #include "engine/data/text_corpus.h"
 
+#include "engine/data/data_fingerprint.h"
 #include "engine/data/permutation.h"
 #include "engine/util/check.h"
 #include "engine/util/format_number.h"
@@ -227,6 +228,13 @@ DatasetSplits loadTextDatasets(const DataSpec& spec, std::uint64_t seed)
                             : emptyWindows(context, "text/validation");
     splits.test = tiledTextWindows(corpus.text, testBegin, size, context, "text/test");
     keepFirst(splits.test, spec.limitTest);
+    // The text and the cuts made in it; the training windows' offsets follow from the seed.
+    DataFingerprint hash;
+    hash.addText(corpus.text);
+    for (double setting :
+         {double(context), double(spec.validationSplit), double(spec.limitTrain), double(spec.limitTest)})
+        hash.addNumber(setting);
+    splits.fingerprint = hash.hex();
     // Token ids are not measurements: they are never normalised (data.normalize is ignored).
     return splits;
 }

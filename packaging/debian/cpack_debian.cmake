@@ -63,7 +63,8 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_COMPONENT_DEV_DEPENDS app)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "qt6-base-dev, libdnnl-dev, ocl-icd-opencl-dev, zlib1g-dev, nlohmann-json3-dev, libqcustomplot-dev, libgsl-dev")
+    "qt6-base-dev, libdnnl-dev, ocl-icd-opencl-dev, zlib1g-dev, libpng-dev, libjpeg62-turbo-dev, libminizip-dev, \
+nlohmann-json3-dev, libqcustomplot-dev, libgsl-dev")
 # The static engine links MPI's C library when built with it (MantissaConfig finds MPI then).
 if(MANTISSA_HAVE_MPI)
   string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libopenmpi-dev")

@@ -248,7 +248,7 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
         {config("", R"(, "schedule": {"type": "cosin"})"),
          "test.json: schedule.type is \"cosin\"; expected constant, step, cosine or one-cycle"},
         {config("", R"(, "data": {"dataset": "cifar"})"),
-         "test.json: data.dataset is \"cifar\"; expected fashion-mnist, mnist, synthetic or text"},
+         "test.json: data.dataset is \"cifar\"; expected fashion-mnist, mnist, synthetic, text or files"},
         {config("", R"(, "training": {"graphs": "always"})"),
          "test.json: training.graphs is \"always\"; expected auto, on or off"},
         {config("", R"(, "training": {"run_ahead": "yes"})"),

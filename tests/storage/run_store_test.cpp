@@ -205,6 +205,15 @@ private slots:
         QVERIFY(stoppedInfo.errorMessage.isEmpty());
     }
 
+    // The fingerprint of the data a run saw comes back as stored; a run created without one has none.
+    void recordsTheDataFingerprint()
+    {
+        NewRun run = sampleRun();
+        run.dataFingerprint = QStringLiteral("0123456789abcdef");
+        QCOMPARE(m_store->run(m_store->createRun(run)).dataFingerprint, QStringLiteral("0123456789abcdef"));
+        QCOMPARE(m_store->run(m_store->createRun(sampleRun())).dataFingerprint, QString());
+    }
+
     // A data-parallel run's facts as columns and rows, not only as text: its world size, each
     // rank's throughput (written by the writer's finish, as RunRecorder does) and the rank an
     // overflow started on.

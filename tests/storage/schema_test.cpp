@@ -118,6 +118,11 @@ const QStringList kVersion7 = {
         allreduce_seconds REAL NOT NULL, PRIMARY KEY (run_id, rank)) WITHOUT ROWID)"),
 };
 
+const QStringList kVersion8 = {
+    QStringLiteral("ALTER TABLE steps ADD COLUMN allreduce_flushed INTEGER"),
+    QStringLiteral("ALTER TABLE steps ADD COLUMN allreduce_overflowed INTEGER"),
+};
+
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
@@ -136,6 +141,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion6;
     if (version >= 7)
         statements += kVersion7;
+    if (version >= 8)
+        statements += kVersion8;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -198,7 +205,7 @@ private slots:
         }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 8);
+        QCOMPARE(RunStore::schemaVersion(), 9);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(
@@ -228,6 +235,7 @@ private slots:
         QTest::newRow("from version 5") << 5;
         QTest::newRow("from version 6") << 6;
         QTest::newRow("from version 7") << 7;
+        QTest::newRow("from version 8") << 8;
     }
     void migratesForward()
     {
@@ -238,8 +246,10 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 8);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 9);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM run_ranks")).toInt(), 0);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE data_fingerprint IS NOT NULL")).toInt(),
+                     0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE world_size != 1")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_gemm_inputs")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE kernels != ''")).toInt(), 0);
@@ -260,7 +270,8 @@ private slots:
         QCOMPARE(old.status, RunStatus::Finished);
         QCOMPARE(old.summary.bestTestAccuracy, std::optional<double>(0.875));
         QCOMPARE(old.notes, QString());
-        QCOMPARE(old.kernels, QString()); // recorded before runs recorded their kernels
+        QCOMPARE(old.kernels, QString());         // recorded before runs recorded their kernels
+        QCOMPARE(old.dataFingerprint, QString()); // recorded before runs recorded their data's fingerprint
         QVERIFY(old.tags.isEmpty());
         QVERIFY(!old.groupId);
         const StepSeries steps = store.steps(old.id);
@@ -383,8 +394,8 @@ private slots:
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 9") << 9 << false;
-        QTest::newRow("version 9, WAL") << 9 << true;
+        QTest::newRow("version 10") << 10 << false;
+        QTest::newRow("version 10, WAL") << 10 << true;
         QTest::newRow("version 1000") << 1000 << false;
     }
     void refusesNewerVersion()

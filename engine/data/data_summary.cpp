@@ -1,0 +1,194 @@
+#include "engine/data/data_summary.h"
+
+#include "engine/data/file_dataset.h"
+#include "engine/util/format_number.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mantissa {
+
+namespace {
+
+// A class that holds this many times fewer samples than the largest is worth a warning.
+constexpr double kImbalanceRatio = 10;
+
+std::vector<std::int64_t> countClasses(const Dataset& data)
+{
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(std::max<std::int64_t>(data.classes, 0)));
+    if (data.labelSize() != 1)
+        return {};
+    for (float y : data.labels)
+        if (y >= 0 && static_cast<std::size_t>(y) < counts.size())
+            ++counts[static_cast<std::size_t>(y)];
+    return counts;
+}
+
+// Images ([C, H, W]) have a range per channel; anything else per feature.
+std::vector<ValueRange> valueRanges(const Dataset& data, std::int64_t& groups)
+{
+    const auto& dims = data.sampleShape.dims();
+    const bool image = dims.size() == 3;
+    groups = image ? dims[0] : data.sampleSize();
+    const std::int64_t run = image ? dims[1] * dims[2] : 1; // values per group in one sample
+    std::vector<ValueRange> ranges(static_cast<std::size_t>(groups));
+    std::vector<double> sums(ranges.size(), 0.0);
+    for (auto& r : ranges) {
+        r.minimum = std::numeric_limits<float>::infinity();
+        r.maximum = -std::numeric_limits<float>::infinity();
+    }
+    for (std::int64_t i = 0; i < data.size(); ++i) {
+        const float* x = data.sample(i);
+        for (std::int64_t g = 0; g < groups; ++g) {
+            ValueRange& r = ranges[static_cast<std::size_t>(g)];
+            for (std::int64_t k = 0; k < run; ++k) {
+                const float v = x[g * run + k];
+                r.minimum = std::min(r.minimum, v);
+                r.maximum = std::max(r.maximum, v);
+                sums[static_cast<std::size_t>(g)] += v;
+            }
+        }
+    }
+    const double n = static_cast<double>(data.size()) * static_cast<double>(run);
+    for (std::size_t g = 0; g < ranges.size(); ++g) {
+        ranges[g].name = (image ? "channel " : "feature ") + std::to_string(g + 1);
+        ranges[g].mean = n > 0 ? sums[g] / n : 0;
+    }
+    return ranges;
+}
+
+std::string className(const DataSummary& s, std::size_t c)
+{
+    return c < s.classNames.size() ? std::to_string(c) + " (" + s.classNames[c] + ")" : std::to_string(c);
+}
+
+std::string memoryText(std::int64_t bytes)
+{
+    const double b = static_cast<double>(bytes);
+    if (b < (1 << 20))
+        return formatNumber(std::round(b / (1 << 10) * 10) / 10) + " KiB";
+    return formatNumber(std::round(b / (1 << 20) * 10) / 10) + " MiB";
+}
+
+} // namespace
+
+DataSummary summarizeData(const DatasetSplits& splits, const DataSpec& spec, std::size_t maxRanges)
+{
+    DataSummary s;
+    if (spec.dataset == DatasetKind::Files) {
+        s.source = spec.path;
+        s.format = std::string(enumKey(resolveDataFormat(spec.path, spec.format)));
+    } else {
+        s.source = splits.directory.empty() ? std::string(enumKey(spec.dataset)) : splits.directory;
+        s.format = std::string(enumKey(spec.dataset));
+    }
+    s.trainSamples = splits.train.size();
+    s.validationSamples = splits.validation.size();
+    s.testSamples = splits.test.size();
+    s.sampleShape = splits.train.sampleShape;
+    s.labelShape = splits.train.labelShape;
+    s.classes = splits.train.classes;
+    s.classNames = splits.classNames;
+    s.trainCounts = countClasses(splits.train);
+    s.testCounts = countClasses(splits.test);
+    s.ranges = valueRanges(splits.train, s.featureCount);
+    // The values as read: normalisation is affine with std > 0, so the extremes map back.
+    for (ValueRange& r : s.ranges) {
+        const Normalization& n = splits.normalization;
+        r.minimum = r.minimum * n.std + n.mean;
+        r.maximum = r.maximum * n.std + n.mean;
+        r.mean = r.mean * n.std + n.mean;
+    }
+    std::int64_t constant = 0;
+    for (const ValueRange& r : s.ranges)
+        constant += r.minimum == r.maximum ? 1 : 0;
+    if (s.ranges.size() > maxRanges)
+        s.ranges.resize(maxRanges);
+    for (const Dataset* d : {&splits.train, &splits.validation, &splits.test})
+        s.bytes += static_cast<std::int64_t>((d->inputs.size() + d->labels.size()) * sizeof(float));
+    s.fingerprint = splits.fingerprint;
+    s.notes = splits.notes;
+
+    if (!s.trainCounts.empty()) {
+        const auto [smallest, largest] = std::minmax_element(s.trainCounts.begin(), s.trainCounts.end());
+        for (std::size_t c = 0; c < s.trainCounts.size(); ++c)
+            if (s.trainCounts[c] == 0)
+                s.problems.push_back("class " + className(s, c) + " has no training samples");
+        if (*smallest > 0 && static_cast<double>(*largest) > kImbalanceRatio * static_cast<double>(*smallest))
+            s.problems.push_back("the classes are imbalanced: class " +
+                                 className(s, static_cast<std::size_t>(largest - s.trainCounts.begin())) + " has " +
+                                 std::to_string(*largest) + " training samples, class " +
+                                 className(s, static_cast<std::size_t>(smallest - s.trainCounts.begin())) + " " +
+                                 std::to_string(*smallest));
+    }
+    for (std::size_t c = 0; c < s.testCounts.size(); ++c)
+        if (s.testCounts[c] == 0 && !s.trainCounts.empty() && s.trainCounts[c] > 0 && s.testSamples > 0)
+            s.problems.push_back("class " + className(s, c) + " has no test samples");
+    if (constant > 0 && spec.dataset != DatasetKind::Text)
+        s.problems.push_back(std::to_string(constant) + " of " + std::to_string(s.featureCount) +
+                             (s.sampleShape.rank() == 3 ? " channels" : " features") +
+                             " hold one value in every training sample (they carry no information)");
+    return s;
+}
+
+std::string dataSummaryText(const DataSummary& s)
+{
+    std::string out;
+    const auto line = [&](const std::string& label, const std::string& value) {
+        out += label;
+        out.append(label.size() < 13 ? 13 - label.size() : 1, ' ');
+        out += value + "\n";
+    };
+    line("source", s.source);
+    line("format", s.format);
+    line("samples", std::to_string(s.trainSamples) + " training, " + std::to_string(s.validationSamples) +
+                        " validation, " + std::to_string(s.testSamples) + " test");
+    line("sample shape", s.sampleShape.toString() +
+                             (s.labelShape.rank() > 0 ? " (labels " + s.labelShape.toString() + ")" : std::string()));
+    line("classes", std::to_string(s.classes));
+    line("memory", memoryText(s.bytes) + " as float32");
+    line("fingerprint", s.fingerprint);
+    for (const std::string& note : s.notes)
+        line("note", note);
+    // A byte-level text has 256 classes: its histogram says little and takes a page.
+    if (!s.trainCounts.empty() && s.classes <= 100) {
+        out += "\nclass                 training      test\n";
+        for (std::size_t c = 0; c < s.trainCounts.size(); ++c) {
+            std::string name = className(s, c);
+            if (name.size() > 20)
+                name = name.substr(0, 19) + "~";
+            std::string row = name;
+            row.append(22 - name.size(), ' ');
+            const std::string train = std::to_string(s.trainCounts[c]);
+            const std::string test = c < s.testCounts.size() ? std::to_string(s.testCounts[c]) : "";
+            row.append(train.size() < 8 ? 8 - train.size() : 1, ' ');
+            row += train;
+            row.append(test.size() < 10 ? 10 - test.size() : 1, ' ');
+            row += test;
+            out += row + "\n";
+        }
+    }
+    if (!s.ranges.empty()) {
+        out += "\nrange as read (training)   min           max          mean\n";
+        for (const ValueRange& r : s.ranges) {
+            std::string row = r.name;
+            row.append(row.size() < 16 ? 16 - row.size() : 1, ' ');
+            for (const std::string& v : {formatNumber(r.minimum), formatNumber(r.maximum), formatNumber(r.mean)}) {
+                row.append(v.size() < 14 ? 14 - v.size() : 1, ' ');
+                row += v;
+            }
+            out += row + "\n";
+        }
+        if (static_cast<std::int64_t>(s.ranges.size()) < s.featureCount)
+            out += "(the first " + std::to_string(s.ranges.size()) + " of " + std::to_string(s.featureCount) + ")\n";
+    }
+    out += "\n";
+    if (s.problems.empty())
+        out += "problems     none found\n";
+    for (const std::string& problem : s.problems)
+        line("problem", problem);
+    return out;
+}
+
+} // namespace mantissa
