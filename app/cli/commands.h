@@ -23,5 +23,6 @@ int runFormatsCommand(const QStringList& arguments);     // formats_command.cpp
 int runFieldsCommand(const QStringList& arguments);      // fields_command.cpp
 int runQuantizeCommand(const QStringList& arguments);    // quantize_command.cpp
 int runSampleCommand(const QStringList& arguments);      // sample_command.cpp
+int runInspectCommand(const QStringList& arguments);     // inspect_command.cpp
 
 } // namespace mantissa::cli

@@ -45,6 +45,8 @@ constexpr Command kCommands[] = {
      "runs of a config times axes times seeds, in parallel or on Slurm; statistics over seeds"},
     {"import", mantissa::cli::runImportCommand, "DIR|FILE...",
      "merge other run databases (a Slurm sweep's --out) into this one"},
+    {"inspect", mantissa::cli::runInspectCommand, "MODEL.onnx [--input-shape 3x32x32] [--batch N]",
+     "an ONNX model's graph: ops, shapes, parameters, FLOPs per sample, unsupported nodes"},
     {"formats", mantissa::cli::runFormatsCommand, "[--json]",
      "the FP8, FP6, FP4 and E8M0 formats: bits, bias, range, specials; the scaled formats"},
     {"fields", mantissa::cli::runFieldsCommand, "[--markdown]",

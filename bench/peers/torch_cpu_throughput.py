@@ -18,7 +18,7 @@ that up itself and re-executes under it:
   OPENBLAS_CORETYPE inherited from the environment is dropped on an AVX-512 machine, where
   OpenBLAS's own detection picks the best kernels it has.
 The OpenBLAS core in use is printed. Debian's python3-torch is the reference (scripts/setup
-installs it with MANTISSA_SETUP_PEERS=1)."""
+installs it; MANTISSA_SETUP_PEERS=1 adds libopenblas0-openmp)."""
 import argparse
 import ctypes
 import os

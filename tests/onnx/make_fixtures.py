@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Exports the PyTorch reference models to ONNX with one batch of reference numbers.
+
+For each model NAME it writes, into the output folder:
+  NAME.onnx  the model, exported for training (TrainingMode.TRAINING, no constant folding),
+  NAME.npz   input, labels, logits, loss and grad/<initializer name> for every parameter,
+  NAME.json  the export's facts: opset, input shape, batch, parameter count, and the map from
+             each ONNX initializer name to the torch parameter it holds.
+Random weights from fixed seeds; nothing is downloaded. Usage: make_fixtures.py OUT_DIR [NAME...]
+"""
+import copy
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+import torch.nn as nn
+import torchvision
+
+BATCH = 4
+CLASSES = 10
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3 * 8 * 8, 64)
+        self.fc2 = nn.Linear(64, 32)
+        self.head = nn.Linear(32, CLASSES)
+
+    def forward(self, x):
+        x = torch.flatten(x, 1)
+        x = torch.relu(self.fc1(x))
+        x = torch.tanh(self.fc2(x))
+        return self.head(x)
+
+
+class CausalTransformer(nn.Module):
+    """A GPT-style language model: token and position embeddings, causal encoder layers, a head
+    tied to the token embedding (one initializer feeding two ops)."""
+
+    def __init__(self, vocab=50, width=32, heads=4, layers=2, context=16):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(context, width)
+        layer = nn.TransformerEncoderLayer(width, heads, dim_feedforward=64, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(width)
+        self.head_scale = width**-0.5  # logits of order one, so that the loss starts near log(vocab)
+
+    def forward(self, tokens):
+        length = tokens.shape[1]
+        steps = torch.arange(length, device=tokens.device)
+        # True above the diagonal: a position sees only itself and the ones before it.
+        mask = steps.unsqueeze(0) > steps.unsqueeze(1)
+        x = self.tokens(tokens) + self.positions(steps).unsqueeze(0)
+        x = self.encoder(x, mask=mask)
+        return (self.norm(x) @ self.tokens.weight.t()) * self.head_scale
+
+
+def vision_transformer():
+    model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                                                 hidden_dim=64, mlp_dim=128, num_classes=CLASSES)
+    # torchvision starts the head and the class token at zero, which would leave every gradient
+    # but the head's zero: a reference that checks nothing upstream.
+    model.heads.head.reset_parameters()
+    nn.init.normal_(model.class_token, std=0.02)
+    return model
+
+
+# name: (constructor, per-sample input shape, token vocabulary (None: images), opset, dynamic batch)
+MODELS = {
+    "mlp": (Mlp, (3, 8, 8), None, 13, False),
+    "resnet18": (lambda: torchvision.models.resnet18(num_classes=CLASSES), (3, 32, 32), None, 13, False),
+    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(num_classes=CLASSES), (3, 32, 32), None, 15, False),
+    "vit": (vision_transformer, (3, 32, 32), None, 17, True),
+    "causal_transformer": (CausalTransformer, (16,), 50, 17, True),
+}
+
+
+def initializer_to_parameter(model_proto, module):
+    """Maps each initializer holding a torch parameter to that parameter's name: by name when the
+    exporter kept it, else by the unique parameter with the same values."""
+    parameters = dict(module.named_parameters())
+    mapping = {}
+    for init in model_proto.graph.initializer:
+        if init.name in parameters:
+            mapping[init.name] = init.name
+            continue
+        values = numpy_helper.to_array(init)
+        matches = [n for n, p in parameters.items()
+                   if tuple(p.shape) == values.shape and np.array_equal(p.detach().numpy(), values)]
+        if len(matches) == 1:
+            mapping[init.name] = matches[0]
+    return mapping
+
+
+def export(name, out_dir):
+    make, sample_shape, vocab, opset, dynamic_batch = MODELS[name]
+    torch.manual_seed(1234)
+    model = make()
+    model.train()
+    generator = torch.Generator().manual_seed(99)
+    if vocab is None:
+        x = torch.randn((BATCH,) + sample_shape, generator=generator)
+        labels = torch.randint(0, CLASSES, (BATCH,), generator=generator)
+    else:
+        x = torch.randint(0, vocab, (BATCH,) + sample_shape, generator=generator)
+        labels = torch.randint(0, vocab, (BATCH,) + sample_shape, generator=generator)
+
+    # Exporting runs the model once, which moves batch-norm running statistics: take the
+    # reference numbers from the weights as they were.
+    state = copy.deepcopy(model.state_dict())
+    onnx_path = os.path.join(out_dir, name + ".onnx")
+    dynamic_axes = {"input": {0: "batch"}, "logits": {0: "batch"}} if dynamic_batch else None
+    torch.onnx.export(model, (x,), onnx_path, input_names=["input"], output_names=["logits"], opset_version=opset,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, dynamic_axes=dynamic_axes)
+    model.load_state_dict(state)
+
+    model.zero_grad()
+    logits = model(x)
+    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    loss.backward()
+
+    proto = onnx.load(onnx_path)
+    mapping = initializer_to_parameter(proto, model)
+    parameters = dict(model.named_parameters())
+    unmapped = sorted(set(parameters) - set(mapping.values()))
+    if unmapped:
+        raise SystemExit(f"{name}: no ONNX initializer holds the torch parameters {unmapped}")
+    for parameter_name, parameter in parameters.items():
+        if not parameter.grad.abs().max() > 0:
+            raise SystemExit(f"{name}: the gradient of {parameter_name} is zero, a reference that checks nothing")
+    arrays = {"input": x.numpy(), "labels": labels.numpy(), "logits": logits.detach().numpy(),
+              "loss": np.array(loss.item(), dtype=np.float32)}
+    for init_name, parameter_name in mapping.items():
+        arrays["grad/" + init_name] = parameters[parameter_name].grad.numpy()
+    np.savez(os.path.join(out_dir, name + ".npz"), **arrays)
+    facts = {
+        "opset": opset,
+        "batch": BATCH,
+        "sample_shape": list(sample_shape),
+        "dynamic_batch": dynamic_batch,
+        "parameter_tensors": len(parameters),
+        "parameter_elements": sum(p.numel() for p in parameters.values()),
+        "initializer_to_parameter": mapping,
+        "loss": loss.item(),
+        "logits_shape": list(logits.shape),
+    }
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump(facts, f, indent=1, sort_keys=True)
+
+
+def main():
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    torch.set_num_threads(1)
+    for name in sys.argv[2:] or MODELS:
+        export(name, out_dir)
+
+
+if __name__ == "__main__":
+    main()
