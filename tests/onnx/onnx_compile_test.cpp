@@ -98,7 +98,8 @@ TEST(OnnxCompile, MlpMatchesPyTorchsLogitsLossAndGradients)
 TEST(OnnxCompile, AGemmThatIsNoLinearLayerIsRefusedByName)
 {
     OnnxGraph onnx = importFixture("mlp");
-    auto gemm = std::find_if(onnx.nodes.begin(), onnx.nodes.end(), [](const OnnxNode& n) { return n.opType == "Gemm"; });
+    auto gemm =
+        std::find_if(onnx.nodes.begin(), onnx.nodes.end(), [](const OnnxNode& n) { return n.opType == "Gemm"; });
     ASSERT_NE(gemm, onnx.nodes.end());
     auto transB = std::find_if(gemm->attributes.begin(), gemm->attributes.end(),
                                [](const OnnxAttribute& a) { return a.name == "transB"; });
