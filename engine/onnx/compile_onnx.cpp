@@ -29,9 +29,9 @@ void checkRecipeFits(const GemmSite& site)
     const auto block = static_cast<std::int64_t>(recipeBlockSize(recipe));
     for (const auto& [field, width] : site.layer->blockedWidths())
         if (width % block != 0)
-            throw ConfigError("ONNX node " + site.layer->name() + ": " + gemmRecipeName(recipe) + " quantises blocks of " +
-                              std::to_string(block) + " along K, but its " + field + " (" + std::to_string(width) +
-                              ") is not a multiple of " + std::to_string(block));
+            throw ConfigError("ONNX node " + site.layer->name() + ": " + gemmRecipeName(recipe) +
+                              " quantises blocks of " + std::to_string(block) + " along K, but its " + field + " (" +
+                              std::to_string(width) + ") is not a multiple of " + std::to_string(block));
 }
 
 class OnnxCompiler {
@@ -109,8 +109,8 @@ void OnnxCompiler::addLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
         refuse(node, "it has no output");
     const Shape expected = perSample(node.outputs[0]);
     if (m_graph->values()[output].shape != expected)
-        refuse(node, "compiles to an output of " + m_graph->values()[output].shape.toString() + " per sample where ONNX says " +
-                         expected.toString());
+        refuse(node, "compiles to an output of " + m_graph->values()[output].shape.toString() +
+                         " per sample where ONNX says " + expected.toString());
     m_values[node.outputs[0]] = output;
     if (!initializers.empty())
         m_bindings.push_back({owned, std::move(initializers)});
@@ -184,8 +184,8 @@ CompiledOnnx OnnxCompiler::compile(Backend& backend)
 
     CompiledOnnx compiled;
     const std::vector<GemmSite> sites = gemmSites(*m_graph);
-    compiled.coverage =
-        applyRecipeCoverage(m_policy.recipe(), sites, keepsFirstAndLastLayers(m_policy.recipe(), m_policy.recipeOptions()));
+    compiled.coverage = applyRecipeCoverage(m_policy.recipe(), sites,
+                                            keepsFirstAndLastLayers(m_policy.recipe(), m_policy.recipeOptions()));
     for (const GemmSite& site : sites)
         checkRecipeFits(site);
     // The file's values replace the layers' initial draw; each parameter takes its
