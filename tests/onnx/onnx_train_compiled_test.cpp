@@ -67,7 +67,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, CompiledMlpTrains,
                          testing::Values(PrecisionMode::Fp32, PrecisionMode::MixedBf16, PrecisionMode::Mxfp8),
                          [](const testing::TestParamInfo<PrecisionMode>& info) {
                              return std::string(enumKey(info.param)) == "mixed-bf16" ? std::string("mixed_bf16")
-                                                                                      : std::string(enumKey(info.param));
+                                                                                     : std::string(enumKey(info.param));
                          });
 
 } // namespace
