@@ -4,6 +4,7 @@
 #include "engine/model/layers/flatten.h"
 #include "engine/model/layers/linear.h"
 #include "engine/onnx/import_onnx.h"
+#include "engine/onnx/reshape_op.h"
 #include "engine/util/check.h"
 
 #include <map>
@@ -55,6 +56,7 @@ private:
     void addLayer(const OnnxNode& node, LayerPtr layer, ValueId input, std::vector<const OnnxTensor*> initializers);
     void compileNode(const OnnxNode& node);
     void compileGemm(const OnnxNode& node);
+    void compileReshape(const OnnxNode& node);
 
     const OnnxGraph& m_onnx;
     const PrecisionPolicy& m_policy;
@@ -147,6 +149,23 @@ void OnnxCompiler::compileGemm(const OnnxNode& node)
     addLayer(node, std::make_unique<Linear>(inputShape[0], out, hasBias, "", false), input, std::move(initializers));
 }
 
+// The target shape is a constant the import folded, so ONNX's output shape is the whole story;
+// only a reshape that keeps the batch as the first dimension keeps each sample's values apart.
+void OnnxCompiler::compileReshape(const OnnxNode& node)
+{
+    const ValueId input = activation(node, 0);
+    const OnnxValue* in = m_onnx.value(node.inputs[0]);
+    const OnnxValue* out = m_onnx.value(node.outputs.at(0));
+    MANTISSA_ASSERT(in && out);
+    if (out->shape.empty() || out->shape[0] != in->shape.at(0))
+        refuse(node, "only a reshape that keeps the batch as the first dimension compiles");
+    const DType type = m_graph->values()[input].dtype;
+    m_graph->beginGroup(node.name, type);
+    m_values[node.outputs[0]] = m_graph->addNode1(
+        std::make_unique<ReshapeOp>(node.name, type, m_graph->values()[input].shape, perSample(node.outputs[0])),
+        {input});
+}
+
 void OnnxCompiler::compileNode(const OnnxNode& node)
 {
     const std::string& op = node.opType;
@@ -162,6 +181,8 @@ void OnnxCompiler::compileNode(const OnnxNode& node)
         addLayer(node, std::make_unique<Flatten>(), activation(node, 0), {});
     } else if (op == "Gemm") {
         compileGemm(node);
+    } else if (op == "Reshape") {
+        compileReshape(node);
     } else {
         refuse(node, "the import accepts it, but it does not compile into the engine yet");
     }

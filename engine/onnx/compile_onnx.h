@@ -7,7 +7,8 @@
 // values, with fp32 masters unless the mode keeps pure 16-bit masters.
 //
 // Compiled so far (docs/onnx.md): Gemm as a linear layer, Relu, Tanh and Sigmoid, Flatten,
-// Identity. Any other node is a ConfigError naming it, even where the import accepts it.
+// Reshape that keeps the batch, Identity. Any other node is a ConfigError naming it, even where
+// the import accepts it.
 #include "engine/model/gemm_coverage.h"
 #include "engine/model/graph/graph.h"
 #include "engine/onnx/onnx_graph.h"

@@ -3,6 +3,7 @@
 // from the same file runs fp32 forward and backward on the CPU backend and must reproduce them.
 #include "engine/onnx/compile_onnx.h"
 #include "engine/onnx/import_onnx.h"
+#include "engine/onnx/reshape_op.h"
 #include "engine/onnx/tensor_proto_file.h"
 #include "engine/util/check.h"
 
@@ -112,6 +113,30 @@ TEST(OnnxCompile, AGemmThatIsNoLinearLayerIsRefusedByName)
     } catch (const ConfigError& e) {
         EXPECT_NE(std::string(e.what()).find(gemm->name + " (Gemm)"), std::string::npos) << e.what();
     }
+}
+
+// The reshape's backward hands the gradient back in the input's shape with every value where it
+// was: a view both ways, nothing moved or rounded.
+TEST(OnnxCompile, ReshapeHandsTheGradientBackInTheInputsShape)
+{
+    auto backend = makeCpuBackend(1);
+    Graph graph(Shape({6}));
+    graph.beginGroup("reshape", DType::F32);
+    graph.setOutput(
+        graph.addNode1(std::make_unique<ReshapeOp>("reshape", DType::F32, Shape({6}), Shape({2, 3})), {graph.input()}));
+    std::vector<float> x(12), g(12);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = 0.5f * static_cast<float>(i);
+        g[i] = -0.25f * static_cast<float>(i) + 1.0f;
+    }
+    PassState pass{*backend};
+    GraphForward forward = graph.forward(pass, Tensor::fromFloats({2, 6}, x));
+    EXPECT_EQ(forward.output.shape(), Shape({2, 2, 3}));
+    EXPECT_EQ(forward.output.toFloats(), x);
+    const Tensor dx = graph.backward(pass, Tensor::fromFloats({2, 2, 3}, g), forward, true);
+    ASSERT_TRUE(dx.defined());
+    EXPECT_EQ(dx.shape(), Shape({2, 6}));
+    EXPECT_EQ(dx.toFloats(), g);
 }
 
 } // namespace
