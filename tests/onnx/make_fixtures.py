@@ -4,6 +4,7 @@
 For each model NAME it writes, into the output folder:
   NAME.onnx  the model, exported for training (TrainingMode.TRAINING, no constant folding),
   NAME.npz   input, labels, logits, loss and grad/<initializer name> for every parameter,
+  NAME.reference/KEY.pb  each of those arrays as an onnx.TensorProto,
   NAME.json  the export's facts: opset, input shape, batch, parameter count, and the map from
              each ONNX initializer name to the torch parameter it holds.
 Random weights from fixed seeds; nothing is downloaded. Usage: make_fixtures.py OUT_DIR [NAME...]
@@ -140,6 +141,13 @@ def export(name, out_dir):
     for init_name, parameter_name in mapping.items():
         arrays["grad/" + init_name] = parameters[parameter_name].grad.numpy()
     np.savez(os.path.join(out_dir, name + ".npz"), **arrays)
+    # The same arrays as TensorProto files (NAME.reference/KEY.pb), which the C++ tests read with
+    # the reader ONNX's own test data needs, rather than a reader of numpy's format.
+    for key, array in arrays.items():
+        path = os.path.join(out_dir, name + ".reference", key + ".pb")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(array), key).SerializeToString())
     facts = {
         "opset": opset,
         "batch": BATCH,
