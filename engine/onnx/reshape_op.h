@@ -9,7 +9,8 @@ namespace mantissa::onnx_import {
 class ReshapeOp final : public GraphOp {
 public:
     ReshapeOp(std::string name, DType type, Shape inputPerSample, Shape outputPerSample)
-        : m_name(std::move(name)), m_type(type), m_input(std::move(inputPerSample)), m_output(std::move(outputPerSample))
+        : m_name(std::move(name)), m_type(type), m_input(std::move(inputPerSample)),
+          m_output(std::move(outputPerSample))
     {}
 
     std::string name() const override { return m_name; }
