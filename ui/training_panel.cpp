@@ -125,6 +125,10 @@ QWidget* TrainingPanel::buildData()
     m_dataset->setToolTip(fromView(runConfigField("data.dataset").description));
     m_directory = addField<QLineEdit>(form, "data.directory");
     m_directory->setPlaceholderText(tr("default: $MANTISSA_DATA_DIR or /usr/share/datasets/<dataset>"));
+    // Your own files: the path and how it is read (docs/data.md); shown for that dataset only.
+    m_path = addField<QLineEdit>(form, "data.path");
+    m_path->setPlaceholderText(tr("an image folder, a .csv or .tsv table, .npy or .npz arrays, or IDX files"));
+    m_format = addField<QComboBox>(form, "data.format");
     m_limitTrain = addField<QSpinBox>(form, "data.limit_train");
     m_limitTest = addField<QSpinBox>(form, "data.limit_test");
     m_validation = addField<NumberSpinBox>(form, "data.validation_split");
@@ -183,7 +187,10 @@ void TrainingPanel::load(const RunConfig& c)
     m_device->setCurrentIndex(device >= 0 ? device : 0);
 
     setEnumComboValue(m_dataset, c.data.dataset);
-    m_directory->setEnabled(c.data.dataset != DatasetKind::Synthetic);
+    const bool files = c.data.dataset == DatasetKind::Files;
+    m_directory->setEnabled(c.data.dataset != DatasetKind::Synthetic && !files);
+    m_path->setEnabled(files);
+    m_format->setEnabled(files);
 }
 
 } // namespace mantissa::ui

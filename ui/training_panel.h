@@ -58,6 +58,8 @@ private:
     // Data
     QComboBox* m_dataset;
     QLineEdit* m_directory;
+    QLineEdit* m_path;
+    QComboBox* m_format;
     QSpinBox* m_limitTrain;
     QSpinBox* m_limitTest;
     NumberSpinBox* m_validation;
