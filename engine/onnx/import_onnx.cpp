@@ -85,15 +85,8 @@ void collectValueType(const onnx::ValueInfoProto& info, std::unordered_map<std::
         return;
     ValueType& entry = types[info.name()];
     entry.type = ElementType(info.type().tensor_type().elem_type());
-    if (!info.type().tensor_type().has_shape())
-        return;
-    std::vector<std::int64_t> shape;
-    for (const auto& dim : info.type().tensor_type().shape().dim()) {
-        if (!dim.has_dim_value())
-            return;
-        shape.push_back(dim.dim_value());
-    }
-    entry.shape = std::move(shape);
+    if (std::optional<std::vector<std::int64_t>> shape = staticShapeOf(info))
+        entry.shape = std::move(*shape);
 }
 
 // ONNX 1.12 infers no shape for the statistics a training-mode BatchNormalization outputs

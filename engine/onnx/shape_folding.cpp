@@ -11,21 +11,27 @@
 
 namespace mantissa::onnx_import {
 
+std::optional<std::vector<std::int64_t>> staticShapeOf(const onnx::ValueInfoProto& info)
+{
+    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape())
+        return std::nullopt;
+    std::vector<std::int64_t> shape;
+    for (const auto& dim : info.type().tensor_type().shape().dim()) {
+        if (!dim.has_dim_value())
+            return std::nullopt;
+        shape.push_back(dim.dim_value());
+    }
+    return shape;
+}
+
 namespace {
 
 using Shapes = std::unordered_map<std::string, std::vector<std::int64_t>>;
 
 void collectStaticShape(const onnx::ValueInfoProto& info, Shapes& shapes)
 {
-    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape())
-        return;
-    std::vector<std::int64_t> shape;
-    for (const auto& dim : info.type().tensor_type().shape().dim()) {
-        if (!dim.has_dim_value())
-            return;
-        shape.push_back(dim.dim_value());
-    }
-    shapes[info.name()] = std::move(shape);
+    if (std::optional<std::vector<std::int64_t>> shape = staticShapeOf(info))
+        shapes[info.name()] = std::move(*shape);
 }
 
 Shapes staticShapes(const onnx::GraphProto& graph)

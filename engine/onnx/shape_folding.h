@@ -7,8 +7,11 @@
 // initializers of the model.
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 namespace mantissa::onnx_import {
 
@@ -19,6 +22,10 @@ std::unordered_set<std::string> foldConstants(onnx::ModelProto& model, const std
 // Drops the shapes of intermediate values and outputs (the file's, which may be symbolic, or
 // an earlier inference's), keeping the inputs' and the element types of the outputs.
 void forgetInferredShapes(onnx::GraphProto& graph);
+
+// A value's shape where every dimension is a number; nothing where its type is not a tensor, it
+// has no shape, or a dimension is symbolic or unknown.
+std::optional<std::vector<std::int64_t>> staticShapeOf(const onnx::ValueInfoProto& info);
 
 // ONNX shape inference over the model (types and static shapes into value_info and outputs).
 void inferShapes(onnx::ModelProto& model, const std::string& path);

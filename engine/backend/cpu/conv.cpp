@@ -76,18 +76,17 @@ const cpu::KeptConvInput* keptInput(const ConvKeep* kept, const cpu::KernelInput
     return static_cast<const cpu::KeptConvInput*>(kept->state.get());
 }
 
-// Hands what the kernel kept to `keep`; `count` counts it among the live bytes, as it lives
-// until the backward like a saved activation.
-template <typename Count>
-void storeKept(ConvKeep* keep, std::shared_ptr<const cpu::KeptConvInput> slot, Count count)
-{
-    if (!keep || !slot)
-        return;
-    count(*slot->storage);
-    keep->state = std::move(slot);
-}
-
 } // namespace
+
+// What the kernel kept of x lives until the backward like a saved activation, so it counts
+// among the live bytes.
+void CpuBackend::keepConvInput(ConvKeep* keep, std::shared_ptr<const cpu::KeptConvInput> kept)
+{
+    if (!keep || !kept)
+        return;
+    countLive(*kept->storage);
+    keep->state = std::move(kept);
+}
 
 void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const ConvGeometry& g,
                                OperandScales scales, ConvKeep* keep, bool relu)
@@ -105,7 +104,7 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
     if (kernelRoundsInto(native, scales, y)) {
         m_conv->forward({g, true, bias != nullptr, true, relu}, fx.data(), fw.data(), fb ? fb->data() : nullptr,
                         y.data(), slot);
-        storeKept(keep, std::move(kept), [this](Storage& s) { countLive(s); });
+        keepConvInput(keep, std::move(kept));
         return;
     }
     cpu::FloatOutput fy(y);
@@ -123,7 +122,7 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
             cpu::reluInPlace(fy.data(), fy.size());
     }
     fy.commit();
-    storeKept(keep, std::move(kept), [this](Storage& s) { countLive(s); });
+    keepConvInput(keep, std::move(kept));
 }
 
 void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx, const ConvGeometry& g,

@@ -19,6 +19,7 @@ namespace cpu {
 class OneDnnRuntime;
 class OneDnnMatmul;
 class OneDnnConv;
+struct KeptConvInput;
 class OneDnnGelu;
 class OneDnnSoftmax;
 } // namespace cpu
@@ -168,6 +169,8 @@ private:
     // Counts `storage` among the live bytes (peakBytes) until it dies: a tensor's, or what a
     // convolution keeps from its forward for its backward (ConvKeep).
     void countLive(Storage& storage);
+    // Hands a convolution's kept input (onednn_conv.h) to the layer's ConvKeep, counted live.
+    void keepConvInput(ConvKeep* keep, std::shared_ptr<const cpu::KeptConvInput> kept);
 };
 
 } // namespace mantissa

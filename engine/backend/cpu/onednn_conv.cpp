@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/onednn_conv.h"
 
 #include "engine/backend/cpu/output_scale.h"
+#include "engine/backend/cpu/relu_words.h"
 #include "engine/numerics/conversions.h"
 #include "engine/tensor/tensor.h"
 #include "engine/util/check.h"
@@ -406,7 +407,7 @@ void OneDnnConv::forward(const ConvShape& s, const void* x, const void* w, const
     if (f.reluAfter) {
         const auto count = static_cast<std::size_t>(yCount(s.geometry));
         if (s.bf16Output)
-            reluInPlaceBf16(static_cast<std::uint16_t*>(y), count);
+            reluForwardWords(static_cast<const std::uint16_t*>(y), static_cast<std::uint16_t*>(y), count, DType::BF16);
         else
             reluInPlace(static_cast<float*>(y), count);
     }

@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/onednn_matmul.h"
 
 #include "engine/backend/cpu/output_scale.h"
+#include "engine/backend/cpu/relu_words.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -203,7 +204,7 @@ void OneDnnMatmul::run(const MatmulShape& s, const void* a, const void* b, const
     if (prepared.reluAfter) {
         const auto count = static_cast<std::size_t>(s.m * s.n);
         if (s.bf16Output)
-            reluInPlaceBf16(static_cast<std::uint16_t*>(c), count);
+            reluForwardWords(static_cast<const std::uint16_t*>(c), static_cast<std::uint16_t*>(c), count, DType::BF16);
         else
             reluInPlace(static_cast<float*>(c), count);
     }

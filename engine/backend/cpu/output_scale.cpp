@@ -53,14 +53,4 @@ void reluInPlace(float* c, std::size_t count)
         c[i] = c[i] > 0 ? c[i] : 0.0f;
 }
 
-void reluInPlaceBf16(std::uint16_t* c, std::size_t count)
-{
-    const auto n = static_cast<std::int64_t>(count);
-#pragma omp parallel for simd schedule(static) if (n >= kParallelFrom)
-    for (std::int64_t i = 0; i < n; ++i) {
-        const std::uint16_t w = c[i];
-        c[i] = (w & 0x8000u) != 0 || (w & 0x7fffu) > 0x7f80u ? std::uint16_t{0} : w;
-    }
-}
-
 } // namespace mantissa::cpu

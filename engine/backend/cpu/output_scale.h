@@ -20,7 +20,5 @@ void scaleChannelsAddBias(float* y, std::int64_t images, std::int64_t channels, 
 // c[i] = max(0, c[i]) for i < count, a NaN becoming 0 as activationForward's ReLU makes it: the
 // ReLU that follows a product whose epilogue runs here (backend.h's gemmRowBias).
 void reluInPlace(float* c, std::size_t count);
-// The same on bf16 words: a negative value (-0 included) or a NaN becomes +0.
-void reluInPlaceBf16(std::uint16_t* c, std::size_t count);
 
 } // namespace mantissa::cpu
