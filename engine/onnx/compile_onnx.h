@@ -6,9 +6,8 @@
 // their initializer names (what checkpoints and reports call them) and starting from the file's
 // values, with fp32 masters unless the mode keeps pure 16-bit masters.
 //
-// Compiled so far (docs/onnx.md): Gemm as a linear layer, Relu, Tanh and Sigmoid, Flatten,
-// Reshape that keeps the batch, Identity. Any other node is a ConfigError naming it, even where
-// the import accepts it.
+// Which op types compile is node_compilers.h's table (docs/onnx.md lists them); any other node
+// is a ConfigError naming it, even where the import accepts it.
 #include "engine/model/gemm_coverage.h"
 #include "engine/model/graph/graph.h"
 #include "engine/onnx/onnx_graph.h"

@@ -1,0 +1,69 @@
+#pragma once
+// The state of one ONNX-to-engine compilation (compile_onnx.h), and the helpers every node's
+// compiler uses: the graph values ONNX names map to, the initializers bound as parameters, and
+// the checks that give a node's refusal its name. A node's compiler (node_compilers.h) reads its
+// inputs with activation() or parameter(), adds its ops with addLayer() or addOp(), and names
+// its outputs with bind().
+#include "engine/model/graph/graph.h"
+#include "engine/onnx/onnx_graph.h"
+#include "engine/precision/precision_policy.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mantissa::onnx_import {
+
+// A layer made for a node, with the initializers its parameters() hold, in that order.
+struct ParameterBinding {
+    Layer* layer = nullptr;
+    std::vector<const OnnxTensor*> initializers;
+};
+
+class OnnxCompiler {
+public:
+    OnnxCompiler(const OnnxGraph& onnx, const PrecisionPolicy& policy, Graph& graph);
+
+    const OnnxGraph& onnx() const { return m_onnx; }
+    const PrecisionPolicy& policy() const { return m_policy; }
+    Graph& graph() { return m_graph; }
+
+    [[noreturn]] void refuse(const OnnxNode& node, const std::string& why) const;
+    // The graph value an activation input names; refuses an initializer or a name no earlier
+    // node computed.
+    ValueId activation(const OnnxNode& node, std::size_t input) const;
+    // Whether input `input` names a value an earlier node computed (not an initializer).
+    bool isActivation(const OnnxNode& node, std::size_t input) const;
+    // The trainable initializer input `input` names, used by this node only.
+    const OnnxTensor& parameter(const OnnxNode& node, std::size_t input);
+    // ONNX's shape of `name` without the batch dimension.
+    Shape perSample(const std::string& name) const;
+    // The graph value's per-sample shape and dtype.
+    const Shape& shapeOf(ValueId value) const { return m_graph.values()[value].shape; }
+    DType dtypeOf(ValueId value) const { return m_graph.values()[value].dtype; }
+
+    // A layer for `node` on `input`, in a group named by the node, with the policy's dtypes; its
+    // output is checked against ONNX's shape and bound to the node's first output. The
+    // initializers are loaded into the layer's parameters() in that order.
+    void addLayer(const OnnxNode& node, LayerPtr layer, ValueId input, std::vector<const OnnxTensor*> initializers);
+    // A graph op for `node` on `inputs`, in a group named by the node; returns its first output.
+    ValueId addOp(const OnnxNode& node, GraphOpPtr op, const std::vector<ValueId>& inputs);
+    // Names ONNX's output `output` of `node` as `value`, checking its per-sample shape.
+    void bind(const OnnxNode& node, std::size_t output, ValueId value);
+
+    const std::vector<ParameterBinding>& bindings() const { return m_bindings; }
+    // The graph value ONNX's `name` maps to, if any node (or the input) computed it.
+    const ValueId* find(const std::string& name) const;
+    void bindInput(const std::string& name, ValueId value) { m_values[name] = value; }
+
+private:
+    const OnnxGraph& m_onnx;
+    const PrecisionPolicy& m_policy;
+    Graph& m_graph;
+    std::map<std::string, ValueId> m_values;
+    std::set<std::string> m_boundInitializers;
+    std::vector<ParameterBinding> m_bindings;
+};
+
+} // namespace mantissa::onnx_import
