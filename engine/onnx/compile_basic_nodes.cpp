@@ -1,5 +1,6 @@
 // The op types an MLP exports to: Gemm as a linear layer, the pointwise activations, Flatten,
-// Reshape and Identity.
+// Reshape and Identity; and Add where a skip connection joins.
+#include "engine/model/graph/add_op.h"
 #include "engine/model/layers/activation_layer.h"
 #include "engine/model/layers/flatten.h"
 #include "engine/model/layers/linear.h"
@@ -39,8 +40,7 @@ void compileGemm(OnnxCompiler& c, const OnnxNode& node)
             c.refuse(node, "only a bias C of [" + std::to_string(out) + "] compiles so far");
         initializers.push_back(&bias);
     }
-    c.addLayer(node, std::make_unique<Linear>(inputShape[0], out, hasBias, "", false), input,
-               std::move(initializers));
+    c.addLayer(node, std::make_unique<Linear>(inputShape[0], out, hasBias, "", false), input, std::move(initializers));
 }
 
 // The target shape is a constant the import folded, so ONNX's output shape is the whole story;
@@ -59,14 +59,24 @@ void compileReshape(OnnxCompiler& c, const OnnxNode& node)
                    {input}));
 }
 
-void compileIdentity(OnnxCompiler& c, const OnnxNode& node)
-{
-    c.bind(node, 0, c.activation(node, 0));
-}
+void compileIdentity(OnnxCompiler& c, const OnnxNode& node) { c.bind(node, 0, c.activation(node, 0)); }
 
-template <Activation kind> void compileActivation(OnnxCompiler& c, const OnnxNode& node)
+template <Activation kind>
+void compileActivation(OnnxCompiler& c, const OnnxNode& node)
 {
     c.addLayer(node, std::make_unique<ActivationLayer>(kind), c.activation(node, 0), {});
+}
+
+// Two computed values of one shape: a skip connection's join, summed in the policy's compute
+// type as a preset's residual block sums. Broadcasting and constant operands are refused here.
+void compileAdd(OnnxCompiler& c, const OnnxNode& node)
+{
+    const ValueId a = c.activation(node, 0);
+    const ValueId b = c.activation(node, 1);
+    if (c.shapeOf(a) != c.shapeOf(b))
+        c.refuse(node, "only operands of one shape compile so far, got " + c.shapeOf(a).toString() + " and " +
+                           c.shapeOf(b).toString());
+    c.bind(node, 0, c.addOp(node, std::make_unique<AddOp>(node.name, c.policy().layer().compute()), {a, b}));
 }
 
 // Axis 1 keeps the batch and joins the rest, which is Flatten's [N, C, H, W] -> [N, CHW].
@@ -81,6 +91,7 @@ void compileFlatten(OnnxCompiler& c, const OnnxNode& node)
 
 void addBasicNodeCompilers(NodeCompilerTable& table)
 {
+    table["Add"] = compileAdd;
     table["Identity"] = compileIdentity;
     table["Relu"] = compileActivation<Activation::Relu>;
     table["Tanh"] = compileActivation<Activation::Tanh>;

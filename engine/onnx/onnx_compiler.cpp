@@ -6,8 +6,7 @@ namespace mantissa::onnx_import {
 
 OnnxCompiler::OnnxCompiler(const OnnxGraph& onnx, const PrecisionPolicy& policy, Graph& graph)
     : m_onnx(onnx), m_policy(policy), m_graph(graph)
-{
-}
+{}
 
 void OnnxCompiler::refuse(const OnnxNode& node, const std::string& why) const
 {
