@@ -1,8 +1,10 @@
 #include "engine/backend/cpu/onednn_conv.h"
 
+#include "engine/backend/cpu/channel_blocks.h"
 #include "engine/backend/cpu/output_scale.h"
 #include "engine/backend/cpu/relu_words.h"
 #include "engine/numerics/conversions.h"
+#include "engine/numerics/conversions_avx512.h"
 #include "engine/tensor/tensor.h"
 #include "engine/util/check.h"
 
@@ -61,17 +63,56 @@ bool blockedLayouts(const ConvGeometry& g, Direction direction)
 // One operand of a primitive: the plain layout our tensor has (NCHW, OIHW) and the layout the
 // primitive's kernel runs on. Where they differ, a reorder built once with the primitive moves
 // the values across (user to inner for an input, inner to user for an output).
+// An activation moved between NCHW and nChw16c by channel_blocks.h, which does it at about
+// twice the rate of oneDNN's reorder where the CPU has AVX-512 (a fifth of a bf16 resnet
+// step went to those reorders).
+struct ChannelBlocksMove {
+    std::int64_t n = 0, channels = 0, pixels = 0;
+    std::size_t elementBytes = 0;
+};
+
+std::optional<ChannelBlocksMove> channelBlocksMove(const dnnl::memory::desc& user, const dnnl::memory::desc& inner)
+{
+    const dims d = user.dims();
+    const dt type = user.data_type();
+    if (d.size() != 4 || (type != dt::bf16 && type != dt::f32) || !channelBlocksApply(d[1]) || !avx512::hasAvx512())
+        return std::nullopt;
+    if (user != dnnl::memory::desc(d, type, tag::nchw) || inner != dnnl::memory::desc(d, type, tag::nChw16c))
+        return std::nullopt;
+    return ChannelBlocksMove{d[0], d[1], d[2] * d[3], type == dt::bf16 ? 2u : 4u};
+}
+
 struct Operand {
     dnnl::memory::desc user, inner;
     std::optional<dnnl::reorder> reorder;
+    std::optional<ChannelBlocksMove> ownMove; // instead of `reorder`, where it applies
+    bool input = true;
 
-    Operand(const dnnl::memory::desc& userDesc, const dnnl::memory::desc& innerDesc, bool input, dnnl::engine& eng)
-        : user(userDesc), inner(innerDesc)
+    Operand(const dnnl::memory::desc& userDesc, const dnnl::memory::desc& innerDesc, bool isInput, dnnl::engine& eng)
+        : user(userDesc), inner(innerDesc), input(isInput)
     {
         if (user == inner)
             return;
+        ownMove = channelBlocksMove(user, inner);
+        if (ownMove)
+            return;
         reorder.emplace(input ? dnnl::reorder::primitive_desc(eng, user, eng, inner)
                               : dnnl::reorder::primitive_desc(eng, inner, eng, user));
+    }
+    bool moves() const { return reorder || ownMove; }
+
+    // user -> inner for an input, inner -> user for an output.
+    void move(dnnl::stream& stream, dnnl::memory& from, dnnl::memory& to) const
+    {
+        if (!ownMove) {
+            reorder->execute(stream, from, to);
+            return;
+        }
+        const ChannelBlocksMove& m = *ownMove;
+        if (input)
+            toChannelBlocks(from.get_data_handle(), to.get_data_handle(), m.n, m.channels, m.pixels, m.elementBytes);
+        else
+            fromChannelBlocks(from.get_data_handle(), to.get_data_handle(), m.n, m.channels, m.pixels, m.elementBytes);
     }
 };
 
@@ -88,12 +129,12 @@ public:
     {
         // oneDNN reads through this handle and never writes the input.
         dnnl::memory user(op.user, m_runtime.engine(), const_cast<void*>(data));
-        if (!op.reorder)
+        if (!op.moves())
             return user;
         dnnl::memory inner = scratch(op.inner);
         if (keep)
             *keep = m_scratch.back();
-        op.reorder->execute(m_runtime.stream(), user, inner);
+        op.move(m_runtime.stream(), user, inner);
         return inner;
     }
 
@@ -101,7 +142,7 @@ public:
     // primitive reads, else x moved there as input() does.
     dnnl::memory keptOrInput(const Operand& op, const void* x, const KeptConvInput* kept)
     {
-        if (kept && kept->source == x && op.reorder && kept->layout == op.inner)
+        if (kept && kept->source == x && op.moves() && kept->layout == op.inner)
             return dnnl::memory(op.inner, m_runtime.engine(), kept->storage->data);
         return input(op, x);
     }
@@ -109,18 +150,20 @@ public:
     dnnl::memory output(const Operand& op, void* data)
     {
         dnnl::memory user(op.user, m_runtime.engine(), data);
-        if (!op.reorder)
+        if (!op.moves())
             return user;
         dnnl::memory inner = scratch(op.inner);
-        m_pendingOutputs.emplace_back(*op.reorder, inner, user);
+        m_pendingOutputs.emplace_back(&op, inner, user);
         return inner;
     }
 
     void run(dnnl::primitive& primitive, const std::unordered_map<int, dnnl::memory>& args)
     {
         primitive.execute(m_runtime.stream(), args);
-        for (auto& [reorder, inner, user] : m_pendingOutputs)
-            reorder.execute(m_runtime.stream(), inner, user);
+        // The own moves run on the host at once: the primitive must have finished first.
+        m_runtime.stream().wait();
+        for (auto& [op, inner, user] : m_pendingOutputs)
+            op->move(m_runtime.stream(), inner, user);
         m_pendingOutputs.clear();
         m_runtime.stream().wait();
     }
@@ -134,7 +177,7 @@ private:
 
     OneDnnRuntime& m_runtime;
     std::vector<std::shared_ptr<Storage>> m_scratch;
-    std::vector<std::tuple<dnnl::reorder, dnnl::memory, dnnl::memory>> m_pendingOutputs;
+    std::vector<std::tuple<const Operand*, dnnl::memory, dnnl::memory>> m_pendingOutputs;
 };
 
 // The descriptors every direction shares, in the plain layouts of our tensors.

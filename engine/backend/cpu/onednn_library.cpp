@@ -90,6 +90,8 @@ MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_memory_create,
                          void* handle),
                         (memory, memory_desc, engine, handle))
 MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_memory_destroy, (dnnl_memory_t memory), (memory))
+MANTISSA_ONEDNN_FORWARD(dnnl_status_t, dnnl_memory_get_data_handle, (const_dnnl_memory_t memory, void** handle),
+                        (memory, handle))
 MANTISSA_ONEDNN_FORWARD(int, dnnl_memory_desc_equal, (const dnnl_memory_desc_t* lhs, const dnnl_memory_desc_t* rhs),
                         (lhs, rhs))
 MANTISSA_ONEDNN_FORWARD(size_t, dnnl_memory_desc_get_size, (const dnnl_memory_desc_t* memory_desc), (memory_desc))
