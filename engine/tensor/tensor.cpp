@@ -118,29 +118,6 @@ const std::uint16_t* Tensor::u16() const
     return static_cast<const std::uint16_t*>(data());
 }
 
-const float* Tensor::currentFloatCopy() const
-{
-    if (!m_storage || !m_storage->floatCopyCurrent.load(std::memory_order_relaxed))
-        return nullptr;
-    return static_cast<const float*>(m_storage->floatCopy->data);
-}
-
-float* Tensor::floatCopyToFill(const std::function<std::shared_ptr<Storage>(std::size_t bytes)>& allocate)
-{
-    MANTISSA_ASSERT(m_storage && m_dtype != DType::F32 && m_storage->device.kind == DeviceKind::Cpu);
-    const std::size_t bytes = static_cast<std::size_t>(numel()) * sizeof(float);
-    if (!m_storage->floatCopy || m_storage->floatCopy->bytes < bytes)
-        m_storage->floatCopy = allocate(bytes);
-    m_storage->floatCopyCurrent.store(false, std::memory_order_relaxed);
-    return static_cast<float*>(m_storage->floatCopy->data);
-}
-
-void Tensor::markFloatCopyCurrent()
-{
-    MANTISSA_ASSERT(m_storage && m_storage->floatCopy);
-    m_storage->floatCopyCurrent.store(true, std::memory_order_relaxed);
-}
-
 Tensor Tensor::reshaped(const Shape& shape) const
 {
     MANTISSA_ASSERT(shape.numel() == numel());

@@ -4,7 +4,6 @@
 #include "engine/numerics/dtype.h"
 #include "engine/tensor/shape.h"
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,12 +26,6 @@ struct Storage {
     std::size_t bytes = 0;
     Device device;
     std::function<void(void*)> release;
-    // An fp32 copy of a 16-bit buffer's values, kept by whoever wrote the whole buffer (the
-    // optimizer refreshing a working copy) so that emulated kernels read it instead of widening
-    // the words again (Tensor::currentFloatCopy). Any write access to the buffer
-    // (Tensor::data() and the typed accessors, non-const) marks it stale.
-    std::shared_ptr<Storage> floatCopy;
-    std::atomic<bool> floatCopyCurrent{false};
     Storage() = default;
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
@@ -60,28 +53,12 @@ public:
     std::int64_t numel() const { return m_shape.numel(); }
     std::size_t bytes() const { return static_cast<std::size_t>(numel()) * dtypeSize(m_dtype); }
 
-    // Write access: drops the fp32 copy of the values (Storage::floatCopy).
-    void* data()
-    {
-        if (!m_storage)
-            return nullptr;
-        m_storage->floatCopyCurrent.store(false, std::memory_order_relaxed);
-        return m_storage->data;
-    }
+    void* data() { return m_storage ? m_storage->data : nullptr; }
     const void* data() const { return m_storage ? m_storage->data : nullptr; }
     float* f32();
     const float* f32() const;
     std::uint16_t* u16();
     const std::uint16_t* u16() const;
-
-    // A 16-bit host tensor's values as fp32 where its last writer kept them
-    // (attachFloatCopy) and nothing wrote to it since; else null.
-    const float* currentFloatCopy() const;
-    // For a writer of the whole tensor: an fp32 buffer of numel() values (kept between calls;
-    // `allocate` makes it the first time) to fill with the values as floats once they are
-    // written, then markFloatCopyCurrent(). Host tensors of 16-bit dtypes only.
-    float* floatCopyToFill(const std::function<std::shared_ptr<Storage>(std::size_t bytes)>& allocate);
-    void markFloatCopyCurrent();
 
     // The same buffer seen with another shape of equal element count.
     Tensor reshaped(const Shape& shape) const;

@@ -169,10 +169,6 @@ private:
     // Counts `storage` among the live bytes (peakBytes) until it dies: a tensor's, or what a
     // convolution keeps from its forward for its backward (ConvKeep).
     void countLive(Storage& storage);
-    // Where the step's kernels widen the 16-bit working copy `working` to fp32 (the emulated
-    // paths), the buffer the optimizer keeps its refreshed values in as fp32
-    // (Tensor::floatCopyToFill), counted live; else null.
-    float* workingFloatCopy(Tensor& working);
     // Hands a convolution's kept input (onednn_conv.h) to the layer's ConvKeep, counted live.
     void keepConvInput(ConvKeep* keep, std::shared_ptr<const cpu::KeptConvInput> kept);
 };

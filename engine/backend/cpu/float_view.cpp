@@ -10,10 +10,6 @@ FloatInput::FloatInput(const Tensor& t) : m_size(static_cast<std::size_t>(t.nume
         m_data = t.f32();
         return;
     }
-    if (const float* copy = t.currentFloatCopy()) {
-        m_data = copy;
-        return;
-    }
     m_scratch = allocateHostStorage(m_size * sizeof(float));
     m_data = static_cast<float*>(m_scratch->data);
     widenToFloat(t.data(), t.dtype(), static_cast<float*>(m_scratch->data), m_size);

@@ -42,18 +42,6 @@ struct GradientSource {
     }
 };
 
-// Rounds the updated fp32 masters [begin, end) into the 16-bit working copy and, where the
-// step's kernels will widen that copy (floatCopy set), keeps the rounded values as fp32 too,
-// while the block is still in cache.
-void refreshWorkingBlock(const float* master, Tensor& working, float* floatCopy, std::int64_t begin, std::int64_t end)
-{
-    const auto count = static_cast<std::size_t>(end - begin);
-    std::uint16_t* words = working.u16() + begin;
-    narrowFromFloat(master + begin, words, count, working.dtype());
-    if (floatCopy)
-        widenToFloat(words, working.dtype(), floatCopy + begin, count);
-}
-
 void checkGradient(const OptimizerSlot& slot)
 {
     if (slot.scaledGrad)
@@ -161,19 +149,6 @@ void CpuBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
     }
 }
 
-float* CpuBackend::workingFloatCopy(Tensor& working)
-{
-    // The kernels read a 16-bit operand as it is only on the native bf16 path (float_view.h).
-    const bool widened = working.dtype() == DType::F16 || !m_plan.nativeBf16;
-    if (!widened)
-        return nullptr;
-    return working.floatCopyToFill([this](std::size_t bytes) {
-        std::shared_ptr<Storage> storage = allocateHostStorage(bytes);
-        countLive(*storage);
-        return storage;
-    });
-}
-
 void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr, float invScale)
 {
     for (const OptimizerSlot& slot : slots) {
@@ -197,7 +172,6 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
         Tensor* refreshed = slot.working && slot.master->dtype() == DType::F32 && slot.working->dtype() != DType::F32
                                 ? slot.working
                                 : nullptr;
-        float* floatCopy = refreshed ? workingFloatCopy(*refreshed) : nullptr;
         const std::int64_t blocks = (n + kStepBlock - 1) / kStepBlock;
 #pragma omp parallel for schedule(static) if (n > 65536)
         for (std::int64_t b = 0; b < blocks; ++b) {
@@ -215,10 +189,9 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
                 pw[i] -= lr * d;
             }
             if (refreshed)
-                refreshWorkingBlock(pw, *refreshed, floatCopy, begin, end);
+                narrowFromFloat(pw + begin, refreshed->u16() + begin, static_cast<std::size_t>(end - begin),
+                                refreshed->dtype());
         }
-        if (floatCopy)
-            refreshed->markFloatCopyCurrent();
         w.commit();
         if (buf)
             buf->commit();
@@ -249,7 +222,6 @@ void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSett
         Tensor* refreshed = slot.working && slot.master->dtype() == DType::F32 && slot.working->dtype() != DType::F32
                                 ? slot.working
                                 : nullptr;
-        float* floatCopy = refreshed ? workingFloatCopy(*refreshed) : nullptr;
         const std::int64_t blocks = (n + kStepBlock - 1) / kStepBlock;
 #pragma omp parallel for schedule(static) if (n > 65536)
         for (std::int64_t b = 0; b < blocks; ++b) {
@@ -269,10 +241,9 @@ void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSett
                 pw[i] -= lr * mHat / (std::sqrt(vHat) + epsilon);
             }
             if (refreshed)
-                refreshWorkingBlock(pw, *refreshed, floatCopy, begin, end);
+                narrowFromFloat(pw + begin, refreshed->u16() + begin, static_cast<std::size_t>(end - begin),
+                                refreshed->dtype());
         }
-        if (floatCopy)
-            refreshed->markFloatCopyCurrent();
         w.commit();
         m.commit();
         v.commit();
