@@ -12,7 +12,8 @@ using namespace mantissa::cpu;
 
 namespace {
 
-template <typename T> void checkMoves(std::int64_t n, std::int64_t channels, std::int64_t pixels)
+template <typename T>
+void checkMoves(std::int64_t n, std::int64_t channels, std::int64_t pixels)
 {
     std::vector<T> nchw(static_cast<std::size_t>(n * channels * pixels));
     for (std::size_t i = 0; i < nchw.size(); ++i)
@@ -22,8 +23,9 @@ template <typename T> void checkMoves(std::int64_t n, std::int64_t channels, std
     for (std::int64_t s = 0; s < n; ++s)
         for (std::int64_t c = 0; c < channels; ++c)
             for (std::int64_t p = 0; p < pixels; ++p)
-                ASSERT_EQ(blocked[static_cast<std::size_t>(((s * (channels / 16) + c / 16) * pixels + p) * 16 + c % 16)],
-                          nchw[static_cast<std::size_t>((s * channels + c) * pixels + p)])
+                ASSERT_EQ(
+                    blocked[static_cast<std::size_t>(((s * (channels / 16) + c / 16) * pixels + p) * 16 + c % 16)],
+                    nchw[static_cast<std::size_t>((s * channels + c) * pixels + p)])
                     << "sample " << s << " channel " << c << " pixel " << p;
     fromChannelBlocks(blocked.data(), back.data(), n, channels, pixels, sizeof(T));
     EXPECT_EQ(back, nchw);
@@ -45,10 +47,7 @@ TEST(ChannelBlocks, ThirtyTwoBitValuesMoveToTheirBlockedPlaceAndBack)
     checkMoves<std::uint32_t>(1, 16, 7);
 }
 
-TEST(ChannelBlocks, LargeTensorsSplitAcrossThreadsTheSameWay)
-{
-    checkMoves<std::uint16_t>(128, 32, 14 * 14);
-}
+TEST(ChannelBlocks, LargeTensorsSplitAcrossThreadsTheSameWay) { checkMoves<std::uint16_t>(128, 32, 14 * 14); }
 
 TEST(ChannelBlocks, OnlyWholeBlocksOfChannelsApply)
 {

@@ -70,7 +70,8 @@ __attribute__((target("avx512f"))) inline void transposeTile(const T* in, std::i
 // One [16 channels x pixels] slab: plane j of `planes` (stride `pixels`) becomes lane j of
 // each pixel's 16 values in `pixelsOut`. A tile of 16 pixels is read row by row (16 short
 // contiguous runs) and written as one contiguous run of 256 values.
-template <typename T> void slabToBlocks(const T* planes, T* pixelsOut, std::int64_t pixels)
+template <typename T>
+void slabToBlocks(const T* planes, T* pixelsOut, std::int64_t pixels)
 {
     std::int64_t s = 0;
 #ifdef MANTISSA_CHANNEL_BLOCKS_AVX512
@@ -94,7 +95,8 @@ template <typename T> void slabToBlocks(const T* planes, T* pixelsOut, std::int6
             pixelsOut[s * kBlock + j] = planes[j * pixels + s];
 }
 
-template <typename T> void slabFromBlocks(const T* pixelsIn, T* planes, std::int64_t pixels)
+template <typename T>
+void slabFromBlocks(const T* pixelsIn, T* planes, std::int64_t pixels)
 {
     std::int64_t s = 0;
 #ifdef MANTISSA_CHANNEL_BLOCKS_AVX512
