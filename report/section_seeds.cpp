@@ -21,8 +21,10 @@ void appendSeedStatistics(ReportDocument& document, const ReportData& data)
     document.table(table, QStringLiteral("Mean +/- sd [95% confidence interval of the mean] of each final metric "
                                          "over the runs that did not diverge; the divergence rate with Wilson's "
                                          "95% interval."));
-    if (!seeds.sentences.isEmpty())
+    if (!seeds.sentences.isEmpty()) {
+        document.paragraph(sweep::verdictRule());
         document.bullets(seeds.sentences);
+    }
     document.plot(PlotKind::MeanLoss, QStringLiteral("Training loss over the seeds"),
                   QStringLiteral("Per configuration, the mean over its finished runs of the training loss (each "
                                  "run's running mean over 1/60 of its steps) with the band from the lowest to the "

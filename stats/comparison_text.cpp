@@ -60,6 +60,42 @@ std::string describeDifference(const std::string& otherLabel, const std::string&
            sampleSizes(baseline.size(), other.size()) + ")";
 }
 
+std::string describeVerdict(const std::string& otherLabel, const std::string& baselineLabel, const MetricFormat& metric,
+                            const PairVerdict& verdict, double margin, std::size_t baselineCount,
+                            std::size_t otherCount)
+{
+    const std::string head = otherLabel + " vs " + baselineLabel + ": " + metric.name + " ";
+    const std::string unit = metric.unit.empty() ? "" : " " + metric.unit;
+    const auto value = [&](double v, const char* pattern) {
+        return format(pattern, v * metric.scale, metric.decimals);
+    };
+    const std::string marginText = "+/-" + value(margin, "%.*f") + unit;
+    const std::string counts = sampleSizes(baselineCount, otherCount);
+    if (verdict.verdict == Verdict::CannotTest)
+        return head + "cannot be decided: " + counts + ", and a verdict needs at least 2 runs of each";
+    const EquivalenceTest& t = *verdict.test;
+    switch (verdict.verdict) {
+    case Verdict::Equivalent:
+        return head + "equivalent within " + marginText + " (difference " + value(t.difference, "%+.*f") + " [" +
+               value(t.equivalenceLow, "%+.*f") + ", " + value(t.equivalenceHigh, "%+.*f") +
+               "], TOST with Holm's correction, " + formatP(verdict.pEquivalentAdjusted) + ", " + counts + ")";
+    case Verdict::Different: {
+        const bool better = (t.difference > 0) == metric.higherIsBetter;
+        return head + (better ? "better" : "worse") + " by " + value(std::fabs(t.difference), "%.*f") + unit + " [" +
+               value(std::fabs(t.difference) - (t.differenceHigh - t.difference), "%.*f") + ", " +
+               value(std::fabs(t.difference) + (t.differenceHigh - t.difference), "%.*f") +
+               "] (Welch's t-test with Holm's correction, " + formatP(verdict.pDifferentAdjusted) + ", " + counts + ")";
+    }
+    case Verdict::Inconclusive:
+        return head + "inconclusive: about " + std::to_string(verdict.seedsToDecide) +
+               " seeds per arm would decide it (difference " + value(t.difference, "%+.*f") + " [" +
+               value(t.differenceLow, "%+.*f") + ", " + value(t.differenceHigh, "%+.*f") + "], margin " + marginText +
+               ", " + counts + ")";
+    case Verdict::CannotTest: break;
+    }
+    return head;
+}
+
 std::string describeDivergence(const std::string& otherLabel, const std::string& baselineLabel, int baselineK,
                                int baselineN, int otherK, int otherN)
 {

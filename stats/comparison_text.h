@@ -4,6 +4,8 @@
 //    p = 0.41, n = 8 each)"
 //   "fp16 vs mixed-fp16: diverged 3 of 8 vs 0 of 8, not significant (Fisher's exact test, p = 0.2)"
 // Significance is at the 5% level; "+/-" is the half-width of the difference's 95% interval.
+#include "stats/equivalence.h"
+
 #include <string>
 #include <vector>
 
@@ -16,12 +18,24 @@ struct MetricFormat {
     double scale = 1;
     std::string unit; // "points", or "" for none
     int decimals = 2;
+    bool higherIsBetter = true; // accuracy; false for a loss
 };
 
 // `other` against `baseline` (the difference is mean(other) - mean(baseline)).
 std::string describeDifference(const std::string& otherLabel, const std::string& baselineLabel,
                                const MetricFormat& metric, const std::vector<double>& baseline,
                                const std::vector<double>& other);
+
+// The equivalence verdict of `other` against `baseline` (equivalence.h), `margin` in the
+// metric's stored scale:
+//   "mxfp8 vs mixed-bf16: test accuracy equivalent within +/-0.5 points (difference -0.12
+//    [-0.31, +0.07], TOST with Holm's correction, p = 0.003, n = 8 each)"
+//   "... worse by 0.83 points [0.56, 1.10] (Welch's t-test with Holm's correction, p < 0.001, ...)"
+//   "... inconclusive: about 14 seeds per arm would decide it (difference -0.31 [-0.9, +0.3],
+//    margin +/-0.5 points, n = 4 each)"
+std::string describeVerdict(const std::string& otherLabel, const std::string& baselineLabel, const MetricFormat& metric,
+                            const PairVerdict& verdict, double margin, std::size_t baselineCount,
+                            std::size_t otherCount);
 
 // k of n runs diverged in each configuration.
 std::string describeDivergence(const std::string& otherLabel, const std::string& baselineLabel, int baselineK,

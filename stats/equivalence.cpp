@@ -85,9 +85,11 @@ int seedsPerArmToDecide(double difference, double sd, double margin, double alph
     constexpr double kPower = 0.8;
     const double distance = std::fabs(difference) < margin ? margin - std::fabs(difference) : std::fabs(difference);
     // Equivalence is one-sided at each bound (z of 1 - alpha); a difference two-sided.
-    const double zAlpha = std::fabs(difference) < margin ? gsl_cdf_ugaussian_Qinv(alpha) : gsl_cdf_ugaussian_Qinv(alpha / 2);
+    const double zAlpha =
+        std::fabs(difference) < margin ? gsl_cdf_ugaussian_Qinv(alpha) : gsl_cdf_ugaussian_Qinv(alpha / 2);
     // With no observed difference both one-sided tests must pass: power split between them.
-    const double zPower = difference == 0 ? gsl_cdf_ugaussian_Qinv((1 - kPower) / 2) : gsl_cdf_ugaussian_Qinv(1 - kPower);
+    const double zPower =
+        difference == 0 ? gsl_cdf_ugaussian_Qinv((1 - kPower) / 2) : gsl_cdf_ugaussian_Qinv(1 - kPower);
     const double n = 2 * sd * sd * (zAlpha + zPower) * (zAlpha + zPower) / (distance * distance);
     return std::max(2, static_cast<int>(std::ceil(n)));
 }

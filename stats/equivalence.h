@@ -20,8 +20,8 @@ struct EquivalenceTest {
     double difference = 0; // mean(b) - mean(a)
     double se = 0, df = 0; // Welch's
     double margin = 0;
-    double pEquivalent = 1;                        // TOST: the larger of the two one-sided p-values
-    double pDifferent = 1;                         // Welch's two-sided
+    double pEquivalent = 1;                         // TOST: the larger of the two one-sided p-values
+    double pDifferent = 1;                          // Welch's two-sided
     double equivalenceLow = 0, equivalenceHigh = 0; // (1 - 2 alpha) interval of the difference
     double differenceLow = 0, differenceHigh = 0;   // (1 - alpha) interval of the difference
     double pooledSd = 0;                            // sqrt((var(a) + var(b)) / 2), for the sample size

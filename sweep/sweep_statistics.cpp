@@ -22,11 +22,11 @@ const std::vector<SweepMetric>& sweepMetrics()
          [](const RunInfo& r) { return r.summary.bestTestAccuracy; }},
         {"final_train_loss",
          QStringLiteral("train loss"),
-         {"train loss", 1, "", 4},
+         {"train loss", 1, "", 4, false},
          [](const RunInfo& r) { return r.summary.finalTrainLoss; }},
         {"skipped_steps",
          QStringLiteral("skipped steps"),
-         {"skipped steps", 1, "", 1},
+         {"skipped steps", 1, "", 1, false},
          [](const RunInfo& r) {
              return r.summary.skippedSteps ? std::optional<double>(double(*r.summary.skippedSteps)) : std::nullopt;
          }},
@@ -40,7 +40,7 @@ const std::vector<SweepMetric>& sweepMetrics()
          [](const RunInfo& r) { return r.summary.samplesPerSecond; }},
         {"wall_seconds",
          QStringLiteral("time (s)"),
-         {"time", 1, "s", 1},
+         {"time", 1, "s", 1, false},
          [](const RunInfo& r) { return r.wallSeconds; }},
     };
     return list;
@@ -120,20 +120,49 @@ StatisticsTable statisticsTable(const std::vector<ConfigurationResults>& results
     return table;
 }
 
-QStringList pairSentences(const std::vector<ConfigurationResults>& results)
+QString verdictRule(const EquivalenceMargins& margins)
+{
+    return QStringLiteral("A pair is equivalent when two one-sided tests (TOST) put the difference within +/-%1 points "
+                          "of test accuracy or +/-%2 of train loss, better or worse when Welch's t-test finds a "
+                          "difference, else inconclusive; p-values are Holm-corrected over the pairs, at the 5% level.")
+        .arg(margins.testAccuracy * 100, 0, 'g', 3)
+        .arg(margins.trainLoss, 0, 'g', 3);
+}
+
+QStringList pairSentences(const std::vector<ConfigurationResults>& results, const EquivalenceMargins& margins)
 {
     QStringList sentences;
     if (results.size() < 2)
         return sentences;
-    const ConfigurationResults& baseline = results.front();
-    const std::string base = baseline.configuration.label;
-    for (std::size_t c = 1; c < results.size(); ++c) {
-        const ConfigurationResults& other = results[c];
-        const std::string label = other.configuration.label;
-        for (const char* key : {"final_test_accuracy", "final_train_loss"}) {
-            const SweepMetric& m = sweepMetric(key);
+    std::vector<std::pair<int, int>> pairs;
+    for (std::size_t j = 1; j < results.size(); ++j)
+        for (std::size_t i = 0; i < j; ++i)
+            pairs.emplace_back(static_cast<int>(i), static_cast<int>(j));
+    const std::pair<const char*, double> verdictMetrics[] = {{"final_test_accuracy", margins.testAccuracy},
+                                                             {"final_train_loss", margins.trainLoss}};
+    // verdicts[metric][pair]: Holm's correction runs over the pairs of one metric.
+    std::vector<std::vector<stats::PairVerdict>> verdicts;
+    std::vector<std::vector<std::vector<double>>> values;
+    for (const auto& [key, margin] : verdictMetrics) {
+        std::vector<std::vector<double>> perConfiguration;
+        for (const ConfigurationResults& r : results)
+            perConfiguration.push_back(metricValues(r, sweepMetric(key)));
+        verdicts.push_back(stats::pairVerdicts(perConfiguration, pairs, margin));
+        values.push_back(std::move(perConfiguration));
+    }
+    for (std::size_t p = 0; p < pairs.size(); ++p) {
+        const ConfigurationResults& baseline = results[static_cast<std::size_t>(pairs[p].first)];
+        const ConfigurationResults& other = results[static_cast<std::size_t>(pairs[p].second)];
+        const std::string base = baseline.configuration.label, label = other.configuration.label;
+        for (std::size_t m = 0; m < std::size(verdictMetrics); ++m) {
+            const auto [key, margin] = verdictMetrics[m];
+            const SweepMetric& metric = sweepMetric(key);
+            const std::vector<double>& a = values[m][static_cast<std::size_t>(pairs[p].first)];
+            const std::vector<double>& b = values[m][static_cast<std::size_t>(pairs[p].second)];
+            if (a.empty() || b.empty())
+                continue; // a metric no run of the pair has (a language model's accuracy)
             sentences << QString::fromStdString(
-                stats::describeDifference(label, base, m.format, metricValues(baseline, m), metricValues(other, m)));
+                stats::describeVerdict(label, base, metric.format, verdicts[m][p], margin, a.size(), b.size()));
         }
         if (baseline.diverged + other.diverged > 0)
             sentences << QString::fromStdString(stats::describeDivergence(

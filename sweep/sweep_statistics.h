@@ -43,8 +43,19 @@ struct StatisticsTable {
 };
 StatisticsTable statisticsTable(const std::vector<ConfigurationResults>& results);
 
-// Per configuration after the first, against the first: the test accuracy and the train loss
-// (Welch's t-test), and the divergence (Fisher's exact test) when a run of either diverged.
-QStringList pairSentences(const std::vector<ConfigurationResults>& results);
+// The margins within which two configurations count as equivalent, in each metric's stored
+// scale (test accuracy in [0, 1]: 0.005 is 0.5 points).
+struct EquivalenceMargins {
+    double testAccuracy = 0.005;
+    double trainLoss = 0.01;
+};
+
+// How pairSentences decides, in one sentence for the CLI, the Comparison tab and reports.
+QString verdictRule(const EquivalenceMargins& margins = {});
+
+// For every pair of configurations (each against every earlier one), the equivalence verdict
+// on the test accuracy and the train loss (stats/equivalence.h, Holm-adjusted over the pairs),
+// and the divergence (Fisher's exact test) when a run of either diverged.
+QStringList pairSentences(const std::vector<ConfigurationResults>& results, const EquivalenceMargins& margins = {});
 
 } // namespace mantissa::sweep

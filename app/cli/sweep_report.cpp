@@ -36,6 +36,8 @@ void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults
     }
     table.print(out);
     std::fputs("Metrics are over the runs that did not diverge; the divergence interval is Wilson's.\n", out);
+    if (results.size() > 1)
+        std::fprintf(out, "%s\n", qPrintable(sweep::verdictRule()));
     for (const QString& sentence : sweep::pairSentences(results))
         std::fprintf(out, "%s\n", qPrintable(sentence));
 }

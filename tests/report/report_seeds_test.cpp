@@ -61,12 +61,16 @@ private slots:
         std::vector<double> fp32, mixed;
         for (int i = 0; i < 6; ++i)
             (i < 3 ? fp32 : mixed).push_back(double(syntheticTestAccuracy(m_specs[i], 2)));
-        const std::string expected =
-            stats::describeDifference("mixed-fp16", "fp32", {"test accuracy", 100, "points", 1}, fp32, mixed);
+        // One pair: Holm's correction over one p-value leaves it as it is.
+        const stats::MetricFormat accuracy{"test accuracy", 100, "points", 1};
+        const stats::PairVerdict verdict = stats::pairVerdicts({fp32, mixed}, {{0, 1}}, 0.005).front();
+        const std::string expected = stats::describeVerdict("mixed-fp16", "fp32", accuracy, verdict, 0.005, 3, 3);
         QCOMPARE(data.seeds->sentences.front(), QString::fromStdString(expected));
-        const auto welch = stats::welchTest(fp32, mixed);
-        QVERIFY(welch.has_value());
-        QVERIFY(expected.find(stats::formatP(welch->p)) != std::string::npos);
+        const auto test = stats::equivalenceTest(fp32, mixed, 0.005);
+        QVERIFY(test.has_value());
+        QCOMPARE(verdict.pEquivalentAdjusted, test->pEquivalent);
+        QVERIFY(expected.find("equivalent within +/-0.5 points") != std::string::npos);
+        QVERIFY(expected.find(stats::formatP(test->pEquivalent)) != std::string::npos);
         QVERIFY(expected.find("n = 3 each") != std::string::npos);
         // The table's accuracy cell: mean +/- sd [95% CI] over the three seeds.
         const stats::SampleSummary s = stats::summarize(fp32);
@@ -84,7 +88,8 @@ private slots:
         const QStringList markdown = writeReport(store, data, m_dir.filePath("seeds.md"), ReportFormat::Markdown);
         const QString text = readAll(markdown.front());
         QVERIFY(text.contains(QStringLiteral("## Over the seeds")));
-        QVERIFY(text.contains(QString::fromStdString(expected)));
+        QVERIFY(text.contains(QString::fromStdString(expected).replace("[", "\\[").replace("]", "\\]")));
+        QVERIFY(text.contains(QStringLiteral("Holm-corrected over the pairs")));
         QVERIFY(text.contains(QString(cell).replace("[", "\\[").replace("]", "\\]"))); // Markdown escapes
         QVERIFY(markdown.contains(m_dir.filePath("seeds-mean-loss.png")));
         QVERIFY(markdown.contains(m_dir.filePath("seeds-mean-accuracy.png")));
