@@ -129,44 +129,75 @@ QString verdictRule(const EquivalenceMargins& margins)
         .arg(margins.trainLoss, 0, 'g', 3);
 }
 
-QStringList pairSentences(const std::vector<ConfigurationResults>& results, const EquivalenceMargins& margins)
+std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResults>& results,
+                                            const EquivalenceMargins& margins)
 {
-    QStringList sentences;
-    if (results.size() < 2)
-        return sentences;
+    std::vector<PairVerdictRecord> records;
     std::vector<std::pair<int, int>> pairs;
     for (std::size_t j = 1; j < results.size(); ++j)
         for (std::size_t i = 0; i < j; ++i)
             pairs.emplace_back(static_cast<int>(i), static_cast<int>(j));
+    if (pairs.empty())
+        return records;
     const std::pair<const char*, double> verdictMetrics[] = {{"final_test_accuracy", margins.testAccuracy},
                                                              {"final_train_loss", margins.trainLoss}};
-    // verdicts[metric][pair]: Holm's correction runs over the pairs of one metric.
-    std::vector<std::vector<stats::PairVerdict>> verdicts;
-    std::vector<std::vector<std::vector<double>>> values;
+    std::vector<std::vector<PairVerdictRecord>> perMetric;
     for (const auto& [key, margin] : verdictMetrics) {
-        std::vector<std::vector<double>> perConfiguration;
+        const SweepMetric& metric = sweepMetric(key);
+        std::vector<std::vector<double>> values;
         for (const ConfigurationResults& r : results)
-            perConfiguration.push_back(metricValues(r, sweepMetric(key)));
-        verdicts.push_back(stats::pairVerdicts(perConfiguration, pairs, margin));
-        values.push_back(std::move(perConfiguration));
-    }
-    for (std::size_t p = 0; p < pairs.size(); ++p) {
-        const ConfigurationResults& baseline = results[static_cast<std::size_t>(pairs[p].first)];
-        const ConfigurationResults& other = results[static_cast<std::size_t>(pairs[p].second)];
-        const std::string base = baseline.configuration.label, label = other.configuration.label;
-        for (std::size_t m = 0; m < std::size(verdictMetrics); ++m) {
-            const auto [key, margin] = verdictMetrics[m];
-            const SweepMetric& metric = sweepMetric(key);
-            const std::vector<double>& a = values[m][static_cast<std::size_t>(pairs[p].first)];
-            const std::vector<double>& b = values[m][static_cast<std::size_t>(pairs[p].second)];
-            if (a.empty() || b.empty())
-                continue; // a metric no run of the pair has (a language model's accuracy)
-            sentences << QString::fromStdString(
-                stats::describeVerdict(label, base, metric.format, verdicts[m][p], margin, a.size(), b.size()));
+            values.push_back(metricValues(r, metric));
+        // Holm's family: the pairs where both arms have the metric at all (a language model has
+        // no accuracy).
+        std::vector<std::pair<int, int>> present;
+        for (const auto& [i, j] : pairs)
+            if (!values[static_cast<std::size_t>(i)].empty() && !values[static_cast<std::size_t>(j)].empty())
+                present.emplace_back(i, j);
+        const std::vector<stats::PairVerdict> verdicts = stats::pairVerdicts(values, present, margin);
+        std::vector<PairVerdictRecord> list;
+        for (std::size_t k = 0; k < present.size(); ++k) {
+            const auto i = static_cast<std::size_t>(present[k].first), j = static_cast<std::size_t>(present[k].second);
+            list.push_back({i, j, &metric, margin, values[i].size(), values[j].size(), verdicts[k]});
         }
-        if (baseline.diverged + other.diverged > 0)
-            sentences << QString::fromStdString(stats::describeDivergence(
-                label, base, baseline.diverged, baseline.results(), other.diverged, other.results()));
+        perMetric.push_back(std::move(list));
+    }
+    // Pair by pair, the metrics in their order.
+    for (const auto& [i, j] : pairs)
+        for (const auto& list : perMetric)
+            for (const PairVerdictRecord& r : list)
+                if (r.baseline == static_cast<std::size_t>(i) && r.other == static_cast<std::size_t>(j))
+                    records.push_back(r);
+    return records;
+}
+
+const char* verdictName(const PairVerdictRecord& record)
+{
+    switch (record.verdict.verdict) {
+    case stats::Verdict::Equivalent: return "equivalent";
+    case stats::Verdict::Different:
+        return (record.verdict.test->difference > 0) == record.metric->format.higherIsBetter ? "better" : "worse";
+    case stats::Verdict::Inconclusive: return "inconclusive";
+    case stats::Verdict::CannotTest: return "undecidable";
+    }
+    return "undecidable";
+}
+
+QStringList pairSentences(const std::vector<ConfigurationResults>& results, const EquivalenceMargins& margins)
+{
+    QStringList sentences;
+    const std::vector<PairVerdictRecord> records = pairVerdicts(results, margins);
+    for (std::size_t j = 1; j < results.size(); ++j) {
+        for (std::size_t i = 0; i < j; ++i) {
+            const ConfigurationResults &baseline = results[i], &other = results[j];
+            const std::string base = baseline.configuration.label, label = other.configuration.label;
+            for (const PairVerdictRecord& r : records)
+                if (r.baseline == i && r.other == j)
+                    sentences << QString::fromStdString(stats::describeVerdict(
+                        label, base, r.metric->format, r.verdict, r.margin, r.baselineCount, r.otherCount));
+            if (baseline.diverged + other.diverged > 0)
+                sentences << QString::fromStdString(stats::describeDivergence(
+                    label, base, baseline.diverged, baseline.results(), other.diverged, other.results()));
+        }
     }
     return sentences;
 }

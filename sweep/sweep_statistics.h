@@ -50,6 +50,21 @@ struct EquivalenceMargins {
     double trainLoss = 0.01;
 };
 
+// One pair's verdict on one metric: configurations [baseline] and [other] of the results.
+struct PairVerdictRecord {
+    std::size_t baseline = 0, other = 0;
+    const SweepMetric* metric = nullptr;
+    double margin = 0;
+    std::size_t baselineCount = 0, otherCount = 0;
+    stats::PairVerdict verdict;
+};
+// Every pair (each configuration against every earlier one) on the test accuracy and the train
+// loss, where both have values; Holm's correction runs over the pairs of each metric.
+std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResults>& results,
+                                            const EquivalenceMargins& margins = {});
+// "equivalent", "better", "worse", "inconclusive" or "undecidable", as the JSON output says it.
+const char* verdictName(const PairVerdictRecord& record);
+
 // How pairSentences decides, in one sentence for the CLI, the Comparison tab and reports.
 QString verdictRule(const EquivalenceMargins& margins = {});
 
