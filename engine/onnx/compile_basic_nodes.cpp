@@ -25,11 +25,16 @@ void compileGemm(OnnxCompiler& c, const OnnxNode& node)
         c.refuse(node, "only alpha = beta = 1 compile so far");
     const ValueId input = c.activation(node, 0);
     const Shape inputShape = c.shapeOf(input);
-    if (inputShape.rank() != 1)
-        c.refuse(node, "A must be [batch, features], got " + inputShape.toString() + " per sample");
+    // A is [rows, features] with the batch among the rows: [batch, features], or [tokens * batch,
+    // features] where PyTorch's attention flattened a sequence.
+    const BatchLayout layout = c.layout(node.inputs[0]);
+    if (c.dims(node.inputs[0]).size() != 2 || layout.axis != 0)
+        c.refuse(node, "A must be [rows, features] with the batch among the rows, got " +
+                           Shape(c.dims(node.inputs[0])).toString());
+    const std::int64_t features = inputShape.dims().back();
     const OnnxTensor& weight = c.parameter(node, 1);
-    if (weight.shape.size() != 2 || weight.shape[1] != inputShape[0])
-        c.refuse(node, "B must be [out, " + std::to_string(inputShape[0]) + "]");
+    if (weight.shape.size() != 2 || weight.shape[1] != features)
+        c.refuse(node, "B must be [out, " + std::to_string(features) + "]");
     const std::int64_t out = weight.shape[0];
     std::vector<const OnnxTensor*> initializers{&weight};
     const bool hasBias = node.inputs.size() > 2 && !node.inputs[2].empty();
@@ -40,7 +45,8 @@ void compileGemm(OnnxCompiler& c, const OnnxNode& node)
             c.refuse(node, "only a bias C of [" + std::to_string(out) + "] compiles so far");
         initializers.push_back(&bias);
     }
-    c.addLayer(node, std::make_unique<Linear>(inputShape[0], out, hasBias, "", false), input, std::move(initializers));
+    c.addLayer(node, std::make_unique<Linear>(features, out, hasBias, "", false, inputShape.numel() / features), input,
+               std::move(initializers), layout);
 }
 
 // The target shape is a constant the import folded, so ONNX's output shape is the whole story;
@@ -59,12 +65,15 @@ void compileReshape(OnnxCompiler& c, const OnnxNode& node)
                    {input}));
 }
 
-void compileIdentity(OnnxCompiler& c, const OnnxNode& node) { c.bind(node, 0, c.activation(node, 0)); }
+void compileIdentity(OnnxCompiler& c, const OnnxNode& node)
+{
+    c.bind(node, 0, c.activation(node, 0), c.layout(node.inputs[0]));
+}
 
 template <Activation kind>
 void compileActivation(OnnxCompiler& c, const OnnxNode& node)
 {
-    c.addLayer(node, std::make_unique<ActivationLayer>(kind), c.activation(node, 0), {});
+    c.addLayer(node, std::make_unique<ActivationLayer>(kind), c.activation(node, 0), {}, c.layout(node.inputs[0]));
 }
 
 // Two computed values of one shape: a skip connection's join, summed in the policy's compute
@@ -82,8 +91,8 @@ void compileAdd(OnnxCompiler& c, const OnnxNode& node)
 // Axis 1 keeps the batch and joins the rest, which is Flatten's [N, C, H, W] -> [N, CHW].
 void compileFlatten(OnnxCompiler& c, const OnnxNode& node)
 {
-    if (node.intAttribute("axis", 1) != 1)
-        c.refuse(node, "only axis = 1 compiles so far");
+    if (node.intAttribute("axis", 1) != 1 || !c.layout(node.inputs.at(0)).batchFirst())
+        c.refuse(node, "only axis = 1 of a batch-first value compiles so far");
     c.addLayer(node, std::make_unique<Flatten>(), c.activation(node, 0), {});
 }
 
