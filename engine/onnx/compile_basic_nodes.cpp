@@ -1,11 +1,10 @@
-// The op types an MLP exports to: Gemm as a linear layer, the pointwise activations, Flatten,
-// Reshape and Identity; and Add where a skip connection joins.
-#include "engine/model/graph/add_op.h"
+// The op types an MLP exports to: Gemm as a linear layer, the pointwise activations, Flatten
+// and Identity. (Add and Reshape, which MLPs export to too, are the tensor family's:
+// compile_tensor_nodes.cpp.)
 #include "engine/model/layers/activation_layer.h"
 #include "engine/model/layers/flatten.h"
 #include "engine/model/layers/linear.h"
 #include "engine/onnx/node_compilers.h"
-#include "engine/onnx/reshape_op.h"
 #include "engine/util/check.h"
 
 namespace mantissa::onnx_import {
@@ -49,22 +48,6 @@ void compileGemm(OnnxCompiler& c, const OnnxNode& node)
                std::move(initializers), layout);
 }
 
-// The target shape is a constant the import folded, so ONNX's output shape is the whole story;
-// only a reshape that keeps the batch as the first dimension keeps each sample's values apart.
-void compileReshape(OnnxCompiler& c, const OnnxNode& node)
-{
-    const ValueId input = c.activation(node, 0);
-    const OnnxValue* in = c.onnx().value(node.inputs[0]);
-    const OnnxValue* out = c.onnx().value(node.outputs.at(0));
-    MANTISSA_ASSERT(in && out);
-    if (out->shape.empty() || out->shape[0] != in->shape.at(0))
-        c.refuse(node, "only a reshape that keeps the batch as the first dimension compiles");
-    const DType type = c.dtypeOf(input);
-    c.bind(node, 0,
-           c.addOp(node, std::make_unique<ReshapeOp>(node.name, type, c.shapeOf(input), c.perSample(node.outputs[0])),
-                   {input}));
-}
-
 void compileIdentity(OnnxCompiler& c, const OnnxNode& node)
 {
     c.bind(node, 0, c.activation(node, 0), c.layout(node.inputs[0]));
@@ -74,18 +57,6 @@ template <Activation kind>
 void compileActivation(OnnxCompiler& c, const OnnxNode& node)
 {
     c.addLayer(node, std::make_unique<ActivationLayer>(kind), c.activation(node, 0), {}, c.layout(node.inputs[0]));
-}
-
-// Two computed values of one shape: a skip connection's join, summed in the policy's compute
-// type as a preset's residual block sums. Broadcasting and constant operands are refused here.
-void compileAdd(OnnxCompiler& c, const OnnxNode& node)
-{
-    const ValueId a = c.activation(node, 0);
-    const ValueId b = c.activation(node, 1);
-    if (c.shapeOf(a) != c.shapeOf(b))
-        c.refuse(node, "only operands of one shape compile so far, got " + c.shapeOf(a).toString() + " and " +
-                           c.shapeOf(b).toString());
-    c.bind(node, 0, c.addOp(node, std::make_unique<AddOp>(node.name, c.policy().layer().compute()), {a, b}));
 }
 
 // Axis 1 keeps the batch and joins the rest, which is Flatten's [N, C, H, W] -> [N, CHW].
@@ -100,14 +71,12 @@ void compileFlatten(OnnxCompiler& c, const OnnxNode& node)
 
 void addBasicNodeCompilers(NodeCompilerTable& table)
 {
-    table["Add"] = compileAdd;
     table["Identity"] = compileIdentity;
     table["Relu"] = compileActivation<Activation::Relu>;
     table["Tanh"] = compileActivation<Activation::Tanh>;
     table["Sigmoid"] = compileActivation<Activation::Sigmoid>;
     table["Flatten"] = compileFlatten;
     table["Gemm"] = compileGemm;
-    table["Reshape"] = compileReshape;
 }
 
 } // namespace mantissa::onnx_import
