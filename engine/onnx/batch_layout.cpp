@@ -32,8 +32,7 @@ Shape perSampleShape(const std::vector<std::int64_t>& dims, const BatchLayout& l
     return Shape(shape);
 }
 
-std::int64_t elementsBeforeBatch(const std::vector<std::int64_t>& dims, const BatchLayout& layout,
-                                 std::int64_t batch)
+std::int64_t elementsBeforeBatch(const std::vector<std::int64_t>& dims, const BatchLayout& layout, std::int64_t batch)
 {
     const std::vector<std::int64_t> expanded = expandedPerSample(dims, layout, batch);
     std::int64_t before = 1;

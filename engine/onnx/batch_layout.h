@@ -18,8 +18,8 @@
 namespace mantissa::onnx_import {
 
 struct BatchLayout {
-    std::size_t axis = 0;    // the ONNX axis that holds the batch
-    std::int64_t outer = 1;  // that axis's extent is outer * batch * inner
+    std::size_t axis = 0;   // the ONNX axis that holds the batch
+    std::int64_t outer = 1; // that axis's extent is outer * batch * inner
 
     bool batchFirst() const { return axis == 0 && outer == 1; }
     friend bool operator==(const BatchLayout&, const BatchLayout&) = default;
@@ -33,8 +33,7 @@ std::vector<std::int64_t> expandedPerSample(const std::vector<std::int64_t>& dim
 // 1, so that a batch-first value has ONNX's shape without its first dimension.
 Shape perSampleShape(const std::vector<std::int64_t>& dims, const BatchLayout& layout, std::int64_t batch);
 // The elements of one sample that come before the batch index in ONNX's order.
-std::int64_t elementsBeforeBatch(const std::vector<std::int64_t>& dims, const BatchLayout& layout,
-                                 std::int64_t batch);
+std::int64_t elementsBeforeBatch(const std::vector<std::int64_t>& dims, const BatchLayout& layout, std::int64_t batch);
 // Where the batch lies after a reshape to `outDims`: the same number of elements before it (a
 // reshape keeps the order); none where no axis of `outDims` can hold it.
 std::optional<BatchLayout> reshapedLayout(std::int64_t elementsBefore, const std::vector<std::int64_t>& outDims,

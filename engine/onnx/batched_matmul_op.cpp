@@ -86,8 +86,8 @@ std::vector<Tensor> BatchedMatMulOp::backward(PassState& pass, const std::vector
     }
     if (inputGradNeeded.at(1)) { // dB = A^T dC, K = m
         gradients[1] = pass.backend.empty(saved.b.shape(), computeType());
-        m_product.multiply(pass, GemmPass::WeightGrad, Transpose::Yes, Transpose::No, m_k, m_n, m_m, saved.a,
-                           m_m * m_k, KLayout::along(planes, m_m, m_k), GemmOperand::Activation, dc, m_m * m_n,
+        m_product.multiply(pass, GemmPass::WeightGrad, Transpose::Yes, Transpose::No, m_k, m_n, m_m, saved.a, m_m * m_k,
+                           KLayout::along(planes, m_m, m_k), GemmOperand::Activation, dc, m_m * m_n,
                            KLayout::along(planes, m_m, m_n), GemmOperand::Gradient, gradients[1], planes);
     }
     return gradients;

@@ -134,8 +134,8 @@ void compileElementwise(OnnxCompiler& c, const OnnxNode& node)
             values.push_back(c.activation(node, i));
             valueShapes.push_back(c.shapeOf(values.back()));
         } else if (const std::optional<ParameterView> view = c.parameterView(node, i)) {
-            if (view->transposed)
-                c.refuse(node, "a transposed initializer as an elementwise operand does not compile");
+            if (view->transposed || view->overBatch)
+                c.refuse(node, "a transposed or expanded initializer as an elementwise operand does not compile");
             operand.source = ElementwiseOperand::Source::Parameter;
             const std::vector<std::int64_t> own = expandedUnbatched(c, node, view->dims, outDims.size(), *layout);
             operand.strides = broadcastStrides(c, node, own, outExpanded);

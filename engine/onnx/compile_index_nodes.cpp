@@ -6,6 +6,7 @@
 // batch's axis.
 #include "engine/model/layers/token_embedding.h"
 #include "engine/onnx/index_map_op.h"
+#include "engine/onnx/parameter_holder.h"
 #include "engine/onnx/tensor_node_families.h"
 #include "engine/util/check.h"
 
@@ -16,7 +17,7 @@ namespace mantissa::onnx_import {
 namespace {
 
 ValueId addIndexMap(OnnxCompiler& c, const OnnxNode& node, std::size_t output, const std::vector<ValueId>& inputs,
-                    const BatchLayout& layout, std::vector<ElementSource> map)
+                    const BatchLayout& layout, std::vector<ElementSource> map, std::vector<Parameter*> parameters = {})
 {
     std::vector<Shape> shapes;
     for (ValueId v : inputs)
@@ -29,9 +30,10 @@ ValueId addIndexMap(OnnxCompiler& c, const OnnxNode& node, std::size_t output, c
         c.refuse(node, e.what());
     }
     MANTISSA_ASSERT(perSample.numel() == static_cast<std::int64_t>(map.size()));
-    const ValueId value = c.addOp(
-        node, std::make_unique<IndexMapOp>(node.name, c.dtypeOf(inputs.at(0)), shapes, perSample, std::move(map)),
-        inputs);
+    const ValueId value = c.addOp(node,
+                                  std::make_unique<IndexMapOp>(node.name, c.dtypeOf(inputs.at(0)), shapes, perSample,
+                                                               std::move(map), std::move(parameters)),
+                                  inputs);
     c.bind(node, output, value, layout);
     return value;
 }
@@ -42,7 +44,7 @@ void compileEmbedding(OnnxCompiler& c, const OnnxNode& node, const ParameterView
     const OnnxValue* value = c.onnx().value(ids);
     if (!value || isFloatingPoint(value->type))
         c.refuse(node, "an embedding's indices must be integers");
-    if (table.transposed || table.dims.size() != 2 || node.intAttribute("axis", 0) != 0)
+    if (table.transposed || table.overBatch || table.dims.size() != 2 || node.intAttribute("axis", 0) != 0)
         c.refuse(node, "only rows of a [vocabulary, width] table compile as an embedding");
     const ValueId input = c.activation(node, 1);
     if (c.shapeOf(input).rank() != 1 || !c.layout(ids).batchFirst())
@@ -62,8 +64,8 @@ void compileGather(OnnxCompiler& c, const OnnxNode& node)
             return compileEmbedding(c, node, *table);
         // All rows in order: the table itself under the output's shape.
         const std::vector<std::int64_t> indices = constantInts(c, node, 1);
-        bool identity = !table->transposed && node.intAttribute("axis", 0) == 0 && !table->dims.empty() &&
-                        static_cast<std::int64_t>(indices.size()) == table->dims[0];
+        bool identity = !table->transposed && !table->overBatch && node.intAttribute("axis", 0) == 0 &&
+                        !table->dims.empty() && static_cast<std::int64_t>(indices.size()) == table->dims[0];
         for (std::size_t i = 0; identity && i < indices.size(); ++i)
             identity = indices[i] == static_cast<std::int64_t>(i);
         if (!identity)
@@ -114,9 +116,8 @@ void compileGather(OnnxCompiler& c, const OnnxNode& node)
 }
 
 // The elements [start, end) by step along some axes, for Slice and each output of Split.
-std::vector<ElementSource> sliceMap(const std::vector<std::int64_t>& inExpanded,
-                                    const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step,
-                                    const std::vector<std::int64_t>& outExpanded)
+std::vector<ElementSource> sliceMap(const std::vector<std::int64_t>& inExpanded, const std::vector<std::int64_t>& start,
+                                    const std::vector<std::int64_t>& step, const std::vector<std::int64_t>& outExpanded)
 {
     const std::vector<std::int64_t> strides = rowMajorStrides(inExpanded);
     std::vector<ElementSource> map;
@@ -167,9 +168,8 @@ void compileSlice(OnnxCompiler& c, const OnnxNode& node)
             return std::clamp(v, isEnd ? low : std::max<std::int64_t>(low, 0), high);
         };
         const std::int64_t first = clampIndex(starts[i], false), last = clampIndex(ends[i], true);
-        const std::int64_t count =
-            steps[i] > 0 ? std::max<std::int64_t>(0, (last - first + steps[i] - 1) / steps[i])
-                         : std::max<std::int64_t>(0, (first - last - steps[i] - 1) / -steps[i]);
+        const std::int64_t count = steps[i] > 0 ? std::max<std::int64_t>(0, (last - first + steps[i] - 1) / steps[i])
+                                                : std::max<std::int64_t>(0, (first - last - steps[i] - 1) / -steps[i]);
         start[e] = first;
         step[e] = steps[i];
         outExpanded[e] = count;
@@ -198,18 +198,51 @@ void compileSplit(OnnxCompiler& c, const OnnxNode& node)
     }
 }
 
+// Computed values, and initializers repeated over the batch (a class token before the patches).
 void compileConcat(OnnxCompiler& c, const OnnxNode& node)
 {
     std::vector<ValueId> inputs;
-    const BatchLayout layout = c.layout(node.inputs.at(0));
-    const std::size_t axis = normalisedAxis(c, node, node.intAttribute("axis", 0), c.dims(node.inputs[0]).size());
+    const auto computed = std::find_if(node.inputs.begin(), node.inputs.end(),
+                                       [&](const std::string& name) { return c.find(name) != nullptr; });
+    if (computed == node.inputs.end())
+        c.refuse(node, "none of its inputs is computed by an earlier node");
+    const BatchLayout layout = c.layout(*computed);
+    const std::size_t axis = normalisedAxis(c, node, node.intAttribute("axis", 0), c.dims(*computed).size());
     const std::size_t e = expandedAxis(c, node, layout, axis);
+    // Per operand in the node's order: its expanded shape and where its source index points.
     std::vector<std::vector<std::int64_t>> expanded;
+    std::vector<std::uint32_t> sourceOf;
+    std::vector<std::size_t> parameterOperands;
+    std::vector<const OnnxTensor*> initializers;
+    std::vector<Shape> parameterShapes;
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+        if (const std::optional<ParameterView> view = c.parameterView(node, i); view && view->overBatch) {
+            if (!layout.batchFirst())
+                c.refuse(node, "an initializer repeated over the batch joins only batch-first values");
+            std::vector<std::int64_t> own{1, 1}; // outer and inner of the batch's axis, then the rest
+            own.insert(own.end(), view->dims.begin() + 1, view->dims.end());
+            expanded.push_back(own);
+            c.claim(node, *view->tensor);
+            parameterOperands.push_back(i);
+            initializers.push_back(view->tensor);
+            parameterShapes.push_back(Shape(view->tensor->shape));
+            sourceOf.push_back(0); // set below, once the computed inputs are counted
+            continue;
+        }
         inputs.push_back(c.activation(node, i));
         if (!(c.layout(node.inputs[i]) == layout))
             c.refuse(node, "its inputs hold the batch in different places");
         expanded.push_back(expandedOf(c, node.inputs[i]));
+        sourceOf.push_back(static_cast<std::uint32_t>(inputs.size() - 1));
+    }
+    for (std::size_t p = 0; p < parameterOperands.size(); ++p)
+        sourceOf[parameterOperands[p]] = static_cast<std::uint32_t>(inputs.size() + p);
+    std::vector<Parameter*> parameters;
+    if (!parameterOperands.empty()) {
+        auto* holder = static_cast<ParameterHolder*>(
+            c.ownParameters(node, std::make_unique<ParameterHolder>(parameterShapes), initializers));
+        for (std::size_t p = 0; p < parameterOperands.size(); ++p)
+            parameters.push_back(holder->parameter(p));
     }
     std::vector<std::int64_t> outExpanded = expanded[0];
     outExpanded[e] = 0;
@@ -220,20 +253,39 @@ void compileConcat(OnnxCompiler& c, const OnnxNode& node)
         strides.push_back(rowMajorStrides(dims));
     std::vector<ElementSource> map;
     forEachIndex(outExpanded, [&](const std::vector<std::int64_t>& index) {
-        std::uint32_t source = 0;
+        std::size_t operand = 0;
         std::int64_t along = index[e];
-        while (along >= expanded[source][e])
-            along -= expanded[source++][e];
+        while (along >= expanded[operand][e])
+            along -= expanded[operand++][e];
         std::int64_t offset = 0;
         for (std::size_t j = 0; j < index.size(); ++j)
-            offset += (j == e ? along : index[j]) * strides[source][j];
-        map.push_back({source, offset});
+            offset += (j == e ? along : index[j]) * strides[operand][j];
+        map.push_back({sourceOf[operand], offset});
     });
-    addIndexMap(c, node, 0, inputs, layout, std::move(map));
+    addIndexMap(c, node, 0, inputs, layout, std::move(map), std::move(parameters));
+}
+
+// An initializer of [1, ...] expanded to [batch, ...]: each sample reads the same values (a
+// class token), which Concat takes as a parameter source.
+void expandInitializer(OnnxCompiler& c, const OnnxNode& node, const ParameterView& view)
+{
+    const std::vector<std::int64_t>& outDims = c.dims(node.outputs.at(0));
+    std::vector<std::int64_t> repeated = view.dims;
+    if (!repeated.empty())
+        repeated[0] = c.batch();
+    if (view.transposed || view.overBatch || view.dims.empty() || view.dims[0] != 1 || repeated != outDims)
+        c.refuse(node, "only an initializer of [1, ...] repeated over the batch compiles, not " +
+                           Shape(view.dims).toString() + " to " + Shape(outDims).toString());
+    ParameterView expanded = view;
+    expanded.dims = outDims;
+    expanded.overBatch = true;
+    c.bindParameterView(node.outputs[0], expanded);
 }
 
 void compileExpand(OnnxCompiler& c, const OnnxNode& node)
 {
+    if (const std::optional<ParameterView> view = c.parameterView(node, 0))
+        return expandInitializer(c, node, *view);
     const ValueId input = c.activation(node, 0);
     const std::string& name = node.inputs[0];
     const std::vector<std::int64_t>& outDims = c.dims(node.outputs.at(0));

@@ -20,8 +20,8 @@ void compileView(OnnxCompiler& c, const OnnxNode& node)
 {
     const std::string& output = node.outputs.at(0);
     if (const std::optional<ParameterView> view = c.parameterView(node, 0)) {
-        if (view->transposed)
-            c.refuse(node, "reshaping a transposed initializer does not compile");
+        if (view->transposed || view->overBatch)
+            c.refuse(node, "reshaping a transposed or expanded initializer does not compile");
         c.bindParameterView(output, {view->tensor, c.dims(output), false});
         return;
     }
@@ -33,10 +33,10 @@ void compileView(OnnxCompiler& c, const OnnxNode& node)
         c.refuse(node, "the new shape " + Shape(c.dims(output)).toString() +
                            " mixes the batch with other values of each sample");
     const Shape perSample = perSampleShape(c.dims(output), *layout, c.batch());
-    c.bind(node, 0,
-           c.addOp(node, std::make_unique<ReshapeOp>(node.name, c.dtypeOf(input), c.shapeOf(input), perSample),
-                   {input}),
-           *layout);
+    c.bind(
+        node, 0,
+        c.addOp(node, std::make_unique<ReshapeOp>(node.name, c.dtypeOf(input), c.shapeOf(input), perSample), {input}),
+        *layout);
 }
 
 void compileTranspose(OnnxCompiler& c, const OnnxNode& node)
@@ -49,10 +49,10 @@ void compileTranspose(OnnxCompiler& c, const OnnxNode& node)
         std::iota(perm.rbegin(), perm.rend(), 0);
     }
     if (perm.size() != outDims.size())
-        c.refuse(node, "perm names " + std::to_string(perm.size()) + " axes of a value of " +
-                           std::to_string(outDims.size()));
+        c.refuse(node,
+                 "perm names " + std::to_string(perm.size()) + " axes of a value of " + std::to_string(outDims.size()));
     if (const std::optional<ParameterView> view = c.parameterView(node, 0)) {
-        if (perm != std::vector<std::int64_t>{1, 0})
+        if (perm != std::vector<std::int64_t>{1, 0} || view->overBatch)
             c.refuse(node, "only a 2-D initializer's transpose compiles (a linear layer's weight)");
         c.bindParameterView(output, {view->tensor, outDims, !view->transposed});
         return;
@@ -84,8 +84,7 @@ void compileTranspose(OnnxCompiler& c, const OnnxNode& node)
     const DType type = c.dtypeOf(input);
     if (std::is_sorted(moved.begin(), moved.end())) {
         c.bind(node, 0,
-               c.addOp(node, std::make_unique<ReshapeOp>(node.name, type, c.shapeOf(input), perSample), {input}),
-               *out);
+               c.addOp(node, std::make_unique<ReshapeOp>(node.name, type, c.shapeOf(input), perSample), {input}), *out);
         return;
     }
     std::vector<std::int64_t> outExpanded;
@@ -101,8 +100,9 @@ void compileTranspose(OnnxCompiler& c, const OnnxNode& node)
         map.push_back({0, offset});
     });
     c.bind(node, 0,
-           c.addOp(node, std::make_unique<IndexMapOp>(node.name, type, std::vector<Shape>{c.shapeOf(input)}, perSample,
-                                                      std::move(map)),
+           c.addOp(node,
+                   std::make_unique<IndexMapOp>(node.name, type, std::vector<Shape>{c.shapeOf(input)}, perSample,
+                                                std::move(map)),
                    {input}),
            *out);
 }

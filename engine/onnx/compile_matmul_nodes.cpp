@@ -20,7 +20,7 @@ void compileLinearMatMul(OnnxCompiler& c, const OnnxNode& node, const ParameterV
     const ValueId input = c.activation(node, 0);
     const std::vector<std::int64_t>& inDims = c.dims(inputName);
     const BatchLayout layout = c.layout(inputName);
-    if (weight.dims.size() != 2 || inDims.size() < 2)
+    if (weight.dims.size() != 2 || weight.overBatch || inDims.size() < 2)
         c.refuse(node, "only a [batch..., K] value times a [K, N] initializer compiles as a linear layer");
     if (!weight.transposed)
         c.refuse(node, "a [K, N] weight read without a Transpose (whose [N, K] initializer a linear layer holds as "
@@ -63,8 +63,8 @@ void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node)
             c.refuse(node, "broadcasting the planes of a batched product does not compile");
     const std::int64_t m = da[da.size() - 2], k = da.back(), n = db.back();
     if (db[db.size() - 2] != k)
-        c.refuse(node, "the products' inner dimensions differ: " + Shape(da).toString() + " and " +
-                           Shape(db).toString());
+        c.refuse(node,
+                 "the products' inner dimensions differ: " + Shape(da).toString() + " and " + Shape(db).toString());
     const std::int64_t planes = c.shapeOf(a).numel() / (m * k);
     auto product = std::make_unique<BatchedProduct>(m, n, k);
     product->setName(node.name);
@@ -77,8 +77,8 @@ void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node)
     } catch (const ConfigError& e) {
         c.refuse(node, e.what());
     }
-    c.bind(node, 0,
-           c.addOp(node, std::make_unique<BatchedMatMulOp>(*owned, planes, m, n, k, perSample), {a, b}), layout);
+    c.bind(node, 0, c.addOp(node, std::make_unique<BatchedMatMulOp>(*owned, planes, m, n, k, perSample), {a, b}),
+           layout);
 }
 
 void compileMatMul(OnnxCompiler& c, const OnnxNode& node)

@@ -117,8 +117,8 @@ OpForward ElementwiseOp::forward(PassState& pass, const std::vector<Tensor>& inp
             for (std::size_t k = 0; k < m_operands.size(); ++k) {
                 const bool perSampleValues = m_operands[k].source == ElementwiseOperand::Source::Value;
                 const std::int64_t base = perSampleValues ? n * m_operands[k].elements : 0;
-                operand[k] = context->operands[k][static_cast<std::size_t>(
-                    base + m_offsets[k][static_cast<std::size_t>(i)])];
+                operand[k] =
+                    context->operands[k][static_cast<std::size_t>(base + m_offsets[k][static_cast<std::size_t>(i)])];
             }
             y[static_cast<std::size_t>(n * perSample + i)] = apply(operand[0], operand[1]);
         }

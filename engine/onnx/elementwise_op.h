@@ -21,9 +21,9 @@ enum class ElementwiseKind : std::uint8_t { Add, Sub, Mul, Div, Pow, Sqrt, Erf }
 struct ElementwiseOperand {
     enum class Source : std::uint8_t { Value, Constant, Parameter };
     Source source = Source::Value;
-    std::vector<float> constant;        // Constant: its values
-    Parameter* parameter = nullptr;     // Parameter: the one it reads and writes the gradient of
-    std::int64_t elements = 1;          // per sample for a Value, in all otherwise
+    std::vector<float> constant;    // Constant: its values
+    Parameter* parameter = nullptr; // Parameter: the one it reads and writes the gradient of
+    std::int64_t elements = 1;      // per sample for a Value, in all otherwise
     // Per axis of the output's expanded shape: the operand's stride, 0 where it is broadcast.
     std::vector<std::int64_t> strides;
 };
@@ -52,7 +52,7 @@ private:
     DType m_computeType;
     Shape m_output;
     std::vector<ElementwiseOperand> m_operands;
-    std::vector<Shape> m_valueShapes;           // per sample, one per graph input
+    std::vector<Shape> m_valueShapes;                 // per sample, one per graph input
     std::vector<std::vector<std::int64_t>> m_offsets; // per operand, per output element
 };
 

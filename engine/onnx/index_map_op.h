@@ -5,6 +5,8 @@
 // the same sample, a map built once at compile time; backward adds each output's gradient to the
 // input element it came from (an element read twice, by Expand, receives both). No rounding:
 // values keep the dtype their inputs have, which the op converts to its compute type first.
+// A source may also be a trainable parameter that every sample reads alike (a class token
+// concatenated before each sample's patches), whose gradient sums over the batch.
 // It runs on the host through the backend's upload and download.
 #include "engine/model/graph/graph_op.h"
 
@@ -14,15 +16,16 @@
 namespace mantissa::onnx_import {
 
 struct ElementSource {
-    std::uint32_t input = 0; // which of the op's inputs
-    std::int64_t offset = 0; // the element within one sample of that input
+    std::uint32_t input = 0; // which of the op's inputs, or inputs.size() + k for parameter k
+    std::int64_t offset = 0; // the element within one sample of that input, or within the parameter
 };
 
 class IndexMapOp final : public GraphOp {
 public:
-    IndexMapOp(std::string name, DType type, std::vector<Shape> inputs, Shape output, std::vector<ElementSource> map)
+    IndexMapOp(std::string name, DType type, std::vector<Shape> inputs, Shape output, std::vector<ElementSource> map,
+               std::vector<Parameter*> parameters = {})
         : m_name(std::move(name)), m_type(type), m_inputs(std::move(inputs)), m_output(std::move(output)),
-          m_map(std::move(map))
+          m_map(std::move(map)), m_parameters(std::move(parameters))
     {}
 
     std::string name() const override { return m_name; }
@@ -32,13 +35,18 @@ public:
     OpForward forward(PassState& pass, const std::vector<Tensor>& inputs) override;
     std::vector<Tensor> backward(PassState& pass, const std::vector<Tensor>& outputGradients, LayerContext* context,
                                  const std::vector<bool>& inputGradNeeded) override;
+    std::vector<Parameter*> parameters() override { return m_parameters; }
 
 private:
+    // Where `source` lies in its input's values (all samples) or its parameter's.
+    std::size_t elementOf(const ElementSource& source, std::int64_t sample) const;
+
     std::string m_name;
     DType m_type;
     std::vector<Shape> m_inputs; // per sample
     Shape m_output;              // per sample
     std::vector<ElementSource> m_map;
+    std::vector<Parameter*> m_parameters;
 };
 
 // The element offsets of a row-major `dims`, per axis.

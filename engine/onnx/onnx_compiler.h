@@ -34,6 +34,9 @@ struct ParameterView {
     const OnnxTensor* tensor = nullptr;
     std::vector<std::int64_t> dims;
     bool transposed = false; // a 2-D initializer read as its transpose
+    // Repeated over the batch: Expand of a [1, ...] initializer to [batch, ...] (a class token),
+    // which only an op that reads it per sample (Concat) takes.
+    bool overBatch = false;
 };
 
 class OnnxCompiler {

@@ -12,8 +12,7 @@ namespace mantissa::onnx_import {
 
 class ParameterHolder final : public Layer {
 public:
-    explicit ParameterHolder(std::vector<Shape> shapes) : m_shapes(std::move(shapes)), m_parameters(m_shapes.size())
-    {}
+    explicit ParameterHolder(std::vector<Shape> shapes) : m_shapes(std::move(shapes)), m_parameters(m_shapes.size()) {}
 
     LayerKind kind() const override { return LayerKind::Linear; }
     Shape outputShape(const Shape& input) const override { return input; }

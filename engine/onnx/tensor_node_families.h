@@ -10,10 +10,10 @@
 
 namespace mantissa::onnx_import {
 
-void addArithmeticNodeCompilers(NodeCompilerTable& table);   // Add, Sub, Mul, Div, Pow, Sqrt, Erf
-void addMatMulNodeCompilers(NodeCompilerTable& table);       // MatMul
-void addLayoutNodeCompilers(NodeCompilerTable& table);       // Reshape, Squeeze, Unsqueeze, Transpose, Cast
-void addIndexNodeCompilers(NodeCompilerTable& table);        // Gather, Slice, Split, Concat, Expand
+void addArithmeticNodeCompilers(NodeCompilerTable& table);    // Add, Sub, Mul, Div, Pow, Sqrt, Erf
+void addMatMulNodeCompilers(NodeCompilerTable& table);        // MatMul
+void addLayoutNodeCompilers(NodeCompilerTable& table);        // Reshape, Squeeze, Unsqueeze, Transpose, Cast
+void addIndexNodeCompilers(NodeCompilerTable& table);         // Gather, Slice, Split, Concat, Expand
 void addNormalisationNodeCompilers(NodeCompilerTable& table); // LayerNormalization, Softmax, LogSoftmax, ReduceMean
 
 // ONNX's `axis` (negative counts from the end) of a value of `rank` axes; refuses one outside.

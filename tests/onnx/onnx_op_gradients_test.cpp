@@ -100,10 +100,10 @@ TEST(OnnxOpGradients, NodeTestsOfTheTensorOpsMatchCentralDifferences)
 {
     if (!fs::is_directory(kNodeTests))
         GTEST_SKIP() << "no ONNX test data under " << kNodeTests << " (Debian package libonnx-testdata)";
-    const std::set<std::string> ops{"Sqrt",      "Erf",       "Softmax",   "LogSoftmax", "ReduceMean", "Transpose",
-                                    "Gather",    "Split",     "Slice",     "Squeeze",    "Unsqueeze",  "Expand",
-                                    "Reshape",   "Concat",    "MatMul",    "Add",        "Sub",        "Mul",
-                                    "Div",       "Pow",       "Cast",      "LayerNormalization"};
+    const std::set<std::string> ops{
+        "Sqrt",    "Erf",       "Softmax", "LogSoftmax",        "ReduceMean", "Transpose", "Gather", "Split", "Slice",
+        "Squeeze", "Unsqueeze", "Expand",  "Reshape",           "Concat",     "MatMul",    "Add",    "Sub",   "Mul",
+        "Div",     "Pow",       "Cast",    "LayerNormalization"};
     std::vector<fs::path> folders;
     for (const auto& entry : fs::directory_iterator(kNodeTests))
         if (fs::exists(entry.path() / "model.onnx") && fs::exists(entry.path() / "test_data_set_0/input_0.pb"))
@@ -166,8 +166,8 @@ TEST(OnnxOpGradients, BinaryArithmeticOfEveryOperandKindMatchesCentralDifference
     for (float& v : xs)
         v = 1.5f + 0.5f * v;
     const Tensor x = Tensor::fromFloats({2, 3, 4}, xs);
-    for (ElementwiseKind kind : {ElementwiseKind::Add, ElementwiseKind::Sub, ElementwiseKind::Mul,
-                                 ElementwiseKind::Div, ElementwiseKind::Pow}) {
+    for (ElementwiseKind kind : {ElementwiseKind::Add, ElementwiseKind::Sub, ElementwiseKind::Mul, ElementwiseKind::Div,
+                                 ElementwiseKind::Pow}) {
         ElementwiseOperand computed{ElementwiseOperand::Source::Value, {}, nullptr, 12, value};
         ElementwiseOperand constant{ElementwiseOperand::Source::Constant, {0.5f, 1.25f, 2.0f, 0.75f}, nullptr, 4, row};
         // x op c
@@ -178,7 +178,8 @@ TEST(OnnxOpGradients, BinaryArithmeticOfEveryOperandKindMatchesCentralDifference
                                                                            std::vector{computed, constant},
                                                                            std::vector<Shape>{perSample}),
                                            {graph.input()}));
-            EXPECT_LE(check(inputGradientError(graph, *backend, x)), kTolerance) << "constant operand, kind " << int(kind);
+            EXPECT_LE(check(inputGradientError(graph, *backend, x)), kTolerance)
+                << "constant operand, kind " << int(kind);
         }
         // x op x: both operands' gradients reach x.
         {
@@ -188,7 +189,8 @@ TEST(OnnxOpGradients, BinaryArithmeticOfEveryOperandKindMatchesCentralDifference
                                                                            std::vector{computed, computed},
                                                                            std::vector<Shape>{perSample, perSample}),
                                            {graph.input(), graph.input()}));
-            EXPECT_LE(check(inputGradientError(graph, *backend, x)), kTolerance) << "the value twice, kind " << int(kind);
+            EXPECT_LE(check(inputGradientError(graph, *backend, x)), kTolerance)
+                << "the value twice, kind " << int(kind);
         }
         // p op x: the parameter's gradient, summed over the batch and the rows.
         {
@@ -205,7 +207,8 @@ TEST(OnnxOpGradients, BinaryArithmeticOfEveryOperandKindMatchesCentralDifference
                                                                            std::vector{parameter, computed},
                                                                            std::vector<Shape>{perSample}),
                                            {graph.input()}));
-            EXPECT_LE(check(inputGradientError(graph, *backend, x)), kTolerance) << "parameter operand, kind " << int(kind);
+            EXPECT_LE(check(inputGradientError(graph, *backend, x)), kTolerance)
+                << "parameter operand, kind " << int(kind);
             PassState pass{*backend};
             GraphForward forward = graph.forward(pass, x);
             const std::vector<float> dy = pattern(24, 0.3f);
@@ -217,6 +220,56 @@ TEST(OnnxOpGradients, BinaryArithmeticOfEveryOperandKindMatchesCentralDifference
         }
     }
     std::printf("largest error of the binary arithmetic's gradients: %g\n", worst);
+}
+
+// A ViT's class token: Expand of a [1, 1, width] initializer over the batch, concatenated before
+// each sample's patches. Every sample reads the token; its gradient sums the samples'.
+TEST(OnnxOpGradients, AClassTokenConcatenatedBeforeThePatchesTrainsAsOneParameter)
+{
+    OnnxGraph onnx;
+    onnx.path = "class_token";
+    onnx.opsetVersion = 17;
+    onnx.batchSize = 2;
+    onnx.inputs = {"x"};
+    onnx.outputs = {"y"};
+    onnx.parameters.push_back({"cls", ElementType::Float32, {1, 1, 4}, {0.5f, -1.0f, 2.0f, 0.25f}, {}});
+    onnx.constants.push_back({"shape", ElementType::Int64, {3}, {}, {2, 1, 4}});
+    onnx.values = {{"x", ElementType::Float32, {2, 3, 4}, true, ValueKind::Input},
+                   {"cls", ElementType::Float32, {1, 1, 4}, true, ValueKind::Parameter},
+                   {"shape", ElementType::Int64, {3}, true, ValueKind::Constant},
+                   {"expanded", ElementType::Float32, {2, 1, 4}, true, ValueKind::Activation},
+                   {"y", ElementType::Float32, {2, 4, 4}, true, ValueKind::Activation}};
+    OnnxNode expand{"Expand", "", "expand", {"cls", "shape"}, {"expanded"}, {}, true, 0};
+    OnnxAttribute axis;
+    axis.name = "axis";
+    axis.i = 1;
+    OnnxNode concat{"Concat", "", "concat", {"expanded", "x"}, {"y"}, {axis}, true, 0};
+    onnx.nodes = {expand, concat};
+    auto backend = makeCpuBackend(1);
+    const CompiledOnnx compiled = compileOnnx(onnx, PrecisionPolicy(PrecisionMode::Fp32), *backend);
+    const std::vector<Parameter*> parameters = compiled.graph->parametersInBackwardOrder();
+    ASSERT_EQ(parameters.size(), 1u);
+    Parameter& token = *parameters[0];
+    EXPECT_EQ(token.name, "cls");
+
+    const std::vector<float> xs = pattern(24, 0.1f);
+    const Tensor x = Tensor::fromFloats({2, 3, 4}, xs);
+    PassState pass{*backend};
+    const std::vector<float> y = compiled.graph->forward(pass, x).output.toFloats();
+    for (std::size_t n = 0; n < 2; ++n)
+        for (std::size_t t = 0; t < 4; ++t)
+            for (std::size_t w = 0; w < 4; ++w)
+                EXPECT_EQ(y[(n * 4 + t) * 4 + w], t == 0 ? onnx.parameters[0].floats[w] : xs[(n * 3 + t - 1) * 4 + w]);
+
+    EXPECT_LE(inputGradientError(*compiled.graph, *backend, x), kTolerance);
+    GraphForward forward = compiled.graph->forward(pass, x);
+    const std::vector<float> dy = pattern(32, 0.3f);
+    compiled.graph->backward(pass, Tensor::fromFloats({2, 4, 4}, dy), forward, false);
+    std::vector<float> values = token.master.toFloats();
+    const double error = differenceError(
+        token.grad.toFloats(), values, [&] { return weightedOutput(*compiled.graph, *backend, x, dy); },
+        [&] { backend->upload(values.data(), token.master); });
+    EXPECT_LE(error, kTolerance);
 }
 
 } // namespace

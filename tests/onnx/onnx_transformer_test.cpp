@@ -24,7 +24,10 @@ namespace {
 const std::string kModels = std::string(MANTISSA_ONNX_MODELS) + "/torch/";
 const std::string kName = "causal_transformer";
 
-OnnxTensor reference(const std::string& key) { return readTensorProtoFile(kModels + kName + ".reference/" + key + ".pb"); }
+OnnxTensor reference(const std::string& key)
+{
+    return readTensorProtoFile(kModels + kName + ".reference/" + key + ".pb");
+}
 
 // The fixture imported for its batch, each Dropout of ratio 0 replaced by an Identity.
 OnnxGraph importTransformer()
