@@ -1,11 +1,10 @@
-// The op types an MLP exports to: Gemm as a linear layer, the pointwise activations, Flatten,
-// Reshape and Identity; and Add where a skip connection joins.
-#include "engine/model/graph/add_op.h"
+// The op types an MLP exports to: Gemm as a linear layer, the pointwise activations, Flatten
+// and Identity. (Add and Reshape, which MLPs export to too, are the tensor family's:
+// compile_tensor_nodes.cpp.)
 #include "engine/model/layers/activation_layer.h"
 #include "engine/model/layers/flatten.h"
 #include "engine/model/layers/linear.h"
 #include "engine/onnx/node_compilers.h"
-#include "engine/onnx/reshape_op.h"
 #include "engine/util/check.h"
 
 namespace mantissa::onnx_import {
@@ -25,11 +24,16 @@ void compileGemm(OnnxCompiler& c, const OnnxNode& node)
         c.refuse(node, "only alpha = beta = 1 compile so far");
     const ValueId input = c.activation(node, 0);
     const Shape inputShape = c.shapeOf(input);
-    if (inputShape.rank() != 1)
-        c.refuse(node, "A must be [batch, features], got " + inputShape.toString() + " per sample");
+    // A is [rows, features] with the batch among the rows: [batch, features], or [tokens * batch,
+    // features] where PyTorch's attention flattened a sequence.
+    const BatchLayout layout = c.layout(node.inputs[0]);
+    if (c.dims(node.inputs[0]).size() != 2 || layout.axis != 0)
+        c.refuse(node, "A must be [rows, features] with the batch among the rows, got " +
+                           Shape(c.dims(node.inputs[0])).toString());
+    const std::int64_t features = inputShape.dims().back();
     const OnnxTensor& weight = c.parameter(node, 1);
-    if (weight.shape.size() != 2 || weight.shape[1] != inputShape[0])
-        c.refuse(node, "B must be [out, " + std::to_string(inputShape[0]) + "]");
+    if (weight.shape.size() != 2 || weight.shape[1] != features)
+        c.refuse(node, "B must be [out, " + std::to_string(features) + "]");
     const std::int64_t out = weight.shape[0];
     std::vector<const OnnxTensor*> initializers{&weight};
     const bool hasBias = node.inputs.size() > 2 && !node.inputs[2].empty();
@@ -40,50 +44,26 @@ void compileGemm(OnnxCompiler& c, const OnnxNode& node)
             c.refuse(node, "only a bias C of [" + std::to_string(out) + "] compiles so far");
         initializers.push_back(&bias);
     }
-    c.addLayer(node, std::make_unique<Linear>(inputShape[0], out, hasBias, "", false), input, std::move(initializers));
+    c.addLayer(node, std::make_unique<Linear>(features, out, hasBias, "", false, inputShape.numel() / features), input,
+               std::move(initializers), layout);
 }
 
-// The target shape is a constant the import folded, so ONNX's output shape is the whole story;
-// only a reshape that keeps the batch as the first dimension keeps each sample's values apart.
-void compileReshape(OnnxCompiler& c, const OnnxNode& node)
+void compileIdentity(OnnxCompiler& c, const OnnxNode& node)
 {
-    const ValueId input = c.activation(node, 0);
-    const OnnxValue* in = c.onnx().value(node.inputs[0]);
-    const OnnxValue* out = c.onnx().value(node.outputs.at(0));
-    MANTISSA_ASSERT(in && out);
-    if (out->shape.empty() || out->shape[0] != in->shape.at(0))
-        c.refuse(node, "only a reshape that keeps the batch as the first dimension compiles");
-    const DType type = c.dtypeOf(input);
-    c.bind(node, 0,
-           c.addOp(node, std::make_unique<ReshapeOp>(node.name, type, c.shapeOf(input), c.perSample(node.outputs[0])),
-                   {input}));
+    c.bind(node, 0, c.activation(node, 0), c.layout(node.inputs[0]));
 }
-
-void compileIdentity(OnnxCompiler& c, const OnnxNode& node) { c.bind(node, 0, c.activation(node, 0)); }
 
 template <Activation kind>
 void compileActivation(OnnxCompiler& c, const OnnxNode& node)
 {
-    c.addLayer(node, std::make_unique<ActivationLayer>(kind), c.activation(node, 0), {});
-}
-
-// Two computed values of one shape: a skip connection's join, summed in the policy's compute
-// type as a preset's residual block sums. Broadcasting and constant operands are refused here.
-void compileAdd(OnnxCompiler& c, const OnnxNode& node)
-{
-    const ValueId a = c.activation(node, 0);
-    const ValueId b = c.activation(node, 1);
-    if (c.shapeOf(a) != c.shapeOf(b))
-        c.refuse(node, "only operands of one shape compile so far, got " + c.shapeOf(a).toString() + " and " +
-                           c.shapeOf(b).toString());
-    c.bind(node, 0, c.addOp(node, std::make_unique<AddOp>(node.name, c.policy().layer().compute()), {a, b}));
+    c.addLayer(node, std::make_unique<ActivationLayer>(kind), c.activation(node, 0), {}, c.layout(node.inputs[0]));
 }
 
 // Axis 1 keeps the batch and joins the rest, which is Flatten's [N, C, H, W] -> [N, CHW].
 void compileFlatten(OnnxCompiler& c, const OnnxNode& node)
 {
-    if (node.intAttribute("axis", 1) != 1)
-        c.refuse(node, "only axis = 1 compiles so far");
+    if (node.intAttribute("axis", 1) != 1 || !c.layout(node.inputs.at(0)).batchFirst())
+        c.refuse(node, "only axis = 1 of a batch-first value compiles so far");
     c.addLayer(node, std::make_unique<Flatten>(), c.activation(node, 0), {});
 }
 
@@ -91,14 +71,12 @@ void compileFlatten(OnnxCompiler& c, const OnnxNode& node)
 
 void addBasicNodeCompilers(NodeCompilerTable& table)
 {
-    table["Add"] = compileAdd;
     table["Identity"] = compileIdentity;
     table["Relu"] = compileActivation<Activation::Relu>;
     table["Tanh"] = compileActivation<Activation::Tanh>;
     table["Sigmoid"] = compileActivation<Activation::Sigmoid>;
     table["Flatten"] = compileFlatten;
     table["Gemm"] = compileGemm;
-    table["Reshape"] = compileReshape;
 }
 
 } // namespace mantissa::onnx_import

@@ -74,6 +74,11 @@ CompiledOnnx compileOnnx(const OnnxGraph& onnx, const PrecisionPolicy& policy, B
     const ValueId* output = compiler.find(onnx.outputs[0]);
     if (!output)
         throw ConfigError("ONNX model " + onnx.path + ": its output '" + onnx.outputs[0] + "' is not computed");
+    // The graph hands its output on batch-first, as the loss reads it.
+    if (!compiler.layout(onnx.outputs[0]).batchFirst())
+        throw ConfigError("ONNX model " + onnx.path + ": its output '" + onnx.outputs[0] +
+                          "' holds the batch in axis " + std::to_string(compiler.layout(onnx.outputs[0]).axis) +
+                          ", not the first; only a batch-first output compiles");
     graph->setOutput(*output);
 
     CompiledOnnx compiled;

@@ -44,11 +44,54 @@ const OnnxTensor& OnnxCompiler::parameter(const OnnxNode& node, std::size_t inpu
     const OnnxTensor* tensor = m_onnx.parameter(name);
     if (!tensor)
         refuse(node, "input '" + name + "' must be a trainable initializer to compile as a layer's weight");
+    claim(node, *tensor);
+    return *tensor;
+}
+
+void OnnxCompiler::claim(const OnnxNode& node, const OnnxTensor& tensor)
+{
     // One Parameter per initializer: an initializer two nodes read (tied weights) would need
     // both layers to write one gradient, which only the token embedding's tying does so far.
-    if (!m_boundInitializers.insert(name).second)
-        refuse(node, "initializer '" + name + "' is read by more than one node, which does not compile yet");
-    return *tensor;
+    if (!m_boundInitializers.insert(tensor.name).second)
+        refuse(node, "initializer '" + tensor.name + "' is read by more than one node, which does not compile yet");
+}
+
+std::optional<ParameterView> OnnxCompiler::parameterView(const OnnxNode& node, std::size_t input) const
+{
+    if (input >= node.inputs.size() || node.inputs[input].empty())
+        return std::nullopt;
+    const std::string& name = node.inputs[input];
+    if (const auto view = m_views.find(name); view != m_views.end())
+        return view->second;
+    if (const OnnxTensor* tensor = m_onnx.parameter(name))
+        return ParameterView{tensor, tensor->shape, false};
+    return std::nullopt;
+}
+
+TokenEmbedding* OnnxCompiler::embeddingOf(const std::string& initializer) const
+{
+    const auto found = m_embeddings.find(initializer);
+    return found == m_embeddings.end() ? nullptr : found->second;
+}
+
+const OnnxTensor* OnnxCompiler::constant(const OnnxNode& node, std::size_t input) const
+{
+    if (input >= node.inputs.size() || node.inputs[input].empty())
+        return nullptr;
+    return m_onnx.constant(node.inputs[input]);
+}
+
+const std::vector<std::int64_t>& OnnxCompiler::dims(const std::string& name) const
+{
+    const OnnxValue* value = m_onnx.value(name);
+    MANTISSA_ASSERT(value && value->shapeKnown);
+    return value->shape;
+}
+
+BatchLayout OnnxCompiler::layout(const std::string& name) const
+{
+    const auto found = m_layouts.find(name);
+    return found == m_layouts.end() ? BatchLayout{} : found->second;
 }
 
 Shape OnnxCompiler::perSample(const std::string& name) const
@@ -58,27 +101,46 @@ Shape OnnxCompiler::perSample(const std::string& name) const
     return Shape(std::vector<std::int64_t>(value->shape.begin() + 1, value->shape.end()));
 }
 
-void OnnxCompiler::bind(const OnnxNode& node, std::size_t output, ValueId value)
+void OnnxCompiler::bind(const OnnxNode& node, std::size_t output, ValueId value, const BatchLayout& layout)
 {
     if (output >= node.outputs.size() || node.outputs[output].empty())
         refuse(node, "it has no output " + std::to_string(output));
-    const Shape expected = perSample(node.outputs[output]);
+    const std::string& name = node.outputs[output];
+    if (!layout.batchFirst() && batch() < 2)
+        refuse(node, "the batch moves from the first axis here, which compiles only with a batch of at least 2 "
+                     "(where ONNX's shapes show which axis holds it)");
+    Shape expected;
+    try {
+        expected = perSampleShape(dims(name), layout, batch());
+    } catch (const ConfigError& e) {
+        refuse(node, e.what());
+    }
     if (shapeOf(value) != expected)
         refuse(node, "compiles to an output of " + shapeOf(value).toString() + " per sample where ONNX says " +
                          expected.toString());
-    m_values[node.outputs[output]] = value;
+    m_values[name] = value;
+    m_layouts[name] = layout;
 }
 
 void OnnxCompiler::addLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
-                            std::vector<const OnnxTensor*> initializers)
+                            std::vector<const OnnxTensor*> initializers, const BatchLayout& layout)
 {
     layer->setName(node.name);
     layer->applyPrecision(m_policy, m_policy.layer());
     m_graph.beginGroup(node.name, layer->computeType());
     Layer* owned = m_graph.own(std::move(layer));
-    bind(node, 0, owned->appendTo(m_graph, input));
+    bind(node, 0, owned->appendTo(m_graph, input), layout);
     if (!initializers.empty())
         m_bindings.push_back({owned, std::move(initializers)});
+}
+
+Layer* OnnxCompiler::ownParameters(const OnnxNode& node, LayerPtr layer, std::vector<const OnnxTensor*> initializers)
+{
+    layer->setName(node.name);
+    layer->applyPrecision(m_policy, m_policy.layer());
+    Layer* owned = m_graph.own(std::move(layer));
+    m_bindings.push_back({owned, std::move(initializers)});
+    return owned;
 }
 
 ValueId OnnxCompiler::addOp(const OnnxNode& node, GraphOpPtr op, const std::vector<ValueId>& inputs)
