@@ -5,6 +5,7 @@
 #include "ui/plot_widget.h"
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -47,10 +48,36 @@ SweepComparisonView::SweepComparisonView(QWidget* parent) : QWidget(parent)
     m_sentences->setWordWrap(true);
     m_sentences->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
+    // The verdicts' margins: a pair within them is "equivalent" (sweep_statistics.h).
+    const sweep::EquivalenceMargins defaults;
+    m_accuracyMargin = new QDoubleSpinBox;
+    m_accuracyMargin->setObjectName("sweepAccuracyMargin");
+    m_accuracyMargin->setRange(0.01, 100);
+    m_accuracyMargin->setDecimals(2);
+    m_accuracyMargin->setSingleStep(0.1);
+    m_accuracyMargin->setSuffix(tr(" points"));
+    m_accuracyMargin->setValue(defaults.testAccuracy * 100);
+    m_lossMargin = new QDoubleSpinBox;
+    m_lossMargin->setObjectName("sweepLossMargin");
+    m_lossMargin->setRange(0.0001, 10);
+    m_lossMargin->setDecimals(4);
+    m_lossMargin->setSingleStep(0.005);
+    m_lossMargin->setValue(defaults.trainLoss);
+    connect(m_accuracyMargin, &QDoubleSpinBox::valueChanged, this, &SweepComparisonView::rebuildSentences);
+    connect(m_lossMargin, &QDoubleSpinBox::valueChanged, this, &SweepComparisonView::rebuildSentences);
+    m_rule = new QLabel;
+    m_rule->setObjectName("sweepVerdictRule");
+    m_rule->setWordWrap(true);
+
     auto* top = new QHBoxLayout;
     top->addWidget(m_heading, 1);
     top->addWidget(new QLabel(tr("Band:")));
     top->addWidget(m_band);
+    top->addWidget(new QLabel(tr("Equivalent within ±")));
+    top->addWidget(m_accuracyMargin);
+    top->addWidget(new QLabel(tr("accuracy, ±")));
+    top->addWidget(m_lossMargin);
+    top->addWidget(new QLabel(tr("loss")));
 
     auto* plots = new QWidget;
     auto* plotLayout = new QHBoxLayout(plots);
@@ -64,6 +91,7 @@ SweepComparisonView::SweepComparisonView(QWidget* parent) : QWidget(parent)
     tableLayout->addWidget(new QLabel(tr("<b>Statistics over the seeds</b> (metrics over the runs that did not "
                                          "diverge; the divergence interval is Wilson's)")));
     tableLayout->addWidget(m_table, 1);
+    tableLayout->addWidget(m_rule);
     tableLayout->addWidget(m_sentences);
 
     auto* split = new QSplitter(Qt::Vertical);
@@ -128,6 +156,16 @@ void SweepComparisonView::rebuildTable()
             m_table->setItem(row, col, item);
         }
     m_table->resizeColumnsToContents();
+    rebuildSentences();
+}
+
+void SweepComparisonView::rebuildSentences()
+{
+    sweep::EquivalenceMargins margins;
+    margins.testAccuracy = m_accuracyMargin->value() / 100;
+    margins.trainLoss = m_lossMargin->value();
+    m_comparison.sentences = sweep::pairSentences(m_comparison.results, margins);
+    m_rule->setText(m_comparison.results.size() > 1 ? sweep::verdictRule(margins) : QString());
     m_sentences->setText(m_comparison.sentences.isEmpty() ? tr("One configuration: nothing to compare it with.")
                                                           : m_comparison.sentences.join(QStringLiteral("\n")));
 }

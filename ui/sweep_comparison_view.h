@@ -8,6 +8,7 @@
 #include <QWidget>
 
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QTableWidget;
 
@@ -29,6 +30,9 @@ public:
     PlotWidget* accuracyPlot() const { return m_accuracy; }
     QTableWidget* statisticsTable() const { return m_table; }
     QLabel* sentences() const { return m_sentences; }
+    // The equivalence margins the verdicts use (test accuracy in points, train loss).
+    QDoubleSpinBox* accuracyMargin() const { return m_accuracyMargin; }
+    QDoubleSpinBox* lossMargin() const { return m_lossMargin; }
 
 private:
     void rebuildPlots();
@@ -41,6 +45,10 @@ private:
     PlotWidget* m_accuracy;
     QTableWidget* m_table;
     QLabel* m_sentences;
+    QLabel* m_rule;
+    QDoubleSpinBox* m_accuracyMargin;
+    QDoubleSpinBox* m_lossMargin;
+    void rebuildSentences();
 };
 
 } // namespace mantissa::ui

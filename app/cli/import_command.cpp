@@ -30,11 +30,13 @@ int runImportCommand(const QStringList& arguments)
     parser.addPositionalArgument("source", "A directory (such as a Slurm sweep's --out) or database files.",
                                  "DIR|FILE...");
     addDatabaseOption(parser);
+    addMarginOptions(parser);
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
     if (parser.positionalArguments().isEmpty())
         return fail(kCommand, QStringLiteral("give a directory or database files to import"), kExitBadInput);
     try {
+        const sweep::EquivalenceMargins margins = marginsFromOptions(parser);
         const auto store = openRunStore(parser);
         const sweep::ImportSummary summary = sweep::importDatabases(*store, parser.positionalArguments());
         for (const sweep::FileImport& file : summary.files) {
@@ -61,8 +63,8 @@ int runImportCommand(const QStringList& arguments)
             const auto results = sweep::loadStoredSweep(*store, info.id).results;
             std::printf("\nsweep %lld (%s): %lld of %d runs\n", static_cast<long long>(info.id), qPrintable(info.name),
                         static_cast<long long>(runs.size()), info.runCount);
-            printSweepStatistics(stdout, results);
-            nlohmann::json item = sweepStatisticsJson(results);
+            printSweepStatistics(stdout, results, margins);
+            nlohmann::json item = sweepStatisticsJson(results, margins);
             item["sweep_id"] = info.id;
             item["name"] = info.name.toStdString();
             sweeps.push_back(std::move(item));

@@ -218,6 +218,7 @@ int runSweepCommand(const QStringList& arguments)
     parser.addPositionalArgument("spec", "A sweep spec (docs/sweeps.md), or the base CONFIG.json of a shorthand.",
                                  "[SPEC.json|CONFIG.json]");
     addDatabaseOption(parser);
+    addMarginOptions(parser);
     parser.addOptions({
         {"preset", "The base config: a built-in preset.", "name"},
         {"precisions", "Axis: comma-separated precision modes, the first is the baseline.", "list"},
@@ -248,6 +249,7 @@ int runSweepCommand(const QStringList& arguments)
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
     try {
+        const sweep::EquivalenceMargins margins = marginsFromOptions(parser);
         const SweepSpec spec = sweepSpecFromOptions(parser);
         SweepPlan checked = expandSweep(spec, "sweep"); // every run checked before anything is written
         if (parser.isSet("slurm"))
@@ -281,8 +283,8 @@ int runSweepCommand(const QStringList& arguments)
 
         const auto results = sweep::collectResults(plan, store->sweepRuns(launched.info.id));
         std::fputs("\n", stdout);
-        printSweepStatistics(stdout, results);
-        nlohmann::json line = sweepStatisticsJson(results);
+        printSweepStatistics(stdout, results, margins);
+        nlohmann::json line = sweepStatisticsJson(results, margins);
         line["sweep_id"] = launched.info.id;
         line["name"] = launched.info.name.toStdString();
         line["ran"] = {{"finished", outcome.finished},

@@ -2,8 +2,11 @@
 
 #include "cli/run_format.h"
 #include "cli/text_table.h"
+#include "engine/util/check.h"
 #include "stats/sample_statistics.h"
 #include "sweep/sweep_statistics.h"
+
+#include <cmath>
 
 namespace mantissa::cli {
 
@@ -11,7 +14,45 @@ using storage::RunInfo;
 using sweep::metricValues;
 using sweep::sweepMetric;
 
-void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults>& results)
+void addMarginOptions(QCommandLineParser& parser)
+{
+    const sweep::EquivalenceMargins defaults;
+    parser.addOptions({
+        {"margin-accuracy",
+         QStringLiteral("Pairs within +/-POINTS of test accuracy are equivalent (default %1).")
+             .arg(defaults.testAccuracy * 100),
+         "points"},
+        {"margin-loss",
+         QStringLiteral("Pairs within +/-L of train loss are equivalent (default %1).").arg(defaults.trainLoss), "L"},
+    });
+}
+
+namespace {
+
+double marginOption(const QCommandLineParser& parser, const char* name, double fallback, double scale)
+{
+    if (!parser.isSet(name))
+        return fallback;
+    bool ok = false;
+    const double value = parser.value(name).toDouble(&ok);
+    if (!ok || !std::isfinite(value) || value <= 0)
+        throw ConfigError(std::string("--") + name + " expects a positive number, got \"" +
+                          parser.value(name).toStdString() + "\"");
+    return value / scale;
+}
+
+} // namespace
+
+sweep::EquivalenceMargins marginsFromOptions(const QCommandLineParser& parser)
+{
+    sweep::EquivalenceMargins margins;
+    margins.testAccuracy = marginOption(parser, "margin-accuracy", margins.testAccuracy, 100);
+    margins.trainLoss = marginOption(parser, "margin-loss", margins.trainLoss, 1);
+    return margins;
+}
+
+void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults>& results,
+                          const sweep::EquivalenceMargins& margins)
 {
     using Align = TextTable::Align;
     TextTable table;
@@ -37,12 +78,13 @@ void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults
     table.print(out);
     std::fputs("Metrics are over the runs that did not diverge; the divergence interval is Wilson's.\n", out);
     if (results.size() > 1)
-        std::fprintf(out, "%s\n", qPrintable(sweep::verdictRule()));
-    for (const QString& sentence : sweep::pairSentences(results))
+        std::fprintf(out, "%s\n", qPrintable(sweep::verdictRule(margins)));
+    for (const QString& sentence : sweep::pairSentences(results, margins))
         std::fprintf(out, "%s\n", qPrintable(sentence));
 }
 
-nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& results)
+nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& results,
+                                   const sweep::EquivalenceMargins& margins)
 {
     nlohmann::json list = nlohmann::json::array();
     for (const ConfigurationResults& r : results) {
@@ -91,7 +133,25 @@ nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& resu
                                    {"p", test->p}});
         }
     }
-    return {{"configurations", list}, {"comparisons", comparisons}};
+    nlohmann::json verdicts = nlohmann::json::array();
+    for (const sweep::PairVerdictRecord& r : sweep::pairVerdicts(results, margins)) {
+        nlohmann::json item = {{"configuration", results[r.other].configuration.label},
+                               {"baseline", results[r.baseline].configuration.label},
+                               {"metric", r.metric->key},
+                               {"margin", r.margin},
+                               {"verdict", sweep::verdictName(r)}};
+        if (const auto& t = r.verdict.test) {
+            item["difference"] = t->difference;
+            item["ci95"] = {t->differenceLow, t->differenceHigh};
+            item["ci90"] = {t->equivalenceLow, t->equivalenceHigh};
+            item["p_equivalent_holm"] = r.verdict.pEquivalentAdjusted;
+            item["p_different_holm"] = r.verdict.pDifferentAdjusted;
+        }
+        if (r.verdict.verdict == stats::Verdict::Inconclusive)
+            item["seeds_per_arm_to_decide"] = r.verdict.seedsToDecide;
+        verdicts.push_back(std::move(item));
+    }
+    return {{"configurations", list}, {"comparisons", comparisons}, {"verdicts", verdicts}};
 }
 
 } // namespace mantissa::cli

@@ -3,6 +3,9 @@
 // rate, test accuracy, train loss, skipped steps, time, failures) and the sentence per pair, and
 // the same figures as JSON. The results and statistics come from Mantissa::sweep.
 #include "sweep/sweep_results.h"
+#include "sweep/sweep_statistics.h"
+
+#include <QCommandLineParser>
 
 #include <nlohmann/json.hpp>
 
@@ -13,7 +16,14 @@ namespace mantissa::cli {
 
 using sweep::ConfigurationResults;
 
-void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults>& results);
-nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& results);
+// --margin-accuracy POINTS and --margin-loss L: the equivalence margins of the verdicts.
+void addMarginOptions(QCommandLineParser& parser);
+// Throws ConfigError naming the option when a margin is not a positive number.
+sweep::EquivalenceMargins marginsFromOptions(const QCommandLineParser& parser);
+
+void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults>& results,
+                          const sweep::EquivalenceMargins& margins = {});
+nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& results,
+                                   const sweep::EquivalenceMargins& margins = {});
 
 } // namespace mantissa::cli

@@ -84,6 +84,18 @@ private slots:
         QVERIFY2(first.err.contains(QStringLiteral("6 to run, 2 at once, 1 thread(s) each")), qPrintable(first.err));
         QVERIFY2(first.err.contains(QStringLiteral("[6/6] run ")), qPrintable(first.err));
         QVERIFY2(first.out.contains(QStringLiteral("mixed-fp16 vs fp32: test accuracy ")), qPrintable(first.out));
+        QVERIFY2(first.out.contains(QStringLiteral("Holm-corrected over the pairs")), qPrintable(first.out));
+        // One verdict per metric for the one pair, each one of the four words, with its margin.
+        const QJsonArray verdicts = first.json().value(QStringLiteral("verdicts")).toArray();
+        QCOMPARE(verdicts.size(), 2);
+        for (const QJsonValue& v : verdicts) {
+            const QJsonObject verdict = v.toObject();
+            QCOMPARE(verdict.value(QStringLiteral("baseline")).toString(), QStringLiteral("fp32"));
+            QVERIFY(QStringList({"equivalent", "better", "worse", "inconclusive"})
+                        .contains(verdict.value(QStringLiteral("verdict")).toString()));
+        }
+        QCOMPARE(verdicts[0].toObject().value(QStringLiteral("margin")).toDouble(), 0.005);
+        QCOMPARE(verdicts[1].toObject().value(QStringLiteral("margin")).toDouble(), 0.01);
         const QJsonArray configs = configurations(first);
         QCOMPARE(configs.size(), 2);
         QCOMPARE(configs[0].toObject().value(QStringLiteral("configuration")).toString(), QStringLiteral("fp32"));
@@ -200,6 +212,9 @@ private slots:
         QTest::newRow("invalid value") << QStringList{QStringLiteral("--preset"), QStringLiteral("mlp"),
                                                       QStringLiteral("--precisions"), QStringLiteral("fp32,fp17")}
                                        << QStringLiteral("run 1 of 2 (precision.mode=fp17, seed=42)");
+        QTest::newRow("margin of zero") << QStringList{QStringLiteral("--preset"), QStringLiteral("mlp"),
+                                                       QStringLiteral("--margin-accuracy"), QStringLiteral("0")}
+                                        << QStringLiteral("--margin-accuracy expects a positive number, got \"0\"");
         QTest::newRow("slurm without --out")
             << QStringList{QStringLiteral("--preset"), QStringLiteral("mlp"), QStringLiteral("--slurm")}
             << QStringLiteral("--slurm needs --out DIR");

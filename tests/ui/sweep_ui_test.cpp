@@ -151,6 +151,19 @@ private slots:
         QCOMPARE(view->sentences()->text(), sentences.join("\n"));
         QVERIFY(sentences.front().startsWith("mixed-fp16 vs fp32: test accuracy "));
         QVERIFY(sentences.front().contains("n = 3 each"));
+        QVERIFY(view->findChild<QLabel*>("sweepVerdictRule")->text().contains("within +/-0.5 points"));
+
+        // The margins are the user's: wide enough, every pair's accuracy is equivalent, and the
+        // sentences are the library's for those margins.
+        view->accuracyMargin()->setValue(90);
+        view->lossMargin()->setValue(5);
+        sweep::EquivalenceMargins wide;
+        wide.testAccuracy = 0.9;
+        wide.trainLoss = 5;
+        QCOMPARE(view->sentences()->text(), sweep::pairSentences(stored.results, wide).join("\n"));
+        QVERIFY2(view->sentences()->text().contains("test accuracy equivalent within +/-90.0 points"),
+                 qPrintable(view->sentences()->text()));
+        QVERIFY(view->findChild<QLabel*>("sweepVerdictRule")->text().contains("within +/-90 points"));
     }
 
     void storedRunsOfOneConfigCompareOverTheirSeeds()
