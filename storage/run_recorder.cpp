@@ -110,6 +110,14 @@ void RunRecorder::saveCheckpoint(int epoch)
         // Between epochs (onEpoch) and after run() every step has been read back, so the
         // weights saved are those the epoch's evaluation measured.
         m_trainer->saveCheckpoint(path.toStdString());
+    } catch (const NonFiniteCheckpoint& refused) {
+        // Not a failure of the run: the run records why it kept no checkpoint here and goes on.
+        EventRecord event;
+        event.kind = EventKind::Error;
+        event.step = m_lastStep;
+        event.message = std::string(kCheckpointRefused) + refused.what();
+        m_writer->onEvent(event);
+        return;
     } catch (const std::exception& error) {
         m_checkpointError = QStringLiteral("saving the checkpoint of step %1 failed: %2")
                                 .arg(m_lastStep)

@@ -41,6 +41,10 @@ struct RunMetadata {
     QString dataFingerprint; // DatasetSplits::fingerprint of the data it trains on
 };
 
+// How the error event of a refused checkpoint starts: the weights held NaN or infinity, so no
+// checkpoint was written at that step, and the run went on (Trainer::saveCheckpoint).
+inline constexpr const char* kCheckpointRefused = "checkpoint refused: ";
+
 class RunRecorder final : public TrainingObserver {
 public:
     // Creates the run in `store`, which must belong to this thread and outlive the recorder.

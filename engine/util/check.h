@@ -26,6 +26,12 @@ class ResourceError : public Error {
 class UnsupportedError : public Error {
     using Error::Error;
 }; // op/dtype a backend lacks
+// A checkpoint refused because a tensor of the model holds non-finite values: writing it would
+// hand on weights no one can train from (Trainer::saveCheckpoint).
+class NonFiniteCheckpoint : public Error {
+public:
+    using Error::Error;
+};
 class IoError : public Error {
     using Error::Error;
 }; // checkpoint files and the like

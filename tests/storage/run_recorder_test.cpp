@@ -17,6 +17,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 using namespace mantissa;
@@ -184,6 +186,39 @@ private slots:
         QCOMPARE(checkpoints[0].step, qint64(5));
         QCOMPARE(checkpoints[0].epoch, 1);
         QVERIFY(QFileInfo::exists(checkpoints[0].absolutePath));
+    }
+
+    void aCheckpointOfNonFiniteWeightsIsRefusedAndTheRunSaysWhy()
+    {
+        const RunConfig config = test_support::smallSyntheticConfig(); // checkpoints at the end only
+        const DatasetSplits data = loadDatasets(config.data, config.training.seed);
+        Trainer trainer(config, *m_backend, data);
+        RunRecorder recorder(*m_store, config, *m_backend);
+        StopAt stop(trainer, 5);
+        recorder.attach(trainer);
+        trainer.addObserver(&stop);
+        const RunSummary trained = trainer.run();
+        QCOMPARE(trained.status, RunStatus::Stopped);
+        // A weight poisoned after the last step: the checkpoint at the end must not be written.
+        Parameter& poisoned = *trainer.model().parametersInBackwardOrder().front();
+        poisoned.master.f32()[3] = NAN;
+        poisoned.master.f32()[7] = INFINITY;
+        const RunSummary recorded = recorder.finish(trained);
+        QVERIFY2(recorded.status == RunStatus::Stopped, recorded.message.c_str()); // refusing is not a failure
+        QVERIFY(!recorder.failed());
+        QVERIFY(m_store->checkpoints(recorder.runId()).isEmpty());
+        const QDir directory(m_store->checkpointDirectory(recorder.runId()));
+        QVERIFY(directory.entryList(QDir::Files).isEmpty()); // no file, not even a partial one
+        const QList<EventRecord> events = m_store->events(recorder.runId());
+        const auto refused = std::find_if(events.begin(), events.end(), [](const EventRecord& e) {
+            return e.kind == EventKind::Error && e.message.starts_with(kCheckpointRefused);
+        });
+        QVERIFY(refused != events.end());
+        QCOMPARE(refused->step, std::int64_t(5));
+        const QString message = QString::fromStdString(refused->message);
+        QVERIFY2(message.contains(QString::fromStdString(poisoned.name)) &&
+                     message.contains(QStringLiteral("2 non-finite value(s)")),
+                 qPrintable(message));
     }
 
     void aCheckpointThatCannotBeWrittenFailsTheRun()
