@@ -3,6 +3,7 @@
 again from the config `show --config` prints, which names it in model.onnx); bad models and a
 model whose input does not match the data exit 2 with the problem named and leave the run
 database without a run. Usage: cli_train_test.py MANTISSA_CLI MODELS_DIR WORK_DIR"""
+import hashlib
 import json
 import os
 import shutil
@@ -66,6 +67,28 @@ with open(config_path, "w") as f:
 result = cli_run("train", config_path, "--precision", "mixed-bf16", "--db", db)
 expect(result.returncode == 0 and '"status":"finished"' in result.stdout.replace(" ", ""),
        "train CONFIG.json with model.onnx, mixed-bf16", result)
+
+# `show` names the model file and the hash of the stored copy.
+with open(own, "rb") as f:
+    sha256 = hashlib.sha256(f.read()).hexdigest()
+result = cli_run("show", run_id, "--db", db)
+expect(result.returncode == 0 and f"model:         {os.path.abspath(own)}" in result.stdout, "show: the model file",
+       result)
+expect(f"model sha256:  {sha256} (stored)" in result.stdout, "show: its SHA-256", result)
+with sqlite3.connect(db) as connection:
+    expect(connection.execute("SELECT COUNT(*) FROM model_files").fetchone()[0] == 1,
+           "two runs of one file store its bytes once")
+
+# The file gone, the run trains again from the stored copy, to the same loss bit for bit.
+shutil.rmtree(os.path.dirname(own))
+result = cli_run("train", "--from-run", run_id, "--db", db)
+expect(result.returncode == 0, "train --from-run after the file was deleted", result)
+again = json.loads(result.stdout.splitlines()[-1]) if result.returncode == 0 else {}
+expect(again.get("train_loss") == summary.get("train_loss") and again.get("steps") == 32,
+       f"the same training: train loss {again.get('train_loss')} vs {summary.get('train_loss')}", result)
+expect(f"runs-models/{sha256}.onnx" in result.stderr, "it says where the stored copy was written", result)
+result = cli_run("show", str(again.get("run_id", "")), "--db", db)
+expect(f"model sha256:  {sha256} (stored)" in result.stdout, "the new run has the same model", result)
 
 # Bad input: exit 2, the problem named, no run stored.
 table = os.path.join(work, "five_features.csv")
