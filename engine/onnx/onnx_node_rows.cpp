@@ -61,10 +61,11 @@ ModelFileDescription describeOnnxModel(const RunConfig& config)
         row.name = node.name;
         row.opType = node.domain.empty() ? node.opType : node.domain + "." + node.opType;
         const OnnxValue* output = node.outputs.empty() ? nullptr : onnx.value(node.outputs.front());
-        row.outputShape =
-            output && output->shapeKnown && output->shape.size() > 1
-                ? shapeText(std::vector<std::int64_t>(output->shape.begin() + 1, output->shape.end()))
-                : output && output->shapeKnown ? shapeText(output->shape) : "?";
+        row.outputShape = "?";
+        if (output && output->shapeKnown) // per sample: without the batch
+            row.outputShape = shapeText(output->shape.size() > 1
+                                            ? std::vector<std::int64_t>(output->shape.begin() + 1, output->shape.end())
+                                            : output->shape);
         row.parameters = nodeParameterCount(onnx, node);
         row.flopsPerSample = node.flopsPerSample;
         row.supported = node.supported && node.domain.empty() && findNodeCompiler(node.opType) != nullptr;
