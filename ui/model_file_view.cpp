@@ -46,13 +46,12 @@ ModelFileView::ModelFileView(ConfigDocument* document, QWidget* parent)
     m_problem->setStyleSheet(QStringLiteral("color: #b00020;"));
     m_problem->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_table->setColumnCount(ColumnCount);
-    m_table->setHorizontalHeaderLabels(
-        {tr("#"), tr("Node"), tr("Op"), tr("Output shape"), tr("Parameters"), tr("FLOPs/sample"), tr("Trains"),
-         tr("Runs in")});
+    m_table->setHorizontalHeaderLabels({tr("#"), tr("Node"), tr("Op"), tr("Output shape"), tr("Parameters"),
+                                        tr("FLOPs/sample"), tr("Trains"), tr("Runs in")});
     m_table->horizontalHeaderItem(OutputShape)->setToolTip(tr("Per sample, without the batch"));
-    m_table->horizontalHeaderItem(Precision)
-        ->setToolTip(tr("The dtype the node computes in under the current precision mode; under a recipe, whether "
-                        "it quantises the node's GEMM"));
+    m_table->horizontalHeaderItem(Precision)->setToolTip(
+        tr("The dtype the node computes in under the current precision mode; under a recipe, whether "
+           "it quantises the node's GEMM"));
     m_table->horizontalHeaderItem(Trains)->setToolTip(
         tr("Whether Mantissa imports this node and compiles its operator into its training engine"));
     m_table->verticalHeader()->hide();
@@ -117,7 +116,8 @@ void ModelFileView::refresh()
         m_table->setItem(row, Op, cell(text(node.opType)));
         m_table->setItem(row, OutputShape, cell(text(node.outputShape)));
         m_table->setItem(row, Parameters, cell(node.parameters ? QString::number(node.parameters) : QString(), right));
-        m_table->setItem(row, Flops, cell(node.flopsPerSample > 0 ? text(formatSi(node.flopsPerSample)) : QString(), right));
+        m_table->setItem(row, Flops,
+                         cell(node.flopsPerSample > 0 ? text(formatSi(node.flopsPerSample)) : QString(), right));
         m_table->setItem(row, Precision, cell(text(node.precision)));
         QTableWidgetItem* trains = cell(node.supported ? tr("yes") : tr("NO"));
         if (!node.supported) {

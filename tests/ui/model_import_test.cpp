@@ -109,10 +109,14 @@ private slots:
     {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("reason");
-        QTest::newRow("not ONNX") << "small/not_onnx.onnx" << "not an ONNX model";
-        QTest::newRow("NaN weights") << "small/nan.onnx" << "holds NaN";
-        QTest::newRow("unsupported node") << "small/unsupported.onnx" << "node 'selu_node': Selu";
-        QTest::newRow("missing") << "small/absent.onnx" << "absent.onnx";
+        QTest::newRow("not ONNX") << "small/not_onnx.onnx"
+                                  << "not an ONNX model";
+        QTest::newRow("NaN weights") << "small/nan.onnx"
+                                     << "holds NaN";
+        QTest::newRow("unsupported node") << "small/unsupported.onnx"
+                                          << "node 'selu_node': Selu";
+        QTest::newRow("missing") << "small/absent.onnx"
+                                 << "absent.onnx";
     }
     void badFilesAreRefusedWithTheReason()
     {
