@@ -4,8 +4,10 @@
 #include "storage/device_description.h"
 #include "storage/run_store.h"
 #include "storage/run_writer.h"
+#include "storage/storage_error.h"
 
 #include <QDir>
+#include <QFile>
 
 namespace mantissa::storage {
 
@@ -31,6 +33,15 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
     run.tags = metadata.tags;
     run.notes = metadata.notes;
     run.dataFingerprint = metadata.dataFingerprint;
+    if (!config.model.onnx.empty()) {
+        // The file the Trainer has just compiled, kept with the run.
+        run.modelSource = QString::fromStdString(config.model.onnx);
+        QFile file(run.modelSource);
+        if (!file.open(QIODevice::ReadOnly))
+            throw StorageError(StorageError::Kind::Io, run.modelSource,
+                               QStringLiteral("cannot read the model file to store it: %1").arg(file.errorString()));
+        run.modelBytes = file.readAll();
+    }
     return run;
 }
 

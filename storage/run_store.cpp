@@ -2,6 +2,7 @@
 
 #include "storage/connection.h"
 #include "storage/db_values.h"
+#include "storage/model_files.h"
 #include "storage/process_liveness.h"
 #include "storage/run_recovery.h"
 #include "storage/run_sql.h"
@@ -107,6 +108,30 @@ QString RunStore::checkpointDirectory(qint64 runId) const
 
 int RunStore::schemaVersion() { return kSchemaVersion; }
 
+QString RunStore::modelFilePath(const RunInfo& run) const
+{
+    if (run.modelSha256.isEmpty())
+        throw StorageError(StorageError::Kind::InvalidArgument, path(),
+                           QStringLiteral("run \"%1\" trained a layer list, not a model file").arg(run.name));
+    QFile source(run.modelSource);
+    if (source.open(QIODevice::ReadOnly) && modelFileHash(source.readAll()) == run.modelSha256)
+        return QFileInfo(run.modelSource).absoluteFilePath();
+    const QFileInfo database(m_connection->path());
+    const QDir models(database.absoluteDir().filePath(database.completeBaseName() + QStringLiteral("-models")));
+    const QString copyPath = models.filePath(run.modelSha256 + QStringLiteral(".onnx"));
+    QFile copy(copyPath);
+    if (copy.open(QIODevice::ReadOnly) && modelFileHash(copy.readAll()) == run.modelSha256)
+        return copyPath;
+    copy.close();
+    const QByteArray bytes = readModelFile(*m_connection, run.modelSha256);
+    if (!QDir().mkpath(models.path()) || !copy.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
+        copy.write(bytes) != bytes.size() || !copy.flush())
+        throw StorageError(
+            StorageError::Kind::Io, copyPath,
+            QStringLiteral("cannot write run \"%1\"'s model file: %2").arg(run.name, copy.errorString()));
+    return copyPath;
+}
+
 int RunStore::markInterruptedRuns() { return storage::markInterruptedRuns(*m_connection); }
 
 qint64 RunStore::createRun(const NewRun& run)
@@ -128,10 +153,12 @@ qint64 RunStore::createRun(const NewRun& run)
     QSqlQuery insert = c.prepare(
         QStringLiteral("INSERT INTO runs (name, status, created_at, config_json, preset, precision, device, "
                        "kernels, engine_version, notes, group_id, writer_pid, writer_host, writer_boot, "
-                       "writer_start, heartbeat_at, uid, sweep_id, sweep_index, world_size, data_fingerprint) "
-                       "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                       "writer_start, heartbeat_at, uid, sweep_id, sweep_index, world_size, data_fingerprint, "
+                       "model_source, model_sha256) "
+                       "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     const QString now = nowDbTime();
     const QString uid = run.uid.isEmpty() ? newUid() : run.uid;
+    const QString modelSha256 = run.modelSource.isEmpty() ? QString() : storeModelFile(c, run.modelBytes);
     for (const QVariant& value : {QVariant(name),
                                   QVariant(now),
                                   text(run.configJson),
@@ -151,7 +178,9 @@ qint64 RunStore::createRun(const NewRun& run)
                                   nullable(run.sweepId),
                                   nullable(run.sweepIndex),
                                   QVariant(std::max(1, run.worldSize)),
-                                  run.dataFingerprint.isEmpty() ? QVariant() : QVariant(run.dataFingerprint)}) {
+                                  run.dataFingerprint.isEmpty() ? QVariant() : QVariant(run.dataFingerprint),
+                                  run.modelSource.isEmpty() ? QVariant() : QVariant(run.modelSource),
+                                  modelSha256.isEmpty() ? QVariant() : QVariant(modelSha256)}) {
         insert.addBindValue(value);
     }
     c.exec(insert, QStringLiteral("creating run \"%1\"").arg(name));
@@ -245,6 +274,8 @@ QStringList RunStore::deleteRun(qint64 runId)
     QSqlQuery remove = m_connection->prepare(QStringLiteral("DELETE FROM runs WHERE id = ?"));
     remove.addBindValue(runId);
     m_connection->exec(remove, QStringLiteral("deleting run \"%1\"").arg(info.name));
+    if (!info.modelSha256.isEmpty())
+        deleteUnusedModelFile(*m_connection, info.modelSha256);
     QStringList notRemoved;
     for (const CheckpointInfo& checkpoint : files) {
         QFile file(checkpoint.absolutePath);

@@ -43,6 +43,13 @@ public:
     QString checkpointDirectory(qint64 runId) const;
     static int schemaVersion();
 
+    // An imported model's run (RunInfo::modelSha256 set): a file holding the model it trained.
+    // Its source when that still holds the same bytes; else the stored copy, written to
+    // "<directory>/<file name>-models/<sha256>.onnx" (once; kept for the next time), so that the
+    // run can be trained again after its file moved or changed. StorageError when the run has no
+    // model file or it cannot be written.
+    QString modelFilePath(const RunInfo& run) const;
+
     // Runs. createRun() records this process as the writer (see RunWriter).
     qint64 createRun(const NewRun& run);
     // Ends a running run with the engine's summary (see finishedRow() in run_sql.h for what

@@ -1,6 +1,7 @@
 // RunStore's sweeps and the import of other run databases (the per-task files of a Slurm
 // job array). The import runs in SQL over an ATTACHed source, one transaction, so a failure
 // half-way adds nothing.
+#include "storage/model_files.h"
 #include "storage/run_store.h"
 
 #include "storage/connection.h"
@@ -246,6 +247,7 @@ ImportResult RunStore::importRuns(const QString& sourcePath)
     c.exec(QStringLiteral("UPDATE src.runs SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL"),
            QStringLiteral("giving the source's runs an id"));
 
+    copyModelFiles(c); // before the runs that refer to them
     const QStringList runColumns = columnsOf(c, QStringLiteral("runs"), {"id", "name", "group_id", "sweep_id"});
     const QString runList = runColumns.join(QStringLiteral(", "));
     QSqlQuery insertRun = c.prepare(QStringLiteral("INSERT INTO main.runs (name, sweep_id, %1) SELECT ?, ?, %1 FROM "

@@ -49,6 +49,10 @@ struct NewRun {
     std::optional<int> sweepIndex; // its position in the sweep (SweepRun::index)
     int worldSize = 1;             // ranks of a data-parallel run (config.distributed.world_size)
     QString dataFingerprint;       // DatasetSplits::fingerprint; empty: not known
+    // The model file of an imported model (model.onnx): where it was read from and its bytes,
+    // stored once per content. Empty: the model is a layer list.
+    QString modelSource;
+    QByteArray modelBytes;
 };
 
 // One row of the runs table with its tags.
@@ -75,6 +79,9 @@ struct RunInfo {
     std::optional<int> sweepIndex;
     int worldSize = 1;       // ranks that trained it (data parallel); 1 for a single process
     QString dataFingerprint; // of the data it saw (DatasetSplits::fingerprint); "" before schema 9
+    // An imported model's file: the path it was read from and the SHA-256 (hex) of the bytes the
+    // store keeps (RunStore::modelFile); "" for a layer-list model and before schema 10.
+    QString modelSource, modelSha256;
 };
 
 // listRuns() filters; an empty field does not filter.

@@ -223,6 +223,18 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
     {
         QStringLiteral("ALTER TABLE runs ADD COLUMN data_fingerprint TEXT"),
     },
+    // 10: the model file an imported model's run trained (model.onnx): its bytes, once per
+    // content (keyed by their SHA-256), so that the run can be trained again after the file moved,
+    // and per run the path it was read from and its hash (NULL: a layer-list model, or recorded
+    // before).
+    {
+        QStringLiteral(R"(CREATE TABLE model_files (
+            sha256 TEXT PRIMARY KEY,
+            size_bytes INTEGER NOT NULL,
+            bytes BLOB NOT NULL))"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN model_source TEXT"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN model_sha256 TEXT REFERENCES model_files (sha256)"),
+    },
 }};
 
 int userVersion(const Connection& connection)

@@ -1,6 +1,7 @@
 #include "ui/workbench.h"
 
 #include "engine/config/presets.h"
+#include "engine/model/model_file.h"
 #include "engine/util/check.h"
 #include "storage/run_store.h"
 #include "ui/comparison_view.h"
@@ -9,6 +10,7 @@
 #include "ui/gemm_input_panel.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/model_editor.h"
+#include "ui/model_file_view.h"
 #include "ui/numerics_view.h"
 #include "ui/precision_panel.h"
 #include "ui/recipe_measurement.h"
@@ -125,6 +127,12 @@ void Workbench::createActions()
     m_open->setShortcut(QKeySequence::Open);
     m_save = m_toolBar->addAction(tr("Save…"), this, &Workbench::saveWithDialog);
     m_save->setShortcut(QKeySequence::Save);
+    // In the host's File menu, not on the toolbar.
+    m_importModel = new QAction(tr("Import model…"), this);
+    m_importModel->setObjectName("importModelAction");
+    m_importModel->setToolTip(tr("Train an ONNX model (torch.onnx.export, tf2onnx, Keras) with this config's data, "
+                                 "precision and training settings"));
+    connect(m_importModel, &QAction::triggered, this, &Workbench::importModelWithDialog);
     m_toolBar->addSeparator();
     // Fixed labels, the edit in the tooltip: QUndoStack's own actions put "Undo Change
     // precision.loss_scale.growth_interval" on the toolbar, which then jumps around.
@@ -195,11 +203,16 @@ void Workbench::createActions()
 QWidget* Workbench::buildLeftSide()
 {
     m_editor = new ModelEditor(m_document);
+    m_modelFile = new ModelFileView(m_document);
+    m_modelStack = new QStackedWidget;
+    m_modelStack->addWidget(m_editor);
+    m_modelStack->addWidget(m_modelFile);
+    connect(m_document, &ConfigDocument::changed, this, &Workbench::showModelKind);
     m_precision = new PrecisionPanel(m_document);
     m_training = new TrainingPanel(m_document);
     m_leftTabs = new QTabWidget;
     m_leftTabs->setObjectName("leftTabs");
-    m_leftTabs->addTab(m_editor, tr("Model"));
+    m_leftTabs->addTab(m_modelStack, tr("Model"));
     m_leftTabs->addTab(scrolled(m_precision), tr("Precision"));
     m_leftTabs->addTab(scrolled(m_training), tr("Training"));
     return m_leftTabs;
@@ -286,6 +299,7 @@ void Workbench::updateActions()
     }
     // Editing the config mid-run would not affect the run; presets and files wait too.
     m_open->setEnabled(!running);
+    m_importModel->setEnabled(!running);
     m_presets->setEnabled(!running);
 }
 
@@ -354,6 +368,38 @@ bool Workbench::saveConfig(const QString& path, QString* error)
     file.write(QByteArray::fromStdString(runConfigToJson(m_document->config())));
     file.write("\n");
     return true;
+}
+
+bool Workbench::importModel(const QString& path, QString* error)
+{
+    try {
+        RunConfig config = m_document->config();
+        config.name = QFileInfo(path).completeBaseName().toStdString();
+        config.description.clear();
+        useModelFile(config, path.toStdString());
+        m_document->load(config, tr("Import model %1").arg(QFileInfo(path).fileName()));
+        m_status->showMessage(tr("Imported %1").arg(QFileInfo(path).fileName()), 4000);
+        return true;
+    } catch (const Error& e) {
+        if (error)
+            *error = QString::fromLocal8Bit(e.what());
+        return false;
+    }
+}
+
+void Workbench::importModelWithDialog()
+{
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Import model"), {}, tr("ONNX models (*.onnx);;All files (*)"));
+    QString error;
+    if (!path.isEmpty() && !importModel(path, &error))
+        QMessageBox::warning(this, tr("Import model"), error);
+}
+
+void Workbench::showModelKind()
+{
+    m_modelStack->setCurrentWidget(m_document->config().model.onnx.empty() ? static_cast<QWidget*>(m_editor)
+                                                                           : m_modelFile);
 }
 
 void Workbench::openWithDialog()

@@ -36,6 +36,7 @@ class RunBrowser;
 class ConfigDocument;
 class ErrorBanner;
 class ModelEditor;
+class ModelFileView;
 class NumericsView;
 class PrecisionPanel;
 class RunController;
@@ -55,6 +56,8 @@ public:
     ConfigDocument* document() const { return m_document; }
     RunController* controller() const { return m_controller; }
     ModelEditor* modelEditor() const { return m_editor; }
+    // The Model tab's view of an imported model (model.onnx), shown instead of the editor.
+    ModelFileView* modelFileView() const { return m_modelFile; }
     PrecisionPanel* precisionPanel() const { return m_precision; }
     TrainingPanel* trainingPanel() const { return m_training; }
     RunMonitor* monitor() const { return m_monitor; }
@@ -78,6 +81,7 @@ public:
     QAction* sweepAction() const { return m_sweep; }
     QAction* importAction() const { return m_import; }
     QAction* openAction() const { return m_open; }
+    QAction* importModelAction() const { return m_importModel; }
     QAction* saveAction() const { return m_save; }
     QAction* undoAction() const { return m_undo; }
     QAction* redoAction() const { return m_redo; }
@@ -91,6 +95,10 @@ public:
     // The built-in presets, then the host's.
     QStringList presetNames() const;
     bool openConfig(const QString& path, QString* error = nullptr);
+    // Makes the current config train the ONNX model at `path` (one undo step), keeping its data,
+    // precision and training settings; the Model tab then lists the model's nodes. False, with
+    // the reason in `error` (the file, the node, the shape at fault), when it cannot be trained.
+    bool importModel(const QString& path, QString* error = nullptr);
     bool saveConfig(const QString& path, QString* error = nullptr);
 
     // Trains the current config; false (with the reason in the status bar) when it cannot.
@@ -146,6 +154,9 @@ private:
     QWidget* buildRightSide();
     void updateActions();
     void openWithDialog();
+    void importModelWithDialog();
+    // The Model tab shows the layer editor, or the imported model's nodes.
+    void showModelKind();
     void saveWithDialog();
     void onRunStarted(int index, const RunConfig& config);
     void onRecords(const RecordBatch& batch);
@@ -168,6 +179,8 @@ private:
     QMenu* m_presets;
     ErrorBanner* m_banner;
     ModelEditor* m_editor;
+    ModelFileView* m_modelFile;
+    QStackedWidget* m_modelStack;
     PrecisionPanel* m_precision;
     TrainingPanel* m_training;
     RunMonitor* m_monitor;
@@ -186,7 +199,7 @@ private:
     QTabWidget* m_leftTabs;
     QTabWidget* m_rightTabs;
     QAction *m_run, *m_pause, *m_stop, *m_compare, *m_open, *m_save, *m_undo, *m_redo;
-    QAction *m_sweep, *m_import;
+    QAction *m_sweep, *m_import, *m_importModel;
     int m_sweepJobs = 0; // runs at once of the next sweep (the editor's choice); 0: one per core
 
     std::shared_ptr<RunRecording> m_current;

@@ -27,6 +27,10 @@ QString shape(const std::vector<std::int64_t>& dims)
 
 QString modelText(const ModelSpec& model)
 {
+    if (!model.onnx.empty())
+        return QStringLiteral("%1 -> ONNX model %2 -> %3 classes")
+            .arg(shape(model.input), QString::fromStdString(model.onnx))
+            .arg(model.classes);
     QStringList layers;
     for (const LayerSpec& layer : model.layers)
         layers << QString::fromStdString(layerSummary(layer));

@@ -8,6 +8,7 @@
 #include "cli/text_table.h"
 #include "engine/onnx/import_onnx.h"
 #include "engine/onnx/onnx_import_error.h"
+#include "engine/onnx/onnx_node_rows.h"
 #include "engine/util/format_number.h"
 
 #include <cstdio>
@@ -35,13 +36,7 @@ QString flopsCell(double flops)
 {
     if (flops <= 0)
         return {};
-    const char* prefixes[] = {"", " k", " M", " G", " T"};
-    int prefix = 0;
-    while (flops >= 1000 && prefix < 4) {
-        flops /= 1000;
-        ++prefix;
-    }
-    return text(formatNumber(flops) + prefixes[prefix]);
+    return text(formatSi(flops));
 }
 
 void printGraph(const ox::OnnxGraph& graph)
@@ -68,11 +63,7 @@ void printGraph(const ox::OnnxGraph& graph)
     table.addColumn(QStringLiteral("supported"));
     for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
         const ox::OnnxNode& node = graph.nodes[i];
-        std::int64_t parameters = 0;
-        for (const std::string& input : node.inputs) {
-            if (const ox::OnnxTensor* parameter = graph.parameter(input))
-                parameters += parameter->elementCount();
-        }
+        const std::int64_t parameters = ox::nodeParameterCount(graph, node);
         const QString op = text(node.domain.empty() ? node.opType : node.domain + "." + node.opType);
         table.addRow({QString::number(i + 1), op, text(node.name),
                       shapeCell(node.outputs.empty() ? nullptr : graph.value(node.outputs.front())),

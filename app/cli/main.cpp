@@ -3,6 +3,7 @@
 #include "cli/exit_codes.h"
 #include "cli/report_command.h"
 #include "engine/backend/cpu/openmp_wait_policy.h"
+#include "engine/onnx/onnx_model.h"
 
 #include <QCoreApplication>
 
@@ -21,7 +22,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"train", mantissa::cli::runTrainCommand, "(--preset NAME | CONFIG.json) [options]",
+    {"train", mantissa::cli::runTrainCommand, "(--preset NAME | CONFIG.json | MODEL.onnx) [options]",
      "train a model and record the run"},
     {"compare", mantissa::cli::runCompareCommand,
      "(--preset NAME | CONFIG.json) --precisions fp32,mixed-fp16 [options]",
@@ -80,6 +81,7 @@ void printUsage(std::FILE* out)
 int main(int argc, char** argv)
 {
     mantissa::cpu::adoptOpenMpWaitPolicy(argv, mantissa::cpu::WaitPolicyChoice::WhenLoaded);
+    mantissa::onnx_import::installOnnxModelSupport();    // runs whose model.onnx names a file
     if (argc > 1 && std::strcmp(argv[1], "report") == 0) // needs a QApplication, not a QCoreApplication
         return mantissa::cli::runReportCommand(argc, argv);
     QCoreApplication app(argc, argv);

@@ -53,6 +53,12 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
     printField(QStringLiteral("data"), run.dataFingerprint.isEmpty()
                                            ? QStringLiteral("-")
                                            : QStringLiteral("fingerprint ") + run.dataFingerprint);
+    // An imported model: the file it was read from and the hash of the copy the store keeps
+    // (`train --from-run` trains it again from that copy).
+    if (!run.modelSha256.isEmpty()) {
+        printField(QStringLiteral("model"), run.modelSource);
+        printField(QStringLiteral("model sha256"), run.modelSha256 + QStringLiteral(" (stored)"));
+    }
     if (run.groupId) {
         QString group = QString::number(*run.groupId);
         for (const storage::GroupInfo& info : store.groups()) {

@@ -6,6 +6,7 @@
 #include "cli/init_weights.h"
 #include "cli/interrupt.h"
 #include "cli/recorded_run.h"
+#include "cli/run_lookup.h"
 #include "cli/train_options.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/distributed/all_reduce_path.h"
@@ -26,6 +27,26 @@
 
 namespace mantissa::cli {
 
+namespace {
+
+// A stored run's config, to train again: an imported model from the database's copy when its
+// file has moved or changed since.
+RunConfig storedRunConfig(const storage::RunStore& store, const QString& idOrName)
+{
+    const storage::RunInfo run = lookUpRun(store, idOrName);
+    RunConfig config = parseRunConfig(run.configJson.toStdString(), "run " + run.name.toStdString());
+    if (!run.modelSha256.isEmpty()) {
+        const QString model = store.modelFilePath(run);
+        if (model.toStdString() != config.model.onnx)
+            std::fprintf(stderr, "the model of run %s: %s (sha256 %s), the stored copy of %s\n", qPrintable(run.name),
+                         qPrintable(model), qPrintable(run.modelSha256), qPrintable(run.modelSource));
+        config.model.onnx = model.toStdString();
+    }
+    return config;
+}
+
+} // namespace
+
 int runTrainCommand(const QStringList& arguments)
 {
     constexpr const char* kCommand = "train";
@@ -33,10 +54,15 @@ int runTrainCommand(const QStringList& arguments)
     parser.setApplicationDescription(
         "Train a model, record the run in the run database and print a JSON summary line on stdout.\n"
         "Exit codes: 0 finished or stopped, 1 diverged or failed, 2 bad input or unusable database.");
-    parser.addPositionalArgument("config", "A run config JSON file (or use --preset).", "[CONFIG.json]");
+    parser.addPositionalArgument("config", "A run config JSON file, or an ONNX model to train (or use --preset).",
+                                 "[CONFIG.json | MODEL.onnx]");
     addTrainOptions(parser);
     addDatabaseOption(parser);
     parser.addOption({"name", "Name of the run (default: <config name>-<precision>-<n>).", "name"});
+    parser.addOption({"from-run",
+                      "Train a stored run's config again (id or name). An imported model is read from the run "
+                      "database's copy when its file has moved or changed. The options given override its settings.",
+                      "run"});
     parser.addOption({"init-from",
                       "Start from the weights of a stored run (id or name; its latest checkpoint) or of a "
                       "checkpoint file, in any precision; the optimizer and loss scaler start fresh.",
@@ -49,14 +75,19 @@ int runTrainCommand(const QStringList& arguments)
     BackendSelection selection;
     std::optional<DataParallel> ranks;
     try {
-        RunConfig config = runConfigFromOptions(parser, parser.positionalArguments());
+        std::unique_ptr<storage::RunStore> store;
+        std::optional<RunConfig> storedConfig;
+        if (parser.isSet("from-run")) {
+            store = openRunStore(parser);
+            storedConfig = storedRunConfig(*store, parser.value("from-run"));
+        }
+        RunConfig config = runConfigFromOptions(parser, parser.positionalArguments(), storedConfig);
         communicator = connectRanks();
         const int rank = communicator ? communicator->rank() : 0;
         resolveWorldSize(config, communicator ? communicator->size() : 1);
         // Only rank 0 opens the database: the other ranks write nothing. The database first: a
         // file we cannot use should fail before minutes of data loading.
-        std::unique_ptr<storage::RunStore> store;
-        if (rank == 0)
+        if (rank == 0 && !store)
             store = openRunStore(parser);
         std::string initFrom;
         if (rank == 0 && parser.isSet("init-from")) {

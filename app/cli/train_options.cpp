@@ -3,6 +3,9 @@
 #include "engine/config/config_field.h"
 #include "engine/config/presets.h"
 #include "engine/data/file_dataset.h"
+#include "engine/model/model.h"
+#include "engine/onnx/import_onnx.h"
+#include "engine/onnx/onnx_model.h"
 #include "engine/util/check.h"
 
 #include <QFileInfo>
@@ -58,6 +61,9 @@ void addTrainOptions(QCommandLineParser& parser)
                         "folder, a .csv or .tsv table, .npy or .npz arrays, IDX files (--data-format where the "
                         "extension does not tell; docs/data.md)."),
          "source"},
+        {"input-shape",
+         QStringLiteral("An ONNX model's input shape per sample, where the file leaves it dynamic: 3x32x32, 128."),
+         "shape"},
         {"set",
          "Any config field, as PATH=VALUE (repeatable): --set optimizer.lr=0.01 --set model.input=3,32,32. "
          "docs/config.md lists every field.",
@@ -68,20 +74,30 @@ void addTrainOptions(QCommandLineParser& parser)
             parser.addOption(fieldOption(field));
 }
 
-RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringList& positional)
+RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringList& positional,
+                               const std::optional<RunConfig>& base)
 {
     RunConfig config;
-    if (parser.isSet("preset")) {
+    std::string onnxModel; // MODEL.onnx given in place of a config
+    if (base) {
+        if (parser.isSet("preset") || !positional.isEmpty())
+            throw ConfigError("give a stored run (--from-run) or --preset NAME, CONFIG.json or MODEL.onnx, not both");
+        config = *base;
+    } else if (parser.isSet("preset")) {
         if (!positional.isEmpty())
-            throw ConfigError("give either --preset NAME or CONFIG.json, not both");
+            throw ConfigError("give either --preset NAME or CONFIG.json (or MODEL.onnx), not both");
         config = presetConfig(parser.value("preset").toStdString());
+    } else if (!positional.isEmpty() && onnx_import::isOnnxPath(positional.first().toStdString())) {
+        onnxModel = positional.first().toStdString();
+        config.name = QFileInfo(positional.first()).completeBaseName().toStdString();
     } else if (!positional.isEmpty()) {
         const QString path = positional.first();
         config = loadRunConfigFile(path.toStdString());
         if (config.name.empty())
             config.name = QFileInfo(path).completeBaseName().toStdString();
     } else {
-        throw ConfigError("no model given: use --preset NAME (for example --preset mlp) or a CONFIG.json file");
+        throw ConfigError(
+            "no model given: use --preset NAME (for example --preset mlp), a CONFIG.json file or a MODEL.onnx file");
     }
 
     if (parser.isSet("data")) {
@@ -120,6 +136,19 @@ RunConfig runConfigFromOptions(const QCommandLineParser& parser, const QStringLi
                               (eq > 0 ? ": \"" + path + "\" is not a config field (docs/config.md lists them)"
                                       : ": expected PATH=VALUE, e.g. optimizer.lr=0.01"));
         field->setText(config, assignment.mid(eq + 1).trimmed().toStdString(), "--set " + path);
+    }
+    // The model file last, so that the data chosen above takes the model's shape where it can. Its
+    // problems (not ONNX, an unsupported node, a shape that does not fit) surface here, before the
+    // run database is opened.
+    if (!onnxModel.empty()) {
+        std::optional<std::vector<std::int64_t>> sampleShape;
+        if (parser.isSet("input-shape"))
+            sampleShape = onnx_import::parseShapeText(parser.value("input-shape").toStdString());
+        onnx_import::useOnnxModel(config, onnxModel, sampleShape);
+    } else if (parser.isSet("input-shape")) {
+        throw ConfigError("--input-shape is for an ONNX model (MODEL.onnx); a config's shape is model.input");
+    } else if (!config.model.onnx.empty()) {
+        plannedGemmCoverage(config.model, config.precision, config.recipe);
     }
     validateRunConfig(config, "the command line");
     return config;

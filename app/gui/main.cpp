@@ -1,5 +1,6 @@
 // mantissa: the GUI. Thin on purpose: the window is the Workbench widget from Mantissa::ui.
 #include "engine/backend/cpu/openmp_wait_policy.h"
+#include "engine/onnx/onnx_model.h"
 #include "engine/util/enum_table.h"
 #include "gui/main_window.h"
 #include "gui/screenshot_session.h"
@@ -15,6 +16,7 @@ int main(int argc, char** argv)
 {
     // The GUI thread shares the cores with training and must keep up with the live plots.
     mantissa::cpu::adoptOpenMpWaitPolicy(argv, mantissa::cpu::WaitPolicyChoice::Passive);
+    mantissa::onnx_import::installOnnxModelSupport(); // File > Import model…, runs of model.onnx
     QApplication app(argc, argv);
     QApplication::setOrganizationName("Mantissa");
     QApplication::setApplicationName("mantissa");
@@ -43,7 +45,11 @@ int main(int argc, char** argv)
                                "e.g. fp32,bf16,fp8-hybrid,mxfp4,nvfp4), grabbed as comparison-recipes.png.",
                                "MODES");
     QCommandLineOption sweep("sweep", "Show this sweep of the run database in the Comparison tab.", "ID");
-    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, sweep});
+    QCommandLineOption model("model",
+                             "Import this ONNX model (File > Import model…). With --screenshot: train it on synthetic "
+                             "data in mxfp8 (or --precision MODE) and grab onnx-import.png.",
+                             "FILE.onnx");
+    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, sweep, model});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -53,14 +59,17 @@ int main(int argc, char** argv)
         options.preset = parser.value(preset);
         options.steps = std::max(10, parser.value(steps).toInt());
         options.numericsOnly = parser.isSet(numerics);
+        options.importModel = parser.value(model);
         if (parser.isSet(precision)) {
             const auto mode = mantissa::parseEnum<mantissa::PrecisionMode>(parser.value(precision).toStdString());
-            if (!mode || !options.numericsOnly) {
-                std::fprintf(stderr, "mantissa: --precision needs --screenshot --numerics and one of %s\n",
+            if (!mode || (!options.numericsOnly && options.importModel.isEmpty())) {
+                std::fprintf(stderr,
+                             "mantissa: --precision needs --screenshot with --numerics or --model, and one of %s\n",
                              mantissa::enumKeyList<mantissa::PrecisionMode>().c_str());
                 return 2;
             }
             options.numericsPrecision = mode;
+            options.importPrecision = *mode;
         }
         for (const QString& key : parser.value(compare).split(',', Qt::SkipEmptyParts)) {
             if (!mantissa::parseEnum<mantissa::PrecisionMode>(key.trimmed().toStdString())) {
@@ -84,6 +93,11 @@ int main(int argc, char** argv)
     if (parser.isSet(config)) {
         QString error;
         if (!window.workbench()->openConfig(parser.value(config), &error))
+            qWarning("%s", qPrintable(error));
+    }
+    if (parser.isSet(model)) {
+        QString error;
+        if (!window.workbench()->importModel(parser.value(model), &error))
             qWarning("%s", qPrintable(error));
     }
     if (parser.isSet(sweep))

@@ -25,6 +25,7 @@ void MainWindow::buildMenus()
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addMenu(m_workbench->presetsMenu());
     file->addAction(m_workbench->openAction());
+    file->addAction(m_workbench->importModelAction());
     file->addAction(m_workbench->saveAction());
     file->addSeparator();
     QAction* quit = file->addAction(tr("Quit"), this, &QWidget::close);

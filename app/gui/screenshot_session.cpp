@@ -156,6 +156,28 @@ void ScreenshotSession::startRecipeComparison()
     }
 }
 
+void ScreenshotSession::startImportedModel()
+{
+    ui::Workbench* wb = m_window->workbench();
+    connect(wb, &ui::Workbench::runFinished, this, [this] {
+        QTimer::singleShot(300, this, [this] {
+            grab("onnx-import.png");
+            QApplication::quit();
+        });
+    });
+    RunConfig config = wb->document()->config();
+    config.data.dataset = DatasetKind::Synthetic; // takes the model's shape and classes on import
+    config.precision = m_options.importPrecision;
+    config.training.maxSteps = m_options.steps;
+    wb->document()->apply(config, "screenshot settings");
+    QString error;
+    if (!wb->importModel(m_options.importModel, &error) || !wb->startRun()) {
+        std::fprintf(stderr, "mantissa --screenshot --model: %s\n",
+                     qPrintable(error.isEmpty() ? QStringLiteral("the imported model cannot run") : error));
+        QApplication::exit(1);
+    }
+}
+
 void ScreenshotSession::start()
 {
     QDir().mkpath(m_options.directory);
@@ -163,6 +185,10 @@ void ScreenshotSession::start()
     wb->setDatabasePath(m_options.database.isEmpty() ? m_scratch.filePath("runs.sqlite") : m_options.database);
     if (!m_options.compareModes.isEmpty()) {
         startRecipeComparison();
+        return;
+    }
+    if (!m_options.importModel.isEmpty()) {
+        startImportedModel();
         return;
     }
     if (m_options.numericsOnly) {

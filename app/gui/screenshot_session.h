@@ -29,6 +29,10 @@ struct ScreenshotOptions {
     std::optional<PrecisionMode> numericsPrecision;
     // Only a Compare precisions over these modes (keys), grabbed as comparison-recipes.png.
     QStringList compareModes;
+    // Only File > Import model… of this ONNX file, trained on synthetic data of its shape in
+    // `importPrecision`, grabbed with its Model tab as onnx-import.png.
+    QString importModel;
+    PrecisionMode importPrecision = PrecisionMode::Mxfp8;
 };
 
 class ScreenshotSession : public QObject {
@@ -43,6 +47,7 @@ private:
     void startRecipeNumerics(PrecisionMode precision);
     void startNumericsRun(PrecisionMode precision);
     void startRecipeComparison();
+    void startImportedModel();
     void grab(const QString& name);
     void onTick();
 

@@ -51,6 +51,9 @@ struct ModelSpec {
     std::vector<std::int64_t> input{1, 28, 28}; // per-sample shape (C, H, W) or (features)
     std::int64_t classes = 10;
     std::vector<LayerSpec> layers;
+    // An ONNX model file trained instead of `layers` (docs/onnx.md); "" = the layer list. Its
+    // graph's input must be `input` and its output's last dimension `classes`.
+    std::string onnx;
 };
 
 struct DataSpec {

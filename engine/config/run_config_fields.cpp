@@ -50,6 +50,12 @@ const std::array kRunFields{
          .description = "Values the last layer produces (per token for a language model: the vocabulary).",
          .minimum = 1,
          .maximum = 1 << 24}),
+    row<&R::model, &ModelSpec::onnx>(
+        {.path = "model.onnx",
+         .label = "ONNX model",
+         .description = "An ONNX model file to train instead of model.layers; model.input and model.classes "
+                        "must be its input's per-sample shape and its output's last dimension.",
+         .write = WriteRule::UnlessDefault}),
 
     row<&R::data, &DataSpec::dataset>(
         {.path = "data.dataset", .label = "Dataset", .description = "What the model trains on."}),

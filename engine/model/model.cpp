@@ -1,12 +1,31 @@
 #include "engine/model/model.h"
 
 #include "engine/model/compile_layer_list.h"
+#include "engine/model/model_file.h"
+#include "engine/model/model_validation.h"
 
 namespace mantissa {
 
+namespace {
+
+// A model is a layer list or a file, never both (validateModel refuses a config naming both).
+bool isModelFile(const ModelSpec& spec)
+{
+    if (spec.onnx.empty())
+        return false;
+    if (const ModelReport report = validateModel(spec); !report.valid())
+        throw ConfigError(report.error);
+    return true;
+}
+
+} // namespace
+
 GemmCoverage plannedGemmCoverage(const ModelSpec& spec, PrecisionMode mode, const RecipeOptions& recipe)
 {
-    return compileLayerList(spec, PrecisionPolicy(mode, recipe)).coverage;
+    const PrecisionPolicy policy(mode, recipe);
+    if (isModelFile(spec))
+        return compileModelFile(spec, policy, nullptr).coverage;
+    return compileLayerList(spec, policy).coverage;
 }
 
 Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
@@ -14,6 +33,15 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
     : m_input(spec.input), m_classes(spec.classes)
 {
     const PrecisionPolicy policy(mode, recipe);
+    if (isModelFile(spec)) {
+        // The file's parameters are created and loaded by its compiler: the seed draws nothing.
+        CompiledModelFile compiled = compileModelFile(spec, policy, &backend);
+        m_graph = std::move(compiled.graph);
+        m_gemmCoverage = std::move(compiled.coverage);
+        m_labelsPerSample = compiled.output.numel() / m_classes;
+        m_backwardOrder = m_graph->parametersInBackwardOrder();
+        return;
+    }
     CompiledLayerList compiled = compileLayerList(spec, policy);
     m_graph = std::move(compiled.graph);
     m_gemmCoverage = std::move(compiled.coverage);

@@ -1,6 +1,6 @@
 #pragma once
-// A model: a graph of ops (graph/graph.h) compiled from a validated layer list, with its
-// precision policy applied (engine/precision/precision_policy.h). Each layer of the list is one
+// A model: a graph of ops (graph/graph.h) compiled from a validated layer list, or from the model
+// file spec.onnx names (model_file.h), with its precision policy applied (engine/precision/precision_policy.h). Each layer of the list is one
 // group of graph nodes (a residual or transformer block several, joined by additions); each op
 // computes in the dtype the policy gives its layer and the graph converts values between ops
 // whose dtypes differ.
@@ -21,6 +21,9 @@ struct ModelForward {
 
 class Model {
 public:
+    // With spec.onnx set, compiles that file (model_file.h) instead, its parameters starting from
+    // the file's values; spec.input must be its input's per-sample shape and spec.classes its
+    // output's last dimension (ConfigError naming both otherwise).
     // Validates the spec (ConfigError "layer 5 (linear): ..." on failure), builds the layers,
     // applies `mode` and the per-layer overrides, compiles the layers into the graph and creates
     // parameters on `backend`. Under a

@@ -47,6 +47,14 @@ ModelReport validateModel(const ModelSpec& spec)
             return report;
         }
     }
+    // A model file (model.onnx) has no layer list to infer: the file is checked where it is
+    // compiled (model_file.h), with the ONNX library this function does without.
+    if (!spec.onnx.empty()) {
+        if (!spec.layers.empty())
+            fail(-1, "model.onnx names " + spec.onnx + " and model.layers lists " + std::to_string(spec.layers.size()) +
+                         " layers; a model is one or the other");
+        return report;
+    }
     if (spec.input.empty() || spec.input.size() > 3)
         fail(-1, "model.input: expected [features] or [channels, height, width], got " + Shape(spec.input).toString());
     if (spec.layers.empty())

@@ -13,6 +13,17 @@ std::string formatNumber(double value)
     return buffer;
 }
 
+std::string formatSi(double value)
+{
+    const char* prefixes[] = {"", " k", " M", " G", " T"};
+    int prefix = 0;
+    while (std::abs(value) >= 1000 && prefix < 4) {
+        value /= 1000;
+        ++prefix;
+    }
+    return formatNumber(value) + prefixes[prefix];
+}
+
 std::string formatBytes(std::uint64_t bytes)
 {
     static constexpr std::array<const char*, 5> kUnits{"B", "KiB", "MiB", "GiB", "TiB"};

@@ -10,6 +10,10 @@ namespace mantissa {
 // Shortest form with up to 6 significant digits (printf's %g).
 std::string formatNumber(double value);
 
+// Decimal SI prefixes, as FLOPs are counted: "950", "29.312 k", "2.77069 M", "1.2 G" (formatNumber's
+// digits, up to T).
+std::string formatSi(double value);
+
 // Binary units, as memory is allocated and files are sized: "512 B", "1.5 KiB", "412.5 MiB",
 // "1.2 GiB" (one decimal above bytes, up to TiB). The one byte format of every front end.
 std::string formatBytes(std::uint64_t bytes);

@@ -214,6 +214,55 @@ private slots:
         QCOMPARE(m_store->run(m_store->createRun(sampleRun())).dataFingerprint, QString());
     }
 
+    // An imported model's file is kept once per content: two runs of one file share its bytes, a
+    // run can be given its file back after the file moved or changed, and deleting the last run
+    // of a model deletes the bytes.
+    void keepsModelFilesByContent()
+    {
+        const QString source = m_dir->filePath(QStringLiteral("model.onnx"));
+        const QByteArray bytes("not really ONNX, but bytes all the same\0\x01\x02", 42);
+        const auto writeSource = [&](const QByteArray& content) {
+            QFile file(source);
+            QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            QCOMPARE(file.write(content), content.size());
+        };
+        writeSource(bytes);
+        NewRun run = sampleRun();
+        run.modelSource = source;
+        run.modelBytes = bytes;
+        const qint64 first = m_store->createRun(run);
+        const qint64 second = m_store->createRun(run);
+        const qint64 layerList = m_store->createRun(sampleRun());
+        for (qint64 id : {first, second, layerList})
+            m_store->finishRun(id, finishedSummary());
+        const RunInfo info = m_store->run(first);
+        QCOMPARE(info.modelSource, source);
+        // Python's hashlib.sha256 of those 42 bytes.
+        QCOMPARE(info.modelSha256, QStringLiteral("8802360a34ab05009e9ff1e8c8f1b81489029f85db1cd2cb1f2d4f19a57cd8d8"));
+        QCOMPARE(m_store->run(second).modelSha256, info.modelSha256);
+        QCOMPARE(m_store->run(layerList).modelSha256, QString());
+        QCOMPARE(RawDatabase(m_path).scalar(QStringLiteral("SELECT count(*) FROM model_files")).toInt(), 1);
+
+        // The file where it was: its own path.
+        QCOMPARE(m_store->modelFilePath(info), QFileInfo(source).absoluteFilePath());
+        // Changed, then gone: the stored copy, beside the database.
+        writeSource(QByteArray("another model"));
+        const QString copy = m_store->modelFilePath(info);
+        QCOMPARE(copy, m_dir->filePath(QStringLiteral("runs-models/%1.onnx").arg(info.modelSha256)));
+        QVERIFY(QFile::remove(source));
+        QCOMPARE(m_store->modelFilePath(info), copy);
+        QFile restored(copy);
+        QVERIFY(restored.open(QIODevice::ReadOnly));
+        QCOMPARE(restored.readAll(), bytes);
+        QVERIFY_THROWS_EXCEPTION(StorageError, m_store->modelFilePath(m_store->run(layerList)));
+
+        m_store->deleteRun(first);
+        QCOMPARE(RawDatabase(m_path).scalar(QStringLiteral("SELECT count(*) FROM model_files")).toInt(),
+                 1); // the second run still needs it
+        m_store->deleteRun(second);
+        QCOMPARE(RawDatabase(m_path).scalar(QStringLiteral("SELECT count(*) FROM model_files")).toInt(), 0);
+    }
+
     // A data-parallel run's facts as columns and rows, not only as text: its world size, each
     // rank's throughput (written by the writer's finish, as RunRecorder does) and the rank an
     // overflow started on.

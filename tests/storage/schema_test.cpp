@@ -123,6 +123,10 @@ const QStringList kVersion8 = {
     QStringLiteral("ALTER TABLE steps ADD COLUMN allreduce_overflowed INTEGER"),
 };
 
+const QStringList kVersion9 = {
+    QStringLiteral("ALTER TABLE runs ADD COLUMN data_fingerprint TEXT"),
+};
+
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
@@ -143,6 +147,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion7;
     if (version >= 8)
         statements += kVersion8;
+    if (version >= 9)
+        statements += kVersion9;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -193,8 +199,9 @@ private slots:
     void createsCurrentSchema_data()
     {
         QTest::addColumn<QString>("table");
-        for (const char* table : {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags",
-                                  "numerics_steps", "numerics_tensors", "sweeps", "numerics_gemm_inputs", "run_ranks"})
+        for (const char* table :
+             {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags", "numerics_steps",
+              "numerics_tensors", "sweeps", "numerics_gemm_inputs", "run_ranks", "model_files"})
             QTest::newRow(table) << QString::fromLatin1(table);
     }
     void createsCurrentSchema()
@@ -205,7 +212,7 @@ private slots:
         }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 9);
+        QCOMPARE(RunStore::schemaVersion(), 10);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(
@@ -236,6 +243,7 @@ private slots:
         QTest::newRow("from version 6") << 6;
         QTest::newRow("from version 7") << 7;
         QTest::newRow("from version 8") << 8;
+        QTest::newRow("from version 9") << 9;
     }
     void migratesForward()
     {
@@ -246,8 +254,13 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 9);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 10);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM run_ranks")).toInt(), 0);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM model_files")).toInt(), 0);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE model_sha256 IS NOT NULL OR "
+                                              "model_source IS NOT NULL"))
+                         .toInt(),
+                     0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE data_fingerprint IS NOT NULL")).toInt(),
                      0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE world_size != 1")).toInt(), 0);
@@ -272,6 +285,7 @@ private slots:
         QCOMPARE(old.notes, QString());
         QCOMPARE(old.kernels, QString());         // recorded before runs recorded their kernels
         QCOMPARE(old.dataFingerprint, QString()); // recorded before runs recorded their data's fingerprint
+        QCOMPARE(old.modelSha256, QString());     // a layer list, and recorded before model files were kept
         QVERIFY(old.tags.isEmpty());
         QVERIFY(!old.groupId);
         const StepSeries steps = store.steps(old.id);
@@ -394,8 +408,8 @@ private slots:
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 10") << 10 << false;
-        QTest::newRow("version 10, WAL") << 10 << true;
+        QTest::newRow("version 11") << 11 << false;
+        QTest::newRow("version 11, WAL") << 11 << true;
         QTest::newRow("version 1000") << 1000 << false;
     }
     void refusesNewerVersion()

@@ -221,6 +221,29 @@ private slots:
         QCOMPARE(store.listRuns().size(), before + 1);
     }
 
+    // An imported run of a model file brings the file's bytes along (the runs refer to them),
+    // once however often they are imported.
+    void importBringsTheModelFiles()
+    {
+        const QString source = m_dir->filePath(QStringLiteral("other.sqlite"));
+        const QByteArray bytes("the model's bytes");
+        {
+            RunStore other(source);
+            NewRun run = sampleRun();
+            run.modelSource = QStringLiteral("/nowhere/model.onnx");
+            run.modelBytes = bytes;
+            other.finishRun(other.createRun(run), finishedSummary());
+        }
+        RunStore store(m_path);
+        QCOMPARE(store.importRuns(source).imported, 1);
+        QCOMPARE(store.importRuns(source).alreadyPresent, 1);
+        const RunInfo imported = store.listRuns().first();
+        QCOMPARE(imported.modelSource, QStringLiteral("/nowhere/model.onnx"));
+        QFile copy(store.modelFilePath(imported)); // the source is gone: the stored copy
+        QVERIFY(copy.open(QIODevice::ReadOnly));
+        QCOMPARE(copy.readAll(), bytes);
+    }
+
     void importRefusesWhatIsNotARunDatabase_data()
     {
         QTest::addColumn<QString>("kind");

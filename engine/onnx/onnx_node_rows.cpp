@@ -1,0 +1,79 @@
+#include "engine/onnx/onnx_node_rows.h"
+
+#include "engine/onnx/compile_onnx.h"
+#include "engine/onnx/import_onnx.h"
+#include "engine/onnx/node_compilers.h"
+
+#include <map>
+
+namespace mantissa::onnx_import {
+
+namespace {
+
+// What each compiled node runs in: its group's compute type, or for a GEMM under a recipe,
+// whether the recipe quantises it.
+std::map<std::string, std::string> nodePrecisions(const OnnxGraph& onnx, const RunConfig& config)
+{
+    const std::unique_ptr<Backend> scratch = makeCpuBackend(1);
+    const PrecisionPolicy policy(config.precision, config.recipe);
+    const CompiledOnnx compiled = compileOnnx(onnx, policy, *scratch);
+    std::map<std::string, std::string> precisions;
+    for (const GraphGroup& group : compiled.graph->groups())
+        precisions[group.name] = std::string(dtypeName(group.computeType));
+    if (compiled.coverage.recipe != GemmRecipe::None) {
+        for (const GemmCoverageEntry& gemm : compiled.coverage.gemms) {
+            std::string& text = precisions[gemm.layer];
+            text = gemm.quantised ? gemmRecipeName(compiled.coverage.recipe) + " GEMM"
+                                  : text + ", " + keptReasonText(gemm.kept);
+        }
+    }
+    return precisions;
+}
+
+} // namespace
+
+std::int64_t nodeParameterCount(const OnnxGraph& graph, const OnnxNode& node)
+{
+    std::int64_t count = 0;
+    for (const std::string& input : node.inputs)
+        if (const OnnxTensor* parameter = graph.parameter(input))
+            count += parameter->elementCount();
+    return count;
+}
+
+ModelFileDescription describeOnnxModel(const RunConfig& config)
+{
+    ImportOptions options;
+    options.sampleShape = config.model.input;
+    const OnnxGraph onnx = importOnnx(config.model.onnx, options);
+    ModelFileDescription rows;
+    rows.path = onnx.path;
+    rows.parameters = onnx.parameterElementCount();
+    rows.flopsPerSample = onnx.flopsPerSample();
+    std::map<std::string, std::string> precisions;
+    try {
+        precisions = nodePrecisions(onnx, config);
+    } catch (const ConfigError& e) {
+        rows.problem = e.what();
+    }
+    for (const OnnxNode& node : onnx.nodes) {
+        ModelFileNode row;
+        row.name = node.name;
+        row.opType = node.domain.empty() ? node.opType : node.domain + "." + node.opType;
+        const OnnxValue* output = node.outputs.empty() ? nullptr : onnx.value(node.outputs.front());
+        row.outputShape = "?";
+        if (output && output->shapeKnown) // per sample: without the batch
+            row.outputShape = shapeText(output->shape.size() > 1
+                                            ? std::vector<std::int64_t>(output->shape.begin() + 1, output->shape.end())
+                                            : output->shape);
+        row.parameters = nodeParameterCount(onnx, node);
+        row.flopsPerSample = node.flopsPerSample;
+        row.supported = node.supported && node.domain.empty() && findNodeCompiler(node.opType) != nullptr;
+        if (const auto found = precisions.find(node.name); found != precisions.end())
+            row.precision = found->second;
+        rows.nodes.push_back(std::move(row));
+    }
+    return rows;
+}
+
+} // namespace mantissa::onnx_import

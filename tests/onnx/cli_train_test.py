@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""mantissa-cli train on an ONNX model: the MLP fixture trains as a run (given as MODEL.onnx, and
+again from the config `show --config` prints, which names it in model.onnx); bad models and a
+model whose input does not match the data exit 2 with the problem named and leave the run
+database without a run. Usage: cli_train_test.py MANTISSA_CLI MODELS_DIR WORK_DIR"""
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+cli, models, work = sys.argv[1], sys.argv[2], sys.argv[3]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+failures = []
+mlp = os.path.join(models, "torch", "mlp.onnx")
+small = os.path.join(models, "small")
+QUICK = ["--data", "synthetic", "--set", "data.synthetic_train=512", "--set", "data.synthetic_test=128",
+         "--batch-size", "32", "--epochs", "2", "--threads", "1"]
+
+
+def cli_run(*arguments):
+    return subprocess.run([cli, *arguments], capture_output=True, text=True, timeout=300)
+
+
+def expect(condition, what, result=None):
+    if not condition:
+        detail = "" if result is None else \
+            f"\n  exit {result.returncode}\n  stdout: {result.stdout[-2000:]}\n  stderr: {result.stderr[-3000:]}"
+        failures.append(what + detail)
+
+
+def run_count(db):
+    if not os.path.exists(db):
+        return 0
+    with sqlite3.connect(db) as connection:
+        return connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+
+
+db = os.path.join(work, "runs.sqlite")
+# A copy of the fixture, which the test moves away later.
+own = os.path.join(work, "mine", "mlp.onnx")
+os.makedirs(os.path.dirname(own))
+shutil.copyfile(mlp, own)
+result = cli_run("train", own, *QUICK, "--db", db)
+expect(result.returncode == 0, "train mlp.onnx exits 0", result)
+summary = json.loads(result.stdout.splitlines()[-1]) if result.returncode == 0 else {}
+expect(summary.get("status") == "finished", "the run finished", result)
+expect(summary.get("steps") == 32, "two epochs of 16 steps", result)
+expect(summary.get("test_accuracy", 0) > 0.9, "it learns the synthetic problem", result)
+run_id = str(summary.get("run_id", ""))
+result = cli_run("runs", "--db", db)
+expect("mlp-fp32" in result.stdout, "the run is named after the file", result)
+
+# The stored config names the model; trained again from it, in another precision.
+result = cli_run("show", run_id, "--config", "--db", db)
+expect(result.returncode == 0, "show --config", result)
+config = json.loads(result.stdout) if result.returncode == 0 else {"model": {}}
+expect(config["model"].get("onnx") == os.path.abspath(own), "model.onnx is the file's absolute path", result)
+expect(config["model"].get("input") == [3, 8, 8] and config["model"].get("classes") == 10,
+       "model.input and model.classes are the file's", result)
+config_path = os.path.join(work, "mlp-run.json")
+with open(config_path, "w") as f:
+    json.dump(config, f)
+result = cli_run("train", config_path, "--precision", "mixed-bf16", "--db", db)
+expect(result.returncode == 0 and '"status":"finished"' in result.stdout.replace(" ", ""),
+       "train CONFIG.json with model.onnx, mixed-bf16", result)
+
+# `show` names the model file and the hash of the stored copy.
+with open(own, "rb") as f:
+    sha256 = hashlib.sha256(f.read()).hexdigest()
+result = cli_run("show", run_id, "--db", db)
+expect(result.returncode == 0 and f"model:         {os.path.abspath(own)}" in result.stdout, "show: the model file",
+       result)
+expect(f"model sha256:  {sha256} (stored)" in result.stdout, "show: its SHA-256", result)
+with sqlite3.connect(db) as connection:
+    expect(connection.execute("SELECT COUNT(*) FROM model_files").fetchone()[0] == 1,
+           "two runs of one file store its bytes once")
+
+# The file gone, the run trains again from the stored copy, to the same loss bit for bit.
+shutil.rmtree(os.path.dirname(own))
+result = cli_run("train", "--from-run", run_id, "--db", db)
+expect(result.returncode == 0, "train --from-run after the file was deleted", result)
+again = json.loads(result.stdout.splitlines()[-1]) if result.returncode == 0 else {}
+expect(again.get("train_loss") == summary.get("train_loss") and again.get("steps") == 32,
+       f"the same training: train loss {again.get('train_loss')} vs {summary.get('train_loss')}", result)
+expect(f"runs-models/{sha256}.onnx" in result.stderr, "it says where the stored copy was written", result)
+result = cli_run("show", str(again.get("run_id", "")), "--db", db)
+expect(f"model sha256:  {sha256} (stored)" in result.stdout, "the new run has the same model", result)
+
+# Bad input: exit 2, the problem named, no run stored.
+table = os.path.join(work, "five_features.csv")
+with open(table, "w") as f:
+    f.write("a,b,c,d,e,label\n")
+    for i in range(64):
+        f.write(f"{i},{i + 1},{i + 2},{i + 3},{i + 4},{i % 2}\n")
+not_onnx = os.path.join(work, "not_a_model.onnx")
+with open(not_onnx, "w") as f:
+    f.write("this is not a model\n")
+cases = [
+    ("not ONNX", [not_onnx, *QUICK], "not an ONNX model"),
+    ("NaN in an initializer", [os.path.join(small, "nan.onnx"), *QUICK], "holds NaN"),
+    ("an unsupported node", [os.path.join(small, "unsupported.onnx"), *QUICK], "node 'selu_node': Selu"),
+    ("a dynamic dimension", [os.path.join(small, "dynamic.onnx"), *QUICK], "--input-shape"),
+    ("an input shape that does not fit", [mlp, "--input-shape", "1x28x28", *QUICK], "does not fit the input shape"),
+    ("data of another shape", [mlp, "--data", table, "--threads", "1"], "[3, 8, 8]"),
+    ("a missing file", [os.path.join(work, "absent.onnx"), *QUICK], "absent.onnx"),
+]
+for what, arguments, message in cases:
+    bad_db = os.path.join(work, "bad.sqlite")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(bad_db + suffix):
+            os.remove(bad_db + suffix)
+    result = cli_run("train", *arguments, "--db", bad_db)
+    expect(result.returncode == 2, f"{what}: exit 2", result)
+    expect(message in result.stderr and "mantissa-cli train:" in result.stderr, f"{what}: names '{message}'", result)
+    expect("Traceback" not in result.stderr and "terminate" not in result.stderr, f"{what}: no crash", result)
+    expect(run_count(bad_db) == 0, f"{what}: no run stored", result)
+# The data case names the data's shape too.
+result = cli_run("train", mlp, "--data", table, "--threads", "1", "--db", os.path.join(work, "bad2.sqlite"))
+expect("[5]" in result.stderr, "the data's shape is named", result)
+
+for failure in failures:
+    print("FAIL:", failure)
+print(f"{len(failures)} failures")
+sys.exit(1 if failures else 0)
