@@ -31,6 +31,7 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
     run.tags = metadata.tags;
     run.notes = metadata.notes;
     run.dataFingerprint = metadata.dataFingerprint;
+    run.dataPreparation = metadata.dataPreparation;
     return run;
 }
 

@@ -151,7 +151,7 @@ qint64 RunStore::createRun(const NewRun& run)
                                   nullable(run.sweepId),
                                   nullable(run.sweepIndex),
                                   QVariant(std::max(1, run.worldSize)),
-                                  run.dataFingerprint.isEmpty() ? QVariant() : QVariant(run.dataFingerprint)}) {
+                                  dataColumn(run.dataFingerprint, run.dataPreparation)}) {
         insert.addBindValue(value);
     }
     c.exec(insert, QStringLiteral("creating run \"%1\"").arg(name));

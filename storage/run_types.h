@@ -49,6 +49,7 @@ struct NewRun {
     std::optional<int> sweepIndex; // its position in the sweep (SweepRun::index)
     int worldSize = 1;             // ranks of a data-parallel run (config.distributed.world_size)
     QString dataFingerprint;       // DatasetSplits::fingerprint; empty: not known
+    QString dataPreparation;       // dataPreparationText() (engine/data/dataset.h); empty: not known
 };
 
 // One row of the runs table with its tags.
@@ -75,6 +76,10 @@ struct RunInfo {
     std::optional<int> sweepIndex;
     int worldSize = 1;       // ranks that trained it (data parallel); 1 for a single process
     QString dataFingerprint; // of the data it saw (DatasetSplits::fingerprint); "" before schema 9
+    // How that data was prepared (its normalisation statistics, dataPreparationText); "" for runs
+    // recorded before it was stored. Kept in the data_fingerprint column after the fingerprint's
+    // line (run_sql.h), so that no schema change was needed.
+    QString dataPreparation;
 };
 
 // listRuns() filters; an empty field does not filter.
