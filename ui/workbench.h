@@ -44,6 +44,7 @@ class RunStatusBar;
 class SweepComparisonView;
 class SweepController;
 class TrainingPanel;
+class DataPanel;
 struct RecordBatch;
 
 class Workbench : public QWidget {
@@ -57,6 +58,7 @@ public:
     ModelEditor* modelEditor() const { return m_editor; }
     PrecisionPanel* precisionPanel() const { return m_precision; }
     TrainingPanel* trainingPanel() const { return m_training; }
+    DataPanel* dataPanel() const { return m_data; }
     RunMonitor* monitor() const { return m_monitor; }
     NumericsView* numerics() const { return m_numerics; }
     ComparisonView* comparison() const { return m_comparison; }
@@ -170,6 +172,7 @@ private:
     ModelEditor* m_editor;
     PrecisionPanel* m_precision;
     TrainingPanel* m_training;
+    DataPanel* m_data;
     RunMonitor* m_monitor;
     NumericsView* m_numerics;
     QTimer* m_numericsPoll; // while a run trains and the Numerics tab is shown
