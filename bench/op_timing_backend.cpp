@@ -222,6 +222,17 @@ LossResult OpTimingBackend::softmaxCrossEntropy(const Tensor& logits, const Tens
     return timed("softmax cross-entropy",
                  [&] { return m_target.softmaxCrossEntropy(logits, labels, lossScale, dlogits); });
 }
+LossResult OpTimingBackend::meanSquaredError(const Tensor& predictions, const Tensor& targets, float lossScale,
+                                             Tensor* dpredictions)
+{
+    return timed("mean squared error",
+                 [&] { return m_target.meanSquaredError(predictions, targets, lossScale, dpredictions); });
+}
+void OpTimingBackend::meanSquaredError(const Tensor& predictions, const Tensor& targets, StepScalars& scalars,
+                                       Tensor& dpredictions)
+{
+    timed("mean squared error", [&] { m_target.meanSquaredError(predictions, targets, scalars, dpredictions); });
+}
 void OpTimingBackend::beginStep(StepScalars& scalars)
 {
     timed("optimizer: begin step", [&] { m_target.beginStep(scalars); });

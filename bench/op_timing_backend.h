@@ -97,9 +97,13 @@ public:
 
     LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
                                    Tensor* dlogits) override;
+    LossResult meanSquaredError(const Tensor& predictions, const Tensor& targets, float lossScale,
+                                Tensor* dpredictions) override;
     void beginStep(StepScalars& scalars) override;
     void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                              Tensor& dlogits) override;
+    void meanSquaredError(const Tensor& predictions, const Tensor& targets, StepScalars& scalars,
+                          Tensor& dpredictions) override;
     void unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
                                StepScalars& scalars, bool fusedNorm = false) override;
     bool unscalesInOptimizer() const override { return m_target.unscalesInOptimizer(); }

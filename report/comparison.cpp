@@ -31,11 +31,13 @@ QString subject(const ComparisonRow& row)
 
 QString accuracyPhrase(const ComparisonRow& row, const ComparisonRow& base)
 {
+    const QString name = QString::fromLatin1(taskMetricName(row.metric));
     if (!row.testAccuracy)
-        return subject(row) + QStringLiteral(" has no test accuracy (no epoch was evaluated)");
-    QString text = subject(row) + QStringLiteral(" reached ") + formatPercent(row.testAccuracy);
+        return subject(row) + QStringLiteral(" has no test %1 (no epoch was evaluated)").arg(name);
+    const QString prefix = row.metric == TaskMetric::Accuracy ? QString() : name + QLatin1Char(' ');
+    QString text = subject(row) + QStringLiteral(" reached ") + prefix + formatMetric(row);
     if (base.testAccuracy)
-        text += QStringLiteral(" vs %1 in %2").arg(formatPercent(base.testAccuracy), base.label);
+        text += QStringLiteral(" vs %1 in %2").arg(formatMetric(base), base.label);
     return text;
 }
 
@@ -47,6 +49,13 @@ QString skippedPhrase(qint64 skipped)
 }
 
 } // namespace
+
+QString formatMetric(const ComparisonRow& row, int decimals)
+{
+    if (row.metric == TaskMetric::Accuracy)
+        return formatPercent(row.testAccuracy, decimals);
+    return QString::fromStdString(formatTaskMetric(row.metric, row.testAccuracy.value_or(NAN)));
+}
 
 QList<ComparisonRow> comparisonRows(const ReportData& data)
 {
@@ -61,7 +70,12 @@ QList<ComparisonRow> comparisonRows(const ReportData& data)
         row.status = runStatusName(run.info.status);
         row.baseline = i == data.baseline;
         row.batchSize = run.batchSize();
-        row.testAccuracy = run.finalTestAccuracy();
+        row.metric = data.metric();
+        if (row.metric == TaskMetric::Accuracy) {
+            row.testAccuracy = run.finalTestAccuracy();
+        } else if (const double value = metricFigures(row.metric, run.epochs).final; std::isfinite(value)) {
+            row.testAccuracy = value;
+        }
         row.wallSeconds = run.info.wallSeconds;
         if (run.info.wallSeconds && base.info.wallSeconds && *run.info.wallSeconds > 0)
             row.speedup = *base.info.wallSeconds / *run.info.wallSeconds;

@@ -14,7 +14,8 @@ struct ComparisonRow {
     QString run, label, precision, status;
     bool baseline = false;
     std::optional<qint64> batchSize;
-    std::optional<double> testAccuracy; // final
+    TaskMetric metric = TaskMetric::Accuracy;
+    std::optional<double> testAccuracy; // final: the task's metric (accuracy, RMSE, bits per character)
     std::optional<double> wallSeconds;  // time to train
     std::optional<double> speedup;      // baseline wall time / this run's
     qint64 skippedSteps = 0;
@@ -24,6 +25,9 @@ struct ComparisonRow {
 };
 
 QList<ComparisonRow> comparisonRows(const ReportData& data);
+
+// The row's final metric: "91.2%" (`decimals` of a percentage), "0.1234"; "-" when not known.
+QString formatMetric(const ComparisonRow& row, int decimals = 1);
 
 // One sentence per run other than the baseline, e.g. "mixed-fp16 reached 91.2% vs 91.4%
 // in fp32, 1.9x faster, 37 skipped steps, 0.6x the peak memory."

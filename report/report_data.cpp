@@ -73,6 +73,25 @@ std::optional<double> RunData::finalTestAccuracy() const
 
 bool RunData::reportsBitsPerCharacter() const { return config && mantissa::reportsBitsPerCharacter(*config); }
 
+TaskMetric RunData::metric() const { return config ? taskMetricOf(*config) : TaskMetric::Accuracy; }
+
+TaskMetric ReportData::metric() const
+{
+    if (runs.isEmpty())
+        return TaskMetric::Accuracy;
+    const TaskMetric first = runs.front().metric();
+    for (const RunData& run : runs)
+        if (run.metric() != first)
+            return TaskMetric::Accuracy;
+    return first;
+}
+
+QString ReportData::lossName() const
+{
+    return metric() == TaskMetric::Rmse ? QStringLiteral("loss (mean squared error)")
+                                        : QStringLiteral("loss (cross-entropy)");
+}
+
 bool ReportData::reportsBitsPerCharacter() const
 {
     return !runs.isEmpty() &&

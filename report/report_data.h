@@ -4,6 +4,7 @@
 // the report. The renderers read only this, never the database.
 #include "engine/config/run_config.h"
 #include "engine/model/model_validation.h"
+#include "engine/observe/task_metric.h"
 #include "report/machine_info.h"
 #include "report/storage_names.h"
 #include "sweep/sweep_statistics.h"
@@ -38,6 +39,8 @@ struct RunData {
     // A byte-level language model's run (data.dataset text): its losses are also given in bits
     // per character, the unit such models are compared in.
     bool reportsBitsPerCharacter() const;
+    // Its task's metric (engine/observe/task_metric.h); accuracy without a config.
+    TaskMetric metric() const;
     // Samples per second over the run: the summary, else the mean of the step rows.
     std::optional<double> throughput() const;
     std::optional<qint64> batchSize() const;
@@ -71,6 +74,9 @@ struct ReportData {
     // Every run is a text run: the epoch plot shows bits per character instead of accuracy
     // (one axis holds one unit).
     bool reportsBitsPerCharacter() const;
+    // The runs' metric when they share one, else accuracy; and their loss's name in plots.
+    TaskMetric metric() const;
+    QString lossName() const; // "loss (cross-entropy)", "loss (mean squared error)"
     const RunData& baselineRun() const { return runs[baseline]; }
     // "mlp-fp32-1" or "mlp-fp32-1 vs mlp-mixed-fp16-2"
     QString title() const;

@@ -145,12 +145,18 @@ XySeries epochValuesAtSteps(const RunData& run, float EpochRecord::*field, doubl
     return series;
 }
 
-XySeries epochValues(const RunData& run, float EpochRecord::*field, double factor)
+// How an epoch's stored value becomes the plotted one.
+using EpochValue = double (*)(double);
+double toPercent(double fraction) { return fraction * 100; }
+double toBits(double nats) { return bitsPerCharacter(nats); }
+double toRoot(double meanSquare) { return std::sqrt(meanSquare); }
+
+XySeries epochValues(const RunData& run, float EpochRecord::*field, EpochValue convert)
 {
     XySeries series;
     for (const EpochRecord& epoch : run.epochs) {
         series.keys << epoch.epoch;
-        series.values << double(epoch.*field) * factor;
+        series.values << convert(double(epoch.*field));
     }
     return series;
 }
@@ -219,21 +225,21 @@ struct EpochExtent {
 };
 
 // Each run's test value after every epoch (solid, discs) and train value over it (dashed,
-// circles): `field * factor`, on an epoch axis with a tick per epoch.
+// circles): `convert(field)`, on an epoch axis with a tick per epoch.
 EpochExtent addEpochCurves(QCustomPlot& plot, const ReportData& data, float EpochRecord::*testField,
-                           float EpochRecord::*trainField, double factor)
+                           float EpochRecord::*trainField, EpochValue convert)
 {
     EpochExtent extent;
     for (int i = 0; i < data.runs.size(); ++i) {
         const RunData& run = data.runs[i];
         QCPGraph* test =
-            addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6), epochValues(run, testField, factor));
+            addGraph(plot, run.label + QStringLiteral(" test"), runPen(i, 1.6), epochValues(run, testField, convert));
         test->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, runColor(i), 5));
         QCPGraph* train = addGraph(plot, run.label + QStringLiteral(" train"), runPen(i, 1.2, Qt::DashLine),
-                                   epochValues(run, trainField, factor));
+                                   epochValues(run, trainField, convert));
         train->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(runColor(i), 1.0), Qt::white, 5));
         for (const EpochRecord& e : run.epochs) {
-            for (double v : {double(e.*testField) * factor, double(e.*trainField) * factor}) {
+            for (double v : {convert(double(e.*testField)), convert(double(e.*trainField))}) {
                 if (std::isfinite(v)) {
                     extent.lo = std::min(extent.lo, v);
                     extent.hi = std::max(extent.hi, v);
@@ -252,7 +258,8 @@ EpochExtent addEpochCurves(QCustomPlot& plot, const ReportData& data, float Epoc
 
 void fillAccuracy(QCustomPlot& plot, const ReportData& data)
 {
-    EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testAccuracy, &EpochRecord::trainAccuracy, 100.0);
+    EpochExtent extent =
+        addEpochCurves(plot, data, &EpochRecord::testAccuracy, &EpochRecord::trainAccuracy, &toPercent);
     if (extent.hi < extent.lo) {
         extent.lo = 0;
         extent.hi = 100;
@@ -264,9 +271,15 @@ void fillAccuracy(QCustomPlot& plot, const ReportData& data)
 // A language model's epochs: train and test loss in bits per character (loss / ln 2).
 void fillBitsPerCharacter(QCustomPlot& plot, const ReportData& data)
 {
-    const EpochExtent extent =
-        addEpochCurves(plot, data, &EpochRecord::testLoss, &EpochRecord::trainLoss, 1.0 / std::log(2.0));
+    const EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testLoss, &EpochRecord::trainLoss, &toBits);
     plot.yAxis->setRange(0, extent.hi > 0 ? extent.hi * 1.1 : 8);
+}
+
+// A regression's epochs: train and test RMSE (the square root of the mean squared error).
+void fillRmse(QCustomPlot& plot, const ReportData& data)
+{
+    const EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testLoss, &EpochRecord::trainLoss, &toRoot);
+    plot.yAxis->setRange(0, extent.hi > 0 ? extent.hi * 1.1 : 1);
 }
 
 void fillLossScale(QCustomPlot& plot, const ReportData& data)
@@ -336,13 +349,16 @@ void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const Repo
 {
     switch (kind) {
     case PlotKind::Loss:
-        frame(plot, title, QStringLiteral("step"), QStringLiteral("loss (cross-entropy)"));
+        frame(plot, title, QStringLiteral("step"), data.lossName());
         fillLoss(plot, data);
         break;
     case PlotKind::Accuracy:
         if (data.reportsBitsPerCharacter()) {
             frame(plot, title, QStringLiteral("epoch"), QStringLiteral("bits per character"));
             fillBitsPerCharacter(plot, data);
+        } else if (data.metric() == TaskMetric::Rmse) {
+            frame(plot, title, QStringLiteral("epoch"), QStringLiteral("RMSE"));
+            fillRmse(plot, data);
         } else {
             frame(plot, title, QStringLiteral("epoch"), QStringLiteral("accuracy (%)"));
             fillAccuracy(plot, data);
@@ -357,7 +373,7 @@ void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const Repo
         fillThroughput(plot, data);
         break;
     case PlotKind::MeanLoss:
-        frame(plot, title, QStringLiteral("step"), QStringLiteral("loss (cross-entropy)"));
+        frame(plot, title, QStringLiteral("step"), data.lossName());
         fillMeanPlot(plot, kind, data);
         break;
     case PlotKind::MeanAccuracy:

@@ -1,5 +1,6 @@
 // The first page: what the report is about, when it was written, which runs it covers and
 // whether any of them had not finished; then the machine.
+#include "engine/data/data_fingerprint.h"
 #include "report/report_format.h"
 #include "report/report_sections.h"
 
@@ -71,6 +72,14 @@ void appendOverview(ReportDocument& document, const ReportData& data)
     for (const RunData& run : data.runs) {
         if (const QString notice = statusNotice(run); !notice.isEmpty())
             document.notice(notice);
+    }
+    std::vector<FingerprintedRun> fingerprints;
+    for (const RunData& run : data.runs)
+        fingerprints.push_back({run.info.name.toStdString(), run.info.dataFingerprint.toStdString()});
+    if (const std::string warning = dataMismatchWarning(fingerprints); !warning.empty()) {
+        QString text = QString::fromStdString(warning);
+        text[0] = text[0].toUpper();
+        document.notice(text + QLatin1Char('.'));
     }
     document.table(runsTable(data), QStringLiteral("Database: %1").arg(data.databasePath));
     // Runs recorded together often share their notes: say them once.

@@ -56,6 +56,14 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
         {QStringLiteral("Final loss scale"), run.finalLossScaleText()},
         {QStringLiteral("Peak memory"), peakMemoryText(run.info.peakMemoryBytes)},
     };
+    const bool rmse = run.metric() == TaskMetric::Rmse;
+    if (rmse) { // no accuracy: the RMSE takes its rows
+        const MetricFigures figures = metricFigures(TaskMetric::Rmse, run.epochs);
+        table.rows[5] = {QStringLiteral("Final test RMSE"),
+                         QString::fromStdString(formatTaskMetric(TaskMetric::Rmse, figures.final))};
+        table.rows[6] = {QStringLiteral("Best test RMSE"),
+                         QString::fromStdString(formatTaskMetric(TaskMetric::Rmse, figures.best))};
+    }
     if (run.reportsBitsPerCharacter() && !run.epochs.isEmpty())
         table.rows.insert(5, {QStringLiteral("Final test bits per character"),
                               QString::number(bitsPerCharacter(run.epochs.last().testLoss), 'f', 3)});
@@ -75,6 +83,16 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
                                    formatPercent(e.testAccuracy, 2),  formatDuration(e.wallSeconds)};
         if (run.reportsBitsPerCharacter())
             epochs.rows.last().insert(4, QString::number(bitsPerCharacter(e.testLoss), 'f', 3));
+        if (rmse) {
+            epochs.rows.last()[4] = QString::fromStdString(
+                formatTaskMetric(TaskMetric::Rmse, taskMetricValue(TaskMetric::Rmse, e.testLoss, NAN)));
+            epochs.rows.last().removeAt(2);
+        }
+    }
+    if (rmse) {
+        epochs.header[4] = QStringLiteral("Test RMSE");
+        epochs.header.removeAt(2);
+        epochs.numeric.removeAt(2);
     }
     if (run.reportsBitsPerCharacter()) {
         epochs.header.insert(4, QStringLiteral("Test bits/char"));
@@ -98,7 +116,10 @@ void appendComparison(ReportDocument& document, const ReportData& data)
         table.header << QStringLiteral("Run") << QStringLiteral("Precision");
         table.numeric << false << false;
     }
-    table.header << QStringLiteral("Batch") << QStringLiteral("Test accuracy") << QStringLiteral("Time to train")
+    const TaskMetric metric = data.metric();
+    const QString metricName = metric == TaskMetric::Accuracy ? QStringLiteral("Test accuracy")
+                                                              : QStringLiteral("Test ") + taskMetricName(metric);
+    table.header << QStringLiteral("Batch") << metricName << QStringLiteral("Time to train")
                  << QStringLiteral("Speedup") << QStringLiteral("Skipped steps") << QStringLiteral("Final loss scale")
                  << QStringLiteral("Peak memory");
     table.numeric << true << true << true << true << true << true << true;
@@ -106,7 +127,7 @@ void appendComparison(ReportDocument& document, const ReportData& data)
         QStringList cells{row.label};
         if (!labelsArePrecisions)
             cells << row.precision;
-        cells << (row.batchSize ? formatCount(*row.batchSize) : notKnown()) << formatPercent(row.testAccuracy, 2)
+        cells << (row.batchSize ? formatCount(*row.batchSize) : notKnown()) << formatMetric(row, 2)
               << formatDuration(row.wallSeconds)
               << (row.baseline  ? QStringLiteral("baseline")
                   : row.speedup ? formatRatio(*row.speedup)
@@ -117,8 +138,9 @@ void appendComparison(ReportDocument& document, const ReportData& data)
         table.rows << cells;
     }
     table.boldRow = data.baseline;
-    document.table(table, QStringLiteral("Test accuracy after the last epoch; time to train is wall time, "
-                                         "evaluation included; speedup is the baseline's time over the run's."));
+    document.table(table, metricName + QStringLiteral(" after the last epoch; time to train is wall time, "
+                                                      "evaluation included; speedup is the baseline's time over the "
+                                                      "run's."));
     document.bullets(comparisonStatements(data));
 
     qsizetype epochCount = 0;
@@ -129,7 +151,10 @@ void appendComparison(ReportDocument& document, const ReportData& data)
     ReportTable epochs;
     epochs.header << QStringLiteral("Epoch");
     for (const RunData& run : data.runs)
-        epochs.header << QStringLiteral("Test acc. %1").arg(run.label);
+        epochs.header << (metric == TaskMetric::Accuracy
+                              ? QStringLiteral("Test acc. %1")
+                              : QStringLiteral("Test ") + taskMetricName(metric) + QStringLiteral(" %1"))
+                             .arg(run.label);
     for (const RunData& run : data.runs)
         epochs.header << QStringLiteral("Test loss %1").arg(run.label);
     while (epochs.numeric.size() < epochs.header.size())
@@ -138,7 +163,11 @@ void appendComparison(ReportDocument& document, const ReportData& data)
     for (int i : shown) {
         QStringList cells{QString::number(i + 1)};
         for (const RunData& run : data.runs)
-            cells << (i < run.epochs.size() ? formatPercent(run.epochs[i].testAccuracy, 2) : notKnown());
+            cells << (i >= run.epochs.size() ? notKnown()
+                      : metric == TaskMetric::Accuracy
+                          ? formatPercent(run.epochs[i].testAccuracy, 2)
+                          : QString::fromStdString(formatTaskMetric(
+                                metric, taskMetricValue(metric, run.epochs[i].testLoss, run.epochs[i].testAccuracy))));
         for (const RunData& run : data.runs)
             cells << (i < run.epochs.size() ? formatLoss(run.epochs[i].testLoss) : notKnown());
         epochs.rows << cells;
@@ -172,7 +201,11 @@ void appendPlots(ReportDocument& document, const ReportData& data)
                   QStringLiteral("Training loss of each step (faint), its mean over %1 (line), and the test loss "
                                  "after each epoch (markers).")
                       .arg(window));
-    if (data.reportsBitsPerCharacter())
+    if (data.metric() == TaskMetric::Rmse)
+        document.plot(PlotKind::Accuracy, QStringLiteral("RMSE"),
+                      QStringLiteral("Training RMSE over each epoch (dashed) and test RMSE after it (solid): the "
+                                     "square root of the mean squared error, in the targets' unit; lower is better."));
+    else if (data.reportsBitsPerCharacter())
         document.plot(PlotKind::Accuracy, QStringLiteral("Bits per character"),
                       QStringLiteral("Training loss over each epoch (dashed) and test loss after it (solid), in bits "
                                      "per character (loss / ln 2); lower is better."));

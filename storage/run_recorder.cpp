@@ -42,6 +42,7 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
                                QStringLiteral("cannot read the model file to store it: %1").arg(file.errorString()));
         run.modelBytes = file.readAll();
     }
+    run.dataPreparation = metadata.dataPreparation;
     return run;
 }
 

@@ -39,6 +39,7 @@ struct RunMetadata {
     QStringList tags;
     QString notes;
     QString dataFingerprint; // DatasetSplits::fingerprint of the data it trains on
+    QString dataPreparation; // dataPreparationText(): how it was prepared (normalisation)
 };
 
 // How the error event of a refused checkpoint starts: the weights held NaN or infinity, so no

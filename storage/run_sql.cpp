@@ -131,4 +131,18 @@ QString checkedTag(const QString& databasePath, const QString& tag)
     return trimmed;
 }
 
+QVariant dataColumn(const QString& fingerprint, const QString& preparation)
+{
+    if (fingerprint.isEmpty() && preparation.isEmpty())
+        return {};
+    return preparation.isEmpty() ? fingerprint : fingerprint + QLatin1Char('\n') + preparation;
+}
+
+void splitDataColumn(const QString& column, QString& fingerprint, QString& preparation)
+{
+    const qsizetype newline = column.indexOf(QLatin1Char('\n'));
+    fingerprint = newline < 0 ? column : column.left(newline);
+    preparation = newline < 0 ? QString() : column.mid(newline + 1);
+}
+
 } // namespace mantissa::storage

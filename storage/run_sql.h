@@ -35,6 +35,12 @@ void bindFinish(QSqlQuery& query, qint64 runId, const FinishedRow& row);
 // The run_ranks rows of a data-parallel run's end (none for a single process).
 void writeRanks(const Connection& connection, qint64 runId, const std::vector<RankThroughput>& ranks);
 
+// runs.data_fingerprint: the fingerprint, then on the following lines how the data was prepared
+// (a run recorded before the preparation was stored holds the fingerprint alone). NULL when
+// neither is known.
+QVariant dataColumn(const QString& fingerprint, const QString& preparation);
+void splitDataColumn(const QString& column, QString& fingerprint, QString& preparation);
+
 // Stored relative to the database's directory when inside it, so that a database copied
 // together with its checkpoints keeps working; absolute otherwise.
 QString storedCheckpointPath(const QString& databaseDirectory, const QString& filePath);

@@ -178,7 +178,7 @@ qint64 RunStore::createRun(const NewRun& run)
                                   nullable(run.sweepId),
                                   nullable(run.sweepIndex),
                                   QVariant(std::max(1, run.worldSize)),
-                                  run.dataFingerprint.isEmpty() ? QVariant() : QVariant(run.dataFingerprint),
+                                  dataColumn(run.dataFingerprint, run.dataPreparation),
                                   run.modelSource.isEmpty() ? QVariant() : QVariant(run.modelSource),
                                   modelSha256.isEmpty() ? QVariant() : QVariant(modelSha256)}) {
         insert.addBindValue(value);

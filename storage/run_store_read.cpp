@@ -61,7 +61,7 @@ RunInfo readRun(const QSqlQuery& q)
     if (const auto index = optionalInt(q.value(i++)))
         run.sweepIndex = static_cast<int>(*index);
     run.worldSize = q.value(i++).toInt();
-    run.dataFingerprint = q.value(i++).toString();
+    splitDataColumn(q.value(i++).toString(), run.dataFingerprint, run.dataPreparation);
     run.modelSource = q.value(i++).toString();
     run.modelSha256 = q.value(i++).toString();
     const QString tags = q.value(i++).toString();

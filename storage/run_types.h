@@ -53,6 +53,7 @@ struct NewRun {
     // stored once per content. Empty: the model is a layer list.
     QString modelSource;
     QByteArray modelBytes;
+    QString dataPreparation;       // dataPreparationText() (engine/data/dataset.h); empty: not known
 };
 
 // One row of the runs table with its tags.
@@ -82,6 +83,10 @@ struct RunInfo {
     // An imported model's file: the path it was read from and the SHA-256 (hex) of the bytes the
     // store keeps (RunStore::modelFile); "" for a layer-list model and before schema 10.
     QString modelSource, modelSha256;
+    // How that data was prepared (its normalisation statistics, dataPreparationText); "" for runs
+    // recorded before it was stored. Kept in the data_fingerprint column after the fingerprint's
+    // line (run_sql.h), so that no schema change was needed.
+    QString dataPreparation;
 };
 
 // listRuns() filters; an empty field does not filter.

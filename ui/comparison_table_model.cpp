@@ -2,6 +2,7 @@
 
 #include "engine/config/distributed_summary.h"
 #include "engine/util/format_number.h"
+#include "ui/epoch_metric.h"
 
 #include <QBrush>
 #include <QFont>
@@ -49,7 +50,7 @@ QVariant ComparisonTableModel::headerData(int section, Qt::Orientation orientati
     case Precision: return tr("Precision");
     case Batch: return tr("Batch");
     case Ranks: return tr("Ranks");
-    case TestAccuracy: return tr("Test accuracy");
+    case TestAccuracy: return tr("Test metric");
     case TrainTime: return tr("Time to train");
     case Throughput: return tr("Samples/s");
     case Speedup: return tr("Speedup");
@@ -90,8 +91,19 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
     case Precision: return QString::fromStdString(precisionModeName(r.config.precision));
     case Batch: return static_cast<qlonglong>(r.config.training.batchSize);
     case Ranks: return trainedRanks(r.config.distributed);
-    case TestAccuracy:
-        return r.testAccuracy.isEmpty() ? QString("—") : QString("%1%").arg(r.testAccuracy.last() * 100, 0, 'f', 2);
+    case TestAccuracy: {
+        // The run's task's metric: accuracy, RMSE or bits per character (epoch_metric.h).
+        const EpochMetric metric = epochMetricFor(r.config);
+        const QVector<double> values = metric.test(r);
+        if (values.isEmpty())
+            return QString("—");
+        switch (metric.metric) {
+        case TaskMetric::Accuracy: return QString("%1%").arg(values.last(), 0, 'f', 2);
+        case TaskMetric::Rmse: return QString("RMSE %1").arg(values.last(), 0, 'g', 4);
+        case TaskMetric::BitsPerCharacter: return QString("%1 bpc").arg(values.last(), 0, 'f', 3);
+        }
+        return QString("—");
+    }
     case TrainTime: return done ? QString("%1 s").arg(r.summary->trainSeconds, 0, 'f', 2) : QString("—");
     case Throughput:
         // The global batch's samples over the training time: all ranks together.

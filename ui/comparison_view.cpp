@@ -1,5 +1,6 @@
 #include "ui/comparison_view.h"
 
+#include "engine/data/data_fingerprint.h"
 #include "ui/comparison_table_model.h"
 #include "ui/config_diff.h"
 #include "ui/epoch_metric.h"
@@ -95,10 +96,19 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent)
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
 
+    m_dataWarning = new QLabel;
+    m_dataWarning->setObjectName(QStringLiteral("dataWarning"));
+    m_dataWarning->setWordWrap(true);
+    m_dataWarning->setStyleSheet(QStringLiteral("QLabel { background: #fff3cd; color: #664d03; padding: 6px; }"));
+    m_dataWarning->hide();
+
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
+    layout->addWidget(m_dataWarning);
     layout->addWidget(split, 1);
 }
+
+QString ComparisonView::dataWarning() const { return m_dataWarning->text(); }
 
 QList<PlotWidget*> ComparisonView::plots() const { return {m_loss, m_accuracy, m_scale}; }
 
@@ -117,6 +127,12 @@ void ComparisonView::setRuns(QList<std::shared_ptr<const RunRecording>> runs)
     for (const auto& r : m_runs)
         names << r->name;
     m_heading->setText(tr("Comparing %1").arg(names.join(tr(" and "))));
+    std::vector<FingerprintedRun> fingerprints;
+    for (const auto& r : m_runs)
+        fingerprints.push_back({r->name.toStdString(), r->dataFingerprint.toStdString()});
+    const QString warning = QString::fromStdString(dataMismatchWarning(fingerprints));
+    m_dataWarning->setText(warning.isEmpty() ? QString() : tr("Not the same data: %1.").arg(warning));
+    m_dataWarning->setVisible(!warning.isEmpty());
     rebuildPlots();
     rebuildDiff();
 }
@@ -127,10 +143,11 @@ void ComparisonView::rebuildPlots()
     m_accuracy->clearGraphs();
     m_scale->clearRuns();
     const EpochMetric metric = epochMetricFor(m_runs);
-    m_accuracy->setTitle(metric.bitsPerCharacter ? tr("Test bits per character") : tr("Test accuracy"));
+    m_accuracy->setTitle(
+        tr("Test %1").arg(metric.metric == TaskMetric::Rmse ? metric.title() : metric.title().toLower()));
     m_accuracy->yAxis->setLabel(metric.axisLabel());
     m_accuracy->axisRect()->insetLayout()->setInsetAlignment(
-        0, Qt::AlignRight | (metric.bitsPerCharacter ? Qt::AlignTop : Qt::AlignBottom));
+        0, Qt::AlignRight | (metric.lowerIsBetter() ? Qt::AlignTop : Qt::AlignBottom));
     // Overflow markers for the run that has them: with fp32 first, that is the low precision one.
     int markerRun = -1;
     for (int i = 0; i < m_runs.size() && markerRun < 0; ++i)

@@ -28,6 +28,9 @@ public:
     int runCount() const { return static_cast<int>(m_runs.size()); }
     ComparisonTableModel* resultsModel() const { return m_results; }
     QTableWidget* diffTable() const { return m_diff; }
+    // The warning shown when the runs did not see the same data (dataMismatchWarning); empty
+    // and hidden when they did.
+    QString dataWarning() const;
     QList<PlotWidget*> plots() const;
 
 private:
@@ -36,6 +39,7 @@ private:
 
     QList<std::shared_ptr<const RunRecording>> m_runs;
     QLabel* m_heading;
+    QLabel* m_dataWarning;
     QComboBox* m_baseline;
     PlotWidget* m_loss;
     PlotWidget* m_accuracy;

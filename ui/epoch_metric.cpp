@@ -1,67 +1,82 @@
 #include "ui/epoch_metric.h"
 
-#include "engine/observe/bits_per_character.h"
-
 #include <QObject>
 
 namespace mantissa::ui {
 
 namespace {
 
-QVector<double> scaled(const QVector<double>& values, double (*convert)(double))
+// The metric of each epoch, from its loss and its accuracy.
+QVector<double> metricOf(TaskMetric metric, const QVector<double>& losses, const QVector<double>& accuracies)
 {
     QVector<double> out;
-    out.reserve(values.size());
-    for (double v : values)
-        out << convert(v);
+    const qsizetype n = metric == TaskMetric::Accuracy ? accuracies.size() : losses.size();
+    out.reserve(n);
+    for (qsizetype i = 0; i < n; ++i) {
+        const double value =
+            taskMetricValue(metric, i < losses.size() ? losses[i] : NAN, i < accuracies.size() ? accuracies[i] : NAN);
+        out << (metric == TaskMetric::Accuracy ? value * 100 : value);
+    }
     return out;
 }
-
-double toPercent(double fraction) { return fraction * 100; }
 
 } // namespace
 
 QString EpochMetric::title() const
 {
-    return bitsPerCharacter ? QObject::tr("Bits per character") : QObject::tr("Accuracy");
+    switch (metric) {
+    case TaskMetric::Accuracy: return QObject::tr("Accuracy");
+    case TaskMetric::Rmse: return QObject::tr("RMSE");
+    case TaskMetric::BitsPerCharacter: return QObject::tr("Bits per character");
+    }
+    return {};
 }
 
 QString EpochMetric::axisLabel() const
 {
-    return bitsPerCharacter ? QObject::tr("bits per character") : QObject::tr("accuracy (%)");
+    switch (metric) {
+    case TaskMetric::Accuracy: return QObject::tr("accuracy (%)");
+    case TaskMetric::Rmse: return QObject::tr("RMSE");
+    case TaskMetric::BitsPerCharacter: return QObject::tr("bits per character");
+    }
+    return {};
 }
 
 QVector<double> EpochMetric::test(const RunRecording& run) const
 {
-    return bitsPerCharacter ? scaled(run.testLoss, &mantissa::bitsPerCharacter) : scaled(run.testAccuracy, &toPercent);
+    return metricOf(metric, run.testLoss, run.testAccuracy);
 }
 
 QVector<double> EpochMetric::train(const RunRecording& run) const
 {
-    return bitsPerCharacter ? scaled(run.trainLoss, &mantissa::bitsPerCharacter)
-                            : scaled(run.trainAccuracy, &toPercent);
+    return metricOf(metric, run.trainLoss, run.trainAccuracy);
 }
 
 QString EpochMetric::describeLast(const RunRecording& run) const
 {
-    if (bitsPerCharacter)
-        return run.testLoss.isEmpty() ? QString()
-                                      : QObject::tr("test %1 bits per character")
-                                            .arg(mantissa::bitsPerCharacter(run.testLoss.last()), 0, 'f', 3);
-    return run.testAccuracy.isEmpty() ? QString()
-                                      : QObject::tr("test accuracy %1%").arg(run.testAccuracy.last() * 100, 0, 'f', 2);
+    const QVector<double> values = test(run);
+    if (values.isEmpty())
+        return {};
+    switch (metric) {
+    case TaskMetric::Accuracy: return QObject::tr("test accuracy %1%").arg(values.last(), 0, 'f', 2);
+    case TaskMetric::Rmse:
+        return QObject::tr("test RMSE %1").arg(QString::fromStdString(formatTaskMetric(metric, values.last())));
+    case TaskMetric::BitsPerCharacter: return QObject::tr("test %1 bits per character").arg(values.last(), 0, 'f', 3);
+    }
+    return {};
 }
 
-EpochMetric epochMetricFor(const RunConfig& config) { return {reportsBitsPerCharacter(config)}; }
+EpochMetric epochMetricFor(const RunConfig& config) { return {taskMetricOf(config)}; }
 
 EpochMetric epochMetricFor(const QList<std::shared_ptr<const RunRecording>>& runs)
 {
     if (runs.isEmpty())
         return {};
+    const TaskMetric first = taskMetricOf(runs.front()->config);
     for (const auto& run : runs)
-        if (!reportsBitsPerCharacter(run->config))
+        if (taskMetricOf(run->config) != first)
             return {};
-    return {true};
+    return {first};
 }
 
 } // namespace mantissa::ui

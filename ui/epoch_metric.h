@@ -1,7 +1,9 @@
 #pragma once
-// What a run's per-epoch plot shows: test accuracy for a classifier; for a byte-level language
-// model the loss in bits per character, the unit such models are compared in (its next-byte
-// accuracy says little). The monitor, the comparison and the state line all ask this.
+// What a run's per-epoch plot shows: its task's metric (engine/observe/task_metric.h): test
+// accuracy for a classifier, RMSE for regression, and for a byte-level language model the loss
+// in bits per character, the unit such models are compared in (its next-byte accuracy says
+// little). The monitor, the comparison and the state line all ask this.
+#include "engine/observe/task_metric.h"
 #include "ui/run_recording.h"
 
 #include <QList>
@@ -13,20 +15,22 @@
 namespace mantissa::ui {
 
 struct EpochMetric {
-    bool bitsPerCharacter = false;
+    TaskMetric metric = TaskMetric::Accuracy;
 
-    QString title() const;     // "Accuracy", "Bits per character"
-    QString axisLabel() const; // "accuracy (%)", "bits per character"
-    // Per epoch, in the axis's unit (percent or bits per character).
+    // Where a plot's legend goes: away from where the curves end up.
+    bool lowerIsBetter() const { return mantissa::lowerIsBetter(metric); }
+    QString title() const;     // "Accuracy", "RMSE", "Bits per character"
+    QString axisLabel() const; // "accuracy (%)", "RMSE", "bits per character"
+    // Per epoch, in the axis's unit (percent, the targets' unit or bits per character).
     QVector<double> test(const RunRecording& run) const;
     QVector<double> train(const RunRecording& run) const;
-    // The last epoch's test value in words: "test accuracy 84.10%", "test 2.314 bits per character";
-    // empty before the first epoch ends.
+    // The last epoch's test value in words: "test accuracy 84.10%", "test RMSE 0.1234",
+    // "test 2.314 bits per character"; empty before the first epoch ends.
     QString describeLast(const RunRecording& run) const;
 };
 
 EpochMetric epochMetricFor(const RunConfig& config);
-// Bits per character only when every run is a text run: one axis cannot hold both units.
+// One metric when every run has it; else accuracy (one axis cannot hold two units).
 EpochMetric epochMetricFor(const QList<std::shared_ptr<const RunRecording>>& runs);
 
 } // namespace mantissa::ui

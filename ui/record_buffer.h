@@ -25,6 +25,9 @@ struct RunStartInfo {
     QString kernels;    // Backend::kernelPaths(): which path each 16-bit type takes
     qint64 runId = 0;   // in the run database; 0 when the run is not recorded
     QString runName;    // as the database named it ("mlp-fp32-3")
+    // data.task as the data resolved it (withResolvedTask), for the run's metric.
+    DataTask task = DataTask::Classification;
+    QString dataFingerprint; // DatasetSplits::fingerprint
 };
 
 // Everything that arrived since the last take(), in arrival order per kind. Steps always

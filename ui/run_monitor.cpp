@@ -171,7 +171,7 @@ void RunMonitor::setRecording(std::shared_ptr<const RunRecording> recording)
     m_accuracy->yAxis->setLabel(metric.axisLabel());
     // Lower is better in bits: the legend then sits where the curves are not.
     m_accuracy->axisRect()->insetLayout()->setInsetAlignment(
-        0, Qt::AlignRight | (metric.bitsPerCharacter ? Qt::AlignTop : Qt::AlignBottom));
+        0, Qt::AlignRight | (metric.lowerIsBetter() ? Qt::AlignTop : Qt::AlignBottom));
     for (PlotWidget* p : plots()) {
         p->resetView();
         p->markDirty();

@@ -20,6 +20,9 @@ void RunRecording::append(const RecordBatch& batch)
     if (batch.started) {
         start = batch.started;
         kernels = batch.started->kernels;
+        dataFingerprint = batch.started->dataFingerprint;
+        if (config.data.dataset == DatasetKind::Files)
+            config.data.task = batch.started->task; // auto resolved: the run's metric follows
         if (batch.started->runId > 0) {
             runId = batch.started->runId;
             name = batch.started->runName;

@@ -38,6 +38,8 @@ struct RunRecording {
     QString failure;
     // Which path each 16-bit type took (Backend::kernelPaths, runs.kernels); empty on a GPU.
     QString kernels;
+    // The fingerprint of the data it trained on (DatasetSplits::fingerprint); empty when not known.
+    QString dataFingerprint;
 
     void append(const RecordBatch& batch);
     bool finished() const { return summary.has_value(); }

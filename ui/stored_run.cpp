@@ -65,6 +65,7 @@ std::shared_ptr<RunRecording> loadStoredRun(const storage::RunStore& store, qint
     recording->runId = runId;
     recording->name = info.name;
     recording->kernels = info.kernels;
+    recording->dataFingerprint = info.dataFingerprint;
     recording->config = parseRunConfig(info.configJson.toStdString(), "run " + info.name.toStdString());
 
     const storage::StepSeries series = store.steps(runId);

@@ -48,7 +48,8 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
             m_buffer->markEnded(stopped);
             return;
         }
-        Trainer trainer(config, *selection.backend, data);
+        const RunConfig resolved = withResolvedTask(config, data);
+        Trainer trainer(resolved, *selection.backend, data);
         // The run row is created only once config, data and model are known to be good, so
         // a typo leaves no run behind (the CLI does the same).
         std::unique_ptr<storage::RunStore> store;
@@ -61,7 +62,8 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
             metadata.groupId = target.groupId;
             metadata.tags = {QStringLiteral("gui")};
             metadata.dataFingerprint = QString::fromStdString(data.fingerprint);
-            recorder = std::make_unique<storage::RunRecorder>(*store, config, *selection.backend, metadata);
+            metadata.dataPreparation = QString::fromStdString(dataPreparationText(data));
+            recorder = std::make_unique<storage::RunRecorder>(*store, resolved, *selection.backend, metadata);
         }
         RunStartInfo info;
         info.totalSteps = trainer.totalSteps();
@@ -72,6 +74,8 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
         info.deviceNote = QString::fromStdString(selection.reason);
         info.kernels = QString::fromStdString(selection.backend->kernelPaths());
         info.scaler = QString::fromStdString(trainer.scaler().describe());
+        info.task = data.task;
+        info.dataFingerprint = QString::fromStdString(data.fingerprint);
         if (recorder) {
             info.runId = recorder->runId();
             info.runName = recorder->runName();

@@ -6,6 +6,7 @@
 #include "storage/run_store.h"
 #include "ui/comparison_view.h"
 #include "ui/config_document.h"
+#include "ui/data_panel.h"
 #include "ui/error_banner.h"
 #include "ui/gemm_input_panel.h"
 #include "ui/loss_scale_plot.h"
@@ -210,11 +211,14 @@ QWidget* Workbench::buildLeftSide()
     connect(m_document, &ConfigDocument::changed, this, &Workbench::showModelKind);
     m_precision = new PrecisionPanel(m_document);
     m_training = new TrainingPanel(m_document);
+    m_data = new DataPanel(m_document);
+    m_data->setObjectName("dataPanel");
     m_leftTabs = new QTabWidget;
     m_leftTabs->setObjectName("leftTabs");
     m_leftTabs->addTab(m_modelStack, tr("Model"));
     m_leftTabs->addTab(scrolled(m_precision), tr("Precision"));
     m_leftTabs->addTab(scrolled(m_training), tr("Training"));
+    m_leftTabs->addTab(scrolled(m_data), tr("Data"));
     return m_leftTabs;
 }
 

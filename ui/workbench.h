@@ -45,6 +45,7 @@ class RunStatusBar;
 class SweepComparisonView;
 class SweepController;
 class TrainingPanel;
+class DataPanel;
 struct RecordBatch;
 
 class Workbench : public QWidget {
@@ -60,6 +61,7 @@ public:
     ModelFileView* modelFileView() const { return m_modelFile; }
     PrecisionPanel* precisionPanel() const { return m_precision; }
     TrainingPanel* trainingPanel() const { return m_training; }
+    DataPanel* dataPanel() const { return m_data; }
     RunMonitor* monitor() const { return m_monitor; }
     NumericsView* numerics() const { return m_numerics; }
     ComparisonView* comparison() const { return m_comparison; }
@@ -183,6 +185,7 @@ private:
     QStackedWidget* m_modelStack;
     PrecisionPanel* m_precision;
     TrainingPanel* m_training;
+    DataPanel* m_data;
     RunMonitor* m_monitor;
     NumericsView* m_numerics;
     QTimer* m_numericsPoll; // while a run trains and the Numerics tab is shown

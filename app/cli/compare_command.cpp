@@ -41,9 +41,13 @@ QString groupName(const RunConfig& config, const std::vector<PrecisionMode>& mod
     return QStringLiteral("%1: %2").arg(QString::fromStdString(config.name), names.join(QStringLiteral(" vs ")));
 }
 
-std::optional<double> testAccuracy(const RecordedRun& run)
+// The run's metric after its last epoch ("87.51%", "0.1234"); "-" before the first.
+QString testMetric(const RecordedRun& run)
 {
-    return run.summary.epochs > 0 ? std::optional<double>(run.summary.testAccuracy) : std::nullopt;
+    if (run.summary.epochs == 0)
+        return QStringLiteral("-");
+    return QString::fromStdString(
+        formatTaskMetric(run.metric, taskMetricValue(run.metric, run.summary.testLoss, run.summary.testAccuracy)));
 }
 
 // Speed-up over the first run (the baseline): its wall time over this run's.
@@ -58,7 +62,12 @@ void printTable(const std::vector<RecordedRun>& runs, std::int64_t batchSize)
     TextTable table;
     table.addColumn(QStringLiteral("precision"));
     table.addColumn(QStringLiteral("batch"), Align::Right);
-    table.addColumn(QStringLiteral("test acc"), Align::Right);
+    // The runs share one config, so one metric.
+    const TaskMetric metric = runs.empty() ? TaskMetric::Accuracy : runs.front().metric;
+    table.addColumn(metric == TaskMetric::Accuracy
+                        ? QStringLiteral("test acc")
+                        : QStringLiteral("test ") + QString::fromLatin1(taskMetricName(metric)),
+                    Align::Right);
     table.addColumn(QStringLiteral("time"), Align::Right);
     table.addColumn(QStringLiteral("speedup"), Align::Right);
     table.addColumn(QStringLiteral("skipped"), Align::Right);
@@ -69,10 +78,9 @@ void printTable(const std::vector<RecordedRun>& runs, std::int64_t batchSize)
     for (const RecordedRun& run : runs) {
         const RunSummary& s = run.summary;
         table.addRow({QString::fromStdString(precisionModeName(run.precision)), QString::number(batchSize),
-                      formatPercent(testAccuracy(run)), formatSeconds(s.wallSeconds),
-                      formatSpeedup(speedup(runs.front(), run)), QString::number(s.skippedSteps),
-                      formatValue(s.finalLossScale), formatMemory(qint64(s.peakBytes)), runStatusName(s.status),
-                      QStringLiteral("%1 (%2)").arg(run.runId).arg(run.name)});
+                      testMetric(run), formatSeconds(s.wallSeconds), formatSpeedup(speedup(runs.front(), run)),
+                      QString::number(s.skippedSteps), formatValue(s.finalLossScale), formatMemory(qint64(s.peakBytes)),
+                      runStatusName(s.status), QStringLiteral("%1 (%2)").arg(run.runId).arg(run.name)});
     }
     table.print(stdout);
 }

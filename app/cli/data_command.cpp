@@ -16,7 +16,7 @@ namespace mantissa::cli {
 namespace {
 
 constexpr const char* kCommand = "data";
-constexpr const char* kUsage = "PATH|DATASET [--data-format F] [--set data.FIELD=VALUE ...]";
+constexpr const char* kUsage = "PATH|DATASET [--data-format F] [--task T] [--set data.FIELD=VALUE ...]";
 
 } // namespace
 
@@ -33,6 +33,10 @@ int runDataCommand(const QStringList& arguments)
                       "How PATH is read where its extension does not tell: " +
                           QString::fromStdString(enumKeyList<DataFormat>()) + ".",
                       "format"});
+    parser.addOption({"task",
+                      "classification or regression, where the labels do not tell (" +
+                          QString::fromStdString(enumKeyList<DataTask>()) + ").",
+                      "task"});
     parser.addOption(
         {"set", "A data field, as data.FIELD=VALUE (repeatable): --set data.label_column=1.", "path=value"});
     parser.addOption({"seed", "The seed of the validation split (default 42, as training.seed).", "n", "42"});
@@ -44,6 +48,8 @@ int runDataCommand(const QStringList& arguments)
         RunConfig config;
         if (parser.isSet("data-format"))
             runConfigField("data.format").setText(config, parser.value("data-format").toStdString(), "--data-format");
+        if (parser.isSet("task"))
+            runConfigField("data.task").setText(config, parser.value("task").toStdString(), "--task");
         useDataSource(config.data, parser.positionalArguments().first().toStdString());
         for (const QString& assignment : parser.values("set")) {
             const qsizetype eq = assignment.indexOf('=');

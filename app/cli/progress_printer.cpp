@@ -71,8 +71,21 @@ void ProgressPrinter::clearBar()
 void ProgressPrinter::onEpoch(const EpochRecord& r)
 {
     clearBar();
-    const std::string bits =
-        m_bitsPerCharacter ? " (" + formatFixed(bitsPerCharacter(r.testLoss), 3) + " bits per character)" : "";
+    if (std::isfinite(r.validationLoss))
+        std::fprintf(
+            m_out, "epoch %d: validation loss %.4f, validation %s %s\n", r.epoch, r.validationLoss,
+            taskMetricName(m_metric),
+            formatTaskMetric(m_metric, taskMetricValue(m_metric, r.validationLoss, r.validationAccuracy)).c_str());
+    if (m_metric == TaskMetric::Rmse) {
+        std::fprintf(m_out, "epoch %d: train loss %.4f, test loss %.4f, test RMSE %s (%s)\n", r.epoch, r.trainLoss,
+                     r.testLoss, formatTaskMetric(m_metric, taskMetricValue(m_metric, r.testLoss, NAN)).c_str(),
+                     durationOrDashes(r.wallSeconds).c_str());
+        std::fflush(m_out);
+        return;
+    }
+    const std::string bits = m_metric == TaskMetric::BitsPerCharacter
+                                 ? " (" + formatFixed(bitsPerCharacter(r.testLoss), 3) + " bits per character)"
+                                 : "";
     std::fprintf(m_out,
                  "epoch %d: train loss %.4f, train accuracy %.2f%%, test loss %.4f%s, test accuracy %.2f%% (%s)\n",
                  r.epoch, r.trainLoss, r.trainAccuracy * 100, r.testLoss, bits.c_str(), r.testAccuracy * 100,

@@ -3,6 +3,7 @@
 // terminal, plain lines (one per epoch and per event) otherwise. Writes to stderr so
 // that stdout carries only the final JSON line.
 #include "engine/observe/records.h"
+#include "engine/observe/task_metric.h"
 
 #include <chrono>
 #include <cstdint>
@@ -18,8 +19,9 @@ public:
     void onEpoch(const EpochRecord& record) override;
     void onEvent(const EventRecord& record) override;
     void finish();
-    // Text runs: each epoch's test loss also in bits per character (bits_per_character.h).
-    void showBitsPerCharacter(bool on) { m_bitsPerCharacter = on; }
+    // The run's metric (task_metric.h): text runs give each epoch's test loss also in bits per
+    // character, regression runs their RMSE in place of accuracies.
+    void showMetric(TaskMetric metric) { m_metric = metric; }
 
 private:
     void drawBar(const StepRecord& record);
@@ -32,7 +34,7 @@ private:
     float m_smoothedLoss = 0;
     bool m_barVisible = false;
     std::int64_t m_overflows = 0;
-    bool m_bitsPerCharacter = false;
+    TaskMetric m_metric = TaskMetric::Accuracy;
 };
 
 } // namespace mantissa::cli

@@ -6,7 +6,7 @@
 #include "cli/interrupt.h"
 #include "cli/progress_printer.h"
 #include "engine/distributed/data_parallel.h"
-#include "engine/observe/bits_per_character.h"
+#include "engine/observe/task_metric.h"
 #include "storage/run_recorder.h"
 
 #include <cstdio>
@@ -32,14 +32,17 @@ nlohmann::json RecordedRun::toJson() const
         {"wall_s", summary.wallSeconds},
         {"run_id", runId},
     };
+    if (metric == TaskMetric::Rmse)
+        line["test_rmse"] = taskMetricValue(metric, summary.testLoss, NAN);
     if (summary.status == RunStatus::Diverged || summary.status == RunStatus::Failed)
         line["message"] = summary.message;
     return line;
 }
 
-RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Backend& backend,
-                          const DatasetSplits& data, const RecordingOptions& options)
+RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& given, Backend& backend, const DatasetSplits& data,
+                          const RecordingOptions& options)
 {
+    const RunConfig config = withResolvedTask(given, data);
     Trainer trainer(config, backend, data, options.ranks);
     std::fprintf(stderr, "%lld training and %lld test samples from %s; loss scaling: %s\n",
                  static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()),
@@ -54,9 +57,11 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
     metadata.sweepId = options.sweepId;
     metadata.sweepIndex = options.sweepIndex;
     metadata.dataFingerprint = QString::fromStdString(data.fingerprint);
+    metadata.dataPreparation = QString::fromStdString(dataPreparationText(data));
     storage::RunRecorder recorder(store, config, backend, metadata);
     RecordedRun result;
     result.precision = config.precision;
+    result.metric = taskMetricOf(config);
     result.runId = recorder.runId();
     result.name = recorder.runName();
     std::fprintf(stderr, "run %lld (%s) in %s\n", static_cast<long long>(result.runId), qPrintable(result.name),
@@ -70,7 +75,7 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Bac
     std::fflush(stderr);
 
     ProgressPrinter progress(trainer.totalSteps(), options.interactive);
-    progress.showBitsPerCharacter(reportsBitsPerCharacter(config));
+    progress.showMetric(taskMetricOf(config));
     recorder.attach(trainer);
     trainer.addObserver(&progress);
     InterruptHandler::setActiveTrainer(&trainer);

@@ -7,6 +7,7 @@
 #include "engine/backend/backend.h"
 #include "engine/config/run_config.h"
 #include "engine/data/dataset.h"
+#include "engine/observe/task_metric.h"
 #include "engine/train/trainer.h"
 #include "storage/run_store.h"
 
@@ -32,17 +33,19 @@ struct RecordedRun {
     qint64 runId = 0;
     QString name;
     PrecisionMode precision = PrecisionMode::Fp32;
+    TaskMetric metric = TaskMetric::Accuracy;
     RunSummary summary;           // as recorded: the trainer's, or failed when recording failed
     bool recordingFailed = false; // the database stopped accepting rows, or a checkpoint failed
 
     // 0 finished or stopped by the user, 1 diverged or failed (kExitRunFailed).
     int exitCode() const;
     // The JSON summary line: status, train_loss, test_accuracy, steps, skipped_steps,
-    // final_loss_scale, samples_per_s, wall_s, run_id (and message when there is one).
+    // final_loss_scale, samples_per_s, wall_s, run_id (test_rmse for regression, message when
+    // there is one).
     nlohmann::json toJson() const;
 };
 
-// Trains `config` as a new run in `store`. Throws (ConfigError, StorageError, ...) only
+// Trains `config` as a new run in `store`, stored with data.task resolved (withResolvedTask). Throws (ConfigError, StorageError, ...) only
 // for problems found before training starts; then nothing but the run row exists, and it
 // is marked failed. Problems during training end up in the returned status.
 RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Backend& backend,

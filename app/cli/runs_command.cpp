@@ -4,11 +4,30 @@
 #include "cli/exit_codes.h"
 #include "cli/run_format.h"
 #include "cli/text_table.h"
+#include "engine/observe/task_metric.h"
 #include "engine/util/check.h"
 
 #include <cstdio>
 
 namespace mantissa::cli {
+
+namespace {
+
+// The run's metric at its last epoch: "84.10%" for a classifier, "RMSE 0.1234", "2.314 bpc";
+// read from its epochs where the summary row does not hold it.
+QString finalMetricText(const storage::RunStore& store, const storage::RunInfo& run)
+{
+    const TaskMetric metric = taskMetricOfStored(run.configJson.toStdString());
+    if (metric == TaskMetric::Accuracy)
+        return formatPercent(run.summary.finalTestAccuracy);
+    const double value = metricFigures(metric, store.epochs(run.id)).final;
+    if (!std::isfinite(value))
+        return QStringLiteral("-");
+    const QString text = QString::fromStdString(formatTaskMetric(metric, value));
+    return metric == TaskMetric::Rmse ? QStringLiteral("RMSE ") + text : text + QStringLiteral(" bpc");
+}
+
+} // namespace
 
 namespace {
 
@@ -78,7 +97,7 @@ int runRunsCommand(const QStringList& arguments)
         table.addColumn(QStringLiteral("precision"));
         table.addColumn(QStringLiteral("steps"), Align::Right);
         table.addColumn(QStringLiteral("skipped"), Align::Right);
-        table.addColumn(QStringLiteral("test acc"), Align::Right);
+        table.addColumn(QStringLiteral("test metric"), Align::Right);
         table.addColumn(QStringLiteral("time"), Align::Right);
         table.addColumn(QStringLiteral("created"));
         table.addColumn(QStringLiteral("group"), Align::Right);
@@ -86,8 +105,7 @@ int runRunsCommand(const QStringList& arguments)
         for (const storage::RunInfo& run : runs) {
             table.addRow({QString::number(run.id), run.name, QString::fromLatin1(runStatusName(run.status)),
                           run.precision, formatCount(run.summary.steps), formatCount(run.summary.skippedSteps),
-                          formatPercent(run.summary.finalTestAccuracy), formatSeconds(run.wallSeconds),
-                          formatLocalTime(run.createdAt),
+                          finalMetricText(*store, run), formatSeconds(run.wallSeconds), formatLocalTime(run.createdAt),
                           run.groupId ? QString::number(*run.groupId) : QStringLiteral("-"),
                           run.tags.join(QStringLiteral(", "))});
         }

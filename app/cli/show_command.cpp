@@ -9,8 +9,8 @@
 #include "cli/text_table.h"
 #include "engine/model/model.h"
 #include "engine/model/tensor_core_alignment.h"
-#include "engine/observe/bits_per_character.h"
 #include "engine/observe/rank_throughput.h"
+#include "engine/observe/task_metric.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -59,6 +59,8 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
         printField(QStringLiteral("model"), run.modelSource);
         printField(QStringLiteral("model sha256"), run.modelSha256 + QStringLiteral(" (stored)"));
     }
+    if (!run.dataPreparation.isEmpty())
+        printField(QString(), run.dataPreparation);
     if (run.groupId) {
         QString group = QString::number(*run.groupId);
         for (const storage::GroupInfo& info : store.groups()) {
@@ -119,35 +121,37 @@ void printRecipeCoverage(const storage::RunInfo& run)
         std::printf("  warning: %s\n", warning->c_str());
 }
 
-// Whether the run's stored config reads byte-level text; false for one this version cannot parse.
-bool isTextRun(const storage::RunInfo& run)
-{
-    try {
-        return reportsBitsPerCharacter(parseRunConfig(run.configJson.toStdString(), "the stored config"));
-    } catch (const ConfigError&) {
-        return false;
-    }
-}
-
-void printSummary(const storage::RunInfo& run)
+void printSummary(const storage::RunInfo& run, const QList<EpochRecord>& epochs)
 {
     const storage::StoredSummary& s = run.summary;
     std::printf("\nsummary\n");
     printField(QStringLiteral("  steps"),
                QStringLiteral("%1 (%2 skipped)").arg(formatCount(s.steps), formatCount(s.skippedSteps)));
     printField(QStringLiteral("  train loss"), formatValue(s.finalTrainLoss));
-    printField(
-        QStringLiteral("  test acc"),
-        QStringLiteral("%1 final, %2 best").arg(formatPercent(s.finalTestAccuracy), formatPercent(s.bestTestAccuracy)));
+    const TaskMetric metric = taskMetricOfStored(run.configJson.toStdString());
+    if (metric == TaskMetric::Accuracy) {
+        printField(QStringLiteral("  test acc"),
+                   QStringLiteral("%1 final, %2 best")
+                       .arg(formatPercent(s.finalTestAccuracy), formatPercent(s.bestTestAccuracy)));
+    } else {
+        const MetricFigures figures = metricFigures(metric, epochs);
+        printField(QStringLiteral("  test ") + QString::fromLatin1(taskMetricName(metric)),
+                   QStringLiteral("%1 final, %2 best")
+                       .arg(QString::fromStdString(formatTaskMetric(metric, figures.final)),
+                            QString::fromStdString(formatTaskMetric(metric, figures.best))));
+    }
     printField(QStringLiteral("  loss scale"), formatValue(s.finalLossScale));
     printField(QStringLiteral("  throughput"), formatRate(s.samplesPerSecond));
     printField(QStringLiteral("  time"), formatSeconds(run.wallSeconds));
     printField(QStringLiteral("  peak memory"), formatMemory(run.peakMemoryBytes));
 }
 
-// `bitsPerCharacter`: a text run, whose test loss is also shown in bits per character.
-void printEpochs(const QList<EpochRecord>& epochs, bool bitsPerCharacter)
+// A text run's test loss is also shown in bits per character; a regression run has RMSE in
+// place of the accuracies.
+void printEpochs(const QList<EpochRecord>& epochs, TaskMetric metric)
 {
+    const bool bitsPerCharacter = metric == TaskMetric::BitsPerCharacter;
+    const bool accuracy = metric != TaskMetric::Rmse;
     if (epochs.isEmpty()) {
         std::printf("\nepochs: none completed\n");
         return;
@@ -156,18 +160,23 @@ void printEpochs(const QList<EpochRecord>& epochs, bool bitsPerCharacter)
     TextTable table;
     table.addColumn(QStringLiteral("epoch"), Align::Right);
     table.addColumn(QStringLiteral("train loss"), Align::Right);
-    table.addColumn(QStringLiteral("train acc"), Align::Right);
+    if (accuracy)
+        table.addColumn(QStringLiteral("train acc"), Align::Right);
     table.addColumn(QStringLiteral("test loss"), Align::Right);
     if (bitsPerCharacter)
         table.addColumn(QStringLiteral("test bpc"), Align::Right);
-    table.addColumn(QStringLiteral("test acc"), Align::Right);
+    table.addColumn(accuracy ? QStringLiteral("test acc") : QStringLiteral("test RMSE"), Align::Right);
     table.addColumn(QStringLiteral("time"), Align::Right);
     for (const EpochRecord& e : epochs) {
-        QStringList row{QString::number(e.epoch), formatValue(e.trainLoss), formatPercent(e.trainAccuracy),
-                        formatValue(e.testLoss)};
+        QStringList row{QString::number(e.epoch), formatValue(e.trainLoss)};
+        if (accuracy)
+            row << formatPercent(e.trainAccuracy);
+        row << formatValue(e.testLoss);
         if (bitsPerCharacter)
             row << QString::number(mantissa::bitsPerCharacter(e.testLoss), 'f', 3);
-        row << formatPercent(e.testAccuracy) << formatSeconds(e.wallSeconds);
+        row << (accuracy ? formatPercent(e.testAccuracy)
+                         : QString::fromStdString(formatTaskMetric(metric, taskMetricValue(metric, e.testLoss, NAN))))
+            << formatSeconds(e.wallSeconds);
         table.addRow(row);
     }
     std::printf("\nepochs\n");
@@ -265,8 +274,9 @@ int runShowCommand(const QStringList& arguments)
         printConfig(run);
         printTensorCoreAdvice(run);
         printRecipeCoverage(run);
-        printSummary(run);
-        printEpochs(store->epochs(run.id), isTextRun(run));
+        const QList<EpochRecord> epochs = store->epochs(run.id);
+        printSummary(run, epochs);
+        printEpochs(epochs, taskMetricOfStored(run.configJson.toStdString()));
         printEvents(store->events(run.id));
         printCheckpoints(store->checkpoints(run.id));
         return kExitOk;

@@ -54,7 +54,7 @@ enum class Op : std::uint8_t {
 enum class RowNormKind : std::uint8_t { LayerNorm, RmsNorm };
 
 struct LossResult {
-    float meanLoss = 0;       // mean cross-entropy over the batch, fp32
+    float meanLoss = 0;       // mean cross-entropy (or squared error) over the batch, fp32
     std::int64_t correct = 0; // samples whose arg-max equals the label
 };
 
@@ -367,6 +367,12 @@ public:
     // lossScale * (softmax - onehot) / N, rounded to its dtype.
     virtual LossResult softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float lossScale,
                                            Tensor* dlogits) = 0;
+    // Mean squared error, in fp32 whatever the predictions' dtype (squares summed in double):
+    // predictions [N, K] and fp32 targets of as many values; the loss is the mean over all
+    // N K values of (prediction - target)^2. When dpredictions is given it receives
+    // lossScale * 2 (prediction - target) / (N K), rounded to its dtype. `correct` is 0.
+    virtual LossResult meanSquaredError(const Tensor& predictions, const Tensor& targets, float lossScale,
+                                        Tensor* dpredictions) = 0;
 
     // --- the step on the device (engine/backend/step_scalars.h) ---------------------------
     // The loss, the finite check, clipping, the optimizers and the loss-scale rule, each over
@@ -379,6 +385,9 @@ public:
     // Loss and Correct from the logits; dlogits = state[LossScale] * (softmax - onehot) / N.
     virtual void softmaxCrossEntropy(const Tensor& logits, const Tensor& labels, StepScalars& scalars,
                                      Tensor& dlogits) = 0;
+    // Loss (Correct 0) from the predictions; dpredictions = state[LossScale] * 2 (p - t) / (N K).
+    virtual void meanSquaredError(const Tensor& predictions, const Tensor& targets, StepScalars& scalars,
+                                  Tensor& dpredictions) = 0;
     // fp32Grads[i] = float(grads[i]) * (1 / state[LossScale]) for every tensor, non-finite ones
     // included (statistics look at them); writes Skipped, FirstNonFinite (the index of the
     // first tensor, in the order given, that held a non-finite value, -1 when none, and

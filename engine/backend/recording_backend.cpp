@@ -312,6 +312,19 @@ LossResult RecordingBackend::softmaxCrossEntropy(const Tensor&, const Tensor&, f
     refuse("the host-valued softmaxCrossEntropy (use the StepScalars form)");
 }
 
+LossResult RecordingBackend::meanSquaredError(const Tensor&, const Tensor&, float, Tensor*)
+{
+    refuse("the host-valued meanSquaredError (use the StepScalars form)");
+}
+
+void RecordingBackend::meanSquaredError(const Tensor& predictions, const Tensor& targets, StepScalars& scalars,
+                                        Tensor& dpredictions)
+{
+    record([predictions, targets, scalars, dpredictions](Backend& b) mutable {
+        b.meanSquaredError(predictions, targets, scalars, dpredictions);
+    });
+}
+
 void RecordingBackend::beginStep(StepScalars& scalars)
 {
     record([scalars](Backend& b) mutable { b.beginStep(scalars); });

@@ -26,6 +26,8 @@ constexpr std::array kDataFormats{
                           "By the extension (.csv, .tsv, .npy, .npz, .idx, .txt) or, for a folder, its contents."},
     EnumEntry<DataFormat>{DataFormat::ImageFolder, "image-folder", "image folder",
                           "PNG and JPEG images in one subfolder per class (or train/ and test/ holding those)."},
+    EnumEntry<DataFormat>{DataFormat::ImageCsv, "image-csv", "images listed in a CSV",
+                          "A CSV of image file names (relative to its folder) and labels (class indices or names)."},
     EnumEntry<DataFormat>{DataFormat::Csv, "csv", "CSV table",
                           "Comma-separated numeric features and a label column (data.label_column)."},
     EnumEntry<DataFormat>{DataFormat::Tsv, "tsv", "TSV table",
@@ -53,6 +55,15 @@ constexpr std::array kTableHeaders{
                            "A first row with a cell that is not a number is a header."},
     EnumEntry<TableHeader>{TableHeader::Yes, "yes", "yes", "The first row names the columns."},
     EnumEntry<TableHeader>{TableHeader::No, "no", "no", "Every row is data."},
+};
+
+constexpr std::array kDataTasks{
+    EnumEntry<DataTask>{DataTask::Auto, "auto", "auto",
+                        "Regression for NumPy float or multi-column targets, else classification."},
+    EnumEntry<DataTask>{DataTask::Classification, "classification", "classification",
+                        "Class indices from 0; softmax cross-entropy; accuracy."},
+    EnumEntry<DataTask>{DataTask::Regression, "regression", "regression",
+                        "Real-valued targets; mean squared error; RMSE."},
 };
 
 constexpr std::array kOptimizers{
@@ -145,6 +156,12 @@ template <>
 std::span<const EnumEntry<TableHeader>> enumEntries<TableHeader>()
 {
     return kTableHeaders;
+}
+
+template <>
+std::span<const EnumEntry<DataTask>> enumEntries<DataTask>()
+{
+    return kDataTasks;
 }
 
 template <>

@@ -11,11 +11,13 @@ namespace mantissa {
 
 enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Synthetic, Text, Files }; // data.dataset
 // data.format: how the files at data.path are read; auto goes by the extension or the folder's contents.
-enum class DataFormat : std::uint8_t { Auto, ImageFolder, Csv, Tsv, Npy, Npz, Idx, Text };
+enum class DataFormat : std::uint8_t { Auto, ImageFolder, ImageCsv, Csv, Tsv, Npy, Npz, Idx, Text };
 // data.image_fit: how an image of another size is brought to data.image_size.
 enum class ImageFit : std::uint8_t { Resize, Crop };
 // data.header: whether a table's first row names its columns.
 enum class TableHeader : std::uint8_t { Auto, Yes, No };
+// data.task: what a model learns from your files; auto goes by the labels' type (docs/data.md).
+enum class DataTask : std::uint8_t { Auto, Classification, Regression };
 enum class OptimizerKind : std::uint8_t { Sgd, Adam, AdamW };                // optimizer.type
 enum class ScheduleKind : std::uint8_t { Constant, Step, Cosine, OneCycle }; // schedule.type
 // training.graphs and training.run_ahead: Auto turns the feature on where it pays (on GPUs).
@@ -37,6 +39,8 @@ template <>
 std::span<const EnumEntry<ImageFit>> enumEntries<ImageFit>();
 template <>
 std::span<const EnumEntry<TableHeader>> enumEntries<TableHeader>();
+template <>
+std::span<const EnumEntry<DataTask>> enumEntries<DataTask>();
 template <>
 std::span<const EnumEntry<OptimizerKind>> enumEntries<OptimizerKind>();
 template <>

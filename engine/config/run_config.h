@@ -79,6 +79,14 @@ struct DataSpec {
     bool skipBadImages = false; // skip (and count) images that cannot be decoded instead of stopping
     TableHeader header = TableHeader::Auto;
     std::int64_t labelColumn = 0; // tables: the label's column, counted from 1; 0: the last column
+    DataTask task = DataTask::Auto;
+    // Your files: normalise each channel (images) or feature (tables, arrays) on its own rather
+    // than every value with one mean and std (the built-in sets keep the latter).
+    bool perChannel = true;
+    std::int64_t targets = 1; // regression tables: how many target columns, from labelColumn on
+    // Training images only (engine/data/augmentation.h): off by default.
+    std::int64_t augmentCrop = 0; // pad by N pixels, crop back at a random place; 0: off
+    bool augmentFlip = false;     // mirror left-right with probability 1/2
 };
 
 struct OptimizerSpec {

@@ -170,6 +170,41 @@ const std::array kRunFields{
                                            .minimum = 0,
                                            .maximum = 1 << 20,
                                            .applies = isFilesRun}),
+    row<&R::data, &DataSpec::perChannel>(
+        {.path = "data.per_channel",
+         .label = "Normalise per channel",
+         .description = "Your files: data.normalize takes each channel (images) or feature's own mean and std; "
+                        "off: one for all values.",
+         .write = WriteRule::UnlessDefault,
+         .applies = isFilesRun}),
+    row<&R::data, &DataSpec::task>({.path = "data.task",
+                                    .label = "Task",
+                                    .description = "Classification (cross-entropy, accuracy) or regression (mean "
+                                                   "squared error, RMSE); auto: by the labels' type.",
+                                    .option = "task",
+                                    .write = WriteRule::UnlessDefault,
+                                    .applies = isFilesRun}),
+    row<&R::data, &DataSpec::targets>({.path = "data.targets",
+                                       .label = "Target columns",
+                                       .description = "Regression tables: the target columns, from data.label_column "
+                                                      "on (0 there: the last ones).",
+                                       .minimum = 1,
+                                       .maximum = 1 << 20,
+                                       .write = WriteRule::UnlessDefault,
+                                       .applies = isFilesRun}),
+    row<&R::data, &DataSpec::augmentCrop>(
+        {.path = "data.augment_crop",
+         .label = "Random crop padding (0 = off)",
+         .unit = "pixels",
+         .description = "Training images: pad by N pixels and crop back at a random place (seeded); 0: off.",
+         .minimum = 0,
+         .maximum = 1024,
+         .write = WriteRule::UnlessDefault}),
+    row<&R::data, &DataSpec::augmentFlip>(
+        {.path = "data.augment_flip",
+         .label = "Random horizontal flip",
+         .description = "Training images: mirror left-right with probability 1/2 (seeded).",
+         .write = WriteRule::UnlessDefault}),
 
     row<&R::optimizer, &OptimizerSpec::type>(
         {.path = "optimizer.type", .label = "Type", .description = "The optimizer."}),

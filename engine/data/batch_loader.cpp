@@ -19,6 +19,7 @@ BatchLoader::BatchLoader(const Dataset& data, const BatchLoaderOptions& options)
                           " samples, so an epoch would have no full batch; "
                           "use a smaller batch size or more data");
     MANTISSA_ASSERT(static_cast<std::int64_t>(data.inputs.size()) == data.size() * data.sampleSize());
+    checkAugmentation(options.augmentation, data);
     startEpoch(0);
 }
 
@@ -66,10 +67,14 @@ std::int64_t BatchLoader::fill(std::int64_t index, float* inputs, float* labels)
         std::memcpy(labels, m_data.sampleLabels(first), labelBytes * static_cast<std::size_t>(size));
         return size;
     }
+    std::vector<float> scratch;
     for (std::int64_t i = 0; i < size; ++i) {
         const std::int64_t s = m_order[static_cast<std::size_t>(first + i)];
         std::memcpy(inputs + i * n, m_data.sample(s), sampleBytes);
         std::memcpy(labels + i * l, m_data.sampleLabels(s), labelBytes);
+        if (m_options.augmentation.any())
+            augmentSample(inputs + i * n, m_data.sampleShape, m_options.augmentation, m_options.seed, m_epoch, s,
+                          scratch);
     }
     return size;
 }

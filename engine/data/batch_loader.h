@@ -3,6 +3,7 @@
 // so the order is reproducible and identical for every precision mode being compared, and
 // drops the last partial batch so every step sees the same shapes; evaluation walks the data
 // in order and keeps the partial batch so that every sample is counted.
+#include "engine/data/augmentation.h"
 #include "engine/data/dataset.h"
 
 #include <cstdint>
@@ -15,12 +16,13 @@ struct BatchLoaderOptions {
     bool shuffle = true;
     bool dropLast = true;
     std::uint64_t seed = 0;
+    Augmentation augmentation; // training images only (augmentation.h); none by default
 
-    static BatchLoaderOptions training(std::int64_t batchSize, std::uint64_t seed)
+    static BatchLoaderOptions training(std::int64_t batchSize, std::uint64_t seed, Augmentation augmentation = {})
     {
-        return {batchSize, true, true, seed};
+        return {batchSize, true, true, seed, augmentation};
     }
-    static BatchLoaderOptions evaluation(std::int64_t batchSize) { return {batchSize, false, false, 0}; }
+    static BatchLoaderOptions evaluation(std::int64_t batchSize) { return {batchSize, false, false, 0, {}}; }
 };
 
 // One batch on the host: inputs [size, sampleShape...] and labels [size, labelShape...]

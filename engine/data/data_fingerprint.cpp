@@ -2,6 +2,7 @@
 
 #include "engine/data/dataset.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace mantissa {
@@ -68,6 +69,32 @@ std::string DataFingerprint::hex() const
     for (int i = 0; i < 16; ++i)
         out[static_cast<std::size_t>(i)] = digits[(h >> (60 - 4 * i)) & 15];
     return out;
+}
+
+std::string dataMismatchWarning(const std::vector<FingerprintedRun>& runs)
+{
+    // The fingerprints in order of first appearance, each with the runs that saw it.
+    std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+    for (const FingerprintedRun& run : runs) {
+        if (run.fingerprint.empty())
+            continue;
+        auto group =
+            std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == run.fingerprint; });
+        if (group == groups.end())
+            groups.push_back({run.fingerprint, {run.name}});
+        else
+            group->second.push_back(run.name);
+    }
+    if (groups.size() < 2)
+        return {};
+    std::string text = "these runs did not see the same data, so their results are not comparable as they stand: ";
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        std::string names;
+        for (std::size_t i = 0; i < groups[g].second.size(); ++i)
+            names += (i ? ", " : "") + groups[g].second[i];
+        text += (g ? "; " : "") + names + " saw data fingerprint " + groups[g].first;
+    }
+    return text + " (mantissa-cli data PATH prints a dataset's fingerprint)";
 }
 
 } // namespace mantissa

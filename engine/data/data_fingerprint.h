@@ -6,10 +6,22 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mantissa {
 
 struct Dataset;
+
+// A run named for messages, with the fingerprint of the data it saw ("" when not known).
+struct FingerprintedRun {
+    std::string name, fingerprint;
+};
+
+// The warning a comparison gives when its runs did not see the same data: "mlp-fp32-1 and
+// mlp-bf16-2 did not see the same data (fingerprint 1a2b... vs 3c4d...): ...", naming each
+// fingerprint and the runs that saw it; empty when every run that knows its fingerprint
+// has the same one (runs recorded before fingerprints were stored are left out).
+std::string dataMismatchWarning(const std::vector<FingerprintedRun>& runs);
 
 class DataFingerprint {
 public:

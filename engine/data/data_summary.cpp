@@ -28,10 +28,10 @@ std::vector<std::int64_t> countClasses(const Dataset& data)
 // Images ([C, H, W]) have a range per channel; anything else per feature.
 std::vector<ValueRange> valueRanges(const Dataset& data, std::int64_t& groups)
 {
-    const auto& dims = data.sampleShape.dims();
-    const bool image = dims.size() == 3;
-    groups = image ? dims[0] : data.sampleSize();
-    const std::int64_t run = image ? dims[1] * dims[2] : 1; // values per group in one sample
+    const bool image = data.sampleShape.rank() == 3;
+    const ChannelLayout layout = channelLayout(data.sampleShape);
+    groups = layout.channels;
+    const std::int64_t run = layout.plane; // values per group in one sample
     std::vector<ValueRange> ranges(static_cast<std::size_t>(groups));
     std::vector<double> sums(ranges.size(), 0.0);
     for (auto& r : ranges) {
@@ -89,17 +89,23 @@ DataSummary summarizeData(const DatasetSplits& splits, const DataSpec& spec, std
     s.sampleShape = splits.train.sampleShape;
     s.labelShape = splits.train.labelShape;
     s.classes = splits.train.classes;
+    s.regression = splits.task == DataTask::Regression;
     s.classNames = splits.classNames;
     s.trainCounts = countClasses(splits.train);
     s.testCounts = countClasses(splits.test);
     s.ranges = valueRanges(splits.train, s.featureCount);
-    // The values as read: normalisation is affine with std > 0, so the extremes map back.
-    for (ValueRange& r : s.ranges) {
-        const Normalization& n = splits.normalization;
-        r.minimum = r.minimum * n.std + n.mean;
-        r.maximum = r.maximum * n.std + n.mean;
-        r.mean = r.mean * n.std + n.mean;
+    // The values as read: normalisation is affine with std > 0, so the extremes map back. The
+    // ranges are grouped as per-channel normalisation is (channelLayout).
+    const Normalization& n = splits.normalization;
+    for (std::size_t g = 0; g < s.ranges.size(); ++g) {
+        ValueRange& r = s.ranges[g];
+        const std::size_t k = n.perChannel ? g : 0;
+        r.minimum = n.original(r.minimum, k);
+        r.maximum = n.original(r.maximum, k);
+        r.mean = r.mean * n.std[k] + n.mean[k];
     }
+    if (splits.normalized)
+        s.normalization = n.describe();
     std::int64_t constant = 0;
     for (const ValueRange& r : s.ranges)
         constant += r.minimum == r.maximum ? 1 : 0;
@@ -146,9 +152,16 @@ std::string dataSummaryText(const DataSummary& s)
                         " validation, " + std::to_string(s.testSamples) + " test");
     line("sample shape", s.sampleShape.toString() +
                              (s.labelShape.rank() > 0 ? " (labels " + s.labelShape.toString() + ")" : std::string()));
-    line("classes", std::to_string(s.classes));
+    if (s.regression) {
+        const std::int64_t targets = s.labelShape.rank() > 0 ? s.labelShape.numel() : 1;
+        line("task", "regression, " + std::to_string(targets) + (targets == 1 ? " target" : " targets") + " a sample");
+    } else {
+        line("classes", std::to_string(s.classes));
+    }
     line("memory", memoryText(s.bytes) + " as float32");
     line("fingerprint", s.fingerprint);
+    if (!s.normalization.empty())
+        line("normalised", s.normalization);
     for (const std::string& note : s.notes)
         line("note", note);
     // A byte-level text has 256 classes: its histogram says little and takes a page.

@@ -77,6 +77,13 @@ std::string fingerprintOf(const Dataset& train, const Dataset& test, const DataS
     hash.addDataset(test);
     hash.addNumber(spec.validationSplit);
     hash.addNumber(spec.normalize ? 1 : 0);
+    // Per-channel statistics differ from one mean and std only where there are several channels
+    // (a grey image's one channel is all of it: the same tensors, the same fingerprint).
+    if (spec.dataset == DatasetKind::Files && spec.normalize && spec.perChannel &&
+        channelLayout(train.sampleShape).channels > 1)
+        hash.addText("per channel");
+    // Augmentation is not part of it: it is how a run trains on the data (like dropout), and a
+    // comparison of runs with and without it compares them on the same data.
     return hash.hex();
 }
 
@@ -160,31 +167,77 @@ Dataset loadMnistFormat(const DataDirectory& directory, DatasetKind dataset, boo
     return d;
 }
 
-Normalization computeNormalization(const Dataset& data)
+ChannelLayout channelLayout(const Shape& sampleShape)
+{
+    const auto& dims = sampleShape.dims();
+    if (dims.size() == 3)
+        return {dims[0], dims[1] * dims[2]};
+    return {sampleShape.numel(), 1};
+}
+
+std::string Normalization::describe() const
+{
+    const auto list = [](const std::vector<float>& values) {
+        std::string out;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            out += (i ? ", " : "") + formatNumber(std::round(static_cast<double>(values[i]) * 1e4) / 1e4);
+        return out;
+    };
+    if (!perChannel)
+        return "mean " + list(mean) + ", std " + list(std);
+    return "per channel or feature: mean " + list(mean) + "; std " + list(std);
+}
+
+Normalization computeNormalization(const Dataset& data, bool perChannel)
 {
     if (data.inputs.empty())
         return {};
-    // Sequential double sums: the statistics must not depend on the thread count, and a
-    // float sum over 47 million pixels would lose the digits it is after.
-    double sum = 0, sumSquares = 0;
-    for (float x : data.inputs) {
-        sum += x;
-        sumSquares += static_cast<double>(x) * x;
+    const ChannelLayout layout = perChannel ? channelLayout(data.sampleShape) : ChannelLayout{1, data.sampleSize()};
+    const auto groups = static_cast<std::size_t>(layout.channels);
+    // Sequential double sums, value by value in order: the statistics must not depend on the
+    // thread count, and a float sum over 47 million pixels would lose the digits it is after.
+    std::vector<double> sum(groups, 0.0), sumSquares(groups, 0.0);
+    for (std::int64_t i = 0; i < data.size(); ++i) {
+        const float* x = data.sample(i);
+        for (std::size_t g = 0; g < groups; ++g) {
+            const float* values = x + static_cast<std::int64_t>(g) * layout.plane;
+            for (std::int64_t k = 0; k < layout.plane; ++k) {
+                sum[g] += values[k];
+                sumSquares[g] += static_cast<double>(values[k]) * values[k];
+            }
+        }
     }
-    const double n = static_cast<double>(data.inputs.size());
-    const double mean = sum / n;
-    const double variance = std::max(0.0, sumSquares / n - mean * mean);
-    const double stddev = std::sqrt(variance);
-    // Constant data has no spread to divide by; centring it is all that can be done.
-    return {static_cast<float>(mean), stddev > 0 ? static_cast<float>(stddev) : 1.0f};
+    Normalization norm;
+    norm.perChannel = perChannel;
+    norm.mean.assign(groups, 0.0f);
+    norm.std.assign(groups, 1.0f);
+    const double n = static_cast<double>(data.size()) * static_cast<double>(layout.plane);
+    for (std::size_t g = 0; g < groups; ++g) {
+        const double mean = sum[g] / n;
+        const double stddev = std::sqrt(std::max(0.0, sumSquares[g] / n - mean * mean));
+        norm.mean[g] = static_cast<float>(mean);
+        // Constant data has no spread to divide by; centring it is all that can be done.
+        norm.std[g] = stddev > 0 ? static_cast<float>(stddev) : 1.0f;
+    }
+    return norm;
 }
 
 void applyNormalization(Dataset& data, const Normalization& norm)
 {
-    const float mean = norm.mean;
-    const float invStd = 1.0f / norm.std;
-    for (float& x : data.inputs)
-        x = (x - mean) * invStd;
+    const std::int64_t n = data.sampleSize();
+    const ChannelLayout layout = norm.perChannel ? channelLayout(data.sampleShape) : ChannelLayout{1, n};
+    MANTISSA_ASSERT(norm.mean.size() == static_cast<std::size_t>(layout.channels) &&
+                    norm.std.size() == norm.mean.size());
+    for (std::int64_t i = 0; i < data.size(); ++i) {
+        float* x = data.inputs.data() + i * n;
+        for (std::int64_t g = 0; g < layout.channels; ++g) {
+            const float mean = norm.mean[static_cast<std::size_t>(g)];
+            const float invStd = 1.0f / norm.std[static_cast<std::size_t>(g)];
+            float* values = x + g * layout.plane;
+            for (std::int64_t k = 0; k < layout.plane; ++k)
+                values[k] = (values[k] - mean) * invStd;
+        }
+    }
 }
 
 namespace {
@@ -280,6 +333,7 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
             splits.test = holdOutTestSet(splits.train, spec.testSplit, "files/test");
         keepFirst(splits.train, spec.limitTrain);
         keepFirst(splits.test, spec.limitTest);
+        splits.task = source.task;
         splits.classNames = std::move(source.classNames);
         splits.notes = std::move(source.notes);
     } else {
@@ -299,17 +353,34 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
         splits.validation = holdOut(splits.train, count, seed, std::string(enumKey(spec.dataset)) + "/validation");
     } else {
         splits.validation.sampleShape = splits.train.sampleShape;
+        splits.validation.labelShape = splits.train.labelShape;
         splits.validation.classes = splits.train.classes;
         splits.validation.name = std::string(enumKey(spec.dataset)) + "/validation";
     }
 
     if (spec.normalize) {
-        splits.normalization = computeNormalization(splits.train);
+        splits.normalized = true;
+        splits.normalization =
+            computeNormalization(splits.train, spec.dataset == DatasetKind::Files && spec.perChannel);
         applyNormalization(splits.train, splits.normalization);
         applyNormalization(splits.validation, splits.normalization);
         applyNormalization(splits.test, splits.normalization);
     }
     return splits;
+}
+
+std::string dataPreparationText(const DatasetSplits& splits)
+{
+    return splits.normalized ? "normalised with the training split's " + splits.normalization.describe()
+                             : "not normalised";
+}
+
+RunConfig withResolvedTask(const RunConfig& config, const DatasetSplits& data)
+{
+    RunConfig resolved = config;
+    if (resolved.data.dataset == DatasetKind::Files)
+        resolved.data.task = data.task;
+    return resolved;
 }
 
 std::optional<std::string> dataModelMismatch(const RunConfig& config)

@@ -30,9 +30,29 @@ struct Dataset {
     const float* sampleLabels(std::int64_t i) const { return labels.data() + i * labelSize(); }
 };
 
-// The affine map applied to every input: x' = (x - mean) / std.
+// How a sample's values fall into channels (images [C, H, W]: C channels of H W values each)
+// or features (anything else: every value its own feature): the groups per-channel
+// normalisation and the data summary's ranges go by.
+struct ChannelLayout {
+    std::int64_t channels = 1; // groups in a sample
+    std::int64_t plane = 1;    // consecutive values of a sample in one group
+};
+ChannelLayout channelLayout(const Shape& sampleShape);
+
+// The affine map applied to every input: x' = (x - mean[g]) / std[g], where g is the value's
+// channel or feature (perChannel) or 0 (one mean and std for every value).
 struct Normalization {
-    float mean = 0, std = 1;
+    std::vector<float> mean{0.0f}, std{1.0f};
+    bool perChannel = false;
+    // The mean and std of the value at `index` of a sample laid out as `layout`.
+    std::size_t groupOf(std::int64_t index, const ChannelLayout& layout) const
+    {
+        return perChannel ? static_cast<std::size_t>(index / layout.plane) : 0;
+    }
+    // A normalised value of group g back as read: the map is affine with std > 0.
+    float original(float value, std::size_t group) const { return value * std[group] + mean[group]; }
+    // "per channel: mean 0.491, 0.482, 0.447; std 0.247, 0.243, 0.262" or "mean 0.286, std 0.353".
+    std::string describe() const;
 };
 
 struct DatasetSplits {
@@ -40,21 +60,35 @@ struct DatasetSplits {
     Dataset validation; // empty when DataSpec::validationSplit is 0
     Dataset test;
     Normalization normalization; // what was applied (identity when DataSpec::normalize is false)
+    bool normalized = false;     // DataSpec::normalize: whether `normalization` was applied
     std::string directory;       // where the files were read ("" for synthetic data)
     // A content hash of the training and test data as read and of how they were prepared
     // (data_fingerprint.h): runs with the same fingerprint saw the same data. The seeded
     // validation hold-out is not part of it, so that the seeds of one config share it.
     std::string fingerprint;
+    // Classification (class labels, text's next-byte labels included) or regression (labelShape
+    // {K} real targets a sample, classes 0); never auto.
+    DataTask task = DataTask::Classification;
     std::vector<std::string> classNames; // where the source names its classes (image folders)
     std::vector<std::string> notes;      // what was done to the data that the user should know
 };
 
 // Builds the splits of `spec`: loads (or generates) the data, takes the first limitTrain /
 // limitTest samples, holds out the validation fraction (seeded by `seed`), then normalises
-// every split with the statistics of the remaining training samples only, so nothing about
+// every split with the statistics of the remaining training samples only (per channel or
+// feature for your files, data.per_channel), so nothing about
 // the validation or test data leaks into training. Throws ConfigError for a bad spec and
 // DataError for missing or corrupt files.
 DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed);
+
+// How `splits` were prepared, as a run stores it and `mantissa-cli show` prints it: "normalised
+// with the training split's mean 0.286, std 0.353", per channel or feature where that was
+// applied, or "not normalised".
+std::string dataPreparationText(const DatasetSplits& splits);
+
+// `config` with data.task's auto replaced by the task `data` was read as, so that the config a
+// run is stored with names its task (and so its metric, engine/observe/task_metric.h).
+RunConfig withResolvedTask(const RunConfig& config, const DatasetSplits& data);
 
 // Why `config`'s model cannot take its data, known before any file is read (the Trainer checks
 // the loaded samples again): synthetic data has data.synthetic_shape, text windows of
@@ -80,8 +114,9 @@ DataDirectory resolveDataDirectory(const DataSpec& spec);
 // scaled to [0, 1]; `limit` > 0 keeps only the first `limit` samples.
 Dataset loadMnistFormat(const DataDirectory& directory, DatasetKind dataset, bool train, std::int64_t limit = 0);
 
-// Mean and (population) standard deviation over every input value of `data`, in double.
-Normalization computeNormalization(const Dataset& data);
+// Mean and (population) standard deviation over every input value of `data`, in double; with
+// `perChannel`, of each channel or feature (channelLayout) on its own.
+Normalization computeNormalization(const Dataset& data, bool perChannel = false);
 void applyNormalization(Dataset& data, const Normalization& norm);
 
 // Moves a seeded-random `count` of `data`'s samples into the returned dataset; both keep

@@ -5,10 +5,12 @@
 #include "engine/data/numpy_array.h"
 #include "engine/data/table_file.h"
 #include "engine/util/check.h"
+#include "engine/util/format_number.h"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include <unistd.h>
@@ -49,11 +51,40 @@ std::int64_t classCount(const std::vector<float>& labels, const std::string& whe
     for (std::size_t i = 0; i < labels.size(); ++i) {
         const float y = labels[i];
         if (!(y >= 0) || y != std::floor(y) || y > (1 << 24))
-            throw DataError(where + ": label " + std::to_string(y) + " of sample " + std::to_string(i) +
-                            " is not a class index (an integer from 0)");
+            throw DataError(where + ": label " + formatNumber(y) + " of sample " + std::to_string(i) +
+                            " is not a class index (an integer from 0); for real-valued targets set data.task "
+                            "to regression");
         largest = std::max(largest, y);
     }
     return static_cast<std::int64_t>(largest) + 1;
+}
+
+// Regression: every target finite, the same number of them in the training and test parts.
+void setTargets(FileSource& source, const std::string& where)
+{
+    source.task = DataTask::Regression;
+    if (source.givenTest && source.test.sampleShape != source.train.sampleShape)
+        throw DataError(where + ": the test samples are " + source.test.sampleShape.toString() +
+                        " but the training samples " + source.train.sampleShape.toString());
+    if (source.givenTest && source.test.labelShape != source.train.labelShape)
+        throw DataError(where + ": the test samples have " + source.test.labelShape.toString() +
+                        " targets but the training samples " + source.train.labelShape.toString());
+    for (const Dataset* part : {&source.train, &source.test})
+        for (std::size_t i = 0; i < part->labels.size(); ++i)
+            if (!std::isfinite(part->labels[i]))
+                throw DataError(where + ": target " + std::to_string(static_cast<std::int64_t>(i) % part->labelSize()) +
+                                " of " + part->name + " sample " +
+                                std::to_string(static_cast<std::int64_t>(i) / part->labelSize()) +
+                                " is not a finite number");
+    source.train.classes = source.test.classes = 0;
+}
+
+// Image folders and IDX files hold class labels only.
+void refuseRegression(const DataSpec& spec, const std::string& what)
+{
+    if (spec.task == DataTask::Regression)
+        throw ConfigError("data.task is regression but " + spec.path + " is " + what +
+                          ", which holds class labels; use a table or NumPy arrays for real-valued targets");
 }
 
 void setClasses(FileSource& source, const std::string& where)
@@ -80,14 +111,24 @@ fs::path partner(const fs::path& x, const std::string& from, const std::string& 
     return x.parent_path() / (to + stem.substr(from.size()) + x.extension().string());
 }
 
+// Auto: float labels or more than one a sample are regression targets, integer ones class indices.
+bool isRegression(const DataSpec& spec, const NumpyArray& y)
+{
+    if (spec.task != DataTask::Auto)
+        return spec.task == DataTask::Regression;
+    return y.dtype.starts_with("float") || (y.dims.size() == 2 && y.dims[1] != 1);
+}
+
 Dataset arraysToDataset(const NumpyArray& x, const NumpyArray& y, const std::string& xWhere, const std::string& yWhere,
-                        const std::string& name)
+                        const std::string& name, bool regression)
 {
     if (x.dims.empty() || x.dims[0] == 0)
         throw DataError(xWhere + ": the array holds no samples (shape " + Shape(x.dims).toString() + ")");
-    if (y.dims.size() != 1 && !(y.dims.size() == 2 && y.dims[1] == 1))
-        throw DataError(yWhere + ": the labels must be one per sample (shape [N]), got shape " +
-                        Shape(y.dims).toString());
+    if (regression ? (y.dims.size() != 1 && y.dims.size() != 2)
+                   : (y.dims.size() != 1 && !(y.dims.size() == 2 && y.dims[1] == 1)))
+        throw DataError(yWhere + ": the labels must be " +
+                        (regression ? "[N] or [N, targets] for regression" : "one class index per sample (shape [N])") +
+                        ", got shape " + Shape(y.dims).toString());
     if (x.dims[0] != y.dims[0])
         throw DataError(xWhere + " holds " + std::to_string(x.dims[0]) + " samples but " + yWhere + " holds " +
                         std::to_string(y.dims[0]) + " labels; they must be the same length");
@@ -106,12 +147,14 @@ Dataset arraysToDataset(const NumpyArray& x, const NumpyArray& y, const std::str
     d.sampleShape = Shape(shape);
     d.inputs = x.values;
     d.labels = y.values;
+    if (regression)
+        d.labelShape = Shape{y.dims.size() == 2 ? y.dims[1] : 1};
     return d;
 }
 
-FileSource readNpy(const std::string& path)
+FileSource readNpy(const DataSpec& spec)
 {
-    fs::path x = path;
+    fs::path x = spec.path;
     if (fs::is_directory(x))
         x /= "x.npy";
     const fs::path y = partner(x, "x", "y");
@@ -122,35 +165,46 @@ FileSource readNpy(const std::string& path)
     source.format = DataFormat::Npy;
     const NumpyArray xs = readNpyFile(x.string());
     checkFitsInMemory(static_cast<double>(xs.values.size()), x.string());
-    source.train = arraysToDataset(xs, readNpyFile(y.string()), x.string(), y.string(), "files/train");
+    const NumpyArray ys = readNpyFile(y.string());
+    const bool regression = isRegression(spec, ys);
+    source.train = arraysToDataset(xs, ys, x.string(), y.string(), "files/train", regression);
     // x.npy or x_train.npy: a test pair x_test.npy / y_test.npy beside it is the given test set.
     const std::string stem = x.stem().string();
     const fs::path xTest = x.parent_path() / "x_test.npy";
     if ((stem == "x" || stem == "x_train") && fs::exists(xTest)) {
         const fs::path yTest = x.parent_path() / "y_test.npy";
         source.test = arraysToDataset(readNpyFile(xTest.string()), readNpyFile(yTest.string()), xTest.string(),
-                                      yTest.string(), "files/test");
+                                      yTest.string(), "files/test", regression);
         source.givenTest = true;
         source.notes.push_back("test set: " + xTest.string());
     }
-    setClasses(source, y.string());
+    if (regression)
+        setTargets(source, y.string());
+    else
+        setClasses(source, y.string());
     return source;
 }
 
-FileSource readNpz(const std::string& path)
+FileSource readNpz(const DataSpec& spec)
 {
+    const std::string& path = spec.path;
     FileSource source;
     source.format = DataFormat::Npz;
     const NumpyArray xs = readNpzMember(path, "x");
-    source.train = arraysToDataset(xs, readNpzMember(path, "y"), path + ": x.npy", path + ": y.npy", "files/train");
+    const NumpyArray ys = readNpzMember(path, "y");
+    const bool regression = isRegression(spec, ys);
+    source.train = arraysToDataset(xs, ys, path + ": x.npy", path + ": y.npy", "files/train", regression);
     const NumpyArray xTest = readNpzMember(path, "x_test", false);
     if (!xTest.dims.empty()) {
         source.test = arraysToDataset(xTest, readNpzMember(path, "y_test"), path + ": x_test.npy",
-                                      path + ": y_test.npy", "files/test");
+                                      path + ": y_test.npy", "files/test", regression);
         source.givenTest = true;
         source.notes.push_back("test set: x_test and y_test of the archive");
     }
-    setClasses(source, path);
+    if (regression)
+        setTargets(source, path);
+    else
+        setClasses(source, path);
     return source;
 }
 
@@ -158,17 +212,29 @@ FileSource readNpz(const std::string& path)
 
 FileSource readTable(const DataSpec& spec, char separator, DataFormat format)
 {
-    const Table table = readTableFile(spec.path, separator, spec.header, spec.labelColumn);
+    // Auto: several target columns are regression; one column is a class label unless declared.
+    const bool regression = spec.task == DataTask::Regression || (spec.task == DataTask::Auto && spec.targets > 1);
+    const Table table =
+        readTableFile(spec.path, separator, spec.header, TableLabels{spec.labelColumn, regression, spec.targets});
     FileSource source;
     source.format = format;
     source.train.name = "files/train";
     source.train.sampleShape = Shape{table.featureCount};
     source.train.inputs = table.features;
     source.train.labels = table.labels;
-    source.notes.push_back(std::string(table.hadHeader ? "header row: " : "no header row; ") + "label column " +
-                           std::to_string(table.labelColumn + 1) + " (" +
-                           table.columns[static_cast<std::size_t>(table.labelColumn)] + ")");
-    setClasses(source, spec.path);
+    std::string columns;
+    for (std::int64_t c = table.labelColumn; c < table.labelColumn + table.targets; ++c)
+        columns += (columns.empty() ? "" : ", ") + std::to_string(c + 1) + " (" +
+                   table.columns[static_cast<std::size_t>(c)] + ")";
+    source.notes.push_back(std::string(table.hadHeader ? "header row; " : "no header row; ") +
+                           (regression ? (table.targets > 1 ? "target columns " : "target column ") : "label column ") +
+                           columns);
+    if (regression) {
+        source.train.labelShape = Shape{table.targets};
+        setTargets(source, spec.path);
+    } else {
+        setClasses(source, spec.path);
+    }
     return source;
 }
 
@@ -332,6 +398,48 @@ Dataset imagesToDataset(const DecodedImages& decoded, int channels, int height, 
     return d;
 }
 
+// Brings decoded images to one size and channel count and makes them the source's training
+// (and given test) set, saying what was done. The classes are source.classNames.
+void imagesToSource(FileSource& source, const DecodedImages& train, const DecodedImages* test, const DataSpec& spec,
+                    const std::string& where, int skipped)
+{
+    if (train.images.empty())
+        throw DataError(where + ": no image could be decoded");
+    const DecodedImages none;
+    const DecodedImages& testImages = test ? *test : none;
+    const Image& first = train.images.front();
+    const int height = spec.imageSize.empty() ? first.height : static_cast<int>(spec.imageSize[0]);
+    const int width = spec.imageSize.empty() ? first.width : static_cast<int>(spec.imageSize[1]);
+    bool colour = false;
+    for (const DecodedImages* set : {&train, &testImages})
+        for (const Image& image : set->images)
+            colour = colour || image.channels == 3;
+    const int channels = colour ? 3 : 1;
+    checkFitsInMemory(static_cast<double>(train.images.size() + testImages.images.size()) * channels * height * width,
+                      spec.path);
+
+    int fitted = 0, widened = 0;
+    source.train = imagesToDataset(train, channels, height, width, spec, "files/train", fitted, widened);
+    if (test) {
+        source.test = imagesToDataset(*test, channels, height, width, spec, "files/test", fitted, widened);
+        source.givenTest = true;
+    }
+    source.train.classes = source.test.classes = static_cast<std::int64_t>(source.classNames.size());
+
+    source.notes.insert(source.notes.begin(), std::to_string(source.classNames.size()) + " classes; " +
+                                                  (colour ? "colour (3 channels)" : "grey (1 channel)") +
+                                                  " images of " + std::to_string(height) + "x" + std::to_string(width) +
+                                                  (spec.imageSize.empty() ? " (the first image's size)" : ""));
+    if (fitted > 0)
+        source.notes.push_back(std::to_string(fitted) + " images of another size were " +
+                               (spec.imageFit == ImageFit::Resize ? "stretched" : "scaled and centre-cropped") +
+                               " to " + std::to_string(height) + "x" + std::to_string(width) + " (data.image_fit)");
+    if (widened > 0)
+        source.notes.push_back(std::to_string(widened) + " grey images were given 3 channels (the grey value in each)");
+    if (skipped > 0)
+        source.notes.push_back(std::to_string(skipped) + " images could not be decoded and were skipped");
+}
+
 FileSource readImageFolder(const DataSpec& spec)
 {
     const fs::path root = spec.path;
@@ -366,42 +474,103 @@ FileSource readImageFolder(const DataSpec& spec)
         test = decodeFolder(testFolders, source.classNames, spec, skipped);
         source.givenTest = true;
     }
-    if (train.images.empty())
-        throw DataError(where + ": no image could be decoded");
-
-    const Image& first = train.images.front();
-    const int height = spec.imageSize.empty() ? first.height : static_cast<int>(spec.imageSize[0]);
-    const int width = spec.imageSize.empty() ? first.width : static_cast<int>(spec.imageSize[1]);
-    bool colour = false;
-    for (const DecodedImages* set : std::initializer_list<const DecodedImages*>{&train, &test})
-        for (const Image& image : set->images)
-            colour = colour || image.channels == 3;
-    const int channels = colour ? 3 : 1;
-    checkFitsInMemory(static_cast<double>(train.images.size() + test.images.size()) * channels * height * width,
-                      spec.path);
-
-    int fitted = 0, widened = 0;
-    source.train = imagesToDataset(train, channels, height, width, spec, "files/train", fitted, widened);
-    if (split)
-        source.test = imagesToDataset(test, channels, height, width, spec, "files/test", fitted, widened);
-    source.train.classes = source.test.classes = static_cast<std::int64_t>(source.classNames.size());
-
-    source.notes.push_back(std::to_string(source.classNames.size()) + " classes; " +
-                           (colour ? "colour (3 channels)" : "grey (1 channel)") + " images of " +
-                           std::to_string(height) + "x" + std::to_string(width) +
-                           (spec.imageSize.empty() ? " (the first image's size)" : ""));
     if (split)
         source.notes.push_back("test set: " + (root / "test").string());
-    if (fitted > 0)
-        source.notes.push_back(std::to_string(fitted) + " images of another size were " +
-                               (spec.imageFit == ImageFit::Resize ? "stretched" : "scaled and centre-cropped") +
-                               " to " + std::to_string(height) + "x" + std::to_string(width) + " (data.image_fit)");
-    if (widened > 0)
-        source.notes.push_back(std::to_string(widened) + " grey images were given 3 channels (the grey value in each)");
-    if (skipped > 0)
-        source.notes.push_back(std::to_string(skipped) + " images could not be decoded and were skipped");
+    imagesToSource(source, train, split ? &test : nullptr, spec, where, skipped);
     if (ignored > 0)
         source.notes.push_back(std::to_string(ignored) + " files that are not PNG or JPEG images were ignored");
+    return source;
+}
+
+// ---- Images listed in a CSV ----
+
+// Whether a CSV's first rows name image files (the first cell of the first or second row):
+// then it lists images rather than holding features.
+bool listsImages(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::string line;
+    for (int row = 0; row < 2 && std::getline(in, line); ++row) {
+        const std::string first = line.substr(0, line.find(','));
+        std::string name = lower(first);
+        while (!name.empty() && (name.back() == ' ' || name.back() == '"' || name.back() == '\r'))
+            name.pop_back();
+        if (isImageFile(name))
+            return true;
+    }
+    return false;
+}
+
+// A CSV of "file,label" rows: the files relative to the CSV's folder, the labels class indices
+// or, where any is not an integer, class names (the classes in name order).
+FileSource readImageCsv(const DataSpec& spec)
+{
+    refuseRegression(spec, "a list of images");
+    FileSource source;
+    source.format = DataFormat::ImageCsv;
+    std::vector<TextRow> rows = readTextRows(spec.path, ',');
+    // A first row whose file is not an image is a header (file,label).
+    const bool header = spec.header == TableHeader::Yes ||
+                        (spec.header == TableHeader::Auto && !rows.empty() && !rows.front().cells.empty() &&
+                         !isImageFile(lower(rows.front().cells.front())));
+    if (header && !rows.empty())
+        rows.erase(rows.begin());
+    if (rows.empty())
+        throw DataError(spec.path + ": lists no images (rows of file name and label)");
+    const auto at = [&](const TextRow& row) { return spec.path + ":" + std::to_string(row.line) + ": "; };
+    bool indices = true;
+    for (const TextRow& row : rows) {
+        if (row.cells.size() != 2)
+            throw DataError(at(row) + "the row has " + std::to_string(row.cells.size()) +
+                            " cells; each row is an image's file name and its label");
+        if (row.cells[1].empty())
+            throw DataError(at(row) + "the label of " + row.cells[0] + " is empty");
+        indices = indices && row.cells[1].find_first_not_of("0123456789") == std::string::npos;
+    }
+    // Class names: the distinct labels in name order; indices: "0" to the largest.
+    std::vector<std::string> names;
+    if (!indices) {
+        for (const TextRow& row : rows)
+            names.push_back(row.cells[1]);
+        std::sort(names.begin(), names.end());
+        names.erase(std::unique(names.begin(), names.end()), names.end());
+        source.classNames = names;
+    }
+    const fs::path folder = fs::path(spec.path).parent_path();
+    DecodedImages train;
+    int skipped = 0;
+    std::int64_t largest = 0;
+    for (const TextRow& row : rows) {
+        const fs::path file = fs::path(row.cells[0]).is_absolute() ? fs::path(row.cells[0]) : folder / row.cells[0];
+        std::error_code ec;
+        if (!fs::is_regular_file(file, ec))
+            throw DataError(at(row) + file.string() + " is not there");
+        if (!isImageFile(file.string()))
+            throw DataError(at(row) + file.string() + " is not a PNG or JPEG file");
+        try {
+            train.images.push_back(readImageFile(file.string()));
+        } catch (const DataError& e) {
+            if (!spec.skipBadImages)
+                throw DataError(at(row) + e.what() + " (set data.skip_bad_images to skip such images)");
+            ++skipped;
+            continue;
+        }
+        const std::int64_t label = indices ? std::stoll(row.cells[1].substr(0, 9))
+                                           : std::find(names.begin(), names.end(), row.cells[1]) - names.begin();
+        if (indices && row.cells[1].size() > 9)
+            throw DataError(at(row) + "the label " + row.cells[1] + " is not a class index this size");
+        largest = std::max(largest, label);
+        train.labels.push_back(static_cast<float>(label));
+    }
+    if (indices)
+        for (std::int64_t c = 0; c <= largest; ++c)
+            source.classNames.push_back(std::to_string(c));
+    if (source.classNames.size() < 2)
+        throw DataError(spec.path + ": every image has label " + rows.front().cells[1] +
+                        "; classification needs two classes at least");
+    source.notes.push_back(std::to_string(rows.size()) + " images listed" + (header ? " below a header row" : "") +
+                           ", labelled by class " + (indices ? "index" : "name"));
+    imagesToSource(source, train, nullptr, spec, spec.path, skipped);
     return source;
 }
 
@@ -418,7 +587,7 @@ DataFormat resolveDataFormat(const std::string& path, DataFormat declared)
     const std::string ext = lower(fs::path(path).extension().string());
     if (!fs::is_directory(path, ec)) {
         if (ext == ".csv")
-            return DataFormat::Csv;
+            return listsImages(path) ? DataFormat::ImageCsv : DataFormat::Csv;
         if (ext == ".tsv" || ext == ".tab")
             return DataFormat::Tsv;
         if (ext == ".npy")
@@ -489,12 +658,13 @@ FileSource readFileSource(const DataSpec& spec)
     if (!fs::exists(spec.path, ec))
         throw DataError(spec.path + ": not found (data.path)");
     switch (resolveDataFormat(spec.path, spec.format)) {
-    case DataFormat::ImageFolder: return readImageFolder(spec);
+    case DataFormat::ImageFolder: refuseRegression(spec, "an image folder"); return readImageFolder(spec);
+    case DataFormat::ImageCsv: return readImageCsv(spec);
     case DataFormat::Csv: return readTable(spec, ',', DataFormat::Csv);
     case DataFormat::Tsv: return readTable(spec, '\t', DataFormat::Tsv);
-    case DataFormat::Npy: return readNpy(spec.path);
-    case DataFormat::Npz: return readNpz(spec.path);
-    case DataFormat::Idx: return readIdx(spec.path);
+    case DataFormat::Npy: return readNpy(spec);
+    case DataFormat::Npz: return readNpz(spec);
+    case DataFormat::Idx: refuseRegression(spec, "IDX data"); return readIdx(spec.path);
     case DataFormat::Text:
     case DataFormat::Auto: break;
     }

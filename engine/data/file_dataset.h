@@ -15,8 +15,10 @@ struct FileSource {
     Dataset test;  // the source's own test part; empty when it has none
     bool givenTest = false;
     DataFormat format = DataFormat::Auto; // as resolved
-    std::vector<std::string> classNames;  // image folders: the subfolders' names, in class order
-    std::vector<std::string> notes;       // what was done that the user should know
+    // As resolved, never auto. Regression: labels hold labelShape {K} real targets a sample.
+    DataTask task = DataTask::Classification;
+    std::vector<std::string> classNames; // image folders: the subfolders' names, in class order
+    std::vector<std::string> notes;      // what was done that the user should know
 };
 
 // `declared` unless it is auto; else by `path`'s extension or, for a folder, its contents.

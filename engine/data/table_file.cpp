@@ -72,7 +72,32 @@ std::string quote(const std::string& cell)
 
 } // namespace
 
-Table readTableFile(const std::string& path, char separator, TableHeader header, std::int64_t labelColumn)
+std::vector<TextRow> readTextRows(const std::string& path, char separator)
+{
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw DataError(path + ": " + (std::filesystem::exists(path, ec) ? "not a regular file" : "file not found"));
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw DataError(path + ": cannot be read");
+    std::vector<TextRow> rows;
+    std::string line;
+    std::int64_t lineNumber = 0;
+    while (std::getline(in, line)) {
+        ++lineNumber;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        if (lineNumber == 1 && line.starts_with("\xEF\xBB\xBF"))
+            line.erase(0, 3);
+        if (line.find_first_not_of(" \t") != std::string::npos)
+            rows.push_back({lineNumber, splitCells(line, separator)});
+    }
+    if (in.bad())
+        throw DataError(path + ": read error");
+    return rows;
+}
+
+Table readTableFile(const std::string& path, char separator, TableHeader header, const TableLabels& labels)
 {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
@@ -103,12 +128,19 @@ Table readTableFile(const std::string& path, char separator, TableHeader header,
                      "the first row has one column; a table needs features and a label" +
                          std::string(separator == ',' ? " (is it tab-separated? use data.format tsv)"
                                                       : " (is it comma-separated? use data.format csv)"));
-            if (labelColumn > static_cast<std::int64_t>(width))
+            const auto columns = static_cast<std::int64_t>(width);
+            table.targets = labels.regression ? labels.targets : 1;
+            if (labels.column > columns)
                 fail(path, lineNumber,
-                     "data.label_column is " + std::to_string(labelColumn) + " but the table has " +
+                     "data.label_column is " + std::to_string(labels.column) + " but the table has " +
                          std::to_string(width) + " columns");
-            table.labelColumn = labelColumn == 0 ? static_cast<std::int64_t>(width) - 1 : labelColumn - 1;
-            table.featureCount = static_cast<std::int64_t>(width) - 1;
+            table.labelColumn = labels.column == 0 ? columns - table.targets : labels.column - 1;
+            if (table.labelColumn < 0 || table.labelColumn + table.targets > columns || table.targets >= columns)
+                fail(path, lineNumber,
+                     std::to_string(table.targets) + " target columns (data.targets) from column " +
+                         std::to_string(table.labelColumn + 1) + " do not fit a table of " + std::to_string(width) +
+                         " columns with a feature left");
+            table.featureCount = columns - table.targets;
             bool numeric = true;
             for (const std::string& cell : cells)
                 numeric = numeric && parseNumber(cell).has_value();
@@ -132,11 +164,16 @@ Table readTableFile(const std::string& path, char separator, TableHeader header,
                 fail(path, lineNumber,
                      where + ": " +
                          (cells[c].empty() ? std::string("the cell is empty") : quote(cells[c]) + " is not a number"));
-            if (static_cast<std::int64_t>(c) == table.labelColumn) {
-                if (!std::isfinite(*value) || *value < 0 || *value != std::floor(*value) || *value > (1 << 24))
+            const auto column = static_cast<std::int64_t>(c);
+            if (column >= table.labelColumn && column < table.labelColumn + table.targets) {
+                if (labels.regression && !std::isfinite(*value))
+                    fail(path, lineNumber, where + ": the target " + cells[c] + " is not a finite number");
+                if (!labels.regression &&
+                    (!std::isfinite(*value) || *value < 0 || *value != std::floor(*value) || *value > (1 << 24)))
                     fail(path, lineNumber,
                          where + ": the label " + cells[c] +
-                             " is not a class index (an integer from 0); is data.label_column the right column?");
+                             " is not a class index (an integer from 0); is data.label_column the right column? "
+                             "For real-valued targets set data.task to regression");
                 table.labels.push_back(static_cast<float>(*value));
                 continue;
             }

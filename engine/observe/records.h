@@ -6,6 +6,7 @@
 #include "engine/numerics/tensor_stats.h"
 #include "engine/precision/gemm_recipe.h"
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct EpochRecord {
     float trainLoss = 0, trainAccuracy = 0; // over the epoch's training steps
     float testLoss = 0, testAccuracy = 0;   // accuracy in [0, 1]
     double wallSeconds = 0;                 // since the run started, evaluation included
+    // On the validation samples (data.validation_split); NaN when none are held out. Printed
+    // by the command line, not stored.
+    float validationLoss = NAN, validationAccuracy = NAN;
 };
 
 enum class EventKind : std::uint8_t { Overflow, ScaleChange, Divergence, Finished, Error };

@@ -4,7 +4,7 @@
 
 #include "engine/data/batch_loader.h"
 #include "engine/distributed/data_parallel.h"
-#include "engine/model/sequence_loss.h"
+#include "engine/model/task_loss.h"
 #include "engine/util/check.h"
 
 #include <algorithm>
@@ -36,6 +36,11 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
     if (Shape(config.model.input) != data.train.sampleShape)
         throw ConfigError("model.input is " + Shape(config.model.input).toString() + " but " + data.train.name +
                           " holds samples of " + data.train.sampleShape.toString());
+    if (data.task == DataTask::Regression && config.model.classes != data.train.labelSize())
+        throw ConfigError("model.classes is " + std::to_string(config.model.classes) + " but " + data.train.name +
+                          " has " + std::to_string(data.train.labelSize()) +
+                          " regression targets a sample; set model.classes (the model's outputs) to " +
+                          std::to_string(data.train.labelSize()));
     if (config.model.classes < data.train.classes)
         throw ConfigError("model.classes is " + std::to_string(config.model.classes) + " but " + data.train.name +
                           " has " + std::to_string(data.train.classes) + " classes");
@@ -137,7 +142,7 @@ std::optional<OverflowLocation> Trainer::locateOverflow(const Tensor& x, const T
     pass.tap = &probe;
     ModelForward forward = m_model->forward(pass, x);
     Tensor dlogits = m_backend.empty(forward.logits.shape(), forward.logits.dtype());
-    const LossResult loss = tokenCrossEntropy(m_backend, forward.logits, y, scale, &dlogits);
+    const LossResult loss = taskLoss(m_backend, m_data.task, forward.logits, y, scale, &dlogits);
     const bool forwardFailed = !std::isfinite(loss.meanLoss);
     if (!forwardFailed) {
         probe.measureLossGradient(dlogits);
@@ -163,18 +168,20 @@ Evaluation Trainer::evaluate(const Dataset& data)
     while (loader.next(batch)) {
         Tensor x = m_backend.empty(batch.inputShape, DType::F32);
         m_backend.upload(batch.inputs.data(), x);
-        Tensor y = m_backend.empty({batch.size * m_model->labelsPerSample()}, DType::F32);
+        Tensor y = m_backend.empty({batch.size * labelsPerSample()}, DType::F32);
         m_backend.upload(batch.labels.data(), y);
         ModelForward forward = m_model->forward(pass, x);
-        const LossResult r = tokenCrossEntropy(m_backend, forward.logits, y, 1.0f, nullptr);
+        const LossResult r = taskLoss(m_backend, m_data.task, forward.logits, y, 1.0f, nullptr);
         lossSum += static_cast<double>(r.meanLoss) * static_cast<double>(batch.size);
         correct += r.correct;
         result.samples += batch.size;
     }
     result.loss = static_cast<float>(lossSum / static_cast<double>(result.samples));
-    // Accuracy counts predictions: tokens for a sequence model.
-    result.accuracy = static_cast<float>(static_cast<double>(correct) /
-                                         static_cast<double>(result.samples * m_model->labelsPerSample()));
+    // Accuracy counts predictions: tokens for a sequence model. Regression has none: its
+    // metric, the RMSE, is the square root of the mean squared error (engine/observe/task_metric.h).
+    result.accuracy = regression() ? NAN
+                                   : static_cast<float>(static_cast<double>(correct) /
+                                                        static_cast<double>(result.samples * labelsPerSample()));
     return result;
 }
 
@@ -208,7 +215,10 @@ RunSummary Trainer::run()
 {
     RunState run;
     run.lastQueued = run.lastPublished = m_stepOffset;
-    BatchLoader loader(m_data.train, BatchLoaderOptions::training(m_config.training.batchSize, m_config.training.seed));
+    if (regression()) // no accuracy to report: NaN is "not known" to every reader
+        run.summary.testAccuracy = run.summary.bestTestAccuracy = NAN;
+    BatchLoader loader(m_data.train, BatchLoaderOptions::training(m_config.training.batchSize, m_config.training.seed,
+                                                                  augmentationOf(m_config.data)));
     const int epochs = std::max(m_config.training.epochs, 1);
     m_backend.resetPeakBytes();
     uploadScalerState(); // a checkpoint may have restored the scaler since the last run
@@ -308,7 +318,7 @@ void Trainer::publishStep(RunState& run, const QueuedStep& queued, StepOutcome& 
         run.consecutiveSkips = 0;
         run.epochLoss += outcome.loss;
         run.epochCorrect += outcome.correct;
-        run.epochSamples += globalSamples(queued) * m_model->labelsPerSample(); // predictions, for the accuracy
+        run.epochSamples += globalSamples(queued) * labelsPerSample(); // predictions, for the accuracy
         ++run.finiteSteps;
     }
     const ScaleUpdate update = outcome.scaleUpdate;
@@ -387,11 +397,17 @@ void Trainer::evaluateEpoch(RunState& run, int epoch)
     record.epoch = epoch;
     record.trainLoss = run.epochTrainLoss();
     record.trainAccuracy =
-        run.epochSamples
+        regression() ? NAN
+        : run.epochSamples
             ? static_cast<float>(static_cast<double>(run.epochCorrect) / static_cast<double>(run.epochSamples))
             : 0.0f;
     record.testLoss = test.loss;
     record.testAccuracy = test.accuracy;
+    if (m_data.validation.size() > 0) {
+        const Evaluation validation = evaluate(m_data.validation);
+        record.validationLoss = validation.loss;
+        record.validationAccuracy = validation.accuracy;
+    }
     record.wallSeconds = secondsSince(run.start);
     for (auto* o : m_observers)
         o->onEpoch(record);
@@ -400,7 +416,7 @@ void Trainer::evaluateEpoch(RunState& run, int epoch)
     summary.trainLoss = record.trainLoss;
     summary.testLoss = test.loss;
     summary.testAccuracy = test.accuracy;
-    summary.bestTestAccuracy = std::max(summary.bestTestAccuracy, test.accuracy);
+    summary.bestTestAccuracy = regression() ? NAN : std::max(summary.bestTestAccuracy, test.accuracy);
 }
 
 std::string Trainer::reportFailure(const RunState& run, const std::exception& e)

@@ -25,7 +25,8 @@ namespace mantissa {
 class DataParallel; // engine/distributed/data_parallel.h: private to the engine
 
 struct Evaluation {
-    float loss = 0, accuracy = 0;
+    float loss = 0;     // mean cross-entropy, or mean squared error (regression)
+    float accuracy = 0; // NaN for regression, which has none
     std::int64_t samples = 0;
 };
 
@@ -79,9 +80,13 @@ public:
     // Whether steps are queued before the previous step's record is read (training.run_ahead),
     // and how many ran ahead of a skipped step, were held on the device and queued again.
     bool runsAhead() const { return m_runAhead; }
+    // Labels a sample carries: its regression targets (the model's outputs), or one class index
+    // a prediction (a token's for a sequence model).
+    std::int64_t labelsPerSample() const { return regression() ? m_config.model.classes : m_model->labelsPerSample(); }
     std::int64_t requeuedSteps() const { return m_requeuedSteps; }
 
 private:
+    bool regression() const { return m_data.task == DataTask::Regression; }
     // Data-parallel, collective: "; batch-norm running statistics identical on every rank" or
     // how far the ranks' differ, for the finished event; empty for a model without them.
     std::string describeBufferSpread();

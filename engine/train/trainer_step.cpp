@@ -8,7 +8,7 @@
 // queues step s+1 again. Records and events are bit-identical to running step by step.
 #include "engine/data/batch_loader.h"
 #include "engine/distributed/data_parallel.h"
-#include "engine/model/sequence_loss.h"
+#include "engine/model/task_loss.h"
 #include "engine/train/trainer.h"
 
 #include "engine/distributed/data_parallel.h"
@@ -30,7 +30,7 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
     ModelForward forward = m_model->forward(pass, m_batchInputs);
     // dlogits is stored like the logits: in fp16 the scaled gradient is rounded here first.
     Tensor dlogits = backend.empty(forward.logits.shape(), forward.logits.dtype());
-    tokenCrossEntropy(backend, forward.logits, m_batchLabels, m_scalars, dlogits);
+    taskLoss(backend, m_data.task, forward.logits, m_batchLabels, m_scalars, dlogits);
     if (probe) {
         probe->measureLossGradient(dlogits);
         GradientCapture capture(backend, m_params);
@@ -151,7 +151,7 @@ void Trainer::uploadBatch(const HostBatch& batch)
         const Shape sample(m_config.model.input);
         dims.insert(dims.end(), sample.dims().begin(), sample.dims().end());
         m_batchInputs = m_backend.empty(Shape(dims), DType::F32);
-        m_batchLabels = m_backend.empty({batch.size * m_model->labelsPerSample()}, DType::F32);
+        m_batchLabels = m_backend.empty({batch.size * labelsPerSample()}, DType::F32);
         m_graph.reset();
     }
     m_backend.upload(batch.inputs.data(), m_batchInputs);

@@ -115,6 +115,54 @@ private slots:
         const CliResult runs = runCli({QStringLiteral("runs"), QStringLiteral("--db"), db});
         QVERIFY2(!runs.out.contains(QStringLiteral("tiny")), qPrintable(runs.describe()));
     }
+
+    // A table of real-valued targets trains as regression: each epoch's test RMSE, the stored
+    // run's task and metric in show and runs, and its normalisation statistics per feature.
+    void aRegressionTableTrainsAndIsShownWithItsRmse()
+    {
+        QTemporaryDir dir;
+        const QString csv = dir.filePath(QStringLiteral("r.csv"));
+        QByteArray rows = "a,b,y\n";
+        for (int i = 0; i < 200; ++i) {
+            const double a = (i % 20) / 10.0, b = (i / 20) / 10.0;
+            rows +=
+                QByteArray::number(a) + "," + QByteArray::number(b) + "," + QByteArray::number(a - 2 * b + 1) + "\n";
+        }
+        writeFile(csv, rows);
+        // Declared regression: the first target, 1, is an integer, and tables default to classes.
+        const CliResult refused = runCli({QStringLiteral("data"), csv});
+        QCOMPARE(refused.exitCode, 2);
+        QVERIFY2(refused.err.contains(csv + QStringLiteral(":3: column 3 (y): the label 1.1 is not a class index")),
+                 qPrintable(refused.describe()));
+        QVERIFY2(refused.err.contains(QStringLiteral("set data.task to regression")), qPrintable(refused.describe()));
+
+        const QString db = dir.filePath(QStringLiteral("runs.sqlite"));
+        const QString config = dir.filePath(QStringLiteral("linear.json"));
+        writeFile(config, R"({"name": "linear", "model": {"input": [2], "classes": 1, "layers": [
+                               {"type": "linear", "units": 1}]},
+                             "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
+                             "training": {"batch_size": 16, "epochs": 3, "seed": 7, "threads": 1}})");
+        const CliResult trained =
+            runCli({QStringLiteral("train"), config, QStringLiteral("--data"), csv, QStringLiteral("--task"),
+                    QStringLiteral("regression"), QStringLiteral("--db"), db});
+        QVERIFY2(trained.exitCode == 0, qPrintable(trained.describe()));
+        QVERIFY2(
+            trained.err.contains(QRegularExpression(QStringLiteral("epoch 3: train loss [0-9.]+, test loss [0-9.]+, "
+                                                                   "test RMSE [0-9.e-]+"))),
+            qPrintable(trained.describe()));
+        QVERIFY2(trained.out.contains(QStringLiteral("\"test_rmse\"")), qPrintable(trained.describe()));
+
+        const CliResult shown = runCli({QStringLiteral("show"), QStringLiteral("1"), QStringLiteral("--db"), db});
+        QVERIFY2(shown.exitCode == 0, qPrintable(shown.describe()));
+        QVERIFY2(shown.out.contains(QRegularExpression(QStringLiteral("test RMSE: +[0-9.e-]+ final, [0-9.e-]+ best"))),
+                 qPrintable(shown.out));
+        QVERIFY2(!shown.out.contains(QStringLiteral("test acc")), qPrintable(shown.out));
+        QVERIFY2(shown.out.contains(QStringLiteral("normalised with the training split's per channel or feature: "
+                                                   "mean ")),
+                 qPrintable(shown.out));
+        const CliResult runs = runCli({QStringLiteral("runs"), QStringLiteral("--db"), db});
+        QVERIFY2(runs.out.contains(QRegularExpression(QStringLiteral("RMSE [0-9.e-]+"))), qPrintable(runs.out));
+    }
 };
 
 QTEST_GUILESS_MAIN(CliDataTest)

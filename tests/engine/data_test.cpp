@@ -391,14 +391,14 @@ TEST(DataSplits, NormalisationStatistics)
 {
     Dataset d = indexDataset(4, 1); // values 0, 1, 2, 3
     const Normalization n = computeNormalization(d);
-    EXPECT_FLOAT_EQ(n.mean, 1.5f);
-    EXPECT_FLOAT_EQ(n.std, std::sqrt(1.25f));
+    EXPECT_FLOAT_EQ(n.mean[0], 1.5f);
+    EXPECT_FLOAT_EQ(n.std[0], std::sqrt(1.25f));
     applyNormalization(d, n);
     EXPECT_FLOAT_EQ(d.inputs[0], -1.5f / std::sqrt(1.25f));
     EXPECT_FLOAT_EQ(d.inputs[3], 1.5f / std::sqrt(1.25f));
     // Constant data: centred, not divided by zero.
     Dataset flat = indexDataset(1, 4);
-    EXPECT_EQ(computeNormalization(flat).std, 1.0f);
+    EXPECT_EQ(computeNormalization(flat).std[0], 1.0f);
 }
 
 TEST(DataSplits, NormalisationUsesTrainStatisticsOnly)
@@ -414,14 +414,14 @@ TEST(DataSplits, NormalisationUsesTrainStatisticsOnly)
     spec.normalize = true;
     const DatasetSplits norm = loadDatasets(spec, 5);
     const Normalization expected = computeNormalization(raw.train);
-    EXPECT_FLOAT_EQ(norm.normalization.mean, expected.mean);
-    EXPECT_FLOAT_EQ(norm.normalization.std, expected.std);
+    EXPECT_EQ(norm.normalization.mean, expected.mean);
+    EXPECT_EQ(norm.normalization.std, expected.std);
     const Normalization after = computeNormalization(norm.train);
-    EXPECT_NEAR(after.mean, 0.0f, 1e-5f);
-    EXPECT_NEAR(after.std, 1.0f, 1e-5f);
+    EXPECT_NEAR(after.mean[0], 0.0f, 1e-5f);
+    EXPECT_NEAR(after.std[0], 1.0f, 1e-5f);
     for (const auto& [r, n] : {std::pair{&raw.validation, &norm.validation}, std::pair{&raw.test, &norm.test}})
         for (std::size_t i = 0; i < r->inputs.size(); i += 37)
-            EXPECT_NEAR(n->inputs[i], (r->inputs[i] - expected.mean) / expected.std, 1e-5f);
+            EXPECT_NEAR(n->inputs[i], (r->inputs[i] - expected.mean[0]) / expected.std[0], 1e-5f);
 }
 
 // --- synthetic data ---------------------------------------------------------------------
@@ -578,8 +578,8 @@ TEST(FashionMnist, LoadsTheDebianPackage)
         EXPECT_EQ(histogram, std::vector<int>(10, static_cast<int>(d->size() / 10))) << d->name;
     }
     // The well-known Fashion-MNIST pixel statistics.
-    EXPECT_NEAR(s.normalization.mean, 0.2860f, 1e-3f);
-    EXPECT_NEAR(s.normalization.std, 0.3530f, 1e-3f);
+    EXPECT_NEAR(s.normalization.mean[0], 0.2860f, 1e-3f);
+    EXPECT_NEAR(s.normalization.std[0], 0.3530f, 1e-3f);
 }
 
 // Whether a model takes its data is known before any file is read, in the engine: the

@@ -262,6 +262,47 @@ TEST_F(FileData, ImageFolderSplitsOffAFixedTestSetAndNamesItsClasses)
     EXPECT_TRUE(loadDatasets(spec, 2).test.inputs == a.test.inputs);
 }
 
+TEST_F(FileData, ImagesListedInACsvReadAsTheFolderOfThemDoes)
+{
+    // The same 3 x 10 images as a class-per-folder set and as a flat folder with a CSV naming
+    // each file's class: the same tensors, classes and fingerprint.
+    writeImageFolder(m_dir / "byfolder", 3, 10);
+    std::string csv = "file,label\n";
+    for (int c = 0; c < 3; ++c)
+        for (int i = 0; i < 10; ++i) {
+            const std::string name = "c" + std::to_string(c) + "-" + std::to_string(i) + ".png";
+            fs::create_directories(m_dir / "flat" / "img");
+            fs::copy_file(m_dir / "byfolder" / ("class" + std::to_string(c)) / (std::to_string(i) + ".png"),
+                          m_dir / "flat" / "img" / name);
+            csv += "img/" + name + ",class" + std::to_string(c) + "\n";
+        }
+    writeText(m_dir / "flat" / "labels.csv", csv);
+    EXPECT_EQ(resolveDataFormat((m_dir / "flat" / "labels.csv").string(), DataFormat::Auto), DataFormat::ImageCsv);
+    const DatasetSplits folder = loadDatasets(filesSpec(m_dir / "byfolder"), 1);
+    const DatasetSplits listed = loadDatasets(filesSpec(m_dir / "flat" / "labels.csv"), 1);
+    EXPECT_EQ(listed.classNames, folder.classNames);
+    expectSameTensors(listed.train, folder.train);
+    expectSameTensors(listed.test, folder.test);
+    EXPECT_EQ(listed.fingerprint, folder.fingerprint);
+
+    // Class indices instead of names, no header.
+    writeText(m_dir / "flat" / "indices.csv", "img/c0-0.png,0\nimg/c1-0.png,1\nimg/c0-1.png,0\nimg/c1-1.png,1\n");
+    const DatasetSplits indices = loadDatasets(filesSpec(m_dir / "flat" / "indices.csv"), 1);
+    EXPECT_EQ(indices.train.classes, 2);
+    EXPECT_EQ(indices.train.size() + indices.test.size(), 4);
+
+    const std::string path = (m_dir / "flat" / "bad.csv").string();
+    const auto errorFor = [&](const std::string& text) {
+        writeText(path, text);
+        return dataErrorOf([&] { loadDatasets(filesSpec(path), 1); });
+    };
+    contains(errorFor("img/c0-0.png,0\nimg/missing.png,1\n"), {path + ":2:", "missing.png is not there"});
+    contains(errorFor("img/c0-0.png,0\nimg/c1-0.png\n"), {path + ":2:", "1 cells"});
+    contains(errorFor("img/c0-0.png,a\nimg/c1-0.png,a\n"), {path, "every image has label a"});
+    writeText(m_dir / "flat" / "img" / "cut.png", "\x89PNG\r\n\x1a\n truncated");
+    contains(errorFor("img/c0-0.png,0\nimg/cut.png,1\n"), {path + ":2:", "cut.png", "data.skip_bad_images"});
+}
+
 TEST_F(FileData, MixedSizesAndChannelsAreFittedAndSaidSo)
 {
     writeImageFolder(m_dir, 2, 2);

@@ -318,6 +318,42 @@ private slots:
             QVERIFY2(!block.text.contains(QStringLiteral("sub-16-bit")), qPrintable(block.text));
     }
 
+    // A comparison of runs that did not see the same data says so, naming the fingerprints; runs
+    // that did, or that do not know theirs, give no such notice.
+    void aComparisonWarnsWhenTheRunsSawDifferentData()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("fingerprints.sqlite"));
+        const auto write = [&](const QString& name, const QString& fingerprint) {
+            SyntheticRun spec;
+            spec.name = name;
+            spec.epochs = 1;
+            spec.stepsPerEpoch = 10;
+            spec.dataFingerprint = fingerprint;
+            return writeSyntheticRun(path, spec);
+        };
+        const qint64 a = write(QStringLiteral("a"), QStringLiteral("00000000000000aa"));
+        const qint64 b = write(QStringLiteral("b"), QStringLiteral("00000000000000bb"));
+        const qint64 same = write(QStringLiteral("same"), QStringLiteral("00000000000000aa"));
+        const qint64 unknown = write(QStringLiteral("unknown"), QString());
+        storage::RunStore store(path);
+        const auto notices = [&](const QList<qint64>& ids) {
+            QStringList out;
+            for (const ReportBlock& block : buildReportDocument(loadReportData(store, ids)).blocks)
+                if (block.kind == ReportBlock::Kind::Notice)
+                    out << block.text;
+            return out;
+        };
+        QCOMPARE(notices({a, b}),
+                 QStringList{QStringLiteral("These runs did not see the same data, so their results are not "
+                                            "comparable as they stand: a saw data fingerprint 00000000000000aa; b "
+                                            "saw data fingerprint 00000000000000bb (mantissa-cli data PATH prints a "
+                                            "dataset's fingerprint).")});
+        QCOMPARE(notices({a, same, unknown}), QStringList{});
+        QCOMPARE(notices({a, same, b}).size(), 1);
+        QVERIFY(
+            notices({a, same, b}).front().contains(QStringLiteral("a, same saw data fingerprint 00000000000000aa")));
+    }
+
 private:
     QTemporaryDir m_dir;
     SampleDatabase m_sample;

@@ -88,6 +88,7 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
         created.kernels = run.kernels;
         created.groupId = run.groupId;
         created.worldSize = run.worldSize;
+        created.dataFingerprint = run.dataFingerprint;
         id = store.createRun(created);
     }
     RunWriter writer(databasePath, id);

@@ -36,6 +36,7 @@ struct SyntheticRun {
     // With worldSize > 1: the gradients are all-reduced in the 16-bit type (allreduce_dtype
     // compute), and each step records what its sum lost (syntheticAllReduceLoss).
     bool allReduceInCompute = false;
+    QString dataFingerprint; // runs.data_fingerprint; empty: not known
 };
 
 // What the 16-bit all-reduce of step `step` flushed to zero and overflowed in a run with

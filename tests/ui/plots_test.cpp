@@ -142,6 +142,39 @@ private slots:
         QCOMPARE(comparison.plots()[1]->yAxis->label(), QStringLiteral("accuracy (%)"));
     }
 
+    void aRegressionRunsEpochPlotIsInRmse()
+    {
+        auto regression = epochRecording(DatasetKind::Files, {0.25, 0.04}, {NAN, NAN});
+        regression->config.data.task = mantissa::DataTask::Regression;
+        RunMonitor monitor;
+        monitor.setRecording(regression);
+        PlotWidget* plot = monitor.accuracyPlot();
+        QCOMPARE(plot->title(), QStringLiteral("RMSE"));
+        // Test loss 0.04 (mean squared error) is an RMSE of 0.2.
+        QCOMPARE(plot->graph(0)->data()->at(1)->value, 0.2);
+        QCOMPARE(recordingStateText(*regression), QStringLiteral("finished: test RMSE 0.2"));
+    }
+
+    // Runs that did not see the same data (their fingerprints differ) are compared with a warning.
+    void aComparisonWarnsWhenTheRunsSawDifferentData()
+    {
+        auto a = epochRecording(DatasetKind::Files, {0.6, 0.4}, {0.80, 0.85});
+        auto b = epochRecording(DatasetKind::Files, {0.6, 0.4}, {0.80, 0.85});
+        a->name = "a";
+        b->name = "b";
+        a->dataFingerprint = "00000000000000aa";
+        b->dataFingerprint = "00000000000000aa";
+        ComparisonView comparison;
+        comparison.setRuns({a, b});
+        QCOMPARE(comparison.dataWarning(), QString());
+        b->dataFingerprint = "00000000000000bb";
+        comparison.setRuns({a, b});
+        QVERIFY2(comparison.dataWarning().startsWith(QStringLiteral("Not the same data: these runs did not see the "
+                                                                    "same data")),
+                 qPrintable(comparison.dataWarning()));
+        QVERIFY(comparison.dataWarning().contains(QStringLiteral("b saw data fingerprint 00000000000000bb")));
+    }
+
 private:
     static std::shared_ptr<RunRecording> epochRecording(mantissa::DatasetKind dataset, QVector<double> testLoss,
                                                         QVector<double> testAccuracy)

@@ -41,6 +41,15 @@ void CpuBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
     at(scalars.state, StepState::Correct) = static_cast<float>(r.correct);
 }
 
+void CpuBackend::meanSquaredError(const Tensor& predictions, const Tensor& targets, StepScalars& scalars,
+                                  Tensor& dpredictions)
+{
+    checkScalars(scalars);
+    const LossResult r = meanSquaredError(predictions, targets, at(scalars.state, StepState::LossScale), &dpredictions);
+    at(scalars.state, StepState::Loss) = r.meanLoss;
+    at(scalars.state, StepState::Correct) = 0.0f;
+}
+
 void CpuBackend::unscaleAndCheckFinite(std::span<const Tensor* const> grads, std::span<Tensor* const> fp32Grads,
                                        StepScalars& scalars, bool fusedNorm)
 {

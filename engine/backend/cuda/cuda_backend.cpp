@@ -377,4 +377,21 @@ LossResult CudaBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& 
     return {static_cast<float>(loss / static_cast<double>(batch)), static_cast<std::int64_t>(right)};
 }
 
+LossResult CudaBackend::meanSquaredError(const Tensor& predictions, const Tensor& targets, float lossScale,
+                                         Tensor* dpredictions)
+{
+    refuseWhileCapturing(stream(), "meanSquaredError with a host loss scale cannot be captured: it returns the "
+                                   "loss to the host; use the StepScalars overload");
+    const std::int64_t count = predictions.numel();
+    MANTISSA_ASSERT(targets.numel() == count && targets.dtype() == DType::F32);
+    launchMeanSquaredError(predictions.data(), predictions.dtype(), targets.f32(), count, hostScalar(lossScale),
+                           dpredictions ? dpredictions->data() : nullptr,
+                           dpredictions ? dpredictions->dtype() : DType::F32, m_out.lossSum, m_out.correct, stream());
+    checkLaunch("meanSquaredError");
+    const auto* host = static_cast<const char*>(fetch(m_out.lossSum, 16, "meanSquaredError result"));
+    double loss = 0;
+    std::memcpy(&loss, host, 8);
+    return {static_cast<float>(loss / static_cast<double>(count)), 0};
+}
+
 } // namespace mantissa::cuda

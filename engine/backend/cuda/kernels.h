@@ -102,6 +102,15 @@ void launchSoftmaxCrossEntropy(const void* logits, DType logitsType, const float
                                std::int64_t classes, ScalarArg lossScale, void* dlogits, DType dlogitsType,
                                double* lossSum, unsigned long long* correct, cudaStream_t stream);
 
+// --- mean_squared_error.cu ----------------------------------------------------------------
+// Over `count` predictions and fp32 targets: lossSum (a device double the launcher zeroes, as
+// it zeroes `correct`) accumulates the squared differences; when dpredictions is non-null it
+// receives (prediction - target) * (2 lossScale / count), the quotient formed once in fp32,
+// rounded to dpredictionsType.
+void launchMeanSquaredError(const void* predictions, DType predictionsType, const float* targets, std::int64_t count,
+                            ScalarArg lossScale, void* dpredictions, DType dpredictionsType, double* lossSum,
+                            unsigned long long* correct, cudaStream_t stream);
+
 // --- batch_norm.cu ------------------------------------------------------------------------
 // x and y are [batch, channels, plane] (plane = H * W, or 1 for [N, C]); gamma, beta and all
 // statistics are fp32 [channels]. Training: batch mean and biased variance in fp32, savedMean

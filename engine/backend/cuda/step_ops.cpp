@@ -50,6 +50,21 @@ void CudaBackend::softmaxCrossEntropy(const Tensor& logits, const Tensor& labels
     checkLaunch("softmaxCrossEntropy (loss to StepScalars)");
 }
 
+void CudaBackend::meanSquaredError(const Tensor& predictions, const Tensor& targets, StepScalars& scalars,
+                                   Tensor& dpredictions)
+{
+    checkScalars(scalars);
+    const std::int64_t count = predictions.numel();
+    MANTISSA_ASSERT(targets.numel() == count && targets.dtype() == DType::F32);
+    MANTISSA_ASSERT(dpredictions.numel() == count);
+    launchMeanSquaredError(predictions.data(), predictions.dtype(), targets.f32(), count,
+                           deviceScalar(at(scalars.state, StepState::LossScale)), dpredictions.data(),
+                           dpredictions.dtype(), m_out.lossSum, m_out.correct, stream());
+    checkLaunch("meanSquaredError");
+    launchFinishLoss(m_out.lossSum, m_out.correct, count, scalars.state.f32(), stream());
+    checkLaunch("meanSquaredError (loss to StepScalars)");
+}
+
 // With `fusedNorm` the unscaling pass also sums the squares clipGradNorm needs, and
 // clipGradNorm reads that sum instead of reading every gradient again (wide-mlp fp32 on an
 // H100: the separate pass was 2.5% of the step).
