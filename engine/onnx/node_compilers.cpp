@@ -9,6 +9,7 @@ const NodeCompilerTable& table()
     static const NodeCompilerTable compilers = [] {
         NodeCompilerTable t;
         addBasicNodeCompilers(t);
+        addConvNodeCompilers(t);
         return t;
     }();
     return compilers;

@@ -15,10 +15,12 @@
 
 namespace mantissa::onnx_import {
 
-// A layer made for a node, with the initializers its parameters() hold, in that order.
+// A layer made for a node, with the initializers its parameters() hold, in that order, and
+// those its buffers() start from (a batch norm's running statistics).
 struct ParameterBinding {
     Layer* layer = nullptr;
     std::vector<const OnnxTensor*> initializers;
+    std::vector<const OnnxTensor*> buffers;
 };
 
 class OnnxCompiler {
@@ -45,8 +47,10 @@ public:
 
     // A layer for `node` on `input`, in a group named by the node, with the policy's dtypes; its
     // output is checked against ONNX's shape and bound to the node's first output. The
-    // initializers are loaded into the layer's parameters() in that order.
-    void addLayer(const OnnxNode& node, LayerPtr layer, ValueId input, std::vector<const OnnxTensor*> initializers);
+    // initializers are loaded into the layer's parameters() in that order, and `buffers` into
+    // its buffers().
+    void addLayer(const OnnxNode& node, LayerPtr layer, ValueId input, std::vector<const OnnxTensor*> initializers,
+                  std::vector<const OnnxTensor*> buffers = {});
     // A graph op for `node` on `inputs`, in a group named by the node; returns its first output.
     ValueId addOp(const OnnxNode& node, GraphOpPtr op, const std::vector<ValueId>& inputs);
     // Names ONNX's output `output` of `node` as `value`, checking its per-sample shape.
