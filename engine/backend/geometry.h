@@ -1,5 +1,7 @@
 #pragma once
 // Plain descriptions of convolution and pooling windows, shared by layers and backends.
+#include "engine/util/host_device.h"
+
 #include <cstdint>
 
 namespace mantissa {
@@ -30,8 +32,11 @@ struct PoolGeometry {
     std::int64_t outH = 0, outW = 0;
     bool countPadding = false;
 
-    // The divisor of a window holding `inside` inputs of the image.
-    constexpr std::int64_t averageDivisor(std::int64_t inside) const { return countPadding ? kH * kW : inside; }
+    // The divisor of a window holding `inside` inputs of the image (the CUDA kernels' too).
+    constexpr MANTISSA_HD std::int64_t averageDivisor(std::int64_t inside) const
+    {
+        return countPadding ? kH * kW : inside;
+    }
 };
 
 // Output extent of a sliding window whose taps lie `dilation` apart; <= 0 means the window does

@@ -28,8 +28,7 @@ std::string joined(const std::vector<std::int64_t>& values)
 }
 
 // An ints attribute of one value per spatial axis (H, W), `fallback` for both when absent.
-std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const std::string& name,
-                                  std::int64_t fallback)
+std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const std::string& name, std::int64_t fallback)
 {
     if (!node.attribute(name))
         return {fallback, fallback};
@@ -72,11 +71,12 @@ std::vector<std::int64_t> symmetricPads(OnnxCompiler& c, const OnnxNode& node, c
         for (std::size_t a = 0; a < 2; ++a) {
             const std::int64_t in = image[a + 1];
             const std::int64_t out = (in + stride[a] - 1) / stride[a];
-            const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * stride[a] +
-                                                                     dilation[a] * (kernel[a] - 1) + 1 - in);
+            const std::int64_t total =
+                std::max<std::int64_t>(0, (out - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1 - in);
             if (total % 2 != 0)
-                c.refuse(node, "auto_pad " + autoPad + " pads one side more than the other here, which does not "
-                                                       "compile (the engine pads both sides equally)");
+                c.refuse(node, "auto_pad " + autoPad +
+                                   " pads one side more than the other here, which does not "
+                                   "compile (the engine pads both sides equally)");
             pads[a] = total / 2;
         }
         return pads;
@@ -100,10 +100,8 @@ std::vector<std::int64_t> symmetricPads(OnnxCompiler& c, const OnnxNode& node, c
 // The output extents of a window; ceil_mode = 1 compiles where it gives the same extents as
 // rounding down (the engine's windows always lie inside the padded image).
 std::vector<std::int64_t> windowOutput(OnnxCompiler& c, const OnnxNode& node, const Shape& image,
-                                       const std::vector<std::int64_t>& kernel,
-                                       const std::vector<std::int64_t>& stride,
-                                       const std::vector<std::int64_t>& pads,
-                                       const std::vector<std::int64_t>& dilation)
+                                       const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
+                                       const std::vector<std::int64_t>& pads, const std::vector<std::int64_t>& dilation)
 {
     std::vector<std::int64_t> out(2);
     for (std::size_t a = 0; a < 2; ++a) {
@@ -163,8 +161,8 @@ void compileConv(OnnxCompiler& c, const OnnxNode& node)
                            ", kH, kW] with filters a multiple of the group " + std::to_string(groups));
     const std::vector<std::int64_t> kernel{weight.shape[2], weight.shape[3]};
     if (node.attribute("kernel_shape") && node.intsAttribute("kernel_shape") != kernel)
-        c.refuse(node, "kernel_shape " + joined(node.intsAttribute("kernel_shape")) + " differs from W's " +
-                           joined(kernel));
+        c.refuse(node,
+                 "kernel_shape " + joined(node.intsAttribute("kernel_shape")) + " differs from W's " + joined(kernel));
     const std::vector<std::int64_t> stride = perAxis(c, node, "strides", 1);
     const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
     const std::vector<std::int64_t> pads = symmetricPads(c, node, image, kernel, stride, dilation);
@@ -317,8 +315,10 @@ void compileClip(OnnxCompiler& c, const OnnxNode& node)
 {
     constexpr float kUnbounded = std::numeric_limits<float>::infinity();
     const bool asInputs = c.onnx().opsetVersion >= 11;
-    const float lo = asInputs ? constantScalar(c, node, 1).value_or(-kUnbounded) : node.floatAttribute("min", -kUnbounded);
-    const float hi = asInputs ? constantScalar(c, node, 2).value_or(kUnbounded) : node.floatAttribute("max", kUnbounded);
+    const float lo =
+        asInputs ? constantScalar(c, node, 1).value_or(-kUnbounded) : node.floatAttribute("min", -kUnbounded);
+    const float hi =
+        asInputs ? constantScalar(c, node, 2).value_or(kUnbounded) : node.floatAttribute("max", kUnbounded);
     addPointwise(c, node, {PointwiseKind::Clip, lo, hi});
 }
 

@@ -109,6 +109,12 @@ TEST(OnnxTestDataForward, EveryCompiledNodeTestGivesTheExpectedOutput)
         }
         const OnnxTensor input = readTensorProtoFile((folder / "test_data_set_0/input_0.pb").string());
         const OnnxTensor expected = readTensorProtoFile((folder / "test_data_set_0/output_0.pb").string());
+        // The engine's data are floats: a test of integer data (a uint8 max pool, an int8 clip)
+        // does not run here.
+        if (!isFloatingPoint(input.type) || !isFloatingPoint(expected.type)) {
+            ++notCompiled;
+            continue;
+        }
         PassState pass{*backend};
         pass.training = false;
         const GraphForward forward =

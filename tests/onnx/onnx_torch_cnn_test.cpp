@@ -196,8 +196,7 @@ TEST_P(TorchCnnTrains, LossFallsOverTenSgdSteps)
                 backend->cast(p->master, p->working);
         }
     }
-    std::cout << "  " << name << " " << enumKey(mode) << ": loss " << losses.front() << " -> " << losses.back()
-              << "\n";
+    std::cout << "  " << name << " " << enumKey(mode) << ": loss " << losses.front() << " -> " << losses.back() << "\n";
     for (float loss : losses)
         ASSERT_TRUE(std::isfinite(loss));
     // One batch seen ten times: a working network fits it, well below where it started.
@@ -380,11 +379,11 @@ TEST(OnnxBatchNormalization, RunningStatisticsStartFromTheFileAndMoveByOnnxsMome
     const float momentum = 0.75f;
     const std::vector<float> x = ramp(static_cast<std::size_t>(n * c * h * w), 0.9f, 0.0f);
     const std::vector<float> mean0{0.5f, -1.0f}, var0{2.0f, 0.25f};
-    OneNode model("BatchNormalization", {n, c, h, w}, {n, c, h, w},
-                  {floatAttribute("momentum", momentum), floatAttribute("epsilon", 1e-5f),
-                   intAttribute("training_mode", 1)},
-                  {floatTensor("scale", {c}, {1.5f, 0.5f}), floatTensor("B", {c}, {0.25f, -0.5f})},
-                  {floatTensor("mean", {c}, mean0), floatTensor("var", {c}, var0)});
+    OneNode model(
+        "BatchNormalization", {n, c, h, w}, {n, c, h, w},
+        {floatAttribute("momentum", momentum), floatAttribute("epsilon", 1e-5f), intAttribute("training_mode", 1)},
+        {floatTensor("scale", {c}, {1.5f, 0.5f}), floatTensor("B", {c}, {0.25f, -0.5f})},
+        {floatTensor("mean", {c}, mean0), floatTensor("var", {c}, var0)});
     auto backend = makeCpuBackend(1);
     const CompiledOnnx compiled = compileOnnx(model.graph, PrecisionPolicy(PrecisionMode::Fp32), *backend);
     const auto buffers = compiled.graph->buffers();
@@ -434,16 +433,15 @@ TEST(OnnxAveragePool, CountIncludePadDividesByTheWholeWindow)
 // MobileNet's ReLU6 is Clip(0, 6); its gradient passes strictly inside, as PyTorch's hardtanh.
 TEST(OnnxClip, Relu6ClampsAndPassesTheGradientStrictlyInside)
 {
-    OneNode model("Clip", {1, 6}, {1, 6}, {}, {},
-                  {floatTensor("lo", {}, {0.0f}), floatTensor("hi", {}, {6.0f})});
+    OneNode model("Clip", {1, 6}, {1, 6}, {}, {}, {floatTensor("lo", {}, {0.0f}), floatTensor("hi", {}, {6.0f})});
     auto backend = makeCpuBackend(1);
     const CompiledOnnx compiled = compileOnnx(model.graph, PrecisionPolicy(PrecisionMode::Fp32), *backend);
     PassState pass{*backend};
     GraphForward forward =
         compiled.graph->forward(pass, Tensor::fromFloats({1, 6}, {-1.0f, 0.0f, 2.5f, 6.0f, 7.0f, 0.5f}));
     EXPECT_EQ(forward.output.toFloats(), (std::vector<float>{0.0f, 0.0f, 2.5f, 6.0f, 6.0f, 0.5f}));
-    const Tensor dx = compiled.graph->backward(pass, Tensor::fromFloats({1, 6}, std::vector<float>(6, 2.0f)), forward,
-                                               true);
+    const Tensor dx =
+        compiled.graph->backward(pass, Tensor::fromFloats({1, 6}, std::vector<float>(6, 2.0f)), forward, true);
     EXPECT_EQ(dx.toFloats(), (std::vector<float>{0.0f, 0.0f, 2.0f, 0.0f, 0.0f, 2.0f}));
 }
 
@@ -468,16 +466,18 @@ TEST(OnnxConvRefusals, UnequalPaddingAPartialCeilWindowAndIndicesAreRefusedByNam
     expectRefused(conv.graph, "differ between the two sides");
 
     // ceil_mode = 1 where the windows tile the image exactly changes nothing and compiles.
-    OneNode even("MaxPool", {1, 1, 6, 6}, {1, 1, 3, 3},
-                 {intsAttribute("kernel_shape", {2, 2}), intsAttribute("strides", {2, 2}), intAttribute("ceil_mode", 1)});
+    OneNode even(
+        "MaxPool", {1, 1, 6, 6}, {1, 1, 3, 3},
+        {intsAttribute("kernel_shape", {2, 2}), intsAttribute("strides", {2, 2}), intAttribute("ceil_mode", 1)});
     auto backend = makeCpuBackend(1);
     EXPECT_NO_THROW(compileOnnx(even.graph, PrecisionPolicy(PrecisionMode::Fp32), *backend));
-    OneNode odd("MaxPool", {1, 1, 5, 5}, {1, 1, 3, 3},
-                {intsAttribute("kernel_shape", {2, 2}), intsAttribute("strides", {2, 2}), intAttribute("ceil_mode", 1)});
+    OneNode odd(
+        "MaxPool", {1, 1, 5, 5}, {1, 1, 3, 3},
+        {intsAttribute("kernel_shape", {2, 2}), intsAttribute("strides", {2, 2}), intAttribute("ceil_mode", 1)});
     expectRefused(odd.graph, "ceil_mode = 1");
 
-    OneNode indices("MaxPool", {1, 1, 4, 4}, {1, 1, 2, 2}, {intsAttribute("kernel_shape", {2, 2}),
-                                                            intsAttribute("strides", {2, 2})});
+    OneNode indices("MaxPool", {1, 1, 4, 4}, {1, 1, 2, 2},
+                    {intsAttribute("kernel_shape", {2, 2}), intsAttribute("strides", {2, 2})});
     indices.node().outputs.push_back("indices");
     OnnxNode reader;
     reader.opType = "Identity";

@@ -35,8 +35,7 @@ void launchPointwiseBackward(const PointwiseFunction& f, const void* x, DType xT
                              void* dx, DType dxType, std::int64_t n, cudaStream_t stream)
 {
     if (n > 0)
-        pointwiseBackwardKernel<<<blocksFor(n), kThreadsPerBlock, 0, stream>>>(f, x, xType, dy, dyType, dx, dxType,
-                                                                                n);
+        pointwiseBackwardKernel<<<blocksFor(n), kThreadsPerBlock, 0, stream>>>(f, x, xType, dy, dyType, dx, dxType, n);
 }
 
 } // namespace mantissa::cuda
