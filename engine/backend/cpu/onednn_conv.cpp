@@ -193,8 +193,10 @@ std::string describe(const ConvShape& s, const char* op)
            "], w [" + std::to_string(g.outChannels) + ", " + std::to_string(g.channelsPerGroup()) + ", " +
            std::to_string(g.kH) + ", " + std::to_string(g.kW) + "], stride " + std::to_string(g.strideH) + "x" +
            std::to_string(g.strideW) + ", padding " + std::to_string(g.padH) + "x" + std::to_string(g.padW) +
-           ", dilation " + std::to_string(g.dilationH) + "x" + std::to_string(g.dilationW) + ", " +
-           std::to_string(g.groups) + (g.groups == 1 ? " group" : " groups");
+           (g.dilationH == 1 && g.dilationW == 1
+                ? ""
+                : ", dilation " + std::to_string(g.dilationH) + "x" + std::to_string(g.dilationW)) +
+           (g.groups == 1 ? "" : ", " + std::to_string(g.groups) + " groups");
 }
 
 // The fp32 shape the emulated path runs for a native one, writing fp32.
