@@ -127,6 +127,14 @@ void OpTimingBackend::activationBackward(Activation kind, const Tensor& x, const
     timed(typed((std::string(enumKey(kind)) + " backward").c_str(), dy, dx),
           [&] { m_target.activationBackward(kind, x, y, dy, dx); });
 }
+void OpTimingBackend::pointwiseForward(const PointwiseFunction& f, const Tensor& x, Tensor& y)
+{
+    timed(typed("pointwise forward", x, y), [&] { m_target.pointwiseForward(f, x, y); });
+}
+void OpTimingBackend::pointwiseBackward(const PointwiseFunction& f, const Tensor& x, const Tensor& dy, Tensor& dx)
+{
+    timed(typed("pointwise backward", dy, dx), [&] { m_target.pointwiseBackward(f, x, dy, dx); });
+}
 
 void OpTimingBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g)
 {

@@ -64,6 +64,8 @@ public:
 
     void activationForward(Activation kind, const Tensor& x, Tensor& y) override;
     void activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override;
+    void pointwiseForward(const PointwiseFunction& f, const Tensor& x, Tensor& y) override;
+    void pointwiseBackward(const PointwiseFunction& f, const Tensor& x, const Tensor& dy, Tensor& dx) override;
 
     void maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g) override;
     void maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx, const PoolGeometry& g) override;

@@ -8,6 +8,7 @@
 // what makes fp16 underflow and overflow real rather than simulated.
 #include "engine/backend/cpu_options.h"
 #include "engine/backend/geometry.h"
+#include "engine/backend/pointwise_function.h"
 #include "engine/backend/step_scalars.h"
 #include "engine/numerics/tensor_stats.h"
 #include "engine/tensor/tensor.h"
@@ -287,6 +288,10 @@ public:
     // dx from the forward input x, its output y and dy (each kind uses what it needs).
     virtual void activationBackward(Activation kind, const Tensor& x, const Tensor& y, const Tensor& dy,
                                     Tensor& dx) = 0;
+    // The functions with parameters (pointwise_function.h), in fp32 whatever the dtypes; dx
+    // from the forward input x and dy.
+    virtual void pointwiseForward(const PointwiseFunction& f, const Tensor& x, Tensor& y) = 0;
+    virtual void pointwiseBackward(const PointwiseFunction& f, const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
 
     // --- pooling (NCHW) -----------------------------------------------------------------
     // argmax is an fp32-typed scratch tensor the size of y holding flat input offsets per plane.

@@ -1,29 +1,50 @@
 #pragma once
 // Plain descriptions of convolution and pooling windows, shared by layers and backends.
+#include "engine/util/host_device.h"
+
 #include <cstdint>
 
 namespace mantissa {
 
-// NCHW convolution: x [n, inChannels, inH, inW], w [outChannels, inChannels, kH, kW],
-// y [n, outChannels, outH, outW].
+// NCHW convolution: x [n, inChannels, inH, inW], w [outChannels, inChannels / groups, kH, kW],
+// y [n, outChannels, outH, outW]. With `groups` > 1 the channels split into that many groups,
+// each output channel reading only its group's inputs (groups == inChannels: depthwise); a
+// dilation spaces the kernel's taps that many pixels apart (1: adjacent).
 struct ConvGeometry {
     std::int64_t n = 0, inChannels = 0, inH = 0, inW = 0;
     std::int64_t outChannels = 0, kH = 0, kW = 0;
     std::int64_t strideH = 1, strideW = 1, padH = 0, padW = 0;
     std::int64_t outH = 0, outW = 0;
+    std::int64_t groups = 1, dilationH = 1, dilationW = 1;
+
+    // The input channels each filter reads: the weight's second extent.
+    constexpr std::int64_t channelsPerGroup() const { return inChannels / groups; }
+    constexpr std::int64_t weightCount() const { return outChannels * channelsPerGroup() * kH * kW; }
+    constexpr bool plain() const { return groups == 1 && dilationH == 1 && dilationW == 1; }
 };
 
-// NCHW pooling over kH x kW windows; padding counts as -inf for max and is excluded from averages.
+// NCHW pooling over kH x kW windows; padding counts as -inf for max. An average divides by the
+// inputs inside the image, or with `countPadding` by the whole window, the padding's zeros
+// included (ONNX's and PyTorch's count_include_pad).
 struct PoolGeometry {
     std::int64_t n = 0, channels = 0, inH = 0, inW = 0;
     std::int64_t kH = 2, kW = 2, strideH = 2, strideW = 2, padH = 0, padW = 0;
     std::int64_t outH = 0, outW = 0;
+    bool countPadding = false;
+
+    // The divisor of a window holding `inside` inputs of the image (the CUDA kernels' too).
+    constexpr MANTISSA_HD std::int64_t averageDivisor(std::int64_t inside) const
+    {
+        return countPadding ? kH * kW : inside;
+    }
 };
 
-// Output extent of a sliding window; <= 0 means the window does not fit.
-constexpr std::int64_t slidingOutput(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad)
+// Output extent of a sliding window whose taps lie `dilation` apart; <= 0 means the window does
+// not fit.
+constexpr std::int64_t slidingOutput(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                                     std::int64_t dilation = 1)
 {
-    return (in + 2 * pad - kernel) / stride + 1;
+    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
 } // namespace mantissa

@@ -203,6 +203,16 @@ void RecordingBackend::activationBackward(Activation kind, const Tensor& x, cons
     record([kind, x, y, dy, dx](Backend& b) mutable { b.activationBackward(kind, x, y, dy, dx); });
 }
 
+void RecordingBackend::pointwiseForward(const PointwiseFunction& f, const Tensor& x, Tensor& y)
+{
+    record([f, x, y](Backend& b) mutable { b.pointwiseForward(f, x, y); });
+}
+
+void RecordingBackend::pointwiseBackward(const PointwiseFunction& f, const Tensor& x, const Tensor& dy, Tensor& dx)
+{
+    record([f, x, dy, dx](Backend& b) mutable { b.pointwiseBackward(f, x, dy, dx); });
+}
+
 void RecordingBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g)
 {
     record([x, y, argmax, g](Backend& b) mutable { b.maxPoolForward(x, y, argmax, g); });

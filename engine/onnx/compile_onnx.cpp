@@ -32,7 +32,8 @@ void compileNode(OnnxCompiler& compiler, const OnnxNode& node)
 }
 
 // The file's values replace the layers' initial draw; each parameter takes its initializer's
-// name, and a working copy in another dtype is rounded from the new master.
+// name, and a working copy in another dtype is rounded from the new master. Buffers (running
+// statistics) start from their initializers too.
 void loadParameters(const std::vector<ParameterBinding>& bindings, DType masterType, Backend& backend)
 {
     for (const ParameterBinding& binding : bindings) {
@@ -47,6 +48,13 @@ void loadParameters(const std::vector<ParameterBinding>& bindings, DType masterT
             backend.upload(initializer.floats.data(), p.master);
             if (p.working.dtype() != p.master.dtype())
                 backend.cast(p.master, p.working);
+        }
+        const std::vector<std::pair<std::string, Tensor*>> buffers = binding.layer->buffers();
+        MANTISSA_ASSERT(binding.buffers.empty() || buffers.size() == binding.buffers.size());
+        for (std::size_t i = 0; i < binding.buffers.size(); ++i) {
+            MANTISSA_ASSERT(buffers[i].second->numel() == binding.buffers[i]->elementCount() &&
+                            buffers[i].second->dtype() == DType::F32);
+            backend.upload(binding.buffers[i]->floats.data(), *buffers[i].second);
         }
     }
 }

@@ -10,6 +10,7 @@ const NodeCompilerTable& table()
         NodeCompilerTable t;
         addBasicNodeCompilers(t);
         addTensorNodeCompilers(t);
+        addConvNodeCompilers(t);
         return t;
     }();
     return compilers;

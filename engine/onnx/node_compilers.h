@@ -17,6 +17,7 @@ using NodeCompilerTable = std::map<std::string, NodeCompiler>;
 // The families' rows; each adds the op types it compiles.
 void addBasicNodeCompilers(NodeCompilerTable& table);
 void addTensorNodeCompilers(NodeCompilerTable& table);
+void addConvNodeCompilers(NodeCompilerTable& table);
 
 // Null where `opType` does not compile (yet).
 NodeCompiler findNodeCompiler(const std::string& opType);

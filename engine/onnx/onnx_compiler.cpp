@@ -123,15 +123,16 @@ void OnnxCompiler::bind(const OnnxNode& node, std::size_t output, ValueId value,
 }
 
 void OnnxCompiler::addLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
-                            std::vector<const OnnxTensor*> initializers, const BatchLayout& layout)
+                            std::vector<const OnnxTensor*> initializers, const BatchLayout& layout,
+                            std::vector<const OnnxTensor*> buffers)
 {
     layer->setName(node.name);
     layer->applyPrecision(m_policy, m_policy.layer());
     m_graph.beginGroup(node.name, layer->computeType());
     Layer* owned = m_graph.own(std::move(layer));
     bind(node, 0, owned->appendTo(m_graph, input), layout);
-    if (!initializers.empty())
-        m_bindings.push_back({owned, std::move(initializers)});
+    if (!initializers.empty() || !buffers.empty())
+        m_bindings.push_back({owned, std::move(initializers), std::move(buffers)});
 }
 
 Layer* OnnxCompiler::ownParameters(const OnnxNode& node, LayerPtr layer, std::vector<const OnnxTensor*> initializers)

@@ -21,10 +21,12 @@ class TokenEmbedding;
 
 namespace mantissa::onnx_import {
 
-// A layer made for a node, with the initializers its parameters() hold, in that order.
+// A layer made for a node, with the initializers its parameters() hold, in that order, and
+// those its buffers() start from (a batch norm's running statistics).
 struct ParameterBinding {
     Layer* layer = nullptr;
     std::vector<const OnnxTensor*> initializers;
+    std::vector<const OnnxTensor*> buffers;
 };
 
 // A trainable initializer as a node reads it without copying it: itself, or a view that a
@@ -78,9 +80,10 @@ public:
 
     // A layer for `node` on `input`, in a group named by the node, with the policy's dtypes; its
     // output is checked against ONNX's shape and bound to the node's first output. The
-    // initializers are loaded into the layer's parameters() in that order.
+    // initializers are loaded into the layer's parameters() in that order, and `buffers` into
+    // its buffers() (a batch norm's running statistics).
     void addLayer(const OnnxNode& node, LayerPtr layer, ValueId input, std::vector<const OnnxTensor*> initializers,
-                  const BatchLayout& layout = {});
+                  const BatchLayout& layout = {}, std::vector<const OnnxTensor*> buffers = {});
     // A layer that holds parameters, kept by the graph and bound to `initializers`, without a node
     // of its own (the holder of an elementwise op's parameter operand).
     Layer* ownParameters(const OnnxNode& node, LayerPtr layer, std::vector<const OnnxTensor*> initializers);

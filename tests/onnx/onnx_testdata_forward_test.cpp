@@ -78,8 +78,10 @@ TEST(OnnxTestDataForward, EveryCompiledNodeTestGivesTheExpectedOutput)
         }
         const OnnxTensor input = readTensorProtoFile((folder / "test_data_set_0/input_0.pb").string());
         const OnnxTensor expected = readTensorProtoFile((folder / "test_data_set_0/output_0.pb").string());
-        // Integer data (a reshape of int64 values) compiles, but the graph's values are floats.
-        if (input.floats.size() != static_cast<std::size_t>(input.elementCount()) ||
+        // The engine's data are floats: a test of integer data (a reshape of int64 values, a
+        // uint8 max pool, an int8 clip) compiles but does not run here.
+        if (!isFloatingPoint(input.type) || !isFloatingPoint(expected.type) ||
+            input.floats.size() != static_cast<std::size_t>(input.elementCount()) ||
             expected.floats.size() != static_cast<std::size_t>(expected.elementCount())) {
             ++integerData;
             continue;

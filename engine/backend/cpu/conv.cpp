@@ -20,10 +20,11 @@ namespace {
 void checkShapes(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGeometry& g)
 {
     MANTISSA_ASSERT(x.numel() == g.n * g.inChannels * g.inH * g.inW);
-    MANTISSA_ASSERT(w.numel() == g.outChannels * g.inChannels * g.kH * g.kW);
+    MANTISSA_ASSERT(g.groups > 0 && g.inChannels % g.groups == 0 && g.outChannels % g.groups == 0);
+    MANTISSA_ASSERT(w.numel() == g.weightCount());
     MANTISSA_ASSERT(y.numel() == g.n * g.outChannels * g.outH * g.outW);
-    MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH) &&
-                    g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW) && g.outH > 0 && g.outW > 0);
+    MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH, g.dilationH) &&
+                    g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW, g.dilationW) && g.outH > 0 && g.outW > 0);
 }
 
 // Whether a product of a and b runs on oneDNN's native bf16 kernels: both bf16, and the plan

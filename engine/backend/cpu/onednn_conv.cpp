@@ -186,7 +186,7 @@ struct Descs {
     dnnl::memory::desc src, weights, dst, bias; // src, weights, dst in the input type; bias f32
     dnnl::memory::desc srcF32, weightsF32, dstF32;
     dnnl::memory::desc dstResult, srcResult; // forward's y and backward data's dx: fp32 or bf16 (bf16Output)
-    dims strides, padL, padR;
+    dims strides, dilates, padL, padR;
 };
 
 Descs descsFor(const ConvShape& s)
@@ -195,22 +195,30 @@ Descs descsFor(const ConvShape& s)
     Descs d;
     d.in = s.bf16Inputs ? dt::bf16 : dt::f32;
     const dims src{g.n, g.inChannels, g.inH, g.inW};
-    const dims weights{g.outChannels, g.inChannels, g.kH, g.kW};
+    // Grouped weights are oneDNN's [groups, out / groups, in / groups, kH, kW], which is our
+    // [out, in / groups, kH, kW] in the same order.
+    const bool grouped = g.groups > 1;
+    const dims weights = grouped ? dims{g.groups, g.outChannels / g.groups, g.channelsPerGroup(), g.kH, g.kW}
+                                 : dims{g.outChannels, g.inChannels, g.kH, g.kW};
+    const tag weightsTag = grouped ? tag::goihw : tag::oihw;
     const dims dst{g.n, g.outChannels, g.outH, g.outW};
     d.src = {src, d.in, tag::nchw};
-    d.weights = {weights, d.in, tag::oihw};
+    d.weights = {weights, d.in, weightsTag};
     d.dst = {dst, d.in, tag::nchw};
     d.srcF32 = {src, dt::f32, tag::nchw};
-    d.weightsF32 = {weights, dt::f32, tag::oihw};
+    d.weightsF32 = {weights, dt::f32, weightsTag};
     d.dstF32 = {dst, dt::f32, tag::nchw};
     d.bias = {{g.outChannels}, dt::f32, tag::x};
     d.dstResult = s.bf16Output ? d.dst : d.dstF32;
     d.srcResult = s.bf16Output ? d.src : d.srcF32;
     d.strides = {g.strideH, g.strideW};
+    // oneDNN counts the pixels skipped between taps: 0 for adjacent ones.
+    d.dilates = {g.dilationH - 1, g.dilationW - 1};
     d.padL = {g.padH, g.padW};
     // The right padding that makes oneDNN's output extent ours: slidingOutput rounds down, so
     // it may be below padL, even negative (by less than the stride, which oneDNN accepts).
-    d.padR = {(g.outH - 1) * g.strideH + g.kH - g.inH - g.padH, (g.outW - 1) * g.strideW + g.kW - g.inW - g.padW};
+    const std::int64_t spanH = g.dilationH * (g.kH - 1) + 1, spanW = g.dilationW * (g.kW - 1) + 1;
+    d.padR = {(g.outH - 1) * g.strideH + spanH - g.inH - g.padH, (g.outW - 1) * g.strideW + spanW - g.inW - g.padW};
     return d;
 }
 
@@ -225,9 +233,13 @@ std::string describe(const ConvShape& s, const char* op)
     const ConvGeometry& g = s.geometry;
     return std::string(s.bf16Inputs ? "bf16" : "fp32") + " convolution " + op + " for x [" + std::to_string(g.n) +
            ", " + std::to_string(g.inChannels) + ", " + std::to_string(g.inH) + ", " + std::to_string(g.inW) +
-           "], w [" + std::to_string(g.outChannels) + ", " + std::to_string(g.inChannels) + ", " +
+           "], w [" + std::to_string(g.outChannels) + ", " + std::to_string(g.channelsPerGroup()) + ", " +
            std::to_string(g.kH) + ", " + std::to_string(g.kW) + "], stride " + std::to_string(g.strideH) + "x" +
-           std::to_string(g.strideW) + ", padding " + std::to_string(g.padH) + "x" + std::to_string(g.padW);
+           std::to_string(g.strideW) + ", padding " + std::to_string(g.padH) + "x" + std::to_string(g.padW) +
+           (g.dilationH == 1 && g.dilationW == 1
+                ? ""
+                : ", dilation " + std::to_string(g.dilationH) + "x" + std::to_string(g.dilationW)) +
+           (g.groups == 1 ? "" : ", " + std::to_string(g.groups) + " groups");
 }
 
 // The fp32 shape the emulated path runs for a native one, writing fp32.
@@ -247,7 +259,7 @@ std::vector<float> widen(const void* bf16, std::int64_t count)
 }
 
 std::int64_t xCount(const ConvGeometry& g) { return g.n * g.inChannels * g.inH * g.inW; }
-std::int64_t wCount(const ConvGeometry& g) { return g.outChannels * g.inChannels * g.kH * g.kW; }
+std::int64_t wCount(const ConvGeometry& g) { return g.weightCount(); }
 std::int64_t yCount(const ConvGeometry& g) { return g.n * g.outChannels * g.outH * g.outW; }
 
 std::string family(const ConvShape& s, const char* op)
@@ -264,10 +276,10 @@ dnnl::convolution_forward::primitive_desc forwardDesc(const ConvShape& s, const 
     const auto desc =
         s.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                                  chosen(d.src), chosen(d.weights), d.bias, chosen(d.dstResult),
-                                                 d.strides, d.padL, d.padR)
+                                                 d.strides, d.dilates, d.padL, d.padR)
                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                                  chosen(d.src), chosen(d.weights), chosen(d.dstResult), d.strides,
-                                                 d.padL, d.padR);
+                                                 d.dilates, d.padL, d.padR);
     dnnl::primitive_attr attr;
     if (s.relu) {
         dnnl::post_ops ops;
@@ -307,11 +319,12 @@ std::size_t OneDnnConv::KeyHash::operator()(const Key& key) const
 
 namespace {
 
-std::array<std::int64_t, 17> keyOf(const ConvShape& s)
+std::array<std::int64_t, 20> keyOf(const ConvShape& s)
 {
     const ConvGeometry& g = s.geometry;
-    return {g.n,    g.inChannels, g.inH,  g.inW,  g.outChannels, g.kH,   g.kW,         g.strideH, g.strideW,
-            g.padH, g.padW,       g.outH, g.outW, s.bf16Inputs,  s.bias, s.bf16Output, s.relu};
+    return {g.n,         g.inChannels, g.inH,        g.inW,  g.outChannels, g.kH,   g.kW,
+            g.strideH,   g.strideW,    g.padH,       g.padW, g.outH,        g.outW, g.groups,
+            g.dilationH, g.dilationW,  s.bf16Inputs, s.bias, s.bf16Output,  s.relu};
 }
 
 } // namespace
@@ -374,7 +387,8 @@ OneDnnConv::BackwardData* OneDnnConv::backwardDataFor(const ConvShape& s)
     try {
         m_runtime.checkRefusal(family(s, "backward data"));
         const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, chosen(d.srcResult),
-                                                         chosen(d.weights), chosen(d.dst), d.strides, d.padL, d.padR);
+                                                         chosen(d.weights), chosen(d.dst), d.strides, d.dilates, d.padL,
+                                                         d.padR);
         const dnnl::convolution_backward_data::primitive_desc pd(desc, eng, forwardDesc(s, d, blocked, eng));
         m_runtime.noteImplementation(family(s, "backward data"), pd.impl_info_str());
         auto entry = std::make_unique<BackwardData>(BackwardData{
@@ -399,12 +413,13 @@ OneDnnConv::BackwardWeights* OneDnnConv::backwardWeightsFor(const ConvShape& s)
     const auto chosen = [blocked](const dnnl::memory::desc& plain) { return chosenLayout(plain, blocked); };
     try {
         m_runtime.checkRefusal(family(s, "backward weights"));
-        const auto desc = s.bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
-                                                                            chosen(d.src), chosen(d.weightsF32), d.bias,
-                                                                            chosen(d.dst), d.strides, d.padL, d.padR)
-                                 : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
-                                                                            chosen(d.src), chosen(d.weightsF32),
-                                                                            chosen(d.dst), d.strides, d.padL, d.padR);
+        const auto desc =
+            s.bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, chosen(d.src),
+                                                              chosen(d.weightsF32), d.bias, chosen(d.dst), d.strides,
+                                                              d.dilates, d.padL, d.padR)
+                   : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, chosen(d.src),
+                                                              chosen(d.weightsF32), chosen(d.dst), d.strides, d.dilates,
+                                                              d.padL, d.padR);
         const dnnl::convolution_backward_weights::primitive_desc pd(desc, eng, forwardDesc(s, d, blocked, eng));
         m_runtime.noteImplementation(family(s, "backward weights"), pd.impl_info_str());
         auto entry = std::make_unique<BackwardWeights>(

@@ -52,7 +52,7 @@ public:
                  std::shared_ptr<const KeptConvInput>* keep = nullptr);
     // dx[N, IC, inH, inW] from dy[N, OC, outH, outW] and w, dx in fp32 (or bf16, shape.bf16Output).
     void backwardData(const ConvShape& shape, const void* dy, const void* w, void* dx);
-    // dw[OC, IC, kH, kW] (and dbias[OC] when shape.bias) from x and dy, in fp32. `kept` (from
+    // dw[OC, IC / groups, kH, kW] (and dbias[OC] when shape.bias) from x and dy, in fp32. `kept` (from
     // forward() of this x) stands in for moving x into the kernel's layout where it holds x in
     // the layout this kernel reads.
     void backwardWeights(const ConvShape& shape, const void* x, const void* dy, float* dw, float* dbias,
@@ -63,8 +63,8 @@ public:
                   float* dw, float* dbias, void* dx, const KeptConvInput* kept = nullptr);
 
 private:
-    // The geometry's thirteen extents, the input type, the bias flag, the output type and the ReLU.
-    using Key = std::array<std::int64_t, 17>;
+    // The geometry's sixteen extents, the input type, the bias flag, the output type and the ReLU.
+    using Key = std::array<std::int64_t, 20>;
     struct KeyHash {
         std::size_t operator()(const Key& key) const;
     };

@@ -3,7 +3,8 @@
 // order (as PyTorch does), so ties route the whole gradient to one input; a NaN wins the
 // window so that it propagates. argmax holds the winner's offset within its plane as a
 // float, exact below 2^24. Average pooling divides by the number of in-bounds inputs
-// (count_include_pad = false): a border window is not diluted by the zeros of the padding.
+// (count_include_pad = false): a border window is not diluted by the zeros of the padding,
+// unless the geometry counts the padding (PoolGeometry::averageDivisor).
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_chunks.h"
 #include "engine/util/check.h"
@@ -202,7 +203,7 @@ void avgPoolPlane(const float* x, const PoolGeometry& g, const std::vector<Colum
             }
         }
         for (std::int64_t ow = 0; ow < g.outW; ++ow)
-            sum[ow] /= static_cast<float>((h1 - h0) * columnsInside(g, ow));
+            sum[ow] /= static_cast<float>(g.averageDivisor((h1 - h0) * columnsInside(g, ow)));
     }
 }
 
@@ -214,7 +215,7 @@ void avgPoolBackwardPlane(const float* dy, const PoolGeometry& g, const std::vec
         std::int64_t h0, h1;
         rowRange(g, oh, h0, h1);
         for (std::int64_t ow = 0; ow < g.outW; ++ow)
-            share[ow] = dy[oh * g.outW + ow] / static_cast<float>((h1 - h0) * columnsInside(g, ow));
+            share[ow] = dy[oh * g.outW + ow] / static_cast<float>(g.averageDivisor((h1 - h0) * columnsInside(g, ow)));
         for (std::int64_t ih = h0; ih < h1; ++ih) {
             float* row = dx + ih * g.inW;
             for (std::int64_t kw = 0; kw < g.kW; ++kw) {

@@ -81,13 +81,15 @@ void ConvPlans::describe(ConvPlan& plan, const ConvGeometry& g, DType dtype) con
     checkCudnn(cudnnSetTensor4dDescriptor(plan.y, CUDNN_TENSOR_NCHW, type, dim(g.n), dim(g.outChannels), dim(g.outH),
                                           dim(g.outW)),
                "cudnnSetTensor4dDescriptor(y)");
-    checkCudnn(cudnnSetFilter4dDescriptor(plan.w, type, CUDNN_TENSOR_NCHW, dim(g.outChannels), dim(g.inChannels),
-                                          dim(g.kH), dim(g.kW)),
+    checkCudnn(cudnnSetFilter4dDescriptor(plan.w, type, CUDNN_TENSOR_NCHW, dim(g.outChannels),
+                                          dim(g.channelsPerGroup()), dim(g.kH), dim(g.kW)),
                "cudnnSetFilter4dDescriptor");
     // Accumulation in fp32 whatever the data type: tensor-core semantics.
-    checkCudnn(cudnnSetConvolution2dDescriptor(plan.conv, dim(g.padH), dim(g.padW), dim(g.strideH), dim(g.strideW), 1,
-                                               1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+    checkCudnn(cudnnSetConvolution2dDescriptor(plan.conv, dim(g.padH), dim(g.padW), dim(g.strideH), dim(g.strideW),
+                                               dim(g.dilationH), dim(g.dilationW), CUDNN_CROSS_CORRELATION,
+                                               CUDNN_DATA_FLOAT),
                "cudnnSetConvolution2dDescriptor");
+    checkCudnn(cudnnSetConvolutionGroupCount(plan.conv, dim(g.groups)), "cudnnSetConvolutionGroupCount");
 }
 
 void ConvPlans::find(ConvPlan& plan, DType dtype, ConvDirection direction) const
@@ -132,8 +134,9 @@ void ConvPlans::find(ConvPlan& plan, DType dtype, ConvDirection direction) const
 
 const ConvPlan* ConvPlans::plan(const ConvGeometry& g, DType dtype, ConvDirection direction)
 {
-    const Key key{g.n,  g.inChannels, g.inH,     g.inW,  g.outChannels, g.kH,
-                  g.kW, g.strideH,    g.strideW, g.padH, g.padW,        static_cast<int>(dtype)};
+    const Key key{g.n,    g.inChannels, g.inH,       g.inW,       g.outChannels,
+                  g.kH,   g.kW,         g.strideH,   g.strideW,   g.padH,
+                  g.padW, g.groups,     g.dilationH, g.dilationW, static_cast<int>(dtype)};
     std::unique_ptr<ConvPlan>& slot = m_plans[key];
     const auto d = static_cast<int>(direction);
     if (!slot || !slot->found[d]) {

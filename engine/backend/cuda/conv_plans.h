@@ -47,7 +47,8 @@ public:
 
 private:
     using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                           std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int>;
+                           std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                           std::int64_t, std::int64_t, int>;
     void describe(ConvPlan& plan, const ConvGeometry& g, DType dtype) const;
     void find(ConvPlan& plan, DType dtype, ConvDirection direction) const;
 

@@ -308,6 +308,20 @@ void CudaBackend::activationBackward(Activation kind, const Tensor& x, const Ten
     checkLaunch("activationBackward");
 }
 
+void CudaBackend::pointwiseForward(const PointwiseFunction& f, const Tensor& x, Tensor& y)
+{
+    MANTISSA_ASSERT(x.numel() == y.numel());
+    launchPointwiseForward(f, x.data(), x.dtype(), y.data(), y.dtype(), x.numel(), stream());
+    checkLaunch("pointwiseForward");
+}
+
+void CudaBackend::pointwiseBackward(const PointwiseFunction& f, const Tensor& x, const Tensor& dy, Tensor& dx)
+{
+    MANTISSA_ASSERT(x.numel() == dy.numel() && dy.numel() == dx.numel());
+    launchPointwiseBackward(f, x.data(), x.dtype(), dy.data(), dy.dtype(), dx.data(), dx.dtype(), dx.numel(), stream());
+    checkLaunch("pointwiseBackward");
+}
+
 void CudaBackend::maxPoolForward(const Tensor& x, Tensor& y, Tensor& argmax, const PoolGeometry& g)
 {
     MANTISSA_ASSERT(argmax.dtype() == DType::F32);

@@ -50,6 +50,12 @@ void launchActivationForward(Activation kind, const void* x, DType xType, void* 
 void launchActivationBackward(Activation kind, const void* x, DType xType, const void* y, DType yType, const void* dy,
                               DType dyType, void* dx, DType dxType, std::int64_t n, cudaStream_t stream);
 
+// --- pointwise.cu -----------------------------------------------------------------------
+void launchPointwiseForward(const PointwiseFunction& f, const void* x, DType xType, void* y, DType yType,
+                            std::int64_t n, cudaStream_t stream);
+void launchPointwiseBackward(const PointwiseFunction& f, const void* x, DType xType, const void* dy, DType dyType,
+                             void* dx, DType dxType, std::int64_t n, cudaStream_t stream);
+
 // --- bias.cu ----------------------------------------------------------------------------
 // y[r, c] += bias[c], y is [rows, cols].
 void launchAddRowBias(void* y, DType yType, const void* bias, DType biasType, std::int64_t rows, std::int64_t cols,

@@ -3,8 +3,8 @@
 //   only when strictly greater (or a NaN over a number), so the first maximum wins and a NaN
 //   propagates; a window of -inf names its first in-image input. argmax stores the winner's
 //   offset within its plane as a float (exact below 2^24, which the CPU asserts).
-// - average: the divisor counts only in-image inputs (count_include_pad = false) and the
-//   window sum is divided, not multiplied by a reciprocal.
+// - average: the divisor counts only in-image inputs (count_include_pad = false) unless the
+//   geometry counts the padding, and the window sum is divided, not multiplied by a reciprocal.
 // Both backward passes gather: one thread per input element visits the windows that cover it
 // and sums their contributions in fp32, in the order in which the CPU's scatter adds them
 // (output row ascending; within it output column ascending for max, descending for average,
@@ -117,7 +117,7 @@ __global__ void avgPoolForwardKernel(const void* x, DType xType, void* y, DType 
             for (std::int64_t iw = cols.begin; iw < cols.end; ++iw)
                 sum += loadAs(x, xType, base + ih * g.inW + iw);
         const std::int64_t inside = (rows.end - rows.begin) * (cols.end - cols.begin);
-        storeAs(y, yType, o, sum / static_cast<float>(inside));
+        storeAs(y, yType, o, sum / static_cast<float>(g.averageDivisor(inside)));
     }
 }
 
@@ -139,7 +139,7 @@ __global__ void avgPoolBackwardKernel(const void* dy, DType dyType, void* dx, DT
             for (std::int64_t ow = outCols.end - 1; ow >= outCols.begin; --ow) {
                 const Span cols = windowSpan(ow, g.kW, g.strideW, g.padW, g.inW);
                 const std::int64_t inside = (rows.end - rows.begin) * (cols.end - cols.begin);
-                sum += loadAs(dy, dyType, base + oh * g.outW + ow) / static_cast<float>(inside);
+                sum += loadAs(dy, dyType, base + oh * g.outW + ow) / static_cast<float>(g.averageDivisor(inside));
             }
         }
         storeAs(dx, dxType, i, sum);

@@ -1,6 +1,7 @@
 #include "engine/model/layers/conv2d.h"
 
 #include "engine/model/init.h"
+#include "engine/util/check.h"
 
 namespace mantissa {
 
@@ -28,6 +29,15 @@ Conv2d::Conv2d(const Shape& input, std::int64_t filters, std::int64_t kernel, st
     m_shape.outW = slidingOutput(m_shape.inW, kernel, stride, padding);
 }
 
+Conv2d::Conv2d(const ConvGeometry& perSample, bool bias, std::string init, bool xavier)
+    : m_shape(perSample), m_hasBias(bias), m_init(std::move(init)), m_xavier(xavier)
+{
+    const ConvGeometry& g = m_shape;
+    MANTISSA_ASSERT(g.groups > 0 && g.inChannels % g.groups == 0 && g.outChannels % g.groups == 0);
+    MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH, g.dilationH) &&
+                    g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW, g.dilationW) && g.outH > 0 && g.outW > 0);
+}
+
 ConvGeometry Conv2d::geometry(std::int64_t batch) const
 {
     ConvGeometry g = m_shape;
@@ -43,10 +53,12 @@ Shape Conv2d::outputShape(const Shape& input) const
 void Conv2d::createParameters(Backend& backend, DType masterType, std::uint64_t seed)
 {
     const std::int64_t area = m_shape.kH * m_shape.kW;
-    const std::int64_t fanIn = m_shape.inChannels * area;
-    const InitRule fallback = m_xavier ? xavierNormal(fanIn, m_shape.outChannels * area) : heNormal(fanIn);
-    createParameter(m_weight, name() + ".weight", {m_shape.outChannels, m_shape.inChannels, m_shape.kH, m_shape.kW},
-                    backend, masterType, computeType(), parseInitRule(m_init, fallback), seed, true);
+    const std::int64_t fanIn = m_shape.channelsPerGroup() * area;
+    const InitRule fallback =
+        m_xavier ? xavierNormal(fanIn, m_shape.outChannels / m_shape.groups * area) : heNormal(fanIn);
+    createParameter(m_weight, name() + ".weight",
+                    {m_shape.outChannels, m_shape.channelsPerGroup(), m_shape.kH, m_shape.kW}, backend, masterType,
+                    computeType(), parseInitRule(m_init, fallback), seed, true);
     if (m_hasBias)
         createParameter(m_bias, name() + ".bias", {m_shape.outChannels}, backend, masterType, computeType(),
                         {InitRule::Kind::Constant, 0.0f}, seed, false);
@@ -63,12 +75,13 @@ ForwardResult Conv2d::forward(PassState& pass, const Tensor& x)
 {
     const ConvGeometry g = geometry(x.shape()[0]);
     Tensor y = pass.backend.empty(outputShape(x.shape()), computeType());
-    // K = in channels x kernel area; blocks run along the channels (gemm_inputs.h).
+    // K = in channels (of a group) x kernel area; blocks run along the channels (gemm_inputs.h),
+    // within each group: x [n, C, HW] is [n x groups, C / groups, HW].
     const std::int64_t area = g.kH * g.kW;
     const GemmOperandValues xq = gemmInput(pass, x, GemmPass::Forward, GemmOperand::Activation,
-                                           KLayout::along(g.n, g.inChannels, g.inH * g.inW));
+                                           KLayout::along(g.n * g.groups, g.channelsPerGroup(), g.inH * g.inW));
     const GemmOperandValues wq = gemmInput(pass, m_weight.working, GemmPass::Forward, GemmOperand::Weight,
-                                           KLayout::along(g.outChannels, g.inChannels, area));
+                                           KLayout::along(g.outChannels, g.channelsPerGroup(), area));
     auto context = std::make_unique<Conv2dContext>();
     const bool keep = pass.training && gemmRecipe() == GemmRecipe::None;
     pass.backend.conv2dForward(xq.values, wq.values, m_hasBias ? &m_bias.working : nullptr, y, g, {xq.scale, wq.scale},
@@ -101,11 +114,14 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
         return {};
     }
     Tensor dx = pass.backend.empty(saved.input.shape(), computeType());
-    // K = out channels x kernel area; blocks run along the output channels.
-    const GemmOperandValues dyq =
-        gemmInput(pass, dy, GemmPass::DataGrad, GemmOperand::Gradient, KLayout::along(g.n, g.outChannels, outArea));
-    const GemmOperandValues wq = gemmInput(pass, m_weight.working, GemmPass::DataGrad, GemmOperand::Weight,
-                                           KLayout::along(1, g.outChannels, g.inChannels * g.kH * g.kW));
+    // K = out channels (of a group) x kernel area; blocks run along the output channels, within
+    // each group.
+    const std::int64_t filtersPerGroup = g.outChannels / g.groups;
+    const GemmOperandValues dyq = gemmInput(pass, dy, GemmPass::DataGrad, GemmOperand::Gradient,
+                                            KLayout::along(g.n * g.groups, filtersPerGroup, outArea));
+    const GemmOperandValues wq =
+        gemmInput(pass, m_weight.working, GemmPass::DataGrad, GemmOperand::Weight,
+                  KLayout::along(g.groups, filtersPerGroup, g.channelsPerGroup() * g.kH * g.kW));
     if (dyq.values.sharesStorageWith(dyT.values)) // one dy for both products (no recipe: both are dy itself)
         pass.backend.conv2dBackward(xT.values, dyT.values, wq.values, m_weight.grad, dbias, dx, g,
                                     {xT.scale, dyT.scale}, {dyq.scale, wq.scale}, kept);
@@ -116,20 +132,21 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
     return dx;
 }
 
-std::int64_t Conv2d::parameterCount() const
-{
-    return m_shape.outChannels * m_shape.inChannels * m_shape.kH * m_shape.kW + (m_hasBias ? m_shape.outChannels : 0);
-}
+std::int64_t Conv2d::parameterCount() const { return m_shape.weightCount() + (m_hasBias ? m_shape.outChannels : 0); }
 
 std::int64_t Conv2d::flopsPerSample() const
 {
-    // Every output value is a dot product of length inChannels * kH * kW (padding included,
-    // as an im2col GEMM computes it).
-    return 2 * m_shape.outChannels * m_shape.outH * m_shape.outW * m_shape.inChannels * m_shape.kH * m_shape.kW;
+    // Every output value is a dot product of length (inChannels / groups) * kH * kW (padding
+    // included, as an im2col GEMM computes it).
+    return 2 * m_shape.outChannels * m_shape.outH * m_shape.outW * m_shape.channelsPerGroup() * m_shape.kH * m_shape.kW;
 }
 
 std::vector<std::pair<std::string, std::int64_t>> Conv2d::tensorCoreExtents() const
 {
+    if (m_shape.groups > 1)
+        return {{"in channels per group", m_shape.channelsPerGroup()},
+                {"out channels per group", m_shape.outChannels / m_shape.groups},
+                {"GEMM K (in channels per group x kernel area)", m_shape.channelsPerGroup() * m_shape.kH * m_shape.kW}};
     return {{"in channels", m_shape.inChannels},
             {"out channels", m_shape.outChannels},
             {"GEMM K (in channels x kernel area)", m_shape.inChannels * m_shape.kH * m_shape.kW}};

@@ -1,7 +1,8 @@
 #pragma once
-// 2-D convolution over NCHW images: y = conv(x, W) + b with W [filters, channels, k, k].
+// 2-D convolution over NCHW images: y = conv(x, W) + b with W [filters, channels / groups, kH, kW].
 // The backend lowers it to GEMMs with tensor-core semantics (inputs in the compute type,
-// fp32 accumulation), so its extents matter for alignment just as a linear layer's do.
+// fp32 accumulation), so its extents matter for alignment just as a linear layer's do. A
+// grouped convolution is `groups` GEMMs side by side, each over its group's channels.
 #include "engine/backend/geometry.h"
 #include "engine/model/layer.h"
 
@@ -12,6 +13,9 @@ public:
     // `input` is the validated per-sample shape {channels, height, width}; `init` as for Linear.
     Conv2d(const Shape& input, std::int64_t filters, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
            bool bias, std::string init, bool xavier);
+    // Any geometry the backends run (geometry.h): rectangular kernels, strides and padding,
+    // dilations and groups. `perSample` has n = 0; its output extents must match the rest.
+    Conv2d(const ConvGeometry& perSample, bool bias, std::string init, bool xavier);
 
     LayerKind kind() const override { return LayerKind::Conv2d; }
     Shape outputShape(const Shape& input) const override;
@@ -27,7 +31,10 @@ public:
     // forward, the output channels in the data gradient.
     std::vector<std::pair<std::string, std::int64_t>> blockedWidths() const override
     {
-        return {{"input channels", m_shape.inChannels}, {"filters", m_shape.outChannels}};
+        if (m_shape.groups == 1)
+            return {{"input channels", m_shape.inChannels}, {"filters", m_shape.outChannels}};
+        return {{"input channels per group", m_shape.channelsPerGroup()},
+                {"filters per group", m_shape.outChannels / m_shape.groups}};
     }
 
     // Set by a ReLU's wrapper (ActivatedLayer): the output is max(0, conv), fused into the

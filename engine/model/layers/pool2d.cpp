@@ -1,5 +1,7 @@
 #include "engine/model/layers/pool2d.h"
 
+#include "engine/util/check.h"
+
 namespace mantissa {
 
 namespace {
@@ -20,6 +22,14 @@ Pool2d::Pool2d(PoolKind kind, const Shape& input, std::int64_t kernel, std::int6
     m_shape.padH = m_shape.padW = padding;
     m_shape.outH = slidingOutput(m_shape.inH, kernel, stride, padding);
     m_shape.outW = slidingOutput(m_shape.inW, kernel, stride, padding);
+}
+
+Pool2d::Pool2d(PoolKind kind, const PoolGeometry& perSample) : m_kind(kind), m_shape(perSample)
+{
+    const PoolGeometry& g = m_shape;
+    MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH) &&
+                    g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW) && g.outH > 0 && g.outW > 0);
+    MANTISSA_ASSERT(2 * g.padH <= g.kH && 2 * g.padW <= g.kW);
 }
 
 PoolGeometry Pool2d::geometry(std::int64_t batch) const

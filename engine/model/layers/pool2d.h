@@ -1,6 +1,7 @@
 #pragma once
-// Max or average pooling over k x k windows of NCHW images. Max pooling treats padding as
-// -inf; average pooling divides by the inputs inside the image (padding excluded).
+// Max or average pooling over windows of NCHW images. Max pooling treats padding as -inf;
+// average pooling divides by the inputs inside the image (padding excluded) unless the
+// geometry counts the padding (PoolGeometry::countPadding).
 #include "engine/backend/geometry.h"
 #include "engine/model/layer.h"
 
@@ -12,6 +13,10 @@ class Pool2d final : public Layer {
 public:
     // `input` is the validated per-sample shape {channels, height, width}.
     Pool2d(PoolKind kind, const Shape& input, std::int64_t kernel, std::int64_t stride, std::int64_t padding);
+    // Any window the backends run: rectangular, with its own strides and padding per axis.
+    // `perSample` has n = 0; its output extents must match the rest, and every window must hold
+    // an input of the image (padding at most half the window).
+    Pool2d(PoolKind kind, const PoolGeometry& perSample);
 
     LayerKind kind() const override { return m_kind == PoolKind::Max ? LayerKind::MaxPool : LayerKind::AvgPool; }
     Shape outputShape(const Shape& input) const override;

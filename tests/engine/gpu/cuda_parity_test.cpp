@@ -153,41 +153,47 @@ struct ConvShape {
     bool bias;
     // A per-tensor FP8 recipe's decode scales (OperandScales): the sums scaled once, then the bias.
     OperandScales scales = {};
+    std::int64_t groups = 1, dilation = 1;
 };
 
 ParityCase conv(const ConvShape& s)
 {
     const std::string name = "conv" + extents({s.kernel, s.kernel}) + "s" + std::to_string(s.stride) + "p" +
                              std::to_string(s.pad) + "_" + extents({s.n, s.c, s.h, s.w}) + "to" + std::to_string(s.oc) +
-                             (s.bias ? "_bias" : "_noBias") + (s.scales.unit() ? "" : "_scaled");
-    return {name, Op::Conv2d, kAllTypes, [s](OpRun& r, DType t) {
-                ConvGeometry g;
-                g.n = s.n, g.inChannels = s.c, g.inH = s.h, g.inW = s.w, g.outChannels = s.oc;
-                g.kH = g.kW = s.kernel, g.strideH = g.strideW = s.stride, g.padH = g.padW = s.pad;
-                g.outH = slidingOutput(s.h, s.kernel, s.stride, s.pad);
-                g.outW = slidingOutput(s.w, s.kernel, s.stride, s.pad);
-                const Shape xs{s.n, s.c, s.h, s.w}, ws{s.oc, s.c, s.kernel, s.kernel}, ys{s.n, s.oc, g.outH, g.outW};
-                Tensor x = r.input(xs, t, uniform(-1, 1));
-                Tensor w = r.input(ws, t, uniform(-1, 1));
-                Tensor bias = s.bias ? r.input({s.oc}, t, uniform(-1, 1)) : Tensor();
-                Tensor dy = r.input(ys, t, uniform(-1, 1));
+                             (s.bias ? "_bias" : "_noBias") + (s.scales.unit() ? "" : "_scaled") +
+                             (s.groups > 1 ? "_groups" + std::to_string(s.groups) : "") +
+                             (s.dilation > 1 ? "_dilation" + std::to_string(s.dilation) : "");
+    return {
+        name, Op::Conv2d, kAllTypes, [s](OpRun& r, DType t) {
+            ConvGeometry g;
+            g.n = s.n, g.inChannels = s.c, g.inH = s.h, g.inW = s.w, g.outChannels = s.oc;
+            g.kH = g.kW = s.kernel, g.strideH = g.strideW = s.stride, g.padH = g.padW = s.pad;
+            g.groups = s.groups, g.dilationH = g.dilationW = s.dilation;
+            g.outH = slidingOutput(s.h, s.kernel, s.stride, s.pad, s.dilation);
+            g.outW = slidingOutput(s.w, s.kernel, s.stride, s.pad, s.dilation);
+            const std::int64_t perGroup = s.c / s.groups;
+            const Shape xs{s.n, s.c, s.h, s.w}, ws{s.oc, perGroup, s.kernel, s.kernel}, ys{s.n, s.oc, g.outH, g.outW};
+            Tensor x = r.input(xs, t, uniform(-1, 1));
+            Tensor w = r.input(ws, t, uniform(-1, 1));
+            Tensor bias = s.bias ? r.input({s.oc}, t, uniform(-1, 1)) : Tensor();
+            Tensor dy = r.input(ys, t, uniform(-1, 1));
 
-                Tensor y = r.output(ys, t);
-                r.backend().conv2dForward(x, w, s.bias ? &bias : nullptr, y, g, s.scales);
-                r.keep("y", y, reduction(s.c * s.kernel * s.kernel + (s.bias ? 1 : 0), t));
+            Tensor y = r.output(ys, t);
+            r.backend().conv2dForward(x, w, s.bias ? &bias : nullptr, y, g, s.scales);
+            r.keep("y", y, reduction(perGroup * s.kernel * s.kernel + (s.bias ? 1 : 0), t));
 
-                Tensor dx = r.output(xs, t);
-                r.backend().conv2dBackwardData(dy, w, dx, g, s.scales);
-                r.keep("dx", dx, reduction(s.oc * s.kernel * s.kernel, t));
+            Tensor dx = r.output(xs, t);
+            r.backend().conv2dBackwardData(dy, w, dx, g, s.scales);
+            r.keep("dx", dx, reduction(s.oc / s.groups * s.kernel * s.kernel, t));
 
-                Tensor dw = r.output(ws, t);
-                Tensor dbias = s.bias ? r.output({s.oc}, t) : Tensor();
-                r.backend().conv2dBackwardFilter(x, dy, dw, s.bias ? &dbias : nullptr, g, s.scales);
-                const std::int64_t positions = s.n * g.outH * g.outW;
-                r.keep("dw", dw, reduction(positions, t));
-                if (s.bias)
-                    r.keep("dbias", dbias, reduction(positions, t));
-            }};
+            Tensor dw = r.output(ws, t);
+            Tensor dbias = s.bias ? r.output({s.oc}, t) : Tensor();
+            r.backend().conv2dBackwardFilter(x, dy, dw, s.bias ? &dbias : nullptr, g, s.scales);
+            const std::int64_t positions = s.n * g.outH * g.outW;
+            r.keep("dw", dw, reduction(positions, t));
+            if (s.bias)
+                r.keep("dbias", dbias, reduction(positions, t));
+        }};
 }
 
 // --- batch norm ------------------------------------------------------------------------------------
@@ -266,23 +272,47 @@ ParityCase activation(Activation kind, const std::string& kindName)
             }};
 }
 
+// The same fp32 formulas on both backends (pointwise_function.h), without library calls: clip
+// and leaky ReLU exact; the ramps' alpha x + beta may be one fused multiply-add on the device.
+ParityCase pointwise(PointwiseFunction f, const std::string& kindName)
+{
+    return {"pointwise" + kindName, Op::Activation, kAllTypes, [f](OpRun& r, DType t) {
+                const bool ramp = f.kind == PointwiseKind::HardSigmoid || f.kind == PointwiseKind::HardSwish;
+                const Tolerance tolerance = ramp ? normwise(4) : exact();
+                for (auto n : kSizes) {
+                    // The ramps' ends (0, 6, +-3, +-2.5) and zeros of both signs, where the
+                    // derivatives switch.
+                    Tensor x = r.input({n}, t, with(with(with(uniform(-8, 8), 0.0f, 13), 6.0f, 11), 3.0f, 7, 2));
+                    Tensor y = r.output({n}, t);
+                    r.backend().pointwiseForward(f, x, y);
+                    r.keep(sized("y", n), y, tolerance);
+                    Tensor dy = r.input({n}, t, uniform(-1, 1));
+                    Tensor dx = r.output({n}, t);
+                    r.backend().pointwiseBackward(f, x, dy, dx);
+                    r.keep(sized("dx", n), dx, tolerance);
+                }
+            }};
+}
+
 // --- pooling ---------------------------------------------------------------------------------------
 
 struct PoolShape {
     bool max;
     std::int64_t n, c, h, w, kernel, stride, pad;
     bool withNaN = false; // a NaN wins its window and must come out of it
+    bool countPadding = false;
 };
 
 ParityCase pool(const PoolShape& s)
 {
     const std::string name = std::string(s.max ? "maxPool" : "avgPool") + extents({s.kernel, s.kernel}) + "s" +
                              std::to_string(s.stride) + "p" + std::to_string(s.pad) + "_" +
-                             extents({s.n, s.c, s.h, s.w}) + (s.withNaN ? "_withNaN" : "");
+                             extents({s.n, s.c, s.h, s.w}) + (s.withNaN ? "_withNaN" : "") +
+                             (s.countPadding ? "_countPadding" : "");
     return {name, Op::Pooling, kAllTypes, [s](OpRun& r, DType t) {
                 PoolGeometry g;
                 g.n = s.n, g.channels = s.c, g.inH = s.h, g.inW = s.w, g.kH = g.kW = s.kernel;
-                g.strideH = g.strideW = s.stride, g.padH = g.padW = s.pad;
+                g.strideH = g.strideW = s.stride, g.padH = g.padW = s.pad, g.countPadding = s.countPadding;
                 g.outH = slidingOutput(s.h, s.kernel, s.stride, s.pad);
                 g.outW = slidingOutput(s.w, s.kernel, s.stride, s.pad);
                 const Shape xs{s.n, s.c, s.h, s.w}, ys{s.n, s.c, g.outH, g.outW};
@@ -859,11 +889,15 @@ std::vector<ParityCase> buildCases()
     cases.push_back(gemmRowBias(Transpose::No, Transpose::No, 128, 10, 130));
     cases.push_back(gemmRowBias(Transpose::Yes, Transpose::No, 9, 257, 16));
     cases.push_back(rowBiasGrad());
-    for (const ConvShape& s : {ConvShape{2, 3, 7, 9, 5, 3, 1, 1, true}, ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false},
-                               ConvShape{2, 3, 9, 9, 4, 3, 2, 1, true}, ConvShape{2, 5, 7, 7, 3, 3, 2, 0, false},
-                               ConvShape{4, 8, 8, 8, 16, 3, 1, 1, true}, ConvShape{2, 6, 7, 7, 8, 1, 2, 0, false},
-                               ConvShape{2, 3, 7, 9, 5, 3, 1, 1, true, {0.375f, 1.0f / 3.0f}},
-                               ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false, {8.0f, 0.1f}}})
+    for (const ConvShape& s :
+         {ConvShape{2, 3, 7, 9, 5, 3, 1, 1, true}, ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false},
+          ConvShape{2, 3, 9, 9, 4, 3, 2, 1, true}, ConvShape{2, 5, 7, 7, 3, 3, 2, 0, false},
+          ConvShape{4, 8, 8, 8, 16, 3, 1, 1, true}, ConvShape{2, 6, 7, 7, 8, 1, 2, 0, false},
+          ConvShape{2, 3, 7, 9, 5, 3, 1, 1, true, {0.375f, 1.0f / 3.0f}},
+          ConvShape{3, 4, 9, 7, 6, 3, 1, 0, false, {8.0f, 0.1f}},
+          // Depthwise (MobileNet's), grouped, and dilated.
+          ConvShape{2, 8, 9, 9, 8, 3, 2, 1, false, {}, 8}, ConvShape{2, 6, 7, 9, 4, 3, 1, 1, true, {}, 2},
+          ConvShape{2, 3, 11, 9, 5, 3, 1, 2, true, {}, 1, 2}})
         cases.push_back(conv(s));
     for (const auto& dims :
          std::vector<std::vector<std::int64_t>>{{7, 33},
@@ -880,10 +914,15 @@ std::vector<ParityCase> buildCases()
     cases.push_back(activation(Activation::Gelu, "Gelu"));
     cases.push_back(activation(Activation::Tanh, "Tanh"));
     cases.push_back(activation(Activation::Sigmoid, "Sigmoid"));
+    cases.push_back(pointwise({PointwiseKind::Clip, 0.0f, 6.0f}, "ClipRelu6"));
+    cases.push_back(pointwise({PointwiseKind::LeakyRelu, 0.1f, 0.0f}, "LeakyRelu"));
+    cases.push_back(pointwise({PointwiseKind::HardSigmoid, 0.2f, 0.5f}, "HardSigmoid"));
+    cases.push_back(pointwise({PointwiseKind::HardSwish, 1.0f / 6.0f, 0.5f}, "HardSwish"));
     for (const PoolShape& s : {PoolShape{true, 2, 3, 7, 9, 2, 2, 0}, PoolShape{true, 2, 3, 9, 7, 3, 2, 1},
                                PoolShape{true, 2, 2, 7, 7, 3, 1, 1}, PoolShape{true, 2, 3, 9, 7, 3, 2, 1, true},
                                PoolShape{false, 2, 3, 7, 9, 2, 2, 0}, PoolShape{false, 2, 3, 9, 7, 3, 2, 1},
-                               PoolShape{false, 2, 2, 7, 7, 3, 1, 1}, PoolShape{false, 4, 8, 14, 14, 14, 14, 0}})
+                               PoolShape{false, 2, 2, 7, 7, 3, 1, 1}, PoolShape{false, 4, 8, 14, 14, 14, 14, 0},
+                               PoolShape{false, 2, 3, 9, 7, 3, 2, 1, false, true}})
         cases.push_back(pool(s));
     for (float p : {0.5f, 0.1f, 0.0f})
         cases.push_back(dropout(p));

@@ -1,0 +1,358 @@
+// The op types convolutional networks (torchvision's ResNets and MobileNets) export to:
+// Conv as a convolution layer (groups, dilations, strides, rectangular kernels), training-mode
+// BatchNormalization, MaxPool, AveragePool and the global pools, Dropout, and the pointwise
+// functions with parameters (Clip, LeakyRelu, HardSigmoid, HardSwish). Every tensor is NCHW;
+// 1-D and 3-D forms, asymmetric padding and the attribute values the engine has no kernel for
+// are refused, each naming what it met.
+#include "engine/model/layers/batch_norm.h"
+#include "engine/model/layers/conv2d.h"
+#include "engine/model/layers/dropout.h"
+#include "engine/model/layers/pool2d.h"
+#include "engine/onnx/node_compilers.h"
+#include "engine/onnx/pointwise_op.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+namespace mantissa::onnx_import {
+
+namespace {
+
+std::string joined(const std::vector<std::int64_t>& values)
+{
+    std::string text = "[";
+    for (std::size_t i = 0; i < values.size(); ++i)
+        text += (i ? ", " : "") + std::to_string(values[i]);
+    return text + "]";
+}
+
+// An ints attribute of one value per spatial axis (H, W), `fallback` for both when absent.
+std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const std::string& name, std::int64_t fallback)
+{
+    if (!node.attribute(name))
+        return {fallback, fallback};
+    std::vector<std::int64_t> values = node.intsAttribute(name);
+    if (values.size() != 2)
+        c.refuse(node, name + " " + joined(values) + " must have one value per axis of a 2-D image");
+    for (std::int64_t v : values)
+        if (v < 1)
+            c.refuse(node, name + " " + joined(values) + " must be positive");
+    return values;
+}
+
+// The input's per-sample shape, which must be an image {channels, height, width}.
+const Shape& imageShape(OnnxCompiler& c, const OnnxNode& node, ValueId input)
+{
+    const Shape& shape = c.shapeOf(input);
+    if (shape.rank() != 3)
+        c.refuse(node, "only 2-D images (N, C, H, W) compile, got " + shape.toString() + " per sample");
+    return shape;
+}
+
+// One axis of a sliding window: the padding on both sides and the output extent.
+struct Axis {
+    std::int64_t pad = 0, out = 0;
+};
+
+// The padding of both axes from `pads` or `auto_pad`. The engine pads each axis equally on both
+// sides, so an odd total (SAME_UPPER and SAME_LOWER put the extra pixel on one side) or unequal
+// explicit pads are refused.
+std::vector<std::int64_t> symmetricPads(OnnxCompiler& c, const OnnxNode& node, const Shape& image,
+                                        const std::vector<std::int64_t>& kernel,
+                                        const std::vector<std::int64_t>& stride,
+                                        const std::vector<std::int64_t>& dilation)
+{
+    const std::string autoPad = node.stringAttribute("auto_pad", "NOTSET");
+    if (autoPad == "VALID")
+        return {0, 0};
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+        std::vector<std::int64_t> pads(2);
+        for (std::size_t a = 0; a < 2; ++a) {
+            const std::int64_t in = image[a + 1];
+            const std::int64_t out = (in + stride[a] - 1) / stride[a];
+            const std::int64_t total =
+                std::max<std::int64_t>(0, (out - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1 - in);
+            if (total % 2 != 0)
+                c.refuse(node, "auto_pad " + autoPad +
+                                   " pads one side more than the other here, which does not "
+                                   "compile (the engine pads both sides equally)");
+            pads[a] = total / 2;
+        }
+        return pads;
+    }
+    if (autoPad != "NOTSET")
+        c.refuse(node, "auto_pad '" + autoPad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    if (!node.attribute("pads"))
+        return {0, 0};
+    const std::vector<std::int64_t> pads = node.intsAttribute("pads");
+    if (pads.size() != 4)
+        c.refuse(node, "pads " + joined(pads) + " must have four values (begin and end of H and W)");
+    if (pads[0] != pads[2] || pads[1] != pads[3])
+        c.refuse(node, "pads " + joined(pads) +
+                           " differ between the two sides of an axis, which does not compile (the engine pads "
+                           "both sides equally)");
+    if (pads[0] < 0 || pads[1] < 0)
+        c.refuse(node, "pads " + joined(pads) + " must not be negative");
+    return {pads[0], pads[1]};
+}
+
+// The output extents of a window; ceil_mode = 1 compiles where it gives the same extents as
+// rounding down (the engine's windows always lie inside the padded image).
+std::vector<std::int64_t> windowOutput(OnnxCompiler& c, const OnnxNode& node, const Shape& image,
+                                       const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
+                                       const std::vector<std::int64_t>& pads, const std::vector<std::int64_t>& dilation)
+{
+    std::vector<std::int64_t> out(2);
+    for (std::size_t a = 0; a < 2; ++a) {
+        const std::int64_t span = dilation[a] * (kernel[a] - 1) + 1;
+        const std::int64_t room = image[a + 1] + 2 * pads[a] - span;
+        if (room < 0)
+            c.refuse(node, "the window of " + std::to_string(span) + " pixels is larger than the padded image " +
+                               image.toString());
+        out[a] = room / stride[a] + 1;
+        if (node.intAttribute("ceil_mode", 0) != 0 && room % stride[a] != 0)
+            c.refuse(node, "ceil_mode = 1 adds a partial window here, which does not compile");
+    }
+    return out;
+}
+
+// The constant a node's optional input names; nullopt where it is left out.
+std::optional<float> constantScalar(OnnxCompiler& c, const OnnxNode& node, std::size_t input)
+{
+    if (input >= node.inputs.size() || node.inputs[input].empty())
+        return std::nullopt;
+    const OnnxTensor* tensor = c.onnx().constant(node.inputs[input]);
+    if (!tensor)
+        c.refuse(node, "input '" + node.inputs[input] + "' must be a constant to compile");
+    if (tensor->elementCount() != 1)
+        c.refuse(node, "input '" + node.inputs[input] + "' must hold one value");
+    return tensor->floats.empty() ? static_cast<float>(tensor->ints.at(0)) : tensor->floats.at(0);
+}
+
+// Only the first output compiles: Dropout's mask and MaxPool's indices have no op to compute
+// them, so a node or a graph output reading one is refused (exporters name the mask unread).
+void refuseExtraOutputs(OnnxCompiler& c, const OnnxNode& node, const char* what)
+{
+    const OnnxGraph& onnx = c.onnx();
+    for (std::size_t k = 1; k < node.outputs.size(); ++k) {
+        const std::string& name = node.outputs[k];
+        if (name.empty())
+            continue;
+        bool read = std::find(onnx.outputs.begin(), onnx.outputs.end(), name) != onnx.outputs.end();
+        for (const OnnxNode& other : onnx.nodes)
+            read = read || std::find(other.inputs.begin(), other.inputs.end(), name) != other.inputs.end();
+        if (read)
+            c.refuse(node, std::string("its output ") + what + " is read, which does not compile");
+    }
+}
+
+void compileConv(OnnxCompiler& c, const OnnxNode& node)
+{
+    const ValueId input = c.activation(node, 0);
+    const Shape& image = imageShape(c, node, input);
+    const OnnxTensor& weight = c.parameter(node, 1);
+    const std::int64_t groups = node.intAttribute("group", 1);
+    if (groups < 1 || image[0] % groups != 0)
+        c.refuse(node, "group " + std::to_string(groups) + " does not divide the " + std::to_string(image[0]) +
+                           " input channels");
+    if (weight.shape.size() != 4 || weight.shape[1] != image[0] / groups || weight.shape[0] % groups != 0)
+        c.refuse(node, "W " + joined(weight.shape) + " must be [filters, " + std::to_string(image[0] / groups) +
+                           ", kH, kW] with filters a multiple of the group " + std::to_string(groups));
+    const std::vector<std::int64_t> kernel{weight.shape[2], weight.shape[3]};
+    if (node.attribute("kernel_shape") && node.intsAttribute("kernel_shape") != kernel)
+        c.refuse(node,
+                 "kernel_shape " + joined(node.intsAttribute("kernel_shape")) + " differs from W's " + joined(kernel));
+    const std::vector<std::int64_t> stride = perAxis(c, node, "strides", 1);
+    const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
+    const std::vector<std::int64_t> pads = symmetricPads(c, node, image, kernel, stride, dilation);
+    const std::vector<std::int64_t> out = windowOutput(c, node, image, kernel, stride, pads, dilation);
+
+    ConvGeometry g;
+    g.inChannels = image[0];
+    g.inH = image[1];
+    g.inW = image[2];
+    g.outChannels = weight.shape[0];
+    g.kH = kernel[0];
+    g.kW = kernel[1];
+    g.strideH = stride[0];
+    g.strideW = stride[1];
+    g.padH = pads[0];
+    g.padW = pads[1];
+    g.dilationH = dilation[0];
+    g.dilationW = dilation[1];
+    g.groups = groups;
+    g.outH = out[0];
+    g.outW = out[1];
+    std::vector<const OnnxTensor*> initializers{&weight};
+    const bool hasBias = node.inputs.size() > 2 && !node.inputs[2].empty();
+    if (hasBias) {
+        const OnnxTensor& bias = c.parameter(node, 2);
+        if (bias.shape != std::vector<std::int64_t>{g.outChannels})
+            c.refuse(node, "B " + joined(bias.shape) + " must be [" + std::to_string(g.outChannels) + "]");
+        initializers.push_back(&bias);
+    }
+    c.addLayer(node, std::make_unique<Conv2d>(g, hasBias, "", false), input, std::move(initializers));
+}
+
+// The running statistics are buffers loaded from the file. ONNX's momentum keeps that much of
+// the running value (running = running x momentum + batch x (1 - momentum)); the engine's, as
+// PyTorch's, is the share of the batch, so it is 1 - ONNX's. Training normalises with the
+// batch's statistics, evaluation with the running ones, as PyTorch does, which is what a file
+// exported for training (training_mode = 1, or three or more outputs before opset 14) says. A
+// file exported for inference compiles to the same layer: trained, it learns as PyTorch would.
+void compileBatchNormalization(OnnxCompiler& c, const OnnxNode& node)
+{
+    const ValueId input = c.activation(node, 0);
+    const Shape& shape = c.shapeOf(input);
+    if (shape.rank() != 1 && shape.rank() != 3)
+        c.refuse(node, "only [N, C] and [N, C, H, W] compile, got " + shape.toString() + " per sample");
+    const std::int64_t channels = shape[0];
+    const auto channelVector = [&](const OnnxTensor& t, const char* role) {
+        if (t.shape != std::vector<std::int64_t>{channels})
+            c.refuse(node, std::string(role) + " " + joined(t.shape) + " must be [" + std::to_string(channels) + "]");
+        return &t;
+    };
+    const OnnxTensor* scale = channelVector(c.parameter(node, 1), "scale");
+    const OnnxTensor* bias = channelVector(c.parameter(node, 2), "B");
+    std::vector<const OnnxTensor*> statistics;
+    for (std::size_t k : {std::size_t{3}, std::size_t{4}}) {
+        const OnnxTensor* running = k < node.inputs.size() ? c.onnx().constant(node.inputs[k]) : nullptr;
+        if (!running || running->floats.empty())
+            c.refuse(node, std::string(k == 3 ? "input_mean" : "input_var") + " must be a float initializer");
+        statistics.push_back(channelVector(*running, k == 3 ? "input_mean" : "input_var"));
+    }
+    if (node.attribute("spatial") && node.intAttribute("spatial", 1) != 1)
+        c.refuse(node, "spatial = 0 (statistics per value, not per channel) does not compile");
+    const float momentum = node.floatAttribute("momentum", 0.9f);
+    const float epsilon = node.floatAttribute("epsilon", 1e-5f);
+    if (!(momentum >= 0.0f && momentum <= 1.0f) || !(epsilon > 0.0f))
+        c.refuse(node, "momentum must lie in [0, 1] and epsilon be positive");
+    c.addLayer(node, std::make_unique<BatchNorm>(shape, 1.0f - momentum, epsilon), input, {scale, bias},
+               std::move(statistics));
+}
+
+void compilePool(OnnxCompiler& c, const OnnxNode& node, PoolKind kind)
+{
+    const ValueId input = c.activation(node, 0);
+    const Shape& image = imageShape(c, node, input);
+    refuseExtraOutputs(c, node, "Indices");
+    if (!node.attribute("kernel_shape"))
+        c.refuse(node, "kernel_shape is missing");
+    const std::vector<std::int64_t> kernel = perAxis(c, node, "kernel_shape", 1);
+    const std::vector<std::int64_t> stride = perAxis(c, node, "strides", 1);
+    const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
+    if (dilation != std::vector<std::int64_t>{1, 1})
+        c.refuse(node, "dilations " + joined(dilation) + " do not compile for pooling");
+    const std::vector<std::int64_t> pads = symmetricPads(c, node, image, kernel, stride, dilation);
+    if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1])
+        c.refuse(node, "padding more than half the window (pads " + joined(pads) + ", kernel " + joined(kernel) +
+                           ") does not compile");
+    const std::vector<std::int64_t> out = windowOutput(c, node, image, kernel, stride, pads, dilation);
+    PoolGeometry g;
+    g.channels = image[0];
+    g.inH = image[1];
+    g.inW = image[2];
+    g.kH = kernel[0];
+    g.kW = kernel[1];
+    g.strideH = stride[0];
+    g.strideW = stride[1];
+    g.padH = pads[0];
+    g.padW = pads[1];
+    g.outH = out[0];
+    g.outW = out[1];
+    g.countPadding = kind == PoolKind::Avg && node.intAttribute("count_include_pad", 0) != 0;
+    c.addLayer(node, std::make_unique<Pool2d>(kind, g), input, {});
+}
+
+void compileMaxPool(OnnxCompiler& c, const OnnxNode& node) { compilePool(c, node, PoolKind::Max); }
+void compileAveragePool(OnnxCompiler& c, const OnnxNode& node) { compilePool(c, node, PoolKind::Avg); }
+
+// One window over the whole image.
+template <PoolKind Kind>
+void compileGlobalPool(OnnxCompiler& c, const OnnxNode& node)
+{
+    const ValueId input = c.activation(node, 0);
+    const Shape& image = imageShape(c, node, input);
+    PoolGeometry g;
+    g.channels = image[0];
+    g.inH = g.kH = image[1];
+    g.inW = g.kW = image[2];
+    g.strideH = g.strideW = 1;
+    g.outH = g.outW = 1;
+    c.addLayer(node, std::make_unique<Pool2d>(Kind, g), input, {});
+}
+
+// The ratio (an input from opset 12, an attribute before) and whether the file drops at all
+// (training_mode, from opset 12; before, a Dropout dropped whenever the model trained). Where it
+// does not, or drops nothing, it is the identity; else the engine's dropout, whose mask is its
+// own draw (dropout.h), not the exporter's.
+void compileDropout(OnnxCompiler& c, const OnnxNode& node)
+{
+    const ValueId input = c.activation(node, 0);
+    refuseExtraOutputs(c, node, "mask");
+    const bool asInputs = c.onnx().opsetVersion >= 12;
+    const float ratio = asInputs ? constantScalar(c, node, 1).value_or(0.5f) : node.floatAttribute("ratio", 0.5f);
+    const bool training = asInputs ? constantScalar(c, node, 2).value_or(0.0f) != 0.0f : true;
+    if (!(ratio >= 0.0f && ratio < 1.0f))
+        c.refuse(node, "ratio " + std::to_string(ratio) + " must lie in [0, 1)");
+    if (!training || ratio == 0.0f) {
+        c.bind(node, 0, input);
+        return;
+    }
+    c.addLayer(node, std::make_unique<Dropout>(ratio, c.shapeOf(input).numel()), input, {});
+}
+
+void addPointwise(OnnxCompiler& c, const OnnxNode& node, PointwiseFunction function)
+{
+    const ValueId input = c.activation(node, 0);
+    const DType type = c.policy().layer().compute();
+    c.bind(node, 0, c.addOp(node, std::make_unique<PointwiseOp>(node.name, type, function), {input}));
+}
+
+// The bounds are constant inputs from opset 11 (each optional) and attributes before.
+void compileClip(OnnxCompiler& c, const OnnxNode& node)
+{
+    constexpr float kUnbounded = std::numeric_limits<float>::infinity();
+    const bool asInputs = c.onnx().opsetVersion >= 11;
+    const float lo =
+        asInputs ? constantScalar(c, node, 1).value_or(-kUnbounded) : node.floatAttribute("min", -kUnbounded);
+    const float hi =
+        asInputs ? constantScalar(c, node, 2).value_or(kUnbounded) : node.floatAttribute("max", kUnbounded);
+    addPointwise(c, node, {PointwiseKind::Clip, lo, hi});
+}
+
+void compileLeakyRelu(OnnxCompiler& c, const OnnxNode& node)
+{
+    addPointwise(c, node, {PointwiseKind::LeakyRelu, node.floatAttribute("alpha", 0.01f), 0.0f});
+}
+
+void compileHardSigmoid(OnnxCompiler& c, const OnnxNode& node)
+{
+    addPointwise(c, node,
+                 {PointwiseKind::HardSigmoid, node.floatAttribute("alpha", 0.2f), node.floatAttribute("beta", 0.5f)});
+}
+
+void compileHardSwish(OnnxCompiler& c, const OnnxNode& node)
+{
+    addPointwise(c, node, {PointwiseKind::HardSwish, 1.0f / 6.0f, 0.5f});
+}
+
+} // namespace
+
+void addConvNodeCompilers(NodeCompilerTable& table)
+{
+    table["Conv"] = compileConv;
+    table["BatchNormalization"] = compileBatchNormalization;
+    table["MaxPool"] = compileMaxPool;
+    table["AveragePool"] = compileAveragePool;
+    table["GlobalAveragePool"] = compileGlobalPool<PoolKind::Avg>;
+    table["GlobalMaxPool"] = compileGlobalPool<PoolKind::Max>;
+    table["Dropout"] = compileDropout;
+    table["Clip"] = compileClip;
+    table["LeakyRelu"] = compileLeakyRelu;
+    table["HardSigmoid"] = compileHardSigmoid;
+    table["HardSwish"] = compileHardSwish;
+}
+
+} // namespace mantissa::onnx_import
