@@ -53,7 +53,7 @@ struct NewRun {
     // stored once per content. Empty: the model is a layer list.
     QString modelSource;
     QByteArray modelBytes;
-    QString dataPreparation;       // dataPreparationText() (engine/data/dataset.h); empty: not known
+    QString dataPreparation; // dataPreparationText() (engine/data/dataset.h); empty: not known
 };
 
 // One row of the runs table with its tags.

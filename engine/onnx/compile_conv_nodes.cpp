@@ -228,7 +228,7 @@ void compileBatchNormalization(OnnxCompiler& c, const OnnxNode& node)
     const float epsilon = node.floatAttribute("epsilon", 1e-5f);
     if (!(momentum >= 0.0f && momentum <= 1.0f) || !(epsilon > 0.0f))
         c.refuse(node, "momentum must lie in [0, 1] and epsilon be positive");
-    c.addLayer(node, std::make_unique<BatchNorm>(shape, 1.0f - momentum, epsilon), input, {scale, bias},
+    c.addLayer(node, std::make_unique<BatchNorm>(shape, 1.0f - momentum, epsilon), input, {scale, bias}, {},
                std::move(statistics));
 }
 
@@ -296,18 +296,21 @@ void compileDropout(OnnxCompiler& c, const OnnxNode& node)
     const bool training = asInputs ? constantScalar(c, node, 2).value_or(0.0f) != 0.0f : true;
     if (!(ratio >= 0.0f && ratio < 1.0f))
         c.refuse(node, "ratio " + std::to_string(ratio) + " must lie in [0, 1)");
+    // Elementwise: the output keeps the input's batch position (batch_layout.h).
+    const BatchLayout layout = c.layout(node.inputs[0]);
     if (!training || ratio == 0.0f) {
-        c.bind(node, 0, input);
+        c.bind(node, 0, input, layout);
         return;
     }
-    c.addLayer(node, std::make_unique<Dropout>(ratio, c.shapeOf(input).numel()), input, {});
+    c.addLayer(node, std::make_unique<Dropout>(ratio, c.shapeOf(input).numel()), input, {}, layout);
 }
 
 void addPointwise(OnnxCompiler& c, const OnnxNode& node, PointwiseFunction function)
 {
     const ValueId input = c.activation(node, 0);
     const DType type = c.policy().layer().compute();
-    c.bind(node, 0, c.addOp(node, std::make_unique<PointwiseOp>(node.name, type, function), {input}));
+    c.bind(node, 0, c.addOp(node, std::make_unique<PointwiseOp>(node.name, type, function), {input}),
+           c.layout(node.inputs[0]));
 }
 
 // The bounds are constant inputs from opset 11 (each optional) and attributes before.

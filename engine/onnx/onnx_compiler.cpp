@@ -140,7 +140,7 @@ Layer* OnnxCompiler::ownParameters(const OnnxNode& node, LayerPtr layer, std::ve
     layer->setName(node.name);
     layer->applyPrecision(m_policy, m_policy.layer());
     Layer* owned = m_graph.own(std::move(layer));
-    m_bindings.push_back({owned, std::move(initializers)});
+    m_bindings.push_back({owned, std::move(initializers), {}});
     return owned;
 }
 

@@ -18,6 +18,10 @@ CompiledModelFile compileOnnxModel(const ModelSpec& spec, const PrecisionPolicy&
 {
     ImportOptions options;
     options.sampleShape = spec.input;
+    // Where an export moves the batch off the first axis (attention's [tokens, batch, width]),
+    // the compiler finds it by its size, which a batch of 1 hides (batch_layout.h); the compiled
+    // graph then takes any batch.
+    options.batchSize = 2;
     const OnnxGraph onnx = importOnnx(spec.onnx, options);
     CompiledModelFile result;
     if (backend) {
