@@ -15,13 +15,6 @@ struct ElementwiseContext final : LayerContext {
     std::vector<float> output;
 };
 
-Shape batched(std::int64_t batch, const Shape& perSample)
-{
-    std::vector<std::int64_t> dims{batch};
-    dims.insert(dims.end(), perSample.dims().begin(), perSample.dims().end());
-    return Shape(dims);
-}
-
 bool unary(ElementwiseKind kind) { return kind == ElementwiseKind::Sqrt || kind == ElementwiseKind::Erf; }
 
 } // namespace
@@ -59,7 +52,7 @@ ElementwiseOp::ElementwiseOp(std::string name, ElementwiseKind kind, DType compu
 std::vector<Shape> ElementwiseOp::outputShapes(const std::vector<Shape>& inputs) const
 {
     MANTISSA_ASSERT(inputs.size() == m_valueShapes.size());
-    return {batched(inputs.empty() ? 1 : inputs[0][0], m_output)};
+    return {batchedShape(inputs.empty() ? 1 : inputs[0][0], m_output)};
 }
 
 std::vector<Parameter*> ElementwiseOp::parameters()
@@ -123,7 +116,7 @@ OpForward ElementwiseOp::forward(PassState& pass, const std::vector<Tensor>& inp
             y[static_cast<std::size_t>(n * perSample + i)] = apply(operand[0], operand[1]);
         }
     }
-    Tensor out = pass.backend.empty(batched(batch, m_output), m_computeType);
+    Tensor out = pass.backend.empty(batchedShape(batch, m_output), m_computeType);
     pass.backend.upload(y.data(), out);
     OpForward result;
     result.outputs.push_back(out);
@@ -205,7 +198,7 @@ std::vector<Tensor> ElementwiseOp::backward(PassState& pass, const std::vector<T
             gradients.emplace_back();
             continue;
         }
-        Tensor dx = pass.backend.empty(batched(batch, shape), m_computeType);
+        Tensor dx = pass.backend.empty(batchedShape(batch, shape), m_computeType);
         pass.backend.upload(sums[k].data(), dx);
         gradients.push_back(dx);
     }

@@ -10,13 +10,6 @@ struct IndexMapContext final : LayerContext {
     std::int64_t batch = 0;
 };
 
-Shape batched(std::int64_t batch, const Shape& perSample)
-{
-    std::vector<std::int64_t> dims{batch};
-    dims.insert(dims.end(), perSample.dims().begin(), perSample.dims().end());
-    return Shape(dims);
-}
-
 } // namespace
 
 std::vector<std::int64_t> rowMajorStrides(const std::vector<std::int64_t>& dims)
@@ -37,7 +30,7 @@ std::size_t IndexMapOp::elementOf(const ElementSource& source, std::int64_t samp
 std::vector<Shape> IndexMapOp::outputShapes(const std::vector<Shape>& inputs) const
 {
     MANTISSA_ASSERT(inputs.size() == m_inputs.size() && !inputs.empty());
-    return {batched(inputs[0][0], m_output)};
+    return {batchedShape(inputs[0][0], m_output)};
 }
 
 OpForward IndexMapOp::forward(PassState& pass, const std::vector<Tensor>& inputs)
@@ -60,7 +53,7 @@ OpForward IndexMapOp::forward(PassState& pass, const std::vector<Tensor>& inputs
             y[static_cast<std::size_t>(n * perSample + e)] =
                 values[m_map[static_cast<std::size_t>(e)].input][elementOf(m_map[static_cast<std::size_t>(e)], n)];
         }
-    Tensor out = pass.backend.empty(batched(batch, m_output), m_type);
+    Tensor out = pass.backend.empty(batchedShape(batch, m_output), m_type);
     pass.backend.upload(y.data(), out);
     OpForward result;
     result.outputs.push_back(out);
@@ -93,7 +86,7 @@ std::vector<Tensor> IndexMapOp::backward(PassState& pass, const std::vector<Tens
     for (std::size_t i = 0; i < m_inputs.size(); ++i) {
         if (sums[i].empty())
             continue;
-        gradients[i] = pass.backend.empty(batched(batch, m_inputs[i]), m_type);
+        gradients[i] = pass.backend.empty(batchedShape(batch, m_inputs[i]), m_type);
         pass.backend.upload(sums[i].data(), gradients[i]);
     }
     for (std::size_t k = 0; k < m_parameters.size(); ++k)

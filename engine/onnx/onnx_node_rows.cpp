@@ -61,11 +61,14 @@ ModelFileDescription describeOnnxModel(const RunConfig& config)
         row.name = node.name;
         row.opType = node.domain.empty() ? node.opType : node.domain + "." + node.opType;
         const OnnxValue* output = node.outputs.empty() ? nullptr : onnx.value(node.outputs.front());
-        row.outputShape = "?";
-        if (output && output->shapeKnown) // per sample: without the batch
-            row.outputShape = shapeText(output->shape.size() > 1
-                                            ? std::vector<std::int64_t>(output->shape.begin() + 1, output->shape.end())
-                                            : output->shape);
+        // Per sample: without the batch. (One expression: assigning "?" first and then the
+        // shape trips GCC 12's -Wrestrict false positive on the inlined string copy.)
+        row.outputShape =
+            !output || !output->shapeKnown
+                ? std::string("?")
+                : shapeText(output->shape.size() > 1
+                                ? std::vector<std::int64_t>(output->shape.begin() + 1, output->shape.end())
+                                : output->shape);
         row.parameters = nodeParameterCount(onnx, node);
         row.flopsPerSample = node.flopsPerSample;
         row.supported = node.supported && node.domain.empty() && findNodeCompiler(node.opType) != nullptr;

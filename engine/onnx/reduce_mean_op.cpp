@@ -10,18 +10,11 @@ struct ReduceContext final : LayerContext {
     std::int64_t batch = 0;
 };
 
-Shape batched(std::int64_t batch, const Shape& perSample)
-{
-    std::vector<std::int64_t> dims{batch};
-    dims.insert(dims.end(), perSample.dims().begin(), perSample.dims().end());
-    return Shape(dims);
-}
-
 } // namespace
 
 std::vector<Shape> ReduceMeanOp::outputShapes(const std::vector<Shape>& inputs) const
 {
-    return {batched(inputs.at(0)[0], m_output)};
+    return {batchedShape(inputs.at(0)[0], m_output)};
 }
 
 OpForward ReduceMeanOp::forward(PassState& pass, const std::vector<Tensor>& inputs)
@@ -39,7 +32,7 @@ OpForward ReduceMeanOp::forward(PassState& pass, const std::vector<Tensor>& inpu
     std::vector<float> y(sums.size());
     for (std::size_t i = 0; i < y.size(); ++i)
         y[i] = static_cast<float>(sums[i] / static_cast<double>(m_count));
-    Tensor result = pass.backend.empty(batched(batch, m_output), m_type);
+    Tensor result = pass.backend.empty(batchedShape(batch, m_output), m_type);
     pass.backend.upload(y.data(), result);
     OpForward forward;
     forward.outputs.push_back(result);
@@ -64,7 +57,7 @@ std::vector<Tensor> ReduceMeanOp::backward(PassState& pass, const std::vector<Te
             dx[static_cast<std::size_t>(n * in + e)] =
                 dy[static_cast<std::size_t>(n * out + m_target[static_cast<std::size_t>(e)])] /
                 static_cast<float>(m_count);
-    Tensor gradient = pass.backend.empty(batched(batch, m_input), m_type);
+    Tensor gradient = pass.backend.empty(batchedShape(batch, m_input), m_type);
     pass.backend.upload(dx.data(), gradient);
     return {gradient};
 }

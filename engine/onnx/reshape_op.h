@@ -18,29 +18,22 @@ public:
     std::optional<DType> inputType(std::size_t) const override { return m_type; }
     std::vector<Shape> outputShapes(const std::vector<Shape>& inputs) const override
     {
-        return {batched(inputs.at(0)[0], m_output)};
+        return {batchedShape(inputs.at(0)[0], m_output)};
     }
     OpForward forward(PassState&, const std::vector<Tensor>& inputs) override
     {
         OpForward result;
-        result.outputs.push_back(inputs.at(0).reshaped(batched(inputs[0].shape()[0], m_output)));
+        result.outputs.push_back(inputs.at(0).reshaped(batchedShape(inputs[0].shape()[0], m_output)));
         return result;
     }
     std::vector<Tensor> backward(PassState&, const std::vector<Tensor>& outputGradients, LayerContext*,
                                  const std::vector<bool>& inputGradNeeded) override
     {
         const Tensor& dy = outputGradients.at(0);
-        return {inputGradNeeded.at(0) ? dy.reshaped(batched(dy.shape()[0], m_input)) : Tensor()};
+        return {inputGradNeeded.at(0) ? dy.reshaped(batchedShape(dy.shape()[0], m_input)) : Tensor()};
     }
 
 private:
-    static Shape batched(std::int64_t batch, const Shape& perSample)
-    {
-        std::vector<std::int64_t> dims = perSample.dims();
-        dims.insert(dims.begin(), batch);
-        return Shape(dims);
-    }
-
     std::string m_name;
     DType m_type;
     Shape m_input, m_output;

@@ -31,6 +31,13 @@ std::string Shape::toString() const
     return s + "]";
 }
 
+Shape batchedShape(std::int64_t batch, const Shape& perSample)
+{
+    std::vector<std::int64_t> dims{batch};
+    dims.insert(dims.end(), perSample.dims().begin(), perSample.dims().end());
+    return Shape(std::move(dims));
+}
+
 Shape Shape::withBatch(std::int64_t batch) const
 {
     Shape s = *this;

@@ -31,4 +31,7 @@ private:
     std::vector<std::int64_t> m_dims;
 };
 
+// A per-sample shape with the batch extent in front: [batch, perSample...].
+Shape batchedShape(std::int64_t batch, const Shape& perSample);
+
 } // namespace mantissa

@@ -7,6 +7,8 @@
 #include "engine/onnx/tensor_proto_file.h"
 #include "engine/util/check.h"
 
+#include "torch_fixtures.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -17,37 +19,11 @@
 namespace mantissa::onnx_import {
 namespace {
 
-const std::string kModels = std::string(MANTISSA_ONNX_MODELS) + "/torch/";
+using fixtures::importFixture;
+using fixtures::kModels;
+using fixtures::relativeError;
 
-OnnxGraph importFixture(const std::string& name)
-{
-    std::ifstream file(kModels + name + ".json");
-    if (!file)
-        throw std::runtime_error("no fixture " + kModels + name + ".json (onnx_make_fixtures makes it)");
-    const nlohmann::json facts = nlohmann::json::parse(file);
-    ImportOptions options;
-    options.sampleShape = facts.at("sample_shape").get<std::vector<std::int64_t>>();
-    options.batchSize = facts.at("batch").get<std::int64_t>();
-    return importOnnx(kModels + name + ".onnx", options);
-}
-
-OnnxTensor reference(const std::string& name, const std::string& key)
-{
-    return readTensorProtoFile(kModels + name + ".reference/" + key + ".pb");
-}
-
-// The largest |a - b| relative to the largest |b|: one figure per tensor, so that an element of
-// a tensor that is near zero (where an elementwise relative error means nothing) does not decide.
-double relativeError(const std::vector<float>& actual, const std::vector<float>& expected)
-{
-    EXPECT_EQ(actual.size(), expected.size());
-    double difference = 0, scale = 0;
-    for (std::size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
-        difference = std::max(difference, std::abs(static_cast<double>(actual[i]) - expected[i]));
-        scale = std::max(scale, std::abs(static_cast<double>(expected[i])));
-    }
-    return scale > 0 ? difference / scale : difference;
-}
+OnnxTensor reference(const std::string& name, const std::string& key) { return fixtures::reference(name, key); }
 
 std::vector<float> asFloats(const std::vector<std::int64_t>& ints)
 {

@@ -10,6 +10,8 @@
 #include "engine/onnx/tensor_proto_file.h"
 #include "engine/util/check.h"
 
+#include "torch_fixtures.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -21,36 +23,9 @@
 namespace mantissa::onnx_import {
 namespace {
 
-const std::string kModels = std::string(MANTISSA_ONNX_MODELS) + "/torch/";
-
-OnnxGraph importFixture(const std::string& name)
-{
-    std::ifstream file(kModels + name + ".json");
-    if (!file)
-        throw std::runtime_error("no fixture " + kModels + name + ".json (onnx_make_fixtures makes it)");
-    const nlohmann::json facts = nlohmann::json::parse(file);
-    ImportOptions options;
-    options.sampleShape = facts.at("sample_shape").get<std::vector<std::int64_t>>();
-    options.batchSize = facts.at("batch").get<std::int64_t>();
-    return importOnnx(kModels + name + ".onnx", options);
-}
-
-OnnxTensor reference(const std::string& name, const std::string& key)
-{
-    return readTensorProtoFile(kModels + name + ".reference/" + key + ".pb");
-}
-
-// The largest |a - b| relative to the largest |b| of the tensor (onnx_compile_test.cpp's figure).
-double relativeError(const std::vector<float>& actual, const std::vector<float>& expected)
-{
-    EXPECT_EQ(actual.size(), expected.size());
-    double difference = 0, scale = 0;
-    for (std::size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
-        difference = std::max(difference, std::abs(static_cast<double>(actual[i]) - expected[i]));
-        scale = std::max(scale, std::abs(static_cast<double>(expected[i])));
-    }
-    return scale > 0 ? difference / scale : difference;
-}
+using fixtures::importFixture;
+using fixtures::reference;
+using fixtures::relativeError;
 
 Tensor batchOf(const CompiledOnnx& compiled, const OnnxTensor& input)
 {
@@ -176,26 +151,7 @@ TEST_P(TorchCnnTrains, LossFallsOverTenSgdSteps)
     }
     const Tensor x = batchOf(compiled, reference(name, "input"));
     const Tensor y = labelsOf(reference(name, "labels"));
-    const std::vector<Parameter*> parameters = compiled.graph->parametersInBackwardOrder();
-    constexpr float kLearningRate = 0.05f;
-    std::vector<float> losses;
-    for (int step = 0; step < 10; ++step) {
-        PassState pass{*backend};
-        pass.step = static_cast<std::uint64_t>(step);
-        GraphForward forward = compiled.graph->forward(pass, x);
-        Tensor dlogits = backend->empty(forward.output.shape(), forward.output.dtype());
-        losses.push_back(backend->softmaxCrossEntropy(forward.output, y, 1.0f, &dlogits).meanLoss);
-        compiled.graph->backward(pass, dlogits, forward, false);
-        for (Parameter* p : parameters) {
-            const std::vector<float> gradient = p->grad.toFloats();
-            std::vector<float> master = p->master.toFloats();
-            for (std::size_t i = 0; i < master.size(); ++i)
-                master[i] -= kLearningRate * gradient[i];
-            backend->upload(master.data(), p->master);
-            if (p->working.dtype() != p->master.dtype())
-                backend->cast(p->master, p->working);
-        }
-    }
+    const std::vector<float> losses = fixtures::sgdLosses(compiled, *backend, x, fixtures::crossEntropy(y), 10, 0.05f);
     std::cout << "  " << name << " " << enumKey(mode) << ": loss " << losses.front() << " -> " << losses.back() << "\n";
     for (float loss : losses)
         ASSERT_TRUE(std::isfinite(loss));

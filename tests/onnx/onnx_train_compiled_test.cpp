@@ -7,6 +7,8 @@
 #include "engine/onnx/import_onnx.h"
 #include "engine/onnx/tensor_proto_file.h"
 
+#include "torch_fixtures.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +16,7 @@
 namespace mantissa::onnx_import {
 namespace {
 
-const std::string kModels = std::string(MANTISSA_ONNX_MODELS) + "/torch/";
+using fixtures::kModels;
 
 class CompiledMlpTrains : public testing::TestWithParam<PrecisionMode> {};
 
@@ -36,26 +38,7 @@ TEST_P(CompiledMlpTrains, LossFallsOverTwentySgdSteps)
     const OnnxTensor labels = readTensorProtoFile(kModels + "mlp.reference/labels.pb");
     const Tensor x = Tensor::fromFloats({4, 3, 8, 8}, input.floats);
     const Tensor y = Tensor::fromFloats({4}, std::vector<float>(labels.ints.begin(), labels.ints.end()));
-    const std::vector<Parameter*> parameters = compiled.graph->parametersInBackwardOrder();
-    constexpr float kLearningRate = 0.05f;
-    std::vector<float> losses;
-    for (int step = 0; step < 20; ++step) {
-        PassState pass{*backend};
-        pass.step = static_cast<std::uint64_t>(step);
-        GraphForward forward = compiled.graph->forward(pass, x);
-        Tensor dlogits = backend->empty(forward.output.shape(), forward.output.dtype());
-        losses.push_back(backend->softmaxCrossEntropy(forward.output, y, 1.0f, &dlogits).meanLoss);
-        compiled.graph->backward(pass, dlogits, forward, false);
-        for (Parameter* p : parameters) {
-            const std::vector<float> gradient = p->grad.toFloats();
-            std::vector<float> master = p->master.toFloats();
-            for (std::size_t i = 0; i < master.size(); ++i)
-                master[i] -= kLearningRate * gradient[i];
-            backend->upload(master.data(), p->master);
-            if (p->working.dtype() != p->master.dtype())
-                backend->cast(p->master, p->working);
-        }
-    }
+    const std::vector<float> losses = fixtures::sgdLosses(compiled, *backend, x, fixtures::crossEntropy(y), 20, 0.05f);
     std::cout << "  loss " << losses.front() << " -> " << losses.back() << "\n";
     for (float loss : losses)
         ASSERT_TRUE(std::isfinite(loss));
@@ -65,10 +48,7 @@ TEST_P(CompiledMlpTrains, LossFallsOverTwentySgdSteps)
 
 INSTANTIATE_TEST_SUITE_P(Modes, CompiledMlpTrains,
                          testing::Values(PrecisionMode::Fp32, PrecisionMode::MixedBf16, PrecisionMode::Mxfp8),
-                         [](const testing::TestParamInfo<PrecisionMode>& info) {
-                             return std::string(enumKey(info.param)) == "mixed-bf16" ? std::string("mixed_bf16")
-                                                                                     : std::string(enumKey(info.param));
-                         });
+                         fixtures::modeTestName);
 
 } // namespace
 } // namespace mantissa::onnx_import

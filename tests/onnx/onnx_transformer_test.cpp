@@ -11,6 +11,8 @@
 #include "engine/onnx/tensor_proto_file.h"
 #include "engine/util/check.h"
 
+#include "torch_fixtures.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -21,21 +23,15 @@
 namespace mantissa::onnx_import {
 namespace {
 
-const std::string kModels = std::string(MANTISSA_ONNX_MODELS) + "/torch/";
+using fixtures::kModels;
 const std::string kName = "causal_transformer";
 
-OnnxTensor reference(const std::string& key)
-{
-    return readTensorProtoFile(kModels + kName + ".reference/" + key + ".pb");
-}
+OnnxTensor reference(const std::string& key) { return fixtures::reference(kName, key); }
 
 // The fixture imported for its batch, each Dropout of ratio 0 replaced by an Identity.
 OnnxGraph importTransformer()
 {
-    std::ifstream file(kModels + kName + ".json");
-    if (!file)
-        throw std::runtime_error("no fixture " + kModels + kName + ".json (onnx_make_fixtures makes it)");
-    const nlohmann::json facts = nlohmann::json::parse(file);
+    const nlohmann::json facts = fixtures::facts(kName);
     ImportOptions options;
     options.sampleShape = facts.at("sample_shape").get<std::vector<std::int64_t>>();
     options.batchSize = facts.at("batch").get<std::int64_t>();
@@ -57,17 +53,7 @@ OnnxGraph importTransformer()
     return onnx;
 }
 
-// The largest |a - b| relative to the largest |b| (as onnx_compile_test measures).
-double relativeError(const std::vector<float>& actual, const std::vector<float>& expected)
-{
-    EXPECT_EQ(actual.size(), expected.size());
-    double difference = 0, scale = 0;
-    for (std::size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
-        difference = std::max(difference, std::abs(static_cast<double>(actual[i]) - expected[i]));
-        scale = std::max(scale, std::abs(static_cast<double>(expected[i])));
-    }
-    return scale > 0 ? difference / scale : difference;
-}
+using fixtures::relativeError;
 
 struct Batch {
     Tensor ids;    // [batch, tokens], whole numbers as fp32
@@ -148,26 +134,12 @@ TEST_P(CompiledTransformerTrains, LossFallsOverFortySgdSteps)
         std::cout << "  " << compiled.coverage.summary() << "\n";
     }
     const Batch batch = referenceBatch();
-    const std::vector<Parameter*> parameters = compiled.graph->parametersInBackwardOrder();
-    constexpr float kLearningRate = 0.5f;
-    std::vector<float> losses;
-    for (int step = 0; step < 40; ++step) {
-        PassState pass{*backend};
-        pass.step = static_cast<std::uint64_t>(step);
-        GraphForward forward = compiled.graph->forward(pass, batch.ids);
-        Tensor dlogits = backend->empty(forward.output.shape(), forward.output.dtype());
-        losses.push_back(tokenLoss(*backend, forward.output, batch.labels, dlogits).meanLoss);
-        compiled.graph->backward(pass, dlogits, forward, false);
-        for (Parameter* p : parameters) {
-            const std::vector<float> gradient = p->grad.toFloats();
-            std::vector<float> master = p->master.toFloats();
-            for (std::size_t i = 0; i < master.size(); ++i)
-                master[i] -= kLearningRate * gradient[i];
-            backend->upload(master.data(), p->master);
-            if (p->working.dtype() != p->master.dtype())
-                backend->cast(p->master, p->working);
-        }
-    }
+    const std::vector<float> losses = fixtures::sgdLosses(
+        compiled, *backend, batch.ids,
+        [&](Backend& b, const Tensor& logits, Tensor& dlogits) {
+            return tokenLoss(b, logits, batch.labels, dlogits).meanLoss;
+        },
+        40, 0.5f);
     std::cout << "  loss " << losses.front() << " -> " << losses.back() << "\n";
     for (float loss : losses)
         ASSERT_TRUE(std::isfinite(loss));
@@ -177,10 +149,7 @@ TEST_P(CompiledTransformerTrains, LossFallsOverFortySgdSteps)
 
 INSTANTIATE_TEST_SUITE_P(Modes, CompiledTransformerTrains,
                          testing::Values(PrecisionMode::Fp32, PrecisionMode::MixedBf16, PrecisionMode::Mxfp8),
-                         [](const testing::TestParamInfo<PrecisionMode>& info) {
-                             return std::string(enumKey(info.param)) == "mixed-bf16" ? std::string("mixed_bf16")
-                                                                                     : std::string(enumKey(info.param));
-                         });
+                         fixtures::modeTestName);
 
 } // namespace
 } // namespace mantissa::onnx_import

@@ -16,16 +16,9 @@ Tensor converted(Backend& backend, const Tensor& t, DType type)
     return out;
 }
 
-Shape batched(std::int64_t batch, const Shape& perSample)
+Shape perSample(const Shape& batched)
 {
-    std::vector<std::int64_t> dims{batch};
-    dims.insert(dims.end(), perSample.dims().begin(), perSample.dims().end());
-    return Shape(dims);
-}
-
-Shape perSample(const Shape& batchedShape)
-{
-    return Shape(std::vector<std::int64_t>(batchedShape.dims().begin() + 1, batchedShape.dims().end()));
+    return Shape(std::vector<std::int64_t>(batched.dims().begin() + 1, batched.dims().end()));
 }
 
 } // namespace
@@ -44,7 +37,7 @@ std::vector<ValueId> Graph::addNode(GraphOpPtr op, std::vector<ValueId> inputs)
     std::vector<Shape> inputShapes;
     for (ValueId v : inputs) {
         MANTISSA_ASSERT(v < m_values.size() && "a node reads values made before it");
-        inputShapes.push_back(batched(1, m_values[v].shape));
+        inputShapes.push_back(batchedShape(1, m_values[v].shape));
         m_values[v].consumers.push_back(m_nodes.size());
     }
     GraphNode node;
