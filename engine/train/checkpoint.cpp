@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 
@@ -147,27 +148,28 @@ void Trainer::saveCheckpoint(const std::string& path) const
     for (auto& t : tensors)
         header["tensors"].push_back({{"name", t.name}, {"shape", t.tensor->shape().dims()}});
 
-    // Every value is read and checked before the file is opened: a checkpoint with a NaN or an
-    // infinity would poison every run started from it, so none is written.
-    std::vector<std::vector<float>> values(tensors.size());
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-        values[i].resize(static_cast<std::size_t>(tensors[i].tensor->numel()));
-        m_backend.download(*tensors[i].tensor, values[i].data());
-        const auto nonFinite =
-            std::count_if(values[i].begin(), values[i].end(), [](float v) { return !std::isfinite(v); });
-        if (nonFinite > 0)
-            throw NonFiniteCheckpoint(path + ": not written, " + tensors[i].name + " holds " +
-                                      std::to_string(nonFinite) + " non-finite value(s) of " +
-                                      std::to_string(values[i].size()));
-    }
+    // Each tensor is checked as it is written: a checkpoint with a NaN or an infinity would poison
+    // every run started from it, so the partial file is removed and nothing takes its name.
     const std::string temporary = path + ".partial";
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
         if (!out)
             throw IoError(path + ": cannot write the checkpoint (is the directory writable?)");
         out << kMagic << '\n' << header.dump() << '\n';
-        for (const std::vector<float>& v : values)
-            out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+        for (auto& t : tensors) {
+            std::vector<float> values(static_cast<std::size_t>(t.tensor->numel()));
+            m_backend.download(*t.tensor, values.data());
+            const auto nonFinite =
+                std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+            if (nonFinite > 0) {
+                out.close();
+                std::remove(temporary.c_str());
+                throw NonFiniteCheckpoint(path + ": not written, " + t.name + " holds " + std::to_string(nonFinite) +
+                                          " non-finite value(s) of " + std::to_string(values.size()));
+            }
+            out.write(reinterpret_cast<const char*>(values.data()),
+                      static_cast<std::streamsize>(values.size() * sizeof(float)));
+        }
         if (!out.flush())
             throw IoError(path + ": writing the checkpoint failed (disk full?)");
     }

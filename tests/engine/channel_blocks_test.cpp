@@ -1,7 +1,9 @@
 // NCHW <-> nChw16c moves (channel_blocks.h) against the layout's definition: value (n, c, p)
 // of the NCHW tensor sits at ((n * C/16 + c/16) * P + p) * 16 + c % 16 in the blocked one, bit
-// for bit, for 16- and 32-bit values, pixel counts that leave a partial tile, and back.
+// for bit, for 16- and 32-bit values, pixel counts that leave a partial tile, and back; on the
+// AVX-512 tiles where the CPU has them and on the portable path (allowAvx512Conversions).
 #include "engine/backend/cpu/channel_blocks.h"
+#include "engine/numerics/conversions.h"
 
 #include <gtest/gtest.h>
 
@@ -48,6 +50,14 @@ TEST(ChannelBlocks, ThirtyTwoBitValuesMoveToTheirBlockedPlaceAndBack)
 }
 
 TEST(ChannelBlocks, LargeTensorsSplitAcrossThreadsTheSameWay) { checkMoves<std::uint16_t>(128, 32, 14 * 14); }
+
+TEST(ChannelBlocks, ThePortablePathMovesTheSameWay)
+{
+    const bool previous = mantissa::allowAvx512Conversions(false);
+    checkMoves<std::uint16_t>(2, 32, 197);
+    checkMoves<std::uint32_t>(2, 32, 197);
+    mantissa::allowAvx512Conversions(previous);
+}
 
 TEST(ChannelBlocks, OnlyWholeBlocksOfChannelsApply)
 {

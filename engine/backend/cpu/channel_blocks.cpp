@@ -1,6 +1,6 @@
 #include "engine/backend/cpu/channel_blocks.h"
 
-#include "engine/numerics/conversions_avx512.h"
+#include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -68,28 +68,19 @@ __attribute__((target("avx512f"))) inline void transposeTile(const T* in, std::i
 #endif
 
 // One [16 channels x pixels] slab: plane j of `planes` (stride `pixels`) becomes lane j of
-// each pixel's 16 values in `pixelsOut`. A tile of 16 pixels is read row by row (16 short
-// contiguous runs) and written as one contiguous run of 256 values.
+// each pixel's 16 values in `pixelsOut`. With AVX-512 (the same switch as the conversions',
+// allowAvx512Conversions) whole tiles of 16 pixels are transposed in registers; the pixels
+// left over, and every pixel without it, move one at a time.
 template <typename T>
 void slabToBlocks(const T* planes, T* pixelsOut, std::int64_t pixels)
 {
     std::int64_t s = 0;
 #ifdef MANTISSA_CHANNEL_BLOCKS_AVX512
-    if (avx512::hasAvx512()) {
+    if (conversionsUseAvx512()) {
         for (; s + kBlock <= pixels; s += kBlock)
             transposeTile(planes + s, pixels, pixelsOut + s * kBlock, kBlock);
     }
 #endif
-    for (; s + kBlock <= pixels; s += kBlock) {
-        T tile[kBlock][kBlock];
-        for (std::int64_t j = 0; j < kBlock; ++j)
-            for (std::int64_t i = 0; i < kBlock; ++i)
-                tile[i][j] = planes[j * pixels + s + i];
-        T* out = pixelsOut + s * kBlock;
-        for (std::int64_t i = 0; i < kBlock; ++i)
-            for (std::int64_t j = 0; j < kBlock; ++j)
-                out[i * kBlock + j] = tile[i][j];
-    }
     for (; s < pixels; ++s)
         for (std::int64_t j = 0; j < kBlock; ++j)
             pixelsOut[s * kBlock + j] = planes[j * pixels + s];
@@ -100,21 +91,11 @@ void slabFromBlocks(const T* pixelsIn, T* planes, std::int64_t pixels)
 {
     std::int64_t s = 0;
 #ifdef MANTISSA_CHANNEL_BLOCKS_AVX512
-    if (avx512::hasAvx512()) {
+    if (conversionsUseAvx512()) {
         for (; s + kBlock <= pixels; s += kBlock)
             transposeTile(pixelsIn + s * kBlock, kBlock, planes + s, pixels);
     }
 #endif
-    for (; s + kBlock <= pixels; s += kBlock) {
-        T tile[kBlock][kBlock];
-        const T* in = pixelsIn + s * kBlock;
-        for (std::int64_t i = 0; i < kBlock; ++i)
-            for (std::int64_t j = 0; j < kBlock; ++j)
-                tile[j][i] = in[i * kBlock + j];
-        for (std::int64_t j = 0; j < kBlock; ++j)
-            for (std::int64_t i = 0; i < kBlock; ++i)
-                planes[j * pixels + s + i] = tile[j][i];
-    }
     for (; s < pixels; ++s)
         for (std::int64_t j = 0; j < kBlock; ++j)
             planes[j * pixels + s] = pixelsIn[s * kBlock + j];
