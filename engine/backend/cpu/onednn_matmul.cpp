@@ -5,6 +5,7 @@
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -54,6 +55,21 @@ OperandDescs operandDescs(const MatmulShape& s, std::int64_t rowOfB = 0)
 constexpr std::int64_t kRowPadBytes = 64;
 bool aliasingRows(std::int64_t rowBytes) { return rowBytes % 2048 == 0; }
 
+// oneDNN 2.6.3 stops the process with SIGFPE while it builds a matmul with a dimension of 2^32
+// or more (measured on Zen 5: 2^32 x 10 by 10 x 10 and 10 x 2^32 by 2^32 x 10 both crash,
+// 2^31 x 128 by 128 x 10 builds), so such a shape is refused before oneDNN sees it.
+constexpr std::int64_t kLargestDimension = (std::int64_t{1} << 31) - 1;
+
+// "bf16 matmul 64x32 by 32x16, B transposed": the shape as messages name it.
+std::string describeShape(const std::string& family, const MatmulShape& s)
+{
+    return family + " " + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " + std::to_string(s.k) + "x" +
+           std::to_string(s.n) + (s.ta == Transpose::Yes ? ", A transposed" : "") +
+           (s.tb == Transpose::Yes ? ", B transposed" : "") +
+           (s.batch > 1 ? ", " + std::to_string(s.batch) + " products" : std::string()) +
+           (s.bf16Output ? ", rounded into bf16" : "");
+}
+
 } // namespace
 
 std::size_t OneDnnMatmul::ShapeHash::operator()(const MatmulShape& s) const
@@ -92,6 +108,9 @@ OneDnnMatmul::Prepared* OneDnnMatmul::primitive(const MatmulShape& s)
         return attr;
     };
     const std::string family = s.bf16Inputs ? "bf16 matmul" : "fp32 matmul";
+    if (std::max({s.m, s.n, s.k, s.batch}) > kLargestDimension)
+        throw UnsupportedError("a " + describeShape(family, s) + " has a dimension above 2^31 - 1, which oneDNN " +
+                               oneDnnVersion() + " cannot multiply; use a smaller batch, input or layer");
     try {
         m_runtime.checkRefusal(family);
         bool relu = s.relu;
@@ -118,12 +137,7 @@ OneDnnMatmul::Prepared* OneDnnMatmul::primitive(const MatmulShape& s)
         m_runtime.noteImplementation(family, note);
         return &m_primitives.emplace(s, Prepared{dnnl::matmul(pd), rowOfB, s.relu && !relu}).first->second;
     } catch (const dnnl::error& e) {
-        const std::string what = family + " " + std::to_string(s.m) + "x" + std::to_string(s.k) + " by " +
-                                 std::to_string(s.k) + "x" + std::to_string(s.n) +
-                                 (s.ta == Transpose::Yes ? ", A transposed" : "") +
-                                 (s.tb == Transpose::Yes ? ", B transposed" : "") +
-                                 (s.batch > 1 ? ", " + std::to_string(s.batch) + " products" : std::string()) +
-                                 (s.bf16Output ? ", rounded into bf16" : "");
+        const std::string what = describeShape(family, s);
         if (s.bf16Inputs && m_runtime.fallsBack()) {
             m_runtime.noteFallback(what, e.what());
             m_refused.insert(s);
