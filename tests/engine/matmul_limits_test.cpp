@@ -36,9 +36,10 @@ TEST(MatmulLimits, EveryDimensionAbove2To31IsRefusedWithTheShapeNamed)
         cpu::MatmulShape inner{Transpose::No, Transpose::No, 10, 10, big, bf16};
         cpu::MatmulShape columns{Transpose::No, Transpose::Yes, 10, big, 10, bf16};
         const std::string family = bf16 ? "bf16 matmul " : "fp32 matmul ";
-        EXPECT_EQ(refusal(rows), "a " + family + "4294967296x10 by 10x10 has a dimension above 2^31 - 1, which "
-                                              "oneDNN " + cpu::oneDnnVersion() +
-                                     " cannot multiply; use a smaller batch, input or layer");
+        EXPECT_EQ(refusal(rows), "a " + family +
+                                     "4294967296x10 by 10x10 has a dimension above 2^31 - 1, which "
+                                     "oneDNN " +
+                                     cpu::oneDnnVersion() + " cannot multiply; use a smaller batch, input or layer");
         EXPECT_NE(refusal(inner).find(family + "10x4294967296 by 4294967296x10"), std::string::npos);
         EXPECT_NE(refusal(columns).find(family + "10x10 by 10x4294967296, B transposed"), std::string::npos);
     }

@@ -4,6 +4,7 @@
 // vanish against the weight's precision; that is the failure mixed precision fixes.
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
+#include "engine/backend/cpu/sgd_half_update.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -172,23 +173,41 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
         Tensor* refreshed = slot.working && slot.master->dtype() == DType::F32 && slot.working->dtype() != DType::F32
                                 ? slot.working
                                 : nullptr;
+        // Mixed fp16's common case takes one fused pass where the CPU has AVX-512
+        // (sgd_half_update.h); each block's remainder, and every other case, the loop below,
+        // whose fmas are written out so that both give the same bits (as the CUDA kernel does).
+        const bool fusedHalf = slot.scaledGrad && slot.scaledGrad->dtype() == DType::F16 &&
+                               slot.master->dtype() == DType::F32 && (!refreshed || refreshed->dtype() == DType::F16);
         const std::int64_t blocks = (n + kStepBlock - 1) / kStepBlock;
 #pragma omp parallel for schedule(static) if (n > 65536)
         for (std::int64_t b = 0; b < blocks; ++b) {
-            const std::int64_t begin = b * kStepBlock;
-            const std::int64_t end = std::min(n, begin + kStepBlock);
+            const std::int64_t blockBegin = b * kStepBlock;
+            const std::int64_t end = std::min(n, blockBegin + kStepBlock);
+            std::int64_t begin = blockBegin;
+            if (fusedHalf) {
+                const cpu::SgdHalfLanes lanes{slot.scaledGrad->u16() + begin,
+                                              invScale,
+                                              pw + begin,
+                                              pb ? pb + begin : nullptr,
+                                              refreshed ? refreshed->u16() + begin : nullptr,
+                                              decay,
+                                              momentum,
+                                              lr,
+                                              nesterov};
+                begin += static_cast<std::int64_t>(cpu::sgdHalfPrefix(lanes, static_cast<std::size_t>(end - begin)));
+            }
             float scratch[kStepBlock];
             const float* g = gradient.block(begin, end, scratch);
 #pragma omp simd
             for (std::int64_t i = begin; i < end; ++i) {
-                float d = g[i - begin] + decay * pw[i];
+                float d = std::fma(decay, pw[i], g[i - begin]);
                 if (useMomentum) {
-                    pb[i] = momentum * pb[i] + d;
-                    d = nesterov ? d + momentum * pb[i] : pb[i];
+                    pb[i] = std::fma(momentum, pb[i], d);
+                    d = nesterov ? std::fma(momentum, pb[i], d) : pb[i];
                 }
-                pw[i] -= lr * d;
+                pw[i] = std::fma(-lr, d, pw[i]);
             }
-            if (refreshed)
+            if (refreshed && begin < end)
                 narrowFromFloat(pw + begin, refreshed->u16() + begin, static_cast<std::size_t>(end - begin),
                                 refreshed->dtype());
         }
