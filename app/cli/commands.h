@@ -25,5 +25,6 @@ int runQuantizeCommand(const QStringList& arguments);    // quantize_command.cpp
 int runSampleCommand(const QStringList& arguments);      // sample_command.cpp
 int runInspectCommand(const QStringList& arguments);     // inspect_command.cpp
 int runDataCommand(const QStringList& arguments);        // data_command.cpp
+int runExportModelCommand(const QStringList& arguments); // export_model_command.cpp
 
 } // namespace mantissa::cli

@@ -48,6 +48,8 @@ constexpr Command kCommands[] = {
      "merge other run databases (a Slurm sweep's --out) into this one"},
     {"inspect", mantissa::cli::runInspectCommand, "MODEL.onnx [--input-shape 3x32x32] [--batch N]",
      "an ONNX model's graph: ops, shapes, parameters, FLOPs per sample, unsupported nodes"},
+    {"export-model", mantissa::cli::runExportModelCommand, "RUN -o OUT.onnx",
+     "a run's trained weights written into the ONNX model it was imported from"},
     {"data", mantissa::cli::runDataCommand, "PATH|DATASET [--data-format F] [--set data.FIELD=VALUE]",
      "what a dataset holds: samples, shapes, classes, ranges, memory, fingerprint, problems found"},
     {"formats", mantissa::cli::runFormatsCommand, "[--json]",

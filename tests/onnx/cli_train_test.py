@@ -51,6 +51,11 @@ expect(summary.get("status") == "finished", "the run finished", result)
 expect(summary.get("steps") == 32, "two epochs of 16 steps", result)
 expect(summary.get("test_accuracy", 0) > 0.9, "it learns the synthetic problem", result)
 run_id = str(summary.get("run_id", ""))
+result = cli_run("train", "--preset", "softmax", "--data", "synthetic", "--max-steps", "2", "--limit-train", "256",
+                 "--limit-test", "128",
+                 "--threads", "1", "--db", db)
+expect(result.returncode == 0, "a preset's run beside it", result)
+preset_run = str(json.loads(result.stdout.splitlines()[-1]).get("run_id", "")) if result.returncode == 0 else "0"
 result = cli_run("runs", "--db", db)
 expect("mlp-fp32" in result.stdout, "the run is named after the file", result)
 
@@ -89,6 +94,37 @@ expect(again.get("train_loss") == summary.get("train_loss") and again.get("steps
 expect(f"runs-models/{sha256}.onnx" in result.stderr, "it says where the stored copy was written", result)
 result = cli_run("show", str(again.get("run_id", "")), "--db", db)
 expect(f"model sha256:  {sha256} (stored)" in result.stdout, "the new run has the same model", result)
+
+# The trained weights go back into the model's graph, read from the stored copy (the file is
+# gone): the ONNX checker accepts the file, it holds the fixture's initializers by name and
+# shape with the trained values, and it trains as a model again.
+import numpy
+import onnx
+from onnx import numpy_helper
+exported = os.path.join(work, "trained.onnx")
+result = cli_run("export-model", run_id, "-o", exported, "--db", db)
+expect(result.returncode == 0 and "initializers written" in result.stdout, "export-model exits 0", result)
+if result.returncode == 0:
+    written = onnx.load(exported)
+    onnx.checker.check_model(written)
+    before = {t.name: numpy_helper.to_array(t) for t in onnx.load(mlp).graph.initializer}
+    after = {t.name: numpy_helper.to_array(t) for t in written.graph.initializer}
+    expect(before.keys() == after.keys(), "the same initializers by name")
+    expect(all(before[n].shape == after[n].shape for n in before), "of the same shapes")
+    changed = [n for n in before if not numpy.array_equal(before[n], after[n])]
+    expect(len(changed) == len(before), f"every initializer took trained values (changed: {changed})")
+    result = cli_run("train", exported, *QUICK, "--db", db)
+    expect(result.returncode == 0, "the exported model trains as a run", result)
+for what, arguments, message in [
+        ("no output file", ["export-model", run_id], "-o OUT.onnx"),
+        ("a layer-list run", ["export-model", preset_run, "-o", os.path.join(work, "never.onnx")],
+         "only imported models export so far"),
+        ("an unknown run", ["export-model", "no-such-run", "-o", os.path.join(work, "never.onnx")], "no run"),
+]:
+    result = cli_run(*arguments, "--db", db)
+    expect(result.returncode == 2 and message in result.stderr, f"export-model, {what}: exit 2 naming '{message}'",
+           result)
+expect(not os.path.exists(os.path.join(work, "never.onnx")), "nothing written for a refused export")
 
 # Bad input: exit 2, the problem named, no run stored.
 table = os.path.join(work, "five_features.csv")

@@ -17,8 +17,8 @@ struct SgdHalfLanes {
     const std::uint16_t* scaledGrad; // fp16, multiplied by the loss scale
     float invScale;
     float* master;
-    float* momentumBuffer;   // nullptr without momentum
-    std::uint16_t* working;  // fp16 working copy, or nullptr where none is refreshed here
+    float* momentumBuffer;  // nullptr without momentum
+    std::uint16_t* working; // fp16 working copy, or nullptr where none is refreshed here
     float decay, momentum, lr;
     bool nesterov;
 };
