@@ -1,6 +1,6 @@
 // mantissa-cli export-model RUN -o OUT.onnx: a run's trained weights (its latest checkpoint, in
-// fp32) written into the ONNX graph it was imported from (engine/onnx/export_onnx.h), so that
-// the model trained or fine-tuned here goes back to any ONNX runtime.
+// fp32) written into the ONNX graph it was imported from, or a layer list's model as a new ONNX
+// graph (engine/onnx/export_onnx.h), so that a model trained here goes to any ONNX runtime.
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -28,9 +28,9 @@ int runExportModelCommand(const QStringList& arguments)
 {
     QCommandLineParser parser;
     parser.setApplicationDescription(
-        "Write a run's trained weights (its latest checkpoint, fp32) into the ONNX model it was imported from. "
-        "The file passes the ONNX checker, and importing it again computes what the trained model computes, "
-        "bit for bit.");
+        "Write a run's trained weights (its latest checkpoint, fp32) into the ONNX model it was imported from, "
+        "or a preset's or layer list's model as a new ONNX graph. The file passes the ONNX checker, and importing "
+        "it again computes what the trained model computes, bit for bit.");
     parser.addPositionalArgument("run", "The run's id or name.", "RUN");
     addDatabaseOption(parser);
     parser.addOption({{"o", "output"}, "The ONNX file to write.", "file"});
@@ -44,13 +44,6 @@ int runExportModelCommand(const QStringList& arguments)
         const auto store = openRunStore(parser);
         const storage::RunInfo run = lookUpRun(*store, parser.positionalArguments().front());
         const RunConfig config = storedRunConfig(*store, parser.positionalArguments().front());
-        if (config.model.onnx.empty())
-            return fail(kCommand,
-                        QStringLiteral("run %1 (%2) trains a layer list (a preset or the model editor's), not an "
-                                       "imported ONNX model; only imported models export so far")
-                            .arg(run.id)
-                            .arg(run.name),
-                        kExitBadInput);
         const QList<storage::CheckpointInfo> checkpoints = store->checkpoints(run.id);
         if (checkpoints.isEmpty())
             return fail(kCommand,
@@ -74,12 +67,15 @@ int runExportModelCommand(const QStringList& arguments)
         const std::string out = parser.value("output").toStdString();
         const onnx_import::ExportSummary summary =
             onnx_import::exportTrainedOnnx(config, model, *selection.backend, out);
-        std::printf("%s: run %lld (%s) at step %lld: %lld initializers written (%lld parameters, %lld running "
-                    "statistics) into the graph of %s; %s\n",
+        const std::string what = summary.source.empty() ? "a new graph of " + std::to_string(summary.nodes) +
+                                                              " nodes built from its layer list"
+                                                        : "the graph of " + summary.source;
+        std::printf("%s: run %lld (%s) at step %lld: %lld trained tensors written (%lld parameters, %lld running "
+                    "statistics) into %s; %s\n",
                     out.c_str(), static_cast<long long>(run.id), qPrintable(run.name),
                     static_cast<long long>(latest.step), static_cast<long long>(summary.initializers),
                     static_cast<long long>(summary.parameters),
-                    static_cast<long long>(summary.initializers - summary.parameters), summary.source.c_str(),
+                    static_cast<long long>(summary.initializers - summary.parameters), what.c_str(),
                     formatBytes(summary.bytes).c_str());
         return kExitOk;
     } catch (const std::exception& error) {

@@ -49,7 +49,7 @@ constexpr Command kCommands[] = {
     {"inspect", mantissa::cli::runInspectCommand, "MODEL.onnx [--input-shape 3x32x32] [--batch N]",
      "an ONNX model's graph: ops, shapes, parameters, FLOPs per sample, unsupported nodes"},
     {"export-model", mantissa::cli::runExportModelCommand, "RUN -o OUT.onnx",
-     "a run's trained weights written into the ONNX model it was imported from"},
+     "a run's trained model as an ONNX file: its own graph with the trained weights, or a new one"},
     {"data", mantissa::cli::runDataCommand, "PATH|DATASET [--data-format F] [--set data.FIELD=VALUE]",
      "what a dataset holds: samples, shapes, classes, ranges, memory, fingerprint, problems found"},
     {"formats", mantissa::cli::runFormatsCommand, "[--json]",

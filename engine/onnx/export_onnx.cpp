@@ -1,5 +1,6 @@
 #include "engine/onnx/export_onnx.h"
 
+#include "engine/onnx/export_layer_list.h"
 #include "engine/onnx/model_file.h"
 #include "engine/util/check.h"
 
@@ -63,16 +64,10 @@ void writeValues(onnx::TensorProto& initializer, const Tensor& tensor, Backend& 
     initializer.set_raw_data(std::move(bytes));
 }
 
-} // namespace
-
-ExportSummary exportTrainedOnnx(const RunConfig& config, Model& model, Backend& backend, const std::string& outPath)
+// Writes the trained tensors into the initializers of the file the model was imported from.
+onnx::ModelProto intoImportedGraph(const RunConfig& config, Model& model, Backend& backend, ExportSummary& summary)
 {
-    if (config.model.onnx.empty())
-        throw ConfigError("export: run '" + config.name +
-                          "' trains a layer list (a preset or the model editor's), not an imported ONNX model; "
-                          "only imported models export so far");
     onnx::ModelProto proto = loadModelFile(config.model.onnx, 0);
-    ExportSummary summary;
     summary.source = config.model.onnx;
     std::map<std::string, Tensor*> trained = trainedTensors(proto, model, summary.parameters);
     for (onnx::TensorProto& initializer : *proto.mutable_graph()->mutable_initializer()) {
@@ -84,8 +79,25 @@ ExportSummary exportTrainedOnnx(const RunConfig& config, Model& model, Backend& 
         ++summary.initializers;
     }
     if (!trained.empty())
-        throw ConfigError("export: the trained tensor '" + trained.begin()->first + "' has no initializer of that name in " +
-                          config.model.onnx);
+        throw ConfigError("export: the trained tensor '" + trained.begin()->first +
+                          "' has no initializer of that name in " + config.model.onnx);
+    return proto;
+}
+
+} // namespace
+
+ExportSummary exportTrainedOnnx(const RunConfig& config, Model& model, Backend& backend, const std::string& outPath)
+{
+    ExportSummary summary;
+    onnx::ModelProto proto;
+    if (config.model.onnx.empty()) {
+        proto = layerListToOnnx(model, backend);
+        summary.parameters = static_cast<std::int64_t>(model.parametersInBackwardOrder().size());
+        summary.initializers = summary.parameters + static_cast<std::int64_t>(model.buffers().size());
+    } else {
+        proto = intoImportedGraph(config, model, backend, summary);
+    }
+    summary.nodes = proto.graph().node_size();
     proto.set_producer_name("mantissa");
     try {
         onnx::checker::check_model(proto);

@@ -22,6 +22,9 @@ public:
     std::int64_t parameterCount() const override { return 2 * m_channels; }
     // One multiply-add per value to normalise and scale (the statistics are not counted).
     std::int64_t flopsPerSample() const override { return 2 * m_valuesPerSample; }
+    // PyTorch's sense: running = (1 - momentum) running + momentum batch.
+    float momentum() const { return m_momentum; }
+    float epsilon() const { return m_epsilon; }
 
 private:
     std::int64_t m_channels, m_valuesPerSample;

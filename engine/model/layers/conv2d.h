@@ -40,10 +40,11 @@ public:
     // Set by a ReLU's wrapper (ActivatedLayer): the output is max(0, conv), fused into the
     // convolution's epilogue (conv2dForward), with the bits of a ReLU layer after it.
     void setReluAfter(bool relu) { m_reluAfter = relu; }
+    // Its geometry for a batch of `batch` samples (n = batch).
+    ConvGeometry geometry(std::int64_t batch) const;
+    bool hasBias() const { return m_hasBias; }
 
 private:
-    ConvGeometry geometry(std::int64_t batch) const;
-
     ConvGeometry m_shape; // per-sample geometry; n is set per batch
     bool m_hasBias;
     std::string m_init;

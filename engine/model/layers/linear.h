@@ -44,6 +44,10 @@ public:
     // into the product's epilogue where the backend can (gemmRowBias), with the bits of a ReLU
     // layer after it.
     void setReluAfter(bool relu) { m_reluAfter = relu; }
+    // What an exporter needs to write the layer (engine/onnx/export_layer_list.cpp).
+    bool hasBias() const { return m_hasBias; }
+    bool sharesTable() const { return m_sharesTable || m_tied; }
+    std::int64_t tokens() const { return m_tokens; }
 
 protected:
     // dW = dy^T x is all the rotated inputs feed (the bias gradient sums the unquantised dy).

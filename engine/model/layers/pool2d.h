@@ -24,10 +24,10 @@ public:
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     // One comparison or addition per window element; no multiply-adds.
     std::int64_t flopsPerSample() const override;
-
-private:
+    // Its geometry for a batch of `batch` samples (n = batch).
     PoolGeometry geometry(std::int64_t batch) const;
 
+private:
     PoolKind m_kind;
     PoolGeometry m_shape; // per-sample geometry; n is set per batch
 };
