@@ -76,8 +76,9 @@ void printGraph(const ox::OnnxGraph& graph)
                 graph.nodes.size(), graph.parameters.size(), static_cast<long long>(graph.parameterElementCount()),
                 graph.flopsPerSample() > 0 ? qPrintable(flopsCell(graph.flopsPerSample())) : "0");
     if (graph.lossNode)
-        std::printf("loss: the graph's own SoftmaxCrossEntropyLoss, node '%s'\n",
-                    graph.nodes[*graph.lossNode].name.c_str());
+        std::printf("loss: the graph's own SoftmaxCrossEntropyLoss, node '%s': training uses it (softmax "
+                    "cross-entropy over '%s', the mean over the batch)\n",
+                    graph.nodes[*graph.lossNode].name.c_str(), graph.nodes[*graph.lossNode].inputs.at(0).c_str());
     else
         std::printf("loss: none in the graph; its outputs are the logits (or predictions) the task's loss reads\n");
 }

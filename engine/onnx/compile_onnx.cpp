@@ -1,5 +1,6 @@
 #include "engine/onnx/compile_onnx.h"
 
+#include "engine/onnx/graph_loss.h"
 #include "engine/onnx/import_onnx.h"
 #include "engine/onnx/node_compilers.h"
 #include "engine/util/check.h"
@@ -70,22 +71,29 @@ Shape perSampleShape(const OnnxGraph& onnx, const std::string& name)
 
 CompiledOnnx compileOnnx(const OnnxGraph& onnx, const PrecisionPolicy& policy, Backend& backend)
 {
-    if (onnx.inputs.size() != 1 || onnx.outputs.size() != 1)
+    // A graph with its own loss (graph_loss.h) trains on the logits the loss reads; its labels
+    // input is the data's labels, so it is not a data input here.
+    const std::optional<GraphLoss> loss = graphLoss(onnx);
+    const std::size_t dataInputs = onnx.inputs.size() - (loss ? 1 : 0);
+    if (dataInputs != 1 || (!loss && onnx.outputs.size() != 1))
         throw ConfigError("ONNX model " + onnx.path + ": only one data input and one output compile so far, it has " +
-                          std::to_string(onnx.inputs.size()) + " and " + std::to_string(onnx.outputs.size()));
+                          std::to_string(dataInputs) + " and " + std::to_string(onnx.outputs.size()));
     requireSupported(onnx);
-    auto graph = std::make_unique<Graph>(perSampleShape(onnx, onnx.inputs[0]));
+    const std::string input = dataInput(onnx);
+    const std::string outputName = trainingOutput(onnx);
+    auto graph = std::make_unique<Graph>(perSampleShape(onnx, input));
     OnnxCompiler compiler(onnx, policy, *graph);
-    compiler.bindInput(onnx.inputs[0], graph->input());
+    compiler.bindInput(input, graph->input());
     for (const OnnxNode& node : onnx.nodes)
-        compileNode(compiler, node);
-    const ValueId* output = compiler.find(onnx.outputs[0]);
+        if (!loss || &node != &onnx.nodes[*onnx.lossNode])
+            compileNode(compiler, node);
+    const ValueId* output = compiler.find(outputName);
     if (!output)
-        throw ConfigError("ONNX model " + onnx.path + ": its output '" + onnx.outputs[0] + "' is not computed");
+        throw ConfigError("ONNX model " + onnx.path + ": its output '" + outputName + "' is not computed");
     // The graph hands its output on batch-first, as the loss reads it.
-    if (!compiler.layout(onnx.outputs[0]).batchFirst())
-        throw ConfigError("ONNX model " + onnx.path + ": its output '" + onnx.outputs[0] +
-                          "' holds the batch in axis " + std::to_string(compiler.layout(onnx.outputs[0]).axis) +
+    if (!compiler.layout(outputName).batchFirst())
+        throw ConfigError("ONNX model " + onnx.path + ": its output '" + outputName + "' holds the batch in axis " +
+                          std::to_string(compiler.layout(outputName).axis) +
                           ", not the first; only a batch-first output compiles");
     graph->setOutput(*output);
 

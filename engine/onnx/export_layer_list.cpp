@@ -59,10 +59,10 @@ private:
     std::string linear(Linear& layer, const std::string& input)
     {
         if (layer.sharesTable() || layer.tokens() != 1)
-            throw ConfigError("export: layer " + layer.name() + " (linear) " +
-                              (layer.sharesTable() ? "shares the token embedding's table"
-                                                   : "runs on every token of a sequence") +
-                              ", which has no ONNX form here yet");
+            throw ConfigError(
+                "export: layer " + layer.name() + " (linear) " +
+                (layer.sharesTable() ? "shares the token embedding's table" : "runs on every token of a sequence") +
+                ", which has no ONNX form here yet");
         const std::vector<Parameter*> parameters = layer.parameters();
         std::vector<std::string> inputs{input};
         for (Parameter* p : parameters)

@@ -3,6 +3,7 @@
 #include "engine/model/model.h"
 #include "engine/model/model_file.h"
 #include "engine/onnx/compile_onnx.h"
+#include "engine/onnx/graph_loss.h"
 #include "engine/onnx/import_onnx.h"
 #include "engine/onnx/onnx_import_error.h"
 #include "engine/onnx/onnx_node_rows.h"
@@ -63,8 +64,12 @@ void useOnnxModel(RunConfig& config, const std::string& path,
     const OnnxGraph onnx = importOnnx(path, options);
     if (onnx.inputs.empty() || onnx.outputs.empty())
         throw OnnxImportError(path + ": the graph needs a data input and an output to train");
-    const OnnxValue* input = onnx.value(onnx.inputs.front());
-    const OnnxValue* output = onnx.value(onnx.outputs.front());
+    const std::optional<GraphLoss> loss = graphLoss(onnx);
+    if (loss && config.data.task == DataTask::Regression)
+        throw OnnxImportError(path + ": its own loss, node '" + loss->node +
+                              "', is a classification loss, but data.task is regression");
+    const OnnxValue* input = onnx.value(dataInput(onnx));
+    const OnnxValue* output = onnx.value(trainingOutput(onnx));
     if (!input || !output || !input->shapeKnown || !output->shapeKnown || input->shape.size() < 2 ||
         output->shape.size() < 2)
         throw OnnxImportError(path + ": its input and output need a static shape with the batch first to train");

@@ -132,6 +132,18 @@ if result.returncode == 0:
     result = cli_run("train", preset_onnx, *QUICK, "--db", db)
     expect(result.returncode == 0, "the exported preset trains as a model", result)
 
+# A model carrying its own loss (SoftmaxCrossEntropyLoss, mean) trains with it: the same
+# training, bit for bit, as its twin whose output is the logits.
+LOSS_RUN = ["--data", "synthetic", "--max-steps", "20", "--threads", "1", "--seed", "5"]
+with_loss = cli_run("train", os.path.join(small, "with_loss.onnx"), *LOSS_RUN, "--db", db)
+without_loss = cli_run("train", os.path.join(small, "without_loss.onnx"), *LOSS_RUN, "--db", db)
+expect(with_loss.returncode == 0 and without_loss.returncode == 0, "the model with its own loss trains", with_loss)
+if with_loss.returncode == 0 and without_loss.returncode == 0:
+    a = json.loads(with_loss.stdout.splitlines()[-1])
+    b = json.loads(without_loss.stdout.splitlines()[-1])
+    expect(a["train_loss"] == b["train_loss"] and a["test_accuracy"] == b["test_accuracy"],
+           f"with its loss as without: train loss {a['train_loss']} vs {b['train_loss']}")
+
 # Bad input: exit 2, the problem named, no run stored.
 table = os.path.join(work, "five_features.csv")
 with open(table, "w") as f:
@@ -149,6 +161,9 @@ cases = [
     ("an input shape that does not fit", [mlp, "--input-shape", "1x28x28", *QUICK], "does not fit the input shape"),
     ("data of another shape", [mlp, "--data", table, "--threads", "1"], "[3, 8, 8]"),
     ("a missing file", [os.path.join(work, "absent.onnx"), *QUICK], "absent.onnx"),
+    ("a summed loss", [os.path.join(small, "summed_loss.onnx"), *QUICK], "reduction 'sum'"),
+    ("its own loss on regression data", [os.path.join(small, "with_loss.onnx"), *QUICK, "--task", "regression"],
+     "is a classification loss"),
 ]
 for what, arguments, message in cases:
     bad_db = os.path.join(work, "bad.sqlite")

@@ -89,6 +89,16 @@ def main():
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
         initializer=[weights("w", (4, 8)), weights("b", (4,))])
     save(helper.make_model(loss_graph, opset_imports=[helper.make_opsetid("", 13)]), out_dir, "with_loss.onnx")
+    # Its twin without the loss (the same weights; the logits are the output), and one whose
+    # loss sums instead of averaging, which the engine's loss is not.
+    logits_graph = helper.make_graph(
+        [helper.make_node("Gemm", ["input", "w", "b"], ["logits"], name="classifier", transB=1)], "without_loss",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 4])],
+        initializer=[weights("w", (4, 8)), weights("b", (4,))])
+    save(helper.make_model(logits_graph, opset_imports=[helper.make_opsetid("", 13)]), out_dir, "without_loss.onnx")
+    loss_graph.node[1].attribute[0].s = b"sum"
+    save(helper.make_model(loss_graph, opset_imports=[helper.make_opsetid("", 13)]), out_dir, "summed_loss.onnx")
 
     # Grouped, strided, dilated convolution and a transposed one, for their FLOPs.
     conv_graph = helper.make_graph(
