@@ -1,6 +1,7 @@
-// MatMul. A computed value times a trainable initializer that the graph reads transposed
-// (PyTorch's nn.Linear on a sequence exports as Transpose(W) then MatMul) is a linear layer over
-// the last axis whose weight is the initializer as it is, [out, in], with its gradient; where the
+// MatMul. A computed value times a trainable initializer is a linear layer over the last axis:
+// read through a Transpose (PyTorch's nn.Linear on a sequence exports Transpose(W) then MatMul)
+// its weight is the initializer as it is, [out, in]; read as it is, [K, N] (TensorFlow's and
+// hand-built graphs), the layer holds its transpose, loaded and exported as such. Where the
 // initializer is a token embedding's table, the layer is the tied output head and writes its
 // gradient into the table's. Two computed values multiply as a batched product over the last two
 // axes (batched_matmul_op.h), a GEMM site of its own.
@@ -22,9 +23,6 @@ void compileLinearMatMul(OnnxCompiler& c, const OnnxNode& node, const ParameterV
     const BatchLayout layout = c.layout(inputName);
     if (weight.dims.size() != 2 || weight.overBatch || inDims.size() < 2)
         c.refuse(node, "only a [batch..., K] value times a [K, N] initializer compiles as a linear layer");
-    if (!weight.transposed)
-        c.refuse(node, "a [K, N] weight read without a Transpose (whose [N, K] initializer a linear layer holds as "
-                       "it is) does not compile yet");
     if (layout.axis + 1 == inDims.size())
         c.refuse(node, "the batch lies in the last axis, which the product reduces over");
     const std::int64_t in = weight.dims[0], out = weight.dims[1];
@@ -34,6 +32,8 @@ void compileLinearMatMul(OnnxCompiler& c, const OnnxNode& node, const ParameterV
     const std::int64_t rows = c.shapeOf(input).numel() / in;
     auto linear = std::make_unique<Linear>(in, out, false, "", false, rows);
     std::vector<const OnnxTensor*> initializers;
+    if (!weight.transposed && c.embeddingOf(weight.tensor->name))
+        c.refuse(node, "a token embedding's table read as [K, N] without a Transpose is not a tied head");
     if (TokenEmbedding* embedding = c.embeddingOf(weight.tensor->name)) {
         // A head tied to the embedding: [vocabulary, width] is the head's [out, in].
         linear->setSharesTable(true);
@@ -42,6 +42,10 @@ void compileLinearMatMul(OnnxCompiler& c, const OnnxNode& node, const ParameterV
     } else {
         c.claim(node, *weight.tensor);
         initializers.push_back(weight.tensor);
+        // Read as it is ([K, N], as TensorFlow and hand-built graphs write it), the weight is
+        // the transpose of what the layer holds.
+        if (!weight.transposed)
+            c.holdTransposed(*weight.tensor);
     }
     c.addLayer(node, std::move(linear), input, std::move(initializers), layout);
 }

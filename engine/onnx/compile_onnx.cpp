@@ -35,7 +35,8 @@ void compileNode(OnnxCompiler& compiler, const OnnxNode& node)
 // The file's values replace the layers' initial draw; each parameter takes its initializer's
 // name, and a working copy in another dtype is rounded from the new master. Buffers (running
 // statistics) start from their initializers too.
-void loadParameters(const std::vector<ParameterBinding>& bindings, DType masterType, Backend& backend)
+void loadParameters(const std::vector<ParameterBinding>& bindings, const std::set<std::string>& transposed,
+                    DType masterType, Backend& backend)
 {
     for (const ParameterBinding& binding : bindings) {
         binding.layer->createParameters(backend, masterType, 0);
@@ -46,7 +47,12 @@ void loadParameters(const std::vector<ParameterBinding>& bindings, DType masterT
             const OnnxTensor& initializer = *binding.initializers[i];
             MANTISSA_ASSERT(p.master.numel() == initializer.elementCount());
             p.name = initializer.name;
-            backend.upload(initializer.floats.data(), p.master);
+            if (transposed.contains(initializer.name)) {
+                const std::vector<float> held = transpose2d(initializer.floats, initializer.shape);
+                backend.upload(held.data(), p.master);
+            } else {
+                backend.upload(initializer.floats.data(), p.master);
+            }
             if (p.working.dtype() != p.master.dtype())
                 backend.cast(p.master, p.working);
         }
@@ -103,7 +109,8 @@ CompiledOnnx compileOnnx(const OnnxGraph& onnx, const PrecisionPolicy& policy, B
         applyRecipeCoverage(policy.recipe(), sites, keepsFirstAndLastLayers(policy.recipe(), policy.recipeOptions()));
     for (const GemmSite& site : sites)
         checkRecipeFits(site);
-    loadParameters(compiler.bindings(), policy.layer().master, backend);
+    loadParameters(compiler.bindings(), compiler.transposedInitializers(), policy.layer().master, backend);
+    compiled.transposedInitializers = compiler.transposedInitializers();
     compiled.output = graph->values()[*output].shape;
     compiled.graph = std::move(graph);
     return compiled;

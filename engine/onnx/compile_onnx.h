@@ -13,6 +13,7 @@
 #include "engine/onnx/onnx_graph.h"
 
 #include <memory>
+#include <set>
 
 namespace mantissa::onnx_import {
 
@@ -20,6 +21,8 @@ struct CompiledOnnx {
     std::unique_ptr<Graph> graph; // parameters created and loaded
     GemmCoverage coverage;
     Shape output; // per sample
+    // Initializers whose parameters hold their transpose (OnnxCompiler::holdTransposed).
+    std::set<std::string> transposedInitializers;
 };
 
 // `onnx` must have one data input (the batch) and one output (the logits). Throws ConfigError

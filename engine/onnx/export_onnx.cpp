@@ -2,6 +2,8 @@
 
 #include "engine/onnx/export_layer_list.h"
 #include "engine/onnx/model_file.h"
+#include "engine/onnx/onnx_graph.h"
+#include "engine/onnx/onnx_model.h"
 #include "engine/util/check.h"
 
 #include <onnx/checker.h>
@@ -43,7 +45,9 @@ std::map<std::string, Tensor*> trainedTensors(const onnx::ModelProto& proto, Mod
     return byInitializer;
 }
 
-void writeValues(onnx::TensorProto& initializer, const Tensor& tensor, Backend& backend, const std::string& what)
+// `heldTransposed`: the tensor holds the initializer's transpose (a [K, N] MatMul weight).
+void writeValues(onnx::TensorProto& initializer, const Tensor& tensor, bool heldTransposed, Backend& backend,
+                 const std::string& what)
 {
     if (initializer.data_type() != onnx::TensorProto::FLOAT)
         throw ConfigError(what + " is stored as ONNX type " + std::to_string(initializer.data_type()) +
@@ -56,6 +60,8 @@ void writeValues(onnx::TensorProto& initializer, const Tensor& tensor, Backend& 
                           std::to_string(tensor.numel()));
     std::vector<float> values(static_cast<std::size_t>(tensor.numel()));
     backend.download(tensor, values.data());
+    if (heldTransposed)
+        values = transpose2d(values, {initializer.dims(1), initializer.dims(0)});
     std::string bytes(values.size() * sizeof(float), '\0');
     std::memcpy(bytes.data(), values.data(), bytes.size());
     initializer.clear_float_data();
@@ -70,11 +76,13 @@ onnx::ModelProto intoImportedGraph(const RunConfig& config, Model& model, Backen
     onnx::ModelProto proto = loadModelFile(config.model.onnx, 0);
     summary.source = config.model.onnx;
     std::map<std::string, Tensor*> trained = trainedTensors(proto, model, summary.parameters);
+    const std::set<std::string> transposed = initializersHeldTransposed(config.model);
     for (onnx::TensorProto& initializer : *proto.mutable_graph()->mutable_initializer()) {
         const auto found = trained.find(initializer.name());
         if (found == trained.end())
             continue;
-        writeValues(initializer, *found->second, backend, "export: initializer '" + initializer.name() + "'");
+        writeValues(initializer, *found->second, transposed.contains(initializer.name()), backend,
+                    "export: initializer '" + initializer.name() + "'");
         trained.erase(found);
         ++summary.initializers;
     }

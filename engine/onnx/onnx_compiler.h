@@ -95,6 +95,10 @@ public:
     void bind(const OnnxNode& node, std::size_t output, ValueId value, const BatchLayout& layout = {});
 
     const std::vector<ParameterBinding>& bindings() const { return m_bindings; }
+    // A 2-D initializer the layer holds as its transpose (a [K, N] MatMul weight, which a linear
+    // layer keeps as [N, K]): loaded transposed, and exported back in the file's layout.
+    void holdTransposed(const OnnxTensor& tensor) { m_transposed.insert(tensor.name); }
+    const std::set<std::string>& transposedInitializers() const { return m_transposed; }
     // The graph value ONNX's `name` maps to, if any node (or the input) computed it.
     const ValueId* find(const std::string& name) const;
     void bindInput(const std::string& name, ValueId value) { m_values[name] = value; }
@@ -108,6 +112,7 @@ private:
     std::map<std::string, ParameterView> m_views;
     std::map<std::string, TokenEmbedding*> m_embeddings;
     std::set<std::string> m_boundInitializers;
+    std::set<std::string> m_transposed;
     std::vector<ParameterBinding> m_bindings;
 };
 

@@ -1,5 +1,7 @@
 #include "engine/onnx/onnx_graph.h"
 
+#include "engine/util/check.h"
+
 #include <algorithm>
 
 namespace mantissa::onnx_import {
@@ -125,6 +127,17 @@ double OnnxGraph::flopsPerSample() const
     for (const OnnxNode& node : nodes)
         flops += node.flopsPerSample;
     return flops;
+}
+
+std::vector<float> transpose2d(const std::vector<float>& values, const std::vector<std::int64_t>& dims)
+{
+    MANTISSA_ASSERT(dims.size() == 2 && static_cast<std::int64_t>(values.size()) == dims[0] * dims[1]);
+    const std::int64_t rows = dims[0], columns = dims[1];
+    std::vector<float> out(values.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < columns; ++c)
+            out[static_cast<std::size_t>(c * rows + r)] = values[static_cast<std::size_t>(r * columns + c)];
+    return out;
 }
 
 } // namespace mantissa::onnx_import

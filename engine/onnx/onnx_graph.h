@@ -31,6 +31,9 @@ enum class ElementType : int {
 };
 
 const char* elementTypeName(ElementType type);
+
+// The values of a row-major [rows, columns] matrix (dims) as its transpose, [columns, rows].
+std::vector<float> transpose2d(const std::vector<float>& values, const std::vector<std::int64_t>& dims);
 // Float16, BFloat16, Float32 and Float64: the types whose values an OnnxTensor keeps as floats.
 bool isFloatingPoint(ElementType type);
 

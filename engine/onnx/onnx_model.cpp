@@ -15,7 +15,8 @@ namespace mantissa::onnx_import {
 
 namespace {
 
-CompiledModelFile compileOnnxModel(const ModelSpec& spec, const PrecisionPolicy& policy, Backend* backend)
+// spec.onnx imported as a run compiles it.
+OnnxGraph importForTraining(const ModelSpec& spec)
 {
     ImportOptions options;
     options.sampleShape = spec.input;
@@ -23,7 +24,12 @@ CompiledModelFile compileOnnxModel(const ModelSpec& spec, const PrecisionPolicy&
     // the compiler finds it by its size, which a batch of 1 hides (batch_layout.h); the compiled
     // graph then takes any batch.
     options.batchSize = 2;
-    const OnnxGraph onnx = importOnnx(spec.onnx, options);
+    return importOnnx(spec.onnx, options);
+}
+
+CompiledModelFile compileOnnxModel(const ModelSpec& spec, const PrecisionPolicy& policy, Backend* backend)
+{
+    const OnnxGraph onnx = importForTraining(spec);
     CompiledModelFile result;
     if (backend) {
         CompiledOnnx compiled = compileOnnx(onnx, policy, *backend);
@@ -42,6 +48,12 @@ CompiledModelFile compileOnnxModel(const ModelSpec& spec, const PrecisionPolicy&
 }
 
 } // namespace
+
+std::set<std::string> initializersHeldTransposed(const ModelSpec& spec)
+{
+    const std::unique_ptr<Backend> scratch = makeCpuBackend(1);
+    return compileOnnx(importForTraining(spec), PrecisionPolicy(PrecisionMode::Fp32), *scratch).transposedInitializers;
+}
 
 void installOnnxModelSupport()
 {

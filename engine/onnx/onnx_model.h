@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ void installOnnxModelSupport();
 // throws ConfigError here, before anything runs.
 void useOnnxModel(RunConfig& config, const std::string& path,
                   const std::optional<std::vector<std::int64_t>>& sampleShape = std::nullopt);
+
+// The initializers of spec.onnx whose parameters hold their transpose (compile_onnx.h), so that
+// an export writes them back in the file's layout.
+std::set<std::string> initializersHeldTransposed(const ModelSpec& spec);
 
 // Whether `path` names an ONNX model by its extension (.onnx), as a CONFIG.json argument may.
 bool isOnnxPath(const std::string& path);

@@ -100,6 +100,20 @@ def main():
     loss_graph.node[1].attribute[0].s = b"sum"
     save(helper.make_model(loss_graph, opset_imports=[helper.make_opsetid("", 13)]), out_dir, "summed_loss.onnx")
 
+    # MatMul weights stored [K, N] and read as they are (TensorFlow's and hand-built graphs), one
+    # of them square, so that only the layout, not the shape, tells which way it is read.
+    plain_graph = helper.make_graph(
+        [helper.make_node("MatMul", ["input", "w1"], ["h1"], name="dense1"),
+         helper.make_node("Add", ["h1", "b1"], ["a1"], name="bias1"),
+         helper.make_node("Relu", ["a1"], ["r1"], name="relu1"),
+         helper.make_node("MatMul", ["r1", "w2"], ["h2"], name="dense2"),
+         helper.make_node("Tanh", ["h2"], ["t2"], name="tanh2"),
+         helper.make_node("MatMul", ["t2", "w3"], ["output"], name="dense3")],
+        "plain_matmul", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 4])],
+        initializer=[weights("w1", (8, 6)), weights("b1", (6,)), weights("w2", (6, 6)), weights("w3", (6, 4))])
+    save(helper.make_model(plain_graph, opset_imports=[helper.make_opsetid("", 13)]), out_dir, "plain_matmul.onnx")
+
     # Grouped, strided, dilated convolution and a transposed one, for their FLOPs.
     conv_graph = helper.make_graph(
         [helper.make_node("Conv", ["input", "cw", "cb"], ["conv"], name="conv", group=2, strides=[2, 2],

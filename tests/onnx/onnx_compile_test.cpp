@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 
 namespace mantissa::onnx_import {
 namespace {
@@ -70,6 +71,42 @@ TEST(OnnxCompile, MlpMatchesPyTorchsLogitsLossAndGradients)
         std::cout << "  " << p->name << " gradient: relative error " << error << "\n";
     }
     std::cout << "  logits: " << logitsError << ", loss: " << lossError << "\n";
+}
+
+// [K, N] weights read by MatMul as they are: the logits are x W1 + b1, ReLU, times W2, tanh,
+// times W3, computed here in double from the file's values (W2 is square, so a weight read the
+// wrong way round would still fit). fp32 sums of 8 and 6 products against double: within
+// 1e-6 of the largest logit, where the measured difference is below 2e-7.
+TEST(OnnxCompile, PlainMatMulWeightsComputeXTimesW)
+{
+    const OnnxGraph onnx = importOnnx(std::string(MANTISSA_ONNX_MODELS) + "/small/plain_matmul.onnx");
+    auto backend = makeCpuBackend(1);
+    const CompiledOnnx compiled = compileOnnx(onnx, PrecisionPolicy(PrecisionMode::Fp32), *backend);
+    EXPECT_EQ(compiled.transposedInitializers, (std::set<std::string>{"w1", "w2", "w3"}));
+    const std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, -0.75f, 1.5f, -2.0f, 1.0f};
+    const auto product = [&](const std::vector<double>& in, const std::string& weight) {
+        const OnnxTensor& w = *onnx.parameter(weight);
+        const std::int64_t k = w.shape[0], n = w.shape[1];
+        std::vector<double> out(static_cast<std::size_t>(n), 0.0);
+        for (std::int64_t j = 0; j < n; ++j)
+            for (std::int64_t i = 0; i < k; ++i)
+                out[j] += in[i] * w.floats[static_cast<std::size_t>(i * n + j)];
+        return out;
+    };
+    std::vector<double> h = product(std::vector<double>(x.begin(), x.end()), "w1");
+    for (std::size_t j = 0; j < h.size(); ++j)
+        h[j] = std::max(0.0, h[j] + onnx.parameter("b1")->floats[j]);
+    h = product(h, "w2");
+    for (double& v : h)
+        v = std::tanh(v);
+    const std::vector<double> expected = product(h, "w3");
+
+    PassState pass{*backend};
+    const std::vector<float> logits = compiled.graph->forward(pass, Tensor::fromFloats({1, 8}, x)).output.toFloats();
+    ASSERT_EQ(logits.size(), expected.size());
+    const double error = relativeError(logits, std::vector<float>(expected.begin(), expected.end()));
+    std::cout << "  plain MatMul logits: relative error " << error << "\n";
+    EXPECT_LE(error, 1e-6);
 }
 
 TEST(OnnxCompile, AGemmThatIsNoLinearLayerIsRefusedByName)

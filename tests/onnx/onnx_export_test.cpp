@@ -144,6 +144,13 @@ TEST(OnnxExport, ResNetWeightsAndRunningStatisticsRoundTripBitForBit) { checkFix
 
 TEST(OnnxExport, VitWeightsHeldOutsideLayersRoundTripBitForBit) { checkFixtureRoundTrip("vit"); }
 
+// [K, N] MatMul weights read as they are: the layers hold their transposes, and the export
+// writes them back in the file's layout (one is square, where the shape cannot tell).
+TEST(OnnxExport, PlainMatMulWeightsGoBackInTheFilesLayout)
+{
+    checkRoundTrip(configFor(std::string(MANTISSA_ONNX_MODELS) + "/small/plain_matmul.onnx", {8}), "plain_matmul");
+}
+
 // A preset's layer list becomes a new graph: fused activations, convolutions, batch
 // normalisation, pools, flatten, and residual blocks with identity and projection shortcuts.
 TEST(OnnxExport, PresetsBecomeGraphsThatImportToTheSameBits)
