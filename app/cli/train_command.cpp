@@ -27,26 +27,6 @@
 
 namespace mantissa::cli {
 
-namespace {
-
-// A stored run's config, to train again: an imported model from the database's copy when its
-// file has moved or changed since.
-RunConfig storedRunConfig(const storage::RunStore& store, const QString& idOrName)
-{
-    const storage::RunInfo run = lookUpRun(store, idOrName);
-    RunConfig config = parseRunConfig(run.configJson.toStdString(), "run " + run.name.toStdString());
-    if (!run.modelSha256.isEmpty()) {
-        const QString model = store.modelFilePath(run);
-        if (model.toStdString() != config.model.onnx)
-            std::fprintf(stderr, "the model of run %s: %s (sha256 %s), the stored copy of %s\n", qPrintable(run.name),
-                         qPrintable(model), qPrintable(run.modelSha256), qPrintable(run.modelSource));
-        config.model.onnx = model.toStdString();
-    }
-    return config;
-}
-
-} // namespace
-
 int runTrainCommand(const QStringList& arguments)
 {
     constexpr const char* kCommand = "train";
@@ -79,7 +59,7 @@ int runTrainCommand(const QStringList& arguments)
         std::optional<RunConfig> storedConfig;
         if (parser.isSet("from-run")) {
             store = openRunStore(parser);
-            storedConfig = storedRunConfig(*store, parser.value("from-run"));
+            storedConfig = storedRunConfig(*store, lookUpRun(*store, parser.value("from-run")));
         }
         RunConfig config = runConfigFromOptions(parser, parser.positionalArguments(), storedConfig);
         communicator = connectRanks();
