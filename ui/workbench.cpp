@@ -225,6 +225,7 @@ QWidget* Workbench::buildLeftSide()
 QWidget* Workbench::buildRightSide()
 {
     m_monitor = new RunMonitor;
+    connect(m_monitor, &RunMonitor::forkRequested, this, &Workbench::forkStoredRun);
     m_numerics = new NumericsView;
     m_numerics->setObjectName("numerics");
     connect(m_monitor->scalePlot(), &LossScalePlot::overflowClicked, this, [this](const OverflowMarker& m) {
