@@ -437,7 +437,9 @@ bool Workbench::startRun()
     }
     m_comparing = false;
     m_sequence.clear();
-    return m_controller->start({m_document->config()}, {databasePath(), std::nullopt});
+    RecordingTarget target;
+    target.databasePath = databasePath();
+    return m_controller->start({m_document->config()}, target);
 }
 
 bool Workbench::startComparison()
@@ -458,7 +460,8 @@ bool Workbench::startComparison()
     m_comparing = true;
     m_comparisonRuns = static_cast<int>(runs.size());
     m_sequence.clear();
-    RecordingTarget target{databasePath(), std::nullopt};
+    RecordingTarget target;
+    target.databasePath = databasePath();
     if (m_store) {
         // One comparison group, so the runs can be found and reported together later.
         QStringList others;

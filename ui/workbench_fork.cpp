@@ -54,7 +54,8 @@ bool Workbench::startFork(qint64 runId, qint64 step, const RunConfig& config, co
         const storage::RunInfo parent = m_store->run(runId);
         const storage::CheckpointInfo state = storage::forkPoint(*m_store, parent, step);
         validateRunConfig(config, "the fork");
-        RecordingTarget target{databasePath(), std::nullopt};
+        RecordingTarget target;
+        target.databasePath = databasePath();
         target.runName = name;
         target.resumeFrom = state.absolutePath;
         target.parentRunId = runId;

@@ -3,9 +3,11 @@
 // browser's "Forked from" column), and the comparison that draws the fork from its branch point
 // with its parent's curve before it. A run with no saved state says so in the banner.
 #include "engine/config/presets.h"
+#include "engine/util/format_number.h"
 #include "storage/fork_point.h"
 #include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
+#include "ui/comparison_table_model.h"
 #include "ui/comparison_view.h"
 #include "ui/config_document.h"
 #include "ui/error_banner.h"
@@ -159,6 +161,19 @@ private slots:
         QCOMPARE(parentCurve->data()->begin()->key, 1.0);
         // The fork's curve leaves the parent's smoothed curve at the branch point.
         QCOMPARE(forkCurve->data()->begin()->value, parentCurve->data()->at(15)->value);
+        // Its time covers only its own steps, so the speedup beside it is the throughputs' ratio.
+        ComparisonTableModel* results = m_bench->comparison()->resultsModel();
+        QVERIFY2(
+            results->data(results->index(0, ComparisonTableModel::TrainTime)).toString().endsWith("s (after step 16)"),
+            qPrintable(results->data(results->index(0, ComparisonTableModel::TrainTime)).toString()));
+        const auto forkRun = loadStoredRun(*m_bench->store(), m_forkId);
+        const auto parentRun = loadStoredRun(*m_bench->store(), m_parentId);
+        const double ratio = parentRun->summary->samplesPerSecond / forkRun->summary->samplesPerSecond;
+        results->setBaseline(0);
+        QVERIFY2(results->data(results->index(1, ComparisonTableModel::Speedup))
+                     .toString()
+                     .startsWith(QString::fromStdString(formatRatio(ratio))),
+                 qPrintable(results->data(results->index(1, ComparisonTableModel::Speedup)).toString()));
     }
 
     void aForkComparedWithoutItsParentDrawsTheParentsCurveBeforeIt()
