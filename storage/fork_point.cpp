@@ -58,10 +58,9 @@ CheckpointInfo forkPoint(const RunStore& store, const RunInfo& parent, qint64 st
         if (checkpoint.step != step)
             continue;
         if (!QFileInfo::exists(checkpoint.absolutePath))
-            throw StorageError(StorageError::Kind::NotFound, checkpoint.absolutePath,
-                               QStringLiteral("the saved state of run %1 at step %2 is missing from disk")
-                                   .arg(parent.name)
-                                   .arg(step));
+            throw StorageError(
+                StorageError::Kind::NotFound, checkpoint.absolutePath,
+                QStringLiteral("the saved state of run %1 at step %2 is missing from disk").arg(parent.name).arg(step));
         return checkpoint;
     }
     const QList<qint64> steps = savedStateSteps(store, parent.id);

@@ -10,8 +10,8 @@
 #include "cli/run_lookup.h"
 #include "cli/train_options.h"
 #include "engine/backend/backend_factory.h"
-#include "engine/util/check.h"
 #include "engine/train/training_backend.h"
+#include "engine/util/check.h"
 #include "storage/fork_point.h"
 
 #include <cstdio>
@@ -45,7 +45,8 @@ int runForkCommand(const QStringList& arguments)
         bool ok = false;
         const qint64 step = parser.value("at").toLongLong(&ok);
         if (!ok || step < 1)
-            throw ConfigError("--at is \"" + parser.value("at").toStdString() + "\"; expected a step number (1 or more)");
+            throw ConfigError("--at is \"" + parser.value("at").toStdString() +
+                              "\"; expected a step number (1 or more)");
         if (parser.isSet("preset") || parser.isSet("input-shape"))
             throw ConfigError("a fork keeps its parent's model: --preset and --input-shape do not apply");
         std::unique_ptr<storage::RunStore> store = openRunStore(parser);

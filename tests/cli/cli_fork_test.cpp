@@ -92,11 +92,11 @@ private slots:
 
     void aForkTrainsInTheSettingsItChanges()
     {
-        const CliResult r = runCli({QStringLiteral("fork"), QString::number(m_parentId), QStringLiteral("--at"),
-                                    QStringLiteral("20"), QStringLiteral("--precision"), QStringLiteral("fp32"),
-                                    QStringLiteral("--loss-scale"), QStringLiteral("1024"), QStringLiteral("--set"),
-                                    QStringLiteral("optimizer.lr=0.2"), QStringLiteral("--name"),
-                                    QStringLiteral("fp32-from-20"), QStringLiteral("--db"), m_db});
+        const CliResult r =
+            runCli({QStringLiteral("fork"), QString::number(m_parentId), QStringLiteral("--at"), QStringLiteral("20"),
+                    QStringLiteral("--precision"), QStringLiteral("fp32"), QStringLiteral("--loss-scale"),
+                    QStringLiteral("1024"), QStringLiteral("--set"), QStringLiteral("optimizer.lr=0.2"),
+                    QStringLiteral("--name"), QStringLiteral("fp32-from-20"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(r.err.contains(QStringLiteral("the loss scaler starts fresh (dynamic before)")), qPrintable(r.err));
         storage::RunStore store(m_db);

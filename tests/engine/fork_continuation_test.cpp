@@ -247,7 +247,9 @@ TEST_F(ForkContinuation, AModelOfOtherShapesIsRefusedNamingTheTensor)
         FAIL() << "resumed a state of another model";
     } catch (const ConfigError& e) {
         EXPECT_NE(std::string(e.what()).find("the model's shape differs"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("tensor 2.linear.weight has shape [32, 32] in the checkpoint but [32, 48]"), std::string::npos)
+        EXPECT_NE(
+            std::string(e.what()).find("tensor 2.linear.weight has shape [32, 32] in the checkpoint but [32, 48]"),
+            std::string::npos)
             << e.what();
     }
 }

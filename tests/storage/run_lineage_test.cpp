@@ -134,9 +134,10 @@ private slots:
             forkPoint(store, store.run(many), 5);
             QFAIL("found a state at a step without one");
         } catch (const StorageError& e) {
-            QVERIFY2(e.message().endsWith(QStringLiteral("it has one at steps 10, 20, 30, 40, 50, 60, …, 150, 160, 170, "
-                                                         "180, 190 and 200")),
-                     qPrintable(e.message()));
+            QVERIFY2(
+                e.message().endsWith(QStringLiteral("it has one at steps 10, 20, 30, 40, 50, 60, …, 150, 160, 170, "
+                                                    "180, 190 and 200")),
+                qPrintable(e.message()));
         }
         const qint64 none = finishedRun(store, QStringLiteral("none"));
         QVERIFY(!nearestSavedState(store, none, 5.0).has_value());
