@@ -43,6 +43,7 @@ NewRun newRun(const RunConfig& config, const Backend& backend, const RunMetadata
         run.modelBytes = file.readAll();
     }
     run.dataPreparation = metadata.dataPreparation;
+    run.parent = metadata.parent;
     return run;
 }
 
@@ -97,6 +98,14 @@ void RunRecorder::onEvent(const EventRecord& record)
 void RunRecorder::onNumerics(const NumericsRecord& record)
 {
     m_writer->onNumerics(record);
+    stopIfFailed();
+}
+
+void RunRecorder::onStatePoint(std::int64_t)
+{
+    // Every step up to here has been read back and none is queued: the training state is whole.
+    if (m_trainer)
+        saveCheckpoint(m_lastStepEpoch);
     stopIfFailed();
 }
 

@@ -8,7 +8,8 @@
 //            metadata) and claims it for writing on this thread (a RunWriter).
 //   observe  a TrainingObserver: steps, epochs, events and numerics samples go to the writer.
 //            With attach(trainer) it also stops the trainer when recording fails (training
-//            on unrecorded would waste the run) and saves checkpoints between epochs.
+//            on unrecorded would waste the run) and saves checkpoints between epochs and
+//            every training.save_state_every steps (the states a fork starts from).
 //   finish   finish(summary): the end-of-run checkpoint, then the status and summary.
 //
 // Crash safety is RunWriter's (docs/storage.md): rows are committed at least every second,
@@ -38,8 +39,9 @@ struct RunMetadata {
     std::optional<int> sweepIndex;
     QStringList tags;
     QString notes;
-    QString dataFingerprint; // DatasetSplits::fingerprint of the data it trains on
-    QString dataPreparation; // dataPreparationText(): how it was prepared (normalisation)
+    QString dataFingerprint;          // DatasetSplits::fingerprint of the data it trains on
+    QString dataPreparation;          // dataPreparationText(): how it was prepared (normalisation)
+    std::optional<RunLineage> parent; // a fork: the run and step it continues from
 };
 
 // How the error event of a refused checkpoint starts: the weights held NaN or infinity, so no
@@ -66,6 +68,7 @@ public:
     void onEpoch(const EpochRecord& record) override;
     void onEvent(const EventRecord& record) override;
     void onNumerics(const NumericsRecord& record) override;
+    void onStatePoint(std::int64_t step) override;
 
     // Saves the end-of-run checkpoint (an attached trainer's finished or stopped run, unless
     // the last epoch's checkpoint holds the same step), then writes the run's end. Returns the

@@ -149,13 +149,15 @@ qint64 RunStore::createRun(const NewRun& run)
         requireGroup(*run.groupId);
     if (run.sweepId)
         requireSweep(*run.sweepId);
+    if (run.parent && run.parent->runId)
+        requireRun(*run.parent->runId);
     const WriterIdentity writer = currentWriterIdentity();
     QSqlQuery insert = c.prepare(
         QStringLiteral("INSERT INTO runs (name, status, created_at, config_json, preset, precision, device, "
                        "kernels, engine_version, notes, group_id, writer_pid, writer_host, writer_boot, "
                        "writer_start, heartbeat_at, uid, sweep_id, sweep_index, world_size, data_fingerprint, "
-                       "model_source, model_sha256) "
-                       "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                       "model_source, model_sha256, parent_run_id, parent_step) "
+                       "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     const QString now = nowDbTime();
     const QString uid = run.uid.isEmpty() ? newUid() : run.uid;
     const QString modelSha256 = run.modelSource.isEmpty() ? QString() : storeModelFile(c, run.modelBytes);
@@ -180,7 +182,9 @@ qint64 RunStore::createRun(const NewRun& run)
                                   QVariant(std::max(1, run.worldSize)),
                                   dataColumn(run.dataFingerprint, run.dataPreparation),
                                   run.modelSource.isEmpty() ? QVariant() : QVariant(run.modelSource),
-                                  modelSha256.isEmpty() ? QVariant() : QVariant(modelSha256)}) {
+                                  modelSha256.isEmpty() ? QVariant() : QVariant(modelSha256),
+                                  run.parent ? nullable(run.parent->runId) : QVariant(),
+                                  run.parent ? QVariant(run.parent->step) : QVariant()}) {
         insert.addBindValue(value);
     }
     c.exec(insert, QStringLiteral("creating run \"%1\"").arg(name));

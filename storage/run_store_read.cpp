@@ -22,7 +22,7 @@ const QString kRunColumns = QStringLiteral(
     "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
     "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
     "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, kernels, uid, sweep_id, sweep_index, "
-    "world_size, data_fingerprint, model_source, model_sha256, "
+    "world_size, data_fingerprint, model_source, model_sha256, parent_run_id, parent_step, "
     "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
 
 RunInfo readRun(const QSqlQuery& q)
@@ -64,6 +64,9 @@ RunInfo readRun(const QSqlQuery& q)
     splitDataColumn(q.value(i++).toString(), run.dataFingerprint, run.dataPreparation);
     run.modelSource = q.value(i++).toString();
     run.modelSha256 = q.value(i++).toString();
+    const std::optional<qint64> parentId = optionalInt(q.value(i++));
+    if (const std::optional<qint64> parentStep = optionalInt(q.value(i++)))
+        run.parent = RunLineage{parentId, *parentStep};
     const QString tags = q.value(i++).toString();
     if (!tags.isEmpty()) {
         run.tags = tags.split(QChar(31));

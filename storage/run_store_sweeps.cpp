@@ -108,6 +108,18 @@ void copyRows(const Connection& c, const QString& table, const QStringList& colu
 
 // Checkpoint paths are stored relative to their database's directory; the imported rows
 // point at the source's files, relative to this database where they lie beneath it.
+// An imported fork's parent by its uid: the parent's id here, when the parent is here (imported
+// before it, or already present); else none, and the fork keeps only its parent step.
+void linkImportedFork(const Connection& c, qint64 newId, qint64 oldId)
+{
+    QSqlQuery link = c.prepare(QStringLiteral(
+        "UPDATE main.runs SET parent_run_id = (SELECT m.id FROM main.runs m JOIN src.runs p ON p.uid = m.uid "
+        "JOIN src.runs f ON f.parent_run_id = p.id WHERE f.id = ?) WHERE id = ?"));
+    link.addBindValue(oldId);
+    link.addBindValue(newId);
+    c.exec(link, QStringLiteral("linking imported run %1 to its parent").arg(newId));
+}
+
 void copyCheckpoints(const Connection& c, qint64 newId, qint64 oldId, const QString& sourceDir, const QString& ownDir)
 {
     QSqlQuery source =
@@ -248,7 +260,8 @@ ImportResult RunStore::importRuns(const QString& sourcePath)
            QStringLiteral("giving the source's runs an id"));
 
     copyModelFiles(c); // before the runs that refer to them
-    const QStringList runColumns = columnsOf(c, QStringLiteral("runs"), {"id", "name", "group_id", "sweep_id"});
+    const QStringList runColumns =
+        columnsOf(c, QStringLiteral("runs"), {"id", "name", "group_id", "sweep_id", "parent_run_id"});
     const QString runList = runColumns.join(QStringLiteral(", "));
     QSqlQuery insertRun = c.prepare(QStringLiteral("INSERT INTO main.runs (name, sweep_id, %1) SELECT ?, ?, %1 FROM "
                                                    "src.runs WHERE id = ?")
@@ -299,6 +312,7 @@ ImportResult RunStore::importRuns(const QString& sourcePath)
         insertRun.bindValue(2, oldId);
         c.exec(insertRun, QStringLiteral("importing run %1").arg(row[2].toString()));
         const qint64 newId = insertRun.lastInsertId().toLongLong();
+        linkImportedFork(c, newId, oldId);
         for (const auto& [table, columns] : children)
             copyRows(c, table, columns, newId, oldId);
         copyCheckpoints(c, newId, oldId, source.absolutePath(), directory());

@@ -32,6 +32,14 @@ struct StoredSummary {
     std::optional<double> samplesPerSecond; // training throughput over the whole run
 };
 
+// A fork's place in its parent (mantissa-cli fork): it continued `runId`'s training state
+// saved after `step`. runId is unset when the parent has been deleted since (or was not
+// imported with the fork); the step stays.
+struct RunLineage {
+    std::optional<qint64> runId;
+    qint64 step = 0;
+};
+
 // What createRun() needs. Everything but the config may be empty.
 struct NewRun {
     QString name;       // empty: generated as "<preset>-<precision>-<n>", e.g. "mlp-mixed-fp16-3"
@@ -53,7 +61,8 @@ struct NewRun {
     // stored once per content. Empty: the model is a layer list.
     QString modelSource;
     QByteArray modelBytes;
-    QString dataPreparation; // dataPreparationText() (engine/data/dataset.h); empty: not known
+    QString dataPreparation;          // dataPreparationText() (engine/data/dataset.h); empty: not known
+    std::optional<RunLineage> parent; // a fork: the run and step it started from
 };
 
 // One row of the runs table with its tags.
@@ -87,6 +96,7 @@ struct RunInfo {
     // recorded before it was stored. Kept in the data_fingerprint column after the fingerprint's
     // line (run_sql.h), so that no schema change was needed.
     QString dataPreparation;
+    std::optional<RunLineage> parent; // set for a fork only
 };
 
 // listRuns() filters; an empty field does not filter.

@@ -11,6 +11,16 @@ namespace mantissa::storage {
 
 namespace {
 
+// 12: forks (mantissa-cli fork): the run a run was forked from and the step it started after.
+// A fork outlives its parent: deleting the parent leaves parent_step and clears the id.
+QStringList forkLineageMigration()
+{
+    return {
+        QStringLiteral("ALTER TABLE runs ADD COLUMN parent_run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN parent_step INTEGER"),
+    };
+}
+
 // The schema is built by this chain of migrations, also for a new database, so every
 // step runs on every fresh database and stays tested. Append a step to change the
 // schema; never edit a released one. Version N is reached by running migration N.
@@ -235,6 +245,9 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
         QStringLiteral("ALTER TABLE runs ADD COLUMN model_source TEXT"),
         QStringLiteral("ALTER TABLE runs ADD COLUMN model_sha256 TEXT REFERENCES model_files (sha256)"),
     },
+    // 11: no change.
+    {},
+    forkLineageMigration(),
 }};
 
 int userVersion(const Connection& connection)

@@ -16,6 +16,21 @@ double speedup(const RunSummary& baseline, const RunSummary& run)
     return baseline.trainSeconds / run.trainSeconds;
 }
 
+namespace {
+
+// A fork trained only the steps after its branch point, so its time and another run's cover
+// different steps: beside a fork, the speedup is the ratio of the throughputs instead.
+bool comparesAFork(const RunRecording& baseline, const RunRecording& run) { return baseline.fork || run.fork; }
+
+double throughputRatio(const RunSummary& baseline, const RunSummary& run)
+{
+    if (baseline.samplesPerSecond <= 0 || run.samplesPerSecond <= 0)
+        return 0;
+    return run.samplesPerSecond / baseline.samplesPerSecond;
+}
+
+} // namespace
+
 ComparisonTableModel::ComparisonTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void ComparisonTableModel::setRuns(QList<std::shared_ptr<const RunRecording>> runs)
@@ -72,7 +87,12 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
         return bold;
     }
     if (role == Qt::ToolTipRole && index.column() == Speedup) {
-        QString tip = tr("Training time of the baseline (%1) divided by this run's").arg(m_runs[m_baseline]->name);
+        QString tip =
+            comparesAFork(*m_runs[m_baseline], r)
+                ? tr("This run's samples per second over the baseline's (%1): a fork trained only the "
+                     "steps after its branch point, so training times do not compare")
+                      .arg(m_runs[m_baseline]->name)
+                : tr("Training time of the baseline (%1) divided by this run's").arg(m_runs[m_baseline]->name);
         if (!r.kernels.isEmpty())
             tip += tr("\n\nKernels of this run:\n%1").arg(r.kernels);
         return tip;
@@ -104,14 +124,21 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
         }
         return QString("—");
     }
-    case TrainTime: return done ? QString("%1 s").arg(r.summary->trainSeconds, 0, 'f', 2) : QString("—");
+    case TrainTime:
+        if (!done)
+            return QString("—");
+        if (r.fork) // its own steps only
+            return QString("%1 s (after step %2)").arg(r.summary->trainSeconds, 0, 'f', 2).arg(r.fork->step);
+        return QString("%1 s").arg(r.summary->trainSeconds, 0, 'f', 2);
     case Throughput:
         // The global batch's samples over the training time: all ranks together.
         return done && r.summary->samplesPerSecond > 0 ? QString::number(r.summary->samplesPerSecond, 'f', 0)
                                                        : QString("—");
     case Speedup: {
         const auto& base = m_runs[m_baseline]->summary;
-        const double s = done && base ? speedup(*base, *r.summary) : 0;
+        const double s = !done || !base                          ? 0
+                         : comparesAFork(*m_runs[m_baseline], r) ? throughputRatio(*base, *r.summary)
+                                                                 : speedup(*base, *r.summary);
         if (s <= 0)
             return QString("—");
         // Whether the speedup is the hardware's: "1.52x (native bf16)", "0.97x (emulated fp16)".

@@ -4,6 +4,7 @@
 #include "ui/comparison_table_model.h"
 #include "ui/config_diff.h"
 #include "ui/epoch_metric.h"
+#include "ui/loss_curve.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/plot_style.h"
 #include "ui/plot_widget.h"
@@ -18,6 +19,8 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace mantissa::ui {
 
@@ -160,10 +163,13 @@ void ComparisonView::rebuildPlots()
         QPen pen = seriesPen(i, 2);
         if (i > 0)
             pen.setStyle(Qt::DashLine);
+        const LossCurve curve = smoothedLossCurve(r, 0.8);
         QCPGraph* loss = m_loss->addGraph();
         loss->setName(r.name);
         loss->setPen(pen);
-        loss->setData(r.step, smoothed(r.loss, 0.8), true);
+        loss->setData(curve.step, curve.loss, true);
+        if (curve.isFork())
+            drawBranch(i, curve);
         QCPGraph* accuracy = m_accuracy->addGraph();
         accuracy->setName(r.name);
         accuracy->setPen(pen);
@@ -177,6 +183,29 @@ void ComparisonView::rebuildPlots()
     }
     for (PlotWidget* p : plots())
         p->resetView();
+}
+
+void ComparisonView::drawBranch(int index, const LossCurve& curve)
+{
+    const RunRecording& r = *m_runs[index];
+    // The parent's curve before the branch, unless the parent is drawn whole already.
+    const bool parentShown = std::any_of(m_runs.begin(), m_runs.end(), [&r](const auto& other) {
+        return other->runId != 0 && other->runId == r.fork->parentRunId;
+    });
+    if (!parentShown) {
+        QColor faded = seriesColor(index);
+        faded.setAlpha(110);
+        QCPGraph* lead = m_loss->addGraph();
+        lead->setName(tr("%1 before the fork").arg(r.fork->parentName));
+        lead->setPen(QPen(faded, 1.5));
+        lead->setData(curve.leadStep, curve.leadLoss, true);
+    }
+    QCPGraph* branch = m_loss->addGraph();
+    branch->setName(tr("forked at step %1").arg(r.fork->step));
+    branch->setLineStyle(QCPGraph::lsNone);
+    branch->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, seriesColor(index), seriesColor(index), 10));
+    branch->setData({curve.step.first()}, {curve.loss.first()}, true);
+    branch->removeFromLegend();
 }
 
 void ComparisonView::rebuildDiff()

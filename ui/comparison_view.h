@@ -16,6 +16,7 @@ class QTableWidget;
 namespace mantissa::ui {
 
 class ComparisonTableModel;
+struct LossCurve;
 class LossScalePlot;
 class PlotWidget;
 
@@ -36,6 +37,9 @@ public:
 private:
     void rebuildPlots();
     void rebuildDiff();
+    // A fork's branch point on the loss plot, and its parent's curve before it when the parent
+    // is not among the runs compared.
+    void drawBranch(int index, const LossCurve& curve);
 
     QList<std::shared_ptr<const RunRecording>> m_runs;
     QLabel* m_heading;

@@ -189,6 +189,17 @@ void PlotWidget::saveWithDialog(const QString& suffix)
 void PlotWidget::showMenu(const QPoint& pos)
 {
     QMenu menu(this);
+    populateMenu(menu, pos);
+    menu.exec(mapToGlobal(pos));
+}
+
+void PlotWidget::populateMenu(QMenu& menu, const QPoint& pos)
+{
+    if (m_menuExtension) {
+        m_menuExtension(menu, xAxis->pixelToCoord(pos.x()));
+        if (!menu.isEmpty())
+            menu.addSeparator();
+    }
     menu.addAction(tr("Reset view"), this, &PlotWidget::resetView);
     if (m_logToggleAllowed) {
         QAction* log = menu.addAction(tr("Logarithmic y axis"));
@@ -199,7 +210,6 @@ void PlotWidget::showMenu(const QPoint& pos)
     menu.addSeparator();
     menu.addAction(tr("Save as PNG…"), this, [this] { saveWithDialog("png"); });
     menu.addAction(tr("Save as PDF…"), this, [this] { saveWithDialog("pdf"); });
-    menu.exec(mapToGlobal(pos));
 }
 
 } // namespace mantissa::ui

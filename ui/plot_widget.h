@@ -4,6 +4,8 @@
 // automatic fitting to the data until the user takes over the view.
 #include <qcustomplot.h>
 
+#include <functional>
+
 namespace mantissa::ui {
 
 class PlotWidget : public QCustomPlot {
@@ -27,6 +29,12 @@ public:
     QString title() const { return m_title; }
     // The heading drawn above the plot (the object name stays the one given at construction).
     void setTitle(const QString& title);
+    // Actions of the plot's owner at the top of the context menu, given the x coordinate the
+    // user clicked at ("Fork from here…" on a run's loss curve).
+    using MenuExtension = std::function<void(QMenu& menu, double x)>;
+    void setMenuExtension(MenuExtension extension) { m_menuExtension = std::move(extension); }
+    // The context menu for a click at `pos` (widget coordinates), as right-clicking shows it.
+    void populateMenu(QMenu& menu, const QPoint& pos);
 
 protected:
     void mousePressEvent(QMouseEvent* event) override;
@@ -43,6 +51,7 @@ private:
     bool m_logY = false;
     bool m_logToggleAllowed = true;
     bool m_dirty = false;
+    MenuExtension m_menuExtension;
 };
 
 } // namespace mantissa::ui

@@ -20,6 +20,20 @@ QString distributedDescription(const storage::RunInfo& run)
     }
 }
 
+// "#12 at step 480": the run a fork continues and where; empty for a run that is no fork. Sorted
+// by parent then step, so that a run's forks sit together in order.
+QVariant forkedFromText(const storage::RunInfo& r, bool sorting)
+{
+    if (!r.parent)
+        return QString();
+    if (sorting)
+        return QStringLiteral("%1:%2")
+            .arg(r.parent->runId.value_or(0), 12, 10, QChar('0'))
+            .arg(r.parent->step, 12, 10, QChar('0'));
+    return r.parent->runId ? QObject::tr("#%1 at step %2").arg(*r.parent->runId).arg(r.parent->step)
+                           : QObject::tr("(deleted) at step %1").arg(r.parent->step);
+}
+
 } // namespace
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -71,6 +85,7 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
         case BestAccuracy: return tr("Best test accuracy over the run's epochs");
         case Skipped: return tr("Steps skipped because a gradient overflowed");
         case Ranks: return tr("Processes that trained the run data-parallel (mpirun, srun); 1 for a single process");
+        case ForkedFrom: return tr("A fork: the run whose training state it continued, and after which step");
         default: return {};
         }
     }
@@ -82,6 +97,7 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
     case Preset: return tr("Preset");
     case Precision: return tr("Precision");
     case Ranks: return tr("Ranks");
+    case ForkedFrom: return tr("Forked from");
     case Status: return tr("Status");
     case BestAccuracy: return tr("Best acc.");
     case Skipped: return tr("Skipped");
@@ -121,6 +137,11 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
             return r.notes;
         if (index.column() == Ranks)
             return distributedDescription(r);
+        if (index.column() == ForkedFrom && r.parent)
+            return r.parent->runId ? tr("Continues run #%1's training state after step %2 with its own settings")
+                                         .arg(*r.parent->runId)
+                                         .arg(r.parent->step)
+                                   : tr("Forked at step %1 from a run no longer in this database").arg(r.parent->step);
         return {};
     }
     if (role == Qt::TextAlignmentRole && (index.column() == BestAccuracy || index.column() == Skipped ||
@@ -134,6 +155,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     case Preset: return r.preset;
     case Precision: return r.precision;
     case Ranks: return r.worldSize;
+    case ForkedFrom: return forkedFromText(r, sorting);
     case Status: return QString::fromLatin1(runStatusName(r.status));
     case BestAccuracy:
         if (sorting)

@@ -1,6 +1,6 @@
 #pragma once
 // The runs of the run database as a table: name, preset, precision, ranks (data parallel),
-// status, best test accuracy, skipped steps, duration, created, tags and notes. Names are editable in place
+// the run a fork continues and at which step, status, best test accuracy, skipped steps, duration, created, tags and notes. Names are editable in place
 // (a rename in the database); Qt::UserRole holds raw values for sorting.
 #include "storage/run_types.h"
 
@@ -20,6 +20,7 @@ public:
         Preset,
         Precision,
         Ranks,
+        ForkedFrom,
         Status,
         BestAccuracy,
         Skipped,

@@ -10,9 +10,13 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
 #include <QPushButton>
 #include <QSlider>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
 
 namespace mantissa::ui {
 
@@ -92,6 +96,17 @@ void RunMonitor::buildPlots()
     m_loss = new PlotWidget(tr("Loss"));
     m_loss->xAxis->setLabel(tr("step"));
     m_loss->yAxis->setLabel(tr("cross-entropy loss"));
+    // A recorded run that has ended can be forked at the saved state nearest the click.
+    m_loss->setMenuExtension([this](QMenu& menu, double step) {
+        if (!m_recording || m_recording->runId <= 0 || !m_recording->finished())
+            return;
+        const qint64 runId = m_recording->runId;
+        QAction* fork =
+            menu.addAction(tr("Fork from here…"), this, [this, runId, step] { emit forkRequested(runId, step); });
+        fork->setObjectName(QStringLiteral("forkFromHere"));
+        fork->setToolTip(tr("A new run from the training state saved nearest step %1, with other settings")
+                             .arg(std::max(0.0, std::round(step))));
+    });
     m_accuracy = new PlotWidget(tr("Accuracy"));
     m_accuracy->xAxis->setLabel(tr("epoch"));
     m_accuracy->yAxis->setLabel(tr("accuracy (%)"));

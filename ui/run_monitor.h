@@ -42,6 +42,10 @@ public:
     PlotWidget* allReducePlot() const { return m_allReduce; }
     QList<PlotWidget*> plots() const;
 
+signals:
+    // "Fork from here…" on the loss plot of a recorded run that has ended, clicked at `step`.
+    void forkRequested(qint64 runId, double step);
+
 private:
     void buildPlots();
     void clearGraphs();

@@ -21,6 +21,15 @@ struct OverflowMarker {
     QString nonFinite; // what that tensor held, Inf told from NaN ("3 Inf, 1 NaN in 1.linear.weight")
 };
 
+// A fork's place in its parent (storage::RunLineage), with the parent's curve up to there: the
+// comparison draws a fork from its branch point with the parent's steps before it.
+struct ForkLineage {
+    qint64 parentRunId = 0; // 0: the parent is no longer in the database
+    QString parentName;
+    double step = 0;                    // the fork continued the state saved after this step
+    QVector<double> leadStep, leadLoss; // the parent's steps up to `step`
+};
+
 struct RunRecording {
     QString name;     // "mlp · fp32", or the database's name for a recorded run
     qint64 runId = 0; // in the run database; 0 when not recorded
@@ -40,6 +49,7 @@ struct RunRecording {
     QString kernels;
     // The fingerprint of the data it trained on (DatasetSplits::fingerprint); empty when not known.
     QString dataFingerprint;
+    std::optional<ForkLineage> fork; // set for a fork
 
     void append(const RecordBatch& batch);
     bool finished() const { return summary.has_value(); }

@@ -56,6 +56,22 @@ RunSummary engineSummary(const storage::RunInfo& info, const storage::StepSeries
     return s;
 }
 
+ForkLineage forkLineage(const storage::RunStore& store, const storage::RunLineage& parent)
+{
+    ForkLineage lineage;
+    lineage.step = static_cast<double>(parent.step);
+    if (!parent.runId)
+        return lineage;
+    lineage.parentRunId = *parent.runId;
+    lineage.parentName = store.run(*parent.runId).name;
+    const storage::StepSeries steps = store.steps(*parent.runId);
+    for (qsizetype i = 0; i < steps.size() && steps.step[i] <= lineage.step; ++i) {
+        lineage.leadStep << steps.step[i];
+        lineage.leadLoss << steps.loss[i];
+    }
+    return lineage;
+}
+
 } // namespace
 
 std::shared_ptr<RunRecording> loadStoredRun(const storage::RunStore& store, qint64 runId)
@@ -67,6 +83,8 @@ std::shared_ptr<RunRecording> loadStoredRun(const storage::RunStore& store, qint
     recording->kernels = info.kernels;
     recording->dataFingerprint = info.dataFingerprint;
     recording->config = parseRunConfig(info.configJson.toStdString(), "run " + info.name.toStdString());
+    if (info.parent)
+        recording->fork = forkLineage(store, *info.parent);
 
     const storage::StepSeries series = store.steps(runId);
     RecordBatch batch;

@@ -50,6 +50,8 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
         }
         const RunConfig resolved = withResolvedTask(config, data);
         Trainer trainer(resolved, *selection.backend, data);
+        if (!target.resumeFrom.isEmpty())
+            trainer.resumeFrom(target.resumeFrom.toStdString()); // before the run exists: a misfit leaves none
         // The run row is created only once config, data and model are known to be good, so
         // a typo leaves no run behind (the CLI does the same).
         std::unique_ptr<storage::RunStore> store;
@@ -60,6 +62,9 @@ void TrainingWorker::train(const RunConfig& config, const RecordingTarget& targe
             store = std::make_unique<storage::RunStore>(target.databasePath, options);
             storage::RunMetadata metadata;
             metadata.groupId = target.groupId;
+            metadata.name = target.runName;
+            if (!target.resumeFrom.isEmpty())
+                metadata.parent = storage::RunLineage{target.parentRunId, target.parentStep};
             metadata.tags = {QStringLiteral("gui")};
             metadata.dataFingerprint = QString::fromStdString(data.fingerprint);
             metadata.dataPreparation = QString::fromStdString(dataPreparationText(data));

@@ -225,6 +225,7 @@ QWidget* Workbench::buildLeftSide()
 QWidget* Workbench::buildRightSide()
 {
     m_monitor = new RunMonitor;
+    connect(m_monitor, &RunMonitor::forkRequested, this, &Workbench::forkStoredRun);
     m_numerics = new NumericsView;
     m_numerics->setObjectName("numerics");
     connect(m_monitor->scalePlot(), &LossScalePlot::overflowClicked, this, [this](const OverflowMarker& m) {
@@ -436,7 +437,9 @@ bool Workbench::startRun()
     }
     m_comparing = false;
     m_sequence.clear();
-    return m_controller->start({m_document->config()}, {databasePath(), std::nullopt});
+    RecordingTarget target;
+    target.databasePath = databasePath();
+    return m_controller->start({m_document->config()}, target);
 }
 
 bool Workbench::startComparison()
@@ -457,7 +460,8 @@ bool Workbench::startComparison()
     m_comparing = true;
     m_comparisonRuns = static_cast<int>(runs.size());
     m_sequence.clear();
-    RecordingTarget target{databasePath(), std::nullopt};
+    RecordingTarget target;
+    target.databasePath = databasePath();
     if (m_store) {
         // One comparison group, so the runs can be found and reported together later.
         QStringList others;

@@ -138,6 +138,14 @@ public:
     // step); false, with the reason in the banner, when it has none.
     bool startFromWeightsOf(qint64 runId);
     bool compareStoredRuns(const QList<qint64>& runIds);
+    // "Fork from here…" on a recorded run's loss curve: asks (ForkDialog) how the fork differs
+    // and starts it from the run's training state saved nearest `step`. False, with the reason
+    // in the banner, when the run has no saved state or the fork cannot start (or on Cancel).
+    bool forkStoredRun(qint64 runId, double step);
+    // The fork without the dialog: continues the state of `runId` saved after `step` with
+    // `config` (the parent's, changed), recorded as its fork. False, with the reason in the
+    // banner, when there is no state at `step` (the steps that have one are listed).
+    bool startFork(qint64 runId, qint64 step, const RunConfig& config, const QString& name = {});
 
     // Splitter and tab positions and the precisions to compare, for a host's QSettings.
     QByteArray saveLayout() const;

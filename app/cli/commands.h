@@ -7,6 +7,7 @@
 namespace mantissa::cli {
 
 int runTrainCommand(const QStringList& arguments);       // train_command.cpp
+int runForkCommand(const QStringList& arguments);        // fork_command.cpp
 int runCompareCommand(const QStringList& arguments);     // compare_command.cpp
 int runRunsCommand(const QStringList& arguments);        // runs_command.cpp
 int runShowCommand(const QStringList& arguments);        // show_command.cpp

@@ -43,7 +43,7 @@ int runExportModelCommand(const QStringList& arguments)
     try {
         const auto store = openRunStore(parser);
         const storage::RunInfo run = lookUpRun(*store, parser.positionalArguments().front());
-        const RunConfig config = storedRunConfig(*store, parser.positionalArguments().front());
+        const RunConfig config = storedRunConfig(*store, run);
         const QList<storage::CheckpointInfo> checkpoints = store->checkpoints(run.id);
         if (checkpoints.isEmpty())
             return fail(kCommand,

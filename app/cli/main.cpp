@@ -24,6 +24,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"train", mantissa::cli::runTrainCommand, "(--preset NAME | CONFIG.json | MODEL.onnx) [options]",
      "train a model and record the run"},
+    {"fork", mantissa::cli::runForkCommand, "RUN --at STEP [--precision M] [--lr X] [--set PATH=VALUE ...]",
+     "a new run from a run's training state saved at a step, with other settings"},
     {"compare", mantissa::cli::runCompareCommand,
      "(--preset NAME | CONFIG.json) --precisions fp32,mixed-fp16 [options]",
      "train once per precision in a comparison group; results table"},

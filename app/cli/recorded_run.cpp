@@ -44,6 +44,8 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& given, Back
 {
     const RunConfig config = withResolvedTask(given, data);
     Trainer trainer(config, backend, data, options.ranks);
+    if (!options.resumeFrom.isEmpty())
+        std::fprintf(stderr, "continuing: %s\n", trainer.resumeFrom(options.resumeFrom.toStdString()).c_str());
     std::fprintf(stderr, "%lld training and %lld test samples from %s; loss scaling: %s\n",
                  static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()),
                  data.directory.empty() ? "synthetic data" : data.directory.c_str(),
@@ -58,6 +60,7 @@ RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& given, Back
     metadata.sweepIndex = options.sweepIndex;
     metadata.dataFingerprint = QString::fromStdString(data.fingerprint);
     metadata.dataPreparation = QString::fromStdString(dataPreparationText(data));
+    metadata.parent = options.parent;
     storage::RunRecorder recorder(store, config, backend, metadata);
     RecordedRun result;
     result.precision = config.precision;

@@ -27,6 +27,9 @@ struct RecordingOptions {
     bool interactive = false; // live progress bar on stderr
     // Rank 0 of a data-parallel run (the only rank that records): the replicas' collectives.
     DataParallel* ranks = nullptr;
+    // A fork: the saved training state it continues (Trainer::resumeFrom) and its parent.
+    QString resumeFrom;
+    std::optional<storage::RunLineage> parent;
 };
 
 struct RecordedRun {
@@ -45,9 +48,10 @@ struct RecordedRun {
     nlohmann::json toJson() const;
 };
 
-// Trains `config` as a new run in `store`, stored with data.task resolved (withResolvedTask). Throws (ConfigError, StorageError, ...) only
-// for problems found before training starts; then nothing but the run row exists, and it
-// is marked failed. Problems during training end up in the returned status.
+// Trains `config` as a new run in `store`, stored with data.task resolved (withResolvedTask).
+// Throws (ConfigError, StorageError, IoError ...) only for problems found before training
+// starts, a fork's state that does not fit the model included; then nothing but the run row
+// exists, and it is marked failed. Problems during training end up in the returned status.
 RecordedRun trainRecorded(storage::RunStore& store, const RunConfig& config, Backend& backend,
                           const DatasetSplits& data, const RecordingOptions& options);
 

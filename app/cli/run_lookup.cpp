@@ -20,9 +20,8 @@ storage::RunInfo lookUpRun(const storage::RunStore& store, const QString& idOrNa
     }
 }
 
-RunConfig storedRunConfig(const storage::RunStore& store, const QString& idOrName)
+RunConfig storedRunConfig(const storage::RunStore& store, const storage::RunInfo& run)
 {
-    const storage::RunInfo run = lookUpRun(store, idOrName);
     RunConfig config = parseRunConfig(run.configJson.toStdString(), "run " + run.name.toStdString());
     if (!run.modelSha256.isEmpty()) {
         const QString model = store.modelFilePath(run);

@@ -9,8 +9,8 @@ namespace mantissa::cli {
 
 storage::RunInfo lookUpRun(const storage::RunStore& store, const QString& idOrName);
 
-// A stored run's config, to train or load again: an imported model is read from the database's
-// copy where its file has moved or changed since (said on stderr).
-RunConfig storedRunConfig(const storage::RunStore& store, const QString& idOrName);
+// A stored run's config, to train again (train --from-run) or continue (fork): an imported
+// model from the database's copy when its file has moved or changed since (said on stderr).
+RunConfig storedRunConfig(const storage::RunStore& store, const storage::RunInfo& run);
 
 } // namespace mantissa::cli

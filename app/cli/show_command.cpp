@@ -69,6 +69,16 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
         }
         printField(QStringLiteral("group"), group);
     }
+    if (run.parent) {
+        QString parent = QStringLiteral("a run since deleted");
+        if (run.parent->runId) {
+            parent = QStringLiteral("run %1").arg(*run.parent->runId);
+            try {
+                parent += QStringLiteral(" (%1)").arg(store.run(*run.parent->runId).name);
+            } catch (const std::exception&) {}
+        }
+        printField(QStringLiteral("forked from"), QStringLiteral("%1 after step %2").arg(parent).arg(run.parent->step));
+    }
     if (!run.tags.isEmpty())
         printField(QStringLiteral("tags"), run.tags.join(QStringLiteral(", ")));
     if (!run.notes.isEmpty())
@@ -245,7 +255,8 @@ void printCheckpoints(const QList<storage::CheckpointInfo>& checkpoints)
 {
     if (checkpoints.isEmpty())
         return;
-    std::printf("\ncheckpoints (the last one is what `train --init-from RUN` starts from)\n");
+    std::printf("\ncheckpoints (the last one is what `train --init-from RUN` starts from; each is a state `fork RUN "
+                "--at STEP` continues)\n");
     for (const storage::CheckpointInfo& c : checkpoints)
         std::printf("  epoch %d, step %lld: %s\n", c.epoch, static_cast<long long>(c.step), qPrintable(c.absolutePath));
 }

@@ -59,7 +59,7 @@ int runTrainCommand(const QStringList& arguments)
         std::optional<RunConfig> storedConfig;
         if (parser.isSet("from-run")) {
             store = openRunStore(parser);
-            storedConfig = storedRunConfig(*store, parser.value("from-run"));
+            storedConfig = storedRunConfig(*store, lookUpRun(*store, parser.value("from-run")));
         }
         RunConfig config = runConfigFromOptions(parser, parser.positionalArguments(), storedConfig);
         communicator = connectRanks();

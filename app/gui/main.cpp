@@ -45,11 +45,13 @@ int main(int argc, char** argv)
                                "e.g. fp32,bf16,fp8-hybrid,mxfp4,nvfp4), grabbed as comparison-recipes.png.",
                                "MODES");
     QCommandLineOption sweep("sweep", "Show this sweep of the run database in the Comparison tab.", "ID");
+    QCommandLineOption runs("runs", "Show these runs of the run database side by side in the Comparison tab.",
+                            "ID,ID...");
     QCommandLineOption model("model",
                              "Import this ONNX model (File > Import model…). With --screenshot: train it on synthetic "
                              "data in mxfp8 (or --precision MODE) and grab onnx-import.png.",
                              "FILE.onnx");
-    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, sweep, model});
+    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, sweep, runs, model});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -102,6 +104,12 @@ int main(int argc, char** argv)
     }
     if (parser.isSet(sweep))
         window.workbench()->showSweep(parser.value(sweep).toLongLong());
+    if (parser.isSet(runs)) {
+        QList<qint64> ids;
+        for (const QString& id : parser.value(runs).split(',', Qt::SkipEmptyParts))
+            ids << id.trimmed().toLongLong();
+        window.workbench()->compareStoredRuns(ids); // a bad id is said in the banner
+    }
     window.show();
     return QApplication::exec();
 }

@@ -132,6 +132,9 @@ struct TrainingSpec {
     // A recorded run saves a checkpoint at its end (finished or stopped) and, when this is N > 0,
     // after every Nth epoch as well (storage/run_recorder.h).
     int checkpointEveryEpochs = 0;
+    // A recorded run also saves its full training state every N steps (0 = never), between two
+    // steps: the states a fork starts from (mantissa-cli fork, storage/run_recorder.h).
+    std::int64_t saveStateEvery = 0;
     // A checkpoint file whose weights replace the initial ones (the optimizer and the loss
     // scaler start fresh): fine-tuning an fp32 model in mixed fp16, say. Empty: fresh weights.
     std::string initFrom;

@@ -453,6 +453,16 @@ const std::array kRunFields{
          .description = "A recorded run saves a checkpoint at its end and, with N > 0, every Nth epoch.",
          .minimum = 0,
          .maximum = 1e6}),
+    row<&R::training, &TrainingSpec::saveStateEvery>(
+        {.path = "training.save_state_every",
+         .label = "Save training state every N steps (0 = never)",
+         .unit = "steps",
+         .description = "A recorded run saves its full training state every N steps: the steps a fork can start "
+                        "from (mantissa-cli fork).",
+         .minimum = 0,
+         .maximum = 1e9,
+         .option = "save-state-every",
+         .write = WriteRule::UnlessDefault}),
     row<&R::training, &TrainingSpec::initFrom>(
         {.path = "training.init_from",
          .label = "Start from checkpoint",

@@ -181,14 +181,21 @@ public:
     // The scale a delayed-scaling operand uses at `step` (tests and the lens).
     float delayedScale(GemmOperand operand) const { return m_history[static_cast<int>(operand)].scale; }
 
-private:
+    // An operand's delayed-scaling state: what a saved training state keeps (checkpoint.cpp), so
+    // that a resumed run scales its next step as the run it continues would have.
     struct AmaxHistory {
         std::deque<float> amaxes; // the previous steps', newest last
         float pending = 0.0f;     // the largest amax of the open step
         bool open = false;
         std::uint64_t step = 0;
         float scale = 1.0f; // Transformer Engine starts from 1
+        bool operator==(const AmaxHistory&) const = default;
     };
+    // By operand (GemmOperand's order).
+    const std::array<AmaxHistory, 3>& amaxHistories() const { return m_history; }
+    void restoreAmaxHistories(const std::array<AmaxHistory, 3>& histories) { m_history = histories; }
+
+private:
     float delayedScaleFor(AmaxHistory& h, const GemmInputCall& call, MiniFloat element);
     // The open step's amax of a delayed-scaling operand joins the history (training passes only).
     static void noteDelayedAmax(AmaxHistory& h, const GemmInputCall& call, const OperandFormat& format, float amax);

@@ -106,6 +106,9 @@ public:
     // Leaves this layer's own GEMMs unquantised in the compute type (a recipe's kept first and
     // last GEMMs, keep_first_last); its sublayers are not touched.
     void keepGemmsUnquantised() { m_gemmInputs.setRecipe(GemmRecipe::None, m_gemmInputs.options()); }
+    // This layer's own GEMM-input quantiser, whose delayed-scaling history a saved training
+    // state carries (checkpoint.cpp).
+    GemmInputQuantizer& gemmInputs() { return m_gemmInputs; }
 
     // Creates parameters (working, grad and fp32 grad tensors) on `backend`. masterType is fp32
     // except in pure low-precision runs. Initialisation draws from `seed`. The default creates

@@ -3,6 +3,8 @@
 #include "engine/tensor/tensor.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mantissa {
 
@@ -15,6 +17,10 @@ struct Parameter {
     Tensor fp32Grad;       // unscaled fp32 gradient the optimizer reads (grad itself when grad is fp32)
     Tensor state1, state2; // optimizer state in master's dtype
     bool decay = true;     // weight decay applies (not to biases or normalisation)
+
+    // Every optimizer state tensor, by the name a checkpoint stores it under: all of a run's
+    // training state that lives beside the weights (an undefined one is not in use).
+    std::vector<std::pair<const char*, Tensor*>> optimizerState() { return {{"state1", &state1}, {"state2", &state2}}; }
 };
 
 } // namespace mantissa

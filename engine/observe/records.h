@@ -126,6 +126,10 @@ public:
     virtual void onEvent(const EventRecord&) {}
     // Per-layer statistics of a sampled step (RunConfig::numerics), after its onStep.
     virtual void onNumerics(const NumericsRecord&) {}
+    // Every training.save_state_every steps, between two steps: every step up to `step` has been
+    // read back and none is queued beyond it, so Trainer::saveCheckpoint saves a state that a
+    // fork resumes from exactly (the run recorder does).
+    virtual void onStatePoint(std::int64_t /*step*/) {}
 };
 
 } // namespace mantissa

@@ -204,6 +204,8 @@ struct Trainer::RunState {
     Clock::time_point lastRecord = Clock::now();
     std::optional<QueuedStep> pending; // queued, its record not read yet
     std::string divergence;            // set when a published step ends the run
+    int epoch = 1;                     // the epoch being trained
+    std::int64_t lastStatePoint = 0;   // the last step offered as a state point (or resumed from)
 
     float epochTrainLoss() const
     {
@@ -214,7 +216,10 @@ struct Trainer::RunState {
 RunSummary Trainer::run()
 {
     RunState run;
-    run.lastQueued = run.lastPublished = m_stepOffset;
+    const TrainingPosition start = m_resumeAt.value_or(TrainingPosition{});
+    run.lastQueued = run.lastPublished = run.lastStatePoint = start.step;
+    run.consecutiveSkips = start.consecutiveSkips;
+    m_position = start;
     if (regression()) // no accuracy to report: NaN is "not known" to every reader
         run.summary.testAccuracy = run.summary.bestTestAccuracy = NAN;
     BatchLoader loader(m_data.train, BatchLoaderOptions::training(m_config.training.batchSize, m_config.training.seed,
@@ -224,8 +229,11 @@ RunSummary Trainer::run()
     uploadScalerState(); // a checkpoint may have restored the scaler since the last run
     run.lastRecord = Clock::now();
     try {
-        for (int epoch = 1; epoch <= epochs && run.lastQueued < m_totalSteps; ++epoch) {
-            if (std::optional<RunEnd> end = trainEpoch(run, loader, epoch))
+        for (int epoch = start.epoch; epoch <= epochs && run.lastQueued < m_totalSteps; ++epoch) {
+            TrainingPosition from = start;
+            if (epoch != start.epoch)
+                from = TrainingPosition{.step = run.lastQueued, .epoch = epoch};
+            if (std::optional<RunEnd> end = trainEpoch(run, loader, from))
                 return conclude(run, *end);
             evaluateEpoch(run, epoch);
         }
@@ -235,15 +243,26 @@ RunSummary Trainer::run()
     return conclude(run, {RunStatus::Finished, ""});
 }
 
-std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& loader, int epoch)
+std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& loader, const TrainingPosition& start)
 {
+    const int epoch = start.epoch;
+    run.epoch = epoch;
     loader.startEpoch(epoch);
-    run.epochLoss = 0;
-    run.epochCorrect = 0;
-    run.epochSamples = 0;
-    run.finiteSteps = 0;
+    loader.seek(start.batchIndex);
+    run.epochLoss = start.epochLoss;
+    run.epochCorrect = start.epochCorrect;
+    run.epochSamples = start.epochSamples;
+    run.finiteSteps = start.finiteSteps;
     const auto diverged = [&run]() { return RunEnd{RunStatus::Diverged, run.divergence}; };
-    while (run.lastQueued < m_totalSteps && loader.next(run.batch)) {
+    const std::int64_t every = m_config.training.saveStateEvery;
+    while (run.lastQueued < m_totalSteps) {
+        if (every > 0 && run.lastQueued > run.lastStatePoint && run.lastQueued % every == 0) {
+            offerStatePoint(run, loader);
+            if (!run.divergence.empty())
+                return diverged();
+        }
+        if (!loader.next(run.batch))
+            break;
         // Every rank draws the same global batch (same seed, same order) and keeps its slice.
         if (m_ranks)
             m_ranks->takeSlice(run.batch);
@@ -271,6 +290,18 @@ std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& l
     if (!run.divergence.empty())
         return diverged();
     return std::nullopt;
+}
+
+void Trainer::offerStatePoint(RunState& run, const BatchLoader& loader)
+{
+    drain(run);
+    run.lastStatePoint = run.lastQueued;
+    if (!run.divergence.empty())
+        return;
+    m_position = {run.lastQueued,   run.epoch,        loader.position(), run.epochLoss,
+                  run.epochCorrect, run.epochSamples, run.finiteSteps,   run.consecutiveSkips};
+    for (auto* o : m_observers)
+        o->onStatePoint(run.lastQueued);
 }
 
 void Trainer::queueNextStep(RunState& run, int epoch)
@@ -409,6 +440,8 @@ void Trainer::evaluateEpoch(RunState& run, int epoch)
         record.validationAccuracy = validation.accuracy;
     }
     record.wallSeconds = secondsSince(run.start);
+    // The epoch is done and evaluated: a checkpoint saved now resumes at the next one's start.
+    m_position = {.step = run.lastPublished, .epoch = epoch + 1, .consecutiveSkips = run.consecutiveSkips};
     for (auto* o : m_observers)
         o->onEpoch(record);
     RunSummary& summary = run.summary;
@@ -445,6 +478,16 @@ RunSummary Trainer::conclude(RunState& run, const RunEnd& end)
         summary.trainLoss = run.epochTrainLoss();
     }
     summary.steps = run.lastPublished;
+    // Stopped mid-epoch: the end-of-run checkpoint resumes within it (the first step not taken).
+    if (m_position.step != run.lastPublished)
+        m_position = {run.lastPublished,
+                      run.epoch,
+                      run.lastPublished - static_cast<std::int64_t>(run.epoch - 1) * m_stepsPerEpoch,
+                      run.epochLoss,
+                      run.epochCorrect,
+                      run.epochSamples,
+                      run.finiteSteps,
+                      run.consecutiveSkips};
     summary.trainSeconds = run.trainSeconds;
     summary.samplesPerSecond = run.trainSeconds > 0 ? static_cast<double>(run.trainedSamples) / run.trainSeconds : 0;
     summary.wallSeconds = secondsSince(run.start);

@@ -12,6 +12,7 @@
 #include "engine/optim/optimizer.h"
 #include "engine/precision/loss_scaler.h"
 #include "engine/train/run_summary.h"
+#include "engine/train/training_position.h"
 
 #include <atomic>
 #include <exception>
@@ -52,14 +53,26 @@ public:
 
     Evaluation evaluate(const Dataset& data);
 
-    // Checkpoints hold fp32 master weights, buffers, optimizer and scaler state. Callable
-    // before or after run(), and from an observer's onEpoch: every step of the epoch has been
-    // read back by then, so the file holds the weights the epoch's evaluation measured (the
-    // run recorder saves its every-N-epochs checkpoints there).
+    // Checkpoints hold fp32 master weights, buffers, every optimizer state tensor, the loss
+    // scaler, Adam's step count, the recipe's delayed-scaling history and position(): a full
+    // training state. Callable before or after run(), from an observer's onEpoch (every step of
+    // the epoch has been read back by then, so the file holds the weights the epoch's evaluation
+    // measured; the run recorder saves its every-N-epochs checkpoints there) and from its
+    // onStatePoint.
     void saveCheckpoint(const std::string& path) const;
     // Loads a checkpoint from any precision into this run's precision. With weightsOnly the
     // optimizer and scaler start fresh (fine-tuning an fp32 model in mixed-fp16, say).
     void loadCheckpoint(const std::string& path, bool weightsOnly);
+    // Continues the run a checkpoint was saved from, at its position: weights, optimizer state
+    // and Adam's step count, the loss scaler (when this run scales the loss the same way), the
+    // delayed-scaling history (when this run has the same precision) and the place in the data
+    // order. This run's own settings apply from the next step on: a fork with none changed
+    // continues bit for bit as the saved run did. Call before run(). Returns what carried over,
+    // in words. IoError: unreadable, saved before checkpoints kept a position, or saved from a
+    // model of other shapes (the tensor and both shapes named, nothing loaded).
+    std::string resumeFrom(const std::string& path);
+    // Where the step loop stands: after run(), or at an observer's onEpoch or onStatePoint.
+    const TrainingPosition& position() const { return m_position; }
 
     Model& model() { return *m_model; }
     // The data-parallel ranks this replica trains with, or nullptr for a single process.
@@ -159,7 +172,9 @@ private:
     };
     // Queues and publishes an epoch's steps; the end of the run when the epoch ends it (stopped,
     // diverged), else nothing, with every step of the epoch published.
-    std::optional<RunEnd> trainEpoch(RunState& run, BatchLoader& loader, int epoch);
+    std::optional<RunEnd> trainEpoch(RunState& run, BatchLoader& loader, const TrainingPosition& start);
+    // At a training.save_state_every step: drains and tells the observers (onStatePoint).
+    void offerStatePoint(RunState& run, const BatchLoader& loader);
     // Queues step run.lastQueued on run.batch, publishes the step queued before it (running
     // ahead) and queues the new one again when that one was skipped; drains unless running ahead.
     void queueNextStep(RunState& run, int epoch);
@@ -197,7 +212,8 @@ private:
     bool m_stopAgreed = false;
     std::atomic<bool> m_paused{false};
     std::int64_t m_stepsPerEpoch = 0, m_totalSteps = 0;
-    std::int64_t m_stepOffset = 0; // steps already done before a resumed checkpoint
+    TrainingPosition m_position;                // where the loop stands (saved with a checkpoint)
+    std::optional<TrainingPosition> m_resumeAt; // resumeFrom(): where run() starts
     // The step as the device sees it: the batch, the step's scalars, and its graph.
     Tensor m_batchInputs, m_batchLabels;
     StepScalars m_scalars;

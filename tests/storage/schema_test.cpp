@@ -212,7 +212,7 @@ private slots:
         }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 10);
+        QCOMPARE(RunStore::schemaVersion(), 12);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(
@@ -254,7 +254,7 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 10);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 12);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM run_ranks")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM model_files")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE model_sha256 IS NOT NULL OR "
@@ -264,6 +264,10 @@ private slots:
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE data_fingerprint IS NOT NULL")).toInt(),
                      0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE world_size != 1")).toInt(), 0);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE parent_run_id IS NOT NULL OR "
+                                              "parent_step IS NOT NULL"))
+                         .toInt(),
+                     0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM numerics_gemm_inputs")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE kernels != ''")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM sweeps")).toInt(), 0);
@@ -408,8 +412,8 @@ private slots:
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 11") << 11 << false;
-        QTest::newRow("version 11, WAL") << 11 << true;
+        QTest::newRow("version 13") << 13 << false;
+        QTest::newRow("version 13, WAL") << 13 << true;
         QTest::newRow("version 1000") << 1000 << false;
     }
     void refusesNewerVersion()
