@@ -76,8 +76,8 @@ ShadowModel::ShadowModel(const ModelSpec& spec, Backend& backend, std::uint64_t 
     : m_backend(backend), m_model(withoutOverrides(spec), PrecisionMode::Fp32, backend, seed)
 {}
 
-ShadowReference ShadowModel::measure(Model& run, const Tensor& x, const Tensor& y, DataTask task,
-                                     std::uint64_t seed, std::uint64_t step)
+ShadowReference ShadowModel::measure(Model& run, const Tensor& x, const Tensor& y, DataTask task, std::uint64_t seed,
+                                     std::uint64_t step)
 {
     // The run's master weights (16-bit ones in a pure 16-bit run, widened) and buffers.
     const std::vector<Parameter*>& mine = m_model.parametersInBackwardOrder();
@@ -150,7 +150,7 @@ void ShadowComparison::compareWeightGradients()
     for (std::size_t k = 0; k < nodes.size(); ++k)
         for (Parameter* p : nodes[k].op->parameters())
             if (seen.insert(p).second)
-                    compare(k, ShadowTensor::WeightGrad, p->name, p->grad, m_reference.weightGradients, p->name,
+                compare(k, ShadowTensor::WeightGrad, p->name, p->grad, m_reference.weightGradients, p->name,
                         1.0 / m_lossScale);
 }
 

@@ -4,6 +4,7 @@
 // a bad interval refused.
 #include "engine/backend/backend.h"
 #include "engine/config/presets.h"
+#include "engine/lens/shadow_summary.h"
 #include "engine/numerics/shadow_error.h"
 #include "engine/train/trainer.h"
 #include "engine/util/check.h"
@@ -66,7 +67,7 @@ TEST(ShadowErrorMeasures, OppositeDirectionsHaveCosineMinusOne)
     const std::vector<float> c{-1, -2}, r{1, 2};
     const ErrorEnergies e = measureError(c, r);
     EXPECT_DOUBLE_EQ(e.cosine(), -1.0);
-    EXPECT_DOUBLE_EQ(e.relativeRms(), 2.0);                  // |c - r| = 2 |r|
+    EXPECT_DOUBLE_EQ(e.relativeRms(), 2.0);                // |c - r| = 2 |r|
     EXPECT_DOUBLE_EQ(e.sqnrDb(), -10.0 * std::log10(4.0)); // -6.02 dB
 }
 
@@ -98,6 +99,50 @@ TEST(ShadowErrorMeasures, NonFiniteValuesMakeEveryMeasureNaN)
     EXPECT_TRUE(std::isnan(e.relativeRms()));
     EXPECT_TRUE(std::isnan(e.cosine()));
     EXPECT_TRUE(std::isnan(e.sqnrDb()));
+}
+
+// ---- the ranking over a run ----
+
+ShadowError errorOf(const std::string& tensor, ShadowTensor kind, double relativeRms, bool nonFinite = false)
+{
+    // reference 1, error relativeRms^2: the relative RMS error is relativeRms.
+    ShadowError e;
+    e.layer = tensor;
+    e.tensor = tensor;
+    e.kind = kind;
+    e.energies.count = 1;
+    e.energies.nonFinite = nonFinite ? 1 : 0;
+    e.energies.reference = 1;
+    e.energies.compared = 1;
+    e.energies.error = relativeRms * relativeRms;
+    e.energies.dot = 1;
+    return e;
+}
+
+TEST(ShadowSummary, RanksByMeanRelativeErrorWithTheWorstStep)
+{
+    ShadowRecord a, b;
+    a.step = 10;
+    b.step = 20;
+    a.errors = {errorOf("x", ShadowTensor::Output, 1e-3), errorOf("y", ShadowTensor::Output, 4e-3),
+                errorOf("z", ShadowTensor::WeightGrad, 0, true)};
+    b.errors = {errorOf("x", ShadowTensor::Output, 5e-3), errorOf("y", ShadowTensor::Output, 1e-3),
+                errorOf("z", ShadowTensor::WeightGrad, 0, true)};
+    const std::vector<ShadowTensorSummary> ranked = rankShadowTensors({a, b});
+    ASSERT_EQ(ranked.size(), 3u);
+    EXPECT_EQ(ranked[0].tensor, "x"); // mean 3e-3 > y's 2.5e-3
+    EXPECT_NEAR(ranked[0].meanRelativeRms, 3e-3, 1e-15);
+    EXPECT_NEAR(ranked[0].worstRelativeRms, 5e-3, 1e-15);
+    EXPECT_EQ(ranked[0].worstStep, 20);
+    EXPECT_NEAR(ranked[0].meanSqnrDb(), -20 * std::log10(3e-3), 1e-9);
+    EXPECT_EQ(ranked[1].tensor, "y");
+    EXPECT_EQ(ranked[1].worstStep, 10);
+    // Only non-finite steps: no measure, ranked last.
+    EXPECT_EQ(ranked[2].tensor, "z");
+    EXPECT_EQ(ranked[2].nonFiniteSteps, 2);
+    EXPECT_TRUE(std::isnan(ranked[2].meanRelativeRms));
+    // One kind only.
+    EXPECT_EQ(rankShadowTensors({a, b}, ShadowTensor::WeightGrad).size(), 1u);
 }
 
 // ---- in the trainer ----
@@ -298,8 +343,8 @@ TEST(ShadowTrack, ReachesEveryNodeOfATransformerBlock)
     for (const ShadowError& e : r.errors)
         if (e.kind == ShadowTensor::Output)
             outputs.push_back(e.tensor);
-    for (const char* inside : {"2.transformer.norm1", "2.transformer.attention", "2.transformer.norm2",
-                               "2.transformer.mlp"}) {
+    for (const char* inside :
+         {"2.transformer.norm1", "2.transformer.attention", "2.transformer.norm2", "2.transformer.mlp"}) {
         SCOPED_TRACE(inside);
         EXPECT_NE(std::find(outputs.begin(), outputs.end(), inside), outputs.end());
         EXPECT_NE(find(r, ShadowTensor::InputGrad, inside), nullptr);
@@ -321,7 +366,8 @@ TEST(ShadowTrack, ReachesEveryNodeOfATransformerBlock)
 
 TEST(ShadowTrack, IntervalOutsideItsRangeIsAConfigError)
 {
-    const std::string base = R"({"name": "t", "model": {"input": [4], "classes": 2, "layers": [{"type": "linear", "units": 2}]}, )";
+    const std::string base =
+        R"({"name": "t", "model": {"input": [4], "classes": 2, "layers": [{"type": "linear", "units": 2}]}, )";
     for (const auto& [value, message] :
          {std::pair{"-1", "t.json: numerics.shadow_every must be 0 to 1000 steps (got -1)"},
           std::pair{"1001", "t.json: numerics.shadow_every must be 0 to 1000 steps (got 1001)"}}) {
