@@ -66,6 +66,7 @@ public:
     void onEpoch(const EpochRecord& record) override;
     void onEvent(const EventRecord& record) override;
     void onNumerics(const NumericsRecord& record) override;
+    void onShadow(const ShadowRecord& record) override;
 
     // Saves the end-of-run checkpoint (an attached trainer's finished or stopped run, unless
     // the last epoch's checkpoint holds the same step), then writes the run's end. Returns the
