@@ -44,12 +44,13 @@ int main(int argc, char** argv)
                                "With --screenshot: only Compare precisions over these modes (comma-separated, "
                                "e.g. fp32,bf16,fp8-hybrid,mxfp4,nvfp4), grabbed as comparison-recipes.png.",
                                "MODES");
+    QCommandLineOption run("run", "Open this run of the run database (with --numerics: on its Numerics tab).", "ID");
     QCommandLineOption sweep("sweep", "Show this sweep of the run database in the Comparison tab.", "ID");
     QCommandLineOption model("model",
                              "Import this ONNX model (File > Import model…). With --screenshot: train it on synthetic "
                              "data in mxfp8 (or --precision MODE) and grab onnx-import.png.",
                              "FILE.onnx");
-    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, sweep, model});
+    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, run, sweep, model});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -102,6 +103,13 @@ int main(int argc, char** argv)
     }
     if (parser.isSet(sweep))
         window.workbench()->showSweep(parser.value(sweep).toLongLong());
+    if (parser.isSet(run)) {
+        const qint64 id = parser.value(run).toLongLong();
+        if (parser.isSet(numerics))
+            window.workbench()->openStoredRunNumerics(id);
+        else
+            window.workbench()->openStoredRun(id);
+    }
     window.show();
     return QApplication::exec();
 }
