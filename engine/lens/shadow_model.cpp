@@ -24,11 +24,11 @@ ModelSpec withoutOverrides(ModelSpec spec)
     return spec;
 }
 
-std::vector<float> downloaded(Backend& backend, const Tensor& t)
+// `t` into `host`, whose memory the same tensor of the previous shadowed step leaves sized.
+void downloadInto(Backend& backend, const Tensor& t, std::vector<float>& host)
 {
-    std::vector<float> host(static_cast<std::size_t>(t.shape().numel()));
+    host.resize(static_cast<std::size_t>(t.shape().numel()));
     backend.download(t, host.data());
-    return host;
 }
 
 // Records the fp32 pass's tensors by node key.
@@ -40,12 +40,12 @@ public:
     void afterNodeForward(std::size_t node, const Tensor& output) override
     {
         if (!m_keys[node].empty())
-            m_reference.outputs[m_keys[node]] = downloaded(m_backend, output);
+            downloadInto(m_backend, output, m_reference.outputs[m_keys[node]]);
     }
     void afterNodeBackward(std::size_t node, const Tensor& inputGradient) override
     {
         if (!m_keys[node].empty() && inputGradient.defined())
-            m_reference.inputGradients[m_keys[node]] = downloaded(m_backend, inputGradient);
+            downloadInto(m_backend, inputGradient, m_reference.inputGradients[m_keys[node]]);
     }
 
 private:
@@ -76,8 +76,8 @@ ShadowModel::ShadowModel(const ModelSpec& spec, Backend& backend, std::uint64_t 
     : m_backend(backend), m_model(withoutOverrides(spec), PrecisionMode::Fp32, backend, seed)
 {}
 
-ShadowReference ShadowModel::measure(Model& run, const Tensor& x, const Tensor& y, DataTask task, std::uint64_t seed,
-                                     std::uint64_t step)
+ShadowReference& ShadowModel::measure(Model& run, const Tensor& x, const Tensor& y, DataTask task, std::uint64_t seed,
+                                      std::uint64_t step)
 {
     // The run's master weights (16-bit ones in a pure 16-bit run, widened) and buffers.
     const std::vector<Parameter*>& mine = m_model.parametersInBackwardOrder();
@@ -93,8 +93,7 @@ ShadowReference ShadowModel::measure(Model& run, const Tensor& x, const Tensor& 
     for (std::size_t i = 0; i < myBuffers.size(); ++i)
         m_backend.cast(*theirBuffers[i].second, *myBuffers[i].second);
 
-    ShadowReference reference;
-    ReferenceCapture capture(m_model.graph(), m_backend, reference);
+    ReferenceCapture capture(m_model.graph(), m_backend, m_reference);
     PassState pass{m_backend, true, seed, step};
     pass.nodeTap = &capture;
     ModelForward forward = m_model.forward(pass, x);
@@ -102,12 +101,12 @@ ShadowReference ShadowModel::measure(Model& run, const Tensor& x, const Tensor& 
     taskLoss(m_backend, task, forward.logits, y, 1.0f, &dlogits);
     m_model.backward(pass, dlogits, forward);
     for (Parameter* p : mine)
-        reference.weightGradients[p->name] = downloaded(m_backend, p->grad);
-    return reference;
+        downloadInto(m_backend, p->grad, m_reference.weightGradients[p->name]);
+    return m_reference;
 }
 
-ShadowComparison::ShadowComparison(const Model& run, Backend& backend, ShadowReference reference, float lossScale)
-    : m_graph(run.graph()), m_backend(backend), m_reference(std::move(reference)), m_lossScale(lossScale),
+ShadowComparison::ShadowComparison(const Model& run, Backend& backend, ShadowReference& reference, float lossScale)
+    : m_graph(run.graph()), m_backend(backend), m_reference(reference), m_lossScale(lossScale),
       m_keys(shadowNodeKeys(run.graph())), m_byNode(run.graph().nodes().size())
 {}
 
@@ -118,14 +117,14 @@ void ShadowComparison::compare(std::size_t node, ShadowTensor kind, const std::s
     const auto found = reference.find(key);
     if (found == reference.end())
         return;
-    m_host.resize(static_cast<std::size_t>(t.shape().numel()));
-    MANTISSA_ASSERT(m_host.size() == found->second.size());
-    m_backend.download(t, m_host.data());
+    std::vector<float>& host = m_reference.compared;
+    downloadInto(m_backend, t, host);
+    MANTISSA_ASSERT(host.size() == found->second.size());
     ShadowError e;
     e.layer = m_keys[node];
     e.kind = kind;
     e.tensor = tensor;
-    e.energies = measureError(m_host, found->second, unscale);
+    e.energies = measureError(host, found->second, unscale);
     m_byNode[node].push_back(std::move(e));
 }
 

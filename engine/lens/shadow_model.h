@@ -27,6 +27,7 @@ namespace mantissa {
 // The fp32 pass's tensors, by node key (shadowNodeKeys) and by parameter name.
 struct ShadowReference {
     std::map<std::string, std::vector<float>> outputs, inputGradients, weightGradients;
+    std::vector<float> compared; // the run's tensor being compared, downloaded
 };
 
 // A key per node of `graph`, empty for a node that has no rows (a cast): its name, with "#2",
@@ -41,13 +42,15 @@ public:
     ShadowModel(const ModelSpec& spec, Backend& backend, std::uint64_t seed);
 
     // The fp32 pass of step `step` on batch (x, y) with `run`'s weights and buffers (changing
-    // none). Its gradients are of the unscaled loss.
-    ShadowReference measure(Model& run, const Tensor& x, const Tensor& y, DataTask task, std::uint64_t seed,
-                            std::uint64_t step);
+    // none). Its gradients are of the unscaled loss. The tensors stay valid until the next
+    // measure(), which reuses their memory (shadowed steps come one at a time).
+    ShadowReference& measure(Model& run, const Tensor& x, const Tensor& y, DataTask task, std::uint64_t seed,
+                             std::uint64_t step);
 
 private:
     Backend& m_backend;
     Model m_model;
+    ShadowReference m_reference;
 };
 
 // The run's side of a shadowed step: install as PassState::nodeTap on the step's pass, call
@@ -56,7 +59,8 @@ private:
 class ShadowComparison final : public NodeTap {
 public:
     // `lossScale`: the scale the step's backward runs with, divided out of its gradients.
-    ShadowComparison(const Model& run, Backend& backend, ShadowReference reference, float lossScale);
+    // `reference` must outlive the comparison.
+    ShadowComparison(const Model& run, Backend& backend, ShadowReference& reference, float lossScale);
 
     void afterNodeForward(std::size_t node, const Tensor& output) override;
     void afterNodeBackward(std::size_t node, const Tensor& inputGradient) override;
@@ -71,11 +75,10 @@ private:
 
     const Graph& m_graph;
     Backend& m_backend;
-    ShadowReference m_reference;
+    ShadowReference& m_reference;
     float m_lossScale;
     std::vector<std::string> m_keys;
     std::vector<std::vector<ShadowError>> m_byNode; // per node: output, input gradient, weight gradients
-    std::vector<float> m_host;                      // the downloaded tensor, reused
 };
 
 } // namespace mantissa

@@ -189,9 +189,9 @@ Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, 
     if (isShadowStep(step)) {
         MANTISSA_ASSERT(!ahead); // the comparison reads tensors on the host as the step goes
         // The fp32 pass first, on the weights this step computes with, before the update.
-        ShadowReference reference = m_shadow->measure(*m_model, m_batchInputs, m_batchLabels, m_data.task,
-                                                      m_config.training.seed, static_cast<std::uint64_t>(step));
-        q.shadow = std::make_unique<ShadowComparison>(*m_model, m_backend, std::move(reference), m_scaler.scale());
+        ShadowReference& reference = m_shadow->measure(*m_model, m_batchInputs, m_batchLabels, m_data.task,
+                                                       m_config.training.seed, static_cast<std::uint64_t>(step));
+        q.shadow = std::make_unique<ShadowComparison>(*m_model, m_backend, reference, m_scaler.scale());
     }
     if (!q.probe && !q.shadow && runStepOnGraph(step)) {
         m_graph->replay();
