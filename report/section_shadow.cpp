@@ -23,19 +23,22 @@ void appendRunShadow(ReportDocument& document, const RunData& run)
                            .arg(run.label, formatCount(qint64(records.size())), formatCount(records.front().step),
                                 formatCount(records.back().step)));
     ReportTable worst;
-    worst.header = {QStringLiteral("Tensor"), QStringLiteral("Kind"), QStringLiteral("Mean rel. RMS error"),
+    worst.header = {QStringLiteral("Tensor"),    QStringLiteral("Kind"),         QStringLiteral("Mean rel. RMS error"),
                     QStringLiteral("Mean SQNR"), QStringLiteral("Worst (step)"), QStringLiteral("Non-finite steps")};
     worst.numeric = {false, false, true, true, true, true};
     const std::vector<ShadowTensorSummary> ranked = rankShadowTensors(records);
     for (std::size_t i = 0; i < ranked.size() && i < kWorstListed; ++i) {
         const ShadowTensorSummary& s = ranked[i];
-        worst.rows << QStringList{text(s.tensor), QString::fromLatin1(shadowTensorName(s.kind)),
-                                  text(formatRelativeRms(s.meanRelativeRms)), text(formatSqnrDb(s.meanSqnrDb())),
-                                  QStringLiteral("%1 (%2)").arg(text(formatRelativeRms(s.worstRelativeRms)),
-                                                                formatCount(s.worstStep)),
-                                  formatCount(s.nonFiniteSteps)};
+        worst.rows << QStringList{
+            text(s.tensor),
+            QString::fromLatin1(shadowTensorName(s.kind)),
+            text(formatRelativeRms(s.meanRelativeRms)),
+            text(formatSqnrDb(s.meanSqnrDb())),
+            QStringLiteral("%1 (%2)").arg(text(formatRelativeRms(s.worstRelativeRms)), formatCount(s.worstStep)),
+            formatCount(s.nonFiniteSteps)};
     }
-    document.table(worst, QStringLiteral("The %1 tensors with the largest mean relative error.").arg(worst.rows.size()));
+    document.table(worst,
+                   QStringLiteral("The %1 tensors with the largest mean relative error.").arg(worst.rows.size()));
 
     const ShadowRecord& last = records.back();
     ReportTable step;
@@ -46,8 +49,8 @@ void appendRunShadow(ReportDocument& document, const RunData& run)
         step.rows << QStringList{text(e.layer),
                                  e.kind == ShadowTensor::WeightGrad ? text(e.tensor) + QStringLiteral(" (gradient)")
                                                                     : QString::fromLatin1(shadowTensorName(e.kind)),
-                                 text(formatRelativeRms(e.energies.relativeRms())), text(formatCosine(e.energies.cosine())),
-                                 text(formatSqnrDb(e.energies.sqnrDb()))};
+                                 text(formatRelativeRms(e.energies.relativeRms())),
+                                 text(formatCosine(e.energies.cosine())), text(formatSqnrDb(e.energies.sqnrDb()))};
     document.table(step, QStringLiteral("Every layer at step %1, in forward order.").arg(formatCount(last.step)));
 }
 

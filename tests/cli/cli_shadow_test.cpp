@@ -49,16 +49,16 @@ private slots:
             QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         }
         // The command line's option sets the field as the config does.
-        const CliResult r = runCli(
-            {QStringLiteral("train"), both, QStringLiteral("--shadow-every"), QStringLiteral("4"), QStringLiteral("--db"), m_db});
+        const CliResult r = runCli({QStringLiteral("train"), both, QStringLiteral("--shadow-every"),
+                                    QStringLiteral("4"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
     }
 
     void printsTheLastShadowedStepAndTheWorstTensors()
     {
         // The run has no lens statistics, so `numerics` shows its track without --shadow.
-        const CliResult r = runCli(
-            {QStringLiteral("numerics"), QStringLiteral("shadowed-mixed-fp16-1"), QStringLiteral("--db"), m_db});
+        const CliResult r =
+            runCli({QStringLiteral("numerics"), QStringLiteral("shadowed-mixed-fp16-1"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(r.out.contains(QStringLiteral("shadow error track, step 15 (shadowed: 3 steps, 5 to 15); loss scale "
                                                "65536 divided out of the run's gradients\n")),
@@ -85,9 +85,10 @@ private slots:
 
     void nearestStepAndOneLayer()
     {
-        const CliResult r = runCli({QStringLiteral("numerics"), QStringLiteral("shadowed-mixed-fp16-1"),
-                                    QStringLiteral("--shadow"), QStringLiteral("--step"), QStringLiteral("7"),
-                                    QStringLiteral("--layer"), QStringLiteral("1.linear"), QStringLiteral("--db"), m_db});
+        const CliResult r =
+            runCli({QStringLiteral("numerics"), QStringLiteral("shadowed-mixed-fp16-1"), QStringLiteral("--shadow"),
+                    QStringLiteral("--step"), QStringLiteral("7"), QStringLiteral("--layer"),
+                    QStringLiteral("1.linear"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(r.out.contains(QStringLiteral("shadow error track, step 5 ")), qPrintable(r.out));
         QVERIFY(!r.out.contains(QStringLiteral("\n0.linear")));
@@ -124,9 +125,9 @@ private slots:
         QVERIFY2(none.err.contains(QStringLiteral("recorded no shadow errors; train it with \"numerics\": "
                                                   "{\"shadow_every\": 10} in its config (or --shadow-every 10)")),
                  qPrintable(none.err));
-        const CliResult layer = runCli({QStringLiteral("numerics"), QStringLiteral("shadowed-mixed-fp16-1"),
-                                        QStringLiteral("--shadow"), QStringLiteral("--layer"), QStringLiteral("9.conv"),
-                                        QStringLiteral("--db"), m_db});
+        const CliResult layer =
+            runCli({QStringLiteral("numerics"), QStringLiteral("shadowed-mixed-fp16-1"), QStringLiteral("--shadow"),
+                    QStringLiteral("--layer"), QStringLiteral("9.conv"), QStringLiteral("--db"), m_db});
         QCOMPARE(layer.exitCode, 2);
         QVERIFY2(layer.err.contains(QStringLiteral("no layer \"9.conv\" at step 15")), qPrintable(layer.err));
         const QString config = writeTinyConfig(m_dir.path(), {QStringLiteral("bad"), 1, 64, 32, QString()});
