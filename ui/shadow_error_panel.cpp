@@ -83,7 +83,7 @@ ShadowErrorPanel::ShadowErrorPanel(QWidget* parent) : QWidget(parent)
     auto* splitter = new QSplitter(Qt::Vertical);
     splitter->addWidget(m_plot);
     splitter->addWidget(m_worst);
-    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(chooser);
@@ -154,21 +154,27 @@ void ShadowErrorPanel::update()
     for (int x = 0; x < columns; ++x)
         for (int y = 0; y < rows; ++y)
             m_map->data()->setCell(x, y, kFloor);
-    double worst = kFloor + 1;
+    // The colours span the errors measured, in half decades; exact tensors take the lowest.
+    double lowest = 0, highest = kFloor;
     for (int x = 0; x < columns; ++x)
         for (const ShadowError& e : m_records[static_cast<std::size_t>(x)].errors) {
             if (e.kind != kind)
                 continue;
             const double rel = e.energies.relativeRms();
             const double value = std::isnan(rel) ? rel : rel == 0 ? kFloor : std::max(kFloor, std::log10(rel));
-            if (!std::isnan(value))
-                worst = std::max(worst, value);
+            if (!std::isnan(value) && value > kFloor) {
+                lowest = std::min(lowest, value);
+                highest = std::max(highest, value);
+            }
             m_map->data()->setCell(x, rowOf.at(e.tensor), value);
         }
-    m_map->setDataRange(QCPRange(kFloor, std::ceil(worst)));
+    if (highest <= kFloor)
+        lowest = highest = kFloor; // every tensor exact
+    m_map->setDataRange(
+        QCPRange(std::floor(2 * lowest) / 2, std::max(std::ceil(2 * highest) / 2, std::floor(2 * lowest) / 2 + 0.5)));
     // Labels on the rows; with many, every few.
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    const int every = std::max(1, static_cast<int>(m_rows.size()) / 24);
+    const int every = std::max(1, (static_cast<int>(m_rows.size()) + 15) / 16);
     for (int y = 0; y < m_rows.size(); y += every)
         ticker->addTick(y, m_rows[y]);
     m_plot->yAxis->setTicker(ticker);
@@ -183,10 +189,10 @@ void ShadowErrorPanel::update()
     m_worst->setRowCount(shown);
     for (int i = 0; i < shown; ++i) {
         const ShadowTensorSummary& s = ranked[static_cast<std::size_t>(i)];
-        const QStringList cells{text(s.tensor), text(formatRelativeRms(s.meanRelativeRms)),
-                                text(formatSqnrDb(s.meanSqnrDb())),
-                                QStringLiteral("%1 (%2)").arg(text(formatRelativeRms(s.worstRelativeRms))).arg(s.worstStep),
-                                QString::number(s.nonFiniteSteps)};
+        const QStringList cells{
+            text(s.tensor), text(formatRelativeRms(s.meanRelativeRms)), text(formatSqnrDb(s.meanSqnrDb())),
+            QStringLiteral("%1 (%2)").arg(text(formatRelativeRms(s.worstRelativeRms))).arg(s.worstStep),
+            QString::number(s.nonFiniteSteps)};
         for (int c = 0; c < cells.size(); ++c)
             m_worst->setItem(i, c, new QTableWidgetItem(cells[c]));
     }
