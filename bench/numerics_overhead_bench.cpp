@@ -5,7 +5,13 @@
 // are computed on the training thread inside the step (the trainer's own timer), and
 // the observer that receives them does nothing, so this is the engine's cost alone.
 //
-//   numerics_overhead_bench [--steps N] [--rounds R] [--every K] [--threads T] [--precision MODE] [--model NAME]
+// With --track shadow, the same for the shadow error track (numerics.shadow_every: an fp32
+// forward and backward beside the step and a comparison of every layer's tensors), every 10
+// steps by default. Target: at most 20% slower. A text preset (char-gpt) trains on its own
+// corpus, the others on synthetic data of their shape.
+//
+//   numerics_overhead_bench [--track lens|shadow] [--steps N] [--rounds R] [--every K] [--threads T]
+//                           [--precision MODE] [--model NAME]
 #include "engine/backend/backend.h"
 #include "engine/config/presets.h"
 #include "engine/train/trainer.h"
@@ -23,9 +29,10 @@ using namespace mantissa;
 namespace {
 
 struct Options {
+    bool shadow = false; // --track shadow
     std::int64_t steps = 300;
     int rounds = 4;
-    int every = 100;
+    int every = 0; // 0: the track's default, 100 for the lens and 10 for the shadow
     int threads = 0;
     std::string precision = "mixed-fp16";
     std::string model = "mlp";
@@ -49,6 +56,11 @@ struct Counter final : TrainingObserver {
         ++records;
         tensors += static_cast<std::int64_t>(r.tensors.size());
     }
+    void onShadow(const ShadowRecord& r) override
+    {
+        ++records;
+        tensors += static_cast<std::int64_t>(r.errors.size());
+    }
 };
 
 double median(std::vector<double> values)
@@ -62,15 +74,17 @@ RunConfig benchConfig(const Options& options, int every)
 {
     RunConfig config = presetConfig(options.model);
     config.precision = *parsePrecisionMode(options.precision);
-    config.data.dataset = DatasetKind::Synthetic;
-    config.data.syntheticShape = config.model.input;
-    config.data.syntheticClasses = config.model.classes;
-    config.data.syntheticTrain = config.training.batchSize * options.steps;
-    config.data.syntheticTest = config.training.batchSize;
+    if (config.data.dataset != DatasetKind::Text) {
+        config.data.dataset = DatasetKind::Synthetic;
+        config.data.syntheticShape = config.model.input;
+        config.data.syntheticClasses = config.model.classes;
+        config.data.syntheticTrain = config.training.batchSize * options.steps;
+        config.data.syntheticTest = config.training.batchSize;
+    }
     config.training.epochs = 1;
     config.training.maxSteps = options.steps;
     config.training.threads = options.threads;
-    config.numerics.every = every;
+    (options.shadow ? config.numerics.shadowEvery : config.numerics.every) = every;
     return config;
 }
 
@@ -90,7 +104,9 @@ bool parseOptions(int argc, char** argv, Options& options)
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         const char* value = argv[i + 1];
-        if (flag == "--steps")
+        if (flag == "--track" && (std::string(value) == "lens" || std::string(value) == "shadow"))
+            options.shadow = std::string(value) == "shadow";
+        else if (flag == "--steps")
             options.steps = std::atoll(value);
         else if (flag == "--rounds")
             options.rounds = std::atoi(value);
@@ -105,6 +121,8 @@ bool parseOptions(int argc, char** argv, Options& options)
         else
             return false;
     }
+    if (options.every == 0)
+        options.every = options.shadow ? 10 : 100;
     return (argc % 2) == 1 && options.steps > 0 && options.rounds > 0 && options.every >= 1 && options.every <= 1000 &&
            parsePrecisionMode(options.precision);
 }
@@ -115,8 +133,9 @@ int main(int argc, char** argv)
 {
     Options options;
     if (!parseOptions(argc, argv, options)) {
-        std::fprintf(stderr, "usage: numerics_overhead_bench [--steps N] [--rounds R] [--every K] [--threads T] "
-                             "[--precision MODE] [--model NAME]\n");
+        std::fprintf(stderr,
+                     "usage: numerics_overhead_bench [--track lens|shadow] [--steps N] [--rounds R] [--every K] "
+                     "[--threads T] [--precision MODE] [--model NAME]\n");
         return 2;
     }
     try {
@@ -124,7 +143,9 @@ int main(int argc, char** argv)
         const RunConfig on = benchConfig(options, options.every);
         auto backend = makeCpuBackend(options.threads);
         const DatasetSplits data = loadDatasets(off.data, off.training.seed);
-        std::printf("%s, %s, %lld steps of batch %lld, %d rounds, %s\n", options.model.c_str(),
+        const char* what = options.shadow ? "shadow" : "statistics";
+        const double target = options.shadow ? 20 : 5;
+        std::printf("%s, %s, %s, %lld steps of batch %lld, %d rounds, %s\n", what, options.model.c_str(),
                     options.precision.c_str(), static_cast<long long>(options.steps),
                     static_cast<long long>(off.training.batchSize), options.rounds, backend->name().c_str());
         Counter warmup;
@@ -141,14 +162,19 @@ int main(int argc, char** argv)
             const double b = measure(offFirst ? on : off, *backend, data, offFirst ? counter : ignored);
             rateOff.push_back(offFirst ? a : b);
             rateOn.push_back(offFirst ? b : a);
-            std::printf("round %d: off %.0f samples/s, every %d: %.0f samples/s\n", round + 1, rateOff.back(),
-                        options.every, rateOn.back());
+            std::printf("round %d: off %.0f samples/s, every %d: %.0f samples/s (%+.1f%% time)\n", round + 1,
+                        rateOff.back(), options.every, rateOn.back(), 100.0 * (rateOff.back() / rateOn.back() - 1.0));
         }
         const double medianOff = median(rateOff), medianOn = median(rateOn);
-        std::printf("statistics off:       %.0f samples/s (median)\n", medianOff);
-        std::printf("statistics every %d: %.0f samples/s (median; %lld records, %lld tensors)\n", options.every,
-                    medianOn, static_cast<long long>(counter.records), static_cast<long long>(counter.tensors));
-        std::printf("slowdown: %.2f%% (target <= 5%%)\n", 100.0 * (medianOff / medianOn - 1.0));
+        std::vector<double> slowdowns;
+        for (std::size_t i = 0; i < rateOff.size(); ++i)
+            slowdowns.push_back(100.0 * (rateOff[i] / rateOn[i] - 1.0));
+        std::printf("%s off:       %.0f samples/s (median)\n", what, medianOff);
+        std::printf("%s every %d: %.0f samples/s (median; %lld records, %lld tensors)\n", what, options.every, medianOn,
+                    static_cast<long long>(counter.records), static_cast<long long>(counter.tensors));
+        std::printf("slowdown: %.2f%% of medians, per round %.1f%% to %.1f%% (target <= %.0f%%)\n",
+                    100.0 * (medianOff / medianOn - 1.0), *std::min_element(slowdowns.begin(), slowdowns.end()),
+                    *std::max_element(slowdowns.begin(), slowdowns.end()), target);
         const double plainStep = median(counter.plainSeconds);
         double extra = 0;
         for (double s : counter.sampledSeconds)

@@ -108,6 +108,7 @@ ReportDocument buildReportDocument(const ReportData& data)
     appendSeedStatistics(document, data);
     appendPlots(document, data);
     appendOverflows(document, data);
+    appendShadowErrors(document, data);
     appendAppendix(document, data);
     return document;
 }

@@ -21,6 +21,7 @@ RunData loadRun(const RunStore& store, qint64 runId)
     run.epochs = store.epochs(runId);
     run.events = store.events(runId);
     run.ranks = store.rankThroughput(runId);
+    run.shadow = store.shadowRecords(runId);
     run.device = parseDeviceDescription(run.info.device);
     try {
         run.config = parseRunConfig(run.info.configJson.toStdString(), run.info.name.toStdString());

@@ -25,7 +25,8 @@ struct RunData {
     StepSeries steps;
     QList<EpochRecord> epochs;
     QList<EventRecord> events;
-    QList<RankThroughput> ranks; // a data-parallel run's ranks (run_ranks); empty otherwise
+    QList<RankThroughput> ranks;      // a data-parallel run's ranks (run_ranks); empty otherwise
+    std::vector<ShadowRecord> shadow; // the shadow error track (numerics.shadow_every); empty when off
     DeviceInfo device;
     QString label; // legend and table label: the precision, or the name if two runs share it
 

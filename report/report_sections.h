@@ -23,6 +23,9 @@ void appendSeedStatistics(ReportDocument& document, const ReportData& data);
 void appendPlots(ReportDocument& document, const ReportData& data);
 // Overflows: skipped steps, the first overflows, the parameters that overflowed most.
 void appendOverflows(ReportDocument& document, const ReportData& data);
+// Shadow error vs fp32 (only for runs with the track): the tensors that erred most against the
+// same step in fp32, and every layer at the last shadowed step.
+void appendShadowErrors(ReportDocument& document, const ReportData& data);
 // Appendix: each run's full config JSON.
 void appendAppendix(ReportDocument& document, const ReportData& data);
 

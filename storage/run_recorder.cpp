@@ -109,6 +109,12 @@ void RunRecorder::onStatePoint(std::int64_t)
     stopIfFailed();
 }
 
+void RunRecorder::onShadow(const ShadowRecord& record)
+{
+    m_writer->onShadow(record);
+    stopIfFailed();
+}
+
 bool RunRecorder::failed() const { return m_writer->failed() || !m_checkpointError.isEmpty(); }
 
 QString RunRecorder::errorMessage() const { return m_writer->failed() ? m_writer->errorMessage() : m_checkpointError; }

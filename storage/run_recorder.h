@@ -69,6 +69,7 @@ public:
     void onEvent(const EventRecord& record) override;
     void onNumerics(const NumericsRecord& record) override;
     void onStatePoint(std::int64_t step) override;
+    void onShadow(const ShadowRecord& record) override;
 
     // Saves the end-of-run checkpoint (an attached trainer's finished or stopped run, unless
     // the last epoch's checkpoint holds the same step), then writes the run's end. Returns the

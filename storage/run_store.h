@@ -90,6 +90,9 @@ public:
     QList<qint64> numericsSteps(qint64 runId) const;
     NumericsRecord numerics(qint64 runId, qint64 step) const;
     HistogramSeries histogramSeries(qint64 runId, const QString& tensor, TensorKind kind) const;
+    // The shadow error track (numerics.shadow_every): the shadowed steps after `afterStep`, in
+    // ascending order, each with its rows in the order they were recorded (run_store_shadow.cpp).
+    std::vector<ShadowRecord> shadowRecords(qint64 runId, qint64 afterStep = 0) const;
     // `filePath` is stored relative to directory() when it lies inside it.
     qint64 addCheckpoint(qint64 runId, const QString& filePath, qint64 step, int epoch);
 

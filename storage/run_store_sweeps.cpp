@@ -275,6 +275,8 @@ ImportResult RunStore::importRuns(const QString& sourcePath)
         {QStringLiteral("numerics_tensors"), {"run_id"}},
         {QStringLiteral("numerics_gemm_inputs"), {"run_id"}},
         {QStringLiteral("run_ranks"), {"run_id"}},
+        {QStringLiteral("shadow_steps"), {"run_id"}},
+        {QStringLiteral("shadow_errors"), {"run_id"}},
     };
     QList<std::pair<QString, QStringList>> children;
     for (const auto& [table, excluded] : childTables)

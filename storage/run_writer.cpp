@@ -126,6 +126,14 @@ void RunWriter::prepareStatements()
                        "nan_count, signal_energy, noise_energy, scale_exponents) "
                        "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .arg(m_runId));
+    m_insertShadowStep =
+        c.prepare(QStringLiteral("INSERT OR REPLACE INTO shadow_steps (run_id, step, loss_scale) VALUES (%1, ?, ?)")
+                      .arg(m_runId));
+    m_insertShadowError = c.prepare(
+        QStringLiteral("INSERT OR REPLACE INTO shadow_errors (run_id, step, ordinal, layer, kind, tensor, elements, "
+                       "non_finite, reference_energy, compared_energy, error_energy, dot) "
+                       "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            .arg(m_runId));
     m_insertCheckpoint = c.prepare(
         QStringLiteral("INSERT INTO checkpoints (run_id, path, step, epoch, created_at) VALUES (%1, ?, ?, ?, ?)")
             .arg(m_runId));
@@ -188,6 +196,17 @@ void RunWriter::onNumerics(const NumericsRecord& numerics)
         m_numerics.push_back(numerics);
     } catch (const std::bad_alloc&) {
         fail(QStringLiteral("%1: out of memory buffering numerics rows").arg(m_connection->path()));
+    }
+}
+
+void RunWriter::onShadow(const ShadowRecord& shadow)
+{
+    if (failed())
+        return;
+    try {
+        m_shadows.push_back(shadow);
+    } catch (const std::bad_alloc&) {
+        fail(QStringLiteral("%1: out of memory buffering shadow rows").arg(m_connection->path()));
     }
 }
 
@@ -282,6 +301,7 @@ bool RunWriter::commit(const FinishedRow* finish)
     m_epochs.clear();
     m_events.clear();
     m_numerics.clear();
+    m_shadows.clear();
     m_checkpoints.clear();
     m_lastCommit = Clock::now();
     if (finish)
@@ -294,6 +314,7 @@ void RunWriter::writePending(const FinishedRow* finish)
     const Connection& c = *m_connection;
     writeSteps();
     writeNumerics();
+    writeShadows();
     for (const EpochRecord& e : m_epochs) {
         int i = 0;
         m_insertEpoch.bindValue(i++, e.epoch);
@@ -412,6 +433,31 @@ void RunWriter::writeGemmInputs(const NumericsRecord& r, const QString& what)
     }
 }
 
+void RunWriter::writeShadows()
+{
+    const Connection& c = *m_connection;
+    for (const ShadowRecord& r : m_shadows) {
+        const QString what = QStringLiteral("writing the shadow errors of step %1 of run %2").arg(r.step).arg(m_runId);
+        m_insertShadowStep.bindValue(0, qlonglong(r.step));
+        m_insertShadowStep.bindValue(1, double(r.lossScale));
+        c.exec(m_insertShadowStep, what);
+        int ordinal = 0;
+        for (const ShadowError& e : r.errors) {
+            int i = 0;
+            m_insertShadowError.bindValue(i++, qlonglong(r.step));
+            m_insertShadowError.bindValue(i++, ordinal++);
+            m_insertShadowError.bindValue(i++, text(QString::fromStdString(e.layer)));
+            m_insertShadowError.bindValue(i++, QString::fromLatin1(shadowTensorName(e.kind)));
+            m_insertShadowError.bindValue(i++, text(QString::fromStdString(e.tensor)));
+            m_insertShadowError.bindValue(i++, qlonglong(e.energies.count));
+            m_insertShadowError.bindValue(i++, qlonglong(e.energies.nonFinite));
+            for (double sum : {e.energies.reference, e.energies.compared, e.energies.error, e.energies.dot})
+                m_insertShadowError.bindValue(i++, sum);
+            c.exec(m_insertShadowError, what);
+        }
+    }
+}
+
 void RunWriter::rollback()
 {
     m_rollback.exec(); // fails harmlessly when SQLite already rolled back (SQLITE_FULL)
@@ -426,6 +472,7 @@ void RunWriter::fail(const QString& message)
     // The rows cannot be stored; do not let them grow while the trainer winds down.
     std::vector<StepRecord>().swap(m_steps);
     std::vector<NumericsRecord>().swap(m_numerics);
+    std::vector<ShadowRecord>().swap(m_shadows);
     m_epochs.clear();
     m_events.clear();
     m_checkpoints.clear();

@@ -53,6 +53,8 @@ public:
     void onEvent(const EventRecord& event) override;
     // Buffered like steps: committed with them (a sampled step's rows arrive every N steps).
     void onNumerics(const NumericsRecord& numerics) override;
+    // Buffered like numerics.
+    void onShadow(const ShadowRecord& shadow) override;
     // Records a checkpoint file written by the trainer (stored relative to the database).
     void addCheckpoint(const QString& filePath, qint64 step, int epoch);
 
@@ -86,6 +88,7 @@ private:
     void writeSteps();
     void writeNumerics();
     void writeGemmInputs(const NumericsRecord& record, const QString& what);
+    void writeShadows();
     void fail(const QString& message);
     bool markRunEnded(RunStatus status, const QString& message);
     void rollback();
@@ -101,6 +104,7 @@ private:
     QSqlQuery m_insertStep;                   // one row
     QSqlQuery m_insertEpoch, m_insertEvent, m_insertCheckpoint, m_heartbeat;
     QSqlQuery m_insertNumericsStep, m_insertNumericsTensor, m_insertGemmInput;
+    QSqlQuery m_insertShadowStep, m_insertShadowError;
     QSqlQuery m_begin, m_commit, m_rollback;
 
     struct PendingCheckpoint {
@@ -113,6 +117,7 @@ private:
     std::vector<EpochRecord> m_epochs;
     std::vector<EventRecord> m_events;
     std::vector<NumericsRecord> m_numerics;
+    std::vector<ShadowRecord> m_shadows;
     std::vector<PendingCheckpoint> m_checkpoints;
     Clock::time_point m_lastCommit;
     int m_lockedCommits = 0; // consecutive commits that found the database locked

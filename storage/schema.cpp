@@ -11,6 +11,35 @@ namespace mantissa::storage {
 
 namespace {
 
+// 11: the shadow error track (numerics.shadow_every): per shadowed step and per tensor of every
+// graph node (ordinal keeps the record's order: layers forward, then output, input gradient,
+// weight gradients), the sums the error measures follow from (engine/numerics/shadow_error.h),
+// over the elements finite in both passes; non_finite counts the others.
+QStringList shadowErrorsMigration()
+{
+    return {
+        QStringLiteral(R"(CREATE TABLE shadow_steps (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            step INTEGER NOT NULL,
+            loss_scale REAL NOT NULL,
+            PRIMARY KEY (run_id, step)) WITHOUT ROWID)"),
+        QStringLiteral(R"(CREATE TABLE shadow_errors (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            step INTEGER NOT NULL,
+            ordinal INTEGER NOT NULL,
+            layer TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('output', 'input_grad', 'weight_grad')),
+            tensor TEXT NOT NULL,
+            elements INTEGER NOT NULL,
+            non_finite INTEGER NOT NULL,
+            reference_energy REAL NOT NULL,
+            compared_energy REAL NOT NULL,
+            error_energy REAL NOT NULL,
+            dot REAL NOT NULL,
+            PRIMARY KEY (run_id, step, ordinal)) WITHOUT ROWID)"),
+    };
+}
+
 // 12: forks (mantissa-cli fork): the run a run was forked from and the step it started after.
 // A fork outlives its parent: deleting the parent leaves parent_step and clears the id.
 QStringList forkLineageMigration()
@@ -245,8 +274,7 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
         QStringLiteral("ALTER TABLE runs ADD COLUMN model_source TEXT"),
         QStringLiteral("ALTER TABLE runs ADD COLUMN model_sha256 TEXT REFERENCES model_files (sha256)"),
     },
-    // 11: no change.
-    {},
+    shadowErrorsMigration(),
     forkLineageMigration(),
 }};
 

@@ -5,6 +5,7 @@
 #include "storage/run_store.h"
 #include "ui/gemm_input_panel.h"
 #include "ui/numerics_table_model.h"
+#include "ui/shadow_error_panel.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -154,10 +155,21 @@ NumericsView::NumericsView(QWidget* parent) : QWidget(parent)
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
 
-    auto* layout = new QVBoxLayout(this);
+    auto* statistics = new QWidget;
+    auto* layout = new QVBoxLayout(statistics);
+    layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(chooser);
     layout->addWidget(m_note);
     layout->addWidget(splitter, 1);
+    m_shadow = new ShadowErrorPanel;
+    m_pages = new QTabWidget;
+    m_pages->setObjectName("numericsPages");
+    m_pages->addTab(statistics, tr("Statistics"));
+    m_pages->addTab(m_shadow, tr("Shadow error vs fp32"));
+    m_pages->setTabToolTip(1, tr("Every layer's outputs and gradients against the same step in fp32, every N "
+                                 "steps (Training → Shadow fp32 comparison every N steps)."));
+    auto* outer = new QVBoxLayout(this);
+    outer->addWidget(m_pages);
 
     connect(m_layer, &QComboBox::currentIndexChanged, this, &NumericsView::updateHeatmap);
     connect(m_kind, &QComboBox::currentIndexChanged, this, &NumericsView::updateHeatmap);
@@ -183,6 +195,7 @@ void NumericsView::clear(const QString& note)
     m_gemmInputs->setRecord({});
     m_tables->setTabEnabled(1, false);
     m_tables->setCurrentIndex(0);
+    m_shadow->clear();
     m_note->setText(note);
     m_note->setVisible(!note.isEmpty());
     updateHeatmap();
@@ -195,8 +208,16 @@ void NumericsView::setRun(const storage::RunStore* store, qint64 runId)
         clear(tr("Run %1 has no per-layer statistics: set Training → Statistics every N steps before "
                  "training to record them.")
                   .arg(runId));
+        // A run with only the shadow track opens on it.
+        m_shadow->setRun(store, runId);
+        m_pages->setCurrentWidget(m_shadow->hasSteps() ? static_cast<QWidget*>(m_shadow) : m_pages->widget(0));
+        if (m_shadow->hasSteps()) {
+            m_store = store;
+            m_runId = runId;
+        }
         return;
     }
+    m_shadow->setRun(store, runId);
     m_store = store;
     m_runId = runId;
     m_steps = steps;
@@ -218,6 +239,7 @@ void NumericsView::follow(const storage::RunStore* store, qint64 runId)
     clear(tr("Run %1 is training: its per-layer statistics appear here from the first sampled step.").arg(runId));
     m_store = store;
     m_runId = runId;
+    m_shadow->setRun(store, runId);
     refresh();
 }
 
@@ -225,9 +247,10 @@ bool NumericsView::refresh()
 {
     if (!m_store || m_runId <= 0)
         return false;
+    const bool shadowed = m_shadow->refresh();
     const QList<qint64> steps = m_store->numericsSteps(m_runId);
     if (steps.size() <= m_steps.size())
-        return false;
+        return shadowed;
     const bool first = m_steps.isEmpty();
     const bool onLatest = m_step->currentIndex() == m_step->count() - 1;
     if (first) {

@@ -36,6 +36,7 @@ namespace mantissa::ui {
 
 class GemmInputPanel;
 class NumericsTableModel;
+class ShadowErrorPanel;
 
 class NumericsView : public QWidget {
     Q_OBJECT
@@ -66,6 +67,9 @@ public:
     // selected step; the tables' tab widget holds it beside the per-tensor table.
     GemmInputPanel* gemmInputPanel() const { return m_gemmInputs; }
     QTabWidget* tableTabs() const { return m_tables; }
+    // The tab's two pages: the lens's statistics, and the shadow error track (shadow_error_panel.h).
+    QTabWidget* pages() const { return m_pages; }
+    ShadowErrorPanel* shadowPanel() const { return m_shadow; }
     QComboBox* layerCombo() const { return m_layer; }
     QComboBox* kindCombo() const { return m_kind; }
     QComboBox* stepCombo() const { return m_step; }
@@ -103,6 +107,8 @@ private:
     NumericsTableModel* m_model;
     QTabWidget* m_tables;
     GemmInputPanel* m_gemmInputs;
+    QTabWidget* m_pages;
+    ShadowErrorPanel* m_shadow;
     QString m_highlightedLayer;
 };
 

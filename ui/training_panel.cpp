@@ -105,6 +105,8 @@ QWidget* TrainingPanel::buildTraining()
     // The numerics lens (Numerics tab): per-layer statistics cost a pass over every tensor,
     // so they are sampled, not taken every step.
     m_numericsEvery = addField<QSpinBox>(form, "numerics.every");
+    // The shadow error track: an fp32 forward and backward beside the step, so sampled too.
+    m_shadowEvery = addField<QSpinBox>(form, "numerics.shadow_every");
     return box;
 }
 

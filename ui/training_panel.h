@@ -52,6 +52,7 @@ private:
     QSpinBox* m_epochs;
     QSpinBox* m_maxSteps;
     QSpinBox* m_numericsEvery;
+    QSpinBox* m_shadowEvery;
     QSpinBox* m_seed;
     QComboBox* m_device;
     QSpinBox* m_threads;

@@ -503,7 +503,7 @@ void Workbench::onRunStarted(int index, const RunConfig& config)
             : tr("%1 records no per-layer statistics: set Training → Statistics every N steps "
                  "before training to see them here.")
                   .arg(m_current->name));
-    if (config.numerics.every > 0)
+    if (config.numerics.every > 0 || config.numerics.shadowEvery > 0)
         m_numericsPoll->start();
     m_rightTabs->setCurrentWidget(m_monitor);
     const QString which = m_comparing ? tr(" (run %1 of %2)").arg(index + 1).arg(m_comparisonRuns) : QString();
@@ -594,6 +594,14 @@ bool Workbench::setDatabasePath(const QString& path, QString* error)
         return false;
     }
     m_browser->setStore(m_store.get());
+    return true;
+}
+
+bool Workbench::openStoredRunNumerics(qint64 runId)
+{
+    if (!openStoredRun(runId))
+        return false;
+    m_rightTabs->setCurrentWidget(m_numerics);
     return true;
 }
 

@@ -134,6 +134,9 @@ public:
     // Shows a recorded run in the monitor / recorded runs in the comparison, read back
     // from the database. False (and the reason in the banner) when they cannot be read.
     bool openStoredRun(qint64 runId);
+    // openStoredRun, then its Numerics tab in view (on the shadow error page when the run has
+    // only that).
+    bool openStoredRunNumerics(qint64 runId);
     // The next run starts from the stored run's latest checkpoint (training.init_from, one undo
     // step); false, with the reason in the banner, when it has none.
     bool startFromWeightsOf(qint64 runId);

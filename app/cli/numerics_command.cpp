@@ -4,6 +4,8 @@
 // overflow in the run's 16-bit type, and for gradients the loss scale that would lift
 // the chosen percentile into the normal range without overflow. Under a sub-16-bit recipe, a
 // second table shows what the quantisation did to every GEMM input (gemm_input_table.h).
+// With --shadow (or when the run has only that), the shadow error track instead: every layer
+// against the same step in fp32, and the tensors that erred most (shadow_table.h).
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -11,6 +13,7 @@
 #include "cli/run_format.h"
 #include "cli/run_lookup.h"
 #include "cli/scale_format.h"
+#include "cli/shadow_table.h"
 #include "cli/text_table.h"
 #include "engine/lens/what_if.h"
 
@@ -22,7 +25,39 @@ namespace mantissa::cli {
 namespace {
 
 constexpr const char* kCommand = "numerics";
-constexpr const char* kUsage = "RUN [--layer NAME] [--step N] [--percentile P]";
+constexpr const char* kUsage = "RUN [--shadow] [--layer NAME] [--step N] [--percentile P]";
+
+// The shadowed step nearest to `wanted`, or the last when `wanted` is negative.
+std::size_t nearestShadowed(const std::vector<ShadowRecord>& records, qint64 wanted)
+{
+    std::size_t best = records.size() - 1;
+    if (wanted < 0)
+        return best;
+    for (std::size_t i = records.size(); i-- > 0;)
+        if (std::llabs(records[i].step - wanted) <= std::llabs(records[best].step - wanted))
+            best = i;
+    return best;
+}
+
+int printShadow(const storage::RunInfo& run, const std::vector<ShadowRecord>& records, qint64 wantedStep,
+                const QString& layer)
+{
+    if (records.empty())
+        return fail(kCommand,
+                    QStringLiteral("run %1 (%2) recorded no shadow errors; train it with "
+                                   "\"numerics\": {\"shadow_every\": 10} in its config (or --shadow-every 10)")
+                        .arg(run.id)
+                        .arg(run.name),
+                    kExitBadInput);
+    std::printf("run %lld (%s)\n", static_cast<long long>(run.id), qPrintable(run.name));
+    const std::size_t at = nearestShadowed(records, wantedStep);
+    if (!printShadowStep(records, at, layer))
+        return fail(kCommand, QStringLiteral("no layer \"%1\" at step %2").arg(layer).arg(records[at].step),
+                    kExitBadInput);
+    if (layer.isEmpty())
+        printWorstShadowTensors(records, 5);
+    return kExitOk;
+}
 
 // The sampled step nearest to `wanted` (the earlier one on a tie).
 qint64 nearestStep(const QList<qint64>& steps, qint64 wanted)
@@ -80,6 +115,8 @@ int runNumericsCommand(const QStringList& arguments)
         "Per-layer numerics of a run at one sampled step (train with \"numerics\": {\"every\": N}).");
     parser.addPositionalArgument("run", "The run's id or name.", "RUN");
     addDatabaseOption(parser);
+    parser.addOption({"shadow", "The shadow error track: every layer against the same step in fp32 "
+                                "(train with \"numerics\": {\"shadow_every\": N})."});
     parser.addOption({"layer", "Only this layer (name \"3.linear\", index or tensor name).", "NAME"});
     parser.addOption({"step", "The sampled step nearest to N (default: the last).", "N"});
     parser.addOption({"percentile",
@@ -104,6 +141,9 @@ int runNumericsCommand(const QStringList& arguments)
         const auto store = openRunStore(parser);
         const storage::RunInfo run = lookUpRun(*store, parser.positionalArguments().first());
         const QList<qint64> steps = store->numericsSteps(run.id);
+        const std::vector<ShadowRecord> shadow = store->shadowRecords(run.id);
+        if (parser.isSet("shadow") || (steps.isEmpty() && !shadow.empty()))
+            return printShadow(run, shadow, wantedStep, parser.value("layer"));
         if (steps.isEmpty()) {
             return fail(kCommand,
                         QStringLiteral("run %1 (%2) recorded no numerics; train it with "
@@ -153,6 +193,9 @@ int runNumericsCommand(const QStringList& arguments)
                     "the normal range, top bin below the largest finite value ((!) = cannot both hold)\n",
                     percentile);
         printGemmInputs(record, layer);
+        if (!shadow.empty())
+            std::printf("\nthe run also has a shadow error track (%zu steps): mantissa-cli numerics %lld --shadow\n",
+                        shadow.size(), static_cast<long long>(run.id));
         return kExitOk;
     } catch (const std::exception& error) {
         return reportError(kCommand, error);

@@ -44,6 +44,7 @@ int main(int argc, char** argv)
                                "With --screenshot: only Compare precisions over these modes (comma-separated, "
                                "e.g. fp32,bf16,fp8-hybrid,mxfp4,nvfp4), grabbed as comparison-recipes.png.",
                                "MODES");
+    QCommandLineOption run("run", "Open this run of the run database (with --numerics: on its Numerics tab).", "ID");
     QCommandLineOption sweep("sweep", "Show this sweep of the run database in the Comparison tab.", "ID");
     QCommandLineOption runs("runs", "Show these runs of the run database side by side in the Comparison tab.",
                             "ID,ID...");
@@ -51,7 +52,7 @@ int main(int argc, char** argv)
                              "Import this ONNX model (File > Import model…). With --screenshot: train it on synthetic "
                              "data in mxfp8 (or --precision MODE) and grab onnx-import.png.",
                              "FILE.onnx");
-    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, sweep, runs, model});
+    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, run, sweep, runs, model});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -109,6 +110,13 @@ int main(int argc, char** argv)
         for (const QString& id : parser.value(runs).split(',', Qt::SkipEmptyParts))
             ids << id.trimmed().toLongLong();
         window.workbench()->compareStoredRuns(ids); // a bad id is said in the banner
+    }
+    if (parser.isSet(run)) {
+        const qint64 id = parser.value(run).toLongLong();
+        if (parser.isSet(numerics))
+            window.workbench()->openStoredRunNumerics(id);
+        else
+            window.workbench()->openStoredRun(id);
     }
     window.show();
     return QApplication::exec();

@@ -144,8 +144,14 @@ struct TrainingSpec {
 // numerics.every's largest value, in steps.
 inline constexpr int kMaxNumericsEvery = 1000;
 
+// numerics.shadow_every's largest value, in steps.
+inline constexpr int kMaxShadowEvery = 1000;
+
 struct NumericsSpec {
-    int every = 0;                // 0 = off, else 1..kMaxNumericsEvery
+    int every = 0; // 0 = off, else 1..kMaxNumericsEvery
+    // The shadow error track (engine/lens/shadow_model.h): every N steps the step is compared,
+    // layer by layer, with the same step in fp32. 0 = off, else 1..kMaxShadowEvery.
+    int shadowEvery = 0;
     bool scaledGradients = false; // gradient histograms of the scaled values instead of the unscaled
 };
 

@@ -476,6 +476,15 @@ const std::array kRunFields{
          .minimum = 0,
          .maximum = kMaxNumericsEvery,
          .option = "numerics-every"}),
+    row<&R::numerics, &NumericsSpec::shadowEvery>(
+        {.path = "numerics.shadow_every",
+         .label = "Shadow fp32 comparison every N steps (0 = off)",
+         .unit = "steps",
+         .description = "Every N steps, each layer's output and gradients against the same step in fp32; 0: off.",
+         .minimum = 0,
+         .maximum = kMaxShadowEvery,
+         .option = "shadow-every",
+         .write = WriteRule::UnlessDefault}),
     row<&R::numerics, &NumericsSpec::scaledGradients>(
         {.path = "numerics.scaled_gradients",
          .label = "Scaled gradients",

@@ -55,6 +55,19 @@ public:
     }
 };
 
+// Sees every node of the model's graph as a pass produces its tensors, nested layers of a block
+// included (a transformer block's norms, attention and MLP): the shadow error track installs
+// one on its steps only (PassState::nodeTap). Nodes are indices into Graph::nodes().
+class NodeTap {
+public:
+    virtual ~NodeTap() = default;
+    // After node `node`'s forward, with its first output.
+    virtual void afterNodeForward(std::size_t node, const Tensor& output) = 0;
+    // After node `node`'s backward, with the gradient of its first input (undefined where
+    // nothing upstream needs it). Not called for nodes whose backward does not run.
+    virtual void afterNodeBackward(std::size_t node, const Tensor& inputGradient) = 0;
+};
+
 // Runtime state shared by all layers of one pass.
 struct PassState {
     Backend& backend;
@@ -68,6 +81,7 @@ struct PassState {
     // synchronised: batch-norm layers then normalise with the global batch's statistics.
     CrossRankSum* batchNormAcrossRanks = nullptr;
     LayerTap* tap = nullptr;    // sees the model's top-level layers when set
+    NodeTap* nodeTap = nullptr; // sees every node of the model's graph when set
     std::size_t layerIndex = 0; // the top-level layer running, for LayerTap::insideForward
 };
 

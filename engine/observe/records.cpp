@@ -34,6 +34,24 @@ std::optional<TensorKind> parseTensorKind(const std::string& name)
     return std::nullopt;
 }
 
+const char* shadowTensorName(ShadowTensor kind)
+{
+    switch (kind) {
+    case ShadowTensor::Output: return "output";
+    case ShadowTensor::InputGrad: return "input_grad";
+    case ShadowTensor::WeightGrad: return "weight_grad";
+    }
+    return "?";
+}
+
+std::optional<ShadowTensor> parseShadowTensor(const std::string& name)
+{
+    for (ShadowTensor kind : {ShadowTensor::Output, ShadowTensor::InputGrad, ShadowTensor::WeightGrad})
+        if (name == shadowTensorName(kind))
+            return kind;
+    return std::nullopt;
+}
+
 std::string describeNonFinite(std::int64_t nonFinite, std::int64_t nan)
 {
     if (nan < 0)

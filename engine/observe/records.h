@@ -3,6 +3,7 @@
 // TrainingObserver. Storage and the UI consume exactly these.
 #include "engine/numerics/dtype.h"
 #include "engine/numerics/quant_stats.h"
+#include "engine/numerics/shadow_error.h"
 #include "engine/numerics/tensor_stats.h"
 #include "engine/precision/gemm_recipe.h"
 
@@ -103,6 +104,27 @@ struct NumericsRecord {
     std::vector<GemmInputNumerics> gemmInputs;
 };
 
+// The shadow error track (engine/lens/shadow_model.h): which tensor of a layer the run's
+// low-precision step is compared on with the same step in fp32.
+enum class ShadowTensor : std::uint8_t { Output, InputGrad, WeightGrad };
+const char* shadowTensorName(ShadowTensor kind); // "output", "input_grad", "weight_grad"
+std::optional<ShadowTensor> parseShadowTensor(const std::string& name);
+
+// One tensor of one shadowed step.
+struct ShadowError {
+    std::string layer; // the graph node: "2.transformer.attention", an imported graph's node name
+    ShadowTensor kind = ShadowTensor::Output;
+    std::string tensor; // the parameter for a weight gradient ("2.transformer.attention.query.weight"), else the layer
+    ErrorEnergies energies; // gradients unscaled
+};
+
+struct ShadowRecord {
+    std::int64_t step = 0;
+    float lossScale = 1; // the scale the step's backward used, divided out of its gradients
+    // Layers in forward order; within one, its output, its input gradient, its weight gradients.
+    std::vector<ShadowError> errors;
+};
+
 struct EventRecord {
     EventKind kind = EventKind::Overflow;
     std::int64_t step = 0;
@@ -130,6 +152,8 @@ public:
     // read back and none is queued beyond it, so Trainer::saveCheckpoint saves a state that a
     // fork resumes from exactly (the run recorder does).
     virtual void onStatePoint(std::int64_t /*step*/) {}
+    // Every layer of a shadowed step against its fp32 pass (numerics.shadow_every), after its onStep.
+    virtual void onShadow(const ShadowRecord&) {}
 };
 
 } // namespace mantissa

@@ -53,6 +53,13 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
                                "mid-way yet (set distributed.batch_norm to per-rank, or training.device to cpu)");
     m_model = std::make_unique<Model>(config.model, config.precision, backend, config.training.seed, config.recipe);
     m_params = m_model->parametersInBackwardOrder();
+    if (config.numerics.shadowEvery > 0) {
+        if (ranks && ranks->batchNormSums())
+            throw ConfigError("numerics.shadow_every cannot shadow a run whose batch norm is synchronised across "
+                              "ranks (distributed.batch_norm synchronised): the fp32 pass of each rank sees only "
+                              "its own slice; set distributed.batch_norm to per-rank or numerics.shadow_every to 0");
+        m_shadow = std::make_unique<ShadowModel>(config.model, backend, config.training.seed);
+    }
     m_optimizer.attach(backend, m_params);
     m_scalars.inputs = backend.empty({kStepInputCount}, DType::F32);
     m_scalars.state = backend.empty({kStepStateCount}, DType::F32);
@@ -115,6 +122,12 @@ bool Trainer::isNumericsStep(std::int64_t step) const
 {
     const int every = m_config.numerics.every;
     return every > 0 && step % every == 0;
+}
+
+bool Trainer::isShadowStep(std::int64_t step) const
+{
+    const int every = m_config.numerics.shadowEvery;
+    return m_shadow && every > 0 && step % every == 0;
 }
 
 ProbeSettings Trainer::probeSettings(float scale, bool scaledGradients) const
@@ -278,7 +291,7 @@ std::optional<Trainer::RunEnd> Trainer::trainEpoch(RunState& run, BatchLoader& l
             return RunEnd{RunStatus::Stopped, "stopped by the user at step " + std::to_string(run.lastPublished)};
         ++run.lastQueued;
         // Sampled steps read their tensors on the host as they go: nothing runs beside them.
-        if (isNumericsStep(run.lastQueued))
+        if (isObservedStep(run.lastQueued))
             drain(run);
         if (!run.divergence.empty())
             return diverged();
@@ -319,7 +332,7 @@ void Trainer::queueNextStep(RunState& run, int epoch)
             current = requeue(std::move(current));
     }
     run.pending = std::move(current);
-    if (!m_runAhead || run.pending->probe)
+    if (!m_runAhead || run.pending->probe || run.pending->shadow)
         drain(run);
 }
 
@@ -385,6 +398,9 @@ void Trainer::publishStepRecord(const RunState& run, const QueuedStep& queued, c
     if (outcome.numerics)
         for (auto* o : m_observers)
             o->onNumerics(*outcome.numerics);
+    if (outcome.shadow)
+        for (auto* o : m_observers)
+            o->onShadow(*outcome.shadow);
 }
 
 void Trainer::publishOverflow(std::int64_t step, StepOutcome& outcome)

@@ -6,6 +6,7 @@
 #include "engine/data/batch_loader.h"
 #include "engine/data/dataset.h"
 #include "engine/lens/numerics_probe.h"
+#include "engine/lens/shadow_model.h"
 #include "engine/model/model.h"
 #include "engine/observe/records.h"
 #include "engine/optim/lr_schedule.h"
@@ -116,6 +117,7 @@ private:
         int firstRank = -1;                       // data-parallel: the lowest of them, -1 if none
         std::optional<OverflowLocation> location; // skipped steps
         std::optional<NumericsRecord> numerics;   // sampled steps
+        std::optional<ShadowRecord> shadow;       // shadowed steps
         ScaleUpdate scaleUpdate;
         // Data-parallel with the all-reduce in the 16-bit compute type: what this step's sums did.
         std::optional<std::int64_t> allReduceFlushed, allReduceOverflowed;
@@ -125,8 +127,9 @@ private:
         std::int64_t step = 0;
         int epoch = 0;
         HostBatch batch;
-        std::unique_ptr<NumericsProbe> probe; // sampled steps
-        std::unique_ptr<HostRead> record;     // StepState, on its way to the host
+        std::unique_ptr<NumericsProbe> probe;     // sampled steps
+        std::unique_ptr<ShadowComparison> shadow; // shadowed steps
+        std::unique_ptr<HostRead> record;         // StepState, on its way to the host
     };
     // Uploads the batch and the step's inputs and queues the step (trainer_step.cpp).
     QueuedStep queueTrainStep(HostBatch batch, std::int64_t step, int epoch, bool ahead);
@@ -140,7 +143,7 @@ private:
     // Queues one whole step (forward, loss, backward, finite check, clip, update, loss-scale
     // rule) through `backend` on the batch tensors and m_scalars, reading nothing back: the
     // same body runs op by op or is recorded into a graph.
-    void queueStep(Backend& backend, PassState& pass, NumericsProbe* probe);
+    void queueStep(Backend& backend, PassState& pass, NumericsProbe* probe, ShadowComparison* shadow);
     // Data parallel, all-reduce in the compute type: averages the gradients in their own types.
     void averageGradientsByType(Backend& backend);
     // Replays the graph, capturing it first when this is the first eligible step; false when
@@ -152,6 +155,9 @@ private:
     // The host scaler's state into m_scalars.state, where the device carries it on.
     void uploadScalerState();
     bool isNumericsStep(std::int64_t step) const;
+    bool isShadowStep(std::int64_t step) const;
+    // Steps that read tensors on the host as they go: run op by op, with nothing queued beside them.
+    bool isObservedStep(std::int64_t step) const { return isNumericsStep(step) || isShadowStep(step); }
     // Whether the step loop ends here: this process's stop request, or for a data-parallel
     // run the one the ranks agreed on.
     bool stopNow() const { return m_ranks ? m_stopAgreed : m_stopRequested.load(); }
@@ -200,6 +206,7 @@ private:
     const DatasetSplits& m_data;
     DataParallel* m_ranks = nullptr;
     std::unique_ptr<Model> m_model;
+    std::unique_ptr<ShadowModel> m_shadow; // numerics.shadow_every > 0
     Optimizer m_optimizer;
     LrSchedule m_schedule;
     LossScaler m_scaler;

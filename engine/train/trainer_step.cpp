@@ -20,7 +20,7 @@
 
 namespace mantissa {
 
-void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
+void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe, ShadowComparison* shadow)
 {
     backend.beginStep(m_scalars);
     // What this step's forward pass does to the batch-norm running statistics is undone if the
@@ -39,6 +39,9 @@ void Trainer::queueStep(Backend& backend, PassState& pass, NumericsProbe* probe)
     } else {
         m_model->backward(pass, dlogits, forward);
     }
+    // The gradients as backward left them, before anything unscales, clips or averages them.
+    if (shadow)
+        shadow->compareWeightGradients();
     // Where the backend's optimizer can unscale a 16-bit gradient as it reads it, and nothing
     // else reads the fp32 copies (no clipping, no ranks averaging them), those copies are not
     // written at all: a null entry has the unscaling pass only measure its gradient.
@@ -135,7 +138,7 @@ bool Trainer::runStepOnGraph(std::int64_t step)
     m_graph = m_backend.captureGraph(
         [&](Backend& recorder) {
             PassState pass{recorder, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
-            queueStep(recorder, pass, nullptr);
+            queueStep(recorder, pass, nullptr, nullptr);
         },
         &why);
     m_graphStatus = m_graph ? "captured at step " + std::to_string(step) : "capture failed: " + why;
@@ -183,14 +186,22 @@ Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, 
         q.probe = std::make_unique<NumericsProbe>(*m_model, m_backend, settings);
         q.probe->measureWeights(); // the weights this step computes with, before the update
     }
-    if (!q.probe && runStepOnGraph(step)) {
+    if (isShadowStep(step)) {
+        MANTISSA_ASSERT(!ahead); // the comparison reads tensors on the host as the step goes
+        // The fp32 pass first, on the weights this step computes with, before the update.
+        ShadowReference& reference = m_shadow->measure(*m_model, m_batchInputs, m_batchLabels, m_data.task,
+                                                       m_config.training.seed, static_cast<std::uint64_t>(step));
+        q.shadow = std::make_unique<ShadowComparison>(*m_model, m_backend, reference, m_scaler.scale());
+    }
+    if (!q.probe && !q.shadow && runStepOnGraph(step)) {
         m_graph->replay();
         ++m_graphSteps;
     } else {
         PassState pass{m_backend, true, m_config.training.seed, static_cast<std::uint64_t>(step)};
         pass.tap = q.probe.get();
+        pass.nodeTap = q.shadow.get();
         pass.batchNormAcrossRanks = m_ranks ? m_ranks->batchNormSums() : nullptr;
-        queueStep(m_backend, pass, q.probe.get());
+        queueStep(m_backend, pass, q.probe.get(), q.shadow.get());
         ++m_eagerSteps;
     }
     q.record = m_backend.readAsync(m_scalars.state);
@@ -205,6 +216,8 @@ Trainer::StepOutcome Trainer::finishStep(QueuedStep& q, bool successorQueued)
     StepOutcome out;
     if (q.probe)
         out.numerics = q.probe->record(q.step);
+    if (q.shadow)
+        out.shadow = q.shadow->record(q.step);
     out.loss = state[slot(StepState::Loss)];
     out.correct = static_cast<std::int64_t>(state[slot(StepState::Correct)]);
     out.lossFinite = std::isfinite(out.loss);

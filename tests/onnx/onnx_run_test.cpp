@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 namespace mantissa {
 namespace {
@@ -34,8 +35,10 @@ RunConfig mlpRun(PrecisionMode mode)
 struct Steps final : TrainingObserver {
     std::vector<float> losses;
     std::vector<NumericsRecord> numerics;
+    std::vector<ShadowRecord> shadows;
     void onStep(const StepRecord& r) override { losses.push_back(r.loss); }
     void onNumerics(const NumericsRecord& r) override { numerics.push_back(r); }
+    void onShadow(const ShadowRecord& r) override { shadows.push_back(r); }
 };
 
 TEST(OnnxRun, ConfigTakesTheFilesShapes)
@@ -97,6 +100,39 @@ TEST(OnnxRun, RecipeCoverageNamesTheNodes)
     config.precision = PrecisionMode::Mxfp4;
     coverage = plannedGemmCoverage(config.model, config.precision, config.recipe);
     EXPECT_EQ(coverage.quantisedLayers(), (std::vector<std::string>{"/fc2/Gemm"}));
+}
+
+// The shadow error track compares every node of the imported graph by its ONNX name: exactly in
+// fp32 (the copy replays the step), by bf16's rounding in mixed-bf16.
+TEST(OnnxRun, ShadowTrackComparesEveryNodeByName)
+{
+    for (const PrecisionMode mode : {PrecisionMode::Fp32, PrecisionMode::MixedBf16}) {
+        SCOPED_TRACE(precisionModeName(mode));
+        RunConfig config = mlpRun(mode);
+        config.training.maxSteps = 4;
+        config.numerics.shadowEvery = 2;
+        auto backend = makeCpuBackend(1);
+        const DatasetSplits data = loadDatasets(config.data, config.training.seed);
+        Trainer trainer(config, *backend, data);
+        Steps steps;
+        trainer.addObserver(&steps);
+        ASSERT_EQ(trainer.run().status, RunStatus::Finished);
+        ASSERT_EQ(steps.shadows.size(), 2u);
+        std::set<std::string> outputs, weightGradients;
+        for (const ShadowError& e : steps.shadows[1].errors) {
+            (e.kind == ShadowTensor::WeightGrad ? weightGradients : outputs).insert(e.tensor);
+            const double rel = e.energies.relativeRms();
+            if (mode == PrecisionMode::Fp32) {
+                EXPECT_EQ(rel, 0.0) << e.tensor;
+            } else {
+                EXPECT_GT(rel, 1e-4) << e.tensor; // bf16 keeps 8 significant bits: 2^-9 / sqrt(3) = 1.1e-3 a rounding
+                EXPECT_LT(rel, 0.1) << e.tensor;
+            }
+        }
+        EXPECT_TRUE(outputs.count("/fc1/Gemm") && outputs.count("/fc2/Gemm") && outputs.count("/head/Gemm"));
+        EXPECT_EQ(weightGradients, (std::set<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias",
+                                                          "head.weight", "head.bias"}));
+    }
 }
 
 TEST(OnnxRun, NumericsLensNamesTheNodes)

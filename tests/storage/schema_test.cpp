@@ -127,6 +127,13 @@ const QStringList kVersion9 = {
     QStringLiteral("ALTER TABLE runs ADD COLUMN data_fingerprint TEXT"),
 };
 
+const QStringList kVersion10 = {
+    QStringLiteral(
+        "CREATE TABLE model_files (sha256 TEXT PRIMARY KEY, size_bytes INTEGER NOT NULL, bytes BLOB NOT NULL)"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN model_source TEXT"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN model_sha256 TEXT REFERENCES model_files (sha256)"),
+};
+
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
@@ -149,6 +156,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion8;
     if (version >= 9)
         statements += kVersion9;
+    if (version >= 10)
+        statements += kVersion10;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -199,9 +208,9 @@ private slots:
     void createsCurrentSchema_data()
     {
         QTest::addColumn<QString>("table");
-        for (const char* table :
-             {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags", "numerics_steps",
-              "numerics_tensors", "sweeps", "numerics_gemm_inputs", "run_ranks", "model_files"})
+        for (const char* table : {"runs", "steps", "epochs", "events", "checkpoints", "comparison_groups", "run_tags",
+                                  "numerics_steps", "numerics_tensors", "sweeps", "numerics_gemm_inputs", "run_ranks",
+                                  "model_files", "shadow_steps", "shadow_errors"})
             QTest::newRow(table) << QString::fromLatin1(table);
     }
     void createsCurrentSchema()
@@ -244,6 +253,8 @@ private slots:
         QTest::newRow("from version 7") << 7;
         QTest::newRow("from version 8") << 8;
         QTest::newRow("from version 9") << 9;
+        QTest::newRow("from version 10") << 10;
+        QTest::newRow("from version 11") << 11;
     }
     void migratesForward()
     {
@@ -255,6 +266,7 @@ private slots:
         {
             RawDatabase db(m_path);
             QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 12);
+            QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM shadow_errors")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM run_ranks")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM model_files")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM runs WHERE model_sha256 IS NOT NULL OR "

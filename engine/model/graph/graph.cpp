@@ -97,6 +97,8 @@ GraphForward Graph::forward(PassState& pass, const Tensor& x, bool taps) const
         for (std::size_t o = 0; o < out.outputs.size(); ++o)
             values[node.outputs[o]] = std::move(out.outputs[o]);
         result.contexts[k] = std::move(out.context);
+        if (taps && pass.nodeTap)
+            pass.nodeTap->afterNodeForward(k, values[node.outputs.front()]);
         if (taps && pass.tap && m_groups[node.group].lastNode == k)
             pass.tap->afterForward(node.group, values[node.outputs.front()]);
     }
@@ -168,6 +170,8 @@ Tensor Graph::backward(PassState& pass, const Tensor& dOutput, GraphForward& for
             pass.backend.add(sum, inputGradients[i], total);
             sum = total;
         }
+        if (taps && pass.nodeTap)
+            pass.nodeTap->afterNodeBackward(k, inputGradients.empty() ? Tensor() : inputGradients.front());
         if (tapsHere)
             pass.tap->afterBackward(node.group, inputGradients.empty() ? Tensor() : inputGradients.front());
     }
