@@ -8,10 +8,10 @@
 // what makes fp16 underflow and overflow real rather than simulated.
 #include "engine/backend/cpu_options.h"
 #include "engine/backend/geometry.h"
+#include "engine/backend/master_store.h"
 #include "engine/backend/pointwise_function.h"
 #include "engine/backend/step_scalars.h"
 #include "engine/numerics/tensor_stats.h"
-#include "engine/precision/master_weights.h"
 #include "engine/tensor/tensor.h"
 
 #include <cstdint>
@@ -99,13 +99,6 @@ struct OptimizerSlot {
     Tensor* compensation = nullptr;
     // The parameter's index in the model, which stochastic rounding draws by.
     std::uint32_t index = 0;
-};
-
-// How updated bf16 masters are stored (master_weights.h; fp32 masters ignore it). Stochastic
-// rounding draws by (seed, the step in StepInput::RoundingStepLow/High, slot index, element).
-struct MasterStore {
-    MasterRounding rounding = MasterRounding::Nearest;
-    std::uint64_t seed = 0;
 };
 
 struct SgdSettings {

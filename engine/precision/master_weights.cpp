@@ -38,8 +38,7 @@ constexpr std::array kMasterNames{
 };
 
 constexpr std::array kStateNames{
-    EnumEntry<OptimizerStatePrecision>{OptimizerStatePrecision::Auto, "auto", "auto",
-                                       "The master weights' dtype."},
+    EnumEntry<OptimizerStatePrecision>{OptimizerStatePrecision::Auto, "auto", "auto", "The master weights' dtype."},
     EnumEntry<OptimizerStatePrecision>{OptimizerStatePrecision::Fp32, "fp32", "fp32",
                                        "Momentum and Adam's moments in fp32."},
     EnumEntry<OptimizerStatePrecision>{OptimizerStatePrecision::Bf16, "bf16", "bf16",

@@ -16,6 +16,7 @@
 //    it, weight and compensation take the 4 bytes of an fp32 master, and the weight is also the
 //    working copy, where fp32 masters need a separate bf16 working copy (6 bytes). An fp32
 //    buffer would cost as much as fp32 masters and remove the reason to use the mode.
+#include "engine/backend/master_store.h"
 #include "engine/numerics/dtype.h"
 #include "engine/util/enum_table.h"
 
@@ -34,9 +35,6 @@ std::span<const EnumEntry<MasterWeights>> enumEntries<MasterWeights>();
 template <>
 std::span<const EnumEntry<OptimizerStatePrecision>> enumEntries<OptimizerStatePrecision>();
 
-// How an update is stored into bf16 masters (fp32 masters are stored as computed).
-enum class MasterRounding : std::uint8_t { Nearest, Stochastic, Kahan };
-
 struct UpdatePrecision {
     MasterWeights masters = MasterWeights::Auto;
     OptimizerStatePrecision state = OptimizerStatePrecision::Auto;
@@ -48,8 +46,7 @@ DType masterDType(MasterWeights masters, DType modeMaster);
 // The optimizer state's dtype beside masters of dtype `master`.
 DType optimizerStateDType(OptimizerStatePrecision state, DType master);
 MasterRounding masterRounding(MasterWeights masters);
-// Whether each parameter carries a compensation buffer (Parameter::compensation), and its dtype.
+// Whether each parameter carries a compensation buffer (Parameter::compensation, kCompensationDType).
 inline bool hasCompensation(MasterWeights masters) { return masterRounding(masters) == MasterRounding::Kahan; }
-inline constexpr DType kCompensationDType = DType::BF16;
 
 } // namespace mantissa

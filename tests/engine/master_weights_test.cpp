@@ -136,8 +136,8 @@ TEST_F(MasterWeightsTest, Bf16StochasticIsRightInExpectation)
     constexpr double kMean = 2.0000428, kDeviation = 0.08408;
     const auto w = textbook(MasterWeights::Bf16Stochastic, kCount);
     const double m = mean(w), sd = standardDeviation(w);
-    std::cout << "bf16-stochastic after " << kSteps << " updates of 0.001: mean " << m << ", sd " << sd
-              << ", weight 0 " << w[0] << "\n";
+    std::cout << "bf16-stochastic after " << kSteps << " updates of 0.001: mean " << m << ", sd " << sd << ", weight 0 "
+              << w[0] << "\n";
     EXPECT_NEAR(m, kMean, 4 * kDeviation / 64);
     EXPECT_NEAR(sd, kDeviation, 4 * kDeviation / std::sqrt(2.0 * kCount));
     for (float x : w)

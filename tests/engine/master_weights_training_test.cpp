@@ -29,7 +29,8 @@ RunConfig config(MasterWeights masters, OptimizerStatePrecision state = Optimize
     return c;
 }
 
-std::vector<float> lossesOf(const RunConfig& c)
+// `graphSteps`: where given, how many steps replayed a captured graph.
+std::vector<float> lossesOf(const RunConfig& c, std::int64_t* graphSteps = nullptr)
 {
     auto backend = makeCpuBackend(1);
     const DatasetSplits data = loadDatasets(c.data, c.training.seed);
@@ -37,6 +38,8 @@ std::vector<float> lossesOf(const RunConfig& c)
     Recorder recorder;
     trainer.addObserver(&recorder);
     trainer.run();
+    if (graphSteps)
+        *graphSteps = trainer.graphSteps();
     std::vector<float> out;
     for (const auto& s : recorder.steps)
         out.push_back(s.loss);
@@ -60,15 +63,15 @@ TEST(MasterWeightsTraining, EveryModeTrainsAndRecords)
             trainer.addObserver(&recorder);
             const RunSummary summary = trainer.run();
             const std::string label = std::string(enumKey(masters)) + " / state " + std::string(enumKey(state));
-            std::cout << label << ": test accuracy " << summary.testAccuracy << ", loss "
-                      << recorder.steps.front().loss << " -> " << recorder.steps.back().loss << "\n";
+            std::cout << label << ": test accuracy " << summary.testAccuracy << ", loss " << recorder.steps.front().loss
+                      << " -> " << recorder.steps.back().loss << "\n";
             EXPECT_EQ(summary.status, RunStatus::Finished) << label;
             EXPECT_EQ(recorder.steps.size(), 2u * (512 / 32)) << label;
             EXPECT_LT(recorder.steps.back().loss, recorder.steps.front().loss) << label;
             EXPECT_GT(summary.testAccuracy, 0.9f) << label;
             for (Parameter* p : trainer.model().parametersInBackwardOrder()) {
-                const DType master = masters == MasterWeights::Auto || masters == MasterWeights::Fp32 ? DType::F32
-                                                                                                      : DType::BF16;
+                const DType master =
+                    masters == MasterWeights::Auto || masters == MasterWeights::Fp32 ? DType::F32 : DType::BF16;
                 EXPECT_EQ(p->master.dtype(), master) << label << " " << p->name;
                 EXPECT_EQ(p->state1.dtype(), state == OptimizerStatePrecision::Bf16 ? DType::BF16 : master) << label;
                 EXPECT_EQ(p->compensation.defined(), masters == MasterWeights::Bf16Kahan) << label;
@@ -87,6 +90,21 @@ TEST(MasterWeightsTraining, StochasticRoundingRepeatsForASeedAndMovesWithIt)
     // The same initial weights and batches (the rounding's seed is the run's): the curves part
     // only where the draws do, after the first update.
     EXPECT_NE(lossesOf(config(MasterWeights::Bf16)), a);
+}
+
+TEST(MasterWeightsTraining, ACapturedStepDrawsTheStepsOwnBits)
+{
+    // A captured step replays with the inputs of each new step: the draws follow the step
+    // number there too, so the curve is the one the steps run op by op give.
+    for (MasterWeights masters : {MasterWeights::Bf16Stochastic, MasterWeights::Bf16Kahan}) {
+        RunConfig eager = config(masters);
+        eager.training.graphs = AutoSwitch::Off;
+        RunConfig captured = eager;
+        captured.training.graphs = AutoSwitch::On;
+        std::int64_t replayed = 0;
+        EXPECT_EQ(lossesOf(captured, &replayed), lossesOf(eager)) << enumKey(masters);
+        EXPECT_GT(replayed, 0) << enumKey(masters);
+    }
 }
 
 TEST(MasterWeightsTraining, CheckpointCarriesTheCompensation)
