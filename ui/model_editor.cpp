@@ -1,5 +1,6 @@
 #include "ui/model_editor.h"
 
+#include "engine/optim/parameter_bytes.h"
 #include "engine/util/format_number.h"
 #include "ui/combo_delegate.h"
 #include "ui/config_document.h"
@@ -172,13 +173,20 @@ void ModelEditor::refresh()
         return;
     }
     const QLocale locale;
-    const double batch = static_cast<double>(m_document->config().training.batchSize);
+    const RunConfig& config = m_document->config();
+    const double batch = static_cast<double>(config.training.batchSize);
     const double values = static_cast<double>(report.activationValuesPerSample) * batch;
-    m_totals->setText(tr("Parameters: %1   ·   FLOPs/sample: %2\nActivations per batch of %3: %4 in fp32, %5 in fp16")
+    // The layers that follow the run's mode; a layer with its own precision may differ.
+    const ParameterBytes perParameter = parameterBytes(config);
+    m_totals->setText(tr("Parameters: %1   ·   FLOPs/sample: %2\nActivations per batch of %3: %4 in fp32, %5 in fp16"
+                         "\nWeights and optimizer state per parameter: %6; %7 in all")
                           .arg(locale.toString(static_cast<qlonglong>(report.totalParameters)),
                                locale.toString(static_cast<qlonglong>(report.totalFlopsPerSample)))
                           .arg(static_cast<qlonglong>(batch))
-                          .arg(unbreakableBytes(values * 4), unbreakableBytes(values * 2)));
+                          .arg(unbreakableBytes(values * 4), unbreakableBytes(values * 2))
+                          .arg(QString::fromStdString(parameterBytesText(perParameter)),
+                               unbreakableBytes(static_cast<double>(report.totalParameters) *
+                                                static_cast<double>(perParameter.total()))));
 }
 
 } // namespace mantissa::ui

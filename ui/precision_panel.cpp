@@ -1,6 +1,7 @@
 #include "ui/precision_panel.h"
 
 #include "engine/backend/cpu/cpu_kernel_plan.h"
+#include "engine/optim/parameter_bytes.h"
 #include "ui/number_spin_box.h"
 #include "ui/recipe_panel.h"
 
@@ -51,6 +52,15 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
     m_kernelNote->setWordWrap(true);
     modeForm->addRow(m_kernelNote);
 
+    auto* updateBox = new QGroupBox(tr("Master weights and optimizer state"));
+    auto* updateForm = new QFormLayout(updateBox);
+    addField<QComboBox>(updateForm, "precision.master_weights");
+    addField<QComboBox>(updateForm, "precision.optimizer_state");
+    m_updateNote = new QLabel;
+    m_updateNote->setObjectName("precision.update_note");
+    m_updateNote->setWordWrap(true);
+    updateForm->addRow(m_updateNote);
+
     m_recipe = new RecipePanel(document);
 
     auto* scaleBox = new QGroupBox(tr("Loss scaling"));
@@ -74,6 +84,7 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
 
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(modeBox);
+    layout->addWidget(updateBox);
     layout->addWidget(m_recipe);
     layout->addWidget(scaleBox);
     layout->addStretch();
@@ -82,8 +93,14 @@ PrecisionPanel::PrecisionPanel(ConfigDocument* document, QWidget* parent) : Conf
 
 void PrecisionPanel::load(const RunConfig& c)
 {
-    m_modeNote->setText(fromView(enumEntry(c.precision).description));
+    QString modeNote = fromView(enumEntry(c.precision).description);
+    if (c.update != UpdatePrecision{})
+        modeNote += tr(" Its master weights and optimizer state are overridden below.");
+    m_modeNote->setText(modeNote);
     m_kernelNote->setText(kernelNote(c));
+    m_updateNote->setText(tr("%1\nPer parameter: %2")
+                              .arg(fromView(enumEntry(c.update.masters).description),
+                                   QString::fromStdString(parameterBytesText(parameterBytes(c)))));
     const LossScaleSpec& ls = c.lossScale;
     const LossScaleType type = PrecisionPolicy(c.precision).resolveLossScale(ls.type);
     if (ls.type == LossScaleType::Auto) {

@@ -1,6 +1,6 @@
 #pragma once
-// Precision mode, a sub-16-bit recipe's options and formats (recipe_panel.h) and loss scaling
-// (none, static, dynamic with its growth/backoff policy).
+// Precision mode, the master weights and optimizer state, a sub-16-bit recipe's options and
+// formats (recipe_panel.h) and loss scaling (none, static, dynamic with its growth/backoff policy).
 #include "ui/config_form.h"
 
 class QComboBox;
@@ -27,6 +27,7 @@ private:
     QLabel* m_modeNote;
     QComboBox* m_cpuKernels;
     QLabel* m_kernelNote; // which kernels the mode's compute type takes on this CPU
+    QLabel* m_updateNote; // the masters' rounding and the bytes each parameter takes
     RecipePanel* m_recipe;
     QComboBox* m_scaleType;
     QLabel* m_scaleNote;

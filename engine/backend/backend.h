@@ -8,6 +8,7 @@
 // what makes fp16 underflow and overflow real rather than simulated.
 #include "engine/backend/cpu_options.h"
 #include "engine/backend/geometry.h"
+#include "engine/backend/master_store.h"
 #include "engine/backend/pointwise_function.h"
 #include "engine/backend/step_scalars.h"
 #include "engine/numerics/tensor_stats.h"
@@ -83,10 +84,10 @@ struct BatchNormState {
 
 // One parameter as an optimizer step sees it.
 struct OptimizerSlot {
-    Tensor* master = nullptr;     // fp32 master weights, or the 16-bit weights in a pure mode
+    Tensor* master = nullptr;     // fp32 or 16-bit master weights (precision.master_weights)
     const Tensor* grad = nullptr; // fp32, already unscaled and clipped (unless scaledGrad is set)
-    Tensor* state1 = nullptr;     // momentum / Adam m, in master's dtype
-    Tensor* state2 = nullptr;     // Adam v, in master's dtype (unused by SGD)
+    Tensor* state1 = nullptr;     // momentum / Adam m, in the optimizer state's dtype
+    Tensor* state2 = nullptr;     // Adam v, likewise (unused by SGD)
     Tensor* working = nullptr;    // low-precision copy refreshed from master, or nullptr
     bool decay = true;            // weight decay applies (false for biases and norms)
     // Set only on a backend that unscalesInOptimizer(): the 16-bit gradient still multiplied by
@@ -94,16 +95,22 @@ struct OptimizerSlot {
     // The update reads float(scaledGrad) * (1 / state[LossScale]), the value that copy would
     // have held, so the bits are the same.
     const Tensor* scaledGrad = nullptr;
+    // Kahan summation's bf16 buffer, master's shape (MasterRounding::Kahan only).
+    Tensor* compensation = nullptr;
+    // The parameter's index in the model, which stochastic rounding draws by.
+    std::uint32_t index = 0;
 };
 
 struct SgdSettings {
     float momentum = 0, weightDecay = 0;
     bool nesterov = false;
+    MasterStore store;
 };
 
 struct AdamSettings {
     float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f, weightDecay = 0;
     bool decoupledDecay = false; // AdamW
+    MasterStore store;
 };
 
 // A copy to the host under way (Backend::readAsync).
@@ -419,9 +426,10 @@ public:
     virtual void clipGradNorm(std::span<Tensor* const> fp32Grads, StepScalars& scalars, float maxNorm,
                               bool fusedNorm = false) = 0;
     // One optimizer update over all slots with inputs[LearningRate] (and Adam's corrections
-    // from inputs): arithmetic in fp32, state and master rounded to master's dtype, then the
-    // working copy (if any) refreshed from master in the same pass. A skipped step leaves
-    // weights and state untouched.
+    // from inputs): arithmetic in fp32, state rounded to its own dtype, master stored in its
+    // dtype as the settings' MasterStore says (to nearest, stochastically, with Kahan
+    // compensation), then the working copy (if any) refreshed from master in the same pass. A
+    // skipped step leaves weights, state and compensation untouched.
     virtual void sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings& s, const StepScalars& scalars) = 0;
     virtual void adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars) = 0;
     // ScaleUsed = LossScale, then the dynamic rule (LossScaler::update, exactly) on Skipped;

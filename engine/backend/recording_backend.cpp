@@ -52,13 +52,16 @@ std::vector<const Tensor*> constPointers(std::vector<Tensor>& tensors)
 
 // An optimizer slot with its tensors owned, and the OptimizerSlot view of them.
 struct OwnedSlot {
-    Tensor master, grad, state1, state2, working, scaledGrad;
+    Tensor master, grad, state1, state2, working, scaledGrad, compensation;
     bool hasState1 = false, hasState2 = false, hasWorking = false, decay = true;
+    std::uint32_t index = 0;
 
     explicit OwnedSlot(const OptimizerSlot& s)
         : master(*s.master), grad(*s.grad), hasState1(s.state1), hasState2(s.state2), hasWorking(s.working),
-          decay(s.decay)
+          decay(s.decay), index(s.index)
     {
+        if (s.compensation)
+            compensation = *s.compensation;
         if (s.scaledGrad)
             scaledGrad = *s.scaledGrad;
         if (s.state1)
@@ -81,7 +84,8 @@ struct OwnedSlots {
         for (OwnedSlot& o : owned)
             out.push_back({&o.master, &o.grad, o.hasState1 ? &o.state1 : nullptr, o.hasState2 ? &o.state2 : nullptr,
                            o.hasWorking ? &o.working : nullptr, o.decay,
-                           o.scaledGrad.defined() ? &o.scaledGrad : nullptr});
+                           o.scaledGrad.defined() ? &o.scaledGrad : nullptr,
+                           o.compensation.defined() ? &o.compensation : nullptr, o.index});
         return out;
     }
 };

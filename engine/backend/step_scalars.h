@@ -22,6 +22,10 @@ enum class StepInput : std::uint8_t {
     // 1 when the host queues this step before reading the previous step's record (running
     // ahead): if the previous step turns out skipped, this one is held (see StepState::Held).
     HoldIfPreviousSkipped,
+    // The training step, which stochastic rounding of the masters draws by (update_rounding.h),
+    // split so that each half is an exact fp32 integer: step = High * 2^20 + Low.
+    RoundingStepLow,
+    RoundingStepHigh,
     Count
 };
 
@@ -50,6 +54,9 @@ constexpr std::int64_t kStepInputCount = static_cast<std::int64_t>(StepInput::Co
 constexpr std::int64_t kStepStateCount = static_cast<std::int64_t>(StepState::Count);
 constexpr std::int64_t slot(StepInput s) { return static_cast<std::int64_t>(s); }
 constexpr std::int64_t slot(StepState s) { return static_cast<std::int64_t>(s); }
+
+// StepInput::RoundingStepLow holds the step's low 20 bits, RoundingStepHigh the rest.
+constexpr int kRoundingStepLowBits = 20;
 
 // FirstNonFinite's value when the loss itself was not finite.
 constexpr float kLossNotFinite = -2.0f;

@@ -176,7 +176,8 @@ struct RunConfig {
     ScheduleSpec schedule;
     PrecisionMode precision = PrecisionMode::Fp32;
     LossScaleSpec lossScale;
-    RecipeOptions recipe; // precision.recipe: options of the sub-16-bit recipes (gemm_recipe.h)
+    RecipeOptions recipe;   // precision.recipe: options of the sub-16-bit recipes (gemm_recipe.h)
+    UpdatePrecision update; // precision.master_weights and optimizer_state (master_weights.h)
     TrainingSpec training;
     NumericsSpec numerics;
     DistributedSpec distributed;

@@ -281,6 +281,17 @@ const std::array kRunFields{
                         .label = "Mode",
                         .description = "The precision mode: where each tensor lives and how each GEMM rounds.",
                         .option = "precision"}),
+    row<&R::update, &UpdatePrecision::masters>(
+        {.path = "precision.master_weights",
+         .label = "Master weights",
+         .description = "The weights the optimizer updates; auto: fp32, or the weights themselves in pure fp16 "
+                        "and bf16.",
+         .write = WriteRule::UnlessDefault}),
+    row<&R::update, &UpdatePrecision::state>(
+        {.path = "precision.optimizer_state",
+         .label = "Optimizer state",
+         .description = "Momentum and Adam's moments; auto: the master weights' dtype.",
+         .write = WriteRule::UnlessDefault}),
     row<&R::lossScale, &LossScaleSpec::type>({.path = "precision.loss_scale.type",
                                               .label = "Type",
                                               .description = "Loss scaling; auto: dynamic for mixed-fp16, else none."}),

@@ -29,10 +29,10 @@ GemmCoverage plannedGemmCoverage(const ModelSpec& spec, PrecisionMode mode, cons
 }
 
 Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
-             const RecipeOptions& recipe)
+             const RecipeOptions& recipe, const UpdatePrecision& update)
     : m_input(spec.input), m_classes(spec.classes)
 {
-    const PrecisionPolicy policy(mode, recipe);
+    const PrecisionPolicy policy(mode, recipe, update);
     if (isModelFile(spec)) {
         // The file's parameters are created and loaded by its compiler: the seed draws nothing.
         CompiledModelFile compiled = compileModelFile(spec, policy, &backend);

@@ -30,8 +30,9 @@ public:
     // recipe every GEMM at any depth quantises its inputs, but the first and last GEMMs stay in
     // bf16 when `recipe` says so (gemm_coverage.h), and a GEMM whose widths the recipe's blocks
     // do not divide is a ConfigError naming it.
+    // `update` decides the masters' dtype (precision.master_weights).
     Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::uint64_t seed,
-          const RecipeOptions& recipe = {});
+          const RecipeOptions& recipe = {}, const UpdatePrecision& update = {});
 
     // x: [N, input...] in any dtype; returns logits in the last layer's compute type.
     ModelForward forward(PassState& pass, const Tensor& x);

@@ -41,17 +41,18 @@ void Optimizer::validate(const OptimizerSpec& spec)
             "must be > 0, got " + formatNumber(spec.epsilon));
 }
 
-Optimizer::Optimizer(const OptimizerSpec& spec) : m_spec(spec)
+Optimizer::Optimizer(const OptimizerSpec& spec, const UpdatePrecision& update, std::uint64_t seed)
+    : m_spec(spec), m_update(update), m_store{masterRounding(update.masters), seed}
 {
     validate(spec);
     m_kind = spec.type;
 }
 
-int Optimizer::stateTensorCount() const
+int Optimizer::stateTensorCount(const OptimizerSpec& spec)
 {
-    if (m_kind != OptimizerKind::Sgd)
+    if (spec.type != OptimizerKind::Sgd)
         return 2;
-    return m_spec.momentum > 0 ? 1 : 0;
+    return spec.momentum > 0 ? 1 : 0;
 }
 
 void Optimizer::attach(Backend& backend, const std::vector<Parameter*>& params)
@@ -59,16 +60,23 @@ void Optimizer::attach(Backend& backend, const std::vector<Parameter*>& params)
     const int count = stateTensorCount();
     for (Parameter* p : params) {
         MANTISSA_ASSERT(p && p->master.defined());
-        // State lives in master's dtype: fp32 in mixed precision, 16-bit in the pure modes,
-        // where it is part of what those modes save and what they lose.
+        // By default the state lives in master's dtype: fp32 in mixed precision, 16-bit in the
+        // pure modes, where it is part of what those modes save and what they lose.
+        const DType stateType = optimizerStateDType(m_update.state, p->master.dtype());
         Tensor* states[] = {&p->state1, &p->state2};
         for (int i = 0; i < 2; ++i) {
             if (i < count) {
-                *states[i] = backend.empty(p->master.shape(), p->master.dtype());
+                *states[i] = backend.empty(p->master.shape(), stateType);
                 backend.fill(*states[i], 0.0f);
             } else {
                 *states[i] = Tensor();
             }
+        }
+        p->compensation = Tensor();
+        if (hasCompensation(m_update.masters)) {
+            MANTISSA_ASSERT(p->master.dtype() == DType::BF16); // masterDType gives Kahan bf16 masters
+            p->compensation = backend.empty(p->master.shape(), kCompensationDType);
+            backend.fill(p->compensation, 0.0f);
         }
     }
 }
@@ -99,11 +107,13 @@ void Optimizer::buildSlots(std::span<Parameter* const> params, bool leftScaled)
         slot.decay = p->decay;
         if (leftScaled && readsScaledGradient(*p))
             slot.scaledGrad = &p->grad;
+        slot.compensation = p->compensation.defined() ? &p->compensation : nullptr;
+        slot.index = static_cast<std::uint32_t>(m_slots.size());
         m_slots.push_back(slot);
     }
 }
 
-SgdSettings Optimizer::sgdSettings() const { return {m_spec.momentum, m_spec.weightDecay, m_spec.nesterov}; }
+SgdSettings Optimizer::sgdSettings() const { return {m_spec.momentum, m_spec.weightDecay, m_spec.nesterov, m_store}; }
 
 AdamSettings Optimizer::adamSettings() const
 {
@@ -113,6 +123,7 @@ AdamSettings Optimizer::adamSettings() const
     s.epsilon = m_spec.epsilon;
     s.weightDecay = m_spec.weightDecay;
     s.decoupledDecay = m_kind == OptimizerKind::AdamW;
+    s.store = m_store;
     return s;
 }
 

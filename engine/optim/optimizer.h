@@ -14,8 +14,10 @@ namespace mantissa {
 
 class Optimizer {
 public:
-    // Throws ConfigError naming the field at fault (see validate()).
-    explicit Optimizer(const OptimizerSpec& spec);
+    // Throws ConfigError naming the field at fault (see validate()). `update`: the masters'
+    // rounding and the state's dtype (precision.master_weights and optimizer_state); `seed`:
+    // stochastic rounding's (training.seed).
+    explicit Optimizer(const OptimizerSpec& spec, const UpdatePrecision& update = {}, std::uint64_t seed = 0);
 
     // Checks lr, momentum, nesterov, weightDecay, betas, epsilon and gradClipNorm.
     static void validate(const OptimizerSpec& spec);
@@ -23,10 +25,12 @@ public:
     OptimizerKind kind() const { return m_kind; }
     const OptimizerSpec& spec() const { return m_spec; }
     // State tensors per parameter: 0 (plain SGD), 1 (SGD with momentum) or 2 (Adam, AdamW).
-    int stateTensorCount() const;
+    int stateTensorCount() const { return stateTensorCount(m_spec); }
+    static int stateTensorCount(const OptimizerSpec& spec);
 
-    // Allocates each parameter's state1/state2 (as many as the algorithm needs) in the dtype of
-    // its master weights and zero-fills them. Call once, before the first step or a checkpoint load.
+    // Allocates each parameter's state1/state2 (as many as the algorithm needs) in the state's
+    // dtype (optimizerStateDType) and, for Kahan masters, its compensation, and zero-fills them.
+    // Call once, before the first step or a checkpoint load.
     void attach(Backend& backend, const std::vector<Parameter*>& params);
 
     // One update from each parameter's fp32Grad (already unscaled and clipped), queued on the
@@ -57,6 +61,8 @@ private:
     AdamSettings adamSettings() const;
 
     OptimizerSpec m_spec;
+    UpdatePrecision m_update;
+    MasterStore m_store;
     OptimizerKind m_kind = OptimizerKind::Sgd;
     std::int64_t m_steps = 0;
     std::vector<OptimizerSlot> m_slots; // reused between steps

@@ -181,8 +181,8 @@ DType LayerDTypes::operator[](TensorRole role) const
     assertionFailed("unknown tensor role", __FILE__, __LINE__);
 }
 
-PrecisionPolicy::PrecisionPolicy(PrecisionMode mode, const RecipeOptions& recipeOptions)
-    : m_mode(mode), m_recipeOptions(recipeOptions)
+PrecisionPolicy::PrecisionPolicy(PrecisionMode mode, const RecipeOptions& recipeOptions, const UpdatePrecision& update)
+    : m_mode(mode), m_recipeOptions(recipeOptions), m_update(update)
 {
     modeRow(mode); // every mode has a row: a missing one fails here, at the start of a run
 }
@@ -208,10 +208,11 @@ LayerDTypes PrecisionPolicy::layer(LayerPrecision override, const LayerDTypes& e
         d.gemmRecipe = GemmRecipe::None; // a layer kept in 16 or 32 bits multiplies them as they are
     }
     // The masters follow the layer's own weights in the pure modes, so a layer kept in fp32
-    // in a pure fp16 run also keeps fp32 weights (and an fp32 optimizer state).
-    d.master = modeRow(m_mode).master.value_or(d.weight);
-    // The optimizer keeps its state in the masters' dtype (Optimizer allocates it so).
-    d.optimizerState = d.master;
+    // in a pure fp16 run also keeps fp32 weights (and an fp32 optimizer state), unless
+    // precision.master_weights names their dtype.
+    d.master = masterDType(m_update.masters, modeRow(m_mode).master.value_or(d.weight));
+    // Optimizer::attach allocates the state by the same rule.
+    d.optimizerState = optimizerStateDType(m_update.state, d.master);
     return d;
 }
 

@@ -7,6 +7,7 @@
 // block-scaled type) is a new row there, not an edit of every layer and panel.
 #include "engine/numerics/dtype.h"
 #include "engine/precision/gemm_recipe.h"
+#include "engine/precision/master_weights.h"
 #include "engine/util/enum_table.h"
 
 #include <cstdint>
@@ -77,7 +78,10 @@ struct LayerDTypes {
 
 class PrecisionPolicy {
 public:
-    explicit PrecisionPolicy(PrecisionMode mode, const RecipeOptions& recipeOptions = {});
+    // `update`: precision.master_weights and optimizer_state, which decide the Master and
+    // OptimizerState roles (master_weights.h).
+    explicit PrecisionPolicy(PrecisionMode mode, const RecipeOptions& recipeOptions = {},
+                             const UpdatePrecision& update = {});
 
     PrecisionMode mode() const { return m_mode; }
     // The mode's GEMM recipe (None for the 16- and 32-bit modes) and its options.
@@ -101,6 +105,7 @@ public:
 private:
     PrecisionMode m_mode;
     RecipeOptions m_recipeOptions;
+    UpdatePrecision m_update;
 };
 
 } // namespace mantissa

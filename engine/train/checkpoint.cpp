@@ -21,6 +21,8 @@ namespace mantissa {
 namespace {
 
 constexpr const char* kMagic = "MANTISSA-CHECKPOINT 1";
+// Per-parameter optimizer state is stored as "<parameter>#<what>"; '#' marks it as such.
+constexpr const char* kCompensationSuffix = "#compensation";
 
 struct NamedTensor {
     std::string name;
@@ -142,6 +144,10 @@ bool restoreRecipeState(Model& model, const nlohmann::json& sites)
     return true;
 }
 
+// Kahan's compensation is missing from a checkpoint saved under other master weights: a run
+// that switches to bf16-kahan from it starts with zero compensation, as a fresh run does.
+bool mayBeMissing(const std::string& name) { return name.ends_with(kCompensationSuffix); }
+
 // An open checkpoint file, its header read.
 class CheckpointReader {
 public:
@@ -166,6 +172,11 @@ public:
 
     const nlohmann::json& header() const { return m_header; }
 
+    bool hasEntry(const std::string& name) const
+    {
+        return std::ranges::any_of(m_entries, [&](const auto& entry) { return entry.first == name; });
+    }
+
     // Uploads the stored values of `targets` (optimizer state, named "...#stateN", is skipped
     // with weightsOnly). Every shape is checked before any value is uploaded, so a checkpoint
     // that does not fit leaves the model's weights as they were.
@@ -185,8 +196,13 @@ public:
             ++loaded;
         }
         std::size_t expected = 0;
-        for (auto& [name, tensor] : targets)
+        for (auto& [name, tensor] : targets) {
+            if (mayBeMissing(name) && !hasEntry(name)) {
+                backend.fill(*tensor, 0.0f);
+                continue;
+            }
             expected += name.find('#') == std::string::npos || !weightsOnly ? 1 : 0;
+        }
         if (loaded < expected)
             throw IoError(m_path + ": the checkpoint lacks " + std::to_string(expected - loaded) +
                           " of this model's tensors; was it saved from a different model?");

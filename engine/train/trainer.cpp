@@ -28,7 +28,8 @@ constexpr int kMaxConsecutiveSkips = 64;
 } // namespace
 
 Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits& data, DataParallel* ranks)
-    : m_config(config), m_backend(backend), m_data(data), m_ranks(ranks), m_optimizer(config.optimizer),
+    : m_config(config), m_backend(backend), m_data(data), m_ranks(ranks),
+      m_optimizer(config.optimizer, config.update, config.training.seed),
       m_schedule(config.schedule, config.optimizer.lr), m_scaler(config.lossScale, config.precision)
 {
     if (data.train.size() == 0)
@@ -51,7 +52,8 @@ Trainer::Trainer(const RunConfig& config, Backend& backend, const DatasetSplits&
         throw UnsupportedError("distributed.batch_norm synchronised runs on the CPU only: " + backend.name() +
                                " computes a batch's statistics in one launch and cannot sum them across ranks "
                                "mid-way yet (set distributed.batch_norm to per-rank, or training.device to cpu)");
-    m_model = std::make_unique<Model>(config.model, config.precision, backend, config.training.seed, config.recipe);
+    m_model = std::make_unique<Model>(config.model, config.precision, backend, config.training.seed, config.recipe,
+                                      config.update);
     m_params = m_model->parametersInBackwardOrder();
     if (config.numerics.shadowEvery > 0) {
         if (ranks && ranks->batchNormSums())

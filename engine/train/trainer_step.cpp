@@ -176,6 +176,10 @@ Trainer::QueuedStep Trainer::queueTrainStep(HostBatch batch, std::int64_t step, 
     inputs[slot(StepInput::AdamCorrection1)] = corrections.first;
     inputs[slot(StepInput::AdamCorrection2)] = corrections.second;
     inputs[slot(StepInput::HoldIfPreviousSkipped)] = ahead ? 1.0f : 0.0f;
+    const auto roundingStep = static_cast<std::uint64_t>(step);
+    inputs[slot(StepInput::RoundingStepLow)] =
+        static_cast<float>(roundingStep & ((std::uint64_t{1} << kRoundingStepLowBits) - 1));
+    inputs[slot(StepInput::RoundingStepHigh)] = static_cast<float>(roundingStep >> kRoundingStepLowBits);
     m_backend.upload(inputs, m_scalars.inputs);
 
     // Sampled steps run op by op with the probe; every other step runs exactly as without the lens.

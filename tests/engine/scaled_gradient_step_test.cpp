@@ -95,7 +95,7 @@ StepOutcome step(Backend& backend, Param p, float lossScale, Update update, bool
     if (leaveScaled)
         s.scaledGrad = &p.grad;
     if (update == Update::Sgd || update == Update::Nesterov) {
-        backend.sgdStep({&s, 1}, {0.9f, 1e-3f, update == Update::Nesterov}, scalars);
+        backend.sgdStep({&s, 1}, {0.9f, 1e-3f, update == Update::Nesterov, {}}, scalars);
     } else {
         s.state2 = &p.state2;
         AdamSettings a;
@@ -198,7 +198,7 @@ TEST(ScaledGradientStep, ARecordedStepReplaysTheScaledPath)
     recorder.clipGradNorm(fp32Grads, scalars, 0.0f, true);
     OptimizerSlot s{&q.master, &q.fp32Grad, &q.state1, nullptr, &q.working, true};
     s.scaledGrad = &q.grad;
-    recorder.sgdStep({&s, 1}, {0.9f, 1e-3f, false}, scalars);
+    recorder.sgdStep({&s, 1}, {0.9f, 1e-3f, false, {}}, scalars);
     EXPECT_EQ(bitsOf(q.master), bitsOf(p.master)); // recorded, not run
     recorder.replay();
     EXPECT_EQ(bitsOf(q.master), direct.master);

@@ -107,9 +107,9 @@ TEST(SgdHalfUpdate, FusedAndBlockedPathsGiveTheElementByElementBits)
 {
     auto backend = makeCpuBackend(2);
     const std::vector<std::pair<std::string, SgdSettings>> cases = {
-        {"plain", {0.0f, 0.0f, false}},
-        {"momentum and decay", {0.9f, 1e-4f, false}},
-        {"Nesterov", {0.9f, 5e-4f, true}},
+        {"plain", {.momentum = 0.0f, .weightDecay = 0.0f, .nesterov = false}},
+        {"momentum and decay", {.momentum = 0.9f, .weightDecay = 1e-4f, .nesterov = false}},
+        {"Nesterov", {.momentum = 0.9f, .weightDecay = 5e-4f, .nesterov = true}},
     };
     for (const auto& [name, settings] : cases) {
         State expected = initialState(7);

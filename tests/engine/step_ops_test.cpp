@@ -190,7 +190,7 @@ TEST(StepOps, OptimizersTakeTheRateFromTheDeviceAndStandStillOnSkippedSteps)
         };
         Tensor w, g, m, v, working;
         const OptimizerSlot device[] = {makeSlot(w, g, m, v, working)};
-        const SgdSettings sgd{0.9f, 0.01f, true};
+        const SgdSettings sgd{0.9f, 0.01f, true, {}};
         AdamSettings adamSettings;
         adamSettings.weightDecay = 0.01f;
         const AdamCorrections c = adamCorrections(adamSettings, 7);

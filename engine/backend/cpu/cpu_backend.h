@@ -152,11 +152,13 @@ private:
     // Accumulated in double.
     double sumOfSquares(std::span<const Tensor* const> tensors);
     void scaleInPlace(std::span<Tensor* const> tensors, float factor);
-    // `invScale`: what a slot's scaledGrad is multiplied by as it is read.
-    void sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr, float invScale);
+    // `invScale`: what a slot's scaledGrad is multiplied by as it is read. `step`: the training
+    // step stochastic rounding draws by (MasterStore).
+    void sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr, float invScale,
+                   std::uint64_t step);
     // Adam with the bias corrections given (1 - beta^t), however they were computed.
     void adamUpdate(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, float correction1,
-                    float correction2, float invScale);
+                    float correction2, float invScale, std::uint64_t step);
 
     int m_threads;
     cpu::CpuKernelPlan m_plan;

@@ -1,10 +1,12 @@
 // Multi-tensor ops over all parameters: unscale-and-check, norms, optimizer updates.
-// Updates run in fp32 arithmetic; state and weights are rounded to the master's dtype,
-// which is fp32 in mixed precision and 16-bit in the pure modes, where small updates
-// vanish against the weight's precision; that is the failure mixed precision fixes.
+// Updates run in fp32 arithmetic; state is rounded to its own dtype and weights to the master's,
+// which is fp32 in mixed precision and 16-bit in the pure modes, where small updates vanish
+// against the weight's precision (the failure mixed precision fixes) unless bf16 masters are
+// stored stochastically or with Kahan compensation (update_rounding.h).
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/float_view.h"
 #include "engine/backend/cpu/sgd_half_update.h"
+#include "engine/backend/update_rounding.h"
 #include "engine/numerics/conversions.h"
 #include "engine/util/check.h"
 
@@ -42,6 +44,41 @@ struct GradientSource {
         return scratch;
     }
 };
+
+// Whether the slot's bf16 masters are stored by storeMasterBlock rather than rounded to nearest
+// by FloatOutput::commit.
+bool roundsOwnMaster(const OptimizerSlot& slot, const MasterStore& store)
+{
+    if (store.rounding == MasterRounding::Nearest)
+        return false;
+    MANTISSA_ASSERT(slot.master->dtype() == DType::BF16);
+    MANTISSA_ASSERT(store.rounding != MasterRounding::Kahan ||
+                    (slot.compensation && slot.compensation->dtype() == kCompensationDType &&
+                     slot.compensation->numel() == slot.master->numel()));
+    return true;
+}
+
+// Stores the block [begin, end) of `updated` (the step's fp32 results) into bf16 masters
+// stochastically or with Kahan compensation. The master tensor still holds the weights the
+// update started from: FloatOutput updates a widened copy of 16-bit tensors.
+void storeMasterBlock(const OptimizerSlot& slot, const MasterStore& store, std::uint64_t step, const float* updated,
+                      std::int64_t begin, std::int64_t end)
+{
+    using namespace update_rounding;
+    std::uint16_t* w = slot.master->u16();
+    if (store.rounding == MasterRounding::Stochastic) {
+        const dropout::Key key = stepKey(store.seed, step, slot.index);
+        for (std::int64_t i = begin; i < end; ++i)
+            w[i] = bf16Stochastic(updated[i], randomBits(key, static_cast<std::uint32_t>(i)));
+        return;
+    }
+    std::uint16_t* c = slot.compensation->u16();
+    for (std::int64_t i = begin; i < end; ++i) {
+        const KahanStore r = kahanStore(bf16Value(w[i]), updated[i], bf16Value(c[i]));
+        w[i] = r.weight;
+        c[i] = r.compensation;
+    }
+}
 
 void checkGradient(const OptimizerSlot& slot)
 {
@@ -150,10 +187,12 @@ void CpuBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor)
     }
 }
 
-void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr, float invScale)
+void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettings& s, float lr, float invScale,
+                           std::uint64_t step)
 {
     for (const OptimizerSlot& slot : slots) {
         checkGradient(slot);
+        const bool ownStore = roundsOwnMaster(slot, s.store);
         cpu::FloatOutput w(*slot.master, true);
         const GradientSource gradient{slot, invScale};
         const float decay = slot.decay ? s.weightDecay : 0.0f;
@@ -168,6 +207,7 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
         // stops the loop from vectorising.
         const float momentum = s.momentum;
         const bool nesterov = s.nesterov;
+        const MasterStore store = s.store;
         // fp32 masters are updated in place, so each block's 16-bit working copy can be
         // written while the block is still in cache, instead of in a second pass.
         Tensor* refreshed = slot.working && slot.master->dtype() == DType::F32 && slot.working->dtype() != DType::F32
@@ -210,8 +250,11 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
             if (refreshed && begin < end)
                 narrowFromFloat(pw + begin, refreshed->u16() + begin, static_cast<std::size_t>(end - begin),
                                 refreshed->dtype());
+            if (ownStore) // bf16 masters, which the fused pass never takes: begin is the block's
+                storeMasterBlock(slot, store, step, pw, blockBegin, end);
         }
-        w.commit();
+        if (!ownStore)
+            w.commit();
         if (buf)
             buf->commit();
         if (slot.working && !refreshed)
@@ -220,10 +263,11 @@ void CpuBackend::sgdUpdate(std::span<const OptimizerSlot> slots, const SgdSettin
 }
 
 void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSettings& s, float lr, float correction1,
-                            float correction2, float invScale)
+                            float correction2, float invScale, std::uint64_t step)
 {
     for (const OptimizerSlot& slot : slots) {
         checkGradient(slot);
+        const bool ownStore = roundsOwnMaster(slot, s.store);
         const GradientSource gradient{slot, invScale};
         cpu::FloatOutput w(*slot.master, true);
         cpu::FloatOutput m(*slot.state1, true);
@@ -237,6 +281,7 @@ void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSett
         // which stops the loop from vectorising.
         const float beta1 = s.beta1, beta2 = s.beta2, epsilon = s.epsilon;
         const bool decoupledDecay = s.decoupledDecay;
+        const MasterStore store = s.store;
         // As in sgdUpdate: each block's 16-bit working copy is written while the block is in cache.
         Tensor* refreshed = slot.working && slot.master->dtype() == DType::F32 && slot.working->dtype() != DType::F32
                                 ? slot.working
@@ -262,8 +307,11 @@ void CpuBackend::adamUpdate(std::span<const OptimizerSlot> slots, const AdamSett
             if (refreshed)
                 narrowFromFloat(pw + begin, refreshed->u16() + begin, static_cast<std::size_t>(end - begin),
                                 refreshed->dtype());
+            if (ownStore)
+                storeMasterBlock(slot, store, step, pw, begin, end);
         }
-        w.commit();
+        if (!ownStore)
+            w.commit();
         m.commit();
         v.commit();
         if (slot.working && !refreshed)

@@ -24,6 +24,15 @@ void checkScalars(const StepScalars& s)
 
 bool skipped(const StepScalars& s) { return at(s.state, StepState::Skipped) != 0.0f; }
 
+// Read only where stochastic rounding draws by it: other callers may leave the inputs unset.
+std::uint64_t roundingStep(const StepScalars& s, const MasterStore& store)
+{
+    if (store.rounding != MasterRounding::Stochastic)
+        return 0;
+    return (static_cast<std::uint64_t>(at(s.inputs, StepInput::RoundingStepHigh)) << kRoundingStepLowBits) +
+           static_cast<std::uint64_t>(at(s.inputs, StepInput::RoundingStepLow));
+}
+
 } // namespace
 
 void CpuBackend::beginStep(StepScalars& scalars)
@@ -95,8 +104,8 @@ void CpuBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSettings
 {
     checkScalars(scalars);
     if (!skipped(scalars))
-        sgdUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate),
-                  1.0f / at(scalars.state, StepState::LossScale));
+        sgdUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate), 1.0f / at(scalars.state, StepState::LossScale),
+                  roundingStep(scalars, s.store));
 }
 
 void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettings& s, const StepScalars& scalars)
@@ -105,7 +114,7 @@ void CpuBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSettin
     if (!skipped(scalars))
         adamUpdate(slots, s, at(scalars.inputs, StepInput::LearningRate),
                    at(scalars.inputs, StepInput::AdamCorrection1), at(scalars.inputs, StepInput::AdamCorrection2),
-                   1.0f / at(scalars.state, StepState::LossScale));
+                   1.0f / at(scalars.state, StepState::LossScale), roundingStep(scalars, s.store));
 }
 
 void CpuBackend::updateLossScale(StepScalars& scalars, const ScaleRule& rule)

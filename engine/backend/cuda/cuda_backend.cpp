@@ -229,8 +229,8 @@ const SlotRef* CudaBackend::deviceSlots(std::span<const OptimizerSlot> slots, st
     const auto optional = [](const Tensor* t) { return t ? refOf(*t) : TensorRef{}; };
     for (const OptimizerSlot& s : slots) {
         MANTISSA_ASSERT(s.master && s.grad);
-        refs.push_back(
-            {refOf(*s.master), refOf(*s.grad), optional(s.state1), optional(s.state2), optional(s.working), s.decay});
+        refs.push_back({refOf(*s.master), refOf(*s.grad), optional(s.state1), optional(s.state2), optional(s.working),
+                        s.decay, optional(s.compensation), s.index});
         *maxElements = std::max(*maxElements, s.master->numel());
     }
     return static_cast<const SlotRef*>(

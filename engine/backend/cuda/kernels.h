@@ -210,12 +210,19 @@ void launchScaleInPlace(const TensorRef* tensors, int count, std::int64_t maxEle
 struct SlotRef {
     TensorRef master, grad, state1, state2, working; // working.data == nullptr: none
     bool decay = true;
+    TensorRef compensation; // Kahan masters only
+    std::uint32_t index = 0;
+};
+// The training step stochastic rounding draws by, as StepInput::RoundingStepLow/High hold it.
+struct RoundingStepArg {
+    ScalarArg low, high;
 };
 void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, ScalarArg lr,
-                   SkipFlag skip, cudaStream_t stream);
+                   RoundingStepArg step, SkipFlag skip, cudaStream_t stream);
 // correction1 and correction2 are 1 - beta1^t and 1 - beta2^t (adamCorrections, backend.h).
 void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, AdamSettings settings, ScalarArg lr,
-                    ScalarArg correction1, ScalarArg correction2, SkipFlag skip, cudaStream_t stream);
+                    ScalarArg correction1, ScalarArg correction2, RoundingStepArg step, SkipFlag skip,
+                    cudaStream_t stream);
 
 // Copies `bytes` host bytes to device memory at `dst` by passing them as kernel arguments:
 // the driver takes a copy at launch, so the source may go at once, nothing waits and no

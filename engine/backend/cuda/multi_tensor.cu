@@ -5,7 +5,8 @@
 // Matches cpu/multi_tensor.cpp element for element: arithmetic in fp32 with the products the
 // CPU's build fuses written as fma (explicit_rounding.cuh); master and optimizer state are
 // loaded, updated in fp32 and rounded once to their own dtype at the end (16-bit in the pure
-// modes), and the working copy is refreshed from the rounded master in the same pass. Adam's
+// modes, or bf16 stored stochastically or with Kahan compensation: update_rounding.h), and the
+// working copy is refreshed from the rounded master in the same pass. Adam's
 // bias corrections are computed on the host (adamCorrections, backend.h), as the CPU's are.
 //
 // Scalars (the unscale factor, the learning rate, the corrections, the clip factor) arrive
@@ -23,6 +24,7 @@
 #include "engine/backend/cuda/explicit_rounding.cuh"
 #include "engine/backend/cuda/kernels.h"
 #include "engine/backend/cuda/scalar_args.cuh"
+#include "engine/backend/update_rounding.h"
 
 #include <math_constants.h>
 
@@ -187,54 +189,89 @@ __global__ void copyIfSkippedKernel(const unsigned char* src, unsigned char* dst
         dst[i] = src[i];
 }
 
-// The refreshed working copy is the master as stored (already rounded to its dtype), rounded
-// again to the working dtype: the CPU casts the committed master.
-__device__ __forceinline__ void storeWeight(const SlotRef& slot, std::int64_t i, float weight)
+// The training step stochastic rounding draws by (StepInput::RoundingStepLow/High); read only
+// where it draws, as the CPU does.
+__device__ __forceinline__ std::uint64_t stepOf(const RoundingStepArg& step, const MasterStore& store)
 {
-    storeAs(slot.master.data, slot.master.dtype, i, weight);
-    if (slot.working.data)
-        storeAs(slot.working.data, slot.working.dtype, i, roundedTo(slot.master.dtype, weight));
+    if (store.rounding != MasterRounding::Stochastic)
+        return 0;
+    return (static_cast<std::uint64_t>(valueOf(step.high)) << kRoundingStepLowBits) +
+           static_cast<std::uint64_t>(valueOf(step.low));
 }
 
-__global__ void sgdKernel(const SlotRef* slots, int count, SgdSettings settings, ScalarArg lrArg, SkipFlag skip)
+// Stores `updated`, the step's fp32 result from `weight`, into the master as the MasterStore
+// says (update_rounding.h, the CPU's storeMasterBlock element for element). The refreshed
+// working copy is the master as stored, rounded again to the working dtype: the CPU casts the
+// committed master.
+__device__ __forceinline__ void storeWeight(const SlotRef& slot, std::int64_t i, float weight, float updated,
+                                            MasterRounding rounding, dropout::Key key)
+{
+    using namespace update_rounding;
+    float stored;
+    if (rounding == MasterRounding::Nearest) {
+        storeAs(slot.master.data, slot.master.dtype, i, updated);
+        stored = roundedTo(slot.master.dtype, updated);
+    } else {
+        auto* w = static_cast<std::uint16_t*>(slot.master.data);
+        if (rounding == MasterRounding::Stochastic) {
+            w[i] = bf16Stochastic(updated, randomBits(key, static_cast<std::uint32_t>(i)));
+        } else {
+            auto* c = static_cast<std::uint16_t*>(slot.compensation.data);
+            const KahanStore r = kahanStore(weight, updated, bf16Value(c[i]));
+            w[i] = r.weight;
+            c[i] = r.compensation;
+        }
+        stored = bf16Value(w[i]);
+    }
+    if (slot.working.data)
+        storeAs(slot.working.data, slot.working.dtype, i, stored);
+}
+
+__global__ void sgdKernel(const SlotRef* slots, int count, SgdSettings settings, ScalarArg lrArg,
+                          RoundingStepArg stepArg, SkipFlag skip)
 {
     if (skipRequested(skip))
         return;
     const float lr = valueOf(lrArg);
+    const std::uint64_t step = stepOf(stepArg, settings.store);
     const bool useMomentum = settings.momentum != 0.0f;
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const SlotRef slot = slots[t];
         const float decay = slot.decay ? settings.weightDecay : 0.0f;
+        const dropout::Key key = update_rounding::stepKey(settings.store.seed, step, slot.index);
         for (std::int64_t i = firstIndex(); i < slot.master.n; i += gridStride()) {
             const float buffer = useMomentum ? loadAs(slot.state1.data, slot.state1.dtype, i) : 0.0f;
-            const SgdResult r = sgdUpdate(loadAs(slot.master.data, slot.master.dtype, i),
-                                          loadAs(slot.grad.data, slot.grad.dtype, i), buffer, decay, settings, lr);
+            const float weight = loadAs(slot.master.data, slot.master.dtype, i);
+            const SgdResult r =
+                sgdUpdate(weight, loadAs(slot.grad.data, slot.grad.dtype, i), buffer, decay, settings, lr);
             if (useMomentum)
                 storeAs(slot.state1.data, slot.state1.dtype, i, r.buffer);
-            storeWeight(slot, i, r.weight);
+            storeWeight(slot, i, weight, r.weight, settings.store.rounding, key);
         }
     }
 }
 
 __global__ void adamKernel(const SlotRef* slots, int count, AdamSettings settings, ScalarArg lrArg,
-                           ScalarArg correction1Arg, ScalarArg correction2Arg, SkipFlag skip)
+                           ScalarArg correction1Arg, ScalarArg correction2Arg, RoundingStepArg stepArg, SkipFlag skip)
 {
     if (skipRequested(skip))
         return;
     const float lr = valueOf(lrArg);
     const float correction1 = valueOf(correction1Arg);
     const float correction2 = valueOf(correction2Arg);
+    const std::uint64_t step = stepOf(stepArg, settings.store);
     for (int t = blockIdx.y; t < count; t += gridDim.y) {
         const SlotRef slot = slots[t];
         const float decay = slot.decay ? settings.weightDecay : 0.0f;
+        const dropout::Key key = update_rounding::stepKey(settings.store.seed, step, slot.index);
         for (std::int64_t i = firstIndex(); i < slot.master.n; i += gridStride()) {
+            const float weight = loadAs(slot.master.data, slot.master.dtype, i);
             const AdamResult r = adamUpdate(
-                loadAs(slot.master.data, slot.master.dtype, i), loadAs(slot.grad.data, slot.grad.dtype, i),
-                loadAs(slot.state1.data, slot.state1.dtype, i), loadAs(slot.state2.data, slot.state2.dtype, i), decay,
-                settings, lr, correction1, correction2);
+                weight, loadAs(slot.grad.data, slot.grad.dtype, i), loadAs(slot.state1.data, slot.state1.dtype, i),
+                loadAs(slot.state2.data, slot.state2.dtype, i), decay, settings, lr, correction1, correction2);
             storeAs(slot.state1.data, slot.state1.dtype, i, r.m);
             storeAs(slot.state2.data, slot.state2.dtype, i, r.v);
-            storeWeight(slot, i, r.weight);
+            storeWeight(slot, i, weight, r.weight, settings.store.rounding, key);
         }
     }
 }
@@ -292,20 +329,21 @@ void launchCopyIfSkipped(const void* src, void* dst, std::int64_t bytes, SkipFla
 }
 
 void launchSgdStep(const SlotRef* slots, int count, std::int64_t maxElements, SgdSettings settings, ScalarArg lr,
-                   SkipFlag skip, cudaStream_t stream)
+                   RoundingStepArg step, SkipFlag skip, cudaStream_t stream)
 {
     if (count <= 0 || maxElements <= 0)
         return;
-    sgdKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(slots, count, settings, lr, skip);
+    sgdKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(slots, count, settings, lr, step, skip);
 }
 
 void launchAdamStep(const SlotRef* slots, int count, std::int64_t maxElements, AdamSettings settings, ScalarArg lr,
-                    ScalarArg correction1, ScalarArg correction2, SkipFlag skip, cudaStream_t stream)
+                    ScalarArg correction1, ScalarArg correction2, RoundingStepArg step, SkipFlag skip,
+                    cudaStream_t stream)
 {
     if (count <= 0 || maxElements <= 0)
         return;
     adamKernel<<<tensorGrid(count, maxElements), kThreads, 0, stream>>>(slots, count, settings, lr, correction1,
-                                                                        correction2, skip);
+                                                                        correction2, step, skip);
 }
 
 void launchWriteBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream)

@@ -26,6 +26,12 @@ void checkScalars(const StepScalars& s)
 const float* at(const Tensor& t, StepInput s) { return t.f32() + slot(s); }
 const float* at(const Tensor& t, StepState s) { return t.f32() + slot(s); }
 
+RoundingStepArg roundingStep(const StepScalars& s)
+{
+    return {deviceScalar(at(s.inputs, StepInput::RoundingStepLow)),
+            deviceScalar(at(s.inputs, StepInput::RoundingStepHigh))};
+}
+
 } // namespace
 
 void CudaBackend::beginStep(StepScalars& scalars)
@@ -115,8 +121,8 @@ void CudaBackend::sgdStep(std::span<const OptimizerSlot> slots, const SgdSetting
     std::int64_t maxElements = 0;
     const SlotRef* device = deviceSlots(slots, &maxElements);
     launchSgdStep(device, static_cast<int>(slots.size()), maxElements, s,
-                  deviceScalar(at(scalars.inputs, StepInput::LearningRate)), at(scalars.state, StepState::Skipped),
-                  stream());
+                  deviceScalar(at(scalars.inputs, StepInput::LearningRate)), roundingStep(scalars),
+                  at(scalars.state, StepState::Skipped), stream());
     checkLaunch("sgdStep");
 }
 
@@ -130,8 +136,8 @@ void CudaBackend::adamStep(std::span<const OptimizerSlot> slots, const AdamSetti
     launchAdamStep(device, static_cast<int>(slots.size()), maxElements, s,
                    deviceScalar(at(scalars.inputs, StepInput::LearningRate)),
                    deviceScalar(at(scalars.inputs, StepInput::AdamCorrection1)),
-                   deviceScalar(at(scalars.inputs, StepInput::AdamCorrection2)), at(scalars.state, StepState::Skipped),
-                   stream());
+                   deviceScalar(at(scalars.inputs, StepInput::AdamCorrection2)), roundingStep(scalars),
+                   at(scalars.state, StepState::Skipped), stream());
     checkLaunch("adamStep");
 }
 

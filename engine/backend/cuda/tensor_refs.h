@@ -62,9 +62,10 @@ inline std::string keyOf(const std::vector<SlotRef>& slots)
 {
     std::string key(1, 'S');
     for (const SlotRef& s : slots) {
-        for (const TensorRef* r : {&s.master, &s.grad, &s.state1, &s.state2, &s.working})
+        for (const TensorRef* r : {&s.master, &s.grad, &s.state1, &s.state2, &s.working, &s.compensation})
             appendKey(key, *r);
         key.push_back(s.decay ? '1' : '0');
+        key.append(reinterpret_cast<const char*>(&s.index), sizeof s.index);
     }
     return key;
 }

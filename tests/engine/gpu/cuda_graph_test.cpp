@@ -60,8 +60,8 @@ const StepConfig kConfigs[] = {
 
 void PrintTo(const StepConfig& c, std::ostream* os) { *os << c.name; }
 
-const SgdSettings kSgd{0.9f, 1e-4f, false};
-const AdamSettings kAdam{0.9f, 0.999f, 1e-8f, 1e-2f, true};
+const SgdSettings kSgd{0.9f, 1e-4f, false, {}};
+const AdamSettings kAdam{0.9f, 0.999f, 1e-8f, 1e-2f, true, {}};
 
 ScaleRule ruleOf(const StepConfig& c)
 {

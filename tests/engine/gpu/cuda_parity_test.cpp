@@ -756,6 +756,43 @@ ParityCase stepAdam(const std::string& variant, AdamSettings settings, bool pure
             }};
 }
 
+// bf16 masters stored stochastically or with Kahan compensation (update_rounding.h): the same
+// draws at (seed, step, slot, element) and the same compensation on both backends. A draw or a
+// rounding flips only where the fp32 update differs in its last bit and lands on the boundary
+// (about 2^-16 of the elements), one bf16 ulp of the weight: within the norm-wise allowance.
+ParityCase stepMasterStore(MasterRounding rounding, bool adam, bool skipped)
+{
+    const std::string name = std::string("step") + (adam ? "Adam" : "Sgd") +
+                             (rounding == MasterRounding::Stochastic ? "StochasticMasters" : "KahanMasters") +
+                             (skipped ? "Skipped" : "");
+    return {name, Op::MultiTensor, {DType::BF16}, [=](OpRun& r, DType t) {
+                OptimizerTensors tensors(r, t, true, adam ? 2 : 1);
+                std::vector<Tensor> compensation;
+                for (auto n : kSizes)
+                    compensation.push_back(r.input({n}, DType::BF16, uniform(-2e-3f, 2e-3f)));
+                for (std::size_t i = 0; i < kSizes.size(); ++i) {
+                    tensors.slots[i].compensation = rounding == MasterRounding::Kahan ? &compensation[i] : nullptr;
+                    tensors.slots[i].index = static_cast<std::uint32_t>(i);
+                }
+                const MasterStore store{rounding, 1234};
+                // Step (3 << 20) + 4567: both halves of the step input in use.
+                StepScalars scalars = stepScalars(r, {{StepState::Skipped, skipped ? 1.0f : 0.0f}},
+                                                  {{StepInput::LearningRate, 0.01f},
+                                                   {StepInput::AdamCorrection1, 0.271f},
+                                                   {StepInput::AdamCorrection2, 0.003f},
+                                                   {StepInput::RoundingStepLow, 4567.0f},
+                                                   {StepInput::RoundingStepHigh, 3.0f}});
+                if (adam)
+                    r.backend().adamStep(tensors.slots, AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, true, store}, scalars);
+                else
+                    r.backend().sgdStep(tensors.slots, SgdSettings{0.9f, 0.01f, false, store}, scalars);
+                tensors.keep(r, skipped ? exact() : normwise(8));
+                if (rounding == MasterRounding::Kahan)
+                    for (std::size_t i = 0; i < kSizes.size(); ++i)
+                        r.keep(sized("compensation", kSizes[i]), compensation[i], skipped ? exact() : normwise(8));
+            }};
+}
+
 // A skipped step puts back the batch-norm statistics from their snapshot; a taken one does not.
 ParityCase copyIfSkipped(bool skipped)
 {
@@ -948,13 +985,17 @@ std::vector<ParityCase> buildCases()
     cases.push_back(fusedNormClip("fusedNormClipSkippedStep", Poison::InfInSecond));
     for (bool pure : {false, true}) {
         for (bool skipped : {false, true}) {
-            cases.push_back(stepSgd("Plain", SgdSettings{0, 0, false}, pure, skipped));
-            cases.push_back(stepSgd("MomentumDecay", SgdSettings{0.9f, 0.01f, false}, pure, skipped));
-            cases.push_back(stepSgd("Nesterov", SgdSettings{0.9f, 0.01f, true}, pure, skipped));
-            cases.push_back(stepAdam("Adam", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, false}, pure, skipped));
-            cases.push_back(stepAdam("AdamW", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, true}, pure, skipped));
+            cases.push_back(stepSgd("Plain", SgdSettings{0, 0, false, {}}, pure, skipped));
+            cases.push_back(stepSgd("MomentumDecay", SgdSettings{0.9f, 0.01f, false, {}}, pure, skipped));
+            cases.push_back(stepSgd("Nesterov", SgdSettings{0.9f, 0.01f, true, {}}, pure, skipped));
+            cases.push_back(stepAdam("Adam", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, false, {}}, pure, skipped));
+            cases.push_back(stepAdam("AdamW", AdamSettings{0.9f, 0.999f, 1e-8f, 0.01f, true, {}}, pure, skipped));
         }
     }
+    for (MasterRounding rounding : {MasterRounding::Stochastic, MasterRounding::Kahan})
+        for (bool adam : {false, true})
+            for (bool skipped : {false, true})
+                cases.push_back(stepMasterStore(rounding, adam, skipped));
     cases.push_back(stepUnscale("stepUnscaleHeld", {}, Poison::None, 0.5f, 1024.0f, false, true));
     cases.push_back(beginStep());
     cases.push_back(copyIfSkipped(true));
