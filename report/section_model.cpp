@@ -34,7 +34,7 @@ QString modelKey(const RunData& run)
 {
     QStringList key{QString::fromStdString(Shape(run.config->model.input).toString())};
     for (const LayerSpec& layer : run.config->model.layers)
-        key << describeLayer(layer) << QString::number(int(layer.precision));
+        key << describeLayer(layer) << QString::fromStdString(layerFormatText(layer.precision));
     return key.join(QLatin1Char('|'));
 }
 
