@@ -130,7 +130,7 @@ void appendRecipeCoverage(ReportDocument& document, const QList<const RunData*>&
         try {
             const GemmCoverage coverage =
                 plannedGemmCoverage(run->config->model, run->config->precision, run->config->recipe);
-            if (coverage.recipe == GemmRecipe::None)
+            if (coverage.summary().empty())
                 continue;
             QString line = QStringLiteral("%1: %2").arg(run->label, QString::fromStdString(coverage.summary()));
             if (const std::optional<std::string> warning = coverage.warning())

@@ -79,11 +79,11 @@ void checkBackendRunsFormats(const std::vector<GemmSite>& sites, const Backend& 
         const OperandRecipes& recipes = layer.gemmRecipes();
         if (!recipes.any() || (recipes.uniform() && layer.computeType() == DType::BF16))
             continue;
-        throw ConfigError("layer " + layer.name() + " runs in " + layer.formatLabel() + " (computing in " +
-                          std::string(dtypeName(layer.computeType())) + "): the GPU backend multiplies a GEMM's two inputs in one type, so a layer quantised there takes one "
-                          "recipe for inputs, weights and gradients and computes in bf16; such per-role or "
-                          "nested-in-" +
-                          std::string(dtypeName(layer.computeType())) + " formats run on the CPU");
+        throw ConfigError("layer " + layer.name() + " runs in " + layer.formatLabel() + ", computing in " +
+                          std::string(dtypeName(layer.computeType())) +
+                          ": the GPU backend multiplies a GEMM's two inputs in one type, so a layer quantised there "
+                          "takes one recipe for its inputs, weights and gradients and computes in bf16; per-role "
+                          "formats, and a recipe inside a layer computing in fp32 or fp16, run on the CPU");
     }
 }
 

@@ -238,8 +238,8 @@ TEST(LayerFormat, RefusesUnknownNamesMisfitBlocksAndAnotherTypeInsideAHolder)
 {
     RunConfig unknown = charGpt(PrecisionMode::MixedBf16);
     unknown.model.precisionOverrides["2.transformer.mlp.upp"] = LayerPrecision::Mxfp8;
-    expectModelRefused(unknown, {"model.precision_overrides", "\"2.transformer.mlp.upp\"", "names no layer",
-                                 "2.transformer.mlp.up"});
+    expectModelRefused(
+        unknown, {"model.precision_overrides", "\"2.transformer.mlp.upp\"", "names no layer", "2.transformer.mlp.up"});
 
     RunConfig inside = charGpt(PrecisionMode::MixedBf16);
     inside.model.precisionOverrides["2.transformer.attention.value"] = LayerPrecision::Fp32;
