@@ -158,7 +158,8 @@ TEST(EnumTable, KeyListsReadAsEnglish)
 {
     EXPECT_EQ(enumKeyList<PrecisionMode>(), "fp32, fp16, mixed-fp16, mixed-bf16, bf16, fp8-hybrid, fp8-e4m3, "
                                             "fp8-delayed, fp8-block, mxfp8, mxfp6, mxfp4 or nvfp4");
-    EXPECT_EQ(enumKeyList<LayerPrecision>(), "auto, fp32, fp16 or bf16");
+    EXPECT_EQ(enumKeyList<LayerPrecision>(),
+              "auto, fp32, fp16, bf16, fp8-hybrid, fp8-e4m3, fp8-delayed, fp8-block, mxfp8, mxfp6, mxfp4 or nvfp4");
     EXPECT_EQ(enumKeyList<AutoSwitch>(), "auto, on or off");
     EXPECT_EQ(unknownEnumMessage<OptimizerKind>("optimizer.type", "rmsprop"),
               "optimizer.type is \"rmsprop\"; expected sgd, adam or adamw");
