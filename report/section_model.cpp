@@ -34,7 +34,7 @@ QString modelKey(const RunData& run)
 {
     QStringList key{QString::fromStdString(Shape(run.config->model.input).toString())};
     for (const LayerSpec& layer : run.config->model.layers)
-        key << describeLayer(layer) << QString::number(int(layer.precision));
+        key << describeLayer(layer) << QString::fromStdString(layerFormatText(layer.precision));
     return key.join(QLatin1Char('|'));
 }
 
@@ -130,7 +130,7 @@ void appendRecipeCoverage(ReportDocument& document, const QList<const RunData*>&
         try {
             const GemmCoverage coverage =
                 plannedGemmCoverage(run->config->model, run->config->precision, run->config->recipe);
-            if (coverage.recipe == GemmRecipe::None)
+            if (coverage.summary().empty())
                 continue;
             QString line = QStringLiteral("%1: %2").arg(run->label, QString::fromStdString(coverage.summary()));
             if (const std::optional<std::string> warning = coverage.warning())

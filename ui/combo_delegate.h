@@ -9,7 +9,9 @@ namespace mantissa::ui {
 class ComboDelegate : public QStyledItemDelegate {
     Q_OBJECT
 public:
-    ComboDelegate(QStringList choices, QObject* parent = nullptr);
+    // `acceptsText`: the combo also takes typed text (a layer's per-role format,
+    // "inputs=bf16, weights=mxfp4"), which the model checks when it is committed.
+    ComboDelegate(QStringList choices, QObject* parent = nullptr, bool acceptsText = false);
 
     QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
     void setEditorData(QWidget* editor, const QModelIndex& index) const override;
@@ -17,6 +19,7 @@ public:
 
 private:
     QStringList m_choices;
+    bool m_acceptsText = false;
 };
 
 } // namespace mantissa::ui

@@ -101,6 +101,9 @@ Qt::ItemFlags LayerTableModel::flags(const QModelIndex& index) const
     Qt::ItemFlags f = Qt::ItemIsSelectable | Qt::ItemIsEnabled;
     if (index.internalId() == 0 && (index.column() == Type || index.column() == Params || index.column() == Precision))
         f |= Qt::ItemIsEditable;
+    // A block's part takes its format from model.precision_overrides, by its full name.
+    if (index.internalId() != 0 && index.column() == Precision)
+        f |= Qt::ItemIsEditable;
     return f;
 }
 
@@ -157,7 +160,7 @@ QVariant LayerTableModel::layerData(int row, int column, int role) const
         return known ? shapeText(info->outputShape) : (info && !info->error.empty() ? tr("error") : QString());
     case ParamCount: return known ? locale.toString(static_cast<qlonglong>(info->parameters)) : QString();
     case Flops: return known ? locale.toString(static_cast<qlonglong>(info->flopsPerSample)) : QString();
-    case Precision: return fromView(enumKey(layer.precision));
+    case Precision: return QString::fromStdString(layerFormatText(layer.precision));
     default: return {};
     }
 }
@@ -175,11 +178,25 @@ QVariant LayerTableModel::partData(int layer, int part, int column, int role) co
                                 ? &block.body[static_cast<std::size_t>(part)]
                                 : nullptr;
     const bool projection = block.type == LayerKind::Residual && !spec;
+    // The part's entry in model.precision_overrides, by its name or a pattern matching it.
+    const RunConfig& config = m_document->config();
+    std::optional<LayerFormat> stated;
+    QString ambiguity;
+    try {
+        stated =
+            PrecisionPolicy(config.precision, config.recipe, config.update, config.model.precisionOverrides).overrideFor(info.name);
+    } catch (const ConfigError& e) {
+        ambiguity = QString::fromLocal8Bit(e.what());
+    }
+    if (column == Precision && role == Qt::ToolTipRole)
+        return ambiguity.isEmpty() ? tr("%1's format: its entry in model.precision_overrides (auto follows the block)")
+                                         .arg(QString::fromStdString(info.name))
+                                   : ambiguity;
     if (role == Qt::ForegroundRole)
-        return QBrush(QColor(90, 90, 90));
+        return column == Precision && stated ? QVariant() : QVariant(QBrush(QColor(90, 90, 90)));
     if (role == Qt::ToolTipRole)
         return tr("Part of layer %1 (%2); edit the block in its own row").arg(layer).arg(fromView(enumKey(block.type)));
-    if (role != Qt::DisplayRole)
+    if (role != Qt::DisplayRole && role != Qt::EditRole)
         return {};
     const QLocale locale;
     switch (column) {
@@ -188,7 +205,8 @@ QVariant LayerTableModel::partData(int layer, int part, int column, int role) co
     case Params: return spec ? formatLayerParams(*spec) : projection ? tr("shortcut projection") : QString();
     case ParamCount: return locale.toString(static_cast<qlonglong>(info.parameters));
     case Flops: return locale.toString(static_cast<qlonglong>(info.flopsPerSample));
-    case Precision: return spec ? fromView(enumKey(spec->precision)) : QString();
+    case Precision:
+        return QString::fromStdString(layerFormatText(stated ? *stated : spec ? spec->precision : LayerFormat()));
     default: return {};
     }
 }
@@ -209,8 +227,10 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
         !(flags(index) & Qt::ItemIsEditable))
         return false;
     RunConfig next = m_document->config();
-    LayerSpec& layer = next.model.layers[static_cast<std::size_t>(index.row())];
     const QString text = value.toString().trimmed();
+    if (index.internalId() != 0)
+        return setPartFormat(index, text);
+    LayerSpec& layer = next.model.layers[static_cast<std::size_t>(index.row())];
     QString what;
     switch (index.column()) {
     case Type: {
@@ -238,12 +258,10 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
         break;
     }
     case Precision: {
-        const auto precision = parseEnum<LayerPrecision>(text.toStdString());
-        if (!precision) {
-            emit editRejected(tr("precision must be one of %1").arg(precisionNames().join(", ")));
+        if (const std::string error = parseLayerFormat(text.toStdString(), layer.precision); !error.empty()) {
+            emit editRejected(tr("layer %1 precision %2").arg(index.row()).arg(QString::fromStdString(error)));
             return false;
         }
-        layer.precision = *precision;
         what = tr("precision");
         break;
     }
@@ -251,6 +269,28 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
     }
     m_document->apply(next, tr("Edit layer %1 %2").arg(index.row()).arg(what),
                       QString("layer/%1/%2").arg(index.row()).arg(index.column()));
+    return true;
+}
+
+bool LayerTableModel::setPartFormat(const QModelIndex& index, const QString& text)
+{
+    const auto layer = static_cast<std::size_t>(index.internalId() - 1);
+    const ModelReport& report = m_document->report();
+    if (layer >= report.layers.size() || index.row() >= static_cast<int>(report.layers[layer].parts.size()))
+        return false;
+    const std::string& name = report.layers[layer].parts[static_cast<std::size_t>(index.row())].name;
+    LayerFormat format;
+    if (const std::string error = parseLayerFormat(text.toStdString(), format); !error.empty()) {
+        emit editRejected(tr("%1 precision %2").arg(QString::fromStdString(name), QString::fromStdString(error)));
+        return false;
+    }
+    RunConfig next = m_document->config();
+    if (format.isAuto())
+        next.model.precisionOverrides.erase(name);
+    else
+        next.model.precisionOverrides[name] = format;
+    m_document->apply(next, tr("Edit %1 precision").arg(QString::fromStdString(name)),
+                      QString("part/%1/precision").arg(QString::fromStdString(name)));
     return true;
 }
 

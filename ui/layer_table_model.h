@@ -35,7 +35,8 @@ public:
     // The top-level layer an index belongs to (its own row, or its block's for a part); -1 if none.
     static int layerRow(const QModelIndex& index);
 
-    static QStringList precisionNames(); // the engine's LayerPrecision keys: auto, fp32, fp16, bf16
+    // The engine's LayerPrecision keys: auto, fp32, fp16, bf16 and the recipes' (fp8-hybrid ... nvfp4).
+    static QStringList precisionNames();
 
 signals:
     // An edit was refused (a parameter that does not parse); the editor shows why.
@@ -43,6 +44,8 @@ signals:
 
 private:
     void onDocumentChanged(bool restructured);
+    // A block part's Precision cell: its entry in model.precision_overrides ("auto" removes it).
+    bool setPartFormat(const QModelIndex& index, const QString& text);
     QVariant layerData(int row, int column, int role) const;
     QVariant partData(int layer, int part, int column, int role) const;
     QVariant tensorCoreData(int row, int role) const;

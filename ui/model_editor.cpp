@@ -71,7 +71,7 @@ ModelEditor::ModelEditor(ConfigDocument* document, QWidget* parent)
                             QAbstractItemView::AnyKeyPressed | QAbstractItemView::SelectedClicked);
     m_view->setItemDelegateForColumn(LayerTableModel::Type, new ComboDelegate(enumKeys<LayerKind>(), this));
     m_view->setItemDelegateForColumn(LayerTableModel::Precision,
-                                     new ComboDelegate(LayerTableModel::precisionNames(), this));
+                                     new ComboDelegate(LayerTableModel::precisionNames(), this, true));
     // Every column fits its contents (the parameters most of all: "units=1024, activation=relu"
     // elided to "unit..." says nothing); the last one takes what width is left.
     m_view->header()->setSectionResizeMode(QHeaderView::ResizeToContents);

@@ -2,7 +2,9 @@
 
 #include "engine/model/model_file.h"
 #include "engine/util/format_number.h"
+#include "ui/combo_delegate.h"
 #include "ui/config_document.h"
+#include "ui/layer_table_model.h"
 
 #include <QFileInfo>
 #include <QHeaderView>
@@ -47,16 +49,22 @@ ModelFileView::ModelFileView(ConfigDocument* document, QWidget* parent)
     m_problem->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_table->setColumnCount(ColumnCount);
     m_table->setHorizontalHeaderLabels({tr("#"), tr("Node"), tr("Op"), tr("Output shape"), tr("Parameters"),
-                                        tr("FLOPs/sample"), tr("Trains"), tr("Runs in")});
+                                        tr("FLOPs/sample"), tr("Trains"), tr("Format"), tr("Runs in")});
     m_table->horizontalHeaderItem(OutputShape)->setToolTip(tr("Per sample, without the batch"));
     m_table->horizontalHeaderItem(Precision)->setToolTip(
         tr("The dtype the node computes in under the current precision mode; under a recipe, whether "
            "it quantises the node's GEMM"));
+    m_table->horizontalHeaderItem(Format)->setToolTip(
+        tr("The node's own format (model.precision_overrides): a compute type or a recipe for its GEMM's "
+           "inputs, weights and gradients, or inputs=F, weights=F, gradients=F; auto follows the run's mode. "
+           "Double-click to change it."));
     m_table->horizontalHeaderItem(Trains)->setToolTip(
         tr("Whether Mantissa imports this node and compiles its operator into its training engine"));
     m_table->verticalHeader()->hide();
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed);
+    m_table->setItemDelegateForColumn(Format, new ComboDelegate(LayerTableModel::precisionNames(), this, true));
+    connect(m_table, &QTableWidget::itemChanged, this, &ModelFileView::formatEdited);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setStretchLastSection(true);
 
@@ -86,9 +94,14 @@ void ModelFileView::refresh()
     // Compiling the model for the precision column takes a moment: only when what it shows changed.
     if (m_shown && m_shown->model.onnx == config.model.onnx && m_shown->model.input == config.model.input &&
         m_shown->model.classes == config.model.classes && m_shown->precision == config.precision &&
-        m_shown->recipe == config.recipe)
+        m_shown->recipe == config.recipe && m_shown->overrides == config.model.precisionOverrides)
         return;
-    m_shown = Shown{config.model, config.precision, config.recipe};
+    m_shown = Shown{config.model, config.precision, config.recipe, config.model.precisionOverrides};
+    m_filling = true;
+    const struct Filled {
+        bool& filling;
+        ~Filled() { filling = false; }
+    } filled{m_filling};
     ModelFileDescription model;
     try {
         model = describeModelFile(config);
@@ -119,6 +132,12 @@ void ModelFileView::refresh()
         m_table->setItem(row, Flops,
                          cell(node.flopsPerSample > 0 ? text(formatSi(node.flopsPerSample)) : QString(), right));
         m_table->setItem(row, Precision, cell(text(node.precision)));
+        const auto stated = config.model.precisionOverrides.find(node.name);
+        QTableWidgetItem* format = cell(
+            text(layerFormatText(stated == config.model.precisionOverrides.end() ? LayerFormat() : stated->second)));
+        if (node.supported)
+            format->setFlags(format->flags() | Qt::ItemIsEditable);
+        m_table->setItem(row, Format, format);
         QTableWidgetItem* trains = cell(node.supported ? tr("yes") : tr("NO"));
         if (!node.supported) {
             trains->setForeground(QColor(0xb0, 0x00, 0x20));
@@ -126,6 +145,31 @@ void ModelFileView::refresh()
         }
         m_table->setItem(row, Trains, trains);
     }
+}
+
+void ModelFileView::formatEdited(QTableWidgetItem* item)
+{
+    if (m_filling || item->column() != Format)
+        return;
+    const QTableWidgetItem* nodeItem = m_table->item(item->row(), Node);
+    if (!nodeItem)
+        return;
+    const std::string name = nodeItem->text().toStdString();
+    LayerFormat format;
+    if (const std::string error = parseLayerFormat(item->text().trimmed().toStdString(), format); !error.empty()) {
+        m_problem->setText(tr("%1 format %2").arg(nodeItem->text(), text(error)));
+        m_shown.reset(); // the cell goes back to the stored format
+        refresh();
+        return;
+    }
+    RunConfig next = m_document->config();
+    if (format.isAuto())
+        next.model.precisionOverrides.erase(name);
+    else
+        next.model.precisionOverrides[name] = format;
+    if (next.model.precisionOverrides == m_document->config().model.precisionOverrides)
+        return;
+    m_document->apply(next, tr("Edit %1 format").arg(nodeItem->text()));
 }
 
 } // namespace mantissa::ui

@@ -11,6 +11,7 @@
 
 class QLabel;
 class QTableWidget;
+class QTableWidgetItem;
 
 namespace mantissa::ui {
 
@@ -26,11 +27,16 @@ public:
     // Why the model does not compile under the current settings; empty when it does.
     QString problemText() const;
 
-    // The precision last: its text is the longest, and the column stretches.
-    enum Column { Index, Node, Op, OutputShape, Parameters, Flops, Trains, Precision, ColumnCount };
+    // The precision last: its text is the longest, and the column stretches. Format is the
+    // node's entry in model.precision_overrides (editable; auto follows the run's mode).
+    enum Column { Index, Node, Op, OutputShape, Parameters, Flops, Trains, Format, Precision, ColumnCount };
 
 private:
     void refresh();
+    // A Format cell edited: the node's entry in model.precision_overrides set, or removed for auto.
+    void formatEdited(QTableWidgetItem* item);
+
+    bool m_filling = false; // refresh() is writing the cells
 
     ConfigDocument* m_document;
     QLabel* m_summary;
@@ -41,6 +47,7 @@ private:
         ModelSpec model;
         PrecisionMode precision = PrecisionMode::Fp32;
         RecipeOptions recipe;
+        PrecisionOverrides overrides;
     };
     std::optional<Shown> m_shown;
 };

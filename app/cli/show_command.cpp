@@ -124,9 +124,9 @@ void printRecipeCoverage(const storage::RunInfo& run)
     } catch (const ConfigError&) {
         return;
     }
-    if (coverage.recipe == GemmRecipe::None)
+    if (coverage.summary().empty())
         return;
-    std::printf("\nrecipe\n  %s\n", coverage.summary().c_str());
+    std::printf("\n%s\n  %s\n", coverage.recipe != GemmRecipe::None ? "recipe" : "formats", coverage.summary().c_str());
     if (const std::optional<std::string> warning = coverage.warning())
         std::printf("  warning: %s\n", warning->c_str());
 }

@@ -104,8 +104,9 @@ int runTrainCommand(const QStringList& arguments)
             for (const std::string& line : tensorCoreAdvice(config).messages())
                 std::fprintf(stderr, "tensor cores: %s\n", line.c_str());
             const GemmCoverage coverage = plannedGemmCoverage(config.model, config.precision, config.recipe);
-            if (coverage.recipe != GemmRecipe::None)
-                std::fprintf(stderr, "recipe: %s\n", coverage.summary().c_str());
+            if (const std::string summary = coverage.summary(); !summary.empty())
+                std::fprintf(stderr, "%s: %s\n", coverage.recipe != GemmRecipe::None ? "recipe" : "formats",
+                             summary.c_str());
             if (const std::optional<std::string> warning = coverage.warning())
                 std::fprintf(stderr, "warning: %s\n", warning->c_str());
         }

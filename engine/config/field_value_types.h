@@ -4,6 +4,7 @@
 // type, and row<Members...>() which points a table row at its member. Used by the two tables
 // (run_config_fields.cpp, layer_spec_fields.cpp) and by config_field.cpp; nothing else.
 #include "engine/config/config_field.h"
+#include "engine/precision/precision_policy.h"
 #include "engine/util/check.h"
 #include "engine/util/enum_table.h"
 
@@ -202,10 +203,39 @@ struct Traits<std::optional<E>> {
     }
 };
 
+// A layer's format (precision_policy.h): a choice of one format for every role, or per role,
+// written {"inputs": F, "weights": F, "gradients": F} in JSON and "inputs=F, weights=F" as text.
+template <>
+struct Traits<LayerFormat> {
+    static constexpr FieldKind kind = FieldKind::Choice;
+    static std::string text(const LayerFormat& v) { return layerFormatText(v); }
+    static std::string parse(LayerFormat& v, std::string_view text) { return parseLayerFormat(text, v); }
+    static double number(const LayerFormat&) { return 0; }
+    static void setNumber(LayerFormat&, double) {}
+    static std::vector<FieldChoice> choices() { return Traits<LayerPrecision>::choices(); }
+    static std::string readJson(LayerFormat& v, const nlohmann::json& json);
+    static nlohmann::json writeJson(const LayerFormat& v);
+};
+
+// model.precision_overrides: {"name or pattern": format, ...}; as text "name: F; name: F".
+template <>
+struct Traits<PrecisionOverrides> {
+    static constexpr FieldKind kind = FieldKind::Text;
+    static std::string text(const PrecisionOverrides& v);
+    static std::string parse(PrecisionOverrides& v, std::string_view text);
+    static double number(const PrecisionOverrides&) { return 0; }
+    static void setNumber(PrecisionOverrides&, double) {}
+    static std::vector<FieldChoice> choices() { return {}; }
+    static std::string readJson(PrecisionOverrides& v, const nlohmann::json& json);
+    static nlohmann::json writeJson(const PrecisionOverrides& v);
+};
+
 template <typename T>
 std::string readJson(T& value, const nlohmann::json& json)
 {
-    if constexpr (Traits<T>::kind == FieldKind::Choice) {
+    if constexpr (requires { Traits<T>::readJson(value, json); }) {
+        return Traits<T>::readJson(value, json);
+    } else if constexpr (Traits<T>::kind == FieldKind::Choice) {
         // A choice is its key, a string; a number or an object is a type error, not a bad key.
         if (!json.is_string())
             return wrongType(json);
@@ -223,7 +253,9 @@ std::string readJson(T& value, const nlohmann::json& json)
 template <typename T>
 nlohmann::json writeJson(const T& value)
 {
-    if constexpr (Traits<T>::kind == FieldKind::Choice)
+    if constexpr (requires { Traits<T>::writeJson(value); })
+        return Traits<T>::writeJson(value);
+    else if constexpr (Traits<T>::kind == FieldKind::Choice)
         return Traits<T>::text(value);
     else
         return value;

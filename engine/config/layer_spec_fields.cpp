@@ -149,7 +149,10 @@ const std::array kLayerFields{
                    .shown = WriteRule::UnlessDefault}),
     row<&L::precision>({.path = "precision",
                         .label = "precision",
-                        .description = "The layer's own compute type; auto follows the run's mode.",
+                        .description = "The layer's format: a compute type (fp32, fp16, bf16) or a recipe whose "
+                                       "quantisation its GEMMs take (fp8-hybrid ... nvfp4), for every operand role, "
+                                       "or {\"inputs\", \"weights\", \"gradients\"} each its own; auto follows the "
+                                       "run's mode (or the enclosing block's).",
                         .write = WriteRule::UnlessDefault}),
 };
 
@@ -189,8 +192,8 @@ std::string layerSummary(const LayerSpec& layer)
     std::string text(enumKey(layer.type));
     if (const std::string params = layerParamsText(layer); !params.empty())
         text += " " + params;
-    if (layer.precision != LayerPrecision::Auto)
-        text += " [" + std::string(enumKey(layer.precision)) + "]";
+    if (!layer.precision.isAuto())
+        text += " [" + layerFormatText(layer.precision) + "]";
     return text;
 }
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -177,6 +178,35 @@ std::string runConfigToJson(const RunConfig& c, int indent)
     for (const LayerSpec& layer : c.model.layers)
         j["model"]["layers"].push_back(layerToJson(layer));
     return j.dump(indent);
+}
+
+namespace {
+
+bool quantises(const LayerFormat& format)
+{
+    for (const GemmOperand role : {GemmOperand::Activation, GemmOperand::Weight, GemmOperand::Gradient}) {
+        const LayerPrecision p = format[role];
+        if (p != LayerPrecision::Auto && p != LayerPrecision::Fp32 && p != LayerPrecision::Fp16 &&
+            p != LayerPrecision::Bf16)
+            return true;
+    }
+    return false;
+}
+
+bool layersQuantise(const std::vector<LayerSpec>& layers)
+{
+    return std::any_of(layers.begin(), layers.end(),
+                       [](const LayerSpec& l) { return quantises(l.precision) || layersQuantise(l.body); });
+}
+
+} // namespace
+
+bool runQuantisesGemms(const RunConfig& config)
+{
+    if (PrecisionPolicy(config.precision).recipe() != GemmRecipe::None || layersQuantise(config.model.layers))
+        return true;
+    return std::any_of(config.model.precisionOverrides.begin(), config.model.precisionOverrides.end(),
+                       [](const auto& entry) { return quantises(entry.second); });
 }
 
 } // namespace mantissa

@@ -30,8 +30,8 @@ struct LayerSpec {
     float rate = 0.5f;                      // dropout probability
     float epsilon = 1e-5f, momentum = 0.1f; // batchnorm
     std::string init;                       // "" (He/Xavier by activation) | "normal:STD" | "uniform:A"
-    LayerPrecision precision = LayerPrecision::Auto;
-    std::vector<LayerSpec> body;                    // residual: the layers of the residual branch
+    LayerFormat precision;                  // auto: every role follows the run's mode (or the enclosing layer's)
+    std::vector<LayerSpec> body;            // residual: the layers of the residual branch
     ShortcutKind shortcut = ShortcutKind::Identity; // residual
     // Transformer layers (docs/config.md). "units" is also the width of an embedding and the
     // hidden width of an MLP (0 in a transformer block: four times the block's width), and
@@ -54,6 +54,9 @@ struct ModelSpec {
     // An ONNX model file trained instead of `layers` (docs/onnx.md); "" = the layer list. Its
     // graph's input must be `input` and its output's last dimension `classes`.
     std::string onnx;
+    // model.precision_overrides: a layer's full name ("2.transformer.mlp.up") or an ONNX node's
+    // name, or a pattern with * and ? matching several, to its format (as a layer's "precision").
+    PrecisionOverrides precisionOverrides;
 };
 
 struct DataSpec {
@@ -192,5 +195,9 @@ RunConfig loadRunConfigFile(const std::string& path);
 // it; a front end that edits a RunConfig asks it too, rather than restating the rules.
 void validateRunConfig(const RunConfig& config, const std::string& origin);
 std::string runConfigToJson(const RunConfig& config, int indent = 2);
+
+// Whether any GEMM of the run is quantised by a recipe: the mode's, or a format a layer's
+// "precision" or model.precision_overrides states for some role.
+bool runQuantisesGemms(const RunConfig& config);
 
 } // namespace mantissa

@@ -19,10 +19,7 @@ bool isFilesRun(const RunConfig& c) { return c.data.dataset == DatasetKind::File
 
 // A recipe run writes its whole recipe object; another run only when it set an option, so that
 // the configs stored before the recipes existed are written again byte for byte.
-bool hasRecipe(const RunConfig& c)
-{
-    return PrecisionPolicy(c.precision).recipe() != GemmRecipe::None || c.recipe != RecipeOptions{};
-}
+bool hasRecipe(const RunConfig& c) { return runQuantisesGemms(c) || c.recipe != RecipeOptions{}; }
 
 // A single-process run writes no distributed section, as before it existed.
 bool isDistributed(const RunConfig& c) { return c.distributed != DistributedSpec{}; }
@@ -55,6 +52,14 @@ const std::array kRunFields{
          .label = "ONNX model",
          .description = "An ONNX model file to train instead of model.layers; model.input and model.classes "
                         "must be its input's per-sample shape and its output's last dimension.",
+         .write = WriteRule::UnlessDefault}),
+    row<&R::model, &ModelSpec::precisionOverrides>(
+        {.path = "model.precision_overrides",
+         .label = "Per-layer formats",
+         .description = "Formats of single layers or ONNX nodes at any depth: a full layer name "
+                        "(\"2.transformer.mlp.up\") or node name, or a pattern with * and ?, to a format as a "
+                        "layer's precision takes (a key, or {\"inputs\", \"weights\", \"gradients\"}).",
+         .option = "precision-overrides",
          .write = WriteRule::UnlessDefault}),
 
     row<&R::data, &DataSpec::dataset>(

@@ -1,6 +1,7 @@
 #include "engine/model/compile_layer_list.h"
 
 #include "engine/model/layer_factory.h"
+#include "engine/model/layer_formats.h"
 #include "engine/model/layers/linear.h"
 #include "engine/model/layers/token_embedding.h"
 #include "engine/model/model_validation.h"
@@ -15,18 +16,19 @@ namespace {
 // multiple of 16, at any depth.
 void checkRecipeFits(const GemmSite& site, const ModelSpec& spec)
 {
-    const GemmRecipe recipe = site.layer->gemmRecipe();
-    if (recipe != GemmRecipe::Nvfp4)
+    const std::optional<std::string> misfit = nvfp4Misfit(*site.layer);
+    if (!misfit)
         return;
-    const std::size_t block = recipeBlockSize(recipe);
-    for (const auto& [field, width] : site.layer->blockedWidths())
-        if (width % static_cast<std::int64_t>(block) != 0)
-            throw ConfigError("layer " + std::to_string(site.topLevel) + " (" +
-                              std::string(enumKey(spec.layers[site.topLevel].type)) + "): " + gemmRecipeName(recipe) +
-                              " quantises blocks of " + std::to_string(block) + " along K, but " + site.layer->name() +
-                              "'s " + field + " (" + std::to_string(width) + ") is not a multiple of " +
-                              std::to_string(block) +
-                              "; keep the layer in bf16 (\"precision\": \"bf16\") or change its width");
+    // A layer following the run's nvfp4 says so; one whose format was stated names it.
+    const std::string format = site.layer->formatLabel();
+    const std::string what =
+        site.layer->formatStated() ? site.layer->name() + " runs in " + format + ": nvfp4" : format;
+    throw ConfigError(
+        "layer " + std::to_string(site.topLevel) + " (" + std::string(enumKey(spec.layers[site.topLevel].type)) +
+        "): " + what + " quantises blocks of 16 along K, but " + *misfit +
+        "; keep the layer in bf16 (\"precision\": "
+        "\"bf16\"" +
+        (site.layer->formatStated() ? ", or its entry in model.precision_overrides" : "") + ") or change its width");
 }
 
 } // namespace
@@ -53,7 +55,7 @@ CompiledLayerList compileLayerList(const ModelSpec& spec, const PrecisionPolicy&
             head->tieWeight(embedding->table());
             embedding->setTableShared(true);
         }
-        layer->applyPrecision(policy, policy.layer(spec.layers[i].precision));
+        layer->applyPrecision(policy, policy.layerNamed(layer->name(), policy.layer(spec.layers[i].precision)));
         graph->beginGroup(layer->name(), layer->computeType());
         value = graph->own(std::move(layer))->appendTo(*graph, value);
     }
@@ -64,6 +66,7 @@ CompiledLayerList compileLayerList(const ModelSpec& spec, const PrecisionPolicy&
         applyRecipeCoverage(policy.recipe(), sites, keepsFirstAndLastLayers(policy.recipe(), policy.recipeOptions()));
     for (const GemmSite& site : sites)
         checkRecipeFits(site, spec);
+    checkOverridesNameLayers(*graph, policy.overrides());
     compiled.graph = std::move(graph);
     compiled.output = shape;
     return compiled;

@@ -39,15 +39,16 @@ GemmCoverage applyRecipeCoverage(GemmRecipe recipe, const std::vector<GemmSite>&
     }
     for (std::size_t i = 0; i < sites.size(); ++i) {
         Layer& layer = *sites[i].layer;
-        GemmCoverageEntry entry{layer.name(), false, GemmKeptReason::None};
-        if (layer.gemmRecipe() != GemmRecipe::None && kept[i] != GemmKeptReason::None) {
+        GemmCoverageEntry entry{layer.name(), false, GemmKeptReason::None, {}};
+        if (layer.quantisesGemms() && kept[i] != GemmKeptReason::None && !layer.formatStated()) {
             layer.keepGemmsUnquantised();
             entry.kept = kept[i];
-        } else if (layer.gemmRecipe() != GemmRecipe::None) {
+        } else if (layer.quantisesGemms()) {
             entry.quantised = true;
         } else if (recipe != GemmRecipe::None) {
             entry.kept = GemmKeptReason::LayerOverride;
         }
+        entry.format = layer.formatLabel();
         coverage.gemms.push_back(std::move(entry));
     }
     return coverage;
@@ -83,16 +84,25 @@ std::string keptReasonText(GemmKeptReason reason)
 
 std::string GemmCoverage::summary() const
 {
-    if (recipe == GemmRecipe::None)
+    if (recipe == GemmRecipe::None && quantisedCount() == 0)
         return {};
-    std::string text = gemmRecipeName(recipe) + ": " + std::to_string(quantisedCount()) + " of " +
-                       std::to_string(gemms.size()) + " GEMMs quantised";
+    const std::string counted =
+        std::to_string(quantisedCount()) + " of " + std::to_string(gemms.size()) + " GEMMs quantised";
+    std::string own; // quantised layers in a format other than the run's recipe
+    for (const GemmCoverageEntry& g : gemms)
+        if (g.quantised && (recipe == GemmRecipe::None || g.format != gemmRecipeName(recipe)))
+            own += (own.empty() ? "" : ", ") + g.layer + " (" + g.format + ")";
+    if (recipe == GemmRecipe::None)
+        return "per-layer formats: " + counted + ": " + own;
+    std::string text = gemmRecipeName(recipe) + ": " + counted;
     std::string keptList;
     for (const GemmCoverageEntry& g : gemms)
         if (!g.quantised)
             keptList += (keptList.empty() ? "" : ", ") + g.layer + " (" + keptReasonText(g.kept) + ")";
     if (!keptList.empty())
         text += "; kept unquantised: " + keptList;
+    if (!own.empty())
+        text += "; in their own formats: " + own;
     return text;
 }
 

@@ -45,6 +45,7 @@ struct GemmCoverageEntry {
     std::string layer; // the full name, "2.transformer.attention.query"
     bool quantised = false;
     GemmKeptReason kept = GemmKeptReason::None;
+    std::string format; // the layer's format once the rule is applied (Layer::formatLabel)
 };
 
 struct GemmCoverage {
@@ -55,7 +56,9 @@ struct GemmCoverage {
     std::vector<std::string> quantisedLayers() const;
     // "mxfp8: 25 of 25 GEMMs quantised", "nvfp4: 23 of 25 GEMMs quantised; kept in bf16:
     // 1.patch_embedding (keep_first_last: the first GEMM), 8.linear (keep_first_last: the last
-    // GEMM)"; empty without a recipe.
+    // GEMM)", with "; in their own formats: 2.linear (mxfp4)" where layers state other formats;
+    // "per-layer formats: 2 of 25 GEMMs quantised (...)" for a run without a recipe whose layers
+    // state some; empty where nothing is quantised and the run has no recipe.
     std::string summary() const;
     // Set when the run has a recipe and it quantises no GEMM at all, so that the run is
     // mixed-bf16 under another name.
@@ -63,7 +66,8 @@ struct GemmCoverage {
 };
 
 // Applies keep_first_last to `sites` (the recipe's first and last GEMMs keep their layers'
-// compute type, unquantised, where `keep`) and says what the recipe covers.
+// compute type, unquantised, where `keep`, unless their format was stated: Layer::formatStated)
+// and says what the recipe covers.
 GemmCoverage applyRecipeCoverage(GemmRecipe recipe, const std::vector<GemmSite>& sites, bool keep);
 
 // Why: "keep_first_last: the first GEMM".

@@ -294,11 +294,18 @@ void rotateAlongK(std::span<float> values, const KLayout& layout, std::uint16_t 
     scatter(rows, values, layout);
 }
 
-void GemmInputQuantizer::setRecipe(GemmRecipe recipe, const RecipeOptions& options)
+void GemmInputQuantizer::setRecipes(const OperandRecipes& recipes, const RecipeOptions& options)
 {
-    m_recipe = recipe;
+    m_recipes = recipes;
     m_options = options;
     m_history = {};
+}
+
+OperandFormat GemmInputQuantizer::formatOf(GemmPass pass, GemmOperand operand, bool mayRotate) const
+{
+    const bool rotates = mayRotate && rotatesWeightGradient(m_recipes.activation, m_options) &&
+                         rotatesWeightGradient(m_recipes.gradient, m_options);
+    return operandFormat(m_recipes[operand], pass, operand, m_options, rotates);
 }
 
 float GemmInputQuantizer::delayedScaleFor(AmaxHistory& h, const GemmInputCall& call, MiniFloat element)
@@ -395,7 +402,7 @@ std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& 
                                                            GemmPass preparedFor, const Tensor& t, GemmPass pass,
                                                            GemmOperand operand, const KLayout& layout) const
 {
-    if (m_recipe == GemmRecipe::None || call.observer || !call.backend.keepsQuantizedOperands() ||
+    if (m_recipes[operand] == GemmRecipe::None || call.observer || !call.backend.keepsQuantizedOperands() ||
         prepared.values.shape() != t.shape())
         return std::nullopt;
     if (!prepared.blocks.present()) {
@@ -407,8 +414,8 @@ std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& 
         return std::nullopt;
     // Both GEMMs' formats: the same square tiles, rounded to nearest (prepare()'s elements and
     // scales then depend on the tensor only), or `t` is prepared anew.
-    const OperandFormat format = operandFormat(m_recipe, pass, operand, m_options, call.mayRotate);
-    const OperandFormat before = operandFormat(m_recipe, preparedFor, operand, m_options, call.mayRotate);
+    const OperandFormat format = formatOf(pass, operand, call.mayRotate);
+    const OperandFormat before = formatOf(preparedFor, operand, call.mayRotate);
     const auto tile = static_cast<std::int64_t>(format.tile2d);
     const auto sameTiles = [](const OperandFormat& a, const OperandFormat& b) {
         return a.tile2d == b.tile2d && a.format.scheme == b.format.scheme && a.format.element == b.format.element &&
@@ -427,10 +434,10 @@ std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& 
 
 bool GemmInputQuantizer::samePerTensorValues(GemmPass from, GemmPass to, GemmOperand operand, bool mayRotate) const
 {
-    if (m_recipe == GemmRecipe::None)
+    if (m_recipes[operand] == GemmRecipe::None)
         return false;
-    const OperandFormat a = operandFormat(m_recipe, from, operand, m_options, mayRotate);
-    const OperandFormat b = operandFormat(m_recipe, to, operand, m_options, mayRotate);
+    const OperandFormat a = formatOf(from, operand, mayRotate);
+    const OperandFormat b = formatOf(to, operand, mayRotate);
     const auto perTensor = [](const OperandFormat& f) {
         return f.format.scheme == ScalingScheme::PerTensor && f.tile2d == 0 && !f.hadamard &&
                f.format.encoding.rounding == Rounding::NearestEven;
@@ -443,14 +450,13 @@ bool GemmInputQuantizer::samePerTensorValues(GemmPass from, GemmPass to, GemmOpe
 GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const Tensor& t, GemmPass pass,
                                               GemmOperand operand, const KLayout& layout)
 {
-    if (m_recipe == GemmRecipe::None)
+    const GemmOperand role = operand == GemmOperand::Weight && !call.weightIsWeight ? GemmOperand::Activation : operand;
+    if (m_recipes[role] == GemmRecipe::None)
         return {t, 1.0f, {}};
     MANTISSA_ASSERT(layout.count() == t.numel());
     Backend& backend = call.backend;
-    const GemmOperand formatOf =
-        operand == GemmOperand::Weight && !call.weightIsWeight ? GemmOperand::Activation : operand;
-    const OperandFormat format = withScaleRounding(operandFormat(m_recipe, pass, formatOf, m_options, call.mayRotate),
-                                                   m_options, call.blockScaledGemm);
+    const OperandFormat format =
+        withScaleRounding(formatOf(pass, role, call.mayRotate), m_options, call.blockScaledGemm);
     OperandFormat seeded = format;
     seeded.format.encoding.seed = call.seed;
     // The Hadamard rotation comes first, on the host (an fp32 round trip, exact), so that its
@@ -498,7 +504,8 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
         return {std::move(quantized.values), quantized.decodeScale, {}};
     } catch (const ConfigError& e) {
         throw ConfigError("layer " + call.layer + ", " + std::string(enumKey(pass)) + " " +
-                          std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipe) + ": " + e.what());
+                          std::string(enumKey(operand)) + " under " + gemmRecipeName(m_recipes[role]) + ": " +
+                          e.what());
     }
 }
 

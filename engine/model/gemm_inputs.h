@@ -142,8 +142,10 @@ struct GemmOperandValues {
 // each operand (per tensor, as Transformer Engine keeps one per GEMM input).
 class GemmInputQuantizer {
 public:
-    void setRecipe(GemmRecipe recipe, const RecipeOptions& options);
-    GemmRecipe recipe() const { return m_recipe; }
+    void setRecipes(const OperandRecipes& recipes, const RecipeOptions& options);
+    const OperandRecipes& recipes() const { return m_recipes; }
+    // Whether any operand role is quantised.
+    bool quantises() const { return m_recipes.any(); }
     const RecipeOptions& options() const { return m_options; }
 
     // `t` as the GEMM of `pass` should read it: `t` itself (scale 1) without a recipe, else a
@@ -200,7 +202,12 @@ private:
     // The open step's amax of a delayed-scaling operand joins the history (training passes only).
     static void noteDelayedAmax(AmaxHistory& h, const GemmInputCall& call, const OperandFormat& format, float amax);
 
-    GemmRecipe m_recipe = GemmRecipe::None;
+    // The format `operand` takes in the GEMM of `pass` (GemmOperand::Weight standing for an
+    // activation where weightIsWeight is false), before withScaleRounding; the Hadamard
+    // rotation only where both weight-gradient inputs' recipes rotate, as it cancels only then.
+    OperandFormat formatOf(GemmPass pass, GemmOperand operand, bool mayRotate) const;
+
+    OperandRecipes m_recipes;
     RecipeOptions m_options;
     std::array<AmaxHistory, 3> m_history;
 };

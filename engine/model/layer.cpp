@@ -5,9 +5,21 @@ namespace mantissa {
 void Layer::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
 {
     setComputeType(dtypes.compute());
-    m_gemmInputs.setRecipe(dtypes.gemmRecipe, policy.recipeOptions());
+    m_formatStated = dtypes.stated;
+    m_gemmInputs.setRecipes(dtypes.gemmRecipes, policy.recipeOptions());
+    // Parts compiled into graph nodes of their own may compute in another type (the graph casts
+    // between nodes); layers run inside this one's node share its compute type.
+    const std::optional<DType> holder = partsAreGraphNodes() ? std::nullopt : std::optional(dtypes.compute());
     for (const Sublayer& s : sublayers())
-        s.layer->applyPrecision(policy, dtypes);
+        s.layer->applyPrecision(policy, policy.layerNamed(s.layer->name(), dtypes, holder));
+}
+
+std::string Layer::formatLabel() const
+{
+    LayerDTypes dtypes;
+    dtypes.weight = dtypes.activation = dtypes.gradient = computeType();
+    dtypes.gemmRecipes = gemmRecipes();
+    return layerFormatLabel(dtypes);
 }
 
 void Layer::createParameters(Backend& backend, DType masterType, std::uint64_t seed)

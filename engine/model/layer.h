@@ -115,11 +115,18 @@ public:
     // The default hands the same dtypes (and so the recipe) to every sublayer, so that a GEMM at
     // any depth follows the run's recipe; a block with per-layer overrides resolves them instead.
     virtual void applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes);
-    // The recipe this layer's GEMMs quantise their inputs by (None outside the recipes).
-    GemmRecipe gemmRecipe() const { return m_gemmInputs.recipe(); }
+    // The recipe each operand role of this layer's GEMMs is quantised by (None outside the recipes).
+    const OperandRecipes& gemmRecipes() const { return m_gemmInputs.recipes(); }
+    bool quantisesGemms() const { return m_gemmInputs.quantises(); }
+    // Whether the layer's format was stated (its "precision", model.precision_overrides, or
+    // those of a layer holding it) rather than followed from the run's mode (LayerDTypes::stated).
+    bool formatStated() const { return m_formatStated; }
+    // "mxfp8", "fp32", "inputs bf16, weights mxfp4, gradients bf16": the format this layer's
+    // GEMMs run in (layerFormatLabel).
+    std::string formatLabel() const;
     // Leaves this layer's own GEMMs unquantised in the compute type (a recipe's kept first and
     // last GEMMs, keep_first_last); its sublayers are not touched.
-    void keepGemmsUnquantised() { m_gemmInputs.setRecipe(GemmRecipe::None, m_gemmInputs.options()); }
+    void keepGemmsUnquantised() { m_gemmInputs.setRecipes({}, m_gemmInputs.options()); }
     // This layer's own GEMM-input quantiser, whose delayed-scaling history a saved training
     // state carries (checkpoint.cpp).
     GemmInputQuantizer& gemmInputs() { return m_gemmInputs; }
@@ -186,7 +193,7 @@ protected:
     GemmOperandValues gemmInput(PassState& pass, const Tensor& t, GemmPass gemm, GemmOperand operand,
                                 const KLayout& layout)
     {
-        if (m_gemmInputs.recipe() == GemmRecipe::None)
+        if (!m_gemmInputs.quantises())
             return {t, 1.0f, {}};
         return m_gemmInputs.prepare(gemmInputCall(pass), t, gemm, operand, layout);
     }
@@ -195,7 +202,7 @@ protected:
     // recipe quantises this layer's GEMM inputs, which then takes `t` as it is.
     Tensor sharedGemmInput(PassState& pass, const Tensor& t) const
     {
-        return m_gemmInputs.recipe() == GemmRecipe::None ? pass.backend.widenedForGemms(t) : t;
+        return m_gemmInputs.quantises() ? t : pass.backend.widenedForGemms(t);
     }
     // gemmInput() for `t` again, where `prepared` is what gemmInput() gave for it (unchanged
     // since) in the GEMM of `preparedFor`: the same values without quantising them again where
@@ -205,7 +212,7 @@ protected:
     GemmOperandValues gemmInputAgain(PassState& pass, const GemmOperandValues& prepared, GemmPass preparedFor,
                                      const Tensor& t, GemmPass gemm, GemmOperand operand, const KLayout& layout)
     {
-        if (m_gemmInputs.recipe() == GemmRecipe::None)
+        if (!m_gemmInputs.quantises())
             return {t, 1.0f, {}};
         const GemmInputCall call = gemmInputCall(pass);
         if (std::optional<GemmOperandValues> again =
@@ -235,6 +242,10 @@ protected:
     // recipe may scale in 2D tiles (GemmInputCall::weightIsWeight).
     virtual bool weightOperandIsWeight() const { return true; }
 
+    // Whether sublayers() become graph nodes of their own in appendTo (a transformer block's
+    // norms, attention and MLP), so that each may compute in its own type.
+    virtual bool partsAreGraphNodes() const { return false; }
+
 private:
     // What the quantiser needs to know about this pass and this layer; the lens measures the
     // inputs only when its tap asks for them.
@@ -253,6 +264,7 @@ private:
     }
 
     DType m_computeType = DType::F32;
+    bool m_formatStated = false;
     std::string m_name;
     GemmInputQuantizer m_gemmInputs;
 };

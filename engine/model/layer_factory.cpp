@@ -156,7 +156,7 @@ LayerPtr createResidual(const LayerSpec& spec, const Shape& in)
     if (spec.body.empty())
         throw ConfigError("has no layers; list the residual branch under \"layers\"");
     std::vector<LayerPtr> body;
-    std::vector<LayerPrecision> overrides;
+    std::vector<LayerFormat> overrides;
     Shape shape = in;
     for (std::size_t i = 0; i < spec.body.size(); ++i) {
         const LayerSpec& child = spec.body[i];

@@ -1,6 +1,7 @@
 #include "engine/model/model.h"
 
 #include "engine/model/compile_layer_list.h"
+#include "engine/model/layer_formats.h"
 #include "engine/model/model_file.h"
 #include "engine/model/model_validation.h"
 
@@ -22,7 +23,7 @@ bool isModelFile(const ModelSpec& spec)
 
 GemmCoverage plannedGemmCoverage(const ModelSpec& spec, PrecisionMode mode, const RecipeOptions& recipe)
 {
-    const PrecisionPolicy policy(mode, recipe);
+    const PrecisionPolicy policy(mode, recipe, {}, spec.precisionOverrides);
     if (isModelFile(spec))
         return compileModelFile(spec, policy, nullptr).coverage;
     return compileLayerList(spec, policy).coverage;
@@ -32,12 +33,13 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
              const RecipeOptions& recipe, const UpdatePrecision& update)
     : m_input(spec.input), m_classes(spec.classes)
 {
-    const PrecisionPolicy policy(mode, recipe, update);
+    const PrecisionPolicy policy(mode, recipe, update, spec.precisionOverrides);
     if (isModelFile(spec)) {
         // The file's parameters are created and loaded by its compiler: the seed draws nothing.
         CompiledModelFile compiled = compileModelFile(spec, policy, &backend);
         m_graph = std::move(compiled.graph);
         m_gemmCoverage = std::move(compiled.coverage);
+        checkBackendRunsFormats(gemmSites(*m_graph), backend);
         m_labelsPerSample = compiled.output.numel() / m_classes;
         m_backwardOrder = m_graph->parametersInBackwardOrder();
         return;
@@ -45,11 +47,13 @@ Model::Model(const ModelSpec& spec, PrecisionMode mode, Backend& backend, std::u
     CompiledLayerList compiled = compileLayerList(spec, policy);
     m_graph = std::move(compiled.graph);
     m_gemmCoverage = std::move(compiled.coverage);
+    checkBackendRunsFormats(gemmSites(*m_graph), backend);
     // The layers of the list own their parameters (a block creates its parts'), each with the
     // master dtype its override resolves to.
     const std::vector<Layer*> built = layers();
     for (std::size_t i = 0; i < spec.layers.size(); ++i)
-        built[i]->createParameters(backend, policy.layer(spec.layers[i].precision).master, seed);
+        built[i]->createParameters(
+            backend, policy.layerNamed(built[i]->name(), policy.layer(spec.layers[i].precision)).master, seed);
     m_labelsPerSample = compiled.output.numel() / m_classes;
     m_backwardOrder = m_graph->parametersInBackwardOrder();
 }

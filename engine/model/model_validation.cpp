@@ -84,7 +84,7 @@ ModelReport validateModel(const ModelSpec& spec)
                 layer.flopsPerSample = built->flopsPerSample();
                 layer.tensorCoreExtents = built->tensorCoreExtents();
                 for (const Layer* part : built->parts())
-                    layer.parts.push_back({part->kind(), part->parameterCount(), part->flopsPerSample()});
+                    layer.parts.push_back({part->kind(), part->parameterCount(), part->flopsPerSample(), part->name()});
                 report.totalParameters += layer.parameters;
                 report.totalFlopsPerSample += layer.flopsPerSample;
                 report.activationValuesPerSample += shape.numel();

@@ -14,6 +14,7 @@ struct LayerPartReport {
     LayerKind type = LayerKind::Linear;
     std::int64_t parameters = 0;
     std::int64_t flopsPerSample = 0;
+    std::string name; // the full name model.precision_overrides addresses it by ("2.transformer.mlp")
 };
 
 struct LayerReport {

@@ -129,8 +129,8 @@ TensorCoreAdvice tensorCoreAdvice(const RunConfig& config, const ModelReport& re
     bool sixteenBitGemm = false;
     for (const LayerReport& layer : report.layers) {
         const auto index = static_cast<std::size_t>(layer.index);
-        const LayerPrecision override =
-            index < config.model.layers.size() ? config.model.layers[index].precision : LayerPrecision::Auto;
+        const LayerFormat override =
+            index < config.model.layers.size() ? config.model.layers[index].precision : LayerFormat();
         advice.layers.push_back(layerAlignment(layer, policy.layer(override).compute()));
         const AlignmentVerdict verdict = advice.layers.back().verdict;
         sixteenBitGemm |= verdict == AlignmentVerdict::Aligned || verdict == AlignmentVerdict::Misaligned;

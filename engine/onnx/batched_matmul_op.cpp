@@ -14,10 +14,10 @@ struct ProductContext final : LayerContext {
 
 void BatchedProduct::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
 {
-    m_covered = quantisesAttention(policy.recipe(), policy.recipeOptions());
+    m_covered = quantisesAttention(dtypes.gemmRecipes.activation, policy.recipeOptions());
     LayerDTypes own = dtypes;
     if (!m_covered)
-        own.gemmRecipe = GemmRecipe::None;
+        own.gemmRecipes = {};
     Layer::applyPrecision(policy, own);
 }
 

@@ -72,7 +72,7 @@ void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node)
     const std::int64_t planes = c.shapeOf(a).numel() / (m * k);
     auto product = std::make_unique<BatchedProduct>(m, n, k);
     product->setName(node.name);
-    product->applyPrecision(c.policy(), c.policy().layer());
+    product->applyPrecision(c.policy(), c.policy().layerNamed(node.name, c.policy().layer()));
     auto* owned = static_cast<BatchedProduct*>(c.graph().own(std::move(product)));
     const std::string& output = node.outputs.at(0);
     Shape perSample;

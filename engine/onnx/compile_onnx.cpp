@@ -1,6 +1,7 @@
 #include "engine/onnx/compile_onnx.h"
 
 #include "engine/onnx/graph_loss.h"
+#include "engine/model/layer_formats.h"
 #include "engine/onnx/import_onnx.h"
 #include "engine/onnx/node_compilers.h"
 #include "engine/util/check.h"
@@ -13,15 +14,10 @@ namespace {
 // its blocks run along must be a multiple of the block.
 void checkRecipeFits(const GemmSite& site)
 {
-    const GemmRecipe recipe = site.layer->gemmRecipe();
-    if (recipe != GemmRecipe::Nvfp4)
-        return;
-    const auto block = static_cast<std::int64_t>(recipeBlockSize(recipe));
-    for (const auto& [field, width] : site.layer->blockedWidths())
-        if (width % block != 0)
-            throw ConfigError("ONNX node " + site.layer->name() + ": " + gemmRecipeName(recipe) +
-                              " quantises blocks of " + std::to_string(block) + " along K, but its " + field + " (" +
-                              std::to_string(width) + ") is not a multiple of " + std::to_string(block));
+    if (const std::optional<std::string> misfit = nvfp4Misfit(*site.layer))
+        throw ConfigError("ONNX node " + site.layer->name() + " runs in " + site.layer->formatLabel() +
+                          ", whose nvfp4 blocks of 16 run along K, but " + *misfit +
+                          "; keep the node in bf16 (an entry in model.precision_overrides) or use another format");
 }
 
 void compileNode(OnnxCompiler& compiler, const OnnxNode& node)
@@ -109,6 +105,7 @@ CompiledOnnx compileOnnx(const OnnxGraph& onnx, const PrecisionPolicy& policy, B
         applyRecipeCoverage(policy.recipe(), sites, keepsFirstAndLastLayers(policy.recipe(), policy.recipeOptions()));
     for (const GemmSite& site : sites)
         checkRecipeFits(site);
+    checkOverridesNameLayers(*graph, policy.overrides());
     loadParameters(compiler.bindings(), compiler.transposedInitializers(), policy.layer().master, backend);
     compiled.transposedInitializers = compiler.transposedInitializers();
     compiled.output = graph->values()[*output].shape;

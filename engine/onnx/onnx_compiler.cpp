@@ -127,7 +127,7 @@ void OnnxCompiler::addLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
                             std::vector<const OnnxTensor*> buffers)
 {
     layer->setName(node.name);
-    layer->applyPrecision(m_policy, m_policy.layer());
+    layer->applyPrecision(m_policy, m_policy.layerNamed(node.name, m_policy.layer()));
     m_graph.beginGroup(node.name, layer->computeType());
     Layer* owned = m_graph.own(std::move(layer));
     bind(node, 0, owned->appendTo(m_graph, input), layout);
@@ -138,7 +138,7 @@ void OnnxCompiler::addLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
 Layer* OnnxCompiler::ownParameters(const OnnxNode& node, LayerPtr layer, std::vector<const OnnxTensor*> initializers)
 {
     layer->setName(node.name);
-    layer->applyPrecision(m_policy, m_policy.layer());
+    layer->applyPrecision(m_policy, m_policy.layerNamed(node.name, m_policy.layer()));
     Layer* owned = m_graph.own(std::move(layer));
     m_bindings.push_back({owned, std::move(initializers), {}});
     return owned;

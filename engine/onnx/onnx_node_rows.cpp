@@ -15,17 +15,19 @@ namespace {
 std::map<std::string, std::string> nodePrecisions(const OnnxGraph& onnx, const RunConfig& config)
 {
     const std::unique_ptr<Backend> scratch = makeCpuBackend(1);
-    const PrecisionPolicy policy(config.precision, config.recipe);
+    const PrecisionPolicy policy(config.precision, config.recipe, config.update, config.model.precisionOverrides);
     const CompiledOnnx compiled = compileOnnx(onnx, policy, *scratch);
     std::map<std::string, std::string> precisions;
     for (const GraphGroup& group : compiled.graph->groups())
         precisions[group.name] = std::string(dtypeName(group.computeType));
-    if (compiled.coverage.recipe != GemmRecipe::None) {
-        for (const GemmCoverageEntry& gemm : compiled.coverage.gemms) {
-            std::string& text = precisions[gemm.layer];
-            text = gemm.quantised ? gemmRecipeName(compiled.coverage.recipe) + " GEMM"
-                                  : text + ", " + keptReasonText(gemm.kept);
-        }
+    // A GEMM's own format where it quantises (a per-layer format or the run's recipe), else
+    // its compute type and, in a recipe run, why it is kept.
+    for (const GemmCoverageEntry& gemm : compiled.coverage.gemms) {
+        std::string& text = precisions[gemm.layer];
+        if (gemm.quantised)
+            text = gemm.format + " GEMM";
+        else if (compiled.coverage.recipe != GemmRecipe::None)
+            text += ", " + keptReasonText(gemm.kept);
     }
     return precisions;
 }

@@ -108,6 +108,16 @@ std::span<const EnumEntry<RecipeSwitch>> enumEntries<RecipeSwitch>()
     return kSwitchNames;
 }
 
+GemmRecipe OperandRecipes::operator[](GemmOperand operand) const
+{
+    return operand == GemmOperand::Activation ? activation : operand == GemmOperand::Weight ? weight : gradient;
+}
+
+GemmRecipe& OperandRecipes::operator[](GemmOperand operand)
+{
+    return operand == GemmOperand::Activation ? activation : operand == GemmOperand::Weight ? weight : gradient;
+}
+
 OperandFormat operandFormat(GemmRecipe recipe, GemmOperand operand, const RecipeOptions& options)
 {
     const RecipeRow& r = row(recipe);

@@ -23,6 +23,24 @@ enum class GemmRecipe : std::uint8_t { None, Fp8Hybrid, Fp8E4m3, Fp8Delayed, Fp8
 enum class GemmOperand : std::uint8_t { Activation, Weight, Gradient };
 enum class GemmPass : std::uint8_t { Forward, DataGrad, WeightGrad };
 
+// The recipe each operand role of a layer's GEMMs is quantised by: the inputs (GemmOperand::
+// Activation), the weights and the gradients. A role whose recipe is None is multiplied as it
+// is, in the layer's compute type. A run-wide recipe gives every role the same one; a layer's
+// "precision" (precision_policy.h) may give each role its own.
+struct OperandRecipes {
+    GemmRecipe activation = GemmRecipe::None, weight = GemmRecipe::None, gradient = GemmRecipe::None;
+
+    static constexpr OperandRecipes all(GemmRecipe recipe) { return {recipe, recipe, recipe}; }
+    GemmRecipe operator[](GemmOperand operand) const;
+    GemmRecipe& operator[](GemmOperand operand);
+    bool any() const
+    {
+        return activation != GemmRecipe::None || weight != GemmRecipe::None || gradient != GemmRecipe::None;
+    }
+    bool uniform() const { return activation == weight && weight == gradient; }
+    bool operator==(const OperandRecipes&) const = default;
+};
+
 template <>
 std::span<const EnumEntry<GemmOperand>> enumEntries<GemmOperand>();
 template <>

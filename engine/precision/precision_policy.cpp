@@ -58,17 +58,28 @@ constexpr std::array kModes{
             GemmRecipe::Nvfp4},
 };
 
-// One row per override: the compute dtypes it forces (nullopt: follow the mode or the block).
+// One row per layer format: the compute dtype it forces (nullopt: follow the mode or the block)
+// and the recipe that quantises the role it is given to (None: the role is multiplied as it is).
+// A recipe's row takes its compute type from the precision mode carrying it (bf16).
 struct OverrideRow {
     LayerPrecision value;
-    std::optional<ComputeDTypes> compute;
+    std::optional<DType> compute;
+    GemmRecipe recipe = GemmRecipe::None;
 };
 
 constexpr std::array kOverrides{
     OverrideRow{LayerPrecision::Auto, std::nullopt},
-    OverrideRow{LayerPrecision::Fp32, uniform(DType::F32)},
-    OverrideRow{LayerPrecision::Fp16, uniform(DType::F16)},
-    OverrideRow{LayerPrecision::Bf16, uniform(DType::BF16)},
+    OverrideRow{LayerPrecision::Fp32, DType::F32},
+    OverrideRow{LayerPrecision::Fp16, DType::F16},
+    OverrideRow{LayerPrecision::Bf16, DType::BF16},
+    OverrideRow{LayerPrecision::Fp8Hybrid, std::nullopt, GemmRecipe::Fp8Hybrid},
+    OverrideRow{LayerPrecision::Fp8E4m3, std::nullopt, GemmRecipe::Fp8E4m3},
+    OverrideRow{LayerPrecision::Fp8Delayed, std::nullopt, GemmRecipe::Fp8Delayed},
+    OverrideRow{LayerPrecision::Fp8Block, std::nullopt, GemmRecipe::Fp8Block},
+    OverrideRow{LayerPrecision::Mxfp8, std::nullopt, GemmRecipe::Mxfp8},
+    OverrideRow{LayerPrecision::Mxfp6, std::nullopt, GemmRecipe::Mxfp6},
+    OverrideRow{LayerPrecision::Mxfp4, std::nullopt, GemmRecipe::Mxfp4},
+    OverrideRow{LayerPrecision::Nvfp4, std::nullopt, GemmRecipe::Nvfp4},
 };
 
 constexpr std::array kModeNames{
@@ -119,6 +130,25 @@ constexpr std::array kOverrideNames{
                               "Compute this layer in fp32 whatever the mode (a sensitive layer kept high)."},
     EnumEntry<LayerPrecision>{LayerPrecision::Fp16, "fp16", "fp16", "Compute this layer in fp16 whatever the mode."},
     EnumEntry<LayerPrecision>{LayerPrecision::Bf16, "bf16", "bf16", "Compute this layer in bf16 whatever the mode."},
+    EnumEntry<LayerPrecision>{LayerPrecision::Fp8Hybrid, "fp8-hybrid", "FP8 hybrid",
+                              "Quantise this layer's GEMM inputs as fp8-hybrid does: E4M3 inputs and weights, E5M2 "
+                              "gradients, one current scale per tensor."},
+    EnumEntry<LayerPrecision>{LayerPrecision::Fp8E4m3, "fp8-e4m3", "FP8 E4M3",
+                              "Quantise this layer's GEMM inputs to E4M3 with one current scale per tensor."},
+    EnumEntry<LayerPrecision>{LayerPrecision::Fp8Delayed, "fp8-delayed", "FP8 delayed scaling",
+                              "E4M3 inputs and weights, E5M2 gradients, each scale from the amax history."},
+    EnumEntry<LayerPrecision>{LayerPrecision::Fp8Block, "fp8-block", "FP8 block (1x128)",
+                              "E4M3 with an fp32 scale per 1x128 tile (inputs, gradients) and per 128x128 block "
+                              "(weights)."},
+    EnumEntry<LayerPrecision>{LayerPrecision::Mxfp8, "mxfp8", "MXFP8",
+                              "MXFP8: E4M3 elements with an E8M0 scale per 32 along K."},
+    EnumEntry<LayerPrecision>{LayerPrecision::Mxfp6, "mxfp6", "MXFP6",
+                              "MXFP6: E2M3 inputs and weights, E3M2 gradients, an E8M0 scale per 32 along K."},
+    EnumEntry<LayerPrecision>{LayerPrecision::Mxfp4, "mxfp4", "MXFP4",
+                              "MXFP4: E2M1 elements with an E8M0 scale per 32 along K."},
+    EnumEntry<LayerPrecision>{LayerPrecision::Nvfp4, "nvfp4", "NVFP4",
+                              "NVFP4: E2M1 elements, an E4M3 scale per 16 along K and an fp32 scale per tensor; "
+                              "every K the layer's blocks run along must be a multiple of 16."},
 };
 
 constexpr std::array kLossScaleNames{
@@ -181,31 +211,60 @@ DType LayerDTypes::operator[](TensorRole role) const
     assertionFailed("unknown tensor role", __FILE__, __LINE__);
 }
 
-PrecisionPolicy::PrecisionPolicy(PrecisionMode mode, const RecipeOptions& recipeOptions, const UpdatePrecision& update)
-    : m_mode(mode), m_recipeOptions(recipeOptions), m_update(update)
+PrecisionPolicy::PrecisionPolicy(PrecisionMode mode, const RecipeOptions& recipeOptions, const UpdatePrecision& update,
+                                 PrecisionOverrides overrides)
+    : m_mode(mode), m_recipeOptions(recipeOptions), m_update(update), m_overrides(std::move(overrides))
 {
     modeRow(mode); // every mode has a row: a missing one fails here, at the start of a run
 }
 
-LayerDTypes PrecisionPolicy::layer(LayerPrecision override) const
+LayerDTypes PrecisionPolicy::layer(const LayerFormat& format) const
 {
     const ComputeDTypes mode = modeRow(m_mode).compute;
     LayerDTypes top;
     top.weight = mode.weight;
     top.activation = mode.activation;
     top.gradient = mode.gradient;
-    top.gemmRecipe = modeRow(m_mode).recipe;
-    return layer(override, top);
+    top.gemmRecipes = OperandRecipes::all(modeRow(m_mode).recipe);
+    return layer(format, top);
 }
 
-LayerDTypes PrecisionPolicy::layer(LayerPrecision override, const LayerDTypes& enclosing) const
+namespace {
+
+// The compute type `format` states: the one 16- or 32-bit type its roles name, else bf16 where
+// a role names a recipe (the recipes store their tensors in bf16), else none (every role auto).
+// Two different types are a problem (layerFormatProblem), which is `conflict`'s text.
+std::optional<DType> statedCompute(const LayerFormat& format, std::string* conflict = nullptr)
+{
+    std::optional<DType> plain;
+    bool quantised = false;
+    for (const GemmOperand role : {GemmOperand::Activation, GemmOperand::Weight, GemmOperand::Gradient}) {
+        const OverrideRow& row = overrideRow(format[role]);
+        quantised = quantised || row.recipe != GemmRecipe::None;
+        if (!row.compute)
+            continue;
+        if (plain && *plain != *row.compute && conflict)
+            *conflict = "names two compute types (" + std::string(dtypeName(*plain)) + " and " +
+                        std::string(dtypeName(*row.compute)) +
+                        "), but a layer computes in one; give the other roles a recipe or auto";
+        plain = plain.value_or(*row.compute);
+    }
+    if (plain)
+        return plain;
+    return quantised ? std::optional<DType>(DType::BF16) : std::nullopt;
+}
+
+} // namespace
+
+LayerDTypes PrecisionPolicy::layer(const LayerFormat& format, const LayerDTypes& enclosing) const
 {
     LayerDTypes d = enclosing;
-    if (const auto& forced = overrideRow(override).compute) {
-        d.weight = forced->weight;
-        d.activation = forced->activation;
-        d.gradient = forced->gradient;
-        d.gemmRecipe = GemmRecipe::None; // a layer kept in 16 or 32 bits multiplies them as they are
+    if (const std::optional<DType> compute = statedCompute(format)) {
+        d.weight = d.activation = d.gradient = *compute;
+        d.stated = true;
+        for (const GemmOperand role : {GemmOperand::Activation, GemmOperand::Weight, GemmOperand::Gradient})
+            if (format[role] != LayerPrecision::Auto)
+                d.gemmRecipes[role] = overrideRow(format[role]).recipe;
     }
     // The masters follow the layer's own weights in the pure modes, so a layer kept in fp32
     // in a pure fp16 run also keeps fp32 weights (and an fp32 optimizer state), unless
@@ -213,6 +272,46 @@ LayerDTypes PrecisionPolicy::layer(LayerPrecision override, const LayerDTypes& e
     d.master = masterDType(m_update.masters, modeRow(m_mode).master.value_or(d.weight));
     // Optimizer::attach allocates the state by the same rule.
     d.optimizerState = optimizerStateDType(m_update.state, d.master);
+    return d;
+}
+
+std::optional<LayerFormat> PrecisionPolicy::overrideFor(const std::string& name) const
+{
+    if (const auto exact = m_overrides.find(name); exact != m_overrides.end())
+        return exact->second;
+    const std::pair<const std::string, LayerFormat>* found = nullptr;
+    for (const auto& entry : m_overrides) {
+        if (!nameMatches(entry.first, name))
+            continue;
+        if (found && found->second != entry.second)
+            throw ConfigError("model.precision_overrides: \"" + found->first + "\" (" + layerFormatText(found->second) +
+                              ") and \"" + entry.first + "\" (" + layerFormatText(entry.second) + ") both match " +
+                              name + "; add an entry naming it exactly");
+        found = &entry;
+    }
+    return found ? std::optional<LayerFormat>(found->second) : std::nullopt;
+}
+
+LayerDTypes PrecisionPolicy::layerNamed(const std::string& name, const LayerDTypes& dtypes,
+                                        std::optional<DType> holderCompute) const
+{
+    const std::optional<LayerFormat> format = overrideFor(name);
+    if (!format)
+        return dtypes;
+    LayerDTypes d = layer(*format, dtypes);
+    if (!holderCompute || d.compute() == *holderCompute)
+        return d;
+    for (const GemmOperand role : {GemmOperand::Activation, GemmOperand::Weight, GemmOperand::Gradient})
+        if (const std::optional<DType> plain = overrideRow((*format)[role]).compute)
+            throw ConfigError("model.precision_overrides: " + name + " (" + layerFormatText(*format) +
+                              ") runs inside a layer that computes in " + std::string(dtypeName(*holderCompute)) +
+                              ", which it must share; give it a recipe's format (its GEMM inputs quantised), or "
+                              "set " +
+                              std::string(dtypeName(*plain)) + " on the layer holding it");
+    // A recipe's format inside a holder: the inputs are quantised from the holder's type.
+    d.weight = d.activation = d.gradient = *holderCompute;
+    d.master = modeRow(m_mode).master.value_or(d.weight);
+    d.optimizerState = d.master;
     return d;
 }
 
@@ -234,5 +333,137 @@ std::string gemmRecipeName(GemmRecipe recipe)
 }
 
 DType PrecisionPolicy::lensTarget() const { return modeRow(m_mode).lensTarget; }
+
+namespace {
+
+constexpr std::array<std::string_view, 3> kRoleKeys{"inputs", "weights", "gradients"};
+constexpr std::array kRoles{GemmOperand::Activation, GemmOperand::Weight, GemmOperand::Gradient};
+
+} // namespace
+
+LayerPrecision LayerFormat::operator[](GemmOperand role) const
+{
+    return role == GemmOperand::Activation ? inputs : role == GemmOperand::Weight ? weights : gradients;
+}
+
+LayerPrecision& LayerFormat::operator[](GemmOperand role)
+{
+    return role == GemmOperand::Activation ? inputs : role == GemmOperand::Weight ? weights : gradients;
+}
+
+std::string_view layerFormatRoleKey(GemmOperand role) { return kRoleKeys[static_cast<std::size_t>(role)]; }
+
+std::optional<GemmOperand> parseLayerFormatRole(std::string_view key)
+{
+    for (std::size_t i = 0; i < kRoleKeys.size(); ++i)
+        if (kRoleKeys[i] == key)
+            return kRoles[i];
+    return std::nullopt;
+}
+
+std::string layerFormatText(const LayerFormat& format)
+{
+    if (format.uniform())
+        return std::string(enumKey(format.inputs));
+    std::string text;
+    for (const GemmOperand role : kRoles) {
+        if (!text.empty())
+            text += ", ";
+        text += std::string(layerFormatRoleKey(role)) + "=" + std::string(enumKey(format[role]));
+    }
+    return text;
+}
+
+std::string layerFormatProblem(const LayerFormat& format)
+{
+    std::string conflict;
+    statedCompute(format, &conflict);
+    return conflict;
+}
+
+std::string parseLayerFormat(std::string_view text, LayerFormat& format)
+{
+    const auto trim = [](std::string_view s) {
+        while (!s.empty() && s.front() == ' ')
+            s.remove_prefix(1);
+        while (!s.empty() && s.back() == ' ')
+            s.remove_suffix(1);
+        return s;
+    };
+    const auto formatKey = [](std::string_view key, LayerPrecision& value) -> std::string {
+        const std::optional<LayerPrecision> parsed = parseEnum<LayerPrecision>(key);
+        if (!parsed)
+            return "is \"" + std::string(key) + "\"; expected " + enumKeyList<LayerPrecision>();
+        value = *parsed;
+        return {};
+    };
+    LayerFormat parsed;
+    if (text.find('=') == std::string_view::npos) {
+        LayerPrecision all = LayerPrecision::Auto;
+        if (std::string error = formatKey(trim(text), all); !error.empty())
+            return error;
+        parsed = LayerFormat(all);
+    } else {
+        std::size_t begin = 0;
+        while (begin <= text.size()) {
+            const std::size_t end = std::min(text.find(',', begin), text.size());
+            const std::string_view part = trim(text.substr(begin, end - begin));
+            const std::size_t equals = part.find('=');
+            if (equals == std::string_view::npos)
+                return "has \"" + std::string(part) + "\" where a role=format pair (weights=mxfp4) belongs";
+            const std::string_view roleKey = trim(part.substr(0, equals));
+            const std::optional<GemmOperand> role = parseLayerFormatRole(roleKey);
+            if (!role)
+                return "has no role \"" + std::string(roleKey) + "\"; the roles are inputs, weights, gradients";
+            if (std::string error = formatKey(trim(part.substr(equals + 1)), parsed[*role]); !error.empty()) {
+                // Appended, not "(" + ...: GCC 12 warns falsely (-Wrestrict) on that temporary.
+                std::string message("(");
+                message.append(roleKey).append(") ").append(error);
+                return message;
+            }
+            begin = end + 1;
+        }
+    }
+    if (std::string problem = layerFormatProblem(parsed); !problem.empty())
+        return problem;
+    format = parsed;
+    return {};
+}
+
+bool nameMatches(std::string_view pattern, std::string_view name)
+{
+    // Iterative glob matching with one backtrack point for the last '*'.
+    std::size_t p = 0, n = 0, star = std::string_view::npos, resume = 0;
+    while (n < name.size()) {
+        if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+            ++p;
+            ++n;
+        } else if (p < pattern.size() && pattern[p] == '*') {
+            star = p++;
+            resume = n;
+        } else if (star != std::string_view::npos) {
+            p = star + 1;
+            n = ++resume;
+        } else
+            return false;
+    }
+    while (p < pattern.size() && pattern[p] == '*')
+        ++p;
+    return p == pattern.size();
+}
+
+std::string layerFormatLabel(const LayerDTypes& dtypes)
+{
+    const auto roleLabel = [&](GemmOperand role) {
+        const GemmRecipe recipe = dtypes.gemmRecipes[role];
+        return recipe == GemmRecipe::None ? std::string(dtypeName(dtypes.compute())) : gemmRecipeName(recipe);
+    };
+    if (dtypes.gemmRecipes.uniform())
+        return roleLabel(GemmOperand::Activation);
+    std::string text;
+    for (const GemmOperand role : kRoles)
+        text += (text.empty() ? "" : ", ") + std::string(layerFormatRoleKey(role)) + " " + roleLabel(role);
+    return text;
+}
 
 } // namespace mantissa

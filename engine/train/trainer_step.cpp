@@ -102,9 +102,10 @@ std::string Trainer::graphIneligibility() const
     // once, which would inflate the peak memory the run reports.
     if (m_config.training.graphs == AutoSwitch::Auto && m_backend.device().kind == DeviceKind::Cpu)
         return "the CPU runs each op as it is called; training.graphs auto captures on GPUs only";
-    if (PrecisionPolicy(m_config.precision).recipe() != GemmRecipe::None)
-        return "precision mode " + precisionModeName(m_config.precision) +
-               " keeps its GEMM inputs' scales and amax histories on the host between ops, which a graph cannot record";
+    if (runQuantisesGemms(m_config))
+        return "the run's quantised GEMMs (precision mode " + precisionModeName(m_config.precision) +
+               " or its layers' formats) keep their inputs' scales and amax histories on the host between ops, "
+               "which a graph cannot record";
     const std::function<bool(const std::vector<LayerSpec>&)> hasDropout = [&](const std::vector<LayerSpec>& layers) {
         return std::any_of(layers.begin(), layers.end(),
                            [&](const LayerSpec& l) { return l.type == LayerKind::Dropout || hasDropout(l.body); });

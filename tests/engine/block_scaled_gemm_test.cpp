@@ -408,7 +408,7 @@ TEST(BlockScaledGemm, DataGradientReadsTheForwardWeightAgain)
     const KLayout forwardLayout = KLayout::rows(out, in), dataGradLayout = KLayout::along(1, out, in);
 
     GemmInputQuantizer quantizer;
-    quantizer.setRecipe(GemmRecipe::Fp8Block, {});
+    quantizer.setRecipes(OperandRecipes::all(GemmRecipe::Fp8Block), {});
     const GemmOperandValues forward = quantizer.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forwardLayout);
     ASSERT_TRUE(forward.blocks.present());
     const std::optional<GemmOperandValues> again =

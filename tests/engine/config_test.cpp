@@ -237,7 +237,8 @@ TEST(Config, EveryChoiceFieldNamesItselfAndItsLegalValues)
         "layernorm, rmsnorm, token_embedding, positional_embedding, patch_embedding, attention, mlp or transformer";
     const Case cases[] = {
         {config(R"(, "precision": "fp8")", ""),
-         "test.json: model.layers[0].precision is \"fp8\"; expected auto, fp32, fp16 or bf16"},
+         "test.json: model.layers[0].precision is \"fp8\"; expected auto, fp32, fp16, bf16, fp8-hybrid, "
+         "fp8-e4m3, fp8-delayed, fp8-block, mxfp8, mxfp6, mxfp4 or nvfp4"},
         {config("", R"(, "precision": {"mode": "fp8"})"),
          "test.json: precision.mode is \"fp8\"; expected fp32, fp16, mixed-fp16, mixed-bf16, bf16, fp8-hybrid, "
          "fp8-e4m3, fp8-delayed, fp8-block, mxfp8, mxfp6, mxfp4 or nvfp4"},

@@ -107,7 +107,7 @@ TEST(GemmInputLens, StatsMatchTheQuantiserOnTheSameOperand)
         const RunConfig c = lensConfig(mode);
         Model model(c.model, c.precision, *backend, 5, c.recipe);
         Layer& first = *model.layers()[0];
-        ASSERT_NE(first.gemmRecipe(), GemmRecipe::None);
+        ASSERT_TRUE(first.quantisesGemms());
         const std::vector<float> x = heavyTailed(static_cast<std::size_t>(batch * in), 3);
         const std::vector<float> w = first.parameters()[0]->working.toFloats();
 
@@ -131,7 +131,7 @@ TEST(GemmInputLens, StatsMatchTheQuantiserOnTheSameOperand)
         EXPECT_EQ(record.gemmInputs.back().layerIndex, 1);
         EXPECT_EQ(find(record.gemmInputs, "0.linear", GemmPass::DataGrad, GemmOperand::Weight), nullptr);
 
-        const GemmRecipe recipe = first.gemmRecipe();
+        const GemmRecipe recipe = first.gemmRecipes().activation;
         const OperandFormat fa = operandFormat(recipe, GemmOperand::Activation, c.recipe);
         const OperandFormat fw = operandFormat(recipe, GemmOperand::Weight, c.recipe);
         const auto blockedRows = [](const OperandFormat& f, std::int64_t k) {

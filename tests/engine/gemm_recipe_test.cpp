@@ -190,7 +190,7 @@ TEST(GemmRecipe, LinearGemmsMatchTheReferenceUnderEveryRecipe)
         Linear layer(c.in, c.out, false, "", false);
         layer.setName("0.linear");
         layer.applyPrecision(policy, policy.layer());
-        ASSERT_EQ(layer.gemmRecipe(), policy.recipe());
+        ASSERT_EQ(layer.gemmRecipes(), OperandRecipes::all(policy.recipe()));
         layer.createParameters(*backend, DType::F32, 7);
         Parameter& weight = *layer.parameters()[0];
         const std::vector<float> w = weight.working.toFloats();
@@ -386,7 +386,7 @@ TEST(GemmRecipe, Fp8BlockConvolutionOperandsArePowerOfTwoScaledBf16Values)
         RecipeOptions options = roundToNearest();
         options.powerOfTwoScales = option;
         GemmInputQuantizer quantizer;
-        quantizer.setRecipe(GemmRecipe::Fp8Block, options);
+        quantizer.setRecipes(OperandRecipes::all(GemmRecipe::Fp8Block), options);
         const std::string layer = "1.conv2d";
         const GemmOperandValues v =
             quantizer.prepare({*backend, layer}, x, GemmPass::Forward, GemmOperand::Activation, layout);
@@ -420,7 +420,7 @@ TEST(GemmRecipe, Fp8ElementsAreSummedThenScaledOnceBeforeTheBias)
 {
     auto backend = makeCpuBackend(1);
     GemmInputQuantizer quantizer;
-    quantizer.setRecipe(GemmRecipe::Fp8E4m3, roundToNearest());
+    quantizer.setRecipes(OperandRecipes::all(GemmRecipe::Fp8E4m3), roundToNearest());
     const std::string layer = "0.linear";
     const std::int64_t m = 24, n = 40, k = 96;
     const std::vector<float> x = randomValues(static_cast<std::size_t>(m * k), 3);
@@ -713,11 +713,11 @@ TEST(GemmRecipe, BadInputsNameTheFieldAndTheLayer)
 TEST(GemmRecipe, OverridesAndTheFirstAndLastLayers)
 {
     const PrecisionPolicy policy(PrecisionMode::Mxfp8);
-    EXPECT_EQ(policy.layer().gemmRecipe, GemmRecipe::Mxfp8);
+    EXPECT_EQ(policy.layer().gemmRecipes, OperandRecipes::all(GemmRecipe::Mxfp8));
     EXPECT_EQ(policy.layer().activation, DType::BF16);
     EXPECT_EQ(policy.layer().master, DType::F32);
-    EXPECT_EQ(policy.layer(LayerPrecision::Bf16).gemmRecipe, GemmRecipe::None);
-    EXPECT_EQ(policy.layer(LayerPrecision::Fp32).gemmRecipe, GemmRecipe::None);
+    EXPECT_EQ(policy.layer(LayerPrecision::Bf16).gemmRecipes, OperandRecipes::all(GemmRecipe::None));
+    EXPECT_EQ(policy.layer(LayerPrecision::Fp32).gemmRecipes, OperandRecipes::all(GemmRecipe::None));
     EXPECT_EQ(policy.layer(LayerPrecision::Fp32).activation, DType::F32);
     EXPECT_EQ(policy.resolveLossScale(LossScaleType::Auto), LossScaleType::None);
 
@@ -729,7 +729,7 @@ TEST(GemmRecipe, OverridesAndTheFirstAndLastLayers)
         // The layers that run the GEMMs: a linear layer inside its activation's wrapper.
         std::vector<GemmRecipe> out;
         for (const GemmSite& site : gemmSites(model.graph()))
-            out.push_back(site.layer->gemmRecipe());
+            out.push_back(site.layer->gemmRecipes().activation);
         return out;
     };
     using R = GemmRecipe;

@@ -221,7 +221,7 @@ WeightPair throughGemms(const Tensor& w, const KLayout& forward, const KLayout& 
     RecipeOptions options;
     options.weightBlocks2d = blocks2d;
     GemmInputQuantizer quantizer;
-    quantizer.setRecipe(GemmRecipe::Nvfp4, options);
+    quantizer.setRecipes(OperandRecipes::all(GemmRecipe::Nvfp4), options);
     const std::string layer = "0.linear";
     const GemmInputCall call{*backend, layer, true, 7, 1, observer};
     return {quantizer.prepare(call, w, GemmPass::Forward, GemmOperand::Weight, forward).values.toFloats(),

@@ -81,7 +81,7 @@ TEST(PerTensorReuse, BackwardGemmsReadTheSameValuesAgain)
     };
     for (const GemmRecipe recipe : {GemmRecipe::Fp8Hybrid, GemmRecipe::Fp8E4m3, GemmRecipe::Fp8Delayed}) {
         GemmInputQuantizer quantizer;
-        quantizer.setRecipe(recipe, roundToNearest());
+        quantizer.setRecipes(OperandRecipes::all(recipe), roundToNearest());
         // Delayed scaling: a first step fills the amax history, so that the second step's
         // scale is not the initial 1.
         for (const std::uint64_t step : {1u, 2u}) {
@@ -120,7 +120,7 @@ TEST(PerTensorReuse, QuantisesAnewWhereTheGemmsValuesDiffer)
     RecipeOptions stochastic = roundToNearest();
     stochastic.stochasticRounding = RecipeSwitch::On;
     GemmInputQuantizer hybrid;
-    hybrid.setRecipe(GemmRecipe::Fp8Hybrid, stochastic);
+    hybrid.setRecipes(OperandRecipes::all(GemmRecipe::Fp8Hybrid), stochastic);
     EXPECT_FALSE(hybrid.samePerTensorValues(GemmPass::WeightGrad, GemmPass::DataGrad, GemmOperand::Gradient, false));
     const GemmOperandValues dyT =
         hybrid.prepare(call, dy, GemmPass::WeightGrad, GemmOperand::Gradient, KLayout::along(1, 64, 200));
@@ -131,7 +131,7 @@ TEST(PerTensorReuse, QuantisesAnewWhereTheGemmsValuesDiffer)
     RecipeOptions rotating = roundToNearest();
     rotating.hadamardWgrad = RecipeSwitch::On;
     GemmInputQuantizer e4m3;
-    e4m3.setRecipe(GemmRecipe::Fp8E4m3, rotating);
+    e4m3.setRecipes(OperandRecipes::all(GemmRecipe::Fp8E4m3), rotating);
     EXPECT_FALSE(e4m3.samePerTensorValues(GemmPass::Forward, GemmPass::WeightGrad, GemmOperand::Activation, true));
     EXPECT_TRUE(e4m3.samePerTensorValues(GemmPass::Forward, GemmPass::WeightGrad, GemmOperand::Activation, false));
     GemmInputCall rotatingCall = call;
@@ -143,7 +143,7 @@ TEST(PerTensorReuse, QuantisesAnewWhereTheGemmsValuesDiffer)
 
     // A sampled step measures every GEMM input.
     GemmInputQuantizer plain;
-    plain.setRecipe(GemmRecipe::Fp8E4m3, roundToNearest());
+    plain.setRecipes(OperandRecipes::all(GemmRecipe::Fp8E4m3), roundToNearest());
     NoteEveryInput observer;
     GemmInputCall sampled = call;
     sampled.observer = &observer;
@@ -155,7 +155,7 @@ TEST(PerTensorReuse, QuantisesAnewWhereTheGemmsValuesDiffer)
     // Block formats: their blocks run along K, which the two GEMMs run different ways.
     for (const GemmRecipe recipe : {GemmRecipe::Mxfp8, GemmRecipe::Fp8Block, GemmRecipe::Nvfp4}) {
         GemmInputQuantizer blocks;
-        blocks.setRecipe(recipe, roundToNearest());
+        blocks.setRecipes(OperandRecipes::all(recipe), roundToNearest());
         EXPECT_FALSE(
             blocks.samePerTensorValues(GemmPass::Forward, GemmPass::WeightGrad, GemmOperand::Activation, false))
             << gemmRecipeName(recipe);

@@ -70,16 +70,17 @@ TEST(PrecisionPolicy, AnOverrideSetsTheComputeRolesAndPureMastersFollowIt)
 {
     // Mixed fp16: an overridden layer computes in its own type, masters stay fp32.
     const PrecisionPolicy mixed(PrecisionMode::MixedFp16);
-    EXPECT_EQ(mixed.layer(LayerPrecision::Fp32), (LayerDTypes{F32, F32, F32, F32, F32}));
-    EXPECT_EQ(mixed.layer(LayerPrecision::Bf16), (LayerDTypes{BF16, BF16, BF16, F32, F32}));
+    EXPECT_EQ(mixed.layer(LayerPrecision::Fp32), (LayerDTypes{F32, F32, F32, F32, F32, {}, false}));
+    EXPECT_EQ(mixed.layer(LayerPrecision::Bf16), (LayerDTypes{BF16, BF16, BF16, F32, F32, {}, false}));
     EXPECT_EQ(mixed.layer(LayerPrecision::Fp16), mixed.layer(LayerPrecision::Auto));
     // fp32 run with one layer in fp16: its weights are an fp16 copy of fp32 masters.
     const PrecisionPolicy fp32(PrecisionMode::Fp32);
-    EXPECT_EQ(fp32.layer(LayerPrecision::Fp16), (LayerDTypes{F16, F16, F16, F32, F32}));
+    EXPECT_EQ(fp32.layer(LayerPrecision::Fp16), (LayerDTypes{F16, F16, F16, F32, F32, {}, false}));
     // Pure modes keep no separate masters: a layer kept in fp32 keeps fp32 weights and state.
     const PrecisionPolicy pure(PrecisionMode::Fp16);
-    EXPECT_EQ(pure.layer(LayerPrecision::Fp32), (LayerDTypes{F32, F32, F32, F32, F32}));
-    EXPECT_EQ(PrecisionPolicy(PrecisionMode::Bf16).layer(LayerPrecision::Fp16), (LayerDTypes{F16, F16, F16, F16, F16}));
+    EXPECT_EQ(pure.layer(LayerPrecision::Fp32), (LayerDTypes{F32, F32, F32, F32, F32, {}, false}));
+    EXPECT_EQ(PrecisionPolicy(PrecisionMode::Bf16).layer(LayerPrecision::Fp16),
+              (LayerDTypes{F16, F16, F16, F16, F16, {}, false}));
 }
 
 TEST(PrecisionPolicy, InsideABlockAutoFollowsTheBlockNotTheMode)
@@ -157,7 +158,8 @@ TEST(EnumTable, KeyListsReadAsEnglish)
 {
     EXPECT_EQ(enumKeyList<PrecisionMode>(), "fp32, fp16, mixed-fp16, mixed-bf16, bf16, fp8-hybrid, fp8-e4m3, "
                                             "fp8-delayed, fp8-block, mxfp8, mxfp6, mxfp4 or nvfp4");
-    EXPECT_EQ(enumKeyList<LayerPrecision>(), "auto, fp32, fp16 or bf16");
+    EXPECT_EQ(enumKeyList<LayerPrecision>(),
+              "auto, fp32, fp16, bf16, fp8-hybrid, fp8-e4m3, fp8-delayed, fp8-block, mxfp8, mxfp6, mxfp4 or nvfp4");
     EXPECT_EQ(enumKeyList<AutoSwitch>(), "auto, on or off");
     EXPECT_EQ(unknownEnumMessage<OptimizerKind>("optimizer.type", "rmsprop"),
               "optimizer.type is \"rmsprop\"; expected sgd, adam or adamw");

@@ -60,8 +60,7 @@ ForwardResult Attention::forward(PassState& pass, const Tensor& x)
     // Each projection gives [N, T, H, dh]; the heads move out of the token axis.
     // The three projections read the same x (and keep it for their weight gradients): widened
     // once where the backend would widen it for each, unless a recipe quantises their inputs.
-    const bool plainProjections = m_query.gemmRecipe() == GemmRecipe::None && m_key.gemmRecipe() == GemmRecipe::None &&
-                                  m_value.gemmRecipe() == GemmRecipe::None;
+    const bool plainProjections = !m_query.quantisesGemms() && !m_key.quantisesGemms() && !m_value.quantisesGemms();
     const Tensor input = plainProjections ? be.widenedForGemms(x) : x;
     auto project = [&](Linear& projection, std::unique_ptr<LayerContext>& saved) {
         ForwardResult out = projection.forward(pass, input);

@@ -6,10 +6,11 @@ namespace mantissa {
 
 void AttentionProduct::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& dtypes)
 {
-    m_covered = quantisesAttention(policy.recipe(), policy.recipeOptions());
+    // Attention's products follow the layer's inputs' recipe where precision.recipe.attention says so.
+    m_covered = quantisesAttention(dtypes.gemmRecipes.activation, policy.recipeOptions());
     LayerDTypes own = dtypes;
     if (!m_covered)
-        own.gemmRecipe = GemmRecipe::None;
+        own.gemmRecipes = {};
     Layer::applyPrecision(policy, own);
 }
 

@@ -83,7 +83,7 @@ ForwardResult Conv2d::forward(PassState& pass, const Tensor& x)
     const GemmOperandValues wq = gemmInput(pass, m_weight.working, GemmPass::Forward, GemmOperand::Weight,
                                            KLayout::along(g.outChannels, g.channelsPerGroup(), area));
     auto context = std::make_unique<Conv2dContext>();
-    const bool keep = pass.training && gemmRecipe() == GemmRecipe::None;
+    const bool keep = pass.training && !quantisesGemms();
     pass.backend.conv2dForward(xq.values, wq.values, m_hasBias ? &m_bias.working : nullptr, y, g, {xq.scale, wq.scale},
                                keep ? &context->keep : nullptr, m_reluAfter);
     if (pass.training)

@@ -6,7 +6,7 @@
 
 namespace mantissa {
 
-Residual::Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape input,
+Residual::Residual(std::vector<LayerPtr> body, std::vector<LayerFormat> overrides, LayerPtr projection, Shape input,
                    Shape output)
     : m_body(std::move(body)), m_overrides(std::move(overrides)), m_projection(std::move(projection)),
       m_input(std::move(input)), m_output(std::move(output))
@@ -38,11 +38,11 @@ void Residual::applyPrecision(const PrecisionPolicy& policy, const LayerDTypes& 
     m_graph.reset();
     m_bodyDTypes.clear();
     for (std::size_t i = 0; i < m_body.size(); ++i) {
-        m_bodyDTypes.push_back(policy.layer(m_overrides[i], dtypes));
+        m_bodyDTypes.push_back(policy.layerNamed(m_body[i]->name(), policy.layer(m_overrides[i], dtypes)));
         m_body[i]->applyPrecision(policy, m_bodyDTypes.back());
     }
     if (m_projection)
-        m_projection->applyPrecision(policy, dtypes);
+        m_projection->applyPrecision(policy, policy.layerNamed(m_projection->name(), dtypes));
 }
 
 void Residual::createParameters(Backend& backend, DType masterType, std::uint64_t seed)

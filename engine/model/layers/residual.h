@@ -15,7 +15,7 @@ class Residual final : public Layer {
 public:
     // `overrides[i]` is the body layer's precision override from its spec. `projection` is null
     // for an identity shortcut. `input` and `output` are the per-sample shapes.
-    Residual(std::vector<LayerPtr> body, std::vector<LayerPrecision> overrides, LayerPtr projection, Shape input,
+    Residual(std::vector<LayerPtr> body, std::vector<LayerFormat> overrides, LayerPtr projection, Shape input,
              Shape output);
 
     LayerKind kind() const override { return LayerKind::Residual; }
@@ -40,7 +40,7 @@ public:
 
 private:
     std::vector<LayerPtr> m_body;
-    std::vector<LayerPrecision> m_overrides;
+    std::vector<LayerFormat> m_overrides;
     std::vector<LayerDTypes> m_bodyDTypes; // from applyPrecision
     LayerDTypes m_dtypes;                  // the block's own, which the projection shares
     LayerPtr m_projection;

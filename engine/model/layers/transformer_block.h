@@ -45,6 +45,9 @@ public:
     std::int64_t flopsPerSample() const override;
     std::vector<const Layer*> parts() const override { return {&m_norm1, &m_attention, &m_norm2, &m_mlp}; }
 
+protected:
+    bool partsAreGraphNodes() const override { return true; }
+
 private:
     Shape m_input;         // per sample: [tokens, width]
     std::int64_t m_values; // per sample
