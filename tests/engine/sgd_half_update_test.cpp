@@ -95,6 +95,15 @@ void expectSameBits(const State& expected, const State& actual, const std::strin
     EXPECT_EQ(workings, 0) << what;
 }
 
+SgdSettings sgd(float momentum, float weightDecay, bool nesterov)
+{
+    SgdSettings s;
+    s.momentum = momentum;
+    s.weightDecay = weightDecay;
+    s.nesterov = nesterov;
+    return s; // fp32 masters rounded to nearest: the store's default
+}
+
 struct Avx512ConversionsAllowed {
     explicit Avx512ConversionsAllowed(bool allowed) : previous(allowAvx512Conversions(allowed)) {}
     ~Avx512ConversionsAllowed() { allowAvx512Conversions(previous); }
@@ -107,9 +116,9 @@ TEST(SgdHalfUpdate, FusedAndBlockedPathsGiveTheElementByElementBits)
 {
     auto backend = makeCpuBackend(2);
     const std::vector<std::pair<std::string, SgdSettings>> cases = {
-        {"plain", {.momentum = 0.0f, .weightDecay = 0.0f, .nesterov = false}},
-        {"momentum and decay", {.momentum = 0.9f, .weightDecay = 1e-4f, .nesterov = false}},
-        {"Nesterov", {.momentum = 0.9f, .weightDecay = 5e-4f, .nesterov = true}},
+        {"plain", sgd(0.0f, 0.0f, false)},
+        {"momentum and decay", sgd(0.9f, 1e-4f, false)},
+        {"Nesterov", sgd(0.9f, 5e-4f, true)},
     };
     for (const auto& [name, settings] : cases) {
         State expected = initialState(7);
