@@ -183,8 +183,8 @@ QVariant LayerTableModel::partData(int layer, int part, int column, int role) co
     std::optional<LayerFormat> stated;
     QString ambiguity;
     try {
-        stated =
-            PrecisionPolicy(config.precision, config.recipe, config.update, config.model.precisionOverrides).overrideFor(info.name);
+        stated = PrecisionPolicy(config.precision, config.recipe, config.update, config.model.precisionOverrides)
+                     .overrideFor(info.name);
     } catch (const ConfigError& e) {
         ambiguity = QString::fromLocal8Bit(e.what());
     }

@@ -52,7 +52,8 @@ int main(int argc, char** argv)
                              "Import this ONNX model (File > Import model…). With --screenshot: train it on synthetic "
                              "data in mxfp8 (or --precision MODE) and grab onnx-import.png.",
                              "FILE.onnx");
-    parser.addOptions({config, database, screenshot, preset, steps, numerics, precision, compare, run, sweep, runs, model});
+    parser.addOptions(
+        {config, database, screenshot, preset, steps, numerics, precision, compare, run, sweep, runs, model});
     parser.process(app);
 
     mantissa::gui::MainWindow window;

@@ -1,7 +1,7 @@
 #include "engine/onnx/compile_onnx.h"
 
-#include "engine/onnx/graph_loss.h"
 #include "engine/model/layer_formats.h"
+#include "engine/onnx/graph_loss.h"
 #include "engine/onnx/import_onnx.h"
 #include "engine/onnx/node_compilers.h"
 #include "engine/util/check.h"

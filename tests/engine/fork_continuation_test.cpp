@@ -56,6 +56,19 @@ protected:
     }
     void TearDown() override { std::filesystem::remove_all(m_directory); }
 
+    // A parent run of `config` to its end, its states saved every training.save_state_every steps.
+    StateSaver trainSavingStates(const RunConfig& config, Backend& backend, const DatasetSplits& data)
+    {
+        StateSaver parent;
+        parent.directory = m_directory;
+        Trainer original(config, backend, data);
+        parent.trainer = &original;
+        original.addObserver(&parent);
+        original.run();
+        parent.trainer = nullptr;
+        return parent;
+    }
+
     // Trains `config` saving its state every `every` steps, then resumes a second trainer from
     // each saved state in turn and compares everything after the fork step with the parent.
     void expectBitExactForks(RunConfig config, std::int64_t every, const std::string& what)
@@ -172,12 +185,7 @@ TEST_F(ForkContinuation, WithoutTheAmaxHistoryTheFp8DelayedForkWouldDiffer)
     config.training.saveStateEvery = 8;
     auto backend = makeCpuBackend(1);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
-    StateSaver parent;
-    parent.directory = m_directory;
-    Trainer original(config, *backend, data);
-    parent.trainer = &original;
-    original.addObserver(&parent);
-    original.run();
+    const StateSaver parent = trainSavingStates(config, *backend, data);
     ASSERT_TRUE(parent.states.contains(8));
     // Another precision's fork is told the history starts fresh; the same precision's is not.
     RunConfig bf16 = config;
@@ -207,12 +215,7 @@ TEST_F(ForkContinuation, ChangedSettingsApplyFromTheForkStep)
     config.training.saveStateEvery = 10;
     auto backend = makeCpuBackend(1);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
-    StateSaver parent;
-    parent.directory = m_directory;
-    Trainer original(config, *backend, data);
-    parent.trainer = &original;
-    original.addObserver(&parent);
-    original.run();
+    const StateSaver parent = trainSavingStates(config, *backend, data);
     RunConfig faster = config;
     faster.optimizer.lr = 0.2f;
     Trainer fork(faster, *backend, data);
@@ -233,12 +236,7 @@ TEST_F(ForkContinuation, AModelOfOtherShapesIsRefusedNamingTheTensor)
     config.training.saveStateEvery = 10;
     auto backend = makeCpuBackend(1);
     const DatasetSplits data = loadDatasets(config.data, config.training.seed);
-    StateSaver parent;
-    parent.directory = m_directory;
-    Trainer original(config, *backend, data);
-    parent.trainer = &original;
-    original.addObserver(&parent);
-    original.run();
+    const StateSaver parent = trainSavingStates(config, *backend, data);
     RunConfig wider = config;
     wider.model.layers[1].units = 48;
     Trainer fork(wider, *backend, data);

@@ -134,6 +134,17 @@ const QStringList kVersion10 = {
     QStringLiteral("ALTER TABLE runs ADD COLUMN model_sha256 TEXT REFERENCES model_files (sha256)"),
 };
 
+const QStringList kVersion11 = {
+    QStringLiteral(R"(CREATE TABLE shadow_steps (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        step INTEGER NOT NULL, loss_scale REAL NOT NULL, PRIMARY KEY (run_id, step)) WITHOUT ROWID)"),
+    QStringLiteral(R"(CREATE TABLE shadow_errors (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        step INTEGER NOT NULL, ordinal INTEGER NOT NULL, layer TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('output', 'input_grad', 'weight_grad')), tensor TEXT NOT NULL,
+        elements INTEGER NOT NULL, non_finite INTEGER NOT NULL, reference_energy REAL NOT NULL,
+        compared_energy REAL NOT NULL, error_energy REAL NOT NULL, dot REAL NOT NULL,
+        PRIMARY KEY (run_id, step, ordinal)) WITHOUT ROWID)"),
+};
+
 // An old database with a finished run (steps 1..50, one epoch, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
@@ -158,6 +169,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion9;
     if (version >= 10)
         statements += kVersion10;
+    if (version >= 11)
+        statements += kVersion11;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
