@@ -4,6 +4,7 @@
 #include "engine/backend/backend.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cstdlib>
 #include <optional>
@@ -83,3 +84,17 @@ TEST(CpuThreadCount, AnExplicitCountWinsOverTheSetting)
 }
 
 } // namespace
+
+// A backend sets the OpenMP team size for the thread that made it, and puts back what it found
+// when it goes: planning an imported model on a scratch backend of 1 thread (onnx_model.cpp)
+// once left the training backend's GEMMs on one thread, at half the speed on 2 cores.
+TEST(CpuThreadCount, AShortLivedBackendLeavesTheTeamSizeAsItFoundIt)
+{
+    const auto training = makeCpuBackend(2);
+    ASSERT_EQ(omp_get_max_threads(), 2);
+    {
+        const auto scratch = makeCpuBackend(1);
+        EXPECT_EQ(omp_get_max_threads(), 1);
+    }
+    EXPECT_EQ(omp_get_max_threads(), 2);
+}

@@ -41,7 +41,8 @@ int defaultThreads()
 } // namespace
 
 CpuBackend::CpuBackend(const CpuOptions& options)
-    : m_threads(options.threads > 0 ? options.threads : defaultThreads()), m_plan(cpu::planCpuKernels(options.kernels)),
+    : m_threads(options.threads > 0 ? options.threads : defaultThreads()), m_threadsBefore(omp_get_max_threads()),
+      m_plan(cpu::planCpuKernels(options.kernels)),
       m_onednn(std::make_unique<cpu::OneDnnRuntime>(options.kernels != CpuKernels::Native)),
       m_matmul(std::make_unique<cpu::OneDnnMatmul>(*m_onednn)), m_conv(std::make_unique<cpu::OneDnnConv>(*m_onednn)),
       m_gelu(std::make_unique<cpu::OneDnnGelu>(*m_onednn)), m_softmax(std::make_unique<cpu::OneDnnSoftmax>(*m_onednn))
@@ -51,7 +52,7 @@ CpuBackend::CpuBackend(const CpuOptions& options)
     omp_set_num_threads(m_threads);
 }
 
-CpuBackend::~CpuBackend() = default;
+CpuBackend::~CpuBackend() { omp_set_num_threads(m_threadsBefore); }
 
 std::string CpuBackend::name() const
 {

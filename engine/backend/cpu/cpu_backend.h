@@ -161,6 +161,10 @@ private:
                     float correction2, float invScale, std::uint64_t step);
 
     int m_threads;
+    // The OpenMP team size before this backend set its own, put back when it goes: a short-lived
+    // backend (a model planned on a scratch backend of 1 thread) must not leave the backend that
+    // trains with its thread count.
+    int m_threadsBefore;
     cpu::CpuKernelPlan m_plan;
     std::unique_ptr<cpu::OneDnnRuntime> m_onednn;
     std::unique_ptr<cpu::OneDnnMatmul> m_matmul;
