@@ -9,6 +9,7 @@
 #include <onnx/checker.h>
 
 #include <bit>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -120,8 +121,10 @@ ExportSummary exportTrainedOnnx(const RunConfig& config, Model& model, Backend& 
         std::ofstream out(partial, std::ios::binary | std::ios::trunc);
         out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
         out.close();
-        if (!out)
+        if (!out) {
+            std::remove(partial.c_str()); // a half-written file is never left beside the output
             throw IoError(outPath + ": cannot write the model");
+        }
     }
     if (std::rename(partial.c_str(), outPath.c_str()) != 0) {
         std::remove(partial.c_str());
