@@ -73,6 +73,10 @@ std::vector<ShadowTensorSummary> rankShadowTensors(const std::vector<ShadowRecor
             }
             s.meanRelativeRms += rel; // summed here, divided below
             s.meanCosine += e.energies.cosine();
+            if (e.energies.count > 0) {
+                s.meanReferenceRms += std::sqrt(e.energies.reference / static_cast<double>(e.energies.count));
+                s.meanComparedRms += std::sqrt(e.energies.compared / static_cast<double>(e.energies.count));
+            }
             if (s.steps - s.nonFiniteSteps == 1 || rel > s.worstRelativeRms) {
                 s.worstRelativeRms = rel;
                 s.worstStep = r.step;
@@ -81,11 +85,14 @@ std::vector<ShadowTensorSummary> rankShadowTensors(const std::vector<ShadowRecor
     for (ShadowTensorSummary& s : all) {
         const int measured = s.steps - s.nonFiniteSteps;
         if (measured == 0) {
-            s.meanRelativeRms = s.worstRelativeRms = s.meanCosine = std::numeric_limits<double>::quiet_NaN();
+            s.meanRelativeRms = s.worstRelativeRms = s.meanCosine = s.meanReferenceRms = s.meanComparedRms =
+                std::numeric_limits<double>::quiet_NaN();
             continue;
         }
         s.meanRelativeRms /= measured;
         s.meanCosine /= measured;
+        s.meanReferenceRms /= measured;
+        s.meanComparedRms /= measured;
     }
     std::stable_sort(all.begin(), all.end(), [](const ShadowTensorSummary& a, const ShadowTensorSummary& b) {
         const bool aMeasured = !std::isnan(a.meanRelativeRms), bMeasured = !std::isnan(b.meanRelativeRms);

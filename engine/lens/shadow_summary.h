@@ -19,6 +19,11 @@ struct ShadowTensorSummary {
     // step, and the mean cosine; NaN when every step was non-finite.
     double meanRelativeRms = 0, worstRelativeRms = 0, meanCosine = 0;
     std::int64_t worstStep = 0;
+    // The mean RMS of the fp32 pass's tensor and of the run's (gradients unscaled). A relative
+    // error is only as meaningful as its reference: a gradient that is zero in exact arithmetic
+    // (an attention key's bias: softmax ignores a shift common to every key) is fp32 rounding
+    // noise in the reference, and any run's error is huge against it. These two say so.
+    double meanReferenceRms = 0, meanComparedRms = 0;
     // The mean SQNR in dB, from the mean relative error (+Inf when every step was exact).
     double meanSqnrDb() const;
 };

@@ -135,14 +135,38 @@ TEST(ShadowSummary, RanksByMeanRelativeErrorWithTheWorstStep)
     EXPECT_NEAR(ranked[0].worstRelativeRms, 5e-3, 1e-15);
     EXPECT_EQ(ranked[0].worstStep, 20);
     EXPECT_NEAR(ranked[0].meanSqnrDb(), -20 * std::log10(3e-3), 1e-9);
+    EXPECT_DOUBLE_EQ(ranked[0].meanReferenceRms, 1.0); // sum r^2 = 1 over one element, both steps
+    EXPECT_DOUBLE_EQ(ranked[0].meanComparedRms, 1.0);
     EXPECT_EQ(ranked[1].tensor, "y");
     EXPECT_EQ(ranked[1].worstStep, 10);
     // Only non-finite steps: no measure, ranked last.
     EXPECT_EQ(ranked[2].tensor, "z");
     EXPECT_EQ(ranked[2].nonFiniteSteps, 2);
     EXPECT_TRUE(std::isnan(ranked[2].meanRelativeRms));
+    EXPECT_TRUE(std::isnan(ranked[2].meanReferenceRms));
     // One kind only.
     EXPECT_EQ(rankShadowTensors({a, b}, ShadowTensor::WeightGrad).size(), 1u);
+}
+
+TEST(ShadowSummary, MeanRmsOfTheReferenceAndTheRunPerElement)
+{
+    // A gradient that is zero in exact arithmetic: fp32 leaves rounding noise (RMS 1e-9 and
+    // 3e-9 over 4 elements), the run a larger one (RMS 1e-6 and 2e-6).
+    ShadowRecord a, b;
+    a.step = 1;
+    b.step = 2;
+    ShadowError e = errorOf("key.bias", ShadowTensor::WeightGrad, 0);
+    e.energies.count = 4;
+    e.energies.reference = 4 * 1e-18;
+    e.energies.compared = 4 * 1e-12;
+    a.errors = {e};
+    e.energies.reference = 4 * 9e-18;
+    e.energies.compared = 4 * 4e-12;
+    b.errors = {e};
+    const std::vector<ShadowTensorSummary> ranked = rankShadowTensors({a, b});
+    ASSERT_EQ(ranked.size(), 1u);
+    EXPECT_NEAR(ranked[0].meanReferenceRms, 2e-9, 1e-24);
+    EXPECT_NEAR(ranked[0].meanComparedRms, 1.5e-6, 1e-21);
 }
 
 // ---- in the trainer ----
