@@ -27,5 +27,6 @@ int runSampleCommand(const QStringList& arguments);      // sample_command.cpp
 int runInspectCommand(const QStringList& arguments);     // inspect_command.cpp
 int runDataCommand(const QStringList& arguments);        // data_command.cpp
 int runExportModelCommand(const QStringList& arguments); // export_model_command.cpp
+int runAdviseCommand(const QStringList& arguments);      // advise_command.cpp
 
 } // namespace mantissa::cli

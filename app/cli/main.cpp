@@ -58,6 +58,10 @@ constexpr Command kCommands[] = {
      "the FP8, FP6, FP4 and E8M0 formats: bits, bias, range, specials; the scaled formats"},
     {"fields", mantissa::cli::runFieldsCommand, "[--markdown]",
      "every config field: default, legal values, meaning, command-line option"},
+    {"advise", mantissa::cli::runAdviseCommand,
+     "(RUN | CONFIG.json | MODEL.onnx | --preset NAME) --format F[,F2] [--budget LOSS] [--objective flops|memory] "
+     "[--score-only] [-o CONFIG.json] [--verify SEEDS]",
+     "which layers can go to a lower format: per-layer probes, a choice within a loss budget, its config"},
     {"quantize", mantissa::cli::runQuantizeCommand,
      "--format F [--rounding rne|stochastic] [--saturate] [--block N --scale-rule R] (VALUES... | --input FILE)",
      "code, decoded value, scale and error per value in a sub-16-bit format (mxfp8, nvfp4, ...)"},

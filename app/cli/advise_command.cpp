@@ -1,0 +1,353 @@
+// mantissa-cli advise: which layers can go to a lower format. From a stored run's final state,
+// or a config or ONNX model trained first, it measures each GEMM layer in each format asked
+// for (engine/advisor/precision_probe.h), chooses per layer within a loss budget
+// (engine/advisor/format_assignment.h), prints the table and writes the config with the
+// per-layer formats; --verify trains it over seeds against the baseline and the rules of thumb.
+#include "cli/advise_progress.h"
+#include "cli/advise_report.h"
+#include "cli/advise_verify.h"
+#include "cli/command_line.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/init_weights.h"
+#include "cli/interrupt.h"
+#include "cli/run_lookup.h"
+#include "cli/sweep_report.h"
+#include "cli/train_options.h"
+#include "engine/advisor/advisor_objective.h"
+#include "engine/advisor/format_assignment.h"
+#include "engine/advisor/precision_probe.h"
+#include "engine/onnx/onnx_model.h"
+#include "engine/train/trainer.h"
+#include "engine/train/training_backend.h"
+#include "engine/util/check.h"
+#include "engine/util/enum_table.h"
+#include "stats/rank_correlation.h"
+
+#include <QFileInfo>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+namespace mantissa::cli {
+
+namespace {
+
+constexpr const char* kCommand = "advise";
+constexpr double kDefaultBudget = 0.01;
+
+std::vector<LayerPrecision> formatsFromOption(const QCommandLineParser& parser)
+{
+    if (!parser.isSet("format"))
+        throw ConfigError("--format F[,F2] is required: the lower formats to consider, e.g. --format mxfp8,mxfp4");
+    std::vector<LayerPrecision> formats;
+    for (const QString& item : splitList(parser.value("format"))) {
+        const auto format = parseEnum<LayerPrecision>(item.toStdString());
+        if (!format || *format == LayerPrecision::Auto)
+            throw ConfigError("--format lists \"" + item.toStdString() + "\"; expected formats among " +
+                              enumKeyList<LayerPrecision>() + " (auto excepted)");
+        if (std::find(formats.begin(), formats.end(), *format) == formats.end())
+            formats.push_back(*format);
+    }
+    if (formats.empty())
+        throw ConfigError("--format names no format");
+    return formats;
+}
+
+double numberOption(const QCommandLineParser& parser, const char* name, double fallback)
+{
+    if (!parser.isSet(name))
+        return fallback;
+    bool ok = false;
+    const double value = parser.value(name).toDouble(&ok);
+    if (!ok || !std::isfinite(value))
+        throw ConfigError(std::string("--") + name + " expects a number, got \"" + parser.value(name).toStdString() +
+                          "\"");
+    return value;
+}
+
+int countOption(const QCommandLineParser& parser, const char* name, int fallback)
+{
+    if (!parser.isSet(name))
+        return fallback;
+    bool ok = false;
+    const int value = parser.value(name).toInt(&ok);
+    if (!ok || value < 1)
+        throw ConfigError(std::string("--") + name + " expects an integer >= 1, got \"" +
+                          parser.value(name).toStdString() + "\"");
+    return value;
+}
+
+// Where the baseline and its state come from.
+struct AdviseSource {
+    RunConfig config;
+    std::string checkpoint; // a stored run's latest state; "" to train first (or keep the initial weights)
+    bool trainFirst = false;
+    std::string description;
+};
+
+AdviseSource sourceFromOptions(const QCommandLineParser& parser)
+{
+    const QStringList positional = parser.positionalArguments();
+    if (positional.size() > 1)
+        throw ConfigError("give one RUN, CONFIG.json or MODEL.onnx (or --preset NAME), not " +
+                          std::to_string(positional.size()));
+    AdviseSource source;
+    const bool file = !positional.isEmpty() &&
+                      (positional[0].endsWith(".json") || onnx_import::isOnnxPath(positional[0].toStdString()));
+    if (!positional.isEmpty() && !file) {
+        if (parser.isSet("preset"))
+            throw ConfigError("give either a stored RUN or --preset NAME, not both");
+        if (parser.isSet("untrained"))
+            throw ConfigError("--untrained applies to a config or model trained here, not to a stored run");
+        std::unique_ptr<storage::RunStore> store = openRunStore(parser);
+        const storage::RunInfo run = lookUpRun(*store, positional[0]);
+        source.config = runConfigFromOptions(parser, {}, storedRunConfig(*store, run));
+        const InitialWeights state = resolveInitialWeights(*store, positional[0]);
+        source.checkpoint = state.path.toStdString();
+        source.description = "the latest saved state of " + state.description.toStdString();
+        return source;
+    }
+    source.config = runConfigFromOptions(parser, positional);
+    source.trainFirst = !parser.isSet("untrained");
+    source.description = source.trainFirst ? "the config trained here first" : "the model's initial weights";
+    return source;
+}
+
+// What the measurements depend on: two advises with the same key measure the same.
+std::string measurementKey(const AdviseSource& source, const AdvisorProbeOptions& options)
+{
+    return runConfigToJson(source.config, -1) + "\nstate: " + (source.trainFirst ? "trained here" : source.checkpoint) +
+           "\nheld-out batches: " + std::to_string(options.heldOutBatches) +
+           ", batch: " + std::to_string(options.batchSize);
+}
+
+// Trains the baseline and saves its state; false when Ctrl-C stopped it.
+bool trainBaseline(const RunConfig& config, Backend& backend, const DatasetSplits& data, const std::string& path)
+{
+    std::fprintf(stderr, "training the baseline (%s, %s) before the probes; its state goes to %s\n",
+                 config.name.c_str(), precisionModeName(config.precision).c_str(), path.c_str());
+    Trainer trainer(config, backend, data);
+    InterruptHandler::setActiveTrainer(&trainer);
+    const RunSummary summary = trainer.run();
+    InterruptHandler::setActiveTrainer(nullptr);
+    if (InterruptHandler::interrupted())
+        return false;
+    if (summary.status != RunStatus::Finished)
+        throw ConfigError("the baseline's training ended " + std::string(runStatusName(summary.status)) +
+                          (summary.message.empty() ? "" : ": " + summary.message) +
+                          "; a state to probe needs a finished run");
+    trainer.saveCheckpoint(path);
+    return true;
+}
+
+std::string outputPath(const QCommandLineParser& parser, const RunConfig& config)
+{
+    if (parser.isSet("output"))
+        return parser.value("output").toStdString();
+    return config.name + "-advised.json";
+}
+
+void writeConfig(const std::string& path, const RunConfig& config)
+{
+    std::ofstream out(path, std::ios::trunc);
+    out << runConfigToJson(config) << '\n';
+    if (!out.flush())
+        throw IoError("cannot write " + path);
+}
+
+} // namespace
+
+int runAdviseCommand(const QStringList& arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        "Advise which layers can go to a lower format. For every layer that runs GEMMs, at any depth, and each\n"
+        "format asked for, measure the held-out loss increase with that layer alone in the format (the probe),\n"
+        "the output's error against fp32 and a cheap gradient-times-rounding score; then choose per layer the\n"
+        "format that puts the most FLOPs (or weights) low while the layers' loss increases add up to at most\n"
+        "the budget, and write the config with those per-layer formats. Interrupted, it continues where it\n"
+        "stopped when run again with the same options (the measurements are kept in OUT.probes.json).\n"
+        "Exit codes: 0 done or stopped by Ctrl-C, 1 a verification run failed, 2 bad input.");
+    parser.addPositionalArgument("source",
+                                 "A stored run (id or name: its latest saved state), a CONFIG.json or a "
+                                 "MODEL.onnx (trained here first), or use --preset.",
+                                 "[RUN | CONFIG.json | MODEL.onnx]");
+    parser.addOptions({
+        {"format", "The lower formats to consider, comma-separated (e.g. mxfp8,mxfp4).", "F[,F2]"},
+        {"budget",
+         QStringLiteral("The largest total held-out loss increase accepted (default %1).").arg(kDefaultBudget), "loss"},
+        {"objective", "What to put in the lower formats: flops (default) or memory (the weights).", "flops|memory"},
+        {"score-only",
+         "Skip the probes: rank and choose by the score alone (one backward pass, whatever the layer count)."},
+        {"held-out-batches", "Batches of the validation (else test) split the loss is measured on (default 4).", "n"},
+        {"untrained", "Probe a config's or model's initial weights (an imported model's own) instead of training it "
+                      "first."},
+        {{"o", "output"}, "The config to write, with the per-layer formats (default NAME-advised.json).", "file"},
+        {"verify",
+         "Train the advised config, the baseline and the rules of thumb over this many seeds and print "
+         "the equivalence verdicts.",
+         "seeds"},
+    });
+    addTrainOptions(parser);
+    addMarginOptions(parser);
+    addDatabaseOption(parser);
+    if (const auto exit = parseCommandLine(parser, arguments, kCommand))
+        return *exit;
+    try {
+        const std::vector<LayerPrecision> formats = formatsFromOption(parser);
+        const double budget = numberOption(parser, "budget", kDefaultBudget);
+        const auto objective = parseAdvisorObjective(
+            parser.value("objective").isEmpty() ? std::string("flops") : parser.value("objective").toStdString());
+        if (!objective)
+            throw ConfigError("--objective is \"" + parser.value("objective").toStdString() +
+                              "\"; expected flops or memory");
+        const bool scoreOnly = parser.isSet("score-only");
+        AdvisorProbeOptions probeOptions;
+        probeOptions.heldOutBatches = countOption(parser, "held-out-batches", 4);
+        const int verifySeeds = parser.isSet("verify") ? countOption(parser, "verify", 0) : 0;
+        if (verifySeeds == 1)
+            throw ConfigError("--verify needs 2 seeds or more: the verdicts compare spreads over seeds");
+        marginsFromOptions(parser); // checked before any training
+
+        AdviseSource source = sourceFromOptions(parser);
+        const RunConfig& config = source.config;
+        probeOptions.batchSize = config.training.batchSize;
+        const std::string output = outputPath(parser, config);
+        const std::string progressFile = progressPath(output);
+        const std::string key = measurementKey(source, probeOptions);
+        AdviseProgress progress;
+        if (std::optional<AdviseProgress> kept = loadProgress(progressFile)) {
+            if (kept->key != key)
+                throw ConfigError(progressFile + " holds the measurements of another advise (another config, state or "
+                                                 "held-out set); remove it or choose another -o");
+            progress = std::move(*kept);
+            std::fprintf(stderr, "continuing from %s: %zu probes and %zu scores measured\n", progressFile.c_str(),
+                         progress.probes.size(), progress.scores.size());
+        }
+        progress.key = key;
+        saveProgress(progressFile, progress); // a directory it cannot write is said before any training
+
+        const BackendSelection selection = selectBackend(config);
+        std::fprintf(stderr, "%s: %s, batch %lld, %s; %s\n", config.name.c_str(),
+                     precisionModeName(config.precision).c_str(), static_cast<long long>(config.training.batchSize),
+                     selection.backend->name().c_str(), selection.reason.c_str());
+        const DatasetSplits data = loadDatasets(config.data, config.training.seed);
+        InterruptHandler interruptHandler;
+        if (source.trainFirst) {
+            if (progress.checkpoint.empty() || !QFileInfo::exists(QString::fromStdString(progress.checkpoint))) {
+                const std::string state = statePath(output);
+                if (!trainBaseline(config, *selection.backend, data, state)) {
+                    std::fprintf(stderr, "interrupted while training the baseline: nothing measured yet\n");
+                    return kExitOk;
+                }
+                progress.checkpoint = state;
+                saveProgress(progressFile, progress);
+            }
+            source.checkpoint = progress.checkpoint;
+        }
+        progress.checkpoint = source.checkpoint;
+        std::fprintf(stderr, "probing %s\n", source.description.c_str());
+
+        PrecisionProbe probe(config, *selection.backend, data, source.checkpoint, probeOptions);
+        const std::vector<AdvisorLayer>& layers = probe.layers();
+        if (layers.empty())
+            throw ConfigError(config.name + " has no layer that runs GEMMs: there is nothing to advise on");
+        std::fprintf(stderr, "%zu GEMM layers x %zu formats; held-out loss on %s: %.5g\n", layers.size(),
+                     formats.size(), probe.heldOutDescription().c_str(), probe.baselineLoss());
+
+        AdviceTable table;
+        table.layers = layers;
+        table.formats = formats;
+        table.budget = budget;
+        table.scoreOnly = scoreOnly;
+        table.baselineLoss = probe.baselineLoss();
+        table.baselineLabel = precisionModeName(config.precision);
+        table.scores.assign(layers.size(), std::vector<double>(formats.size(), NAN));
+        table.misfits.assign(layers.size(), std::vector<std::string>(formats.size()));
+        table.probes.assign(layers.size(), std::vector<LayerProbeResult>(formats.size()));
+        for (std::size_t f = 0; f < formats.size(); ++f) {
+            const std::string formatKey(enumKey(formats[f]));
+            if (!progress.scores.contains(formatKey)) {
+                progress.scores[formatKey] = probe.scores(formats[f]);
+                saveProgress(progressFile, progress);
+            }
+            for (std::size_t l = 0; l < layers.size(); ++l)
+                table.scores[l][f] = progress.scores[formatKey].at(l);
+        }
+        std::size_t done = 0;
+        const std::size_t total = layers.size() * formats.size();
+        for (std::size_t l = 0; l < layers.size(); ++l)
+            for (std::size_t f = 0; f < formats.size(); ++f) {
+                ++done;
+                if (scoreOnly) {
+                    table.misfits[l][f] = probe.misfit(layers[l].name, formats[f]);
+                    continue;
+                }
+                const std::string probeKey = AdviseProgress::probeKey(layers[l].name, formats[f]);
+                if (!progress.probes.contains(probeKey)) {
+                    if (InterruptHandler::interrupted()) {
+                        std::fprintf(stderr,
+                                     "interrupted: %zu of %zu probes measured, kept in %s; run the same command "
+                                     "again to continue\n",
+                                     progress.probes.size(), total, progressFile.c_str());
+                        return kExitOk;
+                    }
+                    const auto start = std::chrono::steady_clock::now();
+                    progress.probes[probeKey] = probe.probe(layers[l].name, formats[f]);
+                    saveProgress(progressFile, progress);
+                    const double seconds =
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                    const LayerProbeResult& r = progress.probes[probeKey];
+                    const std::string outcome =
+                        r.misfit.empty() ? "loss increase " + std::to_string(r.lossIncrease) : "does not fit";
+                    std::fprintf(stderr, "probe %zu/%zu: %s in %s: %s (%.1f s)\n", done, total, layers[l].name.c_str(),
+                                 std::string(enumKey(formats[f])).c_str(), outcome.c_str(), seconds);
+                }
+                table.probes[l][f] = progress.probes[probeKey];
+                table.misfits[l][f] = table.probes[l][f].misfit;
+            }
+
+        std::vector<LayerCosts> costs(layers.size());
+        for (std::size_t l = 0; l < layers.size(); ++l)
+            for (std::size_t f = 0; f < formats.size(); ++f) {
+                // --score-only: the score stands in for the loss increase (its first-order estimate).
+                const double cost = scoreOnly ? table.scores[l][f] : table.probes[l][f].lossIncrease;
+                costs[l].lossIncrease.push_back(std::isfinite(cost) ? cost : 0.0);
+                costs[l].allowed.push_back(table.misfits[l][f].empty() && std::isfinite(cost));
+            }
+        table.assignment = assignFormats(advisorProblem(layers, costs, formats, config.recipe, *objective, budget));
+        if (!scoreOnly)
+            for (std::size_t f = 0; f < formats.size(); ++f) {
+                std::vector<double> score, measured;
+                for (std::size_t l = 0; l < layers.size(); ++l)
+                    if (costs[l].allowed[f]) {
+                        score.push_back(table.scores[l][f]);
+                        measured.push_back(table.probes[l][f].lossIncrease);
+                    }
+                table.rankCorrelations.push_back(stats::spearmanCorrelation(score, measured));
+            }
+
+        RunConfig advised = config;
+        for (std::size_t l = 0; l < layers.size(); ++l)
+            if (const std::string chosen = chosenFormat(table, l); !chosen.empty())
+                advised.model.precisionOverrides[layers[l].name] = LayerFormat(*parseEnum<LayerPrecision>(chosen));
+        writeConfig(output, advised);
+        printAdvice(stdout, table);
+        std::printf("wrote %s\n", output.c_str());
+        if (verifySeeds > 0)
+            return verifyAdvice(parser, config, advised, table, verifySeeds, output);
+        nlohmann::json line = adviceJson(table);
+        line["config"] = output;
+        std::cout << line.dump() << std::endl;
+        return kExitOk;
+    } catch (const std::exception& error) {
+        return reportError(kCommand, error);
+    }
+}
+
+} // namespace mantissa::cli

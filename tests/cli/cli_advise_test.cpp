@@ -1,0 +1,169 @@
+// mantissa-cli advise end to end on the tiny synthetic MLP (two GEMM layers): it trains the
+// config, probes each layer, writes the config with the layers it chose in their formats and
+// keeps its measurements, which a second advise with one more format reuses (measuring only
+// the new format's); a stored run is advised from its saved state; a budget nothing meets, a
+// layer a format cannot take and every bad option are said, the last with exit code 2.
+#include "cli_test_support.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace mantissa::cli::test;
+
+class CliAdviseTest : public QObject {
+    Q_OBJECT
+
+private:
+    QStringList advise(const QString& output, const QStringList& more) const
+    {
+        return QStringList{QStringLiteral("advise"),
+                           m_config,
+                           QStringLiteral("--held-out-batches"),
+                           QStringLiteral("2"),
+                           QStringLiteral("-o"),
+                           m_dir.filePath(output),
+                           QStringLiteral("--db"),
+                           m_db} +
+               more;
+    }
+
+    static QJsonObject readJson(const QString& path)
+    {
+        QFile file(path);
+        if (!file.open(QIODevice::ReadOnly))
+            return {};
+        return QJsonDocument::fromJson(file.readAll()).object();
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath(QStringLiteral("runs.sqlite"));
+        m_config = writeTinyConfig(m_dir.path());
+        QVERIFY(!m_config.isEmpty());
+    }
+
+    void advisesATrainedConfigAndWritesItsFormats()
+    {
+        const CliResult r =
+            runCli(advise(QStringLiteral("a.json"), {QStringLiteral("--format"), QStringLiteral("mxfp4"),
+                                                     QStringLiteral("--budget"), QStringLiteral("1")}));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QVERIFY2(r.err.contains(QStringLiteral("training the baseline (tiny, fp32)")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("probe 1/2: 0.linear in mxfp4")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("probe 2/2: 1.linear in mxfp4")), qPrintable(r.err));
+        for (const char* column : {"layer", "FLOPs", "probe dloss", "score", "shadow rel.err", "chosen"})
+            QVERIFY2(r.out.contains(QLatin1String(column)), column);
+        QVERIFY2(r.out.contains(QStringLiteral("rank correlation of score and probe (Spearman)")), qPrintable(r.out));
+        const QJsonObject line = r.json();
+        const QJsonArray layers = line.value(QStringLiteral("layers")).toArray();
+        QCOMPARE(layers.size(), 2);
+        QCOMPARE(layers[0].toObject().value(QStringLiteral("layer")).toString(), QStringLiteral("0.linear"));
+        QCOMPARE(layers[0].toObject().value(QStringLiteral("flops")).toInteger(), qint64(2 * 32 * 64));
+        // With a budget of 1 (far above what 4-bit weights cost this model) both layers go low.
+        QVERIFY(line.value(QStringLiteral("within_budget")).toBool());
+        const QJsonObject overrides = readJson(m_dir.filePath(QStringLiteral("a.json")))
+                                          .value("model")
+                                          .toObject()
+                                          .value("precision_overrides")
+                                          .toObject();
+        for (const QJsonValue layer : layers) {
+            const QString name = layer.toObject().value(QStringLiteral("layer")).toString();
+            QCOMPARE(layer.toObject().value(QStringLiteral("chosen")).toString(), QStringLiteral("mxfp4"));
+            QCOMPARE(overrides.value(name).toString(), QStringLiteral("mxfp4"));
+        }
+        QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("a.probes.json"))));
+        QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("a.state.ckpt"))));
+    }
+
+    void aSecondAdviseReusesWhatWasMeasured()
+    {
+        const CliResult r =
+            runCli(advise(QStringLiteral("a.json"), {QStringLiteral("--format"), QStringLiteral("mxfp4,mxfp8")}));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QVERIFY2(r.err.contains(QStringLiteral("continuing from ")), qPrintable(r.err));
+        QVERIFY2(!r.err.contains(QStringLiteral("training the baseline")), qPrintable(r.err));
+        QVERIFY2(!r.err.contains(QStringLiteral("in mxfp4:")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("0.linear in mxfp8")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("1.linear in mxfp8")), qPrintable(r.err));
+    }
+
+    void aBudgetNothingMeetsGivesTheLeastLossFound()
+    {
+        const CliResult r =
+            runCli(advise(QStringLiteral("a.json"), {QStringLiteral("--format"), QStringLiteral("mxfp4"),
+                                                     QStringLiteral("--budget"), QStringLiteral("-10")}));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QVERIFY2(r.out.contains(QStringLiteral("no assignment meets the loss budget -10")), qPrintable(r.out));
+        QVERIFY(!r.json().value(QStringLiteral("within_budget")).toBool());
+    }
+
+    void namesTheLayerAFormatCannotTake()
+    {
+        // 1.linear has 4 outputs: NVFP4's blocks of 16 do not divide it.
+        const CliResult r =
+            runCli(advise(QStringLiteral("a.json"),
+                          {QStringLiteral("--format"), QStringLiteral("nvfp4"), QStringLiteral("--score-only")}));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QVERIFY2(r.out.contains(QStringLiteral("1.linear cannot take nvfp4:")), qPrintable(r.out));
+        QVERIFY2(r.out.contains(QStringLiteral("out features (4) is not a multiple of 16")), qPrintable(r.out));
+        QVERIFY2(!r.out.contains(QStringLiteral("probe dloss")), qPrintable(r.out));
+        const QJsonArray layers = r.json().value(QStringLiteral("layers")).toArray();
+        QVERIFY(layers[1].toObject().value(QStringLiteral("chosen")).isNull());
+    }
+
+    void advisesAStoredRunFromItsSavedState()
+    {
+        const CliResult trained = runCli({QStringLiteral("train"), m_config, QStringLiteral("--db"), m_db});
+        QVERIFY2(trained.exitCode == 0, qPrintable(trained.describe()));
+        const QString run = QString::number(trained.json().value(QStringLiteral("run_id")).toInteger());
+        const CliResult r = runCli({QStringLiteral("advise"), run, QStringLiteral("--format"), QStringLiteral("mxfp8"),
+                                    QStringLiteral("--held-out-batches"), QStringLiteral("1"), QStringLiteral("-o"),
+                                    m_dir.filePath(QStringLiteral("run.json")), QStringLiteral("--db"), m_db});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QVERIFY2(r.err.contains(QStringLiteral("probing the latest saved state of run ")), qPrintable(r.err));
+        QVERIFY2(!r.err.contains(QStringLiteral("training the baseline")), qPrintable(r.err));
+    }
+
+    void refusesBadInputWithExitCodeTwo()
+    {
+        const QList<std::pair<QStringList, QString>> cases = {
+            {{}, QStringLiteral("--format F[,F2] is required")},
+            {{QStringLiteral("--format"), QStringLiteral("mxfp9")}, QStringLiteral("--format lists \"mxfp9\"")},
+            {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--objective"),
+              QStringLiteral("speed")},
+             QStringLiteral("--objective is \"speed\"")},
+            {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--budget"), QStringLiteral("lots")},
+             QStringLiteral("--budget expects a number")},
+            {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--verify"), QStringLiteral("1")},
+             QStringLiteral("--verify needs 2 seeds or more")},
+        };
+        for (const auto& [options, message] : cases) {
+            const CliResult r = runCli(advise(QStringLiteral("bad.json"), options));
+            QVERIFY2(r.exitCode == 2 && r.err.contains(message), qPrintable(r.describe()));
+        }
+        const CliResult unknown =
+            runCli({QStringLiteral("advise"), QStringLiteral("no-such-run"), QStringLiteral("--format"),
+                    QStringLiteral("mxfp4"), QStringLiteral("--db"), m_db});
+        QVERIFY2(unknown.exitCode == 2 && unknown.err.contains(QStringLiteral("no-such-run")),
+                 qPrintable(unknown.describe()));
+        // Another config's measurements are not overwritten.
+        const CliResult other =
+            runCli({QStringLiteral("advise"), m_config, QStringLiteral("--format"), QStringLiteral("mxfp4"),
+                    QStringLiteral("--set"), QStringLiteral("optimizer.lr=0.01"), QStringLiteral("-o"),
+                    m_dir.filePath(QStringLiteral("a.json")), QStringLiteral("--db"), m_db});
+        QVERIFY2(other.exitCode == 2 && other.err.contains(QStringLiteral("holds the measurements of another advise")),
+                 qPrintable(other.describe()));
+    }
+
+private:
+    QTemporaryDir m_dir;
+    QString m_db, m_config;
+};
+
+QTEST_GUILESS_MAIN(CliAdviseTest)
+#include "cli_advise_test.moc"
