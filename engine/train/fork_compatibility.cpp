@@ -16,9 +16,10 @@ std::optional<std::string> differingField(const RunConfig& parent, const RunConf
     return std::string(path) + " is \"" + after + "\" in the fork but \"" + before + "\" in the parent";
 }
 
+// Counted from 0, as the model editor's rows and the engine's other messages count them.
 std::string layerName(const LayerReport& layer)
 {
-    return "layer " + std::to_string(layer.index + 1) + " (" + std::string(enumKey(layer.type)) + ")";
+    return "layer " + std::to_string(layer.index) + " (" + std::string(enumKey(layer.type)) + ")";
 }
 
 // The per-layer shapes validateModel infers: what the weights' shapes follow from.
@@ -31,7 +32,7 @@ std::optional<std::string> differingLayers(const ModelSpec& parent, const ModelS
     for (std::size_t i = 0; i < before.layers.size(); ++i) {
         const LayerReport &b = before.layers[i], &a = after.layers[i];
         if (a.type != b.type)
-            return "layer " + std::to_string(i + 1) + " is " + std::string(enumKey(a.type)) + " in the fork but " +
+            return "layer " + std::to_string(i) + " is " + std::string(enumKey(a.type)) + " in the fork but " +
                    std::string(enumKey(b.type)) + " in the parent";
         if (a.parameters != b.parameters)
             return layerName(a) + " has " + std::to_string(a.parameters) + " parameters in the fork but " +

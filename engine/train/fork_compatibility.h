@@ -14,7 +14,8 @@ namespace mantissa {
 
 // Nothing when `fork` keeps `parent`'s model shape; else what changed, in words that name the
 // setting or layer and both values: "a fork keeps its parent's model shape (the saved weights
-// must fit): layer 2 (linear) has 8,320 parameters in the fork but 4,160 in the parent".
+// must fit): layer 0 (linear) has 4224 parameters in the fork but 2112 in the parent"; layers are
+// counted from 0, as the model editor counts them.
 std::optional<std::string> forkShapeChange(const RunConfig& parent, const RunConfig& fork);
 
 } // namespace mantissa

@@ -4,6 +4,7 @@
 // with its parent's curve before it. A run with no saved state says so in the banner.
 #include "engine/config/config_field.h"
 #include "engine/config/presets.h"
+#include "engine/model/model_validation.h"
 #include "engine/train/fork_compatibility.h"
 #include "engine/util/format_number.h"
 #include "storage/fork_point.h"
@@ -158,10 +159,14 @@ private slots:
         const std::optional<std::string> engine = forkShapeChange(parent, wider);
         QVERIFY(engine.has_value());
         QCOMPARE(dialog.problem(), QString::fromStdString(*engine));
-        QVERIFY2(dialog.problem().startsWith("a fork keeps its parent's model shape (the saved weights must fit): "
-                                             "layer "),
-                 qPrintable(dialog.problem()));
-        QVERIFY2(dialog.problem().contains("parameters in the fork but"), qPrintable(dialog.problem()));
+        const int index = int(linear - wider.model.layers.begin());
+        const std::int64_t inputs = validateModel(parent.model).layers[std::size_t(index)].inputShape.numel();
+        QCOMPARE(dialog.problem(),
+                 QString("a fork keeps its parent's model shape (the saved weights must fit): layer %1 (linear) has %2 "
+                         "parameters in the fork but %3 in the parent")
+                     .arg(index)
+                     .arg((inputs + 1) * linear->units)
+                     .arg((inputs + 1) * (linear->units / 2)));
         QCOMPARE(dialog.problemLabel()->text(), dialog.problem());
         QVERIFY(!dialog.startButton()->isEnabled());
         dialog.setConfig(parent);
