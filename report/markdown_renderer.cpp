@@ -80,9 +80,9 @@ QStringList writeMarkdown(const ReportDocument& document, const ReportData& data
                 text += QStringLiteral("*%1*\n\n").arg(escapeMarkdown(block.caption));
             break;
         case Kind::Plot: {
-            const QString name = QStringLiteral("%1-%2.png").arg(info.completeBaseName(), plotSlug(block.plot));
+            const QString name = QStringLiteral("%1-%2.png").arg(info.completeBaseName(), plotSlug(block));
             const QString file = directory.filePath(name);
-            writeReportFile(file, renderPlotPng(block.plot, block.text, data, kPlotSize, 2.0));
+            writeReportFile(file, renderPlotPng(block, data, kPlotSize, 2.0));
             written << file;
             text += QStringLiteral("![%1](%2)\n\n")
                         .arg(escapeMarkdown(block.text), QString::fromLatin1(QUrl::toPercentEncoding(name)));

@@ -47,8 +47,7 @@ struct Unit {
     double gapAbove = 3; // points; more above a section
     QString before;      // HTML above the plot (or the whole unit)
     bool hasPlot = false;
-    PlotKind plot = PlotKind::Loss;
-    QString plotTitle;
+    ReportBlock plot;
     QString after; // HTML below the plot: its caption
 };
 
@@ -73,8 +72,7 @@ QList<Unit> groupUnits(const ReportDocument& document)
         }
         if (block.kind == ReportBlock::Kind::Plot) {
             unit.hasPlot = true;
-            unit.plot = block.plot;
-            unit.plotTitle = block.text;
+            unit.plot = block;
             if (!block.caption.isEmpty())
                 unit.after = QStringLiteral("<p class=\"caption\">%1</p>").arg(escapeHtml(block.caption));
         } else {
@@ -121,7 +119,7 @@ public:
         if (unit.hasPlot) {
             m_painter.save();
             m_painter.translate(m_page.left(), m_page.top() + m_y);
-            drawPlot(m_painter, unit.plot, unit.plotTitle, m_data, QSize(int(m_page.width()), int(plotHeight)));
+            drawPlot(m_painter, unit.plot, m_data, QSize(int(m_page.width()), int(plotHeight)));
             m_painter.restore();
             m_y += plotHeight;
         }

@@ -57,6 +57,13 @@ void ReportDocument::plot(PlotKind kind, const QString& title, const QString& ca
     blocks << block;
 }
 
+void ReportDocument::shadowHeatmap(int run, ShadowTensor kind, const QString& title, const QString& caption)
+{
+    plot(PlotKind::ShadowHeatmap, title, caption);
+    blocks.back().run = run;
+    blocks.back().shadowKind = kind;
+}
+
 void ReportDocument::code(const QString& text)
 {
     ReportBlock block;
@@ -65,15 +72,19 @@ void ReportDocument::code(const QString& text)
     blocks << block;
 }
 
-QString plotSlug(PlotKind kind)
+QString plotSlug(const ReportBlock& block)
 {
-    switch (kind) {
+    switch (block.plot) {
     case PlotKind::Loss: return QStringLiteral("loss");
     case PlotKind::Accuracy: return QStringLiteral("accuracy");
     case PlotKind::LossScale: return QStringLiteral("loss-scale");
     case PlotKind::Throughput: return QStringLiteral("throughput");
     case PlotKind::MeanLoss: return QStringLiteral("mean-loss");
     case PlotKind::MeanAccuracy: return QStringLiteral("mean-accuracy");
+    case PlotKind::ShadowHeatmap:
+        return QStringLiteral("shadow-%1-run-%2")
+            .arg(QString::fromLatin1(shadowTensorName(block.shadowKind)).replace(u'_', u'-'))
+            .arg(block.run + 1);
     }
     return QStringLiteral("plot");
 }

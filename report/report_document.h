@@ -2,6 +2,8 @@
 // A report as a list of format-neutral blocks (headings, paragraphs, tables, plots, code),
 // built once from ReportData and rendered by each format: PDF, HTML and Markdown then say
 // the same thing in the same order.
+#include "engine/observe/records.h"
+
 #include <QList>
 #include <QString>
 #include <QStringList>
@@ -13,8 +15,9 @@ enum class PlotKind {
     Accuracy,
     LossScale,
     Throughput,
-    MeanLoss,     // per configuration over its seeds, with a band (ReportData::seeds)
-    MeanAccuracy, // the same for the test accuracy per epoch
+    MeanLoss,      // per configuration over its seeds, with a band (ReportData::seeds)
+    MeanAccuracy,  // the same for the test accuracy per epoch
+    ShadowHeatmap, // one run's shadow error per layer and step, for one kind of tensor
 };
 
 struct ReportTable {
@@ -41,6 +44,9 @@ struct ReportBlock {
     ReportTable table;
     PlotKind plot = PlotKind::Loss;
     QString caption; // under a plot or table
+    // A plot of one run (ShadowHeatmap): its index in ReportData::runs, and the tensor kind.
+    int run = -1;
+    ShadowTensor shadowKind = ShadowTensor::Output;
 };
 
 struct ReportDocument {
@@ -54,10 +60,12 @@ struct ReportDocument {
     void bullets(const QStringList& items);
     void table(const ReportTable& table, const QString& caption = {});
     void plot(PlotKind kind, const QString& title, const QString& caption = {});
+    void shadowHeatmap(int run, ShadowTensor kind, const QString& title, const QString& caption = {});
     void code(const QString& text);
 };
 
-// A short file-name-safe name of a plot ("loss", "loss-scale").
-QString plotSlug(PlotKind kind);
+// A short file-name-safe name of a plot ("loss", "loss-scale", "shadow-output-run-2"): unique
+// within a report.
+QString plotSlug(const ReportBlock& block);
 
 } // namespace mantissa::report

@@ -2,6 +2,7 @@
 
 #include "report/plot_palette.h"
 #include "report/series_thinning.h"
+#include "report/shadow_heatmap.h"
 
 #include <QBuffer>
 #include <QFontDatabase>
@@ -341,12 +342,36 @@ void fillThroughput(QCustomPlot& plot, const ReportData& data)
     plot.yAxis->setRange(0, hi > 0 ? hi * 1.12 : 1);
 }
 
+// One run's shadow heatmap (ReportBlock::run, shadowKind), drawn as the Numerics tab draws it,
+// in the report's frame and fonts.
+void fillShadowPlot(QCustomPlot& plot, const ReportBlock& block, const ReportData& data)
+{
+    const ShadowHeatmap heatmap = addShadowHeatmap(plot);
+    frame(plot, block.text, QStringLiteral("step"), QString());
+    plot.legend->setVisible(false);
+    heatmap.scale->axis()->setLabelFont(plotFont(8.5));
+    heatmap.scale->axis()->setTickLabelFont(plotFont(7.5));
+    if (block.run >= 0 && block.run < data.runs.size())
+        fillShadowHeatmap(plot, heatmap, data.runs[block.run].shadow, block.shadowKind);
+}
+
 } // namespace
 
 int lossSmoothingWindow(qsizetype steps) { return std::max(5, int(double(steps) * kLossSmoothingFraction)); }
 
 void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const ReportData& data)
 {
+    ReportBlock block;
+    block.kind = ReportBlock::Kind::Plot;
+    block.plot = kind;
+    block.text = title;
+    fillPlot(plot, block, data);
+}
+
+void fillPlot(QCustomPlot& plot, const ReportBlock& block, const ReportData& data)
+{
+    const PlotKind kind = block.plot;
+    const QString& title = block.text;
     switch (kind) {
     case PlotKind::Loss:
         frame(plot, title, QStringLiteral("step"), data.lossName());
@@ -380,14 +405,15 @@ void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const Repo
         frame(plot, title, QStringLiteral("epoch"), QStringLiteral("test accuracy (%)"));
         fillMeanPlot(plot, kind, data);
         break;
+    case PlotKind::ShadowHeatmap: fillShadowPlot(plot, block, data); break;
     }
 }
 
-QByteArray renderPlotPng(PlotKind kind, const QString& title, const ReportData& data, QSize size, double scale)
+QByteArray renderPlotPng(const ReportBlock& block, const ReportData& data, QSize size, double scale)
 {
     QCustomPlot plot;
     plot.resize(size);
-    fillPlot(plot, kind, title, data);
+    fillPlot(plot, block, data);
     const QPixmap pixmap = plot.toPixmap(size.width(), size.height(), scale);
     QByteArray png;
     QBuffer buffer(&png);
@@ -396,11 +422,11 @@ QByteArray renderPlotPng(PlotKind kind, const QString& title, const ReportData& 
     return png;
 }
 
-void drawPlot(QCPPainter& painter, PlotKind kind, const QString& title, const ReportData& data, QSize size)
+void drawPlot(QCPPainter& painter, const ReportBlock& block, const ReportData& data, QSize size)
 {
     QCustomPlot plot;
     plot.resize(size);
-    fillPlot(plot, kind, title, data);
+    fillPlot(plot, block, data);
     painter.save();
     painter.setMode(QCPPainter::pmVectorized);
     painter.setMode(QCPPainter::pmNoCaching);

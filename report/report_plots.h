@@ -25,15 +25,17 @@ int lossSmoothingWindow(qsizetype steps);
 // The mean curves with bands of data.seeds (report_seed_plots.cpp): `kind` MeanLoss or MeanAccuracy.
 void fillMeanPlot(QCustomPlot& plot, PlotKind kind, const ReportData& data);
 
-// Fills an empty `plot` with the curves of `kind` for every run in `data`, the title
-// `title`, labelled axes and the legend.
+// Fills an empty `plot` with the plot block `block` of `data`: the curves of its kind for every
+// run (or one run's shadow heatmap), its title, labelled axes and the legend.
+void fillPlot(QCustomPlot& plot, const ReportBlock& block, const ReportData& data);
+// The same for a plot of every run: `kind` titled `title`.
 void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const ReportData& data);
 
 // PNG of the plot at `size` logical pixels, `scale` device pixels per logical pixel.
-QByteArray renderPlotPng(PlotKind kind, const QString& title, const ReportData& data, QSize size, double scale = 2.0);
+QByteArray renderPlotPng(const ReportBlock& block, const ReportData& data, QSize size, double scale = 2.0);
 
 // Draws the plot as vectors through `painter` into the rectangle (0, 0, size) of its
 // current coordinate system; for the PDF.
-void drawPlot(QCPPainter& painter, PlotKind kind, const QString& title, const ReportData& data, QSize size);
+void drawPlot(QCPPainter& painter, const ReportBlock& block, const ReportData& data, QSize size);
 
 } // namespace mantissa::report

@@ -4,6 +4,7 @@
 #include "engine/lens/shadow_summary.h"
 #include "report/report_format.h"
 #include "report/report_sections.h"
+#include "report/shadow_heatmap.h"
 
 namespace mantissa::report {
 
@@ -13,7 +14,17 @@ constexpr std::size_t kWorstListed = 10;
 
 QString text(const std::string& s) { return QString::fromStdString(s); }
 
-void appendRunShadow(ReportDocument& document, const RunData& run)
+QString kindTitle(ShadowTensor kind)
+{
+    switch (kind) {
+    case ShadowTensor::Output: return QStringLiteral("outputs");
+    case ShadowTensor::InputGrad: return QStringLiteral("input gradients");
+    case ShadowTensor::WeightGrad: return QStringLiteral("weight gradients");
+    }
+    return {};
+}
+
+void appendRunShadow(ReportDocument& document, const RunData& run, int runIndex)
 {
     const std::vector<ShadowRecord>& records = run.shadow;
     document.paragraph(QStringLiteral("%1: %2 shadowed steps (%3 to %4). Each compares the run's tensors with the "
@@ -22,6 +33,16 @@ void appendRunShadow(ReportDocument& document, const RunData& run)
                                       "with the loss scale divided out.")
                            .arg(run.label, formatCount(qint64(records.size())), formatCount(records.front().step),
                                 formatCount(records.back().step)));
+    // The Numerics tab's heatmap, one per kind of tensor the track holds.
+    for (ShadowTensor kind : {ShadowTensor::Output, ShadowTensor::InputGrad, ShadowTensor::WeightGrad}) {
+        if (!hasShadowTensors(records, kind))
+            continue;
+        document.shadowHeatmap(runIndex, kind,
+                               QStringLiteral("Shadow error of the %1: %2").arg(kindTitle(kind), run.label),
+                               QStringLiteral("Each cell: log10 of one tensor's relative RMS error at one shadowed "
+                                              "step, layers in forward order from the top; blue: the run's tensor "
+                                              "held Inf or NaN."));
+    }
     ReportTable worst;
     worst.header = {QStringLiteral("Tensor"),    QStringLiteral("Kind"),         QStringLiteral("Mean rel. RMS error"),
                     QStringLiteral("Mean SQNR"), QStringLiteral("Worst (step)"), QStringLiteral("Non-finite steps")};
@@ -64,12 +85,13 @@ void appendShadowErrors(ReportDocument& document, const ReportData& data)
     if (!any)
         return;
     document.heading(QStringLiteral("Shadow error vs fp32"));
-    for (const RunData& run : data.runs) {
+    for (int i = 0; i < data.runs.size(); ++i) {
+        const RunData& run = data.runs[i];
         if (run.shadow.empty())
             continue;
         if (data.isComparison())
             document.heading(run.label, 2);
-        appendRunShadow(document, run);
+        appendRunShadow(document, run, i);
     }
 }
 

@@ -110,6 +110,10 @@ QList<RunInfo> RunStore::listRuns(const RunFilter& filter) const
         where << QStringLiteral("sweep_id = ?");
         values << *filter.sweepId;
     }
+    if (filter.parentRunId) {
+        where << QStringLiteral("parent_run_id = ?");
+        values << *filter.parentRunId;
+    }
     if (!filter.tag.isEmpty()) {
         where << QStringLiteral("EXISTS (SELECT 1 FROM run_tags WHERE run_id = runs.id AND tag = ?)");
         values << filter.tag;

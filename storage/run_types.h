@@ -107,7 +107,8 @@ struct RunFilter {
     std::optional<qint64> groupId;
     QString tag;
     std::optional<qint64> sweepId;
-    int limit = 0; // 0 = all
+    std::optional<qint64> parentRunId; // the forks of this run (RunInfo::parent)
+    int limit = 0;                     // 0 = all
 };
 
 // Per-step rows as columns, ready for plotting: QCustomPlot and most plotting code take

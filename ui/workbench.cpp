@@ -4,6 +4,7 @@
 #include "engine/model/model_file.h"
 #include "engine/util/check.h"
 #include "storage/run_store.h"
+#include "storage/stored_config.h"
 #include "ui/comparison_view.h"
 #include "ui/config_document.h"
 #include "ui/data_panel.h"
@@ -613,6 +614,7 @@ bool Workbench::openStoredRun(qint64 runId)
         return false;
     try {
         const std::shared_ptr<const RunRecording> run = loadStoredRun(*m_store, runId);
+        showStoredConfig(runId);
         m_monitor->setRecording(run);
         // The tab shows the opened run now, no longer the one training.
         m_numericsPoll->stop();
@@ -624,6 +626,15 @@ bool Workbench::openStoredRun(qint64 runId)
     }
     m_rightTabs->setCurrentWidget(m_monitor);
     return true;
+}
+
+void Workbench::showStoredConfig(qint64 runId)
+{
+    // A run in progress keeps its own config in the panels: they show what is training.
+    if (m_controller->isRunning())
+        return;
+    const storage::RunInfo run = m_store->run(runId);
+    m_document->load(storage::storedRunConfig(*m_store, run), tr("Open the config of %1").arg(run.name));
 }
 
 bool Workbench::startFromWeightsOf(qint64 runId)
@@ -712,11 +723,13 @@ bool Workbench::compareStoredRuns(const QList<qint64>& runIds)
         // Runs of one configuration over several seeds compare as a sweep does: means, bands
         // and statistics rather than one curve per run.
         if (auto grouped = loadSeedGroupComparison(*m_store, runIds)) {
+            showStoredConfig(runIds.front());
             showSweepComparison(std::move(*grouped));
             return true;
         }
         for (qint64 id : runIds)
             runs << loadStoredRun(*m_store, id);
+        showStoredConfig(runIds.front());
     } catch (const std::exception& e) {
         m_banner->showError(tr("Cannot compare these runs"), QString::fromLocal8Bit(e.what()));
         return false;

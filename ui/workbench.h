@@ -115,7 +115,8 @@ public:
     // `mantissa-cli sweep`, with progress in the status bar; when it ends, its comparison opens.
     // False, with the reason in the banner, when it cannot start.
     bool startSweep(const SweepSpec& spec);
-    // Shows a stored sweep (mean curves with bands, statistics) in the Comparison tab.
+    // Shows a stored sweep (mean curves with bands, statistics) in the Comparison tab, with its
+    // first run's config in the panels.
     bool showSweep(qint64 sweepId);
     // Merges the run databases under `path` (a Slurm sweep's --out, as `mantissa-cli import`
     // does) into the run database and shows the newest sweep with runs. Files that
@@ -132,7 +133,8 @@ public:
     QString databasePath() const;
     storage::RunStore* store() const { return m_store.get(); }
     // Shows a recorded run in the monitor / recorded runs in the comparison, read back
-    // from the database. False (and the reason in the banner) when they cannot be read.
+    // from the database, with the run's config (the first run's) in the panels. False (and
+    // the reason in the banner) when they cannot be read.
     bool openStoredRun(qint64 runId);
     // openStoredRun, then its Numerics tab in view (on the shadow error page when the run has
     // only that).
@@ -177,6 +179,10 @@ private:
     void onSequenceEnded(bool completed);
     void connectSweeps();
     bool startPrecisionSweep(const QList<PrecisionMode>& modes, int seeds);
+    // Loads stored run `runId`'s config into the panels (one undo step), so that they show the
+    // settings of the run on view: opening a run, a comparison (its first run) or a sweep (its
+    // first run). Nothing while a run trains. Throws what the store and the parser throw.
+    void showStoredConfig(qint64 runId);
     // Hands a finished run's sampled statistics to the precision panel's recipe table.
     void measureForPrecisionPanel(const RunRecording& run);
     void editSweepWithDialog();

@@ -3,8 +3,10 @@
 // the dialog changes (mantissa-cli fork does the same from the command line).
 #include "ui/workbench.h"
 
+#include "engine/train/fork_compatibility.h"
 #include "storage/fork_point.h"
 #include "storage/run_store.h"
+#include "storage/stored_config.h"
 #include "ui/error_banner.h"
 #include "ui/fork_dialog.h"
 #include "ui/run_controller.h"
@@ -26,7 +28,7 @@ bool Workbench::forkStoredRun(qint64 runId, double step)
                                    "steps (Training tab): set it before training the run you mean to fork."));
             return false;
         }
-        const RunConfig parentConfig = parseRunConfig(run.configJson.toStdString(), "run " + run.name.toStdString());
+        const RunConfig parentConfig = storage::storedRunConfig(*m_store, run);
         ForkDialog dialog(parentConfig,
                           tr("Fork %1 (#%2) after step %3, the saved state nearest where you clicked.")
                               .arg(run.name)
@@ -54,6 +56,9 @@ bool Workbench::startFork(qint64 runId, qint64 step, const RunConfig& config, co
         const storage::RunInfo parent = m_store->run(runId);
         const storage::CheckpointInfo state = storage::forkPoint(*m_store, parent, step);
         validateRunConfig(config, "the fork");
+        if (const std::optional<std::string> change =
+                forkShapeChange(storage::storedRunConfig(*m_store, parent), config))
+            throw ConfigError(*change);
         RecordingTarget target;
         target.databasePath = databasePath();
         target.runName = name;

@@ -151,7 +151,10 @@ bool Workbench::showSweep(qint64 sweepId)
     if (!m_store)
         return false;
     try {
-        showSweepComparison(loadSweepComparison(*m_store, sweepId));
+        SweepComparison comparison = loadSweepComparison(*m_store, sweepId);
+        if (const QList<storage::RunInfo> runs = m_store->sweepRuns(sweepId); !runs.isEmpty())
+            showStoredConfig(runs.front().id);
+        showSweepComparison(std::move(comparison));
     } catch (const std::exception& e) {
         m_banner->showError(tr("Cannot show sweep %1").arg(sweepId), QString::fromLocal8Bit(e.what()));
         return false;

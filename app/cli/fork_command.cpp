@@ -10,6 +10,7 @@
 #include "cli/run_lookup.h"
 #include "cli/train_options.h"
 #include "engine/backend/backend_factory.h"
+#include "engine/train/fork_compatibility.h"
 #include "engine/train/training_backend.h"
 #include "engine/util/check.h"
 #include "storage/fork_point.h"
@@ -52,7 +53,10 @@ int runForkCommand(const QStringList& arguments)
         std::unique_ptr<storage::RunStore> store = openRunStore(parser);
         const storage::RunInfo parent = lookUpRun(*store, parser.positionalArguments().first());
         const storage::CheckpointInfo state = storage::forkPoint(*store, parent, step);
-        const RunConfig config = runConfigFromOptions(parser, {}, storedRunConfig(*store, parent));
+        const RunConfig parentConfig = storedRunConfig(*store, parent);
+        const RunConfig config = runConfigFromOptions(parser, {}, parentConfig);
+        if (const std::optional<std::string> change = forkShapeChange(parentConfig, config))
+            throw ConfigError(*change);
         if (config.distributed.worldSize > 1)
             throw ConfigError("a fork trains in one process: set distributed.world_size to 1 (--set "
                               "distributed.world_size=1)");

@@ -61,4 +61,12 @@ QString formatSpeedup(double ratio)
     return text.empty() ? kUnknown : QString::fromStdString(text);
 }
 
+QString formatLineage(const std::optional<storage::RunLineage>& parent)
+{
+    if (!parent)
+        return kUnknown;
+    return parent->runId ? QStringLiteral("#%1 at step %2").arg(*parent->runId).arg(parent->step)
+                         : QStringLiteral("(deleted) at step %1").arg(parent->step);
+}
+
 } // namespace mantissa::cli

@@ -1,6 +1,8 @@
 #pragma once
 // How run values read on the terminal. A value the database does not know (NULL: a run
 // that never reached an evaluation) prints as "-", never as a misleading 0.
+#include "storage/run_types.h"
+
 #include <QDateTime>
 #include <QString>
 
@@ -16,5 +18,8 @@ QString formatCount(std::optional<qint64> count);
 QString formatRate(std::optional<double> samplesPerSecond); // "25310/s"
 QString formatLocalTime(const QDateTime& utc);              // "2025-03-14 10:26:53", local time
 QString formatSpeedup(double ratio);                        // "1.84x": the engine's formatRatio
+// A fork's place in its parent: "#3 at step 40", "(deleted) at step 40"; "-" for a run that is
+// not a fork. The run browser's "Forked from" column says the same.
+QString formatLineage(const std::optional<storage::RunLineage>& parent);
 
 } // namespace mantissa::cli

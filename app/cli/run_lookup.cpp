@@ -1,6 +1,7 @@
 #include "cli/run_lookup.h"
 
 #include "storage/storage_error.h"
+#include "storage/stored_config.h"
 
 #include <cstdio>
 
@@ -22,14 +23,10 @@ storage::RunInfo lookUpRun(const storage::RunStore& store, const QString& idOrNa
 
 RunConfig storedRunConfig(const storage::RunStore& store, const storage::RunInfo& run)
 {
-    RunConfig config = parseRunConfig(run.configJson.toStdString(), "run " + run.name.toStdString());
-    if (!run.modelSha256.isEmpty()) {
-        const QString model = store.modelFilePath(run);
-        if (model.toStdString() != config.model.onnx)
-            std::fprintf(stderr, "the model of run %s: %s (sha256 %s), the stored copy of %s\n", qPrintable(run.name),
-                         qPrintable(model), qPrintable(run.modelSha256), qPrintable(run.modelSource));
-        config.model.onnx = model.toStdString();
-    }
+    QString relocated;
+    RunConfig config = storage::storedRunConfig(store, run, &relocated);
+    if (!relocated.isEmpty())
+        std::fprintf(stderr, "%s\n", qPrintable(relocated));
     return config;
 }
 

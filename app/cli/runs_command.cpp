@@ -3,11 +3,17 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/run_format.h"
+#include "cli/run_lookup.h"
 #include "cli/text_table.h"
 #include "engine/observe/task_metric.h"
 #include "engine/util/check.h"
 
+#include <QHash>
+
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <utility>
 
 namespace mantissa::cli {
 
@@ -25,6 +31,42 @@ QString finalMetricText(const storage::RunStore& store, const storage::RunInfo& 
         return QStringLiteral("-");
     const QString text = QString::fromStdString(formatTaskMetric(metric, value));
     return metric == TaskMetric::Rmse ? QStringLiteral("RMSE ") + text : text + QStringLiteral(" bpc");
+}
+
+// --tree: each run followed by its forks (by fork step), indented under it the way `ps --forest`
+// draws processes; a fork whose parent is not listed starts a tree of its own. Returns the runs
+// in that order with each one's depth.
+QList<std::pair<const storage::RunInfo*, int>> forkTreeOrder(const QList<storage::RunInfo>& runs)
+{
+    QHash<qint64, const storage::RunInfo*> listed;
+    for (const storage::RunInfo& run : runs)
+        listed.insert(run.id, &run);
+    QHash<qint64, QList<const storage::RunInfo*>> forks;
+    QList<const storage::RunInfo*> roots;
+    for (const storage::RunInfo& run : runs) {
+        if (run.parent && run.parent->runId && listed.contains(*run.parent->runId))
+            forks[*run.parent->runId] << &run;
+        else
+            roots << &run;
+    }
+    for (auto& children : forks)
+        std::sort(children.begin(), children.end(), [](const storage::RunInfo* a, const storage::RunInfo* b) {
+            return std::pair(a->parent->step, a->id) < std::pair(b->parent->step, b->id);
+        });
+    QList<std::pair<const storage::RunInfo*, int>> order;
+    const std::function<void(const storage::RunInfo*, int)> visit = [&](const storage::RunInfo* run, int depth) {
+        order << std::pair(run, depth);
+        for (const storage::RunInfo* fork : forks.value(run->id))
+            visit(fork, depth + 1);
+    };
+    for (const storage::RunInfo* root : roots)
+        visit(root, 0);
+    return order;
+}
+
+QString indentedName(const QString& name, int depth)
+{
+    return depth == 0 ? name : QString(2 * (depth - 1) + 1, u' ') + QStringLiteral("\\_ ") + name;
 }
 
 } // namespace
@@ -75,15 +117,20 @@ int runRunsCommand(const QStringList& arguments)
         {"group", "Only runs of this comparison group.", "id"},
         {"tag", "Only runs with this tag.", "tag"},
         {"limit", "At most this many runs.", "n"},
+        {"forks-of", "Only the forks of this run (id or name).", "run"},
+        {"tree", "Each run followed by its forks, indented under it (the runs listed, newest first)."},
     });
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
     if (const auto exit = requirePositionals(
-            parser, 0, kCommand, "[--status S] [--preset P] [--precision M] [--group G] [--tag T] [--limit N]"))
+            parser, 0, kCommand,
+            "[--status S] [--preset P] [--precision M] [--group G] [--tag T] [--forks-of RUN] [--limit N] [--tree]"))
         return *exit;
     try {
-        const storage::RunFilter filter = filterFromOptions(parser);
+        storage::RunFilter filter = filterFromOptions(parser);
         const auto store = openRunStore(parser);
+        if (parser.isSet("forks-of"))
+            filter.parentRunId = lookUpRun(*store, parser.value("forks-of")).id;
         const QList<storage::RunInfo> runs = store->listRuns(filter);
         if (runs.isEmpty()) {
             std::fprintf(stderr, "no runs in %s match\n", qPrintable(store->path()));
@@ -101,12 +148,21 @@ int runRunsCommand(const QStringList& arguments)
         table.addColumn(QStringLiteral("time"), Align::Right);
         table.addColumn(QStringLiteral("created"));
         table.addColumn(QStringLiteral("group"), Align::Right);
+        table.addColumn(QStringLiteral("forked from"));
         table.addColumn(QStringLiteral("tags"));
-        for (const storage::RunInfo& run : runs) {
-            table.addRow({QString::number(run.id), run.name, QString::fromLatin1(runStatusName(run.status)),
-                          run.precision, formatCount(run.summary.steps), formatCount(run.summary.skippedSteps),
-                          finalMetricText(*store, run), formatSeconds(run.wallSeconds), formatLocalTime(run.createdAt),
-                          run.groupId ? QString::number(*run.groupId) : QStringLiteral("-"),
+        QList<std::pair<const storage::RunInfo*, int>> order;
+        if (parser.isSet("tree"))
+            order = forkTreeOrder(runs);
+        else
+            for (const storage::RunInfo& run : runs)
+                order << std::pair(&run, 0);
+        for (const auto& [listed, depth] : order) {
+            const storage::RunInfo& run = *listed;
+            table.addRow({QString::number(run.id), indentedName(run.name, depth),
+                          QString::fromLatin1(runStatusName(run.status)), run.precision, formatCount(run.summary.steps),
+                          formatCount(run.summary.skippedSteps), finalMetricText(*store, run),
+                          formatSeconds(run.wallSeconds), formatLocalTime(run.createdAt),
+                          run.groupId ? QString::number(*run.groupId) : QStringLiteral("-"), formatLineage(run.parent),
                           run.tags.join(QStringLiteral(", "))});
         }
         table.print(stdout);

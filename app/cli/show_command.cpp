@@ -15,8 +15,10 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 namespace mantissa::cli {
 
@@ -79,6 +81,16 @@ void printHeader(const storage::RunStore& store, const storage::RunInfo& run)
         }
         printField(QStringLiteral("forked from"), QStringLiteral("%1 after step %2").arg(parent).arg(run.parent->step));
     }
+    // Its own forks, one line each, by fork step (`runs --tree` shows their forks in turn).
+    storage::RunFilter forksOfRun;
+    forksOfRun.parentRunId = run.id;
+    QList<storage::RunInfo> forks = store.listRuns(forksOfRun);
+    std::sort(forks.begin(), forks.end(), [](const storage::RunInfo& a, const storage::RunInfo& b) {
+        return std::pair(a.parent->step, a.id) < std::pair(b.parent->step, b.id);
+    });
+    for (const storage::RunInfo& fork : forks)
+        printField(&fork == &forks.front() ? QStringLiteral("forks") : QString(),
+                   QStringLiteral("run %1 (%2) after step %3").arg(fork.id).arg(fork.name).arg(fork.parent->step));
     if (!run.tags.isEmpty())
         printField(QStringLiteral("tags"), run.tags.join(QStringLiteral(", ")));
     if (!run.notes.isEmpty())

@@ -50,8 +50,9 @@ private slots:
 
     void aForkWithNoChangesContinuesBitForBit()
     {
-        const CliResult r = runCli({QStringLiteral("fork"), QString::number(m_parentId), QStringLiteral("--at"),
-                                    QStringLiteral("10"), QStringLiteral("--db"), m_db});
+        const CliResult r =
+            runCli({QStringLiteral("fork"), QString::number(m_parentId), QStringLiteral("--at"), QStringLiteral("10"),
+                    QStringLiteral("--name"), QStringLiteral("unchanged-from-10"), QStringLiteral("--db"), m_db});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(r.err.contains(QStringLiteral("resuming after step 10 (epoch 1, batch 10 of 16")), qPrintable(r.err));
         QVERIFY2(r.err.contains(QStringLiteral("loss scaler (scale")), qPrintable(r.err));
@@ -108,6 +109,66 @@ private slots:
         QCOMPARE(float(steps.learningRate.first()), 0.2f);
     }
 
+    // The lineage read back: `runs` names each fork's parent and step, `show` lists a run's
+    // forks, `runs --forks-of` its forks only and `runs --tree` every descendant under its parent.
+    void theLineageIsListedAndTheForksOfARunFound()
+    {
+        storage::RunStore store(m_db);
+        const storage::RunInfo unchanged = store.findRun(QStringLiteral("unchanged-from-10"));
+        const storage::RunInfo fp32 = store.findRun(QStringLiteral("fp32-from-20"));
+        // A fork of a fork: the tree's second level.
+        const CliResult grandchild =
+            runCli({QStringLiteral("fork"), QString::number(unchanged.id), QStringLiteral("--at"), QStringLiteral("15"),
+                    QStringLiteral("--name"), QStringLiteral("from-15-of-the-fork"), QStringLiteral("--db"), m_db});
+        QVERIFY2(grandchild.exitCode == 0, qPrintable(grandchild.describe()));
+        const qint64 grandchildId = grandchild.json().value(QStringLiteral("run_id")).toInteger();
+        const QString parentName = store.run(m_parentId).name;
+
+        const CliResult runs = runCli({QStringLiteral("runs"), QStringLiteral("--db"), m_db});
+        QVERIFY2(runs.exitCode == 0, qPrintable(runs.describe()));
+        const auto rowOf = [](const QString& table, const QString& name) {
+            for (const QString& line : table.split(u'\n'))
+                if (line.contains(QStringLiteral(" %1 ").arg(name)))
+                    return line;
+            return QString();
+        };
+        QVERIFY2(rowOf(runs.out, unchanged.name).contains(QStringLiteral("#%1 at step 10").arg(m_parentId)),
+                 qPrintable(runs.out));
+        QVERIFY2(rowOf(runs.out, fp32.name).contains(QStringLiteral("#%1 at step 20").arg(m_parentId)),
+                 qPrintable(runs.out));
+        QVERIFY2(rowOf(runs.out, QStringLiteral("from-15-of-the-fork"))
+                     .contains(QStringLiteral("#%1 at step 15").arg(unchanged.id)),
+                 qPrintable(runs.out));
+        QVERIFY2(!rowOf(runs.out, parentName).contains(QStringLiteral(" at step ")), qPrintable(runs.out));
+
+        const CliResult show =
+            runCli({QStringLiteral("show"), QString::number(m_parentId), QStringLiteral("--db"), m_db});
+        QVERIFY2(show.exitCode == 0, qPrintable(show.describe()));
+        QCOMPARE(showField(show.out, QStringLiteral("forks")),
+                 QStringLiteral("run %1 (%2) after step 10").arg(unchanged.id).arg(unchanged.name));
+        QVERIFY2(show.out.contains(QStringLiteral("run %1 (%2) after step 20\n").arg(fp32.id).arg(fp32.name)),
+                 qPrintable(show.out));
+        const CliResult leaf =
+            runCli({QStringLiteral("show"), QString::number(grandchildId), QStringLiteral("--db"), m_db});
+        QCOMPARE(showField(leaf.out, QStringLiteral("forks")), QString());
+
+        const CliResult forksOf = runCli({QStringLiteral("runs"), QStringLiteral("--forks-of"),
+                                          QString::number(m_parentId), QStringLiteral("--db"), m_db});
+        QVERIFY2(forksOf.exitCode == 0, qPrintable(forksOf.describe()));
+        QCOMPARE(forksOf.out.count(QStringLiteral(" at step ")), 2);
+        QVERIFY(!rowOf(forksOf.out, unchanged.name).isEmpty() && !rowOf(forksOf.out, fp32.name).isEmpty());
+
+        const CliResult tree = runCli({QStringLiteral("runs"), QStringLiteral("--tree"), QStringLiteral("--db"), m_db});
+        QVERIFY2(tree.exitCode == 0, qPrintable(tree.describe()));
+        QStringList names;
+        for (const QString& line : tree.out.split(u'\n').mid(1)) // below the header
+            if (const QStringList cells = line.split(QStringLiteral("  "), Qt::SkipEmptyParts); cells.size() > 1)
+                names << cells[1].trimmed();
+        QCOMPARE(names, (QStringList{parentName, QStringLiteral("\\_ ") + unchanged.name,
+                                     QStringLiteral("\\_ from-15-of-the-fork"), QStringLiteral("\\_ ") + fp32.name}));
+        QVERIFY2(tree.out.contains(QStringLiteral("   \\_ from-15-of-the-fork")), qPrintable(tree.out));
+    }
+
     void aStepWithoutSavedStateIsRefusedListingTheStepsThatHaveOne()
     {
         const int before = runCount();
@@ -138,8 +199,9 @@ private slots:
                     QStringLiteral("--set"), QStringLiteral("model.input=16"), QStringLiteral("--set"),
                     QStringLiteral("data.synthetic_shape=16"), QStringLiteral("--db"), m_db});
         QCOMPARE(r.exitCode, 2);
-        QVERIFY2(r.err.contains(QStringLiteral("the model's shape differs from the saved run's")), qPrintable(r.err));
-        QVERIFY2(r.err.contains(QStringLiteral("in the checkpoint but")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("a fork keeps its parent's model shape (the saved weights must fit): "
+                                               "model.input is \"16\" in the fork but \"")),
+                 qPrintable(r.err));
         QCOMPARE(runCount(), before);
     }
 

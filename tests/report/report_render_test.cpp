@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QMap>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
@@ -150,6 +151,91 @@ private slots:
         QCOMPARE(files.mid(1), linked);
         // Pipe tables: the results table has a header rule with right-aligned numbers.
         QVERIFY(text.contains(QStringLiteral("| ---: |")));
+    }
+
+    // A run with the shadow error track gets the Numerics tab's heatmap beside its tables, one per
+    // kind of tensor the track holds (here outputs and weight gradients, no input gradients), in
+    // each format that draws plots; a run without the track gets none.
+    void aShadowedRunsReportDrawsItsHeatmaps()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("shadow.sqlite"));
+        SyntheticRun shadowed;
+        shadowed.name = QStringLiteral("shadowed");
+        shadowed.epochs = 1;
+        shadowed.shadowEvery = 20;
+        SyntheticRun plain = shadowed;
+        plain.name = QStringLiteral("plain");
+        plain.shadowEvery = 0;
+        const qint64 withTrack = writeSyntheticRun(path, shadowed), without = writeSyntheticRun(path, plain);
+        storage::RunStore store(path);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+
+        // HTML: the images by their alt text.
+        const auto htmlImages = [&](qint64 id) {
+            const QString file = dir.filePath(QStringLiteral("run-%1.html").arg(id));
+            writeReport(store, loadReportData(store, {id}), file, ReportFormat::Html);
+            static const QRegularExpression image(
+                QStringLiteral("<img src=\"data:image/png;base64,([A-Za-z0-9+/=]+)\" alt=\"([^\"]*)\""));
+            QMap<QString, QImage> images;
+            for (QRegularExpressionMatchIterator it = image.globalMatch(QString::fromUtf8(readAll(file)));
+                 it.hasNext();) {
+                const QRegularExpressionMatch m = it.next();
+                images.insert(m.captured(2), QImage::fromData(QByteArray::fromBase64(m.captured(1).toLatin1()), "PNG"));
+            }
+            return images;
+        };
+        const QMap<QString, QImage> plainImages = htmlImages(without);
+        const QMap<QString, QImage> shadowImages = htmlImages(withTrack);
+        QCOMPARE(plainImages.size(), 3); // loss, accuracy, throughput
+        for (const QString& title : plainImages.keys())
+            QVERIFY2(!title.startsWith(QStringLiteral("Shadow error")), qPrintable(title));
+        const QString label = loadReportData(store, {withTrack}).runs.front().label;
+        const QString outputs = QStringLiteral("Shadow error of the outputs: ") + label;
+        const QString weightGrads = QStringLiteral("Shadow error of the weight gradients: ") + label;
+        QCOMPARE(shadowImages.size(), 5);
+        QVERIFY2(shadowImages.contains(outputs) && shadowImages.contains(weightGrads),
+                 qPrintable(shadowImages.keys().join(u'|')));
+        // Coloured as the Numerics tab colours it: the output that held an infinity at step 40 is
+        // the blue of a non-finite cell, which no weight gradient is.
+        const auto countOf = [](const QImage& image, QColor colour) {
+            int n = 0;
+            const QImage rgb = image.convertToFormat(QImage::Format_RGB32);
+            for (int y = 0; y < rgb.height(); ++y)
+                for (int x = 0; x < rgb.width(); ++x)
+                    n += rgb.pixelColor(x, y) == colour;
+            return n;
+        };
+        const QColor nonFinite(40, 110, 255);
+        QVERIFY(shadowImages[outputs].width() >= 860);
+        QVERIFY2(countOf(shadowImages[outputs], nonFinite) > 100, "no non-finite cell drawn");
+        QCOMPARE(countOf(shadowImages[weightGrads], nonFinite), 0);
+
+        // Markdown links each heatmap as a PNG file beside the report.
+        const QString markdown = dir.filePath(QStringLiteral("shadowed.md"));
+        const QStringList files =
+            writeReport(store, loadReportData(store, {withTrack}), markdown, ReportFormat::Markdown);
+        for (const char* name : {"shadowed-shadow-output-run-1.png", "shadowed-shadow-weight-grad-run-1.png"}) {
+            QVERIFY2(files.contains(dir.filePath(QLatin1String(name))), name);
+            QVERIFY2(QString::fromUtf8(readAll(markdown)).contains(QStringLiteral("](%1)").arg(QLatin1String(name))),
+                     name);
+            QVERIFY(!QImage(dir.filePath(QLatin1String(name))).isNull());
+        }
+        const QString plainMarkdown = dir.filePath(QStringLiteral("plain.md"));
+        for (const QString& file :
+             writeReport(store, loadReportData(store, {without}), plainMarkdown, ReportFormat::Markdown))
+            QVERIFY2(!file.contains(QStringLiteral("shadow")), qPrintable(file));
+
+        // The PDF draws them too: their captions are on the page.
+        if (QStandardPaths::findExecutable(QStringLiteral("pdftotext")).isEmpty())
+            QSKIP("pdftotext (poppler-utils) is not installed: scripts/setup installs it");
+        const QString pdf = dir.filePath(QStringLiteral("shadowed.pdf"));
+        writeReport(store, loadReportData(store, {withTrack}), pdf, ReportFormat::Pdf);
+        const QString text = pdfText(pdf).simplified();
+        QCOMPARE(text.count(QStringLiteral("log10 of one tensor's relative RMS error")), 2);
+        const QString plainPdf = dir.filePath(QStringLiteral("plain.pdf"));
+        writeReport(store, loadReportData(store, {without}), plainPdf, ReportFormat::Pdf);
+        QVERIFY(!pdfText(plainPdf).simplified().contains(QStringLiteral("log10 of one tensor's relative RMS error")));
     }
 
     void csv_data() { addRunSets(); }

@@ -118,6 +118,8 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
             s.allReduceOverflowed = lost.overflowed;
         }
         writer.onStep(s);
+        if (run.shadowEvery > 0 && step % run.shadowEvery == 0)
+            writer.onShadow(syntheticShadow(run, step));
         epochLoss += s.loss;
         if (isMixed(run)) {
             const float before = scale;
@@ -170,6 +172,30 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
         finish.ranks.push_back({r, elapsed, run.samplesPerSecond / run.worldSize / (1 + r / 10.0), 0.2 * elapsed});
     writer.finish(finish);
     return id;
+}
+
+ShadowRecord syntheticShadow(const SyntheticRun& run, qint64 step)
+{
+    ShadowRecord record;
+    record.step = step;
+    for (int layer = 1; layer <= 3; ++layer) {
+        const std::string name = std::to_string(layer) + ".linear";
+        for (ShadowTensor kind : {ShadowTensor::Output, ShadowTensor::WeightGrad}) {
+            ShadowError e;
+            e.layer = name;
+            e.kind = kind;
+            e.tensor = kind == ShadowTensor::Output ? name : name + ".weight";
+            e.energies.count = 1000;
+            e.energies.reference = 1000;
+            e.energies.compared = 1000;
+            e.energies.error = 1e-4 * layer * layer * 1000 / double(step); // relative error 1e-2 layer / sqrt(step)
+            e.energies.dot = 1000 - e.energies.error / 2;
+            if (layer == 3 && kind == ShadowTensor::Output && step == 2 * run.shadowEvery)
+                e.energies.nonFinite = 1;
+            record.errors.push_back(e);
+        }
+    }
+    return record;
 }
 
 SampleDatabase writeSampleDatabase(const QString& path)

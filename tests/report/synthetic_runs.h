@@ -37,7 +37,14 @@ struct SyntheticRun {
     // compute), and each step records what its sum lost (syntheticAllReduceLoss).
     bool allReduceInCompute = false;
     QString dataFingerprint; // runs.data_fingerprint; empty: not known
+    // Every this many steps, a shadowed step (numerics.shadow_every): syntheticShadow(step).
+    int shadowEvery = 0;
 };
+
+// The shadow error track of a run with shadowEvery: each of three linear layers' output and
+// weight gradient (no input gradients), the relative error growing with depth and falling with
+// the step; 3.linear's output held an infinity at step 2 * shadowEvery.
+ShadowRecord syntheticShadow(const SyntheticRun& run, qint64 step);
 
 // What the 16-bit all-reduce of step `step` flushed to zero and overflowed in a run with
 // allReduceInCompute: values flushed every 10th step, and one overflowed value on each

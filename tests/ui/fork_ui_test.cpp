@@ -2,7 +2,10 @@
 // precision and learning rate it changes), the fork recorded with its parent and step (the run
 // browser's "Forked from" column), and the comparison that draws the fork from its branch point
 // with its parent's curve before it. A run with no saved state says so in the banner.
+#include "engine/config/config_field.h"
 #include "engine/config/presets.h"
+#include "engine/model/model_validation.h"
+#include "engine/train/fork_compatibility.h"
 #include "engine/util/format_number.h"
 #include "storage/fork_point.h"
 #include "storage/run_store.h"
@@ -23,12 +26,16 @@
 
 #include <QComboBox>
 #include <QDialog>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
+
+#include <algorithm>
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -96,19 +103,81 @@ private slots:
         QVERIFY(!actionNamed(liveMenu, "forkFromHere"));
     }
 
-    void theDialogChangesThePrecisionAndLearningRate()
+    void theDialogChangesThePrecisionMastersStateAndLearningRate()
     {
         RunConfig parent = m_bench->document()->config();
         ForkDialog dialog(parent, "Fork mlp at step 16");
         QCOMPARE(dialog.config().precision, parent.precision);
         QCOMPARE(dialog.config().optimizer.lr, parent.optimizer.lr);
+        QVERIFY(dialog.problem().isEmpty());
+        QVERIFY(dialog.startButton()->isEnabled());
+        // Each combo offers exactly the engine's values for its field, in the engine's order.
+        const auto keysOf = [](const QComboBox* combo) {
+            QStringList keys;
+            for (int i = 0; i < combo->count(); ++i)
+                keys << combo->itemData(i).toString();
+            return keys;
+        };
+        const auto engineKeys = [](std::string_view path) {
+            QStringList keys;
+            for (const FieldChoice& choice : runConfigField(path).choices())
+                keys << QString::fromUtf8(choice.key.data(), qsizetype(choice.key.size()));
+            return keys;
+        };
+        QCOMPARE(keysOf(dialog.precisionBox()), engineKeys("precision.mode"));
+        QCOMPARE(keysOf(dialog.masterWeightsBox()), engineKeys("precision.master_weights"));
+        QCOMPARE(keysOf(dialog.optimizerStateBox()), engineKeys("precision.optimizer_state"));
+        QVERIFY(keysOf(dialog.precisionBox()).contains("mxfp8"));
+        QVERIFY(keysOf(dialog.masterWeightsBox()).contains("bf16-kahan"));
+
         dialog.precisionBox()->setCurrentIndex(dialog.precisionBox()->findData("mixed-bf16"));
+        dialog.masterWeightsBox()->setCurrentIndex(dialog.masterWeightsBox()->findData("bf16-stochastic"));
+        dialog.optimizerStateBox()->setCurrentIndex(dialog.optimizerStateBox()->findData("bf16"));
         dialog.learningRateBox()->setValue(0.01);
         dialog.nameEdit()->setText("  bf16-fork ");
         QCOMPARE(dialog.config().precision, PrecisionMode::MixedBf16);
+        QCOMPARE(dialog.config().update.masters, MasterWeights::Bf16Stochastic);
+        QCOMPARE(dialog.config().update.state, OptimizerStatePrecision::Bf16);
         QCOMPARE(dialog.config().optimizer.lr, 0.01f);
         QCOMPARE(dialog.config().model.layers.size(), parent.model.layers.size());
         QCOMPARE(dialog.runName(), QString("bf16-fork"));
+        QVERIFY2(dialog.problem().isEmpty(), qPrintable(dialog.problem()));
+    }
+
+    // The engine decides whether a fork can start, and the dialog says what it answered: a
+    // changed model shape (which its editors cannot make, but a config can) is refused by name.
+    void theDialogRefusesAForkThatChangesTheModelsShape()
+    {
+        const RunConfig parent = m_bench->document()->config();
+        ForkDialog dialog(parent, "Fork mlp at step 16");
+        RunConfig wider = parent;
+        const auto linear = std::find_if(wider.model.layers.begin(), wider.model.layers.end(),
+                                         [](const LayerSpec& l) { return l.type == LayerKind::Linear; });
+        QVERIFY(linear != wider.model.layers.end());
+        linear->units *= 2;
+        dialog.setConfig(wider);
+        const std::optional<std::string> engine = forkShapeChange(parent, wider);
+        QVERIFY(engine.has_value());
+        QCOMPARE(dialog.problem(), QString::fromStdString(*engine));
+        const int index = int(linear - wider.model.layers.begin());
+        const std::int64_t inputs = validateModel(parent.model).layers[std::size_t(index)].inputShape.numel();
+        QCOMPARE(dialog.problem(),
+                 QString("a fork keeps its parent's model shape (the saved weights must fit): layer %1 (linear) has %2 "
+                         "parameters in the fork but %3 in the parent")
+                     .arg(index)
+                     .arg((inputs + 1) * linear->units)
+                     .arg((inputs + 1) * (linear->units / 2)));
+        QCOMPARE(dialog.problemLabel()->text(), dialog.problem());
+        QVERIFY(!dialog.startButton()->isEnabled());
+        dialog.setConfig(parent);
+        QVERIFY(dialog.problem().isEmpty());
+        QVERIFY(dialog.startButton()->isEnabled());
+        // And the workbench refuses it too, with the same words, without starting anything.
+        const int runs = int(m_bench->store()->listRuns().size());
+        QVERIFY(!m_bench->startFork(m_parentId, 16, wider));
+        QVERIFY2(m_bench->banner()->text().contains(QString::fromStdString(*engine).toHtmlEscaped()),
+                 qPrintable(m_bench->banner()->text()));
+        QCOMPARE(int(m_bench->store()->listRuns().size()), runs);
     }
 
     void forkFromHereStartsAForkAtTheNearestSavedState()

@@ -5,17 +5,24 @@
 // as it was.
 #include "engine/onnx/onnx_model.h"
 #include "quick_config.h"
+#include "storage/run_store.h"
 #include "ui/config_document.h"
+#include "ui/fork_dialog.h"
 #include "ui/model_editor.h"
 #include "ui/model_file_view.h"
 #include "ui/run_controller.h"
 #include "ui/workbench.h"
 
+#include <QApplication>
+#include <QComboBox>
+#include <QFile>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QStackedWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -103,6 +110,63 @@ private slots:
         bench.document()->undoStack()->undo();
         QVERIFY(bench.document()->config().model.onnx.empty());
         QCOMPARE(stack->currentWidget(), bench.modelEditor());
+    }
+
+    // A recorded run of an imported model whose file has since gone: opening it shows its config
+    // with the database's copy of the model (the Model tab lists the nodes again), and a fork from
+    // its curve, to fp32, continues it from that copy with the shadow error track, now exact.
+    void aStoredImportedRunOpensAndForksFromTheStoredCopy()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString model = dir.filePath("mlp.onnx");
+        QVERIFY(QFile::copy(kModels + "/torch/mlp.onnx", model));
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        bench.loadPreset("mlp");
+        QString error;
+        QVERIFY2(bench.importModel(model, &error), qPrintable(error));
+        RunConfig config = test::quickConfig(bench.document()->config(), 24);
+        config.precision = PrecisionMode::MixedBf16;
+        config.training.saveStateEvery = 8;
+        config.numerics.shadowEvery = 4;
+        bench.document()->apply(config, "quick shadowed run");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+        const storage::RunInfo parent = bench.store()->listRuns().first();
+        QCOMPARE(bench.store()->shadowRecords(parent.id).size(), std::size_t(6));
+        QVERIFY(QFile::remove(model));
+
+        bench.loadPreset("mlp");
+        QVERIFY(bench.openStoredRun(parent.id));
+        const QString copy = bench.store()->modelFilePath(parent);
+        QCOMPARE(QString::fromStdString(bench.document()->config().model.onnx), copy);
+        QCOMPARE(bench.document()->config().precision, PrecisionMode::MixedBf16);
+        auto* stack = qobject_cast<QStackedWidget*>(bench.modelFileView()->parentWidget());
+        QCOMPARE(stack->currentWidget(), bench.modelFileView());
+        QCOMPARE(bench.modelFileView()->table()->rowCount(), 6);
+
+        QTimer::singleShot(0, this, [] {
+            auto* dialog = qobject_cast<ForkDialog*>(QApplication::activeModalWidget());
+            QVERIFY(dialog);
+            QVERIFY2(dialog->problem().isEmpty(), qPrintable(dialog->problem()));
+            dialog->precisionBox()->setCurrentIndex(dialog->precisionBox()->findData("fp32"));
+            dialog->nameEdit()->setText("fp32-from-16");
+            dialog->accept();
+        });
+        QVERIFY(bench.forkStoredRun(parent.id, 16));
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 2, 120000);
+        const storage::RunInfo fork = bench.store()->findRun("fp32-from-16");
+        QCOMPARE(fork.status, RunStatus::Finished);
+        QCOMPARE(fork.parent->runId, std::optional<qint64>(parent.id));
+        QCOMPARE(fork.parent->step, qint64(16));
+        const std::vector<ShadowRecord> track = bench.store()->shadowRecords(fork.id);
+        QCOMPARE(track.size(), std::size_t(2)); // steps 20 and 24
+        QCOMPARE(track.front().step, std::int64_t(20));
+        for (const ShadowRecord& record : track)
+            for (const ShadowError& e : record.errors)
+                QCOMPARE(e.energies.error, 0.0);
     }
 
     void badFilesAreRefusedWithTheReason_data()

@@ -10,16 +10,21 @@
 #include "ui/comparison_view.h"
 #include "ui/config_diff.h"
 #include "ui/config_document.h"
+#include "ui/layer_table_model.h"
+#include "ui/model_editor.h"
 #include "ui/plot_widget.h"
+#include "ui/precision_panel.h"
 #include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_list_model.h"
 #include "ui/run_monitor.h"
 #include "ui/sampling_dialog.h"
 #include "ui/stored_run.h"
+#include "ui/training_panel.h"
 #include "ui/workbench.h"
 
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QLabel>
@@ -372,6 +377,56 @@ private slots:
     // A 1-rank and a 2-rank run of one config, recorded as mantissa-cli train and mpirun -np 2
     // record them (rank 0 writes the world size and every rank's throughput): the run list,
     // the comparison's table and its config diff tell them apart.
+    // Opening a stored run (the run browser, `mantissa --run`) or comparing stored runs (`--runs`)
+    // puts the run's own config into the panels, one undo step: the settings beside its curves
+    // are the ones that trained it.
+    void openingAStoredRunShowsItsOwnConfigInThePanels()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        bench.loadPreset("mlp");
+        const RunConfig mlp = bench.document()->config();
+        const auto record = [&](const RunConfig& c) {
+            storage::NewRun run;
+            run.configJson = QString::fromStdString(runConfigToJson(c));
+            run.preset = QString::fromStdString(c.name);
+            run.precision = QString::fromStdString(precisionModeName(c.precision));
+            const qint64 id = bench.store()->createRun(run);
+            RunSummary s;
+            s.status = RunStatus::Finished;
+            bench.store()->finishRun(id, s);
+            return id;
+        };
+        RunConfig gpt = presetConfig("char-gpt");
+        gpt.precision = PrecisionMode::MixedBf16;
+        gpt.update.masters = MasterWeights::Bf16Kahan;
+        gpt.optimizer.lr = 0.00123f;
+        const qint64 gptId = record(gpt);
+        RunConfig gptFp32 = gpt;
+        gptFp32.precision = PrecisionMode::Fp32;
+        const qint64 fp32Id = record(gptFp32);
+
+        bench.runBrowser()->reload();
+        emit bench.runBrowser()->openRequested(gptId); // what a double-click in the browser sends
+        QCOMPARE(bench.monitor()->recording()->runId, gptId);
+        QCOMPARE(runConfigToJson(bench.document()->config()), runConfigToJson(gpt));
+        QCOMPARE(bench.precisionPanel()->findChild<QComboBox*>("precision.mode")->currentData().toString(),
+                 QString("mixed-bf16"));
+        QCOMPARE(bench.precisionPanel()->findChild<QComboBox*>("precision.master_weights")->currentData().toString(),
+                 QString("bf16-kahan"));
+        QCOMPARE(float(bench.trainingPanel()->findChild<QDoubleSpinBox*>("optimizer.lr")->value()), 0.00123f);
+        QCOMPARE(bench.modelEditor()->tableModel()->rowCount(), int(gpt.model.layers.size()));
+        // One undo step back to what the panels held.
+        bench.document()->undoStack()->undo();
+        QCOMPARE(runConfigToJson(bench.document()->config()), runConfigToJson(mlp));
+
+        // Stored runs compared: the first one's config.
+        QVERIFY(bench.compareStoredRuns({fp32Id, gptId}));
+        QCOMPARE(runConfigToJson(bench.document()->config()), runConfigToJson(gptFp32));
+    }
+
     void aOneRankAndATwoRankRunAreToldApart()
     {
         QTemporaryDir dir;
