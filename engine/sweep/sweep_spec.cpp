@@ -86,6 +86,10 @@ void setAtPath(json& config, const std::string& path, const json& value, const s
             node = &(*node)[step.index];
             walked += indexText(step.index);
         } else {
+            // A member created by an earlier step (precision.recipe of a run without a recipe,
+            // whose written config leaves the object out) becomes the object it names.
+            if (node->is_null() && !walked.empty())
+                *node = json::object();
             if (!node->is_object())
                 throw ConfigError(where + ": " + walked + " is not an object, so it has no member \"" + step.member +
                                   "\"");

@@ -217,3 +217,15 @@ TEST(SweepSpec, ArmErrorsNameTheArm)
                   .find("training.seed is swept by \"seeds\""),
               std::string::npos);
 }
+
+TEST(SweepSpec, NestedKeysAnObjectLeftOutOfTheBaseCanBeSet)
+{
+    // An fp32 config is written without precision.recipe; an arm that switches to a recipe
+    // sets its options all the same.
+    const SweepPlan plan =
+        expandSweep(parseSweepSpec(R"({"base": "mlp", "arms": [{"name": "sr", "set": {"precision.mode": "mxfp4",
+                          "precision.recipe.stochastic_rounding": "on"}}]})",
+                                   "sweep.json", ""),
+                    "sweep.json");
+    EXPECT_EQ(plan.runs[0].config.recipe.stochasticRounding, RecipeSwitch::On);
+}
