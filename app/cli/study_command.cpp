@@ -30,18 +30,6 @@ namespace {
 
 constexpr const char* kCommand = "study";
 
-int positiveOption(const QCommandLineParser& parser, const char* name, int fallback)
-{
-    if (!parser.isSet(name))
-        return fallback;
-    bool ok = false;
-    const int value = parser.value(name).toInt(&ok);
-    if (!ok || value < 1)
-        throw ConfigError(std::string("--") + name + " expects an integer >= 1, got \"" +
-                          parser.value(name).toStdString() + "\"");
-    return value;
-}
-
 int listStudies()
 {
     const QStringList files = sweep::studyFiles();
@@ -56,8 +44,7 @@ int listStudies()
             std::printf("  %-28s %zu arms x %zu seeds  %s\n", spec.name.c_str(), spec.armOrder.size(),
                         spec.sweep.seeds.size(), spec.title.c_str());
         } catch (const std::exception& error) {
-            std::printf("  %-28s (cannot be read: %s)\n", qPrintable(QFileInfo(file).completeBaseName()),
-                        error.what());
+            std::printf("  %-28s (cannot be read: %s)\n", qPrintable(QFileInfo(file).completeBaseName()), error.what());
         }
     }
     return kExitOk;
@@ -178,8 +165,8 @@ int runStudyCommand(const QStringList& arguments)
             runSweepLocally(store->path(), launched.info.id, launched.plan, launched.missing, options);
             if (!InterruptHandler::interrupted() && forksToDo > 0) {
                 const std::vector<sweep::ForkTask> tasks = sweep::studyForkTasks(*store, spec, launched.info);
-                const sweep::Parallelism forkParallel = sweep::chooseParallelism(
-                    wanted, threadsAsked, int(tasks.size()), QThread::idealThreadCount());
+                const sweep::Parallelism forkParallel =
+                    sweep::chooseParallelism(wanted, threadsAsked, int(tasks.size()), QThread::idealThreadCount());
                 runStudyForks(*store, spec, tasks, forkParallel.jobs, forkParallel.threads);
             }
         }
