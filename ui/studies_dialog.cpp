@@ -70,15 +70,16 @@ void StudiesDialog::load()
                     done += arm.results();
                     planned += arm.planned;
                 }
-                status = done == 0 ? tr("not run") : done < planned ? tr("%1 of %2 runs").arg(done).arg(planned)
-                                                                    : results.verdict.outcome;
+                status = done == 0        ? tr("not run")
+                         : done < planned ? tr("%1 of %2 runs").arg(done).arg(planned)
+                                          : results.verdict.outcome;
                 if (done == 0)
-                    entry.markdown.prepend(tr("*Not run in this database yet: `mantissa-cli study %1 --jobs 2`.*\n\n")
-                                               .arg(entry.name));
+                    entry.markdown.prepend(
+                        tr("*Not run in this database yet: `mantissa-cli study %1 --jobs 2`.*\n\n").arg(entry.name));
             }
         } catch (const std::exception& e) {
-            entry.markdown = tr("This study cannot be read: %1").arg(QString::fromLocal8Bit(e.what()));
-            status = tr("unreadable");
+            entry.markdown = tr("This study cannot be shown: %1").arg(QString::fromLocal8Bit(e.what()));
+            status = tr("error (see the report)");
         }
         m_list->addItem(QStringLiteral("%1\n  %2").arg(entry.name, status));
         m_entries.push_back(std::move(entry));
