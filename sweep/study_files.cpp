@@ -41,11 +41,11 @@ QString resolveStudyFile(const QString& nameOrFile)
     QStringList names;
     for (const QString& f : studyFiles())
         names << QFileInfo(f).completeBaseName();
-    throw ConfigError("no study \"" + nameOrFile.toStdString() + "\": not a file, and " +
-                      (dir.isEmpty() ? std::string("no studies folder was found (set MANTISSA_STUDIES_DIR)")
-                                     : "the studies in " + dir.toStdString() + " are " +
-                                           (names.isEmpty() ? std::string("none")
-                                                            : names.join(QStringLiteral(", ")).toStdString())));
+    throw ConfigError(
+        "no study \"" + nameOrFile.toStdString() + "\": not a file, and " +
+        (dir.isEmpty() ? std::string("no studies folder was found (set MANTISSA_STUDIES_DIR)")
+                       : "the studies in " + dir.toStdString() + " are " +
+                             (names.isEmpty() ? std::string("none") : names.join(QStringLiteral(", ")).toStdString())));
 }
 
 } // namespace mantissa::sweep

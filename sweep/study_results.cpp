@@ -101,13 +101,13 @@ QString setupText(const StudySpec& spec)
         data += QStringLiteral(" (first %1 training and %2 test samples)")
                     .arg(base.data.limitTrain > 0 ? QString::number(base.data.limitTrain) : QStringLiteral("all"))
                     .arg(base.data.limitTest > 0 ? QString::number(base.data.limitTest) : QStringLiteral("all"));
-    const QString steps = base.training.maxSteps > 0
-                              ? QStringLiteral("%1 steps").arg(base.training.maxSteps)
-                              : QStringLiteral("%1 epoch(s)").arg(base.training.epochs);
+    const QString steps = base.training.maxSteps > 0 ? QStringLiteral("%1 steps").arg(base.training.maxSteps)
+                                                     : QStringLiteral("%1 epoch(s)").arg(base.training.epochs);
     QString text;
     text += QStringLiteral("- Model: `%1`%2\n")
                 .arg(QString::fromStdString(base.name),
-                     base.description.empty() ? QString() : QStringLiteral(": ") + QString::fromStdString(base.description));
+                     base.description.empty() ? QString()
+                                              : QStringLiteral(": ") + QString::fromStdString(base.description));
     text += QStringLiteral("- Data: %1\n").arg(data);
     text += QStringLiteral("- Training: %1, batch %2, %3 lr %4\n")
                 .arg(steps)
@@ -328,10 +328,9 @@ QString studyReportMarkdown(const StudyResults& results)
               .arg(margins.join(QStringLiteral(", ")));
     for (const PairVerdictRecord& r : results.verdicts)
         md += QStringLiteral("- ") +
-              QString::fromStdString(stats::describeVerdict(results.arms[r.other].configuration.label,
-                                                            results.arms[r.baseline].configuration.label,
-                                                            r.metric->format, r.verdict, r.margin, r.baselineCount,
-                                                            r.otherCount)) +
+              QString::fromStdString(stats::describeVerdict(
+                  results.arms[r.other].configuration.label, results.arms[r.baseline].configuration.label,
+                  r.metric->format, r.verdict, r.margin, r.baselineCount, r.otherCount)) +
               u'\n';
     if (results.verdicts.empty())
         md += QStringLiteral("- none yet: each arm needs results with the metric\n");

@@ -46,8 +46,8 @@ QString studyVerdictRule();
 
 struct StudyResults {
     StudySpec spec;
-    std::optional<storage::SweepInfo> sweep; // none before the study's first run
-    std::vector<ConfigurationResults> arms;  // in spec.armOrder, labelled by arm name
+    std::optional<storage::SweepInfo> sweep;     // none before the study's first run
+    std::vector<ConfigurationResults> arms;      // in spec.armOrder, labelled by arm name
     std::map<std::string, QStringList> armNotes; // a fork arm's seeds that could not fork, and why
     // The metrics of the report (the sweeps' and the study's own); records point into it.
     std::shared_ptr<const std::vector<SweepMetric>> metrics;

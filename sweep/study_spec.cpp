@@ -184,8 +184,7 @@ StudySpec parseStudySpec(const std::string& text, const std::string& origin, con
         spec.armOrder.push_back(name);
         if (arm.contains("fork")) {
             if (arm.contains("set"))
-                throw ConfigError(where + " (" + name +
-                                  ") has both set and fork; a fork's settings go in fork.set");
+                throw ConfigError(where + " (" + name + ") has both set and fork; a fork's settings go in fork.set");
             spec.forks.push_back(parseFork(name, arm["fork"], where));
         } else {
             trainedArms.push_back(arm);
@@ -195,8 +194,11 @@ StudySpec parseStudySpec(const std::string& text, const std::string& origin, con
         throw ConfigError(origin + ": every arm is a fork; at least one arm must be trained from the start");
 
     // A fork's parent saves its state at the fork step; the steps follow from its max_steps.
-    json probe = {{"name", "study " + spec.name}, {"base", root.contains("base") ? root["base"] : json(nullptr)},
-                  {"set", set}, {"arms", trainedArms}, {"seeds", seeds}};
+    json probe = {{"name", "study " + spec.name},
+                  {"base", root.contains("base") ? root["base"] : json(nullptr)},
+                  {"set", set},
+                  {"arms", trainedArms},
+                  {"seeds", seeds}};
     if (!root.contains("base"))
         throw ConfigError(origin + ": base is missing: name a preset (\"base\": \"mlp\") or a config");
     const SweepSpec probeSpec = parseSweepSpec(probe.dump(), origin, baseDirectory);
@@ -207,9 +209,9 @@ StudySpec parseStudySpec(const std::string& text, const std::string& origin, con
         auto parent = std::find_if(trainedArms.begin(), trainedArms.end(),
                                    [&](const json& a) { return a["name"] == fork.parent; });
         if (parent == trainedArms.end())
-            throw ConfigError(origin + ": arm " + fork.name + " forks \"" + fork.parent + "\", which is not " +
-                              (names.contains(fork.parent) ? "trained from the start (a fork of a fork)"
-                                                           : "an arm of this study"));
+            throw ConfigError(
+                origin + ": arm " + fork.name + " forks \"" + fork.parent + "\", which is not " +
+                (names.contains(fork.parent) ? "trained from the start (a fork of a fork)" : "an arm of this study"));
         // The parent's steps: its own max_steps over the base's.
         const RunConfig base = parseRunConfig(probeSpec.baseConfigJson, origin);
         std::int64_t steps = base.training.maxSteps;

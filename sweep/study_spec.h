@@ -27,8 +27,8 @@ namespace mantissa::sweep {
 // An arm that continues another arm's runs part-way through.
 struct StudyForkArm {
     std::string name;
-    std::string parent;  // a trained arm's name
-    double at = 0.8;     // the fraction of the parent's steps after which it forks
+    std::string parent;    // a trained arm's name
+    double at = 0.8;       // the fraction of the parent's steps after which it forks
     std::int64_t step = 0; // the step that fraction gives (at x the parent's training.max_steps)
     std::vector<std::pair<std::string, std::string>> settings; // config path, one JSON value as text
 };

@@ -27,14 +27,10 @@ struct RunningFork {
 // one); its tag is what keys it.
 QStringList forkArguments(const storage::RunStore& store, const sweep::ForkTask& task, int threads)
 {
-    QStringList arguments{QStringLiteral("fork"),
-                          QString::number(task.parent->id),
-                          QStringLiteral("--at"),
-                          QString::number(task.arm->step),
-                          QStringLiteral("--db"),
-                          store.path(),
-                          QStringLiteral("--set"),
-                          QStringLiteral("training.threads=%1").arg(threads)};
+    QStringList arguments{QStringLiteral("fork"),  QString::number(task.parent->id),
+                          QStringLiteral("--at"),  QString::number(task.arm->step),
+                          QStringLiteral("--db"),  store.path(),
+                          QStringLiteral("--set"), QStringLiteral("training.threads=%1").arg(threads)};
     for (const auto& setting : task.arm->settings)
         arguments << QStringLiteral("--set") << QString::fromStdString(sweep::forkSettingText(setting));
     return arguments;

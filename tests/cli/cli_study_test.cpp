@@ -139,7 +139,8 @@ private slots:
         QCOMPARE(result.exitCode, 2);
         QVERIFY2(result.err.contains(QStringLiteral("2 arm(s) cannot run; nothing was run")), qPrintable(result.err));
         QVERIFY2(result.err.contains(QStringLiteral("arm bf16: ")), qPrintable(result.err));
-        QVERIFY2(result.err.contains(QStringLiteral("multiple of 16")) || result.err.contains(QStringLiteral("16 along K")),
+        QVERIFY2(result.err.contains(QStringLiteral("multiple of 16")) ||
+                     result.err.contains(QStringLiteral("16 along K")),
                  qPrintable(result.err));
         QVERIFY2(result.err.contains(QStringLiteral("arm late fp32: ")), qPrintable(result.err));
         QVERIFY2(result.err.contains(QStringLiteral("optimizer.nope")), qPrintable(result.err));

@@ -147,11 +147,10 @@ TEST(StudySpec, BadArmsExpectationsAndSeedsAreRefused)
 
 TEST(StudySpec, ArmsThatCannotRunAreAllNamedWithTheirReason)
 {
-    const StudySpec spec = parseStudySpec(
-        study("", R"([{"name": "fp32", "set": {"precision.mode": "fp32"}},
+    const StudySpec spec = parseStudySpec(study("", R"([{"name": "fp32", "set": {"precision.mode": "fp32"}},
                       {"name": "mixed", "set": {"precision.mode": "fp17"}},
                       {"name": "late bf16", "fork": {"arm": "fp32", "at": 0.5, "set": {"optimizer.lrr": 0.1}}}])"),
-        "studies/tiny.json", "", false);
+                                          "studies/tiny.json", "", false);
     const std::vector<std::string> problems = armsThatCannotRun(spec);
     ASSERT_EQ(problems.size(), 2u);
     EXPECT_EQ(problems[0].rfind("arm mixed: ", 0), 0u) << problems[0];
@@ -181,9 +180,8 @@ TEST(StudyVerdict, ComputedFromTheStatistics)
     const StudySpec spec = parseStudySpec(study(), "studies/tiny.json", "", false);
     const std::vector<double> fp32 = {1.00, 1.01, 0.99, 1.00, 1.02};
     // Both within 0.05 of fp32 with a small spread: every prediction found.
-    StudyVerdict v =
-        verdictOf(spec, {arm("fp32", fp32), arm("mixed", {1.01, 1.00, 1.00, 1.02, 0.99}),
-                         arm("late bf16", {1.00, 1.00, 1.01, 0.99, 1.01})});
+    StudyVerdict v = verdictOf(spec, {arm("fp32", fp32), arm("mixed", {1.01, 1.00, 1.00, 1.02, 0.99}),
+                                      arm("late bf16", {1.00, 1.00, 1.01, 0.99, 1.01})});
     EXPECT_EQ(v.outcome, "reproduces");
     EXPECT_EQ(v.line, "reproduces: 2 of 2 predicted verdicts found");
     // The fork arm clearly worse: one of two.
@@ -215,11 +213,12 @@ TEST(StudyVerdict, ExpectationReadTheOtherWayRoundTurnsBetterAndWorse)
 {
     // "fp32 against mixed: better" is the same finding as "mixed against fp32: worse".
     const StudySpec spec = parseStudySpec(
-        study(R"(, "expect": [{"arm": "fp32", "against": "mixed", "metric": "final_train_loss", "verdict": "better"}])"),
+        study(
+            R"(, "expect": [{"arm": "fp32", "against": "mixed", "metric": "final_train_loss", "verdict": "better"}])"),
         "studies/tiny.json", "", false);
-    const StudyVerdict v = verdictOf(spec, {arm("fp32", {1.00, 1.01, 0.99, 1.00, 1.02}),
-                                            arm("mixed", {1.40, 1.42, 1.41, 1.39, 1.40}),
-                                            arm("late bf16", {1.0, 1.0, 1.0, 1.0, 1.0})});
+    const StudyVerdict v =
+        verdictOf(spec, {arm("fp32", {1.00, 1.01, 0.99, 1.00, 1.02}), arm("mixed", {1.40, 1.42, 1.41, 1.39, 1.40}),
+                         arm("late bf16", {1.0, 1.0, 1.0, 1.0, 1.0})});
     EXPECT_EQ(v.expectations[0].found, "better");
     EXPECT_EQ(v.outcome, "reproduces");
 }
