@@ -286,10 +286,13 @@ QString studyReportMarkdown(const StudyResults& results)
     md += QStringLiteral("**Result: %1.**\n\n").arg(results.verdict.line);
 
     md += QStringLiteral("## Setup\n\n") + setupText(spec) + u'\n';
-    if (results.sweep)
-        md += QStringLiteral("Runs: sweep %1 (\"%2\") and the fork runs tagged `study:%3:%4:...`; spec hash %4.\n\n")
-                  .arg(results.sweep->id)
-                  .arg(results.sweep->name, QString::fromStdString(spec.name), QString::fromStdString(spec.hash));
+    if (results.sweep) {
+        md += QStringLiteral("Runs: sweep %1 (\"%2\")").arg(results.sweep->id).arg(results.sweep->name);
+        if (!spec.forks.empty())
+            md += QStringLiteral(" and the fork runs tagged `study:%1:%2:...`")
+                      .arg(QString::fromStdString(spec.name), QString::fromStdString(spec.hash));
+        md += QStringLiteral("; spec hash %1.\n\n").arg(QString::fromStdString(spec.hash));
+    }
 
     md += QStringLiteral("## Results per arm\n\nMean +/- sd [95% interval of the mean] over the seeds that "
                          "finished (a diverged run counts in the divergence rate only).\n\n");
