@@ -132,6 +132,13 @@ QString verdictRule(const EquivalenceMargins& margins)
 std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResults>& results,
                                             const EquivalenceMargins& margins)
 {
+    return pairVerdicts(results, std::vector<MetricMargin>{{&sweepMetric("final_test_accuracy"), margins.testAccuracy},
+                                                           {&sweepMetric("final_train_loss"), margins.trainLoss}});
+}
+
+std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResults>& results,
+                                            const std::vector<MetricMargin>& metrics)
+{
     std::vector<PairVerdictRecord> records;
     std::vector<std::pair<int, int>> pairs;
     for (std::size_t j = 1; j < results.size(); ++j)
@@ -139,11 +146,9 @@ std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResul
             pairs.emplace_back(static_cast<int>(i), static_cast<int>(j));
     if (pairs.empty())
         return records;
-    const std::pair<const char*, double> verdictMetrics[] = {{"final_test_accuracy", margins.testAccuracy},
-                                                             {"final_train_loss", margins.trainLoss}};
     std::vector<std::vector<PairVerdictRecord>> perMetric;
-    for (const auto& [key, margin] : verdictMetrics) {
-        const SweepMetric& metric = sweepMetric(key);
+    for (const auto& [metricPointer, margin] : metrics) {
+        const SweepMetric& metric = *metricPointer;
         std::vector<std::vector<double>> values;
         for (const ConfigurationResults& r : results)
             values.push_back(metricValues(r, metric));

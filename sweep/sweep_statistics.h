@@ -62,6 +62,11 @@ struct PairVerdictRecord {
 // loss, where both have values; Holm's correction runs over the pairs of each metric.
 std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResults>& results,
                                             const EquivalenceMargins& margins = {});
+// The same over any metrics, each with its margin (in the metric's stored scale); Holm's
+// correction runs over the pairs of each metric. The records point at the given metrics.
+using MetricMargin = std::pair<const SweepMetric*, double>;
+std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResults>& results,
+                                            const std::vector<MetricMargin>& metrics);
 // "equivalent", "better", "worse", "inconclusive" or "undecidable", as the JSON output says it.
 const char* verdictName(const PairVerdictRecord& record);
 

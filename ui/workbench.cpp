@@ -200,6 +200,9 @@ void Workbench::createActions()
     m_import = m_toolBar->addAction(tr("Import sweep…"), this, &Workbench::importWithDialog);
     m_import->setObjectName("importAction");
     m_import->setToolTip(tr("Import the runs of a Slurm sweep's directory (as mantissa-cli import does)"));
+    m_studies = m_toolBar->addAction(tr("Studies…"), this, [this] { openStudies(); });
+    m_studies->setObjectName("studiesAction");
+    m_studies->setToolTip(tr("Papers' claims rerun as arms x seeds: each study's report from this run database"));
 }
 
 QWidget* Workbench::buildLeftSide()

@@ -44,6 +44,7 @@ class RunMonitor;
 class RunStatusBar;
 class SweepComparisonView;
 class SweepController;
+class StudiesDialog;
 class TrainingPanel;
 class DataPanel;
 struct RecordBatch;
@@ -122,6 +123,9 @@ public:
     // does) into the run database and shows the newest sweep with runs. Files that
     // are not run databases are skipped by name (in the status line and `summary`).
     bool importSweepDirectory(const QString& path, QString* summary = nullptr);
+    // The Studies window (studies/ with each study's report from the run database), on the
+    // study `name` when given; its "Show sweep" opens the study's sweep here.
+    StudiesDialog* openStudies(const QString& name = {});
     // Runs trained in this session, oldest first.
     QList<std::shared_ptr<const RunRecording>> sessionRuns() const;
     void showComparison(QList<std::shared_ptr<const RunRecording>> runs);
@@ -219,7 +223,7 @@ private:
     QTabWidget* m_leftTabs;
     QTabWidget* m_rightTabs;
     QAction *m_run, *m_pause, *m_stop, *m_compare, *m_open, *m_save, *m_undo, *m_redo;
-    QAction *m_sweep, *m_import, *m_importModel;
+    QAction *m_sweep, *m_import, *m_importModel, *m_studies;
     int m_sweepJobs = 0; // runs at once of the next sweep (the editor's choice); 0: one per core
 
     std::shared_ptr<RunRecording> m_current;

@@ -9,6 +9,7 @@
 #include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_status_bar.h"
+#include "ui/studies_dialog.h"
 #include "ui/sweep_comparison_view.h"
 #include "ui/sweep_controller.h"
 #include "ui/sweep_editor.h"
@@ -160,6 +161,17 @@ bool Workbench::showSweep(qint64 sweepId)
         return false;
     }
     return true;
+}
+
+StudiesDialog* Workbench::openStudies(const QString& name)
+{
+    auto* dialog = new StudiesDialog(m_store.get(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &StudiesDialog::showSweepRequested, this, [this](qint64 sweepId) { showSweep(sweepId); });
+    if (!name.isEmpty() && !dialog->selectStudy(name))
+        m_status->showMessage(tr("No study named %1").arg(name));
+    dialog->show();
+    return dialog;
 }
 
 void Workbench::showSweepComparison(SweepComparison comparison)

@@ -1,6 +1,7 @@
 #include "cli/command_line.h"
 
 #include "cli/exit_codes.h"
+#include "engine/util/check.h"
 #include "storage/database_path.h"
 
 #include <cstdio>
@@ -54,6 +55,18 @@ int fail(const char* command, const QString& message, int code)
 int reportError(const char* command, const std::exception& error)
 {
     return fail(command, QString::fromLocal8Bit(error.what()), kExitBadInput);
+}
+
+int positiveOption(const QCommandLineParser& parser, const char* name, int fallback)
+{
+    if (!parser.isSet(name))
+        return fallback;
+    bool ok = false;
+    const int value = parser.value(name).toInt(&ok);
+    if (!ok || value < 1)
+        throw ConfigError(std::string("--") + name + " expects an integer >= 1, got \"" +
+                          parser.value(name).toStdString() + "\"");
+    return value;
 }
 
 QStringList splitList(const QString& value)

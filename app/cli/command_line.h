@@ -33,6 +33,10 @@ int fail(const char* command, const QString& message, int code);
 // config, run or database), after printing its message.
 int reportError(const char* command, const std::exception& error);
 
+// The integer option `name` (at least 1), `fallback` when it is not given. Throws ConfigError
+// naming the option when its value is not such an integer.
+int positiveOption(const QCommandLineParser& parser, const char* name, int fallback);
+
 // A comma-separated option value, trimmed, empty items dropped.
 QStringList splitList(const QString& value);
 

@@ -18,6 +18,7 @@ int runTagCommand(const QStringList& arguments);         // tag_command.cpp
 int runNumericsCommand(const QStringList& arguments);    // numerics_command.cpp
 int runReplayCommand(const QStringList& arguments);      // replay_command.cpp
 int runSweepCommand(const QStringList& arguments);       // sweep_command.cpp
+int runStudyCommand(const QStringList& arguments);       // study_command.cpp
 int runSweepWorkerCommand(const QStringList& arguments); // sweep_worker_command.cpp (not listed in the usage)
 int runImportCommand(const QStringList& arguments);      // import_command.cpp
 int runFormatsCommand(const QStringList& arguments);     // formats_command.cpp

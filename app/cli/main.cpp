@@ -46,6 +46,8 @@ constexpr Command kCommands[] = {
     {"sweep", mantissa::cli::runSweepCommand,
      "(SPEC.json | --preset P --precisions A,B --seeds N) [--jobs N] [--slurm --out DIR]",
      "runs of a config times axes times seeds, in parallel or on Slurm; statistics over seeds"},
+    {"study", mantissa::cli::runStudyCommand, "NAME|FILE [--jobs N] [--full] [--slurm --out DIR] [--list]",
+     "rerun a paper's claim as arms x seeds (studies/); its report says whether the claim reproduces"},
     {"import", mantissa::cli::runImportCommand, "DIR|FILE...",
      "merge other run databases (a Slurm sweep's --out) into this one"},
     {"inspect", mantissa::cli::runInspectCommand, "MODEL.onnx [--input-shape 3x32x32] [--batch N]",

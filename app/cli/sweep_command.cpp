@@ -140,18 +140,6 @@ SweepSpec sweepSpecFromOptions(const QCommandLineParser& parser)
     return parseSweepSpec(root.dump(), origin, baseDirectory);
 }
 
-int positiveOption(const QCommandLineParser& parser, const char* name, int fallback)
-{
-    if (!parser.isSet(name))
-        return fallback;
-    bool ok = false;
-    const int value = parser.value(name).toInt(&ok);
-    if (!ok || value < 1)
-        throw ConfigError(std::string("--") + name + " expects an integer >= 1, got \"" +
-                          parser.value(name).toStdString() + "\"");
-    return value;
-}
-
 int runOnSlurm(const QCommandLineParser& parser, const SweepSpec& spec)
 {
     SlurmOptions options;

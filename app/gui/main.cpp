@@ -46,6 +46,7 @@ int main(int argc, char** argv)
                                "MODES");
     QCommandLineOption run("run", "Open this run of the run database (with --numerics: on its Numerics tab).", "ID");
     QCommandLineOption sweep("sweep", "Show this sweep of the run database in the Comparison tab.", "ID");
+    QCommandLineOption study("study", "Open the Studies window on this study (studies/NAME.json).", "NAME");
     QCommandLineOption runs("runs", "Show these runs of the run database side by side in the Comparison tab.",
                             "ID,ID...");
     QCommandLineOption model("model",
@@ -53,7 +54,7 @@ int main(int argc, char** argv)
                              "data in mxfp8 (or --precision MODE) and grab onnx-import.png.",
                              "FILE.onnx");
     parser.addOptions(
-        {config, database, screenshot, preset, steps, numerics, precision, compare, run, sweep, runs, model});
+        {config, database, screenshot, preset, steps, numerics, precision, compare, run, sweep, study, runs, model});
     parser.process(app);
 
     mantissa::gui::MainWindow window;
@@ -106,6 +107,8 @@ int main(int argc, char** argv)
     }
     if (parser.isSet(sweep))
         window.workbench()->showSweep(parser.value(sweep).toLongLong());
+    if (parser.isSet(study))
+        window.workbench()->openStudies(parser.value(study));
     if (parser.isSet(runs)) {
         QList<qint64> ids;
         for (const QString& id : parser.value(runs).split(',', Qt::SkipEmptyParts))

@@ -86,6 +86,10 @@ void setAtPath(json& config, const std::string& path, const json& value, const s
             node = &(*node)[step.index];
             walked += indexText(step.index);
         } else {
+            // A member created by an earlier step (precision.recipe of a run without a recipe,
+            // whose written config leaves the object out) becomes the object it names.
+            if (node->is_null() && !walked.empty())
+                *node = json::object();
             if (!node->is_object())
                 throw ConfigError(where + ": " + walked + " is not an object, so it has no member \"" + step.member +
                                   "\"");
@@ -190,6 +194,38 @@ std::vector<std::uint64_t> parseSeeds(const json& seeds, const std::string& orig
     return list;
 }
 
+std::vector<SweepArm> parseArms(const json& arms, const std::string& origin)
+{
+    if (!arms.is_array() || arms.empty())
+        throw ConfigError(origin + ": arms must be a non-empty array of {\"name\": NAME, \"set\": {PATH: value}}");
+    std::vector<SweepArm> list;
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < arms.size(); ++i) {
+        const json& arm = arms[i];
+        const std::string where = origin + ": arms[" + std::to_string(i) + "]";
+        if (!arm.is_object() || !arm.contains("name") || !arm["name"].is_string() ||
+            arm["name"].get<std::string>().empty())
+            throw ConfigError(where + " must be {\"name\": NAME, \"set\": {PATH: value}} with a non-empty name");
+        for (const auto& [key, value] : arm.items())
+            if (key != "name" && key != "set")
+                throw ConfigError(where + ": " + key + " is not a known field of an arm (name, set)");
+        SweepArm parsed{arm["name"].get<std::string>(), {}};
+        if (!names.insert(parsed.name).second)
+            throw ConfigError(where + ": two arms are named \"" + parsed.name + "\"");
+        if (arm.contains("set")) {
+            if (!arm["set"].is_object())
+                throw ConfigError(where + ".set must be an object of {\"config.key\": value}");
+            for (const auto& [key, value] : arm["set"].items()) {
+                if (key == "training.seed")
+                    throw ConfigError(where + ".set: training.seed is swept by \"seeds\", not set by an arm");
+                parsed.settings.emplace_back(key, value.dump());
+            }
+        }
+        list.push_back(std::move(parsed));
+    }
+    return list;
+}
+
 std::string lastMember(const std::string& key)
 {
     const std::size_t dot = key.rfind('.');
@@ -200,7 +236,7 @@ std::string lastMember(const std::string& key)
 
 std::size_t SweepSpec::configurationCount() const
 {
-    std::size_t count = 1;
+    std::size_t count = arms.empty() ? 1 : arms.size();
     for (const SweepAxis& axis : axes)
         count *= axis.values.size();
     return count;
@@ -227,12 +263,12 @@ SweepSpec parseSweepSpec(const std::string& text, const std::string& origin, con
     if (!root.is_object())
         throw ConfigError(origin + ": a sweep spec is a JSON object");
     static const std::set<std::string> kFields = {"name",           "base",        "set",  "precisions", "loss_scales",
-                                                  "learning_rates", "batch_sizes", "axes", "seeds"};
+                                                  "learning_rates", "batch_sizes", "axes", "arms",       "seeds"};
     for (const auto& [key, value] : root.items()) {
         if (!kFields.contains(key))
             throw ConfigError(origin + ": " + key +
                               " is not a known field of a sweep spec (name, base, set, precisions, loss_scales, "
-                              "learning_rates, batch_sizes, axes, seeds)");
+                              "learning_rates, batch_sizes, axes, arms, seeds)");
     }
     if (!root.contains("base"))
         throw ConfigError(origin + ": base is missing: name a preset (\"base\": \"mlp\") or a config");
@@ -276,6 +312,8 @@ SweepSpec parseSweepSpec(const std::string& text, const std::string& origin, con
             spec.axes.push_back({axis["key"].get<std::string>(), valueList(axis["values"], where + ".values")});
         }
     }
+    if (root.contains("arms"))
+        spec.arms = parseArms(root["arms"], origin);
     std::set<std::string> keys;
     for (const SweepAxis& axis : spec.axes) {
         if (axis.key == "training.seed")
@@ -325,10 +363,21 @@ std::string sweepSpecToJson(const SweepSpec& spec, int indent)
             values.push_back(json::parse(value));
         axes.push_back({{"key", axis.key}, {"values", values}});
     }
-    const json root = {{"name", spec.name},
-                       {"base", {{"config", json::parse(spec.baseConfigJson)}}},
-                       {"axes", axes},
-                       {"seeds", spec.seeds}};
+    json root = {{"name", spec.name},
+                 {"base", {{"config", json::parse(spec.baseConfigJson)}}},
+                 {"axes", axes},
+                 {"seeds", spec.seeds}};
+    // Written only when present, so that a spec without arms keeps the text it was stored with.
+    if (!spec.arms.empty()) {
+        json arms = json::array();
+        for (const SweepArm& arm : spec.arms) {
+            json settings = json::object();
+            for (const auto& [key, value] : arm.settings)
+                settings[key] = json::parse(value);
+            arms.push_back({{"name", arm.name}, {"set", settings}});
+        }
+        root["arms"] = arms;
+    }
     return root.dump(indent);
 }
 
@@ -339,10 +388,12 @@ SweepPlan expandSweep(const SweepSpec& spec, const std::string& origin)
     SweepPlan plan;
     const std::size_t configurations = spec.configurationCount();
     const std::size_t total = spec.runCount();
+    const std::size_t perArm = configurations / (spec.arms.empty() ? 1 : spec.arms.size());
     for (std::size_t c = 0; c < configurations; ++c) {
         // Mixed radix, the last axis fastest: the order a reader of the spec expects.
         std::vector<std::size_t> choice(spec.axes.size());
-        std::size_t rest = c;
+        std::size_t rest = c % perArm;
+        const SweepArm* arm = spec.arms.empty() ? nullptr : &spec.arms[c / perArm];
         for (std::size_t a = spec.axes.size(); a-- > 0;) {
             choice[a] = rest % spec.axes[a].values.size();
             rest /= spec.axes[a].values.size();
@@ -350,11 +401,16 @@ SweepPlan expandSweep(const SweepSpec& spec, const std::string& origin)
         SweepConfiguration configuration;
         configuration.index = static_cast<int>(c);
         std::string label;
+        if (arm) {
+            configuration.arm = static_cast<int>(c / perArm);
+            configuration.assignments.push_back("arm=" + arm->name);
+            label = arm->name;
+        }
         for (std::size_t a = 0; a < spec.axes.size(); ++a) {
             const std::string valueText = sweepValueText(spec.axes[a].values[choice[a]]);
             configuration.assignments.push_back(spec.axes[a].key + "=" + valueText);
             label += (label.empty() ? "" : ", ") +
-                     (spec.axes.size() == 1 ? valueText : lastMember(spec.axes[a].key) + "=" + valueText);
+                     (spec.axes.size() == 1 && !arm ? valueText : lastMember(spec.axes[a].key) + "=" + valueText);
         }
         configuration.label = label.empty() ? "base" : label;
 
@@ -369,6 +425,9 @@ SweepPlan expandSweep(const SweepSpec& spec, const std::string& origin)
             const std::string where =
                 origin + " run " + std::to_string(run.index) + " of " + std::to_string(total) + " (" + run.label + ")";
             json config = base;
+            if (arm)
+                for (const auto& [key, value] : arm->settings)
+                    setAtPath(config, key, json::parse(value), where + ", arm " + arm->name);
             for (std::size_t a = 0; a < spec.axes.size(); ++a)
                 setAtPath(config, spec.axes[a].key, json::parse(spec.axes[a].values[choice[a]]), where);
             config["training"]["seed"] = seed;

@@ -13,7 +13,10 @@
 //    "learning_rates": [0.1, 0.05],                       //   optimizer.lr
 //    "batch_sizes": [64, 128],                            //   training.batch_size
 //    "axes": [{"key": "model.layers[1].units", "values": [64, 128]}],
+//    "arms": [{"name": "fp16 static", "set": {"precision.mode": "fp16", "precision.loss_scale.type": "static"}}],
 //    "seeds": 8 | [0, 1, 2]}                              // 8 means seeds 0 to 7
+// Arms are named sets of settings that change together (several keys at once, where an axis
+// changes one); they are the outermost axis, so an arm's configurations stay together.
 // Seeds are always the innermost axis: runs with the same values on every other axis form one
 // configuration, and statistics are taken over its seeds.
 #include "engine/config/run_config.h"
@@ -29,9 +32,16 @@ struct SweepAxis {
     std::vector<std::string> values; // each one JSON value as text: "\"fp16\"", "0.1", "{\"type\":\"dynamic\"}"
 };
 
+// A named set of settings applied together on top of the base: {"name", "set": {PATH: value}}.
+struct SweepArm {
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> settings; // path, one JSON value as text
+};
+
 struct SweepSpec {
     std::string name;
     std::string baseConfigJson; // the full base config ("set" applied), as runConfigToJson writes it
+    std::vector<SweepArm> arms; // empty: no arms (one arm, the base itself)
     std::vector<SweepAxis> axes;
     std::vector<std::uint64_t> seeds; // never empty
 
@@ -43,7 +53,8 @@ struct SweepSpec {
 struct SweepConfiguration {
     int index = 0;
     std::string label;                    // "mixed-fp16", or "mode=fp16, lr=0.1" with several axes
-    std::vector<std::string> assignments; // "precision.mode=fp16", one per axis
+    std::vector<std::string> assignments; // "precision.mode=fp16", one per axis (an arm: "arm=NAME" first)
+    int arm = -1;                         // SweepSpec::arms index; -1 without arms
 };
 
 struct SweepRun {

@@ -173,3 +173,59 @@ TEST(SweepSpec, ComparingPrecisionsFromATypedConfigIsTheShorthandsSpec)
         EXPECT_EQ(std::string(e.what()), "Compare precisions: training.batch_size must be 1 to 65536 samples (got 0)");
     }
 }
+
+TEST(SweepSpec, ArmsSetSeveralKeysTogetherAndComeOutermost)
+{
+    const SweepSpec spec = parseSweepSpec(
+        R"({"base": "mlp", "arms": [{"name": "fp16 static", "set": {"precision.mode": "fp16",
+              "precision.loss_scale": {"type": "static", "value": 128}}},
+            {"name": "fp32", "set": {"precision.mode": "fp32"}}],
+            "learning_rates": [0.1, 0.2], "seeds": 2})",
+        "sweep.json", "");
+    ASSERT_EQ(spec.arms.size(), 2u);
+    EXPECT_EQ(spec.configurationCount(), 4u);
+    const SweepPlan plan = expandSweep(spec, "sweep.json");
+    ASSERT_EQ(plan.runs.size(), 8u);
+    EXPECT_EQ(plan.configurations[0].label, "fp16 static, lr=0.1");
+    EXPECT_EQ(plan.configurations[1].label, "fp16 static, lr=0.2");
+    EXPECT_EQ(plan.configurations[2].label, "fp32, lr=0.1");
+    EXPECT_EQ(plan.configurations[0].arm, 0);
+    EXPECT_EQ(plan.configurations[3].arm, 1);
+    EXPECT_EQ(plan.runs[0].config.precision, PrecisionMode::Fp16);
+    EXPECT_EQ(plan.runs[0].config.lossScale.type, LossScaleType::Static);
+    EXPECT_FLOAT_EQ(plan.runs[0].config.lossScale.value, 128.0f);
+    EXPECT_FLOAT_EQ(plan.runs[1].config.optimizer.lr, 0.1f);
+    EXPECT_EQ(plan.runs[4].config.precision, PrecisionMode::Fp32);
+    EXPECT_EQ(plan.runs[4].label, "arm=fp32, optimizer.lr=0.1, seed=0");
+    // The self-contained form keeps the arms, and a spec without arms writes none.
+    EXPECT_EQ(sweepSpecToJson(parseSweepSpec(sweepSpecToJson(spec), "stored", "")), sweepSpecToJson(spec));
+    EXPECT_EQ(sweepSpecToJson(parseSweepSpec(R"({"base": "mlp", "seeds": 2})", "s", "")).find("arms"),
+              std::string::npos);
+}
+
+TEST(SweepSpec, ArmErrorsNameTheArm)
+{
+    EXPECT_NE(errorOf(R"({"base": "mlp", "arms": [{"name": "a", "sett": {}}]})")
+                  .find("sweep.json: arms[0]: sett is not a known field of an arm"),
+              std::string::npos);
+    EXPECT_NE(errorOf(R"({"base": "mlp", "arms": [{"name": "a"}, {"name": "a"}]})").find("two arms are named \"a\""),
+              std::string::npos);
+    const std::string bad = errorOf(R"({"base": "mlp", "arms": [{"name": "odd", "set": {"precision.mode": "fp17"}}]})");
+    EXPECT_NE(bad.find("arm=odd"), std::string::npos) << bad;
+    EXPECT_NE(bad.find("fp17"), std::string::npos) << bad;
+    EXPECT_NE(errorOf(R"({"base": "mlp", "arms": [{"name": "s", "set": {"training.seed": 3}}]})")
+                  .find("training.seed is swept by \"seeds\""),
+              std::string::npos);
+}
+
+TEST(SweepSpec, NestedKeysAnObjectLeftOutOfTheBaseCanBeSet)
+{
+    // An fp32 config is written without precision.recipe; an arm that switches to a recipe
+    // sets its options all the same.
+    const SweepPlan plan =
+        expandSweep(parseSweepSpec(R"({"base": "mlp", "arms": [{"name": "sr", "set": {"precision.mode": "mxfp4",
+                          "precision.recipe.stochastic_rounding": "on"}}]})",
+                                   "sweep.json", ""),
+                    "sweep.json");
+    EXPECT_EQ(plan.runs[0].config.recipe.stochasticRounding, RecipeSwitch::On);
+}
