@@ -275,7 +275,9 @@ Dataset holdOutInOrder(Dataset& data, std::int64_t count, const std::vector<std:
         }
         ++kept;
     }
-    keepFirst(data, kept);
+    // No shrink_to_fit: on a large set its copy would cost more than the spare capacity.
+    data.inputs.resize(static_cast<std::size_t>(kept * n));
+    data.labels.resize(static_cast<std::size_t>(kept * l));
     return out;
 }
 

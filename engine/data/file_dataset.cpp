@@ -119,7 +119,8 @@ bool isRegression(const DataSpec& spec, const NumpyArray& y)
     return y.dtype.starts_with("float") || (y.dims.size() == 2 && y.dims[1] != 1);
 }
 
-Dataset arraysToDataset(const NumpyArray& x, const NumpyArray& y, const std::string& xWhere, const std::string& yWhere,
+// Takes the arrays' values (no copy of a large array).
+Dataset arraysToDataset(NumpyArray&& x, NumpyArray&& y, const std::string& xWhere, const std::string& yWhere,
                         const std::string& name, bool regression)
 {
     if (x.dims.empty() || x.dims[0] == 0)
@@ -132,21 +133,20 @@ Dataset arraysToDataset(const NumpyArray& x, const NumpyArray& y, const std::str
     if (x.dims[0] != y.dims[0])
         throw DataError(xWhere + " holds " + std::to_string(x.dims[0]) + " samples but " + yWhere + " holds " +
                         std::to_string(y.dims[0]) + " labels; they must be the same length");
-    for (std::size_t i = 0; i < x.values.size(); ++i)
-        if (!std::isfinite(x.values[i])) {
-            const std::int64_t per = static_cast<std::int64_t>(x.values.size()) / x.dims[0];
-            throw DataError(xWhere + ": sample " + std::to_string(static_cast<std::int64_t>(i) / per) + ", element " +
-                            std::to_string(static_cast<std::int64_t>(i) % per) + " is " +
-                            (std::isnan(x.values[i]) ? "NaN" : "infinite") + "; features must be finite");
-        }
+    if (const std::int64_t i = x.firstNonFinite; i >= 0) {
+        const std::int64_t per = static_cast<std::int64_t>(x.values.size()) / x.dims[0];
+        throw DataError(xWhere + ": sample " + std::to_string(i / per) + ", element " + std::to_string(i % per) +
+                        " is " + (std::isnan(x.values[static_cast<std::size_t>(i)]) ? "NaN" : "infinite") +
+                        "; features must be finite");
+    }
     Dataset d;
     d.name = name;
     std::vector<std::int64_t> shape(x.dims.begin() + 1, x.dims.end());
     if (shape.empty())
         shape = {1};
     d.sampleShape = Shape(shape);
-    d.inputs = x.values;
-    d.labels = y.values;
+    d.inputs = std::move(x.values);
+    d.labels = std::move(y.values);
     if (regression)
         d.labelShape = Shape{y.dims.size() == 2 ? y.dims[1] : 1};
     return d;
@@ -163,11 +163,11 @@ FileSource readNpy(const DataSpec& spec)
                                      "labels y*.npy beside it can be found");
     FileSource source;
     source.format = DataFormat::Npy;
-    const NumpyArray xs = readNpyFile(x.string());
+    NumpyArray xs = readNpyFile(x.string());
     checkFitsInMemory(static_cast<double>(xs.values.size()), x.string());
-    const NumpyArray ys = readNpyFile(y.string());
+    NumpyArray ys = readNpyFile(y.string());
     const bool regression = isRegression(spec, ys);
-    source.train = arraysToDataset(xs, ys, x.string(), y.string(), "files/train", regression);
+    source.train = arraysToDataset(std::move(xs), std::move(ys), x.string(), y.string(), "files/train", regression);
     // x.npy or x_train.npy: a test pair x_test.npy / y_test.npy beside it is the given test set.
     const std::string stem = x.stem().string();
     const fs::path xTest = x.parent_path() / "x_test.npy";
@@ -190,13 +190,14 @@ FileSource readNpz(const DataSpec& spec)
     const std::string& path = spec.path;
     FileSource source;
     source.format = DataFormat::Npz;
-    const NumpyArray xs = readNpzMember(path, "x");
-    const NumpyArray ys = readNpzMember(path, "y");
+    NumpyArray xs = readNpzMember(path, "x");
+    NumpyArray ys = readNpzMember(path, "y");
     const bool regression = isRegression(spec, ys);
-    source.train = arraysToDataset(xs, ys, path + ": x.npy", path + ": y.npy", "files/train", regression);
-    const NumpyArray xTest = readNpzMember(path, "x_test", false);
+    source.train =
+        arraysToDataset(std::move(xs), std::move(ys), path + ": x.npy", path + ": y.npy", "files/train", regression);
+    NumpyArray xTest = readNpzMember(path, "x_test", false);
     if (!xTest.dims.empty()) {
-        source.test = arraysToDataset(xTest, readNpzMember(path, "y_test"), path + ": x_test.npy",
+        source.test = arraysToDataset(std::move(xTest), readNpzMember(path, "y_test"), path + ": x_test.npy",
                                       path + ": y_test.npy", "files/test", regression);
         source.givenTest = true;
         source.notes.push_back("test set: x_test and y_test of the archive");
