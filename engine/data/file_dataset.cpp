@@ -163,6 +163,8 @@ FileSource readNpy(const DataSpec& spec)
                                      "labels y*.npy beside it can be found");
     FileSource source;
     source.format = DataFormat::Npy;
+    // The folder too: a test pair put beside the arrays later changes what is read.
+    source.inputs = {x.string(), y.string(), x.parent_path().empty() ? "." : x.parent_path().string()};
     NumpyArray xs = readNpyFile(x.string());
     checkFitsInMemory(static_cast<double>(xs.values.size()), x.string());
     NumpyArray ys = readNpyFile(y.string());
@@ -176,6 +178,8 @@ FileSource readNpy(const DataSpec& spec)
         source.test = arraysToDataset(readNpyFile(xTest.string()), readNpyFile(yTest.string()), xTest.string(),
                                       yTest.string(), "files/test", regression);
         source.givenTest = true;
+        source.inputs.push_back(xTest.string());
+        source.inputs.push_back(yTest.string());
         source.notes.push_back("test set: " + xTest.string());
     }
     if (regression)
@@ -190,6 +194,7 @@ FileSource readNpz(const DataSpec& spec)
     const std::string& path = spec.path;
     FileSource source;
     source.format = DataFormat::Npz;
+    source.inputs = {path};
     NumpyArray xs = readNpzMember(path, "x");
     NumpyArray ys = readNpzMember(path, "y");
     const bool regression = isRegression(spec, ys);
@@ -219,6 +224,7 @@ FileSource readTable(const DataSpec& spec, char separator, DataFormat format)
         readTableFile(spec.path, separator, spec.header, TableLabels{spec.labelColumn, regression, spec.targets});
     FileSource source;
     source.format = format;
+    source.inputs = {spec.path};
     source.train.name = "files/train";
     source.train.sampleShape = Shape{table.featureCount};
     source.train.inputs = table.features;
@@ -301,10 +307,16 @@ FileSource readIdx(const std::string& path)
         trainImages = path;
         trainLabels = (fs::path(path).parent_path() / (name.substr(0, at) + "labels" + name.substr(at + 6))).string();
     }
+    if (fs::is_directory(path))
+        source.inputs.push_back(path);
+    source.inputs.push_back(trainImages);
+    source.inputs.push_back(trainLabels);
     source.train = idxToDataset(trainImages, trainLabels, "files/train");
     if (!testImages.empty() && !testLabels.empty()) {
         source.test = idxToDataset(testImages, testLabels, "files/test");
         source.givenTest = true;
+        source.inputs.push_back(testImages);
+        source.inputs.push_back(testLabels);
         if (source.test.sampleShape != source.train.sampleShape)
             throw DataError(testImages + ": samples of " + source.test.sampleShape.toString() + " but " + trainImages +
                             " holds samples of " + source.train.sampleShape.toString());
@@ -321,8 +333,11 @@ struct ClassFolder {
     std::vector<std::string> files;
 };
 
-std::vector<ClassFolder> listClassFolders(const fs::path& root, int& ignored)
+// The class subfolders of `root` and their images in name order; `inputs` gains every folder
+// listed and every image found.
+std::vector<ClassFolder> listClassFolders(const fs::path& root, int& ignored, std::vector<std::string>& inputs)
 {
+    inputs.push_back(root.string());
     std::vector<ClassFolder> classes;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(root, ec)) {
@@ -330,6 +345,7 @@ std::vector<ClassFolder> listClassFolders(const fs::path& root, int& ignored)
         if (name.starts_with(".") || !entry.is_directory())
             continue;
         ClassFolder folder{name, {}};
+        inputs.push_back(entry.path().string());
         for (const auto& file : fs::directory_iterator(entry.path(), ec)) {
             if (file.path().filename().string().starts_with("."))
                 continue;
@@ -339,6 +355,7 @@ std::vector<ClassFolder> listClassFolders(const fs::path& root, int& ignored)
                 ++ignored;
         }
         std::sort(folder.files.begin(), folder.files.end());
+        inputs.insert(inputs.end(), folder.files.begin(), folder.files.end());
         classes.push_back(std::move(folder));
     }
     if (ec)
@@ -451,7 +468,10 @@ FileSource readImageFolder(const DataSpec& spec)
     source.format = DataFormat::ImageFolder;
     const bool split = fs::is_directory(root / "train", ec) && fs::is_directory(root / "test", ec);
     int ignored = 0;
-    const std::vector<ClassFolder> trainFolders = listClassFolders(split ? root / "train" : root, ignored);
+    const std::vector<ClassFolder> trainFolders =
+        listClassFolders(split ? root / "train" : root, ignored, source.inputs);
+    if (split)
+        source.inputs.push_back(spec.path);
     const std::string where = split ? (root / "train").string() : spec.path;
     if (trainFolders.empty())
         throw DataError(where + ": no class subfolders; put each class's images in a subfolder named after it");
@@ -468,7 +488,7 @@ FileSource readImageFolder(const DataSpec& spec)
     const DecodedImages train = decodeFolder(trainFolders, source.classNames, spec, skipped);
     DecodedImages test;
     if (split) {
-        const std::vector<ClassFolder> testFolders = listClassFolders(root / "test", ignored);
+        const std::vector<ClassFolder> testFolders = listClassFolders(root / "test", ignored, source.inputs);
         for (const ClassFolder& folder : testFolders)
             if (std::find(source.classNames.begin(), source.classNames.end(), folder.name) == source.classNames.end())
                 throw DataError((root / "test" / folder.name).string() + ": a class the training folder does not have");
@@ -509,6 +529,7 @@ FileSource readImageCsv(const DataSpec& spec)
     refuseRegression(spec, "a list of images");
     FileSource source;
     source.format = DataFormat::ImageCsv;
+    source.inputs = {spec.path};
     std::vector<TextRow> rows = readTextRows(spec.path, ',');
     // A first row whose file is not an image is a header (file,label).
     const bool header = spec.header == TableHeader::Yes ||
@@ -548,6 +569,7 @@ FileSource readImageCsv(const DataSpec& spec)
             throw DataError(at(row) + file.string() + " is not there");
         if (!isImageFile(file.string()))
             throw DataError(at(row) + file.string() + " is not a PNG or JPEG file");
+        source.inputs.push_back(file.string());
         try {
             train.images.push_back(readImageFile(file.string()));
         } catch (const DataError& e) {
