@@ -392,7 +392,9 @@ std::string mib(std::uint64_t bytes)
 }
 
 // Removes the least recently used copies (by modification time, which a hit renews) until
-// the copies take at most `limit` bytes, never `keep`; and temporary files a crashed writer left.
+// the copies take at most `limit` bytes, never `keep`; and temporary files a crashed writer
+// left, and old lock files without a copy. Removing a lock file another process holds costs at
+// most a second decoding of its source: the copies are renamed into place whole either way.
 void evict(const std::string& directory, std::uint64_t limit, const std::string& keep)
 {
     struct Entry {
@@ -410,7 +412,10 @@ void evict(const std::string& directory, std::uint64_t limit, const std::string&
         const auto time = entry.last_write_time(e);
         if (e)
             continue;
-        if (name.find(std::string(kExtension) + ".tmp-") != std::string::npos && now - time > kStaleTemporary) {
+        const bool temporary = name.find(std::string(kExtension) + ".tmp-") != std::string::npos;
+        const bool orphanLock =
+            name.ends_with(".lock") && !fs::exists(entry.path().parent_path() / entry.path().stem(), e);
+        if ((temporary || orphanLock) && now - time > kStaleTemporary) {
             fs::remove(entry.path(), e);
             continue;
         }
@@ -428,8 +433,10 @@ void evict(const std::string& directory, std::uint64_t limit, const std::string&
         if (total <= limit)
             break;
         std::error_code e;
-        if (fs::remove(entry.path, e)) // another process may have removed it first
+        if (fs::remove(entry.path, e)) { // another process may have removed it first
             total -= entry.size;
+            fs::remove(entry.path.string() + ".lock", e);
+        }
     }
 }
 

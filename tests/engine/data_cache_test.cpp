@@ -345,8 +345,9 @@ TEST_F(DataCache, TheSizeLimitHolds)
     a.cacheLimit = b.cacheLimit = 1;
     loadDatasets(a, 1);
     EXPECT_TRUE(loadDatasets(a, 1).fromCache);
-    loadDatasets(b, 1); // the older copy goes to make room
+    loadDatasets(b, 1); // the older copy goes to make room, with its lock file
     EXPECT_EQ(cacheFiles(m_cache), 1u);
+    EXPECT_EQ(cacheFiles(m_cache, ".lock"), 1u);
     EXPECT_TRUE(loadDatasets(b, 1).fromCache);
     EXPECT_FALSE(loadDatasets(a, 1).fromCache);
 
