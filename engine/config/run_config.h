@@ -90,6 +90,10 @@ struct DataSpec {
     // Training images only (engine/data/augmentation.h): off by default.
     std::int64_t augmentCrop = 0; // pad by N pixels, crop back at a random place; 0: off
     bool augmentFlip = false;     // mirror left-right with probability 1/2
+    // Your files: keep the decoded tensors in the decoded-data cache (engine/data/data_cache.h)
+    // so that later loads read them instead of decoding; at most cacheLimit MiB of copies.
+    bool cache = true;
+    std::int64_t cacheLimit = 8192;
 };
 
 struct OptimizerSpec {

@@ -210,6 +210,22 @@ const std::array kRunFields{
          .label = "Random horizontal flip",
          .description = "Training images: mirror left-right with probability 1/2 (seeded).",
          .write = WriteRule::UnlessDefault}),
+    row<&R::data, &DataSpec::cache>({.path = "data.cache",
+                                     .label = "Decoded-data cache",
+                                     .description =
+                                         "Your files: keep the decoded tensors in $XDG_CACHE_HOME/mantissa/data (else "
+                                         "~/.cache/mantissa/data) so that later loads read them instead of decoding.",
+                                     .write = WriteRule::UnlessDefault,
+                                     .applies = isFilesRun}),
+    row<&R::data, &DataSpec::cacheLimit>({.path = "data.cache_limit",
+                                          .label = "Cache size limit",
+                                          .unit = "MiB",
+                                          .description = "The decoded-data cache's size: the least recently used "
+                                                         "copies go to make room; a larger source is not cached.",
+                                          .minimum = 1,
+                                          .maximum = 1 << 24,
+                                          .write = WriteRule::UnlessDefault,
+                                          .applies = isFilesRun}),
 
     row<&R::optimizer, &OptimizerSpec::type>(
         {.path = "optimizer.type", .label = "Type", .description = "The optimizer."}),

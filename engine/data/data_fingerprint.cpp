@@ -61,6 +61,14 @@ void DataFingerprint::addDataset(const Dataset& data)
     addBytes(data.labels.data(), data.labels.size() * sizeof(float));
 }
 
+DataFingerprint DataFingerprint::resumed(State state)
+{
+    DataFingerprint hash;
+    hash.m_state = state.state;
+    hash.m_length = state.length;
+    return hash;
+}
+
 std::string DataFingerprint::hex() const
 {
     static const char digits[] = "0123456789abcdef";

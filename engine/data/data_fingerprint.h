@@ -33,6 +33,14 @@ public:
     // 16 hex digits.
     std::string hex() const;
 
+    // Where the hash stands, so that it can be stored (the decoded-data cache keeps the hash of
+    // the data it holds) and carried on later with the settings of another load.
+    struct State {
+        std::uint64_t state = 0, length = 0;
+    };
+    State state() const { return {m_state, m_length}; }
+    static DataFingerprint resumed(State state);
+
 private:
     void addWord(std::uint64_t word);
     std::uint64_t m_state = 0x6d616e7469737361ull; // "mantissa"

@@ -1,5 +1,6 @@
 #include "engine/data/dataset.h"
 
+#include "engine/data/data_cache.h"
 #include "engine/data/data_fingerprint.h"
 #include "engine/data/file_dataset.h"
 #include "engine/data/idx_reader.h"
@@ -69,12 +70,18 @@ IdxArray readPart(const DataDirectory& dir, DatasetKind dataset, const std::stri
     return readIdxFile(path, rank);
 }
 
-// The data as read, and the preparation that does not depend on the seed.
-std::string fingerprintOf(const Dataset& train, const Dataset& test, const DataSpec& spec)
+// The data as read: the first part of the fingerprint, which the decoded-data cache keeps.
+DataFingerprint contentHashOf(const Dataset& train, const Dataset& test)
 {
     DataFingerprint hash;
     hash.addDataset(train);
     hash.addDataset(test);
+    return hash;
+}
+
+// The data as read (`hash`, contentHashOf) and the preparation that does not depend on the seed.
+std::string fingerprintOf(DataFingerprint hash, const Dataset& train, const DataSpec& spec)
+{
     hash.addNumber(spec.validationSplit);
     hash.addNumber(spec.normalize ? 1 : 0);
     // Per-channel statistics differ from one mean and std only where there are several channels
@@ -91,6 +98,27 @@ void checkRange(bool ok, const std::string& field, const std::string& problem)
 {
     if (!ok)
         throw ConfigError(field + ": " + problem);
+}
+
+// Your files as read, with the test split and the limits: the part of the splits that the
+// decoded-data cache keeps.
+PreparedSource prepareFileSource(const DataSpec& spec)
+{
+    FileSource source = readFileSource(spec);
+    PreparedSource out;
+    out.train = std::move(source.train);
+    if (source.givenTest)
+        out.test = std::move(source.test);
+    else
+        out.test = holdOutTestSet(out.train, spec.testSplit, "files/test");
+    keepFirst(out.train, spec.limitTrain);
+    keepFirst(out.test, spec.limitTest);
+    out.task = source.task;
+    out.classNames = std::move(source.classNames);
+    out.notes = std::move(source.notes);
+    out.inputs = std::move(source.inputs);
+    out.contentHash = contentHashOf(out.train, out.test);
+    return out;
 }
 
 } // namespace
@@ -275,7 +303,9 @@ Dataset holdOutInOrder(Dataset& data, std::int64_t count, const std::vector<std:
         }
         ++kept;
     }
-    keepFirst(data, kept);
+    // No shrink_to_fit: on a large set its copy would cost more than the spare capacity.
+    data.inputs.resize(static_cast<std::size_t>(kept * n));
+    data.labels.resize(static_cast<std::size_t>(kept * l));
     return out;
 }
 
@@ -312,6 +342,7 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
     if (spec.dataset == DatasetKind::Text)
         return loadTextDatasets(spec, seed); // its own splits by position in the text, no normalisation
     DatasetSplits splits;
+    std::optional<DataFingerprint> contentHash; // known before the fingerprint pass for your files
     if (spec.dataset == DatasetKind::Synthetic) {
         // Sample i does not depend on the set's size, so generating only the first `limit`
         // samples is the same as generating all and keeping the first `limit`.
@@ -324,25 +355,27 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
         splits.test = makeSyntheticDataset(shape, spec.syntheticClasses, limited(spec.syntheticTest, spec.limitTest),
                                            spec.syntheticNoise, seed, 1, "synthetic/test");
     } else if (spec.dataset == DatasetKind::Files) {
-        FileSource source = readFileSource(spec);
+        DataCacheOutcome cache;
+        PreparedSource source = loadThroughDataCache(
+            spec, [&] { return prepareFileSource(spec); }, cache);
         splits.directory = spec.path;
         splits.train = std::move(source.train);
-        if (source.givenTest)
-            splits.test = std::move(source.test);
-        else
-            splits.test = holdOutTestSet(splits.train, spec.testSplit, "files/test");
-        keepFirst(splits.train, spec.limitTrain);
-        keepFirst(splits.test, spec.limitTest);
+        splits.test = std::move(source.test);
         splits.task = source.task;
         splits.classNames = std::move(source.classNames);
         splits.notes = std::move(source.notes);
+        if (!cache.message.empty())
+            splits.notes.push_back(cache.message);
+        splits.fromCache = cache.hit;
+        contentHash = source.contentHash;
     } else {
         const DataDirectory dir = resolveDataDirectory(spec);
         splits.directory = dir.path;
         splits.train = loadMnistFormat(dir, spec.dataset, true, spec.limitTrain);
         splits.test = loadMnistFormat(dir, spec.dataset, false, spec.limitTest);
     }
-    splits.fingerprint = fingerprintOf(splits.train, splits.test, spec);
+    splits.fingerprint =
+        fingerprintOf(contentHash ? *contentHash : contentHashOf(splits.train, splits.test), splits.train, spec);
 
     if (spec.validationSplit > 0) {
         const std::int64_t n = splits.train.size();

@@ -71,6 +71,7 @@ struct DatasetSplits {
     DataTask task = DataTask::Classification;
     std::vector<std::string> classNames; // where the source names its classes (image folders)
     std::vector<std::string> notes;      // what was done to the data that the user should know
+    bool fromCache = false;              // your files: read from the decoded-data cache (data_cache.h)
 };
 
 // Builds the splits of `spec`: loads (or generates) the data, takes the first limitTrain /

@@ -119,7 +119,8 @@ bool isRegression(const DataSpec& spec, const NumpyArray& y)
     return y.dtype.starts_with("float") || (y.dims.size() == 2 && y.dims[1] != 1);
 }
 
-Dataset arraysToDataset(const NumpyArray& x, const NumpyArray& y, const std::string& xWhere, const std::string& yWhere,
+// Takes the arrays' values (no copy of a large array).
+Dataset arraysToDataset(NumpyArray&& x, NumpyArray&& y, const std::string& xWhere, const std::string& yWhere,
                         const std::string& name, bool regression)
 {
     if (x.dims.empty() || x.dims[0] == 0)
@@ -132,21 +133,20 @@ Dataset arraysToDataset(const NumpyArray& x, const NumpyArray& y, const std::str
     if (x.dims[0] != y.dims[0])
         throw DataError(xWhere + " holds " + std::to_string(x.dims[0]) + " samples but " + yWhere + " holds " +
                         std::to_string(y.dims[0]) + " labels; they must be the same length");
-    for (std::size_t i = 0; i < x.values.size(); ++i)
-        if (!std::isfinite(x.values[i])) {
-            const std::int64_t per = static_cast<std::int64_t>(x.values.size()) / x.dims[0];
-            throw DataError(xWhere + ": sample " + std::to_string(static_cast<std::int64_t>(i) / per) + ", element " +
-                            std::to_string(static_cast<std::int64_t>(i) % per) + " is " +
-                            (std::isnan(x.values[i]) ? "NaN" : "infinite") + "; features must be finite");
-        }
+    if (const std::int64_t i = x.firstNonFinite; i >= 0) {
+        const std::int64_t per = static_cast<std::int64_t>(x.values.size()) / x.dims[0];
+        throw DataError(xWhere + ": sample " + std::to_string(i / per) + ", element " + std::to_string(i % per) +
+                        " is " + (std::isnan(x.values[static_cast<std::size_t>(i)]) ? "NaN" : "infinite") +
+                        "; features must be finite");
+    }
     Dataset d;
     d.name = name;
     std::vector<std::int64_t> shape(x.dims.begin() + 1, x.dims.end());
     if (shape.empty())
         shape = {1};
     d.sampleShape = Shape(shape);
-    d.inputs = x.values;
-    d.labels = y.values;
+    d.inputs = std::move(x.values);
+    d.labels = std::move(y.values);
     if (regression)
         d.labelShape = Shape{y.dims.size() == 2 ? y.dims[1] : 1};
     return d;
@@ -163,11 +163,13 @@ FileSource readNpy(const DataSpec& spec)
                                      "labels y*.npy beside it can be found");
     FileSource source;
     source.format = DataFormat::Npy;
-    const NumpyArray xs = readNpyFile(x.string());
+    // The folder too: a test pair put beside the arrays later changes what is read.
+    source.inputs = {x.string(), y.string(), x.parent_path().empty() ? "." : x.parent_path().string()};
+    NumpyArray xs = readNpyFile(x.string());
     checkFitsInMemory(static_cast<double>(xs.values.size()), x.string());
-    const NumpyArray ys = readNpyFile(y.string());
+    NumpyArray ys = readNpyFile(y.string());
     const bool regression = isRegression(spec, ys);
-    source.train = arraysToDataset(xs, ys, x.string(), y.string(), "files/train", regression);
+    source.train = arraysToDataset(std::move(xs), std::move(ys), x.string(), y.string(), "files/train", regression);
     // x.npy or x_train.npy: a test pair x_test.npy / y_test.npy beside it is the given test set.
     const std::string stem = x.stem().string();
     const fs::path xTest = x.parent_path() / "x_test.npy";
@@ -176,6 +178,8 @@ FileSource readNpy(const DataSpec& spec)
         source.test = arraysToDataset(readNpyFile(xTest.string()), readNpyFile(yTest.string()), xTest.string(),
                                       yTest.string(), "files/test", regression);
         source.givenTest = true;
+        source.inputs.push_back(xTest.string());
+        source.inputs.push_back(yTest.string());
         source.notes.push_back("test set: " + xTest.string());
     }
     if (regression)
@@ -190,13 +194,15 @@ FileSource readNpz(const DataSpec& spec)
     const std::string& path = spec.path;
     FileSource source;
     source.format = DataFormat::Npz;
-    const NumpyArray xs = readNpzMember(path, "x");
-    const NumpyArray ys = readNpzMember(path, "y");
+    source.inputs = {path};
+    NumpyArray xs = readNpzMember(path, "x");
+    NumpyArray ys = readNpzMember(path, "y");
     const bool regression = isRegression(spec, ys);
-    source.train = arraysToDataset(xs, ys, path + ": x.npy", path + ": y.npy", "files/train", regression);
-    const NumpyArray xTest = readNpzMember(path, "x_test", false);
+    source.train =
+        arraysToDataset(std::move(xs), std::move(ys), path + ": x.npy", path + ": y.npy", "files/train", regression);
+    NumpyArray xTest = readNpzMember(path, "x_test", false);
     if (!xTest.dims.empty()) {
-        source.test = arraysToDataset(xTest, readNpzMember(path, "y_test"), path + ": x_test.npy",
+        source.test = arraysToDataset(std::move(xTest), readNpzMember(path, "y_test"), path + ": x_test.npy",
                                       path + ": y_test.npy", "files/test", regression);
         source.givenTest = true;
         source.notes.push_back("test set: x_test and y_test of the archive");
@@ -218,6 +224,7 @@ FileSource readTable(const DataSpec& spec, char separator, DataFormat format)
         readTableFile(spec.path, separator, spec.header, TableLabels{spec.labelColumn, regression, spec.targets});
     FileSource source;
     source.format = format;
+    source.inputs = {spec.path};
     source.train.name = "files/train";
     source.train.sampleShape = Shape{table.featureCount};
     source.train.inputs = table.features;
@@ -300,10 +307,16 @@ FileSource readIdx(const std::string& path)
         trainImages = path;
         trainLabels = (fs::path(path).parent_path() / (name.substr(0, at) + "labels" + name.substr(at + 6))).string();
     }
+    if (fs::is_directory(path))
+        source.inputs.push_back(path);
+    source.inputs.push_back(trainImages);
+    source.inputs.push_back(trainLabels);
     source.train = idxToDataset(trainImages, trainLabels, "files/train");
     if (!testImages.empty() && !testLabels.empty()) {
         source.test = idxToDataset(testImages, testLabels, "files/test");
         source.givenTest = true;
+        source.inputs.push_back(testImages);
+        source.inputs.push_back(testLabels);
         if (source.test.sampleShape != source.train.sampleShape)
             throw DataError(testImages + ": samples of " + source.test.sampleShape.toString() + " but " + trainImages +
                             " holds samples of " + source.train.sampleShape.toString());
@@ -320,8 +333,11 @@ struct ClassFolder {
     std::vector<std::string> files;
 };
 
-std::vector<ClassFolder> listClassFolders(const fs::path& root, int& ignored)
+// The class subfolders of `root` and their images in name order; `inputs` gains every folder
+// listed and every image found.
+std::vector<ClassFolder> listClassFolders(const fs::path& root, int& ignored, std::vector<std::string>& inputs)
 {
+    inputs.push_back(root.string());
     std::vector<ClassFolder> classes;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(root, ec)) {
@@ -329,6 +345,7 @@ std::vector<ClassFolder> listClassFolders(const fs::path& root, int& ignored)
         if (name.starts_with(".") || !entry.is_directory())
             continue;
         ClassFolder folder{name, {}};
+        inputs.push_back(entry.path().string());
         for (const auto& file : fs::directory_iterator(entry.path(), ec)) {
             if (file.path().filename().string().starts_with("."))
                 continue;
@@ -338,6 +355,7 @@ std::vector<ClassFolder> listClassFolders(const fs::path& root, int& ignored)
                 ++ignored;
         }
         std::sort(folder.files.begin(), folder.files.end());
+        inputs.insert(inputs.end(), folder.files.begin(), folder.files.end());
         classes.push_back(std::move(folder));
     }
     if (ec)
@@ -450,7 +468,10 @@ FileSource readImageFolder(const DataSpec& spec)
     source.format = DataFormat::ImageFolder;
     const bool split = fs::is_directory(root / "train", ec) && fs::is_directory(root / "test", ec);
     int ignored = 0;
-    const std::vector<ClassFolder> trainFolders = listClassFolders(split ? root / "train" : root, ignored);
+    const std::vector<ClassFolder> trainFolders =
+        listClassFolders(split ? root / "train" : root, ignored, source.inputs);
+    if (split)
+        source.inputs.push_back(spec.path);
     const std::string where = split ? (root / "train").string() : spec.path;
     if (trainFolders.empty())
         throw DataError(where + ": no class subfolders; put each class's images in a subfolder named after it");
@@ -467,7 +488,7 @@ FileSource readImageFolder(const DataSpec& spec)
     const DecodedImages train = decodeFolder(trainFolders, source.classNames, spec, skipped);
     DecodedImages test;
     if (split) {
-        const std::vector<ClassFolder> testFolders = listClassFolders(root / "test", ignored);
+        const std::vector<ClassFolder> testFolders = listClassFolders(root / "test", ignored, source.inputs);
         for (const ClassFolder& folder : testFolders)
             if (std::find(source.classNames.begin(), source.classNames.end(), folder.name) == source.classNames.end())
                 throw DataError((root / "test" / folder.name).string() + ": a class the training folder does not have");
@@ -508,6 +529,7 @@ FileSource readImageCsv(const DataSpec& spec)
     refuseRegression(spec, "a list of images");
     FileSource source;
     source.format = DataFormat::ImageCsv;
+    source.inputs = {spec.path};
     std::vector<TextRow> rows = readTextRows(spec.path, ',');
     // A first row whose file is not an image is a header (file,label).
     const bool header = spec.header == TableHeader::Yes ||
@@ -547,6 +569,7 @@ FileSource readImageCsv(const DataSpec& spec)
             throw DataError(at(row) + file.string() + " is not there");
         if (!isImageFile(file.string()))
             throw DataError(at(row) + file.string() + " is not a PNG or JPEG file");
+        source.inputs.push_back(file.string());
         try {
             train.images.push_back(readImageFile(file.string()));
         } catch (const DataError& e) {

@@ -19,6 +19,9 @@ struct FileSource {
     DataTask task = DataTask::Classification;
     std::vector<std::string> classNames; // image folders: the subfolders' names, in class order
     std::vector<std::string> notes;      // what was done that the user should know
+    // Every file read and every folder listed or looked into: what the decoded-data cache
+    // (data_cache.h) checks for changes before it trusts a copy.
+    std::vector<std::string> inputs;
 };
 
 // `declared` unless it is auto; else by `path`'s extension or, for a folder, its contents.

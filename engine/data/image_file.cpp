@@ -151,6 +151,12 @@ float sample(const Image& image, float y, float x, int c)
 
 } // namespace
 
+std::string imageDecoderVersions()
+{
+    return "libpng " + std::to_string(png_access_version_number()) + ", libjpeg-turbo " +
+           std::to_string(LIBJPEG_TURBO_VERSION_NUMBER);
+}
+
 bool isImageFile(const std::string& path)
 {
     const std::string ext = lowerExtension(path);

@@ -23,6 +23,10 @@ bool isImageFile(const std::string& path);
 // the file and the decoder's complaint for a corrupt, truncated or unsupported image.
 Image readImageFile(const std::string& path);
 
+// The decoders' versions ("libpng 10639, libjpeg-turbo 2001005"): another version may decode a
+// JPEG to other pixels, so the decoded-data cache keys its images by them.
+std::string imageDecoderVersions();
+
 // Writes `image` (1 or 3 channels) as an 8-bit PNG. Throws DataError naming the file.
 void writePngFile(const std::string& path, const Image& image);
 

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -89,14 +91,38 @@ std::vector<std::int64_t> parseShape(const std::string& text, const std::string&
     return dims;
 }
 
+// Converts to float and finds the first value that is not finite in the same pass: a block at
+// a time, checked while it is still in the cache, so that a large array is walked once.
 template <typename T>
-void convert(const std::uint8_t* data, std::size_t count, std::vector<float>& out)
+void convert(const std::uint8_t* data, std::size_t count, NumpyArray& out)
 {
-    out.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-        T v;
-        std::memcpy(&v, data + i * sizeof(T), sizeof(T));
-        out[i] = static_cast<float>(v);
+    out.values.resize(count);
+    float* values = out.values.data();
+    constexpr std::size_t kBlock = 4096;
+    for (std::size_t begin = 0; begin < count; begin += kBlock) {
+        const std::size_t end = std::min(count, begin + kBlock);
+        if constexpr (std::is_same_v<T, float>) {
+            std::memcpy(values + begin, data + begin * sizeof(T), (end - begin) * sizeof(T));
+        } else {
+            for (std::size_t i = begin; i < end; ++i) {
+                T v;
+                std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+                values[i] = static_cast<float>(v);
+            }
+        }
+        if constexpr (!std::is_floating_point_v<T>)
+            continue; // integers convert to finite floats
+        // An exponent of all ones is NaN or infinity (float64's too, once converted).
+        std::uint32_t special = 0;
+        for (std::size_t i = begin; i < end; ++i) {
+            std::uint32_t bits;
+            std::memcpy(&bits, values + i, 4);
+            special |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+        }
+        if (special && out.firstNonFinite < 0)
+            for (std::size_t i = begin; i < end && out.firstNonFinite < 0; ++i)
+                if (!std::isfinite(values[i]))
+                    out.firstNonFinite = static_cast<std::int64_t>(i);
     }
 }
 
@@ -172,13 +198,13 @@ NumpyArray parseNpy(const std::uint8_t* bytes, std::size_t size, const std::stri
     const std::uint8_t* data = bytes + dataStart;
     const auto n = static_cast<std::size_t>(count);
     if (out.dtype == "float32")
-        convert<float>(data, n, out.values);
+        convert<float>(data, n, out);
     else if (out.dtype == "float64")
-        convert<double>(data, n, out.values);
+        convert<double>(data, n, out);
     else if (out.dtype == "uint8")
-        convert<std::uint8_t>(data, n, out.values);
+        convert<std::uint8_t>(data, n, out);
     else
-        convert<std::int64_t>(data, n, out.values);
+        convert<std::int64_t>(data, n, out);
     return out;
 }
 

@@ -13,6 +13,8 @@ struct NumpyArray {
     std::vector<std::int64_t> dims; // outermost first; {} for a scalar
     std::vector<float> values;      // product(dims) values, row-major
     std::string dtype;              // "float32", "float64", "uint8" or "int64"
+    // The index of the first value that is NaN or infinite, found while converting; -1: none.
+    std::int64_t firstNonFinite = -1;
     std::int64_t count() const { return dims.empty() ? 1 : dims[0]; }
 };
 
