@@ -64,8 +64,8 @@ AttentionPatterns findAttentionPatterns(const OnnxGraph& onnx)
         if (!scalar)
             continue;
         const std::optional<std::size_t> product = graph.soleProducer(scalar->first, "MatMul");
-        if (!product || onnx.nodes[*product].inputs.size() != 2 ||
-            !isComputed(onnx, onnx.nodes[*product].inputs[0]) || !isComputed(onnx, onnx.nodes[*product].inputs[1]))
+        if (!product || onnx.nodes[*product].inputs.size() != 2 || !isComputed(onnx, onnx.nodes[*product].inputs[0]) ||
+            !isComputed(onnx, onnx.nodes[*product].inputs[1]))
             continue;
         // The mask's planes are the scores' own, not broadcast up to them.
         const OnnxValue* scores = onnx.value(scalar->first);

@@ -39,8 +39,7 @@ public:
         // x * (1 + erf(...)), either way round.
         for (std::size_t side = 0; side < 2; ++side) {
             const std::string& x = m_onnx.nodes[*product].inputs[side];
-            const std::optional<std::size_t> shifted =
-                soleProducer(m_onnx.nodes[*product].inputs[1 - side], "Add");
+            const std::optional<std::size_t> shifted = soleProducer(m_onnx.nodes[*product].inputs[1 - side], "Add");
             if (!shifted)
                 continue;
             const std::optional<std::string> erfValue = besideConstant(m_onnx.nodes[*shifted], 1.0f, 0.0f);
