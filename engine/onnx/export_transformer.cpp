@@ -100,7 +100,8 @@ std::string writeAttention(W& w, Attention& layer, const std::string& input, std
     W::intAttribute(softmax, "axis", -1);
     std::string probs = softmax.output(0);
     if (layer.dropout() > 0.0f)
-        probs = w.addNode("Dropout", name + ".dropout", {probs, w.scalarInitializer(name + ".dropout.ratio", layer.dropout())})
+        probs = w.addNode("Dropout", name + ".dropout",
+                          {probs, w.scalarInitializer(name + ".dropout.ratio", layer.dropout())})
                     .output(0);
     const std::string context = w.addNode("MatMul", name + ".context", {probs, v}).output(0);
     const std::string merged = transpose(w, context, name + ".merge", {0, 2, 1, 3});
@@ -114,8 +115,7 @@ std::string writeMlp(W& w, Mlp& layer, const std::string& input)
     auto& up = static_cast<Linear&>(layer.up().inner());
     Linear& down = layer.down();
     const bool sequence = up.tokens() > 1;
-    const std::string rows =
-        sequence ? reshape(w, input, layer.name() + ".rows", {-1, up.inFeatures()}) : input;
+    const std::string rows = sequence ? reshape(w, input, layer.name() + ".rows", {-1, up.inFeatures()}) : input;
     const std::string hidden = writeLinearRows(w, up, rows);
     const std::string activated = writeGelu(w, hidden, layer.up().name() + ".activation");
     const std::string out = writeLinearRows(w, down, activated);
