@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """A preset against the same model exported to ONNX and imported back: training speed of the
 two in alternated rounds, one table. The exported graph holds the preset's layers as ONNX nodes
-(Gemm, Conv, BatchNormalization, pools, Add), so the import compiles it into the engine's own
-layers; what the table shows is what importing costs a model, not a different model.
+(Gemm, Conv, BatchNormalization, pools, Add; for a transformer LayerNormalization, MatMul,
+Softmax, the reshapes and transposes of the heads and GELU's erf form), which the import
+compiles into the engine's layers and graph ops; what the table shows is what importing costs a
+model, not a different model.
 
     python3 bench/onnx_export_speed.py --build build --presets mlp,cnn,resnet-small --rounds 5 --steps 60
+    python3 bench/onnx_export_speed.py --build build --presets vit-tiny,char-gpt --rounds 5 --steps 60
 
 Each round trains the preset and then the exported file for the same steps on synthetic data
-(the preset's shape), single precision and threads as given, and takes the ratio of their
+(the preset's shape; a language model's own text data, since its inputs are token ids), single
+precision and threads as given, and takes the ratio of their
 samples per second (mantissa-cli train's summary). Printed: the median ratio over the rounds
 with the lowest and highest round; above 1 the imported model is faster. Run it on an otherwise
 idle machine."""
@@ -22,9 +26,18 @@ import sys
 import tempfile
 
 
-def train(cli, target, db, args):
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def data_for(preset):
+    """Synthetic data, except for a model of token ids, which trains on its own text."""
+    spec = json.loads((ROOT / "resources" / "presets" / f"{preset}.json").read_text())
+    return "text" if spec["data"]["dataset"] == "text" else "synthetic"
+
+
+def train(cli, target, db, args, data):
     source = ["--preset", target] if not target.endswith(".onnx") else [target]
-    command = [cli, "train", *source, "--data", "synthetic", "--max-steps", str(args.steps),
+    command = [cli, "train", *source, "--data", data, "--max-steps", str(args.steps),
                "--precision", args.precision, "--threads", str(args.threads), "--db", db]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -57,7 +70,8 @@ def main():
     print("| preset | preset samples/s | imported samples/s | imported vs preset |")
     print("| --- | --- | --- | --- |")
     for preset in args.presets.split(","):
-        first = train(cli, preset, db, argparse.Namespace(**{**vars(args), "steps": 2}))
+        data = data_for(preset)
+        first = train(cli, preset, db, argparse.Namespace(**{**vars(args), "steps": 2}), data)
         exported = os.path.join(work, preset + ".onnx")
         result = subprocess.run([cli, "export-model", str(first["run_id"]), "-o", exported, "--db", db],
                                 capture_output=True, text=True)
@@ -66,8 +80,8 @@ def main():
         rates = {"preset": [], "imported": []}
         ratios = []
         for _ in range(args.rounds):
-            own = train(cli, preset, db, args)["samples_per_s"]
-            imported = train(cli, exported, db, args)["samples_per_s"]
+            own = train(cli, preset, db, args, data)["samples_per_s"]
+            imported = train(cli, exported, db, args, data)["samples_per_s"]
             rates["preset"].append(own)
             rates["imported"].append(imported)
             ratios.append(imported / own)

@@ -32,14 +32,15 @@ Tensor BatchedProduct::backward(PassState&, const Tensor&, LayerContext*)
 }
 
 void BatchedProduct::multiply(PassState& pass, GemmPass gemm, Transpose ta, Transpose tb, std::int64_t m,
-                              std::int64_t n, std::int64_t k, const Tensor& a, std::int64_t strideA,
+                              std::int64_t n, std::int64_t k, float alpha, const Tensor& a, std::int64_t strideA,
                               const KLayout& layoutA, GemmOperand roleA, const Tensor& b, std::int64_t strideB,
                               const KLayout& layoutB, GemmOperand roleB, Tensor& c, std::int64_t planes)
 {
     const GemmOperandValues qa = gemmInput(pass, a, gemm, roleA, layoutA);
     const GemmOperandValues qb = gemmInput(pass, b, gemm, roleB, layoutB);
-    pass.backend.gemmStridedBatched(ta, tb, m, n, k, qa.scale * qb.scale, qa.values, strideA, qb.values, strideB, 0.0f,
-                                    c, m * n, planes);
+    // alpha first, as the engine's attention products multiply it (attention_product.cpp).
+    pass.backend.gemmStridedBatched(ta, tb, m, n, k, alpha * qa.scale * qb.scale, qa.values, strideA, qb.values,
+                                    strideB, 0.0f, c, m * n, planes);
 }
 
 std::vector<Shape> BatchedMatMulOp::outputShapes(const std::vector<Shape>& inputs) const
@@ -57,7 +58,7 @@ OpForward BatchedMatMulOp::forward(PassState& pass, const std::vector<Tensor>& i
     const std::int64_t batch = a.shape()[0];
     const std::int64_t planes = batch * m_planes;
     Tensor c = pass.backend.empty(outputShapes({a.shape(), b.shape()})[0], computeType());
-    m_product.multiply(pass, GemmPass::Forward, Transpose::No, Transpose::No, m_m, m_n, m_k, a, m_m * m_k,
+    m_product.multiply(pass, GemmPass::Forward, Transpose::No, Transpose::No, m_m, m_n, m_k, m_alpha, a, m_m * m_k,
                        KLayout::rows(planes * m_m, m_k), GemmOperand::Activation, b, m_k * m_n,
                        KLayout::along(planes, m_k, m_n), GemmOperand::Weight, c, planes);
     OpForward result;
@@ -80,14 +81,14 @@ std::vector<Tensor> BatchedMatMulOp::backward(PassState& pass, const std::vector
     std::vector<Tensor> gradients(2);
     if (inputGradNeeded.at(0)) { // dA = dC B^T, K = n
         gradients[0] = pass.backend.empty(saved.a.shape(), computeType());
-        m_product.multiply(pass, GemmPass::DataGrad, Transpose::No, Transpose::Yes, m_m, m_k, m_n, dc, m_m * m_n,
-                           KLayout::rows(planes * m_m, m_n), GemmOperand::Gradient, saved.b, m_k * m_n,
+        m_product.multiply(pass, GemmPass::DataGrad, Transpose::No, Transpose::Yes, m_m, m_k, m_n, m_alpha, dc,
+                           m_m * m_n, KLayout::rows(planes * m_m, m_n), GemmOperand::Gradient, saved.b, m_k * m_n,
                            KLayout::rows(planes * m_k, m_n), GemmOperand::Weight, gradients[0], planes);
     }
     if (inputGradNeeded.at(1)) { // dB = A^T dC, K = m
         gradients[1] = pass.backend.empty(saved.b.shape(), computeType());
-        m_product.multiply(pass, GemmPass::WeightGrad, Transpose::Yes, Transpose::No, m_k, m_n, m_m, saved.a, m_m * m_k,
-                           KLayout::along(planes, m_m, m_k), GemmOperand::Activation, dc, m_m * m_n,
+        m_product.multiply(pass, GemmPass::WeightGrad, Transpose::Yes, Transpose::No, m_k, m_n, m_m, m_alpha, saved.a,
+                           m_m * m_k, KLayout::along(planes, m_m, m_k), GemmOperand::Activation, dc, m_m * m_n,
                            KLayout::along(planes, m_m, m_n), GemmOperand::Gradient, gradients[1], planes);
     }
     return gradients;

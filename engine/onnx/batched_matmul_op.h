@@ -30,9 +30,9 @@ public:
 
     // c_p = op(a_p) op(b_p) for `planes` planes, each operand prepared for `gemm` in its role.
     void multiply(PassState& pass, GemmPass gemm, Transpose ta, Transpose tb, std::int64_t m, std::int64_t n,
-                  std::int64_t k, const Tensor& a, std::int64_t strideA, const KLayout& layoutA, GemmOperand roleA,
-                  const Tensor& b, std::int64_t strideB, const KLayout& layoutB, GemmOperand roleB, Tensor& c,
-                  std::int64_t planes);
+                  std::int64_t k, float alpha, const Tensor& a, std::int64_t strideA, const KLayout& layoutA,
+                  GemmOperand roleA, const Tensor& b, std::int64_t strideB, const KLayout& layoutB, GemmOperand roleB,
+                  Tensor& c, std::int64_t planes);
 
 protected:
     bool weightOperandIsWeight() const override { return false; }
@@ -44,10 +44,11 @@ private:
 
 class BatchedMatMulOp final : public GraphOp {
 public:
-    // Per sample: `planes` products of [m, k] by [k, n]; `output` is C's per-sample shape.
+    // Per sample: `planes` products of [m, k] by [k, n], times `alpha` (a Mul of the product by
+    // a scalar that the compilation folded: attention_pattern.h); `output` is C's per-sample shape.
     BatchedMatMulOp(BatchedProduct& product, std::int64_t planes, std::int64_t m, std::int64_t n, std::int64_t k,
-                    Shape output)
-        : m_product(product), m_planes(planes), m_m(m), m_n(n), m_k(k), m_output(std::move(output))
+                    Shape output, float alpha = 1.0f)
+        : m_product(product), m_planes(planes), m_m(m), m_n(n), m_k(k), m_output(std::move(output)), m_alpha(alpha)
     {}
 
     std::string name() const override { return m_product.name(); }
@@ -63,6 +64,7 @@ private:
     BatchedProduct& m_product;
     std::int64_t m_planes, m_m, m_n, m_k;
     Shape m_output;
+    float m_alpha;
 };
 
 } // namespace mantissa::onnx_import

@@ -1,19 +1,56 @@
 // The ops that change how values are laid out, not what they are: Reshape, Squeeze, Unsqueeze
 // and Transpose (and Cast to float, which keeps the engine's values as they are). On a computed
 // value each is a view where the batch-first order of the values does not change
-// (reshape_op.h) and a move otherwise (index_map_op.h); the batch's place (batch_layout.h)
+// (reshape_op.h) and a move otherwise: an exchange of two groups of axes on the backend
+// (swap_axes_op.h), any other permutation by an index map (index_map_op.h); the batch's place (batch_layout.h)
 // follows it. On a trainable initializer it makes a view of the initializer (ParameterView)
 // that the op reading it (a linear layer, an addition) computes with directly.
 #include "engine/onnx/index_map_op.h"
 #include "engine/onnx/reshape_op.h"
+#include "engine/onnx/swap_axes_op.h"
 #include "engine/onnx/tensor_node_families.h"
 #include "engine/util/check.h"
 
+#include <algorithm>
 #include <numeric>
+#include <optional>
 
 namespace mantissa::onnx_import {
 
 namespace {
+
+// A per-sample permutation that exchanges two adjacent groups of axes: the extents of the
+// values before, the two groups and after ([outer, rows, cols, inner] to [outer, cols, rows,
+// inner]). `moved` lists the input's axes of more than one value in output order.
+struct BlockSwap {
+    std::int64_t outer = 1, rows = 1, cols = 1, inner = 1;
+};
+
+std::optional<BlockSwap> blockSwap(const std::vector<std::size_t>& moved, const std::vector<std::int64_t>& extents)
+{
+    std::vector<std::size_t> sorted = moved;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t n = sorted.size();
+    const auto extent = [&](std::size_t from, std::size_t to) {
+        std::int64_t product = 1;
+        for (std::size_t i = from; i < to; ++i)
+            product *= extents[sorted[i]];
+        return product;
+    };
+    for (std::size_t p = 0; p < n; ++p)
+        for (std::size_t q = p + 1; q < n; ++q)
+            for (std::size_t r = q + 1; r <= n; ++r) {
+                std::vector<std::size_t> swapped(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(p));
+                swapped.insert(swapped.end(), sorted.begin() + static_cast<std::ptrdiff_t>(q),
+                               sorted.begin() + static_cast<std::ptrdiff_t>(r));
+                swapped.insert(swapped.end(), sorted.begin() + static_cast<std::ptrdiff_t>(p),
+                               sorted.begin() + static_cast<std::ptrdiff_t>(q));
+                swapped.insert(swapped.end(), sorted.begin() + static_cast<std::ptrdiff_t>(r), sorted.end());
+                if (swapped == moved)
+                    return BlockSwap{extent(0, p), extent(p, q), extent(q, r), extent(r, n)};
+            }
+    return std::nullopt;
+}
 
 // Reshape, Squeeze, Unsqueeze: the same values in ONNX's order under the output's shape.
 void compileView(OnnxCompiler& c, const OnnxNode& node)
@@ -85,6 +122,15 @@ void compileTranspose(OnnxCompiler& c, const OnnxNode& node)
     if (std::is_sorted(moved.begin(), moved.end())) {
         c.bind(node, 0,
                c.addOp(node, std::make_unique<ReshapeOp>(node.name, type, c.shapeOf(input), perSample), {input}), *out);
+        return;
+    }
+    if (const std::optional<BlockSwap> swap = blockSwap(moved, inExpanded)) {
+        c.bind(node, 0,
+               c.addOp(node,
+                       std::make_unique<SwapAxesOp>(node.name, type, swap->outer, swap->rows, swap->cols, swap->inner,
+                                                    c.shapeOf(input), perSample),
+                       {input}),
+               *out);
         return;
     }
     std::vector<std::int64_t> outExpanded;

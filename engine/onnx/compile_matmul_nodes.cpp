@@ -50,7 +50,7 @@ void compileLinearMatMul(OnnxCompiler& c, const OnnxNode& node, const ParameterV
     c.addLayer(node, std::move(linear), input, std::move(initializers), layout);
 }
 
-void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node)
+void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha = 1.0f)
 {
     const std::string &left = node.inputs[0], &right = node.inputs[1];
     const ValueId a = c.activation(node, 0), b = c.activation(node, 1);
@@ -81,7 +81,7 @@ void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node)
     } catch (const ConfigError& e) {
         c.refuse(node, e.what());
     }
-    c.bind(node, 0, c.addOp(node, std::make_unique<BatchedMatMulOp>(*owned, planes, m, n, k, perSample), {a, b}),
+    c.bind(node, 0, c.addOp(node, std::make_unique<BatchedMatMulOp>(*owned, planes, m, n, k, perSample, alpha), {a, b}),
            layout);
 }
 
@@ -99,6 +99,13 @@ void compileMatMul(OnnxCompiler& c, const OnnxNode& node)
 }
 
 } // namespace
+
+void compileScaledMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha)
+{
+    if (node.inputs.size() != 2 || !c.isActivation(node, 0) || !c.isActivation(node, 1))
+        c.refuse(node, "a product scaled by a constant multiplies two computed values");
+    compileBatchedMatMul(c, node, alpha);
+}
 
 void addMatMulNodeCompilers(NodeCompilerTable& table) { table["MatMul"] = compileMatMul; }
 

@@ -49,15 +49,21 @@ void compileLayerNormalization(OnnxCompiler& c, const OnnxNode& node)
 }
 
 template <bool Logarithm>
-void compileSoftmax(OnnxCompiler& c, const OnnxNode& node)
+void compileSoftmaxOf(OnnxCompiler& c, const OnnxNode& node, bool causal)
 {
     const ValueId input = c.activation(node, 0);
     if (c.onnx().opsetVersion < 13)
         c.refuse(node, "opsets before 13 flatten the axes from `axis` on, which does not compile");
     const std::int64_t width = lastAxisWidth(c, node, node.intAttribute("axis", -1));
-    const ValueId output =
-        c.addOp(node, std::make_unique<SoftmaxOp>(node.name, c.policy().layer().compute(), width, Logarithm), {input});
+    const ValueId output = c.addOp(
+        node, std::make_unique<SoftmaxOp>(node.name, c.policy().layer().compute(), width, Logarithm, causal), {input});
     c.bind(node, 0, output, c.layout(node.inputs[0]));
+}
+
+template <bool Logarithm>
+void compileSoftmax(OnnxCompiler& c, const OnnxNode& node)
+{
+    compileSoftmaxOf<Logarithm>(c, node, false);
 }
 
 void compileReduceMean(OnnxCompiler& c, const OnnxNode& node)
@@ -115,6 +121,13 @@ void compileReduceMean(OnnxCompiler& c, const OnnxNode& node)
 }
 
 } // namespace
+
+void compileScoresSoftmax(OnnxCompiler& c, const OnnxNode& node, const std::string& scores, bool causal)
+{
+    OnnxNode reading = node;
+    reading.inputs = {scores};
+    compileSoftmaxOf<false>(c, reading, causal);
+}
 
 void addNormalisationNodeCompilers(NodeCompilerTable& table)
 {

@@ -1,6 +1,9 @@
 #include "engine/onnx/compile_onnx.h"
 
 #include "engine/model/layer_formats.h"
+#include "engine/model/layers/activation_layer.h"
+#include "engine/onnx/attention_pattern.h"
+#include "engine/onnx/gelu_pattern.h"
 #include "engine/onnx/graph_loss.h"
 #include "engine/onnx/import_onnx.h"
 #include "engine/onnx/node_compilers.h"
@@ -26,6 +29,15 @@ void compileNode(OnnxCompiler& compiler, const OnnxNode& node)
     if (!compile)
         compiler.refuse(node, "the import accepts it, but it does not compile into the engine yet");
     compile(compiler, node);
+}
+
+// The last node of a GELU subgraph (gelu_pattern.h) as one GELU of x, named after that node.
+void compileGelu(OnnxCompiler& compiler, const OnnxNode& last, const std::string& x)
+{
+    OnnxNode gelu = last;
+    gelu.inputs = {x};
+    compiler.addLayer(gelu, std::make_unique<ActivationLayer>(Activation::Gelu), compiler.activation(gelu, 0), {},
+                      compiler.layout(x));
 }
 
 // The file's values replace the layers' initial draw; each parameter takes its initializer's
@@ -86,9 +98,22 @@ CompiledOnnx compileOnnx(const OnnxGraph& onnx, const PrecisionPolicy& policy, B
     auto graph = std::make_unique<Graph>(perSampleShape(onnx, input));
     OnnxCompiler compiler(onnx, policy, *graph);
     compiler.bindInput(input, graph->input());
-    for (const OnnxNode& node : onnx.nodes)
-        if (!loss || &node != &onnx.nodes[*onnx.lossNode])
+    // Subgraphs that run as fewer ops of the engine's (gelu_pattern.h, attention_pattern.h).
+    const GeluPatterns gelus = findGeluPatterns(onnx);
+    const AttentionPatterns attention = findAttentionPatterns(onnx);
+    for (std::size_t i = 0; i < onnx.nodes.size(); ++i) {
+        const OnnxNode& node = onnx.nodes[i];
+        if ((loss && i == *onnx.lossNode) || gelus.absorbed.contains(i) || attention.absorbed.contains(i))
+            continue;
+        if (const auto gelu = gelus.inputOf.find(i); gelu != gelus.inputOf.end())
+            compileGelu(compiler, node, gelu->second);
+        else if (const auto scaled = attention.alphaOf.find(i); scaled != attention.alphaOf.end())
+            compileScaledMatMul(compiler, node, scaled->second);
+        else if (const auto softmax = attention.softmaxOf.find(i); softmax != attention.softmaxOf.end())
+            compileScoresSoftmax(compiler, node, softmax->second.scores, softmax->second.causal);
+        else
             compileNode(compiler, node);
+    }
     const ValueId* output = compiler.find(outputName);
     if (!output)
         throw ConfigError("ONNX model " + onnx.path + ": its output '" + outputName + "' is not computed");

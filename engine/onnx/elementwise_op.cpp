@@ -47,6 +47,25 @@ ElementwiseOp::ElementwiseOp(std::string name, ElementwiseKind kind, DType compu
         }
         m_offsets.push_back(std::move(offsets));
     }
+    m_addend = perSampleAddend();
+}
+
+int ElementwiseOp::perSampleAddend() const
+{
+    if (m_kind != ElementwiseKind::Add || m_operands.size() != 2)
+        return -1;
+    const auto inOrder = [&](std::size_t k) {
+        const std::vector<std::int64_t>& offsets = m_offsets[k];
+        for (std::size_t i = 0; i < offsets.size(); ++i)
+            if (offsets[i] != static_cast<std::int64_t>(i))
+                return false;
+        return m_operands[k].elements == m_output.numel();
+    };
+    for (std::size_t k = 0; k < 2; ++k)
+        if (m_operands[k].source == ElementwiseOperand::Source::Parameter &&
+            m_operands[1 - k].source == ElementwiseOperand::Source::Value && inOrder(k) && inOrder(1 - k))
+            return static_cast<int>(k);
+    return -1;
 }
 
 std::vector<Shape> ElementwiseOp::outputShapes(const std::vector<Shape>& inputs) const
@@ -84,6 +103,17 @@ OpForward ElementwiseOp::forward(PassState& pass, const std::vector<Tensor>& inp
     auto context = std::make_unique<ElementwiseContext>();
     const std::int64_t batch = inputs[0].shape()[0];
     context->batch = batch;
+    if (m_addend >= 0) {
+        // Each sample's values plus the parameter's, in fp32 and rounded once, as on the host.
+        Tensor out = pass.backend.empty(batchedShape(batch, m_output), m_computeType);
+        pass.backend.addBroadcast(inputs[0], m_operands[static_cast<std::size_t>(m_addend)].parameter->working, out,
+                                  m_output.numel());
+        OpForward result;
+        result.outputs.push_back(out);
+        if (pass.training)
+            result.context = std::move(context);
+        return result;
+    }
     std::size_t nextInput = 0;
     for (const ElementwiseOperand& operand : m_operands) {
         std::vector<float> values;
@@ -134,6 +164,18 @@ std::vector<Tensor> ElementwiseOp::backward(PassState& pass, const std::vector<T
     auto& saved = static_cast<ElementwiseContext&>(*context);
     const std::int64_t batch = saved.batch;
     const std::int64_t perSample = m_output.numel();
+    if (m_addend >= 0) {
+        const Tensor& dy = outputGradients.at(0);
+        pass.backend.addBroadcastBackward(dy, m_operands[static_cast<std::size_t>(m_addend)].parameter->grad,
+                                          perSample);
+        if (!inputGradNeeded.at(0))
+            return {Tensor()};
+        if (dy.dtype() == m_computeType)
+            return {dy};
+        Tensor dx = pass.backend.empty(dy.shape(), m_computeType);
+        pass.backend.cast(dy, dx);
+        return {dx};
+    }
     std::vector<float> dy(static_cast<std::size_t>(batch * perSample));
     pass.backend.download(outputGradients.at(0), dy.data());
 

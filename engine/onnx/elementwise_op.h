@@ -7,7 +7,10 @@
 //
 // Every operand is widened to fp32, the result computed in fp32 and rounded once to the op's
 // compute type, as the engine's own additions round once; the gradients likewise. The op runs on
-// the host, through the backend's upload and download, so it works on every backend.
+// the host, through the backend's upload and download, so it works on every backend; the one
+// exception, a parameter of one sample's shape added to each sample (a learned positional
+// table), runs as the engine's positional embedding does (Backend::addBroadcast, its gradient
+// summed over the batch in double and rounded once).
 #include "engine/model/graph/graph_op.h"
 
 #include <cstdint>
@@ -43,6 +46,10 @@ public:
     std::vector<Tensor> backward(PassState& pass, const std::vector<Tensor>& outputGradients, LayerContext* context,
                                  const std::vector<bool>& inputGradNeeded) override;
     std::vector<Parameter*> parameters() override;
+    // Which operand is a parameter of one sample's shape added to each sample of the other (a
+    // learned positional table): that op runs on the backend (addBroadcast, as the engine's
+    // positional embedding), the rest on the host. -1 where the op is another.
+    int perSampleAddend() const;
 
 private:
     float apply(float a, float b) const;
@@ -54,6 +61,7 @@ private:
     std::vector<ElementwiseOperand> m_operands;
     std::vector<Shape> m_valueShapes;                 // per sample, one per graph input
     std::vector<std::vector<std::int64_t>> m_offsets; // per operand, per output element
+    int m_addend = -1;                                // perSampleAddend()
 };
 
 } // namespace mantissa::onnx_import

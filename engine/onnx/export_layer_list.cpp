@@ -3,38 +3,100 @@
 #include "engine/model/layers/activated_layer.h"
 #include "engine/model/layers/activation_layer.h"
 #include "engine/model/layers/batch_norm.h"
-#include "engine/model/layers/conv2d.h"
 #include "engine/model/layers/dropout.h"
-#include "engine/model/layers/linear.h"
 #include "engine/model/layers/pool2d.h"
 #include "engine/model/layers/residual.h"
+#include "engine/onnx/export_layer_writers.h"
+#include "engine/onnx/export_transformer.h"
 #include "engine/onnx/model_file.h"
 #include "engine/util/check.h"
 
-#include <cstring>
+#include <cmath>
 
 namespace mantissa::onnx_import {
 
+std::string writeConv(OnnxGraphWriter& w, Conv2d& layer, const std::string& input, const std::string& name)
+{
+    const ConvGeometry g = layer.geometry(1);
+    std::vector<std::string> inputs{input};
+    for (Parameter* p : layer.parameters())
+        inputs.push_back(w.initializer(*p));
+    onnx::NodeProto& node = w.addNode("Conv", name, inputs);
+    OnnxGraphWriter::intsAttribute(node, "kernel_shape", {g.kH, g.kW});
+    OnnxGraphWriter::intsAttribute(node, "strides", {g.strideH, g.strideW});
+    OnnxGraphWriter::intsAttribute(node, "pads", {g.padH, g.padW, g.padH, g.padW});
+    OnnxGraphWriter::intsAttribute(node, "dilations", {g.dilationH, g.dilationW});
+    OnnxGraphWriter::intAttribute(node, "group", g.groups);
+    return node.output(0);
+}
+
+std::string writeLinearRows(OnnxGraphWriter& w, Linear& layer, const std::string& rows)
+{
+    std::vector<std::string> inputs{rows};
+    for (Parameter* p : layer.parameters()) // weight, then bias
+        inputs.push_back(w.initializer(*p));
+    onnx::NodeProto& node = w.addNode("Gemm", layer.name(), inputs);
+    OnnxGraphWriter::intAttribute(node, "transB", 1); // the weight is [out, in], as PyTorch's
+    return node.output(0);
+}
+
+std::string writeLinear(OnnxGraphWriter& w, Linear& layer, const std::string& input, const std::string& tiedTable)
+{
+    const std::string& name = layer.name();
+    if (layer.sharesTable()) {
+        if (tiedTable.empty())
+            throw ConfigError("export: layer " + name + " (linear) is tied to a token embedding that none precedes");
+        onnx::NodeProto& transposed = w.addNode("Transpose", name + ".table", {tiedTable});
+        OnnxGraphWriter::intsAttribute(transposed, "perm", {1, 0});
+        const std::vector<Parameter*> bias = layer.parameters(); // a tied head lists only its bias
+        const std::string product =
+            w.addNode("MatMul", bias.empty() ? name : name + ".product", {input, transposed.output(0)}).output(0);
+        return bias.empty() ? product : w.addNode("Add", name, {product, w.initializer(*bias[0])}).output(0);
+    }
+    if (layer.tokens() == 1)
+        return writeLinearRows(w, layer, input);
+    onnx::NodeProto& flatten =
+        w.addNode("Reshape", name + ".rows", {input, w.intConstant(name + ".rows.shape", {-1, layer.inFeatures()})});
+    const std::string product = writeLinearRows(w, layer, flatten.output(0));
+    return w
+        .addNode("Reshape", name + ".tokens",
+                 {product, w.intConstant(name + ".tokens.shape", {-1, layer.tokens(), layer.outFeatures()})})
+        .output(0);
+}
+
+std::string writeGelu(OnnxGraphWriter& w, const std::string& input, const std::string& name)
+{
+    const std::string root2 = w.floatConstant(name + ".sqrt2", {}, {static_cast<float>(std::sqrt(2.0))});
+    const std::string one = w.floatConstant(name + ".one", {}, {1.0f});
+    const std::string half = w.floatConstant(name + ".half", {}, {0.5f});
+    const std::string scaled = w.addNode("Div", name + ".scaled", {input, root2}).output(0);
+    const std::string erf = w.addNode("Erf", name + ".erf", {scaled}).output(0);
+    const std::string shifted = w.addNode("Add", name + ".shifted", {erf, one}).output(0);
+    const std::string product = w.addNode("Mul", name + ".product", {input, shifted}).output(0);
+    return w.addNode("Mul", name, {product, half}).output(0);
+}
+
 namespace {
 
-class GraphWriter {
+class LayerListWriter {
 public:
-    GraphWriter(onnx::GraphProto& graph, Backend& backend) : m_graph(graph), m_backend(backend) {}
+    explicit LayerListWriter(OnnxGraphWriter& w) : m_w(w) {}
 
-    // Appends `layer` reading the value `input`; returns the value it writes.
-    std::string layer(Layer& layer, const std::string& input)
+    // Appends `layer` reading the value `input` of `shape` (a batch of 1); returns the value it
+    // writes.
+    std::string layer(Layer& layer, const std::string& input, const Shape& shape)
     {
         if (auto* activated = dynamic_cast<ActivatedLayer*>(&layer)) {
-            const std::string inner = this->layer(activated->inner(), input);
+            const std::string inner = this->layer(activated->inner(), input, shape);
             for (const Sublayer& part : activated->sublayers())
                 if (auto* activation = dynamic_cast<ActivationLayer*>(part.layer))
                     return this->activation(*activation, inner, layer.name() + ".activation");
             MANTISSA_ASSERT(false && "an activated layer holds an activation");
         }
         if (auto* linear = dynamic_cast<Linear*>(&layer))
-            return this->linear(*linear, input);
+            return writeLinear(m_w, *linear, input, m_tokenTable);
         if (auto* conv = dynamic_cast<Conv2d*>(&layer))
-            return this->conv(*conv, input);
+            return writeConv(m_w, *conv, input, conv->name());
         if (auto* norm = dynamic_cast<BatchNorm*>(&layer))
             return batchNorm(*norm, input);
         if (auto* pool = dynamic_cast<Pool2d*>(&layer))
@@ -44,60 +106,44 @@ public:
         if (auto* dropout = dynamic_cast<Dropout*>(&layer))
             return this->dropout(*dropout, input);
         if (auto* residual = dynamic_cast<Residual*>(&layer))
-            return this->residual(*residual, input);
+            return this->residual(*residual, input, shape);
         if (layer.kind() == LayerKind::Flatten) {
-            onnx::NodeProto& node = addNode("Flatten", layer.name(), {input});
-            intAttribute(node, "axis", 1);
+            onnx::NodeProto& node = m_w.addNode("Flatten", layer.name(), {input});
+            OnnxGraphWriter::intAttribute(node, "axis", 1);
             return node.output(0);
         }
+        if (auto* embedding = dynamic_cast<TokenEmbedding*>(&layer)) {
+            m_tokenTable = embedding->table()->name;
+            return writeTokenEmbedding(m_w, *embedding, input);
+        }
+        if (auto* positions = dynamic_cast<PositionalEmbedding*>(&layer))
+            return writePositionalEmbedding(m_w, *positions, input);
+        if (auto* patches = dynamic_cast<PatchEmbedding*>(&layer))
+            return writePatchEmbedding(m_w, *patches, input);
+        if (auto* norm = dynamic_cast<RowNorm*>(&layer))
+            return writeRowNorm(m_w, *norm, input);
+        if (auto* attention = dynamic_cast<Attention*>(&layer))
+            return writeAttention(m_w, *attention, input, shape[1]);
+        if (auto* mlp = dynamic_cast<Mlp*>(&layer))
+            return writeMlp(m_w, *mlp, input);
+        if (auto* block = dynamic_cast<TransformerBlock*>(&layer))
+            return writeTransformerBlock(m_w, *block, input, shape[1]);
         throw ConfigError("export: layer " + layer.name() + " (" + std::string(enumKey(layer.kind())) +
-                          ") has no ONNX form here yet; layer lists of linear, conv2d, batchnorm, pools, "
-                          "flatten, dropout, relu, tanh, sigmoid and residual layers export");
+                          ") has no ONNX form here yet");
     }
 
 private:
-    std::string linear(Linear& layer, const std::string& input)
-    {
-        if (layer.sharesTable() || layer.tokens() != 1)
-            throw ConfigError(
-                "export: layer " + layer.name() + " (linear) " +
-                (layer.sharesTable() ? "shares the token embedding's table" : "runs on every token of a sequence") +
-                ", which has no ONNX form here yet");
-        const std::vector<Parameter*> parameters = layer.parameters();
-        std::vector<std::string> inputs{input};
-        for (Parameter* p : parameters)
-            inputs.push_back(initializer(*p));
-        onnx::NodeProto& node = addNode("Gemm", layer.name(), inputs);
-        intAttribute(node, "transB", 1); // the weight is [out, in], as PyTorch's
-        return node.output(0);
-    }
-
-    std::string conv(Conv2d& layer, const std::string& input)
-    {
-        const ConvGeometry g = layer.geometry(1);
-        std::vector<std::string> inputs{input};
-        for (Parameter* p : layer.parameters())
-            inputs.push_back(initializer(*p));
-        onnx::NodeProto& node = addNode("Conv", layer.name(), inputs);
-        intsAttribute(node, "kernel_shape", {g.kH, g.kW});
-        intsAttribute(node, "strides", {g.strideH, g.strideW});
-        intsAttribute(node, "pads", {g.padH, g.padW, g.padH, g.padW});
-        intsAttribute(node, "dilations", {g.dilationH, g.dilationW});
-        intAttribute(node, "group", g.groups);
-        return node.output(0);
-    }
-
     std::string batchNorm(BatchNorm& layer, const std::string& input)
     {
         std::vector<std::string> inputs{input};
         for (Parameter* p : layer.parameters()) // gamma, beta
-            inputs.push_back(initializer(*p));
+            inputs.push_back(m_w.initializer(*p));
         for (auto& [name, tensor] : layer.buffers()) // running mean, running variance
-            inputs.push_back(initializer(name, *tensor));
-        onnx::NodeProto& node = addNode("BatchNormalization", layer.name(), inputs);
-        floatAttribute(node, "epsilon", layer.epsilon());
+            inputs.push_back(m_w.initializer(name, *tensor));
+        onnx::NodeProto& node = m_w.addNode("BatchNormalization", layer.name(), inputs);
+        OnnxGraphWriter::floatAttribute(node, "epsilon", layer.epsilon());
         // ONNX's momentum weighs the running value: PyTorch's (and ours) weighs the batch's.
-        floatAttribute(node, "momentum", 1.0f - layer.momentum());
+        OnnxGraphWriter::floatAttribute(node, "momentum", 1.0f - layer.momentum());
         return node.output(0);
     }
 
@@ -105,113 +151,67 @@ private:
     {
         const PoolGeometry g = layer.geometry(1);
         onnx::NodeProto& node =
-            addNode(layer.kind() == LayerKind::MaxPool ? "MaxPool" : "AveragePool", layer.name(), {input});
-        intsAttribute(node, "kernel_shape", {g.kH, g.kW});
-        intsAttribute(node, "strides", {g.strideH, g.strideW});
-        intsAttribute(node, "pads", {g.padH, g.padW, g.padH, g.padW});
+            m_w.addNode(layer.kind() == LayerKind::MaxPool ? "MaxPool" : "AveragePool", layer.name(), {input});
+        OnnxGraphWriter::intsAttribute(node, "kernel_shape", {g.kH, g.kW});
+        OnnxGraphWriter::intsAttribute(node, "strides", {g.strideH, g.strideW});
+        OnnxGraphWriter::intsAttribute(node, "pads", {g.padH, g.padW, g.padH, g.padW});
         if (layer.kind() == LayerKind::AvgPool)
-            intAttribute(node, "count_include_pad", g.countPadding ? 1 : 0);
+            OnnxGraphWriter::intAttribute(node, "count_include_pad", g.countPadding ? 1 : 0);
         return node.output(0);
     }
 
     std::string activation(ActivationLayer& layer, const std::string& input, const std::string& name)
     {
-        const char* op = nullptr;
         switch (layer.activation()) {
-        case Activation::Relu: op = "Relu"; break;
-        case Activation::Tanh: op = "Tanh"; break;
-        case Activation::Sigmoid: op = "Sigmoid"; break;
-        case Activation::Gelu:
-            throw ConfigError("export: layer " + name + " uses GELU, which has no ONNX form here yet");
+        case Activation::Relu: return m_w.addNode("Relu", name, {input}).output(0);
+        case Activation::Tanh: return m_w.addNode("Tanh", name, {input}).output(0);
+        case Activation::Sigmoid: return m_w.addNode("Sigmoid", name, {input}).output(0);
+        case Activation::Gelu: return writeGelu(m_w, input, name);
         }
-        return addNode(op, name, {input}).output(0);
+        MANTISSA_ASSERT(false && "every activation has a form");
+        return {};
     }
 
     std::string dropout(Dropout& layer, const std::string& input)
     {
-        onnx::TensorProto& ratio = *m_graph.add_initializer();
-        ratio.set_name(layer.name() + ".ratio");
-        ratio.set_data_type(onnx::TensorProto::FLOAT);
-        ratio.add_float_data(layer.rate());
-        return addNode("Dropout", layer.name(), {input, ratio.name()}).output(0);
+        const std::string ratio = m_w.scalarInitializer(layer.name() + ".ratio", layer.rate());
+        return m_w.addNode("Dropout", layer.name(), {input, ratio}).output(0);
     }
 
-    std::string residual(Residual& layer, const std::string& input)
+    std::string residual(Residual& layer, const std::string& input, const Shape& shape)
     {
         std::string branch = input, shortcut = input;
+        Shape branchShape = shape;
         for (const Sublayer& part : layer.sublayers()) {
-            if (part.role == "shortcut")
-                shortcut = this->layer(*part.layer, input);
-            else
-                branch = this->layer(*part.layer, branch);
+            if (part.role == "shortcut") {
+                shortcut = this->layer(*part.layer, input, shape);
+            } else {
+                branch = this->layer(*part.layer, branch, branchShape);
+                branchShape = part.layer->outputShape(branchShape);
+            }
         }
-        return addNode("Add", layer.name(), {branch, shortcut}).output(0);
+        return m_w.addNode("Add", layer.name(), {branch, shortcut}).output(0);
     }
 
-    onnx::NodeProto& addNode(const std::string& op, const std::string& name, const std::vector<std::string>& inputs)
-    {
-        onnx::NodeProto& node = *m_graph.add_node();
-        node.set_op_type(op);
-        node.set_name(name);
-        for (const std::string& in : inputs)
-            node.add_input(in);
-        node.add_output(name + ".out");
-        return node;
-    }
-
-    std::string initializer(Parameter& p) { return initializer(p.name, p.master); }
-
-    std::string initializer(const std::string& name, const Tensor& t)
-    {
-        std::vector<float> values(static_cast<std::size_t>(t.numel()));
-        m_backend.download(t, values.data());
-        onnx::TensorProto& tensor = *m_graph.add_initializer();
-        tensor.set_name(name);
-        tensor.set_data_type(onnx::TensorProto::FLOAT);
-        for (std::int64_t d : t.shape().dims())
-            tensor.add_dims(d);
-        std::string bytes(values.size() * sizeof(float), '\0');
-        std::memcpy(bytes.data(), values.data(), bytes.size());
-        tensor.set_raw_data(std::move(bytes));
-        return name;
-    }
-
-    static void intAttribute(onnx::NodeProto& node, const char* name, std::int64_t value)
-    {
-        onnx::AttributeProto& a = *node.add_attribute();
-        a.set_name(name);
-        a.set_type(onnx::AttributeProto::INT);
-        a.set_i(value);
-    }
-    static void intsAttribute(onnx::NodeProto& node, const char* name, std::initializer_list<std::int64_t> values)
-    {
-        onnx::AttributeProto& a = *node.add_attribute();
-        a.set_name(name);
-        a.set_type(onnx::AttributeProto::INTS);
-        for (std::int64_t v : values)
-            a.add_ints(v);
-    }
-    static void floatAttribute(onnx::NodeProto& node, const char* name, float value)
-    {
-        onnx::AttributeProto& a = *node.add_attribute();
-        a.set_name(name);
-        a.set_type(onnx::AttributeProto::FLOAT);
-        a.set_f(value);
-    }
-
-    onnx::GraphProto& m_graph;
-    Backend& m_backend;
+    OnnxGraphWriter& m_w;
+    std::string m_tokenTable; // the token embedding's initializer, for a head tied to it
 };
 
-// A float tensor of [batch, dims...] with the batch dynamic.
-void describeValue(onnx::ValueInfoProto& value, const std::string& name, const std::vector<std::int64_t>& dims)
+// A tensor of [batch, dims...] with the batch dynamic.
+void describeValue(onnx::ValueInfoProto& value, const std::string& name, onnx::TensorProto::DataType type,
+                   const std::vector<std::int64_t>& dims)
 {
     value.set_name(name);
     onnx::TypeProto_Tensor& tensor = *value.mutable_type()->mutable_tensor_type();
-    tensor.set_elem_type(onnx::TensorProto::FLOAT);
+    tensor.set_elem_type(type);
     tensor.mutable_shape()->add_dim()->set_dim_param("batch");
     for (std::int64_t d : dims)
         tensor.mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+std::vector<std::int64_t> perSampleDims(const Shape& shape)
+{
+    return std::vector<std::int64_t>(shape.dims().begin() + 1, shape.dims().end());
 }
 
 } // namespace
@@ -226,17 +226,27 @@ onnx::ModelProto layerListToOnnx(Model& model, Backend& backend)
     opset.set_version(kNewestOpset);
     onnx::GraphProto& graph = *proto.mutable_graph();
     graph.set_name("mantissa");
-    describeValue(*graph.add_input(), "input", model.inputShape().dims());
-    GraphWriter writer(graph, backend);
+    const std::vector<Layer*> layers = model.layers();
+    // Token ids are integers in ONNX (Gather's indices); the engine reads them as whole floats.
+    const bool tokenIds = !layers.empty() && layers.front()->kind() == LayerKind::TokenEmbedding;
+    describeValue(*graph.add_input(), "input", tokenIds ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT,
+                  model.inputShape().dims());
+    OnnxGraphWriter nodes(graph, backend);
+    LayerListWriter writer(nodes);
     std::string value = "input";
-    for (Layer* layer : model.layers())
-        value = writer.layer(*layer, value);
+    std::vector<std::int64_t> batchOfOne{1};
+    batchOfOne.insert(batchOfOne.end(), model.inputShape().dims().begin(), model.inputShape().dims().end());
+    Shape shape(batchOfOne);
+    for (Layer* layer : layers) {
+        value = writer.layer(*layer, value, shape);
+        shape = layer->outputShape(shape);
+    }
     // The last node's output is the graph's: renamed "logits" where the nodes read it.
     for (onnx::NodeProto& node : *graph.mutable_node())
         for (std::string& output : *node.mutable_output())
             if (output == value)
                 output = "logits";
-    describeValue(*graph.add_output(), "logits", {model.classes()});
+    describeValue(*graph.add_output(), "logits", onnx::TensorProto::FLOAT, perSampleDims(shape));
     return proto;
 }
 

@@ -19,6 +19,12 @@ void addBasicNodeCompilers(NodeCompilerTable& table);
 void addTensorNodeCompilers(NodeCompilerTable& table);
 void addConvNodeCompilers(NodeCompilerTable& table);
 
+// The ops of a pattern the compilation runs as fewer ops (attention_pattern.h): a MatMul of two
+// computed values times `alpha`, and a Softmax reading `scores` (the product, past the Mul and
+// the mask's Add), causal where the mask was.
+void compileScaledMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha);
+void compileScoresSoftmax(OnnxCompiler& c, const OnnxNode& node, const std::string& scores, bool causal);
+
 // Null where `opType` does not compile (yet).
 NodeCompiler findNodeCompiler(const std::string& opType);
 // Every op type that compiles, sorted.

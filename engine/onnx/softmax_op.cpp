@@ -28,7 +28,7 @@ OpForward SoftmaxOp::forward(PassState& pass, const std::vector<Tensor>& inputs)
     const Tensor& x = inputs.at(0);
     Tensor y = pass.backend.empty(x.shape(), m_type);
     if (!m_log) {
-        pass.backend.softmaxForward(x, y, 1, m_width, false, DType::F32);
+        pass.backend.softmaxForward(x, y, m_causal ? m_width : 1, m_width, m_causal, DType::F32);
     } else {
         std::vector<float> values = download(pass.backend, x);
         for (std::size_t row = 0; row < values.size(); row += static_cast<std::size_t>(m_width)) {

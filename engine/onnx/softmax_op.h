@@ -10,8 +10,11 @@ namespace mantissa::onnx_import {
 
 class SoftmaxOp final : public GraphOp {
 public:
-    SoftmaxOp(std::string name, DType type, std::int64_t width, bool logarithm)
-        : m_name(std::move(name)), m_type(type), m_width(width), m_log(logarithm)
+    // `causal`: each row r of a [..., width, width] plane sees only columns 0..r, the others
+    // taking exactly 0 (an additive mask of -inf above the diagonal that the compilation folded:
+    // attention_pattern.h), as the engine's causal attention computes it.
+    SoftmaxOp(std::string name, DType type, std::int64_t width, bool logarithm, bool causal = false)
+        : m_name(std::move(name)), m_type(type), m_width(width), m_log(logarithm), m_causal(causal)
     {}
 
     std::string name() const override { return m_name; }
@@ -27,6 +30,7 @@ private:
     DType m_type;
     std::int64_t m_width; // the softmax axis's extent
     bool m_log;
+    bool m_causal;
 };
 
 } // namespace mantissa::onnx_import

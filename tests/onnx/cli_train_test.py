@@ -132,6 +132,25 @@ if result.returncode == 0:
     result = cli_run("train", preset_onnx, *QUICK, "--db", db)
     expect(result.returncode == 0, "the exported preset trains as a model", result)
 
+# The transformer presets export too: the full checker (with shape inference) accepts the
+# graphs, and each trains as a model again on the preset's kind of data.
+for preset, data in [("vit-tiny", "synthetic"), ("char-gpt", "text")]:
+    SHORT = ["--data", data, "--max-steps", "2", "--batch-size", "8", "--limit-train", "64", "--limit-test", "16",
+             "--threads", "1"]
+    result = cli_run("train", "--preset", preset, *SHORT, "--db", db)
+    expect(result.returncode == 0, f"a {preset} run", result)
+    if result.returncode != 0:
+        continue
+    run = str(json.loads(result.stdout.splitlines()[-1])["run_id"])
+    written = os.path.join(work, preset + ".onnx")
+    result = cli_run("export-model", run, "-o", written, "--db", db)
+    expect(result.returncode == 0 and "into a new graph" in result.stdout, f"export-model of {preset}", result)
+    if result.returncode != 0:
+        continue
+    onnx.checker.check_model(onnx.load(written), full_check=True)
+    result = cli_run("train", written, *SHORT, "--db", db)
+    expect(result.returncode == 0, f"the exported {preset} trains as a model", result)
+
 # A model carrying its own loss (SoftmaxCrossEntropyLoss, mean) trains with it: the same
 # training, bit for bit, as its twin whose output is the logits.
 LOSS_RUN = ["--data", "synthetic", "--max-steps", "20", "--threads", "1", "--seed", "5"]

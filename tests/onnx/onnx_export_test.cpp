@@ -8,15 +8,20 @@
 // graph, and the same holds for it.
 #include "engine/config/presets.h"
 #include "engine/model/model.h"
+#include "engine/onnx/elementwise_op.h"
 #include "engine/onnx/export_onnx.h"
+#include "engine/onnx/index_map_op.h"
 #include "engine/onnx/onnx_model.h"
 #include "engine/util/check.h"
 #include "torch_fixtures.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <random>
 
@@ -74,15 +79,28 @@ std::map<std::string, std::vector<float>> namedValues(Model& model, Backend& bac
     return out;
 }
 
-std::vector<float> inferenceLogits(Model& model, Backend& backend, const Shape& batchShape)
+// A batch of `config`'s inputs: normal values, or token ids (whole numbers below the vocabulary)
+// for a model that starts with a token embedding.
+Tensor inputBatch(const RunConfig& config, Backend& backend, std::int64_t batch, std::uint32_t seed)
 {
-    std::mt19937 rng(11);
+    std::vector<std::int64_t> dims{batch};
+    dims.insert(dims.end(), config.model.input.begin(), config.model.input.end());
+    const Shape shape(dims);
+    std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(static_cast<std::size_t>(batchShape.numel()));
+    const bool tokens = !config.model.layers.empty() && config.model.layers.front().type == LayerKind::TokenEmbedding;
+    const std::int64_t vocabulary = tokens ? config.model.layers.front().vocabulary : 1;
+    std::uniform_int_distribution<int> id(0, static_cast<int>(vocabulary) - 1);
+    std::vector<float> x(static_cast<std::size_t>(shape.numel()));
     for (float& v : x)
-        v = normal(rng);
-    Tensor input = backend.empty(batchShape, DType::F32);
+        v = tokens ? static_cast<float>(id(rng)) : normal(rng);
+    Tensor input = backend.empty(shape, DType::F32);
     backend.upload(x.data(), input);
+    return input;
+}
+
+std::vector<float> inferenceLogits(Model& model, Backend& backend, const Tensor& input)
+{
     PassState pass{backend};
     pass.training = false;
     return values(backend, model.forward(pass, input).logits);
@@ -124,10 +142,9 @@ void checkRoundTrip(const RunConfig& config, const std::string& label)
     }
     EXPECT_EQ(tensorsChanged, changed.size()); // the perturbation reached every tensor
 
-    std::vector<std::int64_t> batch{2};
-    batch.insert(batch.end(), sampleShape.begin(), sampleShape.end());
-    const std::vector<float> before = inferenceLogits(trained, *backend, Shape(batch));
-    const std::vector<float> after = inferenceLogits(reimported, *backend, Shape(batch));
+    const Tensor input = inputBatch(config, *backend, 2, 11);
+    const std::vector<float> before = inferenceLogits(trained, *backend, input);
+    const std::vector<float> after = inferenceLogits(reimported, *backend, input);
     EXPECT_EQ(differingBits(before, after), 0u);
     EXPECT_GT(before.size(), 0u);
 }
@@ -152,26 +169,163 @@ TEST(OnnxExport, PlainMatMulWeightsGoBackInTheFilesLayout)
 }
 
 // A preset's layer list becomes a new graph: fused activations, convolutions, batch
-// normalisation, pools, flatten, and residual blocks with identity and projection shortcuts.
+// normalisation, pools, flatten, residual blocks with identity and projection shortcuts, and the
+// transformers: patch and token embeddings, learned positions, pre-norm blocks of (causal)
+// multi-head attention and a GELU MLP, layer norm and a head tied to the token table.
 TEST(OnnxExport, PresetsBecomeGraphsThatImportToTheSameBits)
 {
-    for (const char* preset : {"mlp", "cnn", "resnet-small", "deep-mlp"})
+    for (const char* preset : {"mlp", "cnn", "resnet-small", "deep-mlp", "vit-tiny", "char-gpt"})
         checkRoundTrip(presetConfig(preset), preset);
+}
+
+// The transformer's exported patterns compile into the engine's own ops (GELU, the scaled
+// product and causal softmax, the backend's axis swaps, the positional table's addition on the
+// backend): no elementwise or index-map op runs on the host.
+TEST(OnnxExport, AnExportedTransformerCompilesWithoutHostSideOps)
+{
+    for (const char* preset : {"vit-tiny", "char-gpt"}) {
+        SCOPED_TRACE(preset);
+        const RunConfig config = presetConfig(preset);
+        auto backend = makeCpuBackend(1);
+        const std::string out =
+            (std::filesystem::path(testing::TempDir()) / (std::string(preset) + "-ops.onnx")).string();
+        {
+            Model model(config.model, PrecisionMode::Fp32, *backend, 1);
+            exportTrainedOnnx(config, model, *backend, out);
+        }
+        Model imported(configFor(out, config.model.input).model, PrecisionMode::Fp32, *backend, 1);
+        std::vector<std::string> hostOps;
+        for (const GraphNode& node : imported.graph().nodes()) {
+            const auto* elementwise = dynamic_cast<const ElementwiseOp*>(node.op.get());
+            if (elementwise && elementwise->perSampleAddend() >= 0)
+                continue; // the backend's path
+            if (elementwise || dynamic_cast<const IndexMapOp*>(node.op.get()))
+                hostOps.push_back(node.op->name());
+        }
+        EXPECT_TRUE(hostOps.empty()) << hostOps.front();
+    }
 }
 
 TEST(OnnxExport, ALayerWithoutAnOnnxFormIsNamedAndNothingIsWritten)
 {
     auto backend = makeCpuBackend(1);
-    const RunConfig config = presetConfig("char-gpt");
+    RunConfig config = presetConfig("char-gpt");
+    config.model.layers.at(1).length = 256; // more positions than the 128 tokens
     Model model(config.model, PrecisionMode::Fp32, *backend, 1);
     const std::string out = testing::TempDir() + "/never.onnx";
     try {
         exportTrainedOnnx(config, model, *backend, out);
-        FAIL() << "char-gpt exported";
+        FAIL() << "a positional table longer than the sequence exported";
     } catch (const ConfigError& e) {
-        EXPECT_NE(std::string(e.what()).find("layer 0.token_embedding (token_embedding) has no ONNX form here yet"),
+        EXPECT_NE(std::string(e.what()).find("layer 1.positional_embedding (positional_embedding) holds 256 positions "
+                                             "for sequences of 128"),
                   std::string::npos)
             << e.what();
     }
     EXPECT_FALSE(std::filesystem::exists(out));
 }
+
+namespace {
+
+// Plain SGD on one fixed batch of `config`'s inputs with random labels (a sequence model's: its
+// input tokens): the losses of `steps` steps, as onnx_train_compiled_test trains a compiled graph.
+std::vector<float> sgdLosses(const RunConfig& config, Model& model, Backend& backend, int steps, float learningRate)
+{
+    const std::int64_t batch = 8;
+    const Tensor x = inputBatch(config, backend, batch, 5);
+    const std::int64_t rows = batch * model.labelsPerSample();
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> label(0, static_cast<int>(model.classes()) - 1);
+    std::vector<float> labelValues(static_cast<std::size_t>(rows));
+    for (float& v : labelValues)
+        v = static_cast<float>(label(rng));
+    // A language model learns to name each position's own token, which twenty steps show; random
+    // labels for 1024 positions it could only memorise slowly.
+    if (model.labelsPerSample() > 1)
+        labelValues = values(backend, x);
+    const Tensor labels = Tensor::fromFloats({rows}, labelValues);
+    std::vector<float> losses;
+    for (int step = 0; step < steps; ++step) {
+        PassState pass{backend};
+        pass.step = static_cast<std::uint64_t>(step);
+        ModelForward forward = model.forward(pass, x);
+        Tensor dlogits = backend.empty(forward.logits.shape(), forward.logits.dtype());
+        const Shape flat({rows, model.classes()});
+        Tensor flatGradient = dlogits.reshaped(flat);
+        losses.push_back(
+            backend.softmaxCrossEntropy(forward.logits.reshaped(flat), labels, 1.0f, &flatGradient).meanLoss);
+        model.backward(pass, dlogits, forward);
+        for (Parameter* p : model.parametersInBackwardOrder()) {
+            const std::vector<float> gradient = values(backend, p->grad);
+            std::vector<float> master = values(backend, p->master);
+            for (std::size_t i = 0; i < master.size(); ++i)
+                master[i] -= learningRate * gradient[i];
+            backend.upload(master.data(), p->master);
+            if (p->working.dtype() != p->master.dtype())
+                backend.cast(p->master, p->working);
+        }
+    }
+    return losses;
+}
+
+struct TrainCase {
+    const char* preset;
+    PrecisionMode mode;
+};
+
+class ExportedTransformerTrains : public testing::TestWithParam<TrainCase> {};
+
+// The exported transformer imported in each mode: its GEMMs are the preset's, by name, each
+// quantised (or kept, and why) as the preset's is, and it trains: the loss on one batch falls
+// as the preset's does.
+TEST_P(ExportedTransformerTrains, ItsGemmsAreThePresetsAndTheLossFalls)
+{
+    const TrainCase c = GetParam();
+    const RunConfig config = presetConfig(c.preset);
+    auto backend = makeCpuBackend(2);
+    const std::string out =
+        (std::filesystem::path(testing::TempDir()) / (std::string(c.preset) + "-train.onnx")).string();
+    {
+        Model exported(config.model, PrecisionMode::Fp32, *backend, 1);
+        exportTrainedOnnx(config, exported, *backend, out);
+    }
+    const RunConfig imported = configFor(out, config.model.input);
+    Model preset(config.model, c.mode, *backend, 1);
+    Model model(imported.model, c.mode, *backend, 1);
+    const std::vector<GemmCoverageEntry>& own = preset.gemmCoverage().gemms;
+    const std::vector<GemmCoverageEntry>& theirs = model.gemmCoverage().gemms;
+    ASSERT_EQ(theirs.size(), own.size()) << model.gemmCoverage().summary() << "\n" << preset.gemmCoverage().summary();
+    for (std::size_t i = 0; i < own.size(); ++i) {
+        EXPECT_EQ(theirs[i].layer, own[i].layer);
+        EXPECT_EQ(theirs[i].quantised, own[i].quantised) << own[i].layer;
+        EXPECT_EQ(theirs[i].kept, own[i].kept) << own[i].layer;
+        EXPECT_EQ(theirs[i].format, own[i].format) << own[i].layer;
+    }
+    std::cout << "  " << model.gemmCoverage().summary() << "\n";
+    const std::vector<float> ownLosses = sgdLosses(config, preset, *backend, 20, 0.1f);
+    const std::vector<float> losses = sgdLosses(config, model, *backend, 20, 0.1f);
+    std::cout << "  loss " << losses.front() << " -> " << losses.back() << " (the preset's " << ownLosses.front()
+              << " -> " << ownLosses.back() << ")\n";
+    for (float loss : losses)
+        ASSERT_TRUE(std::isfinite(loss));
+    // Measured over the 20 steps: vit-tiny falls from 2.6 to below 0.07 in every mode; char-gpt
+    // from 5.54 by 14% (fp32, the preset's loss to the last digit printed), 12% (mixed-bf16) and
+    // 11% (mxfp8), each within 0.4% of the preset's final loss.
+    EXPECT_LT(losses.back(), 0.9f * losses.front());
+}
+
+std::string trainCaseName(const testing::TestParamInfo<TrainCase>& info)
+{
+    std::string name = std::string(info.param.preset) + "_" + std::string(enumKey(info.param.mode));
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PresetsAndModes, ExportedTransformerTrains,
+    testing::Values(TrainCase{"vit-tiny", PrecisionMode::Fp32}, TrainCase{"vit-tiny", PrecisionMode::MixedBf16},
+                    TrainCase{"vit-tiny", PrecisionMode::Mxfp8}, TrainCase{"char-gpt", PrecisionMode::Fp32},
+                    TrainCase{"char-gpt", PrecisionMode::MixedBf16}, TrainCase{"char-gpt", PrecisionMode::Mxfp8}),
+    trainCaseName);
+
+} // namespace

@@ -38,6 +38,15 @@ public:
     // A causal mask skips half of S's values, but the GEMMs compute them all.
     std::int64_t flopsPerSample() const override;
 
+    std::int64_t width() const { return m_width; }
+    std::int64_t heads() const { return m_heads; }
+    Linear& query() { return m_query; }
+    Linear& key() { return m_key; }
+    Linear& value() { return m_value; }
+    Linear& output() { return m_output; }
+    bool causal() const { return m_causal; }
+    float dropout() const { return m_dropout; }
+
     // The dtype S is stored in and the softmax computes in, for this layer's compute type.
     DType scoresType() const;
 

@@ -48,6 +48,8 @@ public:
     bool hasBias() const { return m_hasBias; }
     bool sharesTable() const { return m_sharesTable || m_tied; }
     std::int64_t tokens() const { return m_tokens; }
+    std::int64_t inFeatures() const { return m_in; }
+    std::int64_t outFeatures() const { return m_out; }
 
 protected:
     // dW = dy^T x is all the rotated inputs feed (the bias gradient sums the unquantised dy).

@@ -19,6 +19,9 @@ public:
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override { return m_up.parameterCount() + m_down.parameterCount(); }
     std::int64_t flopsPerSample() const override { return m_up.flopsPerSample() + m_down.flopsPerSample(); }
+    // The projection up (its GELU is the wrapper's) and the one back down.
+    ActivatedLayer& up() { return m_up; }
+    Linear& down() { return m_down; }
 
 private:
     std::int64_t m_width, m_hidden;

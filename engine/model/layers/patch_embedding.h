@@ -22,6 +22,7 @@ public:
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override { return m_projection.parameterCount(); }
     std::int64_t flopsPerSample() const override { return m_projection.flopsPerSample(); }
+    Conv2d& projection() { return m_projection; }
 
 private:
     std::int64_t m_width, m_tokens;

@@ -18,6 +18,9 @@ public:
     Tensor backward(PassState& pass, const Tensor& dy, LayerContext* context) override;
     std::int64_t parameterCount() const override { return m_length * m_width; }
     std::int64_t flopsPerSample() const override { return m_tokens * m_width; }
+    // The table's rows; the model's sequences use the first tokens() of them.
+    std::int64_t length() const { return m_length; }
+    std::int64_t tokens() const { return m_tokens; }
 
 private:
     std::int64_t m_length, m_tokens, m_width;

@@ -27,6 +27,8 @@ public:
     // Per value: subtract (layer norm), scale by the inverse deviation, gain, bias; plus the
     // statistics' sum and sum of squares.
     std::int64_t flopsPerSample() const override { return (m_kind == RowNormKind::LayerNorm ? 7 : 5) * m_values; }
+    std::int64_t width() const { return m_width; }
+    float epsilon() const { return m_epsilon; }
 
 private:
     RowNormKind m_kind;

@@ -44,6 +44,10 @@ public:
     // The parts' FLOPs and the two residual additions.
     std::int64_t flopsPerSample() const override;
     std::vector<const Layer*> parts() const override { return {&m_norm1, &m_attention, &m_norm2, &m_mlp}; }
+    RowNorm& norm1() { return m_norm1; }
+    Attention& attention() { return m_attention; }
+    RowNorm& norm2() { return m_norm2; }
+    Mlp& mlp() { return m_mlp; }
 
 protected:
     bool partsAreGraphNodes() const override { return true; }
