@@ -18,6 +18,7 @@ using NodeCompilerTable = std::map<std::string, NodeCompiler>;
 void addBasicNodeCompilers(NodeCompilerTable& table);
 void addTensorNodeCompilers(NodeCompilerTable& table);
 void addConvNodeCompilers(NodeCompilerTable& table);
+void addConvTransposeNodeCompiler(NodeCompilerTable& table);
 
 // Null where `opType` does not compile (yet).
 NodeCompiler findNodeCompiler(const std::string& opType);
