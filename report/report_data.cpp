@@ -31,6 +31,17 @@ RunData loadRun(const RunStore& store, qint64 runId)
         // the stored JSON and everything the rows say.
         run.configError = QString::fromUtf8(e.what());
     }
+    if (run.config && !run.config->model.onnx.empty()) {
+        // The bytes the run trained, wherever the file has gone since; described by the ONNX
+        // support the program installed (model_file.h).
+        try {
+            RunConfig stored = *run.config;
+            stored.model.onnx = store.modelFilePath(run.info).toStdString();
+            run.modelFile = describeModelFile(stored);
+        } catch (const Error& e) {
+            run.modelFileError = QString::fromUtf8(e.what());
+        }
+    }
     return run;
 }
 

@@ -3,6 +3,7 @@
 // configs and model tables), their step, epoch and event rows, and the machine writing
 // the report. The renderers read only this, never the database.
 #include "engine/config/run_config.h"
+#include "engine/model/model_file.h"
 #include "engine/model/model_validation.h"
 #include "engine/observe/task_metric.h"
 #include "report/machine_info.h"
@@ -22,6 +23,11 @@ struct RunData {
     std::optional<RunConfig> config; // unset when the stored JSON no longer parses
     QString configError;             // why, when it does not
     ModelReport model;               // the layer table; empty without a config
+    // An imported model's run (model.onnx): its nodes under the run's precision, read from the
+    // file the run store keeps (RunStore::modelFilePath); unset for a layer list, or where it
+    // cannot be read (modelFileError says why).
+    std::optional<ModelFileDescription> modelFile;
+    QString modelFileError;
     StepSeries steps;
     QList<EpochRecord> epochs;
     QList<EventRecord> events;
