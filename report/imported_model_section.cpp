@@ -49,18 +49,18 @@ QList<const RunData*> oneRunPerMode(const QList<const RunData*>& runs)
 void addPrecisionHeaders(ReportTable& table, const QList<const RunData*>& columns)
 {
     for (const RunData* run : columns) {
-        table.header << (columns.size() == 1 ? QStringLiteral("Computes in")
-                                             : QStringLiteral("In %1").arg(text(
-                                                   precisionModeName(run->config->precision))));
+        table.header << (columns.size() == 1
+                             ? QStringLiteral("Computes in")
+                             : QStringLiteral("In %1").arg(text(precisionModeName(run->config->precision))));
         table.numeric << false;
     }
 }
 
-void appendNodeTable(ReportDocument& document, const ModelFileDescription& model,
-                     const QList<const RunData*>& columns)
+void appendNodeTable(ReportDocument& document, const ModelFileDescription& model, const QList<const RunData*>& columns)
 {
     ReportTable table;
-    table.header = {QStringLiteral("#"), QStringLiteral("Node"), QStringLiteral("Op"), QStringLiteral("Output shape"),
+    table.header = {QStringLiteral("#"),          QStringLiteral("Node"),
+                    QStringLiteral("Op"),         QStringLiteral("Output shape"),
                     QStringLiteral("Parameters"), QStringLiteral("FLOPs/sample")};
     table.numeric = {true, false, false, false, true, true};
     addPrecisionHeaders(table, columns);
@@ -117,7 +117,8 @@ void appendAlignmentAdvice(ReportDocument& document, const QList<const RunData*>
         QStringList lines;
         for (const ModelFileNode& node : run->modelFile->nodes)
             if (!node.alignment.empty())
-                lines << QStringLiteral("node %1 (%2), %3").arg(text(node.name), text(node.opType), text(node.alignment));
+                lines
+                    << QStringLiteral("node %1 (%2), %3").arg(text(node.name), text(node.opType), text(node.alignment));
         if (lines.isEmpty())
             continue;
         if (const qsizetype at = advice.indexOf(lines); at >= 0) {

@@ -111,10 +111,10 @@ void compileConvTranspose(OnnxCompiler& c, const OnnxNode& node)
     const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
     const std::vector<std::int64_t> outputPadding = perAxis(c, node, "output_padding", 0, 0);
     const std::vector<AxisPads> pads = transposedPads(c, node, image, kernel, stride, dilation, outputPadding);
-    const TransposedAxis h = transposedAxis(c, node, image[1], kernel[0], stride[0], dilation[0], outputPadding[0],
-                                            pads[0]);
-    const TransposedAxis w = transposedAxis(c, node, image[2], kernel[1], stride[1], dilation[1], outputPadding[1],
-                                            pads[1]);
+    const TransposedAxis h =
+        transposedAxis(c, node, image[1], kernel[0], stride[0], dilation[0], outputPadding[0], pads[0]);
+    const TransposedAxis w =
+        transposedAxis(c, node, image[2], kernel[1], stride[1], dilation[1], outputPadding[1], pads[1]);
 
     // The convolution this one transposes: its input is the output here, and W is its weight.
     ConvGeometry g;

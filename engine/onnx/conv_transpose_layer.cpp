@@ -146,8 +146,7 @@ std::int64_t ConvTranspose2d::flopsPerSample() const
 {
     // The products of the convolution it transposes, one multiply-add per weight tap per pixel
     // of this layer's input.
-    return 2 * m_shape.outChannels * m_shape.outH * m_shape.outW * m_shape.channelsPerGroup() * m_shape.kH *
-           m_shape.kW;
+    return 2 * m_shape.outChannels * m_shape.outH * m_shape.outW * m_shape.channelsPerGroup() * m_shape.kH * m_shape.kW;
 }
 
 std::vector<std::pair<std::string, std::int64_t>> ConvTranspose2d::tensorCoreExtents() const

@@ -14,8 +14,8 @@ std::string joined(const std::vector<std::int64_t>& values)
     return text + "]";
 }
 
-std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const std::string& name,
-                                  std::int64_t fallback, std::int64_t least)
+std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const std::string& name, std::int64_t fallback,
+                                  std::int64_t least)
 {
     if (!node.attribute(name))
         return {fallback, fallback};
@@ -78,12 +78,12 @@ ValueId cropImage(OnnxCompiler& c, const OnnxNode& node, ValueId value, const st
     for (std::int64_t ch = 0; ch < channels; ++ch)
         for (std::int64_t i = 0; i < crops[0].kept; ++i)
             for (std::int64_t j = 0; j < crops[1].kept; ++j)
-                map.push_back({0, (ch * crops[0].computed + i + crops[0].skip) * crops[1].computed + j + crops[1].skip});
+                map.push_back(
+                    {0, (ch * crops[0].computed + i + crops[0].skip) * crops[1].computed + j + crops[1].skip});
     const Shape kept{channels, crops[0].kept, crops[1].kept};
-    return c.appendToGroup(
-        std::make_unique<IndexMapOp>(node.name + ".crop", c.dtypeOf(value), std::vector<Shape>{computed}, kept,
-                                     std::move(map)),
-        {value});
+    return c.appendToGroup(std::make_unique<IndexMapOp>(node.name + ".crop", c.dtypeOf(value),
+                                                        std::vector<Shape>{computed}, kept, std::move(map)),
+                           {value});
 }
 
 } // namespace mantissa::onnx_import

@@ -17,8 +17,8 @@ std::string joined(const std::vector<std::int64_t>& values); // "[1, 2]"
 
 // An ints attribute of one value per spatial axis (H, W), `fallback` for both when absent;
 // refuses another count, and values below `least`.
-std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const std::string& name,
-                                  std::int64_t fallback, std::int64_t least = 1);
+std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const std::string& name, std::int64_t fallback,
+                                  std::int64_t least = 1);
 
 // The input's per-sample shape, which must be an image {channels, height, width}.
 const Shape& imageShape(OnnxCompiler& c, const OnnxNode& node, ValueId input);
