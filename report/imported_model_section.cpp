@@ -1,5 +1,6 @@
 #include "report/imported_model_section.h"
 
+#include "engine/model/model_file.h"
 #include "engine/util/format_number.h"
 #include "report/report_format.h"
 

@@ -1,5 +1,6 @@
 #include "report/report_data.h"
 
+#include "engine/model/model_file.h"
 #include "engine/observe/bits_per_character.h"
 #include "engine/precision/loss_scaler.h"
 #include "report/report_format.h"
@@ -37,7 +38,7 @@ RunData loadRun(const RunStore& store, qint64 runId)
         try {
             RunConfig stored = *run.config;
             stored.model.onnx = store.modelFilePath(run.info).toStdString();
-            run.modelFile = describeModelFile(stored);
+            run.modelFile = std::make_shared<const ModelFileDescription>(describeModelFile(stored));
         } catch (const Error& e) {
             run.modelFileError = QString::fromUtf8(e.what());
         }

@@ -3,7 +3,6 @@
 // configs and model tables), their step, epoch and event rows, and the machine writing
 // the report. The renderers read only this, never the database.
 #include "engine/config/run_config.h"
-#include "engine/model/model_file.h"
 #include "engine/model/model_validation.h"
 #include "engine/observe/task_metric.h"
 #include "report/machine_info.h"
@@ -14,7 +13,12 @@
 #include <QList>
 #include <QString>
 
+#include <memory>
 #include <optional>
+
+namespace mantissa {
+struct ModelFileDescription; // engine/model/model_file.h, which is not installed
+}
 
 namespace mantissa::report {
 
@@ -24,9 +28,9 @@ struct RunData {
     QString configError;             // why, when it does not
     ModelReport model;               // the layer table; empty without a config
     // An imported model's run (model.onnx): its nodes under the run's precision, read from the
-    // file the run store keeps (RunStore::modelFilePath); unset for a layer list, or where it
+    // file the run store keeps (RunStore::modelFilePath); null for a layer list, or where it
     // cannot be read (modelFileError says why).
-    std::optional<ModelFileDescription> modelFile;
+    std::shared_ptr<const ModelFileDescription> modelFile;
     QString modelFileError;
     StepSeries steps;
     QList<EpochRecord> epochs;

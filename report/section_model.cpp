@@ -4,6 +4,7 @@
 // (imported_model_section.h).
 #include "engine/config/config_field.h"
 #include "engine/model/model.h"
+#include "engine/model/model_file.h"
 #include "engine/model/tensor_core_alignment.h"
 #include "engine/util/format_number.h"
 #include "report/imported_model_section.h"
