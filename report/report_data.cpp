@@ -1,5 +1,6 @@
 #include "report/report_data.h"
 
+#include "engine/model/model_file.h"
 #include "engine/observe/bits_per_character.h"
 #include "engine/precision/loss_scaler.h"
 #include "report/report_format.h"
@@ -30,6 +31,17 @@ RunData loadRun(const RunStore& store, qint64 runId)
         // A config written by another version may not parse here: the report still shows
         // the stored JSON and everything the rows say.
         run.configError = QString::fromUtf8(e.what());
+    }
+    if (run.config && !run.config->model.onnx.empty()) {
+        // The bytes the run trained, wherever the file has gone since; described by the ONNX
+        // support the program installed (model_file.h).
+        try {
+            RunConfig stored = *run.config;
+            stored.model.onnx = store.modelFilePath(run.info).toStdString();
+            run.modelFile = std::make_shared<const ModelFileDescription>(describeModelFile(stored));
+        } catch (const Error& e) {
+            run.modelFileError = QString::fromUtf8(e.what());
+        }
     }
     return run;
 }

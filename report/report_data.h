@@ -13,7 +13,12 @@
 #include <QList>
 #include <QString>
 
+#include <memory>
 #include <optional>
+
+namespace mantissa {
+struct ModelFileDescription; // engine/model/model_file.h, which is not installed
+}
 
 namespace mantissa::report {
 
@@ -22,6 +27,11 @@ struct RunData {
     std::optional<RunConfig> config; // unset when the stored JSON no longer parses
     QString configError;             // why, when it does not
     ModelReport model;               // the layer table; empty without a config
+    // An imported model's run (model.onnx): its nodes under the run's precision, read from the
+    // file the run store keeps (RunStore::modelFilePath); null for a layer list, or where it
+    // cannot be read (modelFileError says why).
+    std::shared_ptr<const ModelFileDescription> modelFile;
+    QString modelFileError;
     StepSeries steps;
     QList<EpochRecord> epochs;
     QList<EventRecord> events;

@@ -1,10 +1,13 @@
 // The model section: the layer table the editor shows (type, output shape, parameters,
 // FLOPs, the precision each layer computes in), the totals, and the tensor-core alignment
-// advice of the 16-bit runs.
+// advice of the 16-bit runs; for an imported model, its file and nodes instead
+// (imported_model_section.h).
 #include "engine/config/config_field.h"
 #include "engine/model/model.h"
+#include "engine/model/model_file.h"
 #include "engine/model/tensor_core_alignment.h"
 #include "engine/util/format_number.h"
+#include "report/imported_model_section.h"
 #include "report/report_format.h"
 #include "report/report_sections.h"
 
@@ -29,10 +32,16 @@ QString withPrefix(double value)
     return QString::number(value, 'g', 3) + QLatin1String(prefixes[prefix]);
 }
 
-// Runs with the same model share one table; the key is what the table shows.
+// Runs with the same model share one table; the key is what the table shows: for an imported
+// model, the bytes of its file (their hash, else its path).
 QString modelKey(const RunData& run)
 {
     QStringList key{QString::fromStdString(Shape(run.config->model.input).toString())};
+    if (!run.config->model.onnx.empty())
+        return (key << QStringLiteral("onnx")
+                    << (run.info.modelSha256.isEmpty() ? QString::fromStdString(run.config->model.onnx)
+                                                       : run.info.modelSha256))
+            .join(QLatin1Char('|'));
     for (const LayerSpec& layer : run.config->model.layers)
         key << describeLayer(layer) << QString::fromStdString(layerFormatText(layer.precision));
     return key.join(QLatin1Char('|'));
@@ -128,8 +137,11 @@ void appendRecipeCoverage(ReportDocument& document, const QList<const RunData*>&
     QStringList lines;
     for (const RunData* run : runs) {
         try {
-            const GemmCoverage coverage =
-                plannedGemmCoverage(run->config->model, run->config->precision, run->config->recipe);
+            // An imported model is read from the file the run store keeps, wherever its own went.
+            ModelSpec model = run->config->model;
+            if (run->modelFile)
+                model.onnx = run->modelFile->path;
+            const GemmCoverage coverage = plannedGemmCoverage(model, run->config->precision, run->config->recipe);
             if (coverage.summary().empty())
                 continue;
             QString line = QStringLiteral("%1: %2").arg(run->label, QString::fromStdString(coverage.summary()));
@@ -179,8 +191,12 @@ void appendModel(ReportDocument& document, const ReportData& data)
         } else if (data.isComparison()) {
             document.paragraph(QStringLiteral("Every run trains the same model."));
         }
-        appendModelTable(document, group);
-        appendTensorCoreAdvice(document, group);
+        if (group.first()->config->model.onnx.empty()) {
+            appendModelTable(document, group);
+            appendTensorCoreAdvice(document, group);
+        } else {
+            appendImportedModel(document, group);
+        }
         appendRecipeCoverage(document, group);
     }
 }

@@ -1,7 +1,9 @@
 // mantissa-cli inspect MODEL.onnx: the graph an ONNX file imports to, node by node in the order
 // they run: op, name, output shape, parameters and forward FLOPs per sample; the totals; and
 // every node whose operator Mantissa does not support (then exit 2, as for any model it cannot
-// train).
+// train). With --precision MODE, also the precision each node runs in under that mode and the
+// engine's tensor-core alignment advice for the format each GEMM runs in
+// (tensor_core_alignment.h): fp16/bf16 tiles of 8, FP8 tensor cores' 16, a block format's block.
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -12,7 +14,8 @@
 #include "engine/util/format_number.h"
 
 #include <cstdio>
-#include <unordered_map>
+#include <map>
+#include <optional>
 
 namespace mantissa::cli {
 
@@ -39,7 +42,9 @@ QString flopsCell(double flops)
     return text(formatSi(flops));
 }
 
-void printGraph(const ox::OnnxGraph& graph)
+using NodePrecisions = std::map<std::string, ox::NodePrecision>;
+
+void printGraph(const ox::OnnxGraph& graph, const NodePrecisions* precisions)
 {
     std::printf("model %s: %s, opset %lld\n", graph.path.c_str(),
                 graph.producer.empty() ? "unknown producer" : graph.producer.c_str(),
@@ -60,15 +65,25 @@ void printGraph(const ox::OnnxGraph& graph)
     table.addColumn(QStringLiteral("output shape"));
     table.addColumn(QStringLiteral("parameters"), Align::Right);
     table.addColumn(QStringLiteral("FLOPs/sample"), Align::Right);
+    if (precisions)
+        table.addColumn(QStringLiteral("precision"));
     table.addColumn(QStringLiteral("supported"));
     for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
         const ox::OnnxNode& node = graph.nodes[i];
         const std::int64_t parameters = ox::nodeParameterCount(graph, node);
         const QString op = text(node.domain.empty() ? node.opType : node.domain + "." + node.opType);
-        table.addRow({QString::number(i + 1), op, text(node.name),
-                      shapeCell(node.outputs.empty() ? nullptr : graph.value(node.outputs.front())),
-                      parameters ? QString::number(parameters) : QString(), flopsCell(node.flopsPerSample),
-                      node.supported ? QStringLiteral("yes") : QStringLiteral("NO")});
+        QStringList row{QString::number(i + 1),
+                        op,
+                        text(node.name),
+                        shapeCell(node.outputs.empty() ? nullptr : graph.value(node.outputs.front())),
+                        parameters ? QString::number(parameters) : QString(),
+                        flopsCell(node.flopsPerSample)};
+        if (precisions) {
+            const auto found = precisions->find(node.name);
+            row << (found == precisions->end() ? QString() : text(found->second.precision));
+        }
+        row << (node.supported ? QStringLiteral("yes") : QStringLiteral("NO"));
+        table.addRow(row);
     }
     table.print(stdout);
 
@@ -83,6 +98,51 @@ void printGraph(const ox::OnnxGraph& graph)
         std::printf("loss: none in the graph; its outputs are the logits (or predictions) the task's loss reads\n");
 }
 
+// The engine's advice for each GEMM node under `mode`, in the order the nodes run: the rule of
+// the format it runs in, then one line per node whose extents miss it, and the batch where the
+// 16-bit tensor cores' rule applies and it misses it too.
+void printAlignment(const ox::OnnxGraph& graph, const NodePrecisions& precisions, PrecisionMode mode)
+{
+    std::printf("\ntensor-core alignment under %s:\n", precisionModeName(mode).c_str());
+    std::map<std::string, std::string> rules; // format -> its rule, each stated once
+    std::vector<std::string> lines;
+    int gemms = 0;
+    bool sixteenBit = false;
+    for (const ox::OnnxNode& node : graph.nodes) {
+        const auto found = precisions.find(node.name);
+        if (found == precisions.end() || !found->second.alignment)
+            continue;
+        const LayerAlignment& a = *found->second.alignment;
+        if (a.verdict == AlignmentVerdict::NoGemm)
+            continue;
+        ++gemms;
+        if (a.verdict == AlignmentVerdict::Fp32)
+            continue;
+        sixteenBit |= !a.rule.alongK && a.rule.multiple == kTensorCoreMultiple;
+        const std::string what = a.rule.alongK ? "the widths their blocks run along (K)" : "every extent";
+        rules.emplace(a.rule.format, what + " a multiple of " + std::to_string(a.rule.multiple));
+        if (a.verdict == AlignmentVerdict::Misaligned)
+            lines.push_back("node " + node.name + " (" + node.opType + "), " + a.rule.format + ": " + a.reason());
+    }
+    if (gemms == 0) {
+        std::printf("  no node runs a GEMM or convolution\n");
+        return;
+    }
+    if (rules.empty()) {
+        std::printf("  every GEMM computes in fp32, which does not run on 16-bit or FP8 tensor cores: no advice\n");
+        return;
+    }
+    for (const auto& [format, rule] : rules)
+        std::printf("  %s GEMMs want %s\n", format.c_str(), rule.c_str());
+    if (sixteenBit)
+        if (const std::optional<MisalignedExtent> batch = misalignedBatch(graph.batchSize))
+            lines.push_back(batchAdvice(*batch));
+    if (lines.empty())
+        std::printf("  all %d GEMMs meet them\n", gemms);
+    for (const std::string& line : lines)
+        std::printf("  %s\n", line.c_str());
+}
+
 } // namespace
 
 int runInspectCommand(const QStringList& arguments)
@@ -94,10 +154,25 @@ int runInspectCommand(const QStringList& arguments)
     parser.addOption(
         {"input-shape", "The shape of one sample of the first input, without the batch: 3x32x32, 128.", "SHAPE"});
     parser.addOption({"batch", "The batch size, where the model leaves it dynamic (default 1).", "N"});
+    parser.addOption({"precision",
+                      QString::fromStdString("Also show the precision each node runs in under this mode, and the "
+                                             "tensor-core alignment its GEMMs want: " +
+                                             enumKeyList<PrecisionMode>() + "."),
+                      "MODE"});
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
-    if (const auto exit = requirePositionals(parser, 1, kCommand, "MODEL.onnx [--input-shape SHAPE] [--batch N]"))
+    if (const auto exit =
+            requirePositionals(parser, 1, kCommand, "MODEL.onnx [--input-shape SHAPE] [--batch N] [--precision MODE]"))
         return *exit;
+    std::optional<PrecisionMode> mode;
+    if (parser.isSet("precision")) {
+        mode = parseEnum<PrecisionMode>(parser.value("precision").toStdString());
+        if (!mode)
+            return fail(kCommand,
+                        QString::fromStdString(
+                            unknownEnumMessage<PrecisionMode>("--precision", parser.value("precision").toStdString())),
+                        kExitBadInput);
+    }
     try {
         ox::ImportOptions options;
         if (parser.isSet("input-shape"))
@@ -111,8 +186,28 @@ int runInspectCommand(const QStringList& arguments)
                             kExitBadInput);
         }
         const ox::OnnxGraph graph = ox::importOnnx(parser.positionalArguments().front().toStdString(), options);
-        printGraph(graph);
+        // Under a mode the nodes compile, which takes every node supported; the graph is listed
+        // first all the same, with its unsupported nodes.
+        NodePrecisions precisions;
+        std::optional<std::string> problem;
+        if (mode && graph.unsupportedNodes().empty()) {
+            try {
+                precisions = ox::nodePrecisions(graph, PrecisionPolicy(*mode));
+            } catch (const ConfigError& error) {
+                problem = error.what();
+            }
+        }
+        printGraph(graph, mode && !problem && graph.unsupportedNodes().empty() ? &precisions : nullptr);
         ox::requireSupported(graph);
+        if (problem) {
+            std::fflush(stdout);
+            return fail(kCommand,
+                        QStringLiteral("under %1 the model does not compile: %2")
+                            .arg(QString::fromStdString(precisionModeName(*mode)), QString::fromStdString(*problem)),
+                        kExitBadInput);
+        }
+        if (mode)
+            printAlignment(graph, precisions, *mode);
         return kExitOk;
     } catch (const std::exception& error) {
         std::fflush(stdout);

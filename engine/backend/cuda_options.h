@@ -17,6 +17,11 @@ namespace mantissa {
 // on a device without them is refused at the first FP8 GEMM operand.
 enum class Fp8Gemm : std::uint8_t { Auto, Native, Emulated };
 
+// cuBLASLt's FP8 matmul takes M, N and K only in multiples of 16 (the packed operands' leading
+// dimension 16 bytes, the output's 16 elements): fp8_gemm_plan.h asks it of every GEMM, and the
+// tensor-core advice of the FP8 recipes names the extents that miss it.
+inline constexpr std::int64_t kFp8GemmMultiple = 16;
+
 template <>
 std::span<const EnumEntry<Fp8Gemm>> enumEntries<Fp8Gemm>();
 

@@ -36,6 +36,9 @@ struct ModelFileNode {
     // GEMM it quantises ("mxfp8 GEMM"), or why the recipe keeps it ("bf16, keep_first_last: the
     // first GEMM"). Empty when the model does not compile.
     std::string precision;
+    // For a GEMM or convolution whose extents miss what its format wants (tensor_core_alignment.h):
+    // the engine's advice, "in features = 100 is not a multiple of 8: ..."; empty otherwise.
+    std::string alignment;
 };
 
 struct ModelFileDescription {

@@ -1,15 +1,45 @@
 #include "engine/model/tensor_core_alignment.h"
 
+#include "engine/backend/cuda_options.h"
+#include "engine/model/layer.h"
 #include "engine/precision/precision_policy.h"
 
 namespace mantissa {
 
 namespace {
 
-MisalignedExtent misaligned(std::string name, std::int64_t value)
+MisalignedExtent misaligned(std::string name, std::int64_t value, std::int64_t multiple = kTensorCoreMultiple)
 {
-    const std::int64_t below = value / kTensorCoreMultiple * kTensorCoreMultiple;
-    return {std::move(name), value, below, below + kTensorCoreMultiple};
+    const std::int64_t below = value / multiple * multiple;
+    return {std::move(name), value, below, below + multiple};
+}
+
+// The 16-bit tensor cores' rule, which every unquantised fp16 or bf16 GEMM follows.
+AlignmentRule sixteenBitRule()
+{
+    return {kTensorCoreMultiple, false, "fp16/bf16",
+            "fp16/bf16 tensor cores work on tiles of 8, so this layer's GEMMs pad or fall back to slower kernels",
+            "would use them fully"};
+}
+
+// The verdict on `extents` (or, where the rule runs along K, `blockedWidths`) under `rule`.
+void judge(LayerAlignment& alignment, const std::vector<std::pair<std::string, std::int64_t>>& blockedWidths)
+{
+    if (alignment.extents.empty()) {
+        alignment.verdict = AlignmentVerdict::NoGemm;
+        return;
+    }
+    if (alignment.rule.multiple == 0) {
+        alignment.verdict = AlignmentVerdict::Fp32;
+        return;
+    }
+    if (alignment.rule.alongK)
+        alignment.extents = blockedWidths;
+    for (const auto& [name, value] : alignment.extents) {
+        if (value % alignment.rule.multiple != 0)
+            alignment.misaligned.push_back(misaligned(name, value, alignment.rule.multiple));
+    }
+    alignment.verdict = alignment.misaligned.empty() ? AlignmentVerdict::Aligned : AlignmentVerdict::Misaligned;
 }
 
 std::string listMisaligned(const std::vector<MisalignedExtent>& extents)
@@ -27,6 +57,28 @@ std::string listMisaligned(const std::vector<MisalignedExtent>& extents)
 
 bool wantsTensorCoreAlignment(DType compute) { return compute == DType::F16 || compute == DType::BF16; }
 
+AlignmentRule alignmentRule(DType compute, const OperandRecipes& recipes)
+{
+    GemmRecipe recipe = GemmRecipe::None;
+    for (GemmOperand operand : {GemmOperand::Activation, GemmOperand::Weight, GemmOperand::Gradient})
+        if (recipe == GemmRecipe::None)
+            recipe = recipes[operand];
+    if (recipe == GemmRecipe::None)
+        return wantsTensorCoreAlignment(compute) ? sixteenBitRule() : AlignmentRule{};
+    const std::string name = gemmRecipeName(recipe);
+    const auto block = static_cast<std::int64_t>(recipeBlockSize(recipe));
+    if (block == 0)
+        return {kFp8GemmMultiple, false, name,
+                "FP8 tensor cores (cuBLASLt's FP8 matmul) take a GEMM only where M, N and K are multiples of " +
+                    std::to_string(kFp8GemmMultiple) + ", so this layer's GEMMs run emulated in bf16",
+                "would run on them"};
+    const bool whole = recipe == GemmRecipe::Nvfp4;
+    return {block, true, name,
+            name + " scales blocks of " + std::to_string(block) + " values along K, so " +
+                (whole ? "this layer does not compile (nvfp4 refuses a partial block)"
+                       : "the last block along K is partial, fewer values sharing its scale"),
+            "would fill the blocks"};
+}
 std::string MisalignedExtent::suggestion() const
 {
     return below > 0 ? std::to_string(below) + " or " + std::to_string(above) : std::to_string(above);
@@ -53,17 +105,16 @@ std::string LayerAlignment::reason() const
         std::string parts;
         for (const auto& [name, value] : extents)
             parts += (parts.empty() ? "" : ", ") + name + " = " + std::to_string(value);
-        return "every extent is a multiple of 8 (" + parts + ")";
+        return std::string(rule.alongK ? "every width its blocks run along" : "every extent") + " is a multiple of " +
+               std::to_string(rule.multiple) + " (" + parts + ")";
     }
     case AlignmentVerdict::Misaligned: {
         const bool one = misaligned.size() == 1;
         std::string suggestions;
         for (const MisalignedExtent& e : misaligned)
             suggestions += (suggestions.empty() ? "" : "; ") + e.name + ": " + e.suggestion();
-        return listMisaligned(misaligned) + (one ? " is not a multiple" : " are not multiples") +
-               " of 8: fp16/bf16 tensor cores work on tiles of 8, so this layer's GEMMs pad or fall back to slower "
-               "kernels (" +
-               suggestions + " would use them fully)";
+        return listMisaligned(misaligned) + (one ? " is not a multiple" : " are not multiples") + " of " +
+               std::to_string(rule.multiple) + ": " + rule.why + " (" + suggestions + " " + rule.gain + ")";
     }
     }
     return "";
@@ -75,20 +126,20 @@ LayerAlignment layerAlignment(const LayerReport& layer, DType compute)
     alignment.layer = layer.index;
     alignment.type = layer.type;
     alignment.compute = compute;
+    alignment.rule = alignmentRule(compute);
     alignment.extents = layer.tensorCoreExtents;
-    if (alignment.extents.empty()) {
-        alignment.verdict = AlignmentVerdict::NoGemm;
-        return alignment;
-    }
-    if (!wantsTensorCoreAlignment(compute)) {
-        alignment.verdict = AlignmentVerdict::Fp32;
-        return alignment;
-    }
-    for (const auto& [name, value] : alignment.extents) {
-        if (value % kTensorCoreMultiple != 0)
-            alignment.misaligned.push_back(misaligned(name, value));
-    }
-    alignment.verdict = alignment.misaligned.empty() ? AlignmentVerdict::Aligned : AlignmentVerdict::Misaligned;
+    judge(alignment, {});
+    return alignment;
+}
+
+LayerAlignment gemmLayerAlignment(const Layer& layer)
+{
+    LayerAlignment alignment;
+    alignment.type = layer.kind();
+    alignment.compute = layer.computeType();
+    alignment.rule = alignmentRule(layer.computeType(), layer.gemmRecipes());
+    alignment.extents = layer.runsGemms() ? layer.tensorCoreExtents() : decltype(alignment.extents){};
+    judge(alignment, layer.blockedWidths());
     return alignment;
 }
 

@@ -1,4 +1,6 @@
-// Add, Sub, Mul, Div and Pow with numpy broadcasting, and Sqrt and Erf (elementwise_op.h). Two
+// Add, Sub, Mul, Div and Pow with numpy broadcasting, Sqrt and Erf, and Where (elementwise_op.h),
+// whose condition must be a constant: the import folds the masks exporters build from shapes
+// (Equal, Trilu, ...), and a condition computed from the data would need a comparison op. Two
 // computed values of one shape and place of the batch add as the graph's AddOp, a skip
 // connection's join; everything else is an ElementwiseOp over the output's expanded shape, whose
 // operands may be computed values, constants or trainable initializers (a bias, a positional
@@ -72,6 +74,8 @@ ElementwiseKind kindOf(const std::string& opType)
         return ElementwiseKind::Pow;
     if (opType == "Sqrt")
         return ElementwiseKind::Sqrt;
+    if (opType == "Where")
+        return ElementwiseKind::Where;
     MANTISSA_ASSERT(opType == "Erf");
     return ElementwiseKind::Erf;
 }
@@ -79,12 +83,16 @@ ElementwiseKind kindOf(const std::string& opType)
 void compileElementwise(OnnxCompiler& c, const OnnxNode& node)
 {
     const ElementwiseKind kind = kindOf(node.opType);
-    const std::size_t operandCount = kind == ElementwiseKind::Sqrt || kind == ElementwiseKind::Erf ? 1 : 2;
+    const std::size_t operandCount = elementwiseArity(kind);
     if (node.inputs.size() != operandCount)
         c.refuse(node, "it takes " + std::to_string(operandCount) + " inputs");
     const std::string& output = node.outputs.at(0);
     if (!isFloatValue(c, output))
         c.refuse(node, "only float arithmetic compiles; integer arithmetic is shape arithmetic the import folds");
+    if (kind == ElementwiseKind::Where && !c.constant(node, 0))
+        c.refuse(node, "its condition '" + node.inputs[0] +
+                           "' is computed from the data; only a condition that is constant for the fixed input "
+                           "shape compiles (a mask the import folds)");
     const std::vector<std::int64_t>& outDims = c.dims(output);
 
     // The batch lies where the computed operand of the output's rank (or the first) has it.
@@ -172,7 +180,7 @@ void compileElementwise(OnnxCompiler& c, const OnnxNode& node)
 
 void addArithmeticNodeCompilers(NodeCompilerTable& table)
 {
-    for (const char* type : {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf"})
+    for (const char* type : {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf", "Where"})
         table[type] = compileElementwise;
 }
 

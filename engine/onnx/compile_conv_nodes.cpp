@@ -1,15 +1,17 @@
 // The op types convolutional networks (torchvision's ResNets and MobileNets) export to:
-// Conv as a convolution layer (groups, dilations, strides, rectangular kernels), training-mode
-// BatchNormalization, MaxPool, AveragePool and the global pools, Dropout, and the pointwise
-// functions with parameters (Clip, LeakyRelu, HardSigmoid, HardSwish). Every tensor is NCHW;
-// 1-D and 3-D forms, asymmetric padding and the attribute values the engine has no kernel for
-// are refused, each naming what it met.
+// Conv as a convolution layer (groups, dilations, strides, rectangular kernels, any padding),
+// training-mode BatchNormalization, MaxPool, AveragePool and the global pools, Dropout, and the
+// pointwise functions with parameters (Clip, LeakyRelu, HardSigmoid, HardSwish). Every tensor is
+// NCHW; 1-D and 3-D forms, pools padded unequally and the attribute values the engine has no
+// kernel for are refused, each naming what it met.
 #include "engine/model/layers/batch_norm.h"
 #include "engine/model/layers/conv2d.h"
 #include "engine/model/layers/dropout.h"
 #include "engine/model/layers/pool2d.h"
+#include "engine/onnx/conv_windows.h"
 #include "engine/onnx/node_compilers.h"
 #include "engine/onnx/pointwise_op.h"
+#include "engine/util/check.h"
 
 #include <algorithm>
 #include <limits>
@@ -19,82 +21,15 @@ namespace mantissa::onnx_import {
 
 namespace {
 
-std::string joined(const std::vector<std::int64_t>& values)
+// The pools' padding: one value per axis, for both sides, as the engine's pooling takes it.
+std::vector<std::int64_t> symmetricPads(OnnxCompiler& c, const OnnxNode& node, const std::vector<AxisPads>& pads)
 {
-    std::string text = "[";
-    for (std::size_t i = 0; i < values.size(); ++i)
-        text += (i ? ", " : "") + std::to_string(values[i]);
-    return text + "]";
-}
-
-// An ints attribute of one value per spatial axis (H, W), `fallback` for both when absent.
-std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const std::string& name, std::int64_t fallback)
-{
-    if (!node.attribute(name))
-        return {fallback, fallback};
-    std::vector<std::int64_t> values = node.intsAttribute(name);
-    if (values.size() != 2)
-        c.refuse(node, name + " " + joined(values) + " must have one value per axis of a 2-D image");
-    for (std::int64_t v : values)
-        if (v < 1)
-            c.refuse(node, name + " " + joined(values) + " must be positive");
-    return values;
-}
-
-// The input's per-sample shape, which must be an image {channels, height, width}.
-const Shape& imageShape(OnnxCompiler& c, const OnnxNode& node, ValueId input)
-{
-    const Shape& shape = c.shapeOf(input);
-    if (shape.rank() != 3)
-        c.refuse(node, "only 2-D images (N, C, H, W) compile, got " + shape.toString() + " per sample");
-    return shape;
-}
-
-// One axis of a sliding window: the padding on both sides and the output extent.
-struct Axis {
-    std::int64_t pad = 0, out = 0;
-};
-
-// The padding of both axes from `pads` or `auto_pad`. The engine pads each axis equally on both
-// sides, so an odd total (SAME_UPPER and SAME_LOWER put the extra pixel on one side) or unequal
-// explicit pads are refused.
-std::vector<std::int64_t> symmetricPads(OnnxCompiler& c, const OnnxNode& node, const Shape& image,
-                                        const std::vector<std::int64_t>& kernel,
-                                        const std::vector<std::int64_t>& stride,
-                                        const std::vector<std::int64_t>& dilation)
-{
-    const std::string autoPad = node.stringAttribute("auto_pad", "NOTSET");
-    if (autoPad == "VALID")
-        return {0, 0};
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-        std::vector<std::int64_t> pads(2);
-        for (std::size_t a = 0; a < 2; ++a) {
-            const std::int64_t in = image[a + 1];
-            const std::int64_t out = (in + stride[a] - 1) / stride[a];
-            const std::int64_t total =
-                std::max<std::int64_t>(0, (out - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1 - in);
-            if (total % 2 != 0)
-                c.refuse(node, "auto_pad " + autoPad +
-                                   " pads one side more than the other here, which does not "
-                                   "compile (the engine pads both sides equally)");
-            pads[a] = total / 2;
-        }
-        return pads;
-    }
-    if (autoPad != "NOTSET")
-        c.refuse(node, "auto_pad '" + autoPad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
-    if (!node.attribute("pads"))
-        return {0, 0};
-    const std::vector<std::int64_t> pads = node.intsAttribute("pads");
-    if (pads.size() != 4)
-        c.refuse(node, "pads " + joined(pads) + " must have four values (begin and end of H and W)");
-    if (pads[0] != pads[2] || pads[1] != pads[3])
-        c.refuse(node, "pads " + joined(pads) +
-                           " differ between the two sides of an axis, which does not compile (the engine pads "
-                           "both sides equally)");
-    if (pads[0] < 0 || pads[1] < 0)
-        c.refuse(node, "pads " + joined(pads) + " must not be negative");
-    return {pads[0], pads[1]};
+    for (const AxisPads& axis : pads)
+        if (!axis.symmetric())
+            c.refuse(node, "it pads one side of an axis more than the other (" + std::to_string(axis.begin) +
+                               " before, " + std::to_string(axis.end) +
+                               " after), which does not compile for pooling (the engine pads both sides equally)");
+    return {pads[0].begin, pads[1].begin};
 }
 
 // The output extents of a window; ceil_mode = 1 compiles where it gives the same extents as
@@ -147,6 +82,35 @@ void refuseExtraOutputs(OnnxCompiler& c, const OnnxNode& node, const char* what)
     }
 }
 
+// The engine pads both sides of an axis alike. ONNX's (begin, end) compiles as the padding
+// P = begin + stride x ceil((end - begin) / stride) on both sides where end > begin, else begin:
+// P >= end, so the last windows ONNX computes see its zeros, and P - begin a whole number of
+// strides, so the windows the extra padding adds before ONNX's first are dropped whole, as are
+// those past ONNX's last (a crop, cropImage). Equal pads need no crop.
+struct ConvAxis {
+    std::int64_t pad = 0;
+    AxisCrop crop;
+};
+
+ConvAxis convAxis(OnnxCompiler& c, const OnnxNode& node, std::int64_t in, std::int64_t kernel, std::int64_t stride,
+                  std::int64_t dilation, AxisPads pads)
+{
+    const std::int64_t span = dilation * (kernel - 1) + 1;
+    const std::int64_t room = in + pads.begin + pads.end - span;
+    if (room < 0)
+        c.refuse(node, "the kernel's span of " + std::to_string(span) + " pixels is larger than the padded image (" +
+                           std::to_string(in) + " pixels, padded " + std::to_string(pads.begin) + " and " +
+                           std::to_string(pads.end) + ")");
+    ConvAxis axis;
+    const std::int64_t extra = std::max<std::int64_t>(0, pads.end - pads.begin);
+    axis.pad = pads.begin + (extra + stride - 1) / stride * stride;
+    axis.crop.skip = (axis.pad - pads.begin) / stride;
+    axis.crop.kept = room / stride + 1;
+    axis.crop.computed = slidingOutput(in, kernel, stride, axis.pad, dilation);
+    MANTISSA_ASSERT(axis.crop.computed >= axis.crop.skip + axis.crop.kept);
+    return axis;
+}
+
 void compileConv(OnnxCompiler& c, const OnnxNode& node)
 {
     const ValueId input = c.activation(node, 0);
@@ -165,8 +129,9 @@ void compileConv(OnnxCompiler& c, const OnnxNode& node)
                  "kernel_shape " + joined(node.intsAttribute("kernel_shape")) + " differs from W's " + joined(kernel));
     const std::vector<std::int64_t> stride = perAxis(c, node, "strides", 1);
     const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
-    const std::vector<std::int64_t> pads = symmetricPads(c, node, image, kernel, stride, dilation);
-    const std::vector<std::int64_t> out = windowOutput(c, node, image, kernel, stride, pads, dilation);
+    const std::vector<AxisPads> pads = windowPads(c, node, image, kernel, stride, dilation);
+    const ConvAxis h = convAxis(c, node, image[1], kernel[0], stride[0], dilation[0], pads[0]);
+    const ConvAxis w = convAxis(c, node, image[2], kernel[1], stride[1], dilation[1], pads[1]);
 
     ConvGeometry g;
     g.inChannels = image[0];
@@ -177,13 +142,13 @@ void compileConv(OnnxCompiler& c, const OnnxNode& node)
     g.kW = kernel[1];
     g.strideH = stride[0];
     g.strideW = stride[1];
-    g.padH = pads[0];
-    g.padW = pads[1];
+    g.padH = h.pad;
+    g.padW = w.pad;
     g.dilationH = dilation[0];
     g.dilationW = dilation[1];
     g.groups = groups;
-    g.outH = out[0];
-    g.outW = out[1];
+    g.outH = h.crop.computed;
+    g.outW = w.crop.computed;
     std::vector<const OnnxTensor*> initializers{&weight};
     const bool hasBias = node.inputs.size() > 2 && !node.inputs[2].empty();
     if (hasBias) {
@@ -192,7 +157,9 @@ void compileConv(OnnxCompiler& c, const OnnxNode& node)
             c.refuse(node, "B " + joined(bias.shape) + " must be [" + std::to_string(g.outChannels) + "]");
         initializers.push_back(&bias);
     }
-    c.addLayer(node, std::make_unique<Conv2d>(g, hasBias, "", false), input, std::move(initializers));
+    const ValueId computed =
+        c.appendLayer(node, std::make_unique<Conv2d>(g, hasBias, "", false), input, std::move(initializers));
+    c.bind(node, 0, cropImage(c, node, computed, {h.crop, w.crop}));
 }
 
 // The running statistics are buffers loaded from the file. ONNX's momentum keeps that much of
@@ -244,7 +211,7 @@ void compilePool(OnnxCompiler& c, const OnnxNode& node, PoolKind kind)
     const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
     if (dilation != std::vector<std::int64_t>{1, 1})
         c.refuse(node, "dilations " + joined(dilation) + " do not compile for pooling");
-    const std::vector<std::int64_t> pads = symmetricPads(c, node, image, kernel, stride, dilation);
+    const std::vector<std::int64_t> pads = symmetricPads(c, node, windowPads(c, node, image, kernel, stride, dilation));
     if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1])
         c.refuse(node, "padding more than half the window (pads " + joined(pads) + ", kernel " + joined(kernel) +
                            ") does not compile");

@@ -15,9 +15,19 @@ struct ElementwiseContext final : LayerContext {
     std::vector<float> output;
 };
 
-bool unary(ElementwiseKind kind) { return kind == ElementwiseKind::Sqrt || kind == ElementwiseKind::Erf; }
+constexpr std::size_t kMaxArity = 3;
 
 } // namespace
+
+std::size_t elementwiseArity(ElementwiseKind kind)
+{
+    switch (kind) {
+    case ElementwiseKind::Sqrt:
+    case ElementwiseKind::Erf: return 1;
+    case ElementwiseKind::Where: return 3;
+    default: return 2;
+    }
+}
 
 ElementwiseOp::ElementwiseOp(std::string name, ElementwiseKind kind, DType computeType,
                              std::vector<std::int64_t> expanded, Shape output, std::vector<ElementwiseOperand> operands,
@@ -25,7 +35,8 @@ ElementwiseOp::ElementwiseOp(std::string name, ElementwiseKind kind, DType compu
     : m_name(std::move(name)), m_kind(kind), m_computeType(computeType), m_output(std::move(output)),
       m_operands(std::move(operands)), m_valueShapes(std::move(valueShapes))
 {
-    MANTISSA_ASSERT(m_operands.size() == (unary(kind) ? 1u : 2u));
+    MANTISSA_ASSERT(m_operands.size() == elementwiseArity(kind));
+    MANTISSA_ASSERT(kind != ElementwiseKind::Where || m_operands[0].source == ElementwiseOperand::Source::Constant);
     const Shape shape(expanded);
     MANTISSA_ASSERT(shape.numel() == m_output.numel());
     // Each operand's offset for each output element, walked once here so that forward and
@@ -83,8 +94,9 @@ std::vector<Parameter*> ElementwiseOp::parameters()
     return all;
 }
 
-float ElementwiseOp::apply(float a, float b) const
+float ElementwiseOp::apply(const float* operands) const
 {
+    const float a = operands[0], b = operands[1];
     switch (m_kind) {
     case ElementwiseKind::Add: return a + b;
     case ElementwiseKind::Sub: return a - b;
@@ -93,6 +105,7 @@ float ElementwiseOp::apply(float a, float b) const
     case ElementwiseKind::Pow: return std::pow(a, b);
     case ElementwiseKind::Sqrt: return std::sqrt(a);
     case ElementwiseKind::Erf: return std::erf(a);
+    case ElementwiseKind::Where: return a != 0.0f ? b : operands[2];
     }
     return 0.0f;
 }
@@ -136,14 +149,14 @@ OpForward ElementwiseOp::forward(PassState& pass, const std::vector<Tensor>& inp
     std::vector<float> y(static_cast<std::size_t>(batch * perSample));
     for (std::int64_t n = 0; n < batch; ++n) {
         for (std::int64_t i = 0; i < perSample; ++i) {
-            float operand[2] = {0.0f, 0.0f};
+            float operand[kMaxArity] = {};
             for (std::size_t k = 0; k < m_operands.size(); ++k) {
                 const bool perSampleValues = m_operands[k].source == ElementwiseOperand::Source::Value;
                 const std::int64_t base = perSampleValues ? n * m_operands[k].elements : 0;
                 operand[k] =
                     context->operands[k][static_cast<std::size_t>(base + m_offsets[k][static_cast<std::size_t>(i)])];
             }
-            y[static_cast<std::size_t>(n * perSample + i)] = apply(operand[0], operand[1]);
+            y[static_cast<std::size_t>(n * perSample + i)] = apply(operand);
         }
     }
     Tensor out = pass.backend.empty(batchedShape(batch, m_output), m_computeType);
@@ -194,8 +207,8 @@ std::vector<Tensor> ElementwiseOp::backward(PassState& pass, const std::vector<T
     }
     for (std::int64_t n = 0; n < batch; ++n) {
         for (std::int64_t i = 0; i < perSample; ++i) {
-            std::size_t at[2] = {0, 0};
-            float v[2] = {0.0f, 0.0f};
+            std::size_t at[kMaxArity] = {};
+            float v[kMaxArity] = {};
             for (std::size_t k = 0; k < m_operands.size(); ++k) {
                 const bool perSampleValues = m_operands[k].source == ElementwiseOperand::Source::Value;
                 at[k] = static_cast<std::size_t>((perSampleValues ? n * m_operands[k].elements : 0) +
@@ -204,7 +217,8 @@ std::vector<Tensor> ElementwiseOp::backward(PassState& pass, const std::vector<T
             }
             const std::size_t o = static_cast<std::size_t>(n * perSample + i);
             const float g = dy[o];
-            float da = 0.0f, db = 0.0f;
+            float d[kMaxArity] = {};
+            float &da = d[0], &db = d[1];
             switch (m_kind) {
             case ElementwiseKind::Add: da = g, db = g; break;
             case ElementwiseKind::Sub: da = g, db = -g; break;
@@ -218,11 +232,12 @@ std::vector<Tensor> ElementwiseOp::backward(PassState& pass, const std::vector<T
             case ElementwiseKind::Erf:
                 da = g * static_cast<float>(2.0 / std::sqrt(std::numbers::pi)) * std::exp(-v[0] * v[0]);
                 break;
+            // The gradient goes to the operand picked, as it is; the condition has none.
+            case ElementwiseKind::Where: (v[0] != 0.0f ? d[1] : d[2]) = g; break;
             }
-            if (wanted[0])
-                sums[0][at[0]] += da;
-            if (m_operands.size() > 1 && wanted[1])
-                sums[1][at[1]] += db;
+            for (std::size_t k = 0; k < m_operands.size(); ++k)
+                if (wanted[k])
+                    sums[k][at[k]] += d[k];
         }
     }
     std::vector<Tensor> gradients;

@@ -1,7 +1,8 @@
 #pragma once
-// ONNX's elementwise arithmetic with numpy broadcasting, Add, Sub, Mul, Div and Pow, and the
+// ONNX's elementwise arithmetic with numpy broadcasting, Add, Sub, Mul, Div and Pow, the
 // pointwise functions Sqrt and Erf (the GELU that PyTorch exports is x * (1 + erf(x / sqrt 2)) / 2,
-// made of these). Each operand is a computed value of the graph, a constant, or a trainable
+// made of these), and Where, which picks x where its condition holds and y elsewhere (a mask
+// filled with -inf, in attention exported as masked_fill). Each operand is a computed value of the graph, a constant, or a trainable
 // parameter (a bias, a learned positional tensor) that the op reads from its working copy and
 // whose gradient it writes, summed over what it was broadcast across, the batch included.
 //
@@ -18,7 +19,11 @@
 
 namespace mantissa::onnx_import {
 
-enum class ElementwiseKind : std::uint8_t { Add, Sub, Mul, Div, Pow, Sqrt, Erf };
+enum class ElementwiseKind : std::uint8_t { Add, Sub, Mul, Div, Pow, Sqrt, Erf, Where };
+
+// How many operands an op of `kind` reads: 1 (Sqrt, Erf), 2 (the arithmetic) or 3 (Where: the
+// condition, x, y; the condition is a constant, nonzero where it holds).
+std::size_t elementwiseArity(ElementwiseKind kind);
 
 // One operand, laid out over the op's expanded per-sample shape (batch_layout.h).
 struct ElementwiseOperand {
@@ -52,7 +57,7 @@ public:
     int perSampleAddend() const;
 
 private:
-    float apply(float a, float b) const;
+    float apply(const float* operands) const;
 
     std::string m_name;
     ElementwiseKind m_kind;

@@ -11,6 +11,7 @@ const NodeCompilerTable& table()
         addBasicNodeCompilers(t);
         addTensorNodeCompilers(t);
         addConvNodeCompilers(t);
+        addConvTransposeNodeCompiler(t);
         return t;
     }();
     return compilers;

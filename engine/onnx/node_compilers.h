@@ -18,6 +18,7 @@ using NodeCompilerTable = std::map<std::string, NodeCompiler>;
 void addBasicNodeCompilers(NodeCompilerTable& table);
 void addTensorNodeCompilers(NodeCompilerTable& table);
 void addConvNodeCompilers(NodeCompilerTable& table);
+void addConvTransposeNodeCompiler(NodeCompilerTable& table);
 
 // The ops of a pattern the compilation runs as fewer ops (attention_pattern.h): a MatMul of two
 // computed values times `alpha`, and a Softmax reading `scores` (the product, past the Mul and

@@ -126,13 +126,25 @@ void OnnxCompiler::addLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
                             std::vector<const OnnxTensor*> initializers, const BatchLayout& layout,
                             std::vector<const OnnxTensor*> buffers)
 {
+    bind(node, 0, appendLayer(node, std::move(layer), input, std::move(initializers), std::move(buffers)), layout);
+}
+
+ValueId OnnxCompiler::appendLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
+                                  std::vector<const OnnxTensor*> initializers, std::vector<const OnnxTensor*> buffers)
+{
     layer->setName(node.name);
     layer->applyPrecision(m_policy, m_policy.layerNamed(node.name, m_policy.layer()));
     m_graph.beginGroup(node.name, layer->computeType());
     Layer* owned = m_graph.own(std::move(layer));
-    bind(node, 0, owned->appendTo(m_graph, input), layout);
+    const ValueId value = owned->appendTo(m_graph, input);
     if (!initializers.empty() || !buffers.empty())
         m_bindings.push_back({owned, std::move(initializers), std::move(buffers)});
+    return value;
+}
+
+ValueId OnnxCompiler::appendToGroup(GraphOpPtr op, const std::vector<ValueId>& inputs)
+{
+    return m_graph.addNode1(std::move(op), inputs);
 }
 
 Layer* OnnxCompiler::ownParameters(const OnnxNode& node, LayerPtr layer, std::vector<const OnnxTensor*> initializers)

@@ -84,6 +84,13 @@ public:
     // its buffers() (a batch norm's running statistics).
     void addLayer(const OnnxNode& node, LayerPtr layer, ValueId input, std::vector<const OnnxTensor*> initializers,
                   const BatchLayout& layout = {}, std::vector<const OnnxTensor*> buffers = {});
+    // addLayer without naming the output: the value it computes, for an op of the same group to
+    // finish (appendToGroup) before bind().
+    ValueId appendLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
+                        std::vector<const OnnxTensor*> initializers, std::vector<const OnnxTensor*> buffers = {});
+    // A graph op in the group the last addOp or appendLayer began (the node's own), reading
+    // `inputs`; returns its first output.
+    ValueId appendToGroup(GraphOpPtr op, const std::vector<ValueId>& inputs);
     // A layer that holds parameters, kept by the graph and bound to `initializers`, without a node
     // of its own (the holder of an elementwise op's parameter operand).
     Layer* ownParameters(const OnnxNode& node, LayerPtr layer, std::vector<const OnnxTensor*> initializers);

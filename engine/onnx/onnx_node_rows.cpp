@@ -1,38 +1,35 @@
 #include "engine/onnx/onnx_node_rows.h"
 
+#include "engine/model/layer_formats.h"
 #include "engine/onnx/compile_onnx.h"
 #include "engine/onnx/import_onnx.h"
 #include "engine/onnx/node_compilers.h"
 
-#include <map>
-
 namespace mantissa::onnx_import {
 
-namespace {
-
-// What each compiled node runs in: its group's compute type, or for a GEMM under a recipe,
-// whether the recipe quantises it.
-std::map<std::string, std::string> nodePrecisions(const OnnxGraph& onnx, const RunConfig& config)
+std::map<std::string, NodePrecision> nodePrecisions(const OnnxGraph& onnx, const PrecisionPolicy& policy)
 {
     const std::unique_ptr<Backend> scratch = makeCpuBackend(1);
-    const PrecisionPolicy policy(config.precision, config.recipe, config.update, config.model.precisionOverrides);
     const CompiledOnnx compiled = compileOnnx(onnx, policy, *scratch);
-    std::map<std::string, std::string> precisions;
+    std::map<std::string, NodePrecision> nodes;
     for (const GraphGroup& group : compiled.graph->groups())
-        precisions[group.name] = std::string(dtypeName(group.computeType));
+        nodes[group.name].precision = std::string(dtypeName(group.computeType));
     // A GEMM's own format where it quantises (a per-layer format or the run's recipe), else
     // its compute type and, in a recipe run, why it is kept.
     for (const GemmCoverageEntry& gemm : compiled.coverage.gemms) {
-        std::string& text = precisions[gemm.layer];
+        std::string& text = nodes[gemm.layer].precision;
         if (gemm.quantised)
             text = gemm.format + " GEMM";
         else if (compiled.coverage.recipe != GemmRecipe::None)
             text += ", " + keptReasonText(gemm.kept);
     }
-    return precisions;
+    // Each node's layer carries the node's name (OnnxCompiler::addLayer).
+    for (const Layer* layer : layersAtAnyDepth(*compiled.graph))
+        if (layer->runsGemms())
+            if (const auto found = nodes.find(layer->name()); found != nodes.end())
+                found->second.alignment = gemmLayerAlignment(*layer);
+    return nodes;
 }
-
-} // namespace
 
 std::int64_t nodeParameterCount(const OnnxGraph& graph, const OnnxNode& node)
 {
@@ -52,9 +49,10 @@ ModelFileDescription describeOnnxModel(const RunConfig& config)
     rows.path = onnx.path;
     rows.parameters = onnx.parameterElementCount();
     rows.flopsPerSample = onnx.flopsPerSample();
-    std::map<std::string, std::string> precisions;
+    std::map<std::string, NodePrecision> precisions;
     try {
-        precisions = nodePrecisions(onnx, config);
+        precisions = nodePrecisions(
+            onnx, PrecisionPolicy(config.precision, config.recipe, config.update, config.model.precisionOverrides));
     } catch (const ConfigError& e) {
         rows.problem = e.what();
     }
@@ -74,8 +72,12 @@ ModelFileDescription describeOnnxModel(const RunConfig& config)
         row.parameters = nodeParameterCount(onnx, node);
         row.flopsPerSample = node.flopsPerSample;
         row.supported = node.supported && node.domain.empty() && findNodeCompiler(node.opType) != nullptr;
-        if (const auto found = precisions.find(node.name); found != precisions.end())
-            row.precision = found->second;
+        if (const auto found = precisions.find(node.name); found != precisions.end()) {
+            row.precision = found->second.precision;
+            const std::optional<LayerAlignment>& alignment = found->second.alignment;
+            if (alignment && alignment->verdict == AlignmentVerdict::Misaligned)
+                row.alignment = alignment->rule.format + ": " + alignment->reason();
+        }
         rows.nodes.push_back(std::move(row));
     }
     return rows;

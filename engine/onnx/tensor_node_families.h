@@ -10,7 +10,7 @@
 
 namespace mantissa::onnx_import {
 
-void addArithmeticNodeCompilers(NodeCompilerTable& table);    // Add, Sub, Mul, Div, Pow, Sqrt, Erf
+void addArithmeticNodeCompilers(NodeCompilerTable& table);    // Add, Sub, Mul, Div, Pow, Sqrt, Erf, Where
 void addMatMulNodeCompilers(NodeCompilerTable& table);        // MatMul
 void addLayoutNodeCompilers(NodeCompilerTable& table);        // Reshape, Squeeze, Unsqueeze, Transpose, Cast
 void addIndexNodeCompilers(NodeCompilerTable& table);         // Gather, Slice, Split, Concat, Expand

@@ -1,6 +1,7 @@
 // The tensor-core alignment advice: for layers that compute in fp16 or bf16, every GEMM and
 // convolution extent that is not a multiple of 8 is named with the nearest ones that are, and
 // so is the batch size; layers in fp32 (by mode or by override) get no advice.
+#include "engine/backend/cuda_options.h"
 #include "engine/config/run_config.h"
 #include "engine/model/tensor_core_alignment.h"
 
@@ -236,6 +237,31 @@ TEST(AlignmentOfBlocks, TransformerNamesEveryGemmByItsFullName)
             "0.transformer.attention.context: sequence length = 12", "0.transformer.attention.output: in features = 20",
             "0.transformer.attention.output: out features = 20", "0.transformer.mlp.up: in features = 20",
             "0.transformer.mlp.down: out features = 20"}));
+}
+
+// Under a recipe a GEMM's rule is its format's: FP8 tensor cores' multiple for the per-tensor
+// FP8 recipes, over every extent; a block format's block, over the widths its blocks run along;
+// unquantised 16-bit GEMMs keep the tiles of 8, and fp32 has none.
+TEST(AlignmentRules, EachFormatWantsItsOwnMultiple)
+{
+    EXPECT_EQ(alignmentRule(DType::F32).multiple, 0);
+    const AlignmentRule sixteen = alignmentRule(DType::BF16);
+    EXPECT_EQ(sixteen.multiple, kTensorCoreMultiple);
+    EXPECT_FALSE(sixteen.alongK);
+    for (GemmRecipe recipe : {GemmRecipe::Fp8Hybrid, GemmRecipe::Fp8E4m3, GemmRecipe::Fp8Delayed}) {
+        const AlignmentRule rule = alignmentRule(DType::BF16, OperandRecipes::all(recipe));
+        EXPECT_EQ(rule.multiple, kFp8GemmMultiple) << gemmRecipeName(recipe);
+        EXPECT_FALSE(rule.alongK);
+        EXPECT_EQ(rule.format, gemmRecipeName(recipe));
+    }
+    for (GemmRecipe recipe :
+         {GemmRecipe::Fp8Block, GemmRecipe::Mxfp8, GemmRecipe::Mxfp6, GemmRecipe::Mxfp4, GemmRecipe::Nvfp4}) {
+        const AlignmentRule rule = alignmentRule(DType::BF16, OperandRecipes::all(recipe));
+        EXPECT_EQ(rule.multiple, static_cast<std::int64_t>(recipeBlockSize(recipe))) << gemmRecipeName(recipe);
+        EXPECT_TRUE(rule.alongK);
+    }
+    EXPECT_EQ(alignmentRule(DType::BF16, OperandRecipes::all(GemmRecipe::Mxfp8)).multiple, 32);
+    EXPECT_EQ(alignmentRule(DType::BF16, OperandRecipes::all(GemmRecipe::Nvfp4)).multiple, 16);
 }
 
 } // namespace

@@ -11,6 +11,10 @@ import sqlite3
 import subprocess
 import sys
 
+import numpy
+import onnx
+from onnx import numpy_helper
+
 cli, models, work = sys.argv[1], sys.argv[2], sys.argv[3]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -98,9 +102,6 @@ expect(f"model sha256:  {sha256} (stored)" in result.stdout, "the new run has th
 # The trained weights go back into the model's graph, read from the stored copy (the file is
 # gone): the ONNX checker accepts the file, it holds the fixture's initializers by name and
 # shape with the trained values, and it trains as a model again.
-import numpy
-import onnx
-from onnx import numpy_helper
 exported = os.path.join(work, "trained.onnx")
 result = cli_run("export-model", run_id, "-o", exported, "--db", db)
 expect(result.returncode == 0 and "6 trained tensors written" in result.stdout, "export-model exits 0", result)
@@ -162,6 +163,42 @@ if with_loss.returncode == 0 and without_loss.returncode == 0:
     b = json.loads(without_loss.stdout.splitlines()[-1])
     expect(a["train_loss"] == b["train_loss"] and a["test_accuracy"] == b["test_accuracy"],
            f"with its loss as without: train loss {a['train_loss']} vs {b['train_loss']}")
+
+# Regression: a PyTorch MLP with two outputs, trained on a table of three features and two real
+# targets (data.task regression, two target columns); the run reports its test RMSE, which falls
+# well below the targets' spread.
+import torch
+torch.manual_seed(3)
+regressor = torch.nn.Sequential(torch.nn.Linear(3, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+regressor_path = os.path.join(work, "regressor.onnx")
+torch.onnx.export(regressor.train(), torch.randn(1, 3), regressor_path, opset_version=17, input_names=["features"],
+                  output_names=["predictions"], dynamic_axes={"features": {0: "batch"}},
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+generator = numpy.random.default_rng(7)
+table_rows = generator.uniform(-2, 2, size=(600, 3))
+targets = numpy.stack([2 * table_rows[:, 0] - table_rows[:, 1] + 0.5, table_rows[:, 1] * table_rows[:, 2]], axis=1)
+regression_table = os.path.join(work, "two_targets.csv")
+with open(regression_table, "w") as f:
+    f.write("a,b,c,y1,y2\n")
+    for features, target in zip(table_rows, targets):
+        f.write(",".join(f"{v:.6f}" for v in (*features, *target)) + "\n")
+REGRESSION = ["--data", regression_table, "--task", "regression", "--set", "data.targets=2", "--epochs", "30",
+              "--batch-size", "32", "--threads", "1", "--set", "optimizer.type=adam", "--set", "optimizer.lr=0.01"]
+spread = float(numpy.sqrt(numpy.mean((targets - targets.mean(axis=0)) ** 2)))
+for precision in ("fp32", "mixed-bf16"):
+    result = cli_run("train", regressor_path, *REGRESSION, "--precision", precision, "--db", db)
+    expect(result.returncode == 0, f"the regressor trains in {precision}", result)
+    if result.returncode != 0:
+        continue
+    trained = json.loads(result.stdout.splitlines()[-1])
+    rmse = trained.get("test_rmse")
+    expect(rmse is not None and rmse < 0.25 * spread,
+           f"{precision}: test RMSE {rmse} well below the targets' spread {spread:.3f}", result)
+    expect("test RMSE" in result.stderr, f"{precision}: each epoch prints its test RMSE", result)
+    shown = cli_run("show", str(trained.get("run_id", "")), "--config", "--db", db)
+    shown_config = json.loads(shown.stdout) if shown.returncode == 0 else {"model": {}, "data": {}}
+    expect(shown_config["model"].get("classes") == 2 and shown_config["data"].get("task") == "regression",
+           "the run stores two outputs and the regression task", shown)
 
 # Bad input: exit 2, the problem named, no run stored.
 table = os.path.join(work, "five_features.csv")

@@ -64,6 +64,29 @@ class CausalTransformer(nn.Module):
         return (self.norm(x) @ self.tokens.weight.t()) * self.head_scale
 
 
+class Decoder(nn.Module):
+    """An upsampling decoder's transposed convolutions and a masked_fill: ConvTranspose with
+    groups, a stride, padding and output_padding, then one dilated and without bias; Where on a
+    constant mask (a bool buffer, an initializer of the file) with a constant and with both of its
+    value inputs computed."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)  # 8x8 -> 4x4
+        self.up1 = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1, groups=2)  # -> 8x8
+        self.up2 = nn.ConvTranspose2d(6, 4, 3, stride=2, padding=2, output_padding=1, dilation=2, bias=False)  # 16x16
+        self.register_buffer("mask", torch.ones(16, 16).triu(1).bool())
+        self.head = nn.Linear(4 * 16 * 16, CLASSES)
+
+    def forward(self, x):
+        x = torch.relu(self.down(x))
+        x = torch.tanh(self.up1(x))
+        x = self.up2(x)
+        x = torch.where(self.mask, x, torch.sigmoid(x))
+        x = x.masked_fill(self.mask.t(), 0.0)
+        return self.head(torch.flatten(x, 1))
+
+
 def vision_transformer():
     model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
                                                  hidden_dim=64, mlp_dim=128, num_classes=CLASSES)
@@ -86,6 +109,7 @@ MODELS = {
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(num_classes=CLASSES, dropout=0.0), (3, 64, 64), None, 15,
                      False),
     "vit": (vision_transformer, (3, 32, 32), None, 17, True),
+    "decoder": (Decoder, (3, 8, 8), None, 17, False),
     "causal_transformer": (CausalTransformer, (16,), 50, 17, True),
 }
 

@@ -222,6 +222,72 @@ TEST(OnnxOpGradients, BinaryArithmeticOfEveryOperandKindMatchesCentralDifference
     std::printf("largest error of the binary arithmetic's gradients: %g\n", worst);
 }
 
+// Where(condition, a, b) on a constant condition of one row broadcast over the rows: the
+// gradient goes to the operand picked at each element, to a computed value, to a parameter (summed
+// over the batch and the rows) or to both operands where both are the same computed value.
+TEST(OnnxOpGradients, WhereSendsTheGradientToTheOperandItPicked)
+{
+    auto backend = makeCpuBackend(1);
+    const std::vector<std::int64_t> expanded{1, 1, 3, 4};
+    const Shape perSample({3, 4});
+    const std::vector<std::int64_t> row{0, 0, 0, 1}, value{0, 0, 4, 1};
+    const Tensor x = Tensor::fromFloats({2, 3, 4}, pattern(24, 0.1f));
+    const ElementwiseOperand condition{ElementwiseOperand::Source::Constant, {1.0f, 0.0f, 0.0f, 1.0f}, nullptr, 4, row};
+    const ElementwiseOperand computed{ElementwiseOperand::Source::Value, {}, nullptr, 12, value};
+    const ElementwiseOperand fill{ElementwiseOperand::Source::Constant, {-100.0f}, nullptr, 1, {0, 0, 0, 0}};
+    double worst = 0;
+    const auto check = [&](double error) {
+        worst = std::max(worst, error);
+        return error;
+    };
+    // where(c, x, constant), as masked_fill exports; and where(c, x, x).
+    for (const std::vector<ElementwiseOperand>& operands :
+         {std::vector{condition, computed, fill}, std::vector{condition, fill, computed},
+          std::vector{condition, computed, computed}}) {
+        const std::size_t values =
+            static_cast<std::size_t>(std::count_if(operands.begin(), operands.end(), [](const ElementwiseOperand& o) {
+                return o.source == ElementwiseOperand::Source::Value;
+            }));
+        Graph graph(perSample);
+        graph.beginGroup("where", DType::F32);
+        graph.setOutput(
+            graph.addNode1(std::make_unique<ElementwiseOp>("where", ElementwiseKind::Where, DType::F32, expanded,
+                                                           perSample, operands, std::vector<Shape>(values, perSample)),
+                           std::vector<ValueId>(values, graph.input())));
+        EXPECT_LE(check(inputGradientError(graph, *backend, x)), kTolerance) << values << " computed operands";
+        PassState pass{*backend};
+        EXPECT_EQ(graph.forward(pass, x).output.toFloats()[1],
+                  operands[2].source == ElementwiseOperand::Source::Value ? x.toFloats()[1] : -100.0f);
+    }
+    // where(c, p, x): the parameter's gradient is dy's sum over the batch and rows where c holds.
+    ParameterHolder holder({Shape({4})});
+    holder.applyPrecision(PrecisionPolicy(PrecisionMode::Fp32), PrecisionPolicy(PrecisionMode::Fp32).layer());
+    holder.createParameters(*backend, DType::F32, 0);
+    Parameter& p = *holder.parameter(0);
+    std::vector<float> ps{0.5f, 1.25f, 2.0f, 0.75f};
+    backend->upload(ps.data(), p.master);
+    const ElementwiseOperand parameter{ElementwiseOperand::Source::Parameter, {}, &p, 4, row};
+    Graph graph(perSample);
+    graph.beginGroup("where", DType::F32);
+    graph.setOutput(graph.addNode1(
+        std::make_unique<ElementwiseOp>("where", ElementwiseKind::Where, DType::F32, expanded, perSample,
+                                        std::vector{condition, parameter, computed}, std::vector<Shape>{perSample}),
+        {graph.input()}));
+    EXPECT_LE(check(inputGradientError(graph, *backend, x)), kTolerance);
+    PassState pass{*backend};
+    GraphForward forward = graph.forward(pass, x);
+    const std::vector<float> dy = pattern(24, 0.3f);
+    graph.backward(pass, Tensor::fromFloats({2, 3, 4}, dy), forward, false);
+    const double error = differenceError(
+        p.grad.toFloats(), ps, [&] { return weightedOutput(graph, *backend, x, dy); },
+        [&] { backend->upload(ps.data(), p.master); });
+    EXPECT_LE(check(error), kTolerance);
+    const std::vector<float> grad = p.grad.toFloats();
+    EXPECT_EQ(grad[1], 0.0f); // the condition never picks p there
+    EXPECT_EQ(grad[2], 0.0f);
+    std::printf("largest error of Where's gradients: %g\n", worst);
+}
+
 // A ViT's class token: Expand of a [1, 1, width] initializer over the batch, concatenated before
 // each sample's patches. Every sample reads the token; its gradient sums the samples'.
 TEST(OnnxOpGradients, AClassTokenConcatenatedBeforeThePatchesTrainsAsOneParameter)

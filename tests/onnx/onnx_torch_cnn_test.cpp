@@ -1,5 +1,6 @@
-// The convolutional family of the ONNX compiler (compile_conv_nodes.cpp). PyTorch is the oracle
-// for torchvision's ResNet-18 and MobileNetV2 (make_fixtures.py: one batch's logits, loss and
+// The convolutional family of the ONNX compiler (compile_conv_nodes.cpp,
+// compile_conv_transpose_node.cpp). PyTorch is the oracle for torchvision's ResNet-18 and
+// MobileNetV2 and a decoder of transposed convolutions (make_fixtures.py: one batch's logits, loss and
 // every parameter's gradient, in training mode, in fp32 and in float64): the compiled graph
 // reproduces them in fp32 as closely as PyTorch's fp32 does, and then trains in fp32,
 // mixed-bf16 and MXFP8. Small graphs written here check what the fixtures
@@ -126,22 +127,28 @@ TEST_P(TorchCnn, Fp32LogitsLossAndEveryGradientLieAsCloseToFloat64AsPyTorchsFp32
               << " parameters\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Torchvision, TorchCnn, testing::Values("resnet18", "mobilenet_v2"));
+// decoder: ConvTranspose (grouped, strided, padded, output_padding; dilated without bias) and
+// Where on a constant mask, with a constant and with both value inputs computed.
+INSTANTIATE_TEST_SUITE_P(Torchvision, TorchCnn, testing::Values("resnet18", "mobilenet_v2", "decoder"));
 
 // --- training -----------------------------------------------------------------------------------
 
 struct TrainCase {
     std::string model;
     PrecisionMode mode;
+    // The batch norms of the torchvision networks let them fit a batch in ten steps at 0.05; the
+    // decoder has none, and takes 20 at 0.2 (PyTorch's own SGD: 2.29 to 0.46).
+    int steps = 10;
+    float learningRate = 0.05f;
 };
 
 class TorchCnnTrains : public testing::TestWithParam<TrainCase> {};
 
 // Plain SGD written here (as onnx_train_compiled_test.cpp), so that what is tested is the
 // compiled graph under each policy, not the trainer.
-TEST_P(TorchCnnTrains, LossFallsOverTenSgdSteps)
+TEST_P(TorchCnnTrains, LossFallsBelowHalfOverAFewSgdSteps)
 {
-    const auto& [name, mode] = GetParam();
+    const auto& [name, mode, steps, learningRate] = GetParam();
     const OnnxGraph onnx = importFixture(name);
     auto backend = makeCpuBackend(1);
     const PrecisionPolicy policy(mode);
@@ -151,20 +158,23 @@ TEST_P(TorchCnnTrains, LossFallsOverTenSgdSteps)
     }
     const Tensor x = batchOf(compiled, reference(name, "input"));
     const Tensor y = labelsOf(reference(name, "labels"));
-    const std::vector<float> losses = fixtures::sgdLosses(compiled, *backend, x, fixtures::crossEntropy(y), 10, 0.05f);
+    const std::vector<float> losses =
+        fixtures::sgdLosses(compiled, *backend, x, fixtures::crossEntropy(y), steps, learningRate);
     std::cout << "  " << name << " " << enumKey(mode) << ": loss " << losses.front() << " -> " << losses.back() << "\n";
     for (float loss : losses)
         ASSERT_TRUE(std::isfinite(loss));
-    // One batch seen ten times: a working network fits it, well below where it started.
+    // One batch seen again and again: a working network fits it, well below where it started.
     EXPECT_LT(losses.back(), 0.5f * losses.front());
 }
 
 std::vector<TrainCase> trainCases()
 {
     std::vector<TrainCase> cases;
-    for (const char* model : {"resnet18", "mobilenet_v2"})
-        for (PrecisionMode mode : {PrecisionMode::Fp32, PrecisionMode::MixedBf16, PrecisionMode::Mxfp8})
-            cases.push_back({model, mode});
+    for (PrecisionMode mode : {PrecisionMode::Fp32, PrecisionMode::MixedBf16, PrecisionMode::Mxfp8}) {
+        cases.push_back({"resnet18", mode});
+        cases.push_back({"mobilenet_v2", mode});
+        cases.push_back({"decoder", mode, 20, 0.2f});
+    }
     return cases;
 }
 
@@ -326,6 +336,136 @@ TEST(OnnxConv, DilatedGroupedRectangularMatchesADirectSum)
         EXPECT_LE(relativeError(p->grad.toFloats(), asFloats(p->name == "W" ? dwRef : dbRef)), kTolerance) << p->name;
 }
 
+// One axis of a window as ONNX has it: padding before and after, stride, dilation.
+struct Window {
+    std::int64_t begin, end, stride, dilation;
+};
+
+// A convolution padded unequally, which compiles as a larger equal padding and a crop: along H
+// TensorFlow's SAME at stride 2 on an even image (nothing before, one row after), along W more
+// before than after. Output and every gradient against a direct sum in double.
+TEST(OnnxConv, UnequalPaddingMatchesADirectSum)
+{
+    const std::int64_t n = 2, c = 3, h = 8, w = 6, m = 4, kh = 3, kw = 3;
+    const Window wh{0, 1, 2, 1}, ww{2, 1, 1, 1};
+    const std::int64_t oh = (h + wh.begin + wh.end - kh) / wh.stride + 1;
+    const std::int64_t ow = (w + ww.begin + ww.end - kw) / ww.stride + 1;
+    const std::vector<float> x = ramp(static_cast<std::size_t>(n * c * h * w), 0.37f, 0.1f);
+    const std::vector<float> weight = ramp(static_cast<std::size_t>(m * c * kh * kw), 0.71f, 0.3f);
+    const std::vector<float> bias = ramp(static_cast<std::size_t>(m), 1.3f, 0.5f);
+    const std::vector<float> dy = ramp(static_cast<std::size_t>(n * m * oh * ow), 0.53f, 0.2f);
+    OneNode model(
+        "Conv", {n, c, h, w}, {n, m, oh, ow},
+        {intsAttribute("strides", {wh.stride, ww.stride}), intsAttribute("pads", {wh.begin, ww.begin, wh.end, ww.end})},
+        {floatTensor("W", {m, c, kh, kw}, weight), floatTensor("B", {m}, bias)});
+    auto backend = makeCpuBackend(1);
+    const CompiledOnnx compiled = compileOnnx(model.graph, PrecisionPolicy(PrecisionMode::Fp32), *backend);
+    PassState pass{*backend};
+    GraphForward forward = compiled.graph->forward(pass, Tensor::fromFloats({n, c, h, w}, x));
+    const Tensor dx = compiled.graph->backward(pass, Tensor::fromFloats({n, m, oh, ow}, dy), forward, true);
+
+    std::vector<double> y(dy.size()), dxRef(x.size()), dwRef(weight.size()), dbRef(bias.size());
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t f = 0; f < m; ++f)
+            for (std::int64_t r = 0; r < oh; ++r)
+                for (std::int64_t q = 0; q < ow; ++q) {
+                    const auto yi = static_cast<std::size_t>(((i * m + f) * oh + r) * ow + q);
+                    double sum = bias[static_cast<std::size_t>(f)];
+                    dbRef[static_cast<std::size_t>(f)] += dy[yi];
+                    for (std::int64_t k = 0; k < c; ++k)
+                        for (std::int64_t a = 0; a < kh; ++a)
+                            for (std::int64_t b = 0; b < kw; ++b) {
+                                const std::int64_t row = r * wh.stride - wh.begin + a,
+                                                   col = q * ww.stride - ww.begin + b;
+                                if (row < 0 || row >= h || col < 0 || col >= w)
+                                    continue;
+                                const auto xi = static_cast<std::size_t>(((i * c + k) * h + row) * w + col);
+                                const auto wi = static_cast<std::size_t>(((f * c + k) * kh + a) * kw + b);
+                                sum += static_cast<double>(x[xi]) * weight[wi];
+                                dxRef[xi] += static_cast<double>(dy[yi]) * weight[wi];
+                                dwRef[wi] += static_cast<double>(dy[yi]) * x[xi];
+                            }
+                    y[yi] = sum;
+                }
+    const auto asFloats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+    const std::vector<Parameter*> parameters = compiled.graph->parametersInBackwardOrder();
+    ASSERT_EQ(parameters.size(), 2u);
+    // Sums of at most 27 (forward, data) and 2 x 4 x 7 (filter) fp32 products: a few ulps.
+    constexpr double kTolerance = 1e-6;
+    EXPECT_LE(relativeError(forward.output.toFloats(), asFloats(y)), kTolerance);
+    EXPECT_LE(relativeError(dx.toFloats(), asFloats(dxRef)), kTolerance);
+    for (const Parameter* p : parameters)
+        EXPECT_LE(relativeError(p->grad.toFloats(), asFloats(p->name == "W" ? dwRef : dbRef)), kTolerance) << p->name;
+}
+
+// A transposed convolution with every form at once: two groups, strides 2 by 3, dilation 1 by 2,
+// a 3x2 kernel, output_padding along H, and along W one pixel more padding after than before,
+// which the engine computes as a larger output and a crop. Output and every gradient against
+// the definition (each input pixel scattered through the kernel) in double.
+TEST(OnnxConvTranspose, GroupedStridedDilatedPaddedMatchesADirectScatter)
+{
+    const std::int64_t n = 2, c = 4, h = 3, w = 4, groups = 2, mg = 3, m = groups * mg, kh = 3, kw = 2;
+    const std::int64_t cg = c / groups;
+    const Window wh{1, 1, 2, 1}, ww{0, 1, 3, 2};
+    const std::int64_t outputPaddingH = 1;
+    const std::int64_t oh = wh.stride * (h - 1) + outputPaddingH + wh.dilation * (kh - 1) + 1 - wh.begin - wh.end;
+    const std::int64_t ow = ww.stride * (w - 1) + ww.dilation * (kw - 1) + 1 - ww.begin - ww.end;
+    const std::vector<float> x = ramp(static_cast<std::size_t>(n * c * h * w), 0.37f, 0.1f);
+    const std::vector<float> weight = ramp(static_cast<std::size_t>(c * mg * kh * kw), 0.71f, 0.3f);
+    const std::vector<float> bias = ramp(static_cast<std::size_t>(m), 1.3f, 0.5f);
+    const std::vector<float> dy = ramp(static_cast<std::size_t>(n * m * oh * ow), 0.53f, 0.2f);
+    OneNode model("ConvTranspose", {n, c, h, w}, {n, m, oh, ow},
+                  {intsAttribute("strides", {wh.stride, ww.stride}),
+                   intsAttribute("dilations", {wh.dilation, ww.dilation}), intAttribute("group", groups),
+                   intsAttribute("output_padding", {outputPaddingH, 0}),
+                   intsAttribute("pads", {wh.begin, ww.begin, wh.end, ww.end})},
+                  {floatTensor("W", {c, mg, kh, kw}, weight), floatTensor("B", {m}, bias)});
+    auto backend = makeCpuBackend(1);
+    const CompiledOnnx compiled = compileOnnx(model.graph, PrecisionPolicy(PrecisionMode::Fp32), *backend);
+    PassState pass{*backend};
+    GraphForward forward = compiled.graph->forward(pass, Tensor::fromFloats({n, c, h, w}, x));
+    const Tensor dx = compiled.graph->backward(pass, Tensor::fromFloats({n, m, oh, ow}, dy), forward, true);
+
+    std::vector<double> y(dy.size()), dxRef(x.size()), dwRef(weight.size()), dbRef(bias.size());
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t f = 0; f < m; ++f)
+            for (std::int64_t r = 0; r < oh; ++r)
+                for (std::int64_t q = 0; q < ow; ++q) {
+                    const auto yi = static_cast<std::size_t>(((i * m + f) * oh + r) * ow + q);
+                    y[yi] += bias[static_cast<std::size_t>(f)];
+                    dbRef[static_cast<std::size_t>(f)] += dy[yi];
+                }
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t k = 0; k < c; ++k)
+            for (std::int64_t r = 0; r < h; ++r)
+                for (std::int64_t q = 0; q < w; ++q)
+                    for (std::int64_t g = 0; g < mg; ++g)
+                        for (std::int64_t a = 0; a < kh; ++a)
+                            for (std::int64_t b = 0; b < kw; ++b) {
+                                // Row r * stride + a * dilation of the full output is row - begin here.
+                                const std::int64_t row = r * wh.stride + a * wh.dilation - wh.begin;
+                                const std::int64_t col = q * ww.stride + b * ww.dilation - ww.begin;
+                                if (row < 0 || row >= oh || col < 0 || col >= ow)
+                                    continue;
+                                const std::int64_t f = k / cg * mg + g;
+                                const auto xi = static_cast<std::size_t>(((i * c + k) * h + r) * w + q);
+                                const auto wi = static_cast<std::size_t>(((k * mg + g) * kh + a) * kw + b);
+                                const auto yi = static_cast<std::size_t>(((i * m + f) * oh + row) * ow + col);
+                                y[yi] += static_cast<double>(x[xi]) * weight[wi];
+                                dxRef[xi] += static_cast<double>(dy[yi]) * weight[wi];
+                                dwRef[wi] += static_cast<double>(dy[yi]) * x[xi];
+                            }
+    const auto asFloats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+    const std::vector<Parameter*> parameters = compiled.graph->parametersInBackwardOrder();
+    ASSERT_EQ(parameters.size(), 2u);
+    // Sums of at most a dozen (forward, data) and a few dozen (filter, bias) fp32 products.
+    constexpr double kTolerance = 1e-6;
+    EXPECT_LE(relativeError(forward.output.toFloats(), asFloats(y)), kTolerance);
+    EXPECT_LE(relativeError(dx.toFloats(), asFloats(dxRef)), kTolerance);
+    for (const Parameter* p : parameters)
+        EXPECT_LE(relativeError(p->grad.toFloats(), asFloats(p->name == "W" ? dwRef : dbRef)), kTolerance) << p->name;
+}
+
 // The running statistics start from the file and move by ONNX's momentum: running x momentum +
 // batch x (1 - momentum), the variance the unbiased one of the batch (as PyTorch, which exports
 // these files).
@@ -415,11 +555,11 @@ void expectRefused(OnnxGraph& graph, const std::string& why)
     }
 }
 
-TEST(OnnxConvRefusals, UnequalPaddingAPartialCeilWindowAndIndicesAreRefusedByName)
+TEST(OnnxConvRefusals, UnequalPoolPaddingAPartialCeilWindowAndIndicesAreRefusedByName)
 {
-    OneNode conv("Conv", {1, 2, 5, 5}, {1, 2, 5, 5}, {intsAttribute("pads", {1, 1, 2, 1})},
-                 {floatTensor("W", {2, 2, 3, 3}, std::vector<float>(36, 0.1f))});
-    expectRefused(conv.graph, "differ between the two sides");
+    OneNode pool("MaxPool", {1, 2, 5, 5}, {1, 2, 5, 5},
+                 {intsAttribute("kernel_shape", {3, 3}), intsAttribute("pads", {1, 1, 2, 1})});
+    expectRefused(pool.graph, "pads one side of an axis more than the other");
 
     // ceil_mode = 1 where the windows tile the image exactly changes nothing and compiles.
     OneNode even(
@@ -451,6 +591,16 @@ TEST(OnnxConvRefusals, UnequalPaddingAPartialCeilWindowAndIndicesAreRefusedByNam
     OneNode groups("Conv", {1, 3, 5, 5}, {1, 2, 3, 3}, {intAttribute("group", 2)},
                    {floatTensor("W", {2, 1, 3, 3}, std::vector<float>(18, 0.1f))});
     expectRefused(groups.graph, "does not divide");
+
+    // Rows past those a transposed convolution reaches: output_padding not below the stride.
+    OneNode past("ConvTranspose", {1, 1, 4, 4}, {1, 1, 7, 7}, {intsAttribute("output_padding", {1, 1})},
+                 {floatTensor("W", {1, 1, 3, 3}, std::vector<float>(9, 0.1f))});
+    expectRefused(past.graph, "past the last the transposed convolution reaches");
+    // An output_shape two rows past the 9 it reaches pads -1 before: a row before its first.
+    OneNode before("ConvTranspose", {1, 1, 4, 4}, {1, 1, 11, 9},
+                   {intsAttribute("strides", {2, 2}), intsAttribute("output_shape", {11, 9})},
+                   {floatTensor("W", {1, 1, 3, 3}, std::vector<float>(9, 0.1f))});
+    expectRefused(before.graph, "starts the output before the transposed convolution's first row");
 }
 
 } // namespace

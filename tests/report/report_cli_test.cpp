@@ -3,6 +3,7 @@
 // naming the problem, no file written).
 #include "synthetic_runs.h"
 
+#include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
 #include <QProcess>
@@ -18,9 +19,9 @@ struct Result {
     QString out, err;
 };
 
-// Runs the CLI without a display and without QT_QPA_PLATFORM: the command must pick the
-// offscreen platform itself.
-Result runCli(const QStringList& arguments, const QString& databaseEnvironment = {})
+// Runs `mantissa-cli COMMAND ARGUMENTS` without a display and without QT_QPA_PLATFORM: the
+// command must pick the offscreen platform itself.
+Result runCommand(const QString& command, const QStringList& arguments, const QString& databaseEnvironment = {})
 {
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
     environment.remove(QStringLiteral("QT_QPA_PLATFORM"));
@@ -31,7 +32,7 @@ Result runCli(const QStringList& arguments, const QString& databaseEnvironment =
         environment.insert(QStringLiteral("MANTISSA_DB"), databaseEnvironment);
     QProcess process;
     process.setProcessEnvironment(environment);
-    process.start(QStringLiteral(MANTISSA_CLI), QStringList{QStringLiteral("report")} + arguments);
+    process.start(QStringLiteral(MANTISSA_CLI), QStringList{command} + arguments);
     Result result;
     if (!process.waitForFinished(60000))
         return result;
@@ -39,6 +40,17 @@ Result runCli(const QStringList& arguments, const QString& databaseEnvironment =
     result.out = QString::fromUtf8(process.readAllStandardOutput());
     result.err = QString::fromUtf8(process.readAllStandardError());
     return result;
+}
+
+Result runCli(const QStringList& arguments, const QString& databaseEnvironment = {})
+{
+    return runCommand(QStringLiteral("report"), arguments, databaseEnvironment);
+}
+
+QString readText(const QString& path)
+{
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
 }
 
 } // namespace
@@ -131,6 +143,54 @@ private slots:
                      result.err.contains(QStringLiteral("\nmantissa-cli report: ")),
                  qPrintable(result.err));
         QVERIFY(QDir(out.path()).isEmpty());
+    }
+
+    // Runs of an imported model (PyTorch's MLP fixture of tests/onnx) describe the file and its
+    // nodes rather than a layer list, also once the file has moved (the stored copy is read).
+    void describesAnImportedModel()
+    {
+        if (!QFile::exists(QStringLiteral(MANTISSA_ONNX_MLP)))
+            QSKIP("no ONNX fixture (a build without ONNX support)");
+        QTemporaryDir dir;
+        const QString model = dir.filePath(QStringLiteral("mlp.onnx"));
+        QVERIFY(QFile::copy(QStringLiteral(MANTISSA_ONNX_MLP), model));
+        const QString db = dir.filePath(QStringLiteral("runs.sqlite"));
+        for (const char* precision : {"fp32", "mixed-bf16"}) {
+            const Result trained =
+                runCommand(QStringLiteral("train"),
+                           {model, "--data", "synthetic", "--max-steps", "2", "--limit-train", "256", "--limit-test",
+                            "64", "--threads", "1", "--precision", precision, "--db", db});
+            QVERIFY2(trained.exitCode == 0, qPrintable(trained.err));
+        }
+        QFile file(model);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QString sha256 =
+            QString::fromLatin1(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Sha256).toHex());
+        file.close();
+        const auto report = [&](const QString& name) {
+            const QString path = dir.filePath(name);
+            const Result result = runCli({"1", "2", "-o", path, "--db", db});
+            return result.exitCode == 0 ? readText(path)
+                                        : QStringLiteral("exit %1: %2").arg(result.exitCode).arg(result.err);
+        };
+        const QString markdown = report(QStringLiteral("r.md"));
+        QVERIFY2(markdown.contains(QStringLiteral("Imported from the ONNX file mlp.onnx")), qPrintable(markdown));
+        QVERIFY2(markdown.contains(sha256), qPrintable(markdown));
+        // The fixture: Flatten, three Gemms, Relu and Tanh; 3x8x8 -> 64 -> 32 -> 10.
+        QVERIFY2(markdown.contains(QStringLiteral("6 nodes (3 Gemm, 1 Flatten, 1 Relu, 1 Tanh), 14,762 parameters")),
+                 qPrintable(markdown));
+        for (const char* node : {"/fc1/Gemm", "/fc2/Gemm", "/head/Gemm"})
+            QVERIFY2(markdown.contains(QLatin1String(node)), node);
+        // One precision column per mode, the node's compute type under each.
+        QVERIFY2(markdown.contains(QStringLiteral("In fp32")) && markdown.contains(QStringLiteral("In mixed-bf16")),
+                 qPrintable(markdown));
+        QVERIFY2(markdown.contains(QStringLiteral("| bf16")), qPrintable(markdown));
+        QVERIFY2(!markdown.contains(QStringLiteral("| input |")), "no layer table of a layer list");
+
+        // The file moved away: the stored copy describes it all the same.
+        QVERIFY(QFile::rename(model, dir.filePath(QStringLiteral("elsewhere.onnx"))));
+        const QString moved = report(QStringLiteral("moved.md"));
+        QVERIFY2(moved.contains(QStringLiteral("6 nodes (3 Gemm")) && moved.contains(sha256), qPrintable(moved));
     }
 
 private:

@@ -57,7 +57,9 @@ inline std::string fp8GemmRefusal(const Fp8GemmRequest& r)
     if (r.k == 0)
         return "K = 0 (nothing to multiply)";
     const auto notSixteen = [](const char* name, std::int64_t v) {
-        return v % 16 != 0 ? std::string(name) + " = " + std::to_string(v) + " is not a multiple of 16" : std::string();
+        return v % kFp8GemmMultiple != 0 ? std::string(name) + " = " + std::to_string(v) + " is not a multiple of " +
+                                               std::to_string(kFp8GemmMultiple)
+                                         : std::string();
     };
     for (const std::string& why : {notSixteen("M", r.m), notSixteen("N", r.n), notSixteen("K", r.k)})
         if (!why.empty())
