@@ -15,6 +15,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <qcustomplot.h>
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -258,6 +260,49 @@ private slots:
         }
         QCOMPARE(singlePlots, 3);
         QVERIFY(saysWhy);
+    }
+
+    // A run with validation samples has its final and best validation metric in its results,
+    // a validation loss and accuracy per epoch, and a validation curve on the accuracy plot; a
+    // run without has none of them.
+    void aRunsValidationFiguresAreReported()
+    {
+        SyntheticRun spec;
+        spec.name = QStringLiteral("validated");
+        spec.epochs = 2;
+        spec.stepsPerEpoch = 30;
+        spec.validation = true;
+        const QString path = m_dir.filePath(QStringLiteral("validated.sqlite"));
+        const qint64 id = writeSyntheticRun(path, spec);
+        const storage::RunStore store(path);
+        const ReportData data = loadReportData(store, {id});
+        const ReportDocument document = buildReportDocument(data);
+        const float last = syntheticTestAccuracy(spec, 2) - 0.005f;
+        QStringList rows, header;
+        for (const ReportBlock& block : document.blocks) {
+            if (block.kind != ReportBlock::Kind::Table)
+                continue;
+            for (const QStringList& row : block.table.rows)
+                rows << row.join(QStringLiteral(": "));
+            if (block.table.header.contains(QStringLiteral("Validation loss")))
+                header = block.table.header;
+        }
+        QVERIFY2(rows.contains(QStringLiteral("Final validation accuracy: %1")
+                                   .arg(QString::fromStdString(formatTaskMetric(TaskMetric::Accuracy, last)))),
+                 qPrintable(rows.join("\n")));
+        QCOMPARE(header.mid(header.size() - 3), (QStringList{"Validation loss", "Validation accuracy", "Wall time"}));
+        QCustomPlot plot;
+        fillPlot(plot, PlotKind::Accuracy, QStringLiteral("accuracy"), data);
+        QStringList names;
+        for (int i = 0; i < plot.graphCount(); ++i)
+            names << plot.graph(i)->name();
+        QVERIFY2(names.contains(data.runs[0].label + QStringLiteral(" validation")), qPrintable(names.join(", ")));
+
+        const ReportData plain = loadReportData(*m_store, {m_sample.fp32});
+        for (const ReportBlock& block : buildReportDocument(plain).blocks)
+            QVERIFY2(!block.text.contains(QStringLiteral("validation")) &&
+                         !block.table.header.contains(QStringLiteral("Validation loss")),
+                     qPrintable(block.text));
     }
 
     // The model section carries the engine's tensor-core advice for the mixed-fp16 run (the

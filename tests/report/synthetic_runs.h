@@ -37,6 +37,9 @@ struct SyntheticRun {
     // compute), and each step records what its sum lost (syntheticAllReduceLoss).
     bool allReduceInCompute = false;
     QString dataFingerprint; // runs.data_fingerprint; empty: not known
+    // Validation samples held out: each epoch's validation loss is its test loss + 0.02 and
+    // its validation accuracy its test accuracy - 0.005 (syntheticValidation).
+    bool validation = false;
 };
 
 // What the 16-bit all-reduce of step `step` flushed to zero and overflowed in a run with
