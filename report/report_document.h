@@ -14,7 +14,7 @@ enum class PlotKind {
     LossScale,
     Throughput,
     MeanLoss,     // per configuration over its seeds, with a band (ReportData::seeds)
-    MeanAccuracy, // the same for the test accuracy per epoch
+    MeanAccuracy, // the same for the test metric per epoch (accuracy, RMSE or bits per character)
 };
 
 struct ReportTable {

@@ -386,7 +386,10 @@ void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const Repo
         fillMeanPlot(plot, kind, data);
         break;
     case PlotKind::MeanAccuracy:
-        frame(plot, title, QStringLiteral("epoch"), QStringLiteral("test accuracy (%)"));
+        frame(plot, title, QStringLiteral("epoch"),
+              !data.seeds || data.seeds->metric == TaskMetric::Accuracy
+                  ? QStringLiteral("test accuracy (%)")
+                  : QStringLiteral("test ") + QString::fromLatin1(taskMetricName(data.seeds->metric)));
         fillMeanPlot(plot, kind, data);
         break;
     }
