@@ -1,6 +1,7 @@
 // Tables as your own data: a gzip-compressed CSV reads as the CSV it holds, a broken one is
-// named.
+// named, and the data summary reports a normalised table's values as they are in the file.
 #include "engine/config/run_config.h"
+#include "engine/data/data_summary.h"
 #include "engine/data/dataset.h"
 #include "engine/data/file_dataset.h"
 #include "engine/util/check.h"
@@ -116,4 +117,37 @@ TEST_F(TableData, ABrokenGzipStreamIsNamed)
     const fs::path bad = write("bad.csv.gz", corrupt);
     message = dataErrorOf(filesSpec(bad));
     EXPECT_NE(message.find(bad.string() + ": the gzip stream"), std::string::npos) << message;
+}
+
+TEST_F(TableData, TheSummaryReportsANormalisedTablesValuesAsInTheFile)
+{
+    // Undoing (x - mean) / std in float does not give x back: 0 came back as 9.8585e-09 and
+    // values such as 52.8 a float away. The summary takes the ranges before normalising.
+    const fs::path table = write("t.csv", sampleTable());
+    DataSpec spec = filesSpec(table);
+    spec.normalize = false;
+    const DatasetSplits asRead = loadDatasets(spec, 1);
+    const DataSummary expected = summarizeData(asRead, spec);
+    ASSERT_EQ(expected.ranges.size(), 2u);
+    EXPECT_EQ(expected.ranges[0].minimum, 0.0f);
+    for (const bool perChannel : {true, false}) {
+        SCOPED_TRACE(perChannel ? "per feature" : "one mean and std");
+        spec.normalize = true;
+        spec.perChannel = perChannel;
+        const DatasetSplits normalised = loadDatasets(spec, 1);
+        ASSERT_TRUE(normalised.normalized);
+        ASSERT_NE(normalised.train.inputs, asRead.train.inputs);
+        const DataSummary s = summarizeData(normalised, spec);
+        ASSERT_EQ(s.ranges.size(), expected.ranges.size());
+        EXPECT_EQ(s.featureCount, 2);
+        for (std::size_t f = 0; f < s.ranges.size(); ++f) {
+            EXPECT_EQ(s.ranges[f].name, expected.ranges[f].name);
+            EXPECT_EQ(s.ranges[f].minimum, expected.ranges[f].minimum) << f;
+            EXPECT_EQ(s.ranges[f].maximum, expected.ranges[f].maximum) << f;
+            EXPECT_EQ(s.ranges[f].mean, expected.ranges[f].mean) << f;
+        }
+        const std::string text = dataSummaryText(s);
+        // "feature 1", padded to 16, then the minimum right-aligned in 14: exactly 0.
+        EXPECT_NE(text.find("feature 1" + std::string(7 + 13, ' ') + "0 "), std::string::npos) << text;
+    }
 }
