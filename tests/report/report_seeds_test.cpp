@@ -177,6 +177,31 @@ private slots:
                 QVERIFY(std::abs((plot.graph(i)->data()->constEnd() - 1)->value - bits) < 1e-6);
     }
 
+    // (Here for the widgets a plot needs.) A run with validation samples has a dotted
+    // validation curve beside its test and train curves on the epoch plot.
+    void aRunsValidationCurveIsPlotted()
+    {
+        SyntheticRun spec;
+        spec.name = QStringLiteral("validated");
+        spec.epochs = 2;
+        spec.stepsPerEpoch = 30;
+        spec.validation = true;
+        const QString path = m_dir.filePath("validated.sqlite");
+        const qint64 id = writeSyntheticRun(path, spec);
+        RunStore store(path);
+        const ReportData data = loadReportData(store, {id});
+        QCustomPlot plot;
+        fillPlot(plot, PlotKind::Accuracy, QStringLiteral("accuracy"), data);
+        QCPGraph* validation = nullptr;
+        for (int i = 0; i < plot.graphCount(); ++i)
+            if (plot.graph(i)->name() == data.runs[0].label + QStringLiteral(" validation"))
+                validation = plot.graph(i);
+        QVERIFY(validation);
+        QCOMPARE(validation->dataCount(), 2);
+        QVERIFY(std::abs((validation->data()->constEnd() - 1)->value -
+                         100.0 * double(syntheticTestAccuracy(spec, 2) - 0.005f)) < 1e-4);
+    }
+
     void runsOfDifferentConfigsHaveNoSeedSection()
     {
         RunStore store(m_db);

@@ -452,8 +452,8 @@ private slots:
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 13") << 13 << false;
-        QTest::newRow("version 13, WAL") << 13 << true;
+        QTest::newRow("version 14") << 14 << false;
+        QTest::newRow("version 14, WAL") << 14 << true;
         QTest::newRow("version 1000") << 1000 << false;
     }
     void refusesNewerVersion()
