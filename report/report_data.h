@@ -67,7 +67,8 @@ struct RunData {
 struct SeedStatistics {
     QString title; // "Sweep 3 (mlp: fp32 vs mixed-fp16 x 8 seeds)", or "Runs grouped by seed"
     std::vector<sweep::ConfigurationResults> results;
-    QList<QList<int>> finishedRuns; // per configuration, the indices in ReportData::runs of its finished runs
+    TaskMetric metric = TaskMetric::Accuracy; // sweep::sweepTaskMetric of the results
+    QList<QList<int>> finishedRuns;           // per configuration, the indices in ReportData::runs of its finished runs
     sweep::StatisticsTable table;
     QStringList sentences;
 };

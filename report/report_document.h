@@ -16,7 +16,7 @@ enum class PlotKind {
     LossScale,
     Throughput,
     MeanLoss,      // per configuration over its seeds, with a band (ReportData::seeds)
-    MeanAccuracy,  // the same for the test accuracy per epoch
+    MeanAccuracy,  // the same for the test metric per epoch (accuracy, RMSE or bits per character)
     ShadowHeatmap, // one run's shadow error per layer and step, for one kind of tensor
 };
 

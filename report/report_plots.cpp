@@ -225,10 +225,11 @@ struct EpochExtent {
     double lastEpoch = 1;
 };
 
-// Each run's test value after every epoch (solid, discs) and train value over it (dashed,
-// circles): `convert(field)`, on an epoch axis with a tick per epoch.
+// Each run's test value after every epoch (solid, discs), train value over it (dashed,
+// circles) and, for a run with a validation split, its validation value (dotted, triangles):
+// `convert(field)`, on an epoch axis with a tick per epoch.
 EpochExtent addEpochCurves(QCustomPlot& plot, const ReportData& data, float EpochRecord::*testField,
-                           float EpochRecord::*trainField, EpochValue convert)
+                           float EpochRecord::*trainField, float EpochRecord::*validationField, EpochValue convert)
 {
     EpochExtent extent;
     for (int i = 0; i < data.runs.size(); ++i) {
@@ -239,8 +240,14 @@ EpochExtent addEpochCurves(QCustomPlot& plot, const ReportData& data, float Epoc
         QCPGraph* train = addGraph(plot, run.label + QStringLiteral(" train"), runPen(i, 1.2, Qt::DashLine),
                                    epochValues(run, trainField, convert));
         train->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(runColor(i), 1.0), Qt::white, 5));
+        if (hasValidation(run.epochs)) {
+            QCPGraph* validation = addGraph(plot, run.label + QStringLiteral(" validation"),
+                                            runPen(i, 1.2, Qt::DotLine), epochValues(run, validationField, convert));
+            validation->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, runColor(i), 5));
+        }
         for (const EpochRecord& e : run.epochs) {
-            for (double v : {convert(double(e.*testField)), convert(double(e.*trainField))}) {
+            for (double v :
+                 {convert(double(e.*testField)), convert(double(e.*trainField)), convert(double(e.*validationField))}) {
                 if (std::isfinite(v)) {
                     extent.lo = std::min(extent.lo, v);
                     extent.hi = std::max(extent.hi, v);
@@ -259,8 +266,8 @@ EpochExtent addEpochCurves(QCustomPlot& plot, const ReportData& data, float Epoc
 
 void fillAccuracy(QCustomPlot& plot, const ReportData& data)
 {
-    EpochExtent extent =
-        addEpochCurves(plot, data, &EpochRecord::testAccuracy, &EpochRecord::trainAccuracy, &toPercent);
+    EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testAccuracy, &EpochRecord::trainAccuracy,
+                                        &EpochRecord::validationAccuracy, &toPercent);
     if (extent.hi < extent.lo) {
         extent.lo = 0;
         extent.hi = 100;
@@ -272,14 +279,16 @@ void fillAccuracy(QCustomPlot& plot, const ReportData& data)
 // A language model's epochs: train and test loss in bits per character (loss / ln 2).
 void fillBitsPerCharacter(QCustomPlot& plot, const ReportData& data)
 {
-    const EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testLoss, &EpochRecord::trainLoss, &toBits);
+    const EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testLoss, &EpochRecord::trainLoss,
+                                              &EpochRecord::validationLoss, &toBits);
     plot.yAxis->setRange(0, extent.hi > 0 ? extent.hi * 1.1 : 8);
 }
 
 // A regression's epochs: train and test RMSE (the square root of the mean squared error).
 void fillRmse(QCustomPlot& plot, const ReportData& data)
 {
-    const EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testLoss, &EpochRecord::trainLoss, &toRoot);
+    const EpochExtent extent = addEpochCurves(plot, data, &EpochRecord::testLoss, &EpochRecord::trainLoss,
+                                              &EpochRecord::validationLoss, &toRoot);
     plot.yAxis->setRange(0, extent.hi > 0 ? extent.hi * 1.1 : 1);
 }
 
@@ -402,7 +411,10 @@ void fillPlot(QCustomPlot& plot, const ReportBlock& block, const ReportData& dat
         fillMeanPlot(plot, kind, data);
         break;
     case PlotKind::MeanAccuracy:
-        frame(plot, title, QStringLiteral("epoch"), QStringLiteral("test accuracy (%)"));
+        frame(plot, title, QStringLiteral("epoch"),
+              !data.seeds || data.seeds->metric == TaskMetric::Accuracy
+                  ? QStringLiteral("test accuracy (%)")
+                  : QStringLiteral("test ") + QString::fromLatin1(taskMetricName(data.seeds->metric)));
         fillMeanPlot(plot, kind, data);
         break;
     case PlotKind::ShadowHeatmap: fillShadowPlot(plot, block, data); break;

@@ -41,7 +41,7 @@ sweep::BandCurve configurationBand(PlotKind kind, const ReportData& data, const 
         } else {
             for (const EpochRecord& epoch : run.epochs) {
                 curve.key << epoch.epoch;
-                curve.value << epoch.testAccuracy;
+                curve.value << epochMetricValue(data.seeds->metric, epoch, EvaluationSet::Test);
             }
         }
         curves << curve;
@@ -56,7 +56,7 @@ void fillMeanPlot(QCustomPlot& plot, PlotKind kind, const ReportData& data)
     if (!data.seeds)
         return;
     const SeedStatistics& seeds = *data.seeds;
-    const double scale = kind == PlotKind::MeanAccuracy ? 100 : 1;
+    const double scale = kind == PlotKind::MeanAccuracy && seeds.metric == TaskMetric::Accuracy ? 100 : 1;
     for (int c = 0; c < int(seeds.results.size()); ++c) {
         const QList<int>& runs = seeds.finishedRuns[c];
         if (runs.isEmpty())

@@ -67,6 +67,18 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
     if (run.reportsBitsPerCharacter() && !run.epochs.isEmpty())
         table.rows.insert(5, {QStringLiteral("Final test bits per character"),
                               QString::number(bitsPerCharacter(run.epochs.last().testLoss), 'f', 3)});
+    const TaskMetric metric = run.metric();
+    const bool validation = hasValidation(run.epochs);
+    // The metric on the samples data.validation_split held out, after the test figures.
+    const QString validationName = QStringLiteral("validation ") + taskMetricName(metric);
+    if (validation) {
+        const MetricFigures figures = metricFigures(metric, run.epochs, EvaluationSet::Validation);
+        const int at = int(table.rows.size()) - 4; // before the time to train
+        table.rows.insert(at, {QStringLiteral("Final ") + validationName,
+                               QString::fromStdString(formatTaskMetric(metric, figures.final))});
+        table.rows.insert(at + 1, {QStringLiteral("Best ") + validationName,
+                                   QString::fromStdString(formatTaskMetric(metric, figures.best))});
+    }
     if (!run.info.errorMessage.isEmpty())
         table.rows << QStringList{QStringLiteral("Message"), run.info.errorMessage};
     document.table(table);
@@ -88,6 +100,12 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
                 formatTaskMetric(TaskMetric::Rmse, taskMetricValue(TaskMetric::Rmse, e.testLoss, NAN)));
             epochs.rows.last().removeAt(2);
         }
+        if (validation) { // before the wall time
+            QStringList& cells = epochs.rows.last();
+            cells.insert(cells.size() - 1, formatLoss(e.validationLoss));
+            cells.insert(cells.size() - 1, QString::fromStdString(formatTaskMetric(
+                                               metric, epochMetricValue(metric, e, EvaluationSet::Validation))));
+        }
     }
     if (rmse) {
         epochs.header[4] = QStringLiteral("Test RMSE");
@@ -97,6 +115,14 @@ void appendRunSummary(ReportDocument& document, const RunData& run)
     if (run.reportsBitsPerCharacter()) {
         epochs.header.insert(4, QStringLiteral("Test bits/char"));
         epochs.numeric.insert(4, true);
+    }
+    if (validation) {
+        const QString name = metric == TaskMetric::Accuracy ? QStringLiteral("Validation accuracy")
+                             : metric == TaskMetric::Rmse   ? QStringLiteral("Validation RMSE")
+                                                            : QStringLiteral("Validation bits/char");
+        epochs.header.insert(epochs.header.size() - 1, QStringLiteral("Validation loss"));
+        epochs.header.insert(epochs.header.size() - 1, name);
+        epochs.numeric.insert(epochs.numeric.size() - 1, 2, true);
     }
     if (!epochs.rows.isEmpty())
         document.table(epochs, epochCaption(run.epochs.size(), shown.size()));

@@ -22,16 +22,18 @@ void appendSeedStatistics(ReportDocument& document, const ReportData& data)
                                          "over the runs that did not diverge; the divergence rate with Wilson's "
                                          "95% interval."));
     if (!seeds.sentences.isEmpty()) {
-        document.paragraph(sweep::verdictRule());
+        document.paragraph(sweep::verdictRule({}, seeds.metric));
         document.bullets(seeds.sentences);
     }
     document.plot(PlotKind::MeanLoss, QStringLiteral("Training loss over the seeds"),
                   QStringLiteral("Per configuration, the mean over its finished runs of the training loss (each "
                                  "run's running mean over 1/60 of its steps) with the band from the lowest to the "
                                  "highest run."));
-    document.plot(PlotKind::MeanAccuracy, QStringLiteral("Test accuracy over the seeds"),
-                  QStringLiteral("Per configuration, the mean test accuracy after each epoch over its finished "
-                                 "runs, with the band from the lowest to the highest run."));
+    const QString metric = QString::fromLatin1(taskMetricName(seeds.metric));
+    document.plot(PlotKind::MeanAccuracy, QStringLiteral("Test %1 over the seeds").arg(metric),
+                  QStringLiteral("Per configuration, the mean test %1 after each epoch over its finished "
+                                 "runs, with the band from the lowest to the highest run.")
+                      .arg(metric));
 }
 
 } // namespace mantissa::report

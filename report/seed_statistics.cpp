@@ -38,6 +38,7 @@ std::optional<SeedStatistics> seedStatistics(const RunStore& store, const QList<
                         finished << i;
         seeds.finishedRuns << finished;
     }
+    seeds.metric = sweep::sweepTaskMetric(seeds.results);
     seeds.table = sweep::statisticsTable(seeds.results);
     seeds.sentences = sweep::pairSentences(seeds.results);
     return seeds;

@@ -99,8 +99,9 @@ const Column kStepColumns[] = {
     {"step", false},           {"epoch", false},   {"loss", true},      {"learning_rate", true},
     {"loss_scale", true},      {"skipped", false}, {"grad_norm", true}, {"samples_per_second", true},
     {"elapsed_seconds", false}};
-const Column kEpochColumns[] = {{"epoch", false},    {"train_loss", true},    {"train_accuracy", true},
-                                {"test_loss", true}, {"test_accuracy", true}, {"wall_seconds", false}};
+const Column kEpochColumns[] = {{"epoch", false},          {"train_loss", true},         {"train_accuracy", true},
+                                {"test_loss", true},       {"test_accuracy", true},      {"wall_seconds", false},
+                                {"validation_loss", true}, {"validation_accuracy", true}};
 
 double stepValue(const StepSeries& s, int column, qsizetype row)
 {
@@ -125,7 +126,9 @@ double epochValue(const EpochRecord& e, int column)
     case 2: return e.trainAccuracy;
     case 3: return e.testLoss;
     case 4: return e.testAccuracy;
-    default: return e.wallSeconds;
+    case 5: return e.wallSeconds;
+    case 6: return e.validationLoss;
+    default: return e.validationAccuracy;
     }
 }
 
@@ -179,6 +182,8 @@ QJsonObject runJson(const RunInfo& run)
     QJsonObject summary{{"final_train_loss", optionalJson(s.finalTrainLoss)},
                         {"best_test_accuracy", optionalJson(s.bestTestAccuracy)},
                         {"final_test_accuracy", optionalJson(s.finalTestAccuracy)},
+                        {"final_test_loss", optionalJson(s.finalTestLoss)},
+                        {"best_test_loss", optionalJson(s.bestTestLoss)},
                         {"steps", optionalJson(s.steps)},
                         {"skipped_steps", optionalJson(s.skippedSteps)},
                         {"final_loss_scale", optionalJson(s.finalLossScale)},

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace mantissa::storage {
 
@@ -20,6 +21,9 @@ FinishedRow finishedRow(const RunSummary& s)
         row.summary.finalTrainLoss = s.trainLoss;
         row.summary.bestTestAccuracy = s.bestTestAccuracy;
         row.summary.finalTestAccuracy = s.testAccuracy;
+        row.summary.finalTestLoss = s.testLoss;
+        if (std::isfinite(s.bestTestLoss))
+            row.summary.bestTestLoss = s.bestTestLoss;
     }
     if (s.steps > 0) {
         row.summary.steps = s.steps;
@@ -45,7 +49,8 @@ QString finishRunSql()
     return QStringLiteral("UPDATE runs SET status = :status, finished_at = :finished_at, "
                           "wall_seconds = :wall_seconds, peak_memory_bytes = :peak_memory_bytes, "
                           "final_train_loss = :final_train_loss, best_test_accuracy = :best_test_accuracy, "
-                          "final_test_accuracy = :final_test_accuracy, steps = :steps, "
+                          "final_test_accuracy = :final_test_accuracy, final_test_loss = :final_test_loss, "
+                          "best_test_loss = :best_test_loss, steps = :steps, "
                           "skipped_steps = :skipped_steps, final_loss_scale = :final_loss_scale, "
                           "samples_per_second = :samples_per_second, error_message = :error_message "
                           "WHERE id = :id");
@@ -61,6 +66,8 @@ void bindFinish(QSqlQuery& query, qint64 runId, const FinishedRow& row)
     query.bindValue(QStringLiteral(":final_train_loss"), nullable(s.finalTrainLoss));
     query.bindValue(QStringLiteral(":best_test_accuracy"), nullable(s.bestTestAccuracy));
     query.bindValue(QStringLiteral(":final_test_accuracy"), nullable(s.finalTestAccuracy));
+    query.bindValue(QStringLiteral(":final_test_loss"), nullable(s.finalTestLoss));
+    query.bindValue(QStringLiteral(":best_test_loss"), nullable(s.bestTestLoss));
     query.bindValue(QStringLiteral(":steps"), nullable(s.steps));
     query.bindValue(QStringLiteral(":skipped_steps"), nullable(s.skippedSteps));
     query.bindValue(QStringLiteral(":final_loss_scale"), nullable(s.finalLossScale));

@@ -20,7 +20,7 @@ namespace {
 const QString kRunColumns = QStringLiteral(
     "id, name, status, created_at, finished_at, config_json, preset, precision, device, "
     "engine_version, wall_seconds, peak_memory_bytes, notes, group_id, final_train_loss, "
-    "best_test_accuracy, final_test_accuracy, steps, skipped_steps, final_loss_scale, "
+    "best_test_accuracy, final_test_accuracy, final_test_loss, best_test_loss, steps, skipped_steps, final_loss_scale, "
     "samples_per_second, error_message, writer_pid, writer_host, heartbeat_at, kernels, uid, sweep_id, sweep_index, "
     "world_size, data_fingerprint, model_source, model_sha256, parent_run_id, parent_step, "
     "(SELECT group_concat(tag, char(31)) FROM run_tags WHERE run_id = runs.id)");
@@ -47,6 +47,8 @@ RunInfo readRun(const QSqlQuery& q)
     s.finalTrainLoss = optionalDouble(q.value(i++));
     s.bestTestAccuracy = optionalDouble(q.value(i++));
     s.finalTestAccuracy = optionalDouble(q.value(i++));
+    s.finalTestLoss = optionalDouble(q.value(i++));
+    s.bestTestLoss = optionalDouble(q.value(i++));
     s.steps = optionalInt(q.value(i++));
     s.skippedSteps = optionalInt(q.value(i++));
     s.finalLossScale = optionalDouble(q.value(i++));
@@ -193,7 +195,8 @@ QList<EpochRecord> RunStore::epochs(qint64 runId) const
 {
     requireRun(runId);
     QSqlQuery query = m_connection->prepare(
-        QStringLiteral("SELECT epoch, train_loss, train_accuracy, test_loss, test_accuracy, wall_seconds "
+        QStringLiteral("SELECT epoch, train_loss, train_accuracy, test_loss, test_accuracy, wall_seconds, "
+                       "validation_loss, validation_accuracy "
                        "FROM epochs WHERE run_id = ? ORDER BY epoch"));
     query.setForwardOnly(true);
     query.addBindValue(runId);
@@ -207,6 +210,8 @@ QList<EpochRecord> RunStore::epochs(qint64 runId) const
         e.testLoss = float(doubleOrNan(query.value(3)));
         e.testAccuracy = float(doubleOrNan(query.value(4)));
         e.wallSeconds = doubleOrNan(query.value(5));
+        e.validationLoss = float(doubleOrNan(query.value(6)));
+        e.validationAccuracy = float(doubleOrNan(query.value(7)));
         epochs << e;
     }
     return epochs;

@@ -26,8 +26,11 @@ struct StoredSummary {
     std::optional<double> finalTrainLoss;
     std::optional<double> bestTestAccuracy;  // in [0, 1]
     std::optional<double> finalTestAccuracy; // in [0, 1]
-    std::optional<qint64> steps;             // optimizer steps, skipped ones included
-    std::optional<qint64> skippedSteps;      // steps whose gradients were non-finite
+    // The last epoch's test loss and the lowest: what regression's RMSE and a language model's
+    // bits per character follow from (engine/observe/task_metric.h).
+    std::optional<double> finalTestLoss, bestTestLoss;
+    std::optional<qint64> steps;        // optimizer steps, skipped ones included
+    std::optional<qint64> skippedSteps; // steps whose gradients were non-finite
     std::optional<double> finalLossScale;
     std::optional<double> samplesPerSecond; // training throughput over the whole run
 };

@@ -102,7 +102,8 @@ void RunWriter::prepareStatements()
     m_insertStep = c.prepare(stepInsertSql(m_runId, 1));
     m_insertEpoch =
         c.prepare(QStringLiteral("INSERT OR REPLACE INTO epochs (run_id, epoch, train_loss, train_accuracy, test_loss, "
-                                 "test_accuracy, wall_seconds) VALUES (%1, ?, ?, ?, ?, ?, ?)")
+                                 "test_accuracy, wall_seconds, validation_loss, validation_accuracy) "
+                                 "VALUES (%1, ?, ?, ?, ?, ?, ?, ?, ?)")
                       .arg(m_runId));
     m_insertEvent = c.prepare(
         QStringLiteral("INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter, message, "
@@ -252,6 +253,8 @@ bool RunWriter::finish(const RunSummary& summary)
     fillIfUnset(s.finalTrainLoss, observed.finalTrainLoss);
     fillIfUnset(s.bestTestAccuracy, observed.bestTestAccuracy);
     fillIfUnset(s.finalTestAccuracy, observed.finalTestAccuracy);
+    fillIfUnset(s.finalTestLoss, observed.finalTestLoss);
+    fillIfUnset(s.bestTestLoss, observed.bestTestLoss);
     fillIfUnset(s.steps, observed.steps);
     fillIfUnset(s.skippedSteps, observed.skippedSteps);
     fillIfUnset(s.finalLossScale, observed.finalLossScale);
@@ -319,7 +322,7 @@ void RunWriter::writePending(const FinishedRow* finish)
         int i = 0;
         m_insertEpoch.bindValue(i++, e.epoch);
         for (double value : {double(e.trainLoss), double(e.trainAccuracy), double(e.testLoss), double(e.testAccuracy),
-                             e.wallSeconds}) {
+                             e.wallSeconds, double(e.validationLoss), double(e.validationAccuracy)}) {
             m_insertEpoch.bindValue(i++, value);
         }
         c.exec(m_insertEpoch, QStringLiteral("writing epoch %1 of run %2").arg(e.epoch).arg(m_runId));
@@ -519,6 +522,9 @@ void RunWriter::observe(const EpochRecord& epoch)
     m_finalTestAccuracy = epoch.testAccuracy;
     if (!m_bestTestAccuracy || epoch.testAccuracy > *m_bestTestAccuracy)
         m_bestTestAccuracy = epoch.testAccuracy;
+    m_finalTestLoss = epoch.testLoss;
+    if (std::isfinite(epoch.testLoss) && !(m_bestTestLoss && *m_bestTestLoss <= epoch.testLoss))
+        m_bestTestLoss = epoch.testLoss;
 }
 
 void RunWriter::observe(const EventRecord& event)
@@ -541,6 +547,8 @@ StoredSummary RunWriter::observedSummary() const
         s.finalTrainLoss = m_finalTrainLoss; // the epoch's mean beats one batch's loss
     s.bestTestAccuracy = m_bestTestAccuracy;
     s.finalTestAccuracy = m_finalTestAccuracy;
+    s.finalTestLoss = m_finalTestLoss;
+    s.bestTestLoss = m_bestTestLoss;
     s.finalLossScale = m_finalLossScale;
     // Every step has the same batch size, so the run's throughput (samples over time) is
     // the harmonic mean of the per-step rates, not their arithmetic mean.

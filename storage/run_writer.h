@@ -137,7 +137,7 @@ private:
     qint64 m_finalLossScaleStep = 0;
     double m_inverseRateSum = 0;
     qint64 m_rateCount = 0;
-    std::optional<double> m_finalTrainLoss, m_bestTestAccuracy, m_finalTestAccuracy;
+    std::optional<double> m_finalTrainLoss, m_bestTestAccuracy, m_finalTestAccuracy, m_finalTestLoss, m_bestTestLoss;
 };
 
 } // namespace mantissa::storage

@@ -50,6 +50,24 @@ QStringList forkLineageMigration()
     };
 }
 
+// 13: the validation split's loss and accuracy per epoch (data.validation_split; NULL where no
+// samples were held out, or recorded before), and the test loss a run ended with and its lowest,
+// which regression's RMSE and a language model's bits per character follow from as accuracy
+// does from best_test_accuracy; filled in from the epochs of runs recorded before.
+QStringList validationMigration()
+{
+    return {
+        QStringLiteral("ALTER TABLE epochs ADD COLUMN validation_loss REAL"),
+        QStringLiteral("ALTER TABLE epochs ADD COLUMN validation_accuracy REAL"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN final_test_loss REAL"),
+        QStringLiteral("ALTER TABLE runs ADD COLUMN best_test_loss REAL"),
+        QStringLiteral(R"(UPDATE runs SET
+            final_test_loss = (SELECT test_loss FROM epochs WHERE run_id = runs.id ORDER BY epoch DESC LIMIT 1),
+            best_test_loss = (SELECT MIN(test_loss) FROM epochs WHERE run_id = runs.id)
+            WHERE status <> 'running')"),
+    };
+}
+
 // The schema is built by this chain of migrations, also for a new database, so every
 // step runs on every fresh database and stays tested. Append a step to change the
 // schema; never edit a released one. Version N is reached by running migration N.
@@ -276,6 +294,7 @@ const std::array<QStringList, kSchemaVersion> kMigrations{{
     },
     shadowErrorsMigration(),
     forkLineageMigration(),
+    validationMigration(),
 }};
 
 int userVersion(const Connection& connection)

@@ -6,7 +6,7 @@ namespace mantissa::storage {
 class Connection;
 
 // PRAGMA user_version of a database this build created or migrated.
-constexpr int kSchemaVersion = 12;
+constexpr int kSchemaVersion = 13;
 // PRAGMA application_id: "MNTS". Marks the file as a Mantissa run database, so that
 // `file` and other tools can tell, and so that we refuse another application's database.
 constexpr int kApplicationId = 0x4D4E5453;

@@ -1,6 +1,7 @@
 #include "sweep/sweep_runner.h"
 
 #include "engine/config/run_config.h"
+#include "engine/observe/task_metric.h"
 #include "storage/run_store.h"
 #include "storage/storage_error.h"
 
@@ -29,6 +30,24 @@ QString lastLine(const QByteArray& text)
 {
     const QList<QByteArray> lines = text.trimmed().split('\n');
     return lines.isEmpty() ? QString() : QString::fromUtf8(lines.back()).trimmed();
+}
+
+// The task's metric from a worker's JSON summary line (cli/recorded_run.cpp): "test RMSE 16.42",
+// "test 2.314 bits per character", "test accuracy 84.10%"; empty when the line has none.
+QString testMetricText(const QJsonObject& summary)
+{
+    const auto number = [&](const char* key) {
+        const QJsonValue value = summary.value(QLatin1String(key));
+        return value.isDouble() ? value.toDouble() : NAN;
+    };
+    if (const double rmse = number("test_rmse"); std::isfinite(rmse))
+        return QStringLiteral("test RMSE ") + QString::fromStdString(formatTaskMetric(TaskMetric::Rmse, rmse));
+    if (const double bits = number("test_bits_per_character"); std::isfinite(bits))
+        return QStringLiteral("test %1 bits per character")
+            .arg(QString::fromStdString(formatTaskMetric(TaskMetric::BitsPerCharacter, bits)));
+    if (const double accuracy = number("test_accuracy"); std::isfinite(accuracy))
+        return QStringLiteral("test accuracy %1%").arg(accuracy * 100, 0, 'f', 2);
+    return {};
 }
 
 // "12 s", "1:05", "1:02:03"
@@ -183,11 +202,11 @@ void SweepRunner::onWorkerEnded(QProcess* process, bool failedToStart)
             end.status = QStringLiteral("failed");
             end.detail = lastLine(process->readAllStandardError());
             recordFailure(worker, end.detail);
-        } else if (summary.contains(QStringLiteral("test_accuracy"))) {
-            end.detail = QStringLiteral("test accuracy %1%")
-                             .arg(summary.value(QStringLiteral("test_accuracy")).toDouble() * 100, 0, 'f', 2);
+        } else {
+            end.detail = testMetricText(summary);
             if (summary.contains(QStringLiteral("message")))
-                end.detail += QStringLiteral("; ") + summary.value(QStringLiteral("message")).toString();
+                end.detail += (end.detail.isEmpty() ? QString() : QStringLiteral("; ")) +
+                              summary.value(QStringLiteral("message")).toString();
         }
     }
     count(end.status);

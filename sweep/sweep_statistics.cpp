@@ -9,50 +9,133 @@ namespace mantissa::sweep {
 
 using storage::RunInfo;
 
-const std::vector<SweepMetric>& sweepMetrics()
+namespace {
+
+// A loss-based metric (RMSE, bits per character) of a stored test loss.
+std::optional<double> fromLoss(TaskMetric metric, const std::optional<double>& loss)
 {
-    static const std::vector<SweepMetric> list = {
-        {"final_test_accuracy",
-         QStringLiteral("test accuracy (%)"),
-         {"test accuracy", 100, "points", 1},
-         [](const RunInfo& r) { return r.summary.finalTestAccuracy; }},
-        {"best_test_accuracy",
-         QStringLiteral("best test accuracy (%)"),
-         {"best test accuracy", 100, "points", 1},
-         [](const RunInfo& r) { return r.summary.bestTestAccuracy; }},
-        {"final_train_loss",
-         QStringLiteral("train loss"),
-         {"train loss", 1, "", 4, false},
-         [](const RunInfo& r) { return r.summary.finalTrainLoss; }},
-        {"skipped_steps",
-         QStringLiteral("skipped steps"),
-         {"skipped steps", 1, "", 1, false},
-         [](const RunInfo& r) {
-             return r.summary.skippedSteps ? std::optional<double>(double(*r.summary.skippedSteps)) : std::nullopt;
-         }},
-        {"final_loss_scale",
-         QStringLiteral("final loss scale"),
-         {"final loss scale", 1, "", 0},
-         [](const RunInfo& r) { return r.summary.finalLossScale; }},
-        {"samples_per_second",
-         QStringLiteral("throughput (samples/s)"),
-         {"throughput", 1, "samples/s", 0},
-         [](const RunInfo& r) { return r.summary.samplesPerSecond; }},
-        {"wall_seconds",
-         QStringLiteral("time (s)"),
-         {"time", 1, "s", 1, false},
-         [](const RunInfo& r) { return r.wallSeconds; }},
-    };
+    return loss ? std::optional<double>(taskMetricValue(metric, *loss, NAN)) : std::nullopt;
+}
+
+// The final and best test metric of runs judged by `metric`.
+std::vector<SweepMetric> testMetrics(TaskMetric metric)
+{
+    switch (metric) {
+    case TaskMetric::Accuracy:
+        return {{"final_test_accuracy",
+                 QStringLiteral("test accuracy (%)"),
+                 {"test accuracy", 100, "points", 1},
+                 [](const RunInfo& r) { return r.summary.finalTestAccuracy; }},
+                {"best_test_accuracy",
+                 QStringLiteral("best test accuracy (%)"),
+                 {"best test accuracy", 100, "points", 1},
+                 [](const RunInfo& r) { return r.summary.bestTestAccuracy; }}};
+    case TaskMetric::Rmse:
+        return {{"final_test_rmse",
+                 QStringLiteral("test RMSE"),
+                 {"test RMSE", 1, "", 4, false},
+                 [](const RunInfo& r) { return fromLoss(TaskMetric::Rmse, r.summary.finalTestLoss); }},
+                {"best_test_rmse",
+                 QStringLiteral("best test RMSE"),
+                 {"best test RMSE", 1, "", 4, false},
+                 [](const RunInfo& r) { return fromLoss(TaskMetric::Rmse, r.summary.bestTestLoss); }}};
+    case TaskMetric::BitsPerCharacter:
+        return {{"final_test_bits_per_character",
+                 QStringLiteral("test bits per character"),
+                 {"test bits per character", 1, "", 3, false},
+                 [](const RunInfo& r) { return fromLoss(TaskMetric::BitsPerCharacter, r.summary.finalTestLoss); }},
+                {"best_test_bits_per_character",
+                 QStringLiteral("best test bits per character"),
+                 {"best test bits per character", 1, "", 3, false},
+                 [](const RunInfo& r) { return fromLoss(TaskMetric::BitsPerCharacter, r.summary.bestTestLoss); }}};
+    }
+    return {};
+}
+
+std::vector<SweepMetric> metricsOf(TaskMetric metric)
+{
+    std::vector<SweepMetric> list = testMetrics(metric);
+    list.insert(list.end(), {
+                                {"final_train_loss",
+                                 QStringLiteral("train loss"),
+                                 {"train loss", 1, "", 4, false},
+                                 [](const RunInfo& r) { return r.summary.finalTrainLoss; }},
+                                {"skipped_steps",
+                                 QStringLiteral("skipped steps"),
+                                 {"skipped steps", 1, "", 1, false},
+                                 [](const RunInfo& r) {
+                                     return r.summary.skippedSteps
+                                                ? std::optional<double>(double(*r.summary.skippedSteps))
+                                                : std::nullopt;
+                                 }},
+                                {"final_loss_scale",
+                                 QStringLiteral("final loss scale"),
+                                 {"final loss scale", 1, "", 0},
+                                 [](const RunInfo& r) { return r.summary.finalLossScale; }},
+                                {"samples_per_second",
+                                 QStringLiteral("throughput (samples/s)"),
+                                 {"throughput", 1, "samples/s", 0},
+                                 [](const RunInfo& r) { return r.summary.samplesPerSecond; }},
+                                {"wall_seconds",
+                                 QStringLiteral("time (s)"),
+                                 {"time", 1, "s", 1, false},
+                                 [](const RunInfo& r) { return r.wallSeconds; }},
+                            });
     return list;
 }
 
+constexpr TaskMetric kTaskMetrics[] = {TaskMetric::Accuracy, TaskMetric::Rmse, TaskMetric::BitsPerCharacter};
+
+} // namespace
+
+TaskMetric sweepTaskMetric(const std::vector<ConfigurationResults>& results)
+{
+    std::optional<TaskMetric> common;
+    for (const ConfigurationResults& r : results)
+        for (const RunInfo& run : r.runs) {
+            const TaskMetric metric = taskMetricOfStored(run.configJson.toStdString());
+            if (common && *common != metric)
+                return TaskMetric::Accuracy; // one column cannot hold two units
+            common = metric;
+        }
+    return common.value_or(TaskMetric::Accuracy);
+}
+
+const std::vector<SweepMetric>& sweepMetrics(TaskMetric metric)
+{
+    static const std::vector<SweepMetric> lists[] = {metricsOf(kTaskMetrics[0]), metricsOf(kTaskMetrics[1]),
+                                                     metricsOf(kTaskMetrics[2])};
+    for (std::size_t i = 0; i < std::size(kTaskMetrics); ++i)
+        if (kTaskMetrics[i] == metric)
+            return lists[i];
+    return lists[0];
+}
+
+const SweepMetric& finalTestMetric(TaskMetric metric) { return sweepMetrics(metric).front(); }
+
 const SweepMetric& sweepMetric(std::string_view key)
 {
-    for (const SweepMetric& m : sweepMetrics())
-        if (key == m.key)
-            return m;
+    for (TaskMetric task : kTaskMetrics)
+        for (const SweepMetric& m : sweepMetrics(task))
+            if (key == m.key)
+                return m;
     MANTISSA_ASSERT(!"a sweep metric of sweepMetrics()");
     std::abort();
+}
+
+double EquivalenceMargins::testMetric(TaskMetric metric) const
+{
+    return const_cast<EquivalenceMargins&>(*this).testMetric(metric);
+}
+
+double& EquivalenceMargins::testMetric(TaskMetric metric)
+{
+    switch (metric) {
+    case TaskMetric::Rmse: return testRmse;
+    case TaskMetric::BitsPerCharacter: return testBitsPerCharacter;
+    case TaskMetric::Accuracy: break;
+    }
+    return testAccuracy;
 }
 
 std::vector<double> metricValues(const ConfigurationResults& results, const SweepMetric& metric)
@@ -106,7 +189,7 @@ StatisticsTable statisticsTable(const std::vector<ConfigurationResults>& results
         diverged << divergenceText(r);
     }
     table.rows << runs << diverged;
-    for (const SweepMetric& metric : sweepMetrics()) {
+    for (const SweepMetric& metric : sweepMetrics(sweepTaskMetric(results))) {
         QStringList row{metric.label};
         bool any = false;
         for (const ConfigurationResults& r : results) {
@@ -120,19 +203,23 @@ StatisticsTable statisticsTable(const std::vector<ConfigurationResults>& results
     return table;
 }
 
-QString verdictRule(const EquivalenceMargins& margins)
+QString verdictRule(const EquivalenceMargins& margins, TaskMetric metric)
 {
-    return QStringLiteral("A pair is equivalent when two one-sided tests (TOST) put the difference within +/-%1 points "
-                          "of test accuracy or +/-%2 of train loss, better or worse when Welch's t-test finds a "
+    const stats::MetricFormat& test = finalTestMetric(metric).format;
+    return QStringLiteral("A pair is equivalent when two one-sided tests (TOST) put the difference within +/-%1%2 "
+                          "of %3 or +/-%4 of train loss, better or worse when Welch's t-test finds a "
                           "difference, else inconclusive; p-values are Holm-corrected over the pairs, at the 5% level.")
-        .arg(margins.testAccuracy * 100, 0, 'g', 3)
+        .arg(margins.testMetric(metric) * test.scale, 0, 'g', 3)
+        .arg(test.unit.empty() ? QString() : QStringLiteral(" ") + QString::fromStdString(test.unit))
+        .arg(QString::fromStdString(test.name))
         .arg(margins.trainLoss, 0, 'g', 3);
 }
 
 std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResults>& results,
                                             const EquivalenceMargins& margins)
 {
-    return pairVerdicts(results, std::vector<MetricMargin>{{&sweepMetric("final_test_accuracy"), margins.testAccuracy},
+    const TaskMetric task = sweepTaskMetric(results);
+    return pairVerdicts(results, std::vector<MetricMargin>{{&finalTestMetric(task), margins.testMetric(task)},
                                                            {&sweepMetric("final_train_loss"), margins.trainLoss}});
 }
 
@@ -152,8 +239,7 @@ std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResul
         std::vector<std::vector<double>> values;
         for (const ConfigurationResults& r : results)
             values.push_back(metricValues(r, metric));
-        // Holm's family: the pairs where both arms have the metric at all (a language model has
-        // no accuracy).
+        // Holm's family: the pairs where both arms have the metric at all.
         std::vector<std::pair<int, int>> present;
         for (const auto& [i, j] : pairs)
             if (!values[static_cast<std::size_t>(i)].empty() && !values[static_cast<std::size_t>(j)].empty())

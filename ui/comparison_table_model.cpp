@@ -66,6 +66,7 @@ QVariant ComparisonTableModel::headerData(int section, Qt::Orientation orientati
     case Batch: return tr("Batch");
     case Ranks: return tr("Ranks");
     case TestAccuracy: return tr("Test metric");
+    case ValidationMetric: return tr("Validation");
     case TrainTime: return tr("Time to train");
     case Throughput: return tr("Samples/s");
     case Speedup: return tr("Speedup");
@@ -115,14 +116,13 @@ QVariant ComparisonTableModel::data(const QModelIndex& index, int role) const
         // The run's task's metric: accuracy, RMSE or bits per character (epoch_metric.h).
         const EpochMetric metric = epochMetricFor(r.config);
         const QVector<double> values = metric.test(r);
-        if (values.isEmpty())
-            return QString("—");
-        switch (metric.metric) {
-        case TaskMetric::Accuracy: return QString("%1%").arg(values.last(), 0, 'f', 2);
-        case TaskMetric::Rmse: return QString("RMSE %1").arg(values.last(), 0, 'g', 4);
-        case TaskMetric::BitsPerCharacter: return QString("%1 bpc").arg(values.last(), 0, 'f', 3);
-        }
-        return QString("—");
+        return metric.format(values.isEmpty() ? NAN : values.last());
+    }
+    case ValidationMetric: {
+        // The same metric on the samples data.validation_split held out; "—" without them.
+        const EpochMetric metric = epochMetricFor(r.config);
+        const QVector<double> values = metric.validation(r);
+        return metric.format(values.isEmpty() ? NAN : values.last());
     }
     case TrainTime:
         if (!done)

@@ -1,6 +1,6 @@
 #pragma once
 // The comparison's results table: one row per run with precision, batch size, ranks (data
-// parallel), accuracy, time to train, throughput (per rank in the tooltip), speedup against
+// parallel), the test and validation metrics, time to train, throughput (per rank in the tooltip), speedup against
 // the chosen baseline, skipped steps, final loss scale and
 // peak memory.
 #include "ui/run_recording.h"
@@ -25,6 +25,7 @@ public:
         Batch,
         Ranks,
         TestAccuracy,
+        ValidationMetric,
         TrainTime,
         Throughput,
         Speedup,

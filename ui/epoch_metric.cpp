@@ -2,6 +2,9 @@
 
 #include <QObject>
 
+#include <algorithm>
+#include <cmath>
+
 namespace mantissa::ui {
 
 namespace {
@@ -50,6 +53,29 @@ QVector<double> EpochMetric::test(const RunRecording& run) const
 QVector<double> EpochMetric::train(const RunRecording& run) const
 {
     return metricOf(metric, run.trainLoss, run.trainAccuracy);
+}
+
+QVector<double> EpochMetric::validation(const RunRecording& run) const
+{
+    return metricOf(metric, run.validationLoss, run.validationAccuracy);
+}
+
+bool EpochMetric::hasValidation(const RunRecording& run)
+{
+    return std::any_of(run.validationLoss.cbegin(), run.validationLoss.cend(),
+                       [](double loss) { return std::isfinite(loss); });
+}
+
+QString EpochMetric::format(double value) const
+{
+    if (!std::isfinite(value))
+        return QStringLiteral("—");
+    switch (metric) {
+    case TaskMetric::Accuracy: return QStringLiteral("%1%").arg(value, 0, 'f', 2);
+    case TaskMetric::Rmse: return QStringLiteral("RMSE %1").arg(value, 0, 'g', 4);
+    case TaskMetric::BitsPerCharacter: return QStringLiteral("%1 bpc").arg(value, 0, 'f', 3);
+    }
+    return QStringLiteral("—");
 }
 
 QString EpochMetric::describeLast(const RunRecording& run) const

@@ -24,6 +24,12 @@ struct EpochMetric {
     // Per epoch, in the axis's unit (percent, the targets' unit or bits per character).
     QVector<double> test(const RunRecording& run) const;
     QVector<double> train(const RunRecording& run) const;
+    // On the validation samples (data.validation_split); NaN in every epoch when none are held out.
+    QVector<double> validation(const RunRecording& run) const;
+    static bool hasValidation(const RunRecording& run);
+    // A value in the axis's unit as a table shows it: "84.10%", "RMSE 0.1234", "2.314 bpc"; "—"
+    // when not known.
+    QString format(double value) const;
     // The last epoch's test value in words: "test accuracy 84.10%", "test RMSE 0.1234",
     // "test 2.314 bits per character"; empty before the first epoch ends.
     QString describeLast(const RunRecording& run) const;

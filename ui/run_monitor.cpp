@@ -158,6 +158,20 @@ void RunMonitor::clearGraphs()
     m_trainAccuracy->setPen(seriesPen(0, 1.6));
     m_trainAccuracy->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, blue, 6));
 
+    const QColor green = seriesColor(2);
+    m_validationLoss = m_loss->addGraph();
+    m_validationLoss->setName(tr("validation loss (per epoch)"));
+    m_validationLoss->setPen(seriesPen(2, 1.6));
+    m_validationLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, green, 7));
+    m_validationAccuracy = m_accuracy->addGraph();
+    m_validationAccuracy->setName(tr("validation"));
+    m_validationAccuracy->setPen(seriesPen(2, 1.6));
+    m_validationAccuracy->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, green, 7));
+    for (QCPGraph* graph : {m_validationLoss, m_validationAccuracy}) {
+        graph->setVisible(false);
+        graph->removeFromLegend();
+    }
+
     m_scale->addRun(tr("loss scale"), blue, true);
 
     m_samplesPerSecond = m_throughput->addGraph();
@@ -259,6 +273,14 @@ void RunMonitor::syncEpochs(const RunRecording& r)
     const EpochMetric metric = epochMetricFor(r.config);
     m_testAccuracy->addData(r.epoch.mid(have), metric.test(r).mid(have), true);
     m_trainAccuracy->addData(r.epoch.mid(have), metric.train(r).mid(have), true);
+    if (EpochMetric::hasValidation(r)) { // held out from the first epoch on, or never
+        m_validationLoss->addData(r.epochEndStep.mid(have), r.validationLoss.mid(have), true);
+        m_validationAccuracy->addData(r.epoch.mid(have), metric.validation(r).mid(have), true);
+        for (QCPGraph* graph : {m_validationLoss, m_validationAccuracy}) {
+            graph->setVisible(true);
+            graph->addToLegend();
+        }
+    }
     m_loss->markDirty();
     m_accuracy->markDirty();
 }

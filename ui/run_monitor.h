@@ -67,6 +67,9 @@ private:
     QCPGraph* m_testLoss = nullptr;
     QCPGraph* m_testAccuracy = nullptr;
     QCPGraph* m_trainAccuracy = nullptr;
+    // Drawn (and in the legends) once an epoch was evaluated on validation samples.
+    QCPGraph* m_validationLoss = nullptr;
+    QCPGraph* m_validationAccuracy = nullptr;
     QCPGraph* m_samplesPerSecond = nullptr;
     QCPGraph* m_learningRate = nullptr;
     QCPGraph* m_allReduceFlushed = nullptr;

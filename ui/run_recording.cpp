@@ -46,6 +46,8 @@ void RunRecording::append(const RecordBatch& batch)
         trainAccuracy.push_back(r.trainAccuracy);
         testLoss.push_back(r.testLoss);
         testAccuracy.push_back(r.testAccuracy);
+        validationLoss.push_back(r.validationLoss);
+        validationAccuracy.push_back(r.validationAccuracy);
     }
     for (const EventRecord& e : batch.events) {
         if (e.kind == EventKind::Overflow)

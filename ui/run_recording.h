@@ -42,6 +42,8 @@ struct RunRecording {
     QVector<double> allReduceFlushed, allReduceOverflowed;
     // Per epoch; epochEndStep is the last step of the epoch, to place test loss on step axes.
     QVector<double> epoch, epochEndStep, trainLoss, trainAccuracy, testLoss, testAccuracy;
+    // On the samples data.validation_split holds out; NaN in every epoch when none are.
+    QVector<double> validationLoss, validationAccuracy;
     QVector<OverflowMarker> overflows;
     std::optional<RunSummary> summary;
     QString failure;

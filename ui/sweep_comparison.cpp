@@ -20,6 +20,7 @@ void fill(SweepComparison& comparison, const storage::RunStore& store)
                 runs << loadStoredRun(store, run.id);
         comparison.finishedRuns << runs;
     }
+    comparison.metric = sweep::sweepTaskMetric(comparison.results);
     comparison.table = sweep::statisticsTable(comparison.results);
     comparison.sentences = sweep::pairSentences(comparison.results);
 }
@@ -74,11 +75,16 @@ sweep::BandCurve lossBand(const QList<std::shared_ptr<const RunRecording>>& runs
     return sweep::bandCurve(curves, kind);
 }
 
-sweep::BandCurve accuracyBand(const QList<std::shared_ptr<const RunRecording>>& runs, sweep::BandKind kind)
+sweep::BandCurve testMetricBand(const QList<std::shared_ptr<const RunRecording>>& runs, sweep::BandKind kind,
+                                TaskMetric metric)
 {
     QList<sweep::Curve> curves;
-    for (const auto& run : runs)
-        curves << sweep::Curve{run->epoch, run->testAccuracy};
+    for (const auto& run : runs) {
+        QVector<double> values;
+        for (qsizetype i = 0; i < run->epoch.size(); ++i)
+            values << taskMetricValue(metric, run->testLoss.value(i, NAN), run->testAccuracy.value(i, NAN));
+        curves << sweep::Curve{run->epoch, values};
+    }
     return sweep::bandCurve(curves, kind);
 }
 

@@ -19,6 +19,7 @@ struct SweepComparison {
     QString title;      // "sweep 3 (mlp: fp32 vs mixed-fp16): 6 of 6 runs"
     qint64 sweepId = 0; // 0 for runs grouped by seed
     std::vector<sweep::ConfigurationResults> results;
+    TaskMetric metric = TaskMetric::Accuracy; // sweep::sweepTaskMetric of the results
     // Per configuration, its finished runs (the runs the statistics are over).
     QList<QList<std::shared_ptr<const RunRecording>>> finishedRuns;
     sweep::StatisticsTable table;
@@ -36,8 +37,9 @@ std::optional<SweepComparison> loadSeedGroupComparison(const storage::RunStore& 
 
 // The curves the tab draws for a configuration: the train loss per step, each run smoothed
 // as the run-by-run comparison smooths it (EMA 0.8) before the band is taken, and the test
-// accuracy per epoch (a fraction).
+// metric per epoch (accuracy as a fraction, RMSE, bits per character).
 sweep::BandCurve lossBand(const QList<std::shared_ptr<const RunRecording>>& runs, sweep::BandKind kind);
-sweep::BandCurve accuracyBand(const QList<std::shared_ptr<const RunRecording>>& runs, sweep::BandKind kind);
+sweep::BandCurve testMetricBand(const QList<std::shared_ptr<const RunRecording>>& runs, sweep::BandKind kind,
+                                TaskMetric metric);
 
 } // namespace mantissa::ui

@@ -1,6 +1,7 @@
 #include "ui/sweep_comparison_view.h"
 
 #include "report/band_plot.h"
+#include "ui/epoch_metric.h"
 #include "ui/plot_style.h"
 #include "ui/plot_widget.h"
 
@@ -9,6 +10,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -75,7 +77,8 @@ SweepComparisonView::SweepComparisonView(QWidget* parent) : QWidget(parent)
     top->addWidget(m_band);
     top->addWidget(new QLabel(tr("Equivalent within ±")));
     top->addWidget(m_accuracyMargin);
-    top->addWidget(new QLabel(tr("accuracy, ±")));
+    m_testMarginName = new QLabel(tr("accuracy, ±"));
+    top->addWidget(m_testMarginName);
     top->addWidget(m_lossMargin);
     top->addWidget(new QLabel(tr("loss")));
 
@@ -113,8 +116,36 @@ void SweepComparisonView::setComparison(SweepComparison comparison)
 {
     m_comparison = std::move(comparison);
     m_heading->setText(m_comparison.title);
+    configureTestMetric();
     rebuildPlots();
     rebuildTable();
+}
+
+void SweepComparisonView::configureTestMetric()
+{
+    // The test metric's margin is in its unit: accuracy in points, RMSE in the targets' unit,
+    // bits per character.
+    const TaskMetric metric = m_comparison.metric;
+    const EpochMetric epochMetric{metric};
+    m_accuracy->setTitle(tr("Test %1, mean over seeds")
+                             .arg(metric == TaskMetric::Rmse ? epochMetric.title() : epochMetric.title().toLower()));
+    m_accuracy->yAxis->setLabel(epochMetric.axisLabel());
+    m_accuracy->axisRect()->insetLayout()->setInsetAlignment(
+        0, Qt::AlignRight | (epochMetric.lowerIsBetter() ? Qt::AlignTop : Qt::AlignBottom));
+    if (metric == m_marginMetric)
+        return; // the user's margin stays while the unit does
+    m_marginMetric = metric;
+    const sweep::EquivalenceMargins defaults;
+    const QSignalBlocker blocker(m_accuracyMargin);
+    const bool accuracy = metric == TaskMetric::Accuracy;
+    m_accuracyMargin->setRange(accuracy ? 0.01 : 0.0001, accuracy ? 100 : 1e6);
+    m_accuracyMargin->setDecimals(accuracy ? 2 : 4);
+    m_accuracyMargin->setSingleStep(accuracy ? 0.1 : 0.005);
+    m_accuracyMargin->setSuffix(accuracy ? tr(" points") : QString());
+    m_accuracyMargin->setValue(defaults.testMetric(metric) * (accuracy ? 100 : 1));
+    m_testMarginName->setText(metric == TaskMetric::Accuracy ? tr("accuracy, ±")
+                              : metric == TaskMetric::Rmse   ? tr("RMSE, ±")
+                                                             : tr("bits per character, ±"));
 }
 
 void SweepComparisonView::rebuildPlots()
@@ -129,7 +160,8 @@ void SweepComparisonView::rebuildPlots()
         const QString name = tr("%1 (n = %2)").arg(m_comparison.label(c)).arg(runs.size());
         report::addBandGraphs(*m_loss, lossBand(runs, kind), name, seriesColor(c), 1, c > 0);
         const report::BandGraphs accuracy =
-            report::addBandGraphs(*m_accuracy, accuracyBand(runs, kind), name, seriesColor(c), 100, c > 0);
+            report::addBandGraphs(*m_accuracy, testMetricBand(runs, kind, m_comparison.metric), name, seriesColor(c),
+                                  m_comparison.metric == TaskMetric::Accuracy ? 100 : 1, c > 0);
         accuracy.mean->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, seriesColor(c), 7));
     }
     m_loss->resetView();
@@ -161,11 +193,12 @@ void SweepComparisonView::rebuildTable()
 
 void SweepComparisonView::rebuildSentences()
 {
+    const TaskMetric metric = m_comparison.metric;
     sweep::EquivalenceMargins margins;
-    margins.testAccuracy = m_accuracyMargin->value() / 100;
+    margins.testMetric(metric) = m_accuracyMargin->value() / (metric == TaskMetric::Accuracy ? 100 : 1);
     margins.trainLoss = m_lossMargin->value();
     m_comparison.sentences = sweep::pairSentences(m_comparison.results, margins);
-    m_rule->setText(m_comparison.results.size() > 1 ? sweep::verdictRule(margins) : QString());
+    m_rule->setText(m_comparison.results.size() > 1 ? sweep::verdictRule(margins, metric) : QString());
     m_sentences->setText(m_comparison.sentences.isEmpty() ? tr("One configuration: nothing to compare it with.")
                                                           : m_comparison.sentences.join(QStringLiteral("\n")));
 }

@@ -30,11 +30,13 @@ public:
     PlotWidget* accuracyPlot() const { return m_accuracy; }
     QTableWidget* statisticsTable() const { return m_table; }
     QLabel* sentences() const { return m_sentences; }
-    // The equivalence margins the verdicts use (test accuracy in points, train loss).
+    // The equivalence margins the verdicts use (the test metric in its unit: accuracy in points,
+    // RMSE, bits per character; train loss).
     QDoubleSpinBox* accuracyMargin() const { return m_accuracyMargin; }
     QDoubleSpinBox* lossMargin() const { return m_lossMargin; }
 
 private:
+    void configureTestMetric();
     void rebuildPlots();
     void rebuildTable();
 
@@ -47,6 +49,8 @@ private:
     QLabel* m_sentences;
     QLabel* m_rule;
     QDoubleSpinBox* m_accuracyMargin;
+    QLabel* m_testMarginName;
+    TaskMetric m_marginMetric = TaskMetric::Accuracy; // the unit m_accuracyMargin is in
     QDoubleSpinBox* m_lossMargin;
     void rebuildSentences();
 };

@@ -34,6 +34,8 @@ nlohmann::json RecordedRun::toJson() const
     };
     if (metric == TaskMetric::Rmse)
         line["test_rmse"] = taskMetricValue(metric, summary.testLoss, NAN);
+    if (metric == TaskMetric::BitsPerCharacter)
+        line["test_bits_per_character"] = taskMetricValue(metric, summary.testLoss, NAN);
     if (summary.status == RunStatus::Diverged || summary.status == RunStatus::Failed)
         line["message"] = summary.message;
     return line;

@@ -162,6 +162,14 @@ void printSummary(const storage::RunInfo& run, const QList<EpochRecord>& epochs)
                        .arg(QString::fromStdString(formatTaskMetric(metric, figures.final)),
                             QString::fromStdString(formatTaskMetric(metric, figures.best))));
     }
+    if (hasValidation(epochs)) {
+        const MetricFigures figures = metricFigures(metric, epochs, EvaluationSet::Validation);
+        printField(QStringLiteral("  validation ") +
+                       QString::fromLatin1(metric == TaskMetric::Accuracy ? "acc" : taskMetricName(metric)),
+                   QStringLiteral("%1 final, %2 best")
+                       .arg(QString::fromStdString(formatTaskMetric(metric, figures.final)),
+                            QString::fromStdString(formatTaskMetric(metric, figures.best))));
+    }
     printField(QStringLiteral("  loss scale"), formatValue(s.finalLossScale));
     printField(QStringLiteral("  throughput"), formatRate(s.samplesPerSecond));
     printField(QStringLiteral("  time"), formatSeconds(run.wallSeconds));
@@ -169,11 +177,15 @@ void printSummary(const storage::RunInfo& run, const QList<EpochRecord>& epochs)
 }
 
 // A text run's test loss is also shown in bits per character; a regression run has RMSE in
-// place of the accuracies.
+// place of the accuracies. A run with a validation split has its loss and metric after the test's.
 void printEpochs(const QList<EpochRecord>& epochs, TaskMetric metric)
 {
     const bool bitsPerCharacter = metric == TaskMetric::BitsPerCharacter;
     const bool accuracy = metric != TaskMetric::Rmse;
+    const bool validation = hasValidation(epochs);
+    const QString validationMetric = metric == TaskMetric::Accuracy ? QStringLiteral("val acc")
+                                     : bitsPerCharacter             ? QStringLiteral("val bpc")
+                                                                    : QStringLiteral("val RMSE");
     if (epochs.isEmpty()) {
         std::printf("\nepochs: none completed\n");
         return;
@@ -188,6 +200,10 @@ void printEpochs(const QList<EpochRecord>& epochs, TaskMetric metric)
     if (bitsPerCharacter)
         table.addColumn(QStringLiteral("test bpc"), Align::Right);
     table.addColumn(accuracy ? QStringLiteral("test acc") : QStringLiteral("test RMSE"), Align::Right);
+    if (validation) {
+        table.addColumn(QStringLiteral("val loss"), Align::Right);
+        table.addColumn(validationMetric, Align::Right);
+    }
     table.addColumn(QStringLiteral("time"), Align::Right);
     for (const EpochRecord& e : epochs) {
         QStringList row{QString::number(e.epoch), formatValue(e.trainLoss)};
@@ -197,8 +213,12 @@ void printEpochs(const QList<EpochRecord>& epochs, TaskMetric metric)
         if (bitsPerCharacter)
             row << QString::number(mantissa::bitsPerCharacter(e.testLoss), 'f', 3);
         row << (accuracy ? formatPercent(e.testAccuracy)
-                         : QString::fromStdString(formatTaskMetric(metric, taskMetricValue(metric, e.testLoss, NAN))))
-            << formatSeconds(e.wallSeconds);
+                         : QString::fromStdString(formatTaskMetric(metric, taskMetricValue(metric, e.testLoss, NAN))));
+        if (validation)
+            row << formatValue(e.validationLoss)
+                << QString::fromStdString(
+                       formatTaskMetric(metric, epochMetricValue(metric, e, EvaluationSet::Validation)));
+        row << formatSeconds(e.wallSeconds);
         table.addRow(row);
     }
     std::printf("\nepochs\n");

@@ -22,6 +22,15 @@ void addMarginOptions(QCommandLineParser& parser)
          QStringLiteral("Pairs within +/-POINTS of test accuracy are equivalent (default %1).")
              .arg(defaults.testAccuracy * 100),
          "points"},
+        {"margin-rmse",
+         QStringLiteral("Regression: pairs within +/-R of test RMSE, in the targets' unit, are equivalent "
+                        "(default %1).")
+             .arg(defaults.testRmse),
+         "R"},
+        {"margin-bpc",
+         QStringLiteral("Language models: pairs within +/-B bits per character are equivalent (default %1).")
+             .arg(defaults.testBitsPerCharacter),
+         "B"},
         {"margin-loss",
          QStringLiteral("Pairs within +/-L of train loss are equivalent (default %1).").arg(defaults.trainLoss), "L"},
     });
@@ -47,6 +56,8 @@ sweep::EquivalenceMargins marginsFromOptions(const QCommandLineParser& parser)
 {
     sweep::EquivalenceMargins margins;
     margins.testAccuracy = marginOption(parser, "margin-accuracy", margins.testAccuracy, 100);
+    margins.testRmse = marginOption(parser, "margin-rmse", margins.testRmse, 1);
+    margins.testBitsPerCharacter = marginOption(parser, "margin-bpc", margins.testBitsPerCharacter, 1);
     margins.trainLoss = marginOption(parser, "margin-loss", margins.trainLoss, 1);
     return margins;
 }
@@ -55,11 +66,16 @@ void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults
                           const sweep::EquivalenceMargins& margins)
 {
     using Align = TextTable::Align;
+    const TaskMetric task = sweep::sweepTaskMetric(results);
+    const sweep::SweepMetric& test = sweep::finalTestMetric(task);
     TextTable table;
     table.addColumn(QStringLiteral("configuration"));
     table.addColumn(QStringLiteral("runs"), Align::Right);
     table.addColumn(QStringLiteral("diverged [95% CI]"), Align::Right);
-    table.addColumn(QStringLiteral("test acc % (mean +/- sd [95% CI])"), Align::Right);
+    const QString testColumn = task == TaskMetric::Accuracy ? QStringLiteral("test acc %")
+                               : task == TaskMetric::Rmse   ? QStringLiteral("test RMSE")
+                                                            : QStringLiteral("test bits/char");
+    table.addColumn(testColumn + QStringLiteral(" (mean +/- sd [95% CI])"), Align::Right);
     table.addColumn(QStringLiteral("train loss"), Align::Right);
     table.addColumn(QStringLiteral("skipped"), Align::Right);
     table.addColumn(QStringLiteral("time"), Align::Right);
@@ -69,7 +85,7 @@ void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults
         const auto time = metricValues(r, sweepMetric("wall_seconds"));
         table.addRow({QString::fromStdString(r.configuration.label),
                       QStringLiteral("%1/%2").arg(r.results()).arg(r.planned), sweep::divergenceText(r),
-                      sweep::meanSdText(metricValues(r, sweepMetric("final_test_accuracy")), 100, 1, true),
+                      sweep::meanSdText(metricValues(r, test), test.format.scale, test.format.decimals, true),
                       sweep::meanSdText(metricValues(r, sweepMetric("final_train_loss")), 1, 4, false),
                       skipped.empty() ? QStringLiteral("-") : QString::number(stats::summarize(skipped).mean, 'f', 1),
                       time.empty() ? QStringLiteral("-") : formatSeconds(stats::summarize(time).mean),
@@ -78,7 +94,7 @@ void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults
     table.print(out);
     std::fputs("Metrics are over the runs that did not diverge; the divergence interval is Wilson's.\n", out);
     if (results.size() > 1)
-        std::fprintf(out, "%s\n", qPrintable(sweep::verdictRule(margins)));
+        std::fprintf(out, "%s\n", qPrintable(sweep::verdictRule(margins, task)));
     for (const QString& sentence : sweep::pairSentences(results, margins))
         std::fprintf(out, "%s\n", qPrintable(sentence));
 }
@@ -86,6 +102,7 @@ void printSweepStatistics(std::FILE* out, const std::vector<ConfigurationResults
 nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& results,
                                    const sweep::EquivalenceMargins& margins)
 {
+    const TaskMetric task = sweep::sweepTaskMetric(results);
     nlohmann::json list = nlohmann::json::array();
     for (const ConfigurationResults& r : results) {
         nlohmann::json item = {{"configuration", r.configuration.label},
@@ -102,7 +119,7 @@ nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& resu
         for (const RunInfo& run : r.runs)
             runIds.push_back(run.id);
         item["run_ids"] = runIds;
-        for (const sweep::SweepMetric& m : sweep::sweepMetrics()) {
+        for (const sweep::SweepMetric& m : sweep::sweepMetrics(task)) {
             const std::vector<double> values = metricValues(r, m);
             if (values.empty())
                 continue;
@@ -119,7 +136,7 @@ nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& resu
     nlohmann::json comparisons = nlohmann::json::array();
     for (std::size_t c = 1; c < results.size(); ++c) {
         const ConfigurationResults &baseline = results.front(), &other = results[c];
-        for (const sweep::SweepMetric& m : sweep::sweepMetrics()) {
+        for (const sweep::SweepMetric& m : sweep::sweepMetrics(task)) {
             const auto test = stats::welchTest(metricValues(baseline, m), metricValues(other, m));
             if (!test)
                 continue;
@@ -151,7 +168,10 @@ nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& resu
             item["seeds_per_arm_to_decide"] = r.verdict.seedsToDecide;
         verdicts.push_back(std::move(item));
     }
-    return {{"configurations", list}, {"comparisons", comparisons}, {"verdicts", verdicts}};
+    return {{"metric", taskMetricName(task)},
+            {"configurations", list},
+            {"comparisons", comparisons},
+            {"verdicts", verdicts}};
 }
 
 } // namespace mantissa::cli

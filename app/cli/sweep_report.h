@@ -16,7 +16,8 @@ namespace mantissa::cli {
 
 using sweep::ConfigurationResults;
 
-// --margin-accuracy POINTS and --margin-loss L: the equivalence margins of the verdicts.
+// --margin-accuracy POINTS, --margin-rmse R, --margin-bpc B and --margin-loss L: the equivalence
+// margins of the verdicts (the test metric's follows the runs' task).
 void addMarginOptions(QCommandLineParser& parser);
 // Throws ConfigError naming the option when a margin is not a positive number.
 sweep::EquivalenceMargins marginsFromOptions(const QCommandLineParser& parser);

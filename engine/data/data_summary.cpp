@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace mantissa {
 
@@ -23,39 +22,6 @@ std::vector<std::int64_t> countClasses(const Dataset& data)
         if (y >= 0 && static_cast<std::size_t>(y) < counts.size())
             ++counts[static_cast<std::size_t>(y)];
     return counts;
-}
-
-// Images ([C, H, W]) have a range per channel; anything else per feature.
-std::vector<ValueRange> valueRanges(const Dataset& data, std::int64_t& groups)
-{
-    const bool image = data.sampleShape.rank() == 3;
-    const ChannelLayout layout = channelLayout(data.sampleShape);
-    groups = layout.channels;
-    const std::int64_t run = layout.plane; // values per group in one sample
-    std::vector<ValueRange> ranges(static_cast<std::size_t>(groups));
-    std::vector<double> sums(ranges.size(), 0.0);
-    for (auto& r : ranges) {
-        r.minimum = std::numeric_limits<float>::infinity();
-        r.maximum = -std::numeric_limits<float>::infinity();
-    }
-    for (std::int64_t i = 0; i < data.size(); ++i) {
-        const float* x = data.sample(i);
-        for (std::int64_t g = 0; g < groups; ++g) {
-            ValueRange& r = ranges[static_cast<std::size_t>(g)];
-            for (std::int64_t k = 0; k < run; ++k) {
-                const float v = x[g * run + k];
-                r.minimum = std::min(r.minimum, v);
-                r.maximum = std::max(r.maximum, v);
-                sums[static_cast<std::size_t>(g)] += v;
-            }
-        }
-    }
-    const double n = static_cast<double>(data.size()) * static_cast<double>(run);
-    for (std::size_t g = 0; g < ranges.size(); ++g) {
-        ranges[g].name = (image ? "channel " : "feature ") + std::to_string(g + 1);
-        ranges[g].mean = n > 0 ? sums[g] / n : 0;
-    }
-    return ranges;
 }
 
 std::string className(const DataSummary& s, std::size_t c)
@@ -93,19 +59,11 @@ DataSummary summarizeData(const DatasetSplits& splits, const DataSpec& spec, std
     s.classNames = splits.classNames;
     s.trainCounts = countClasses(splits.train);
     s.testCounts = countClasses(splits.test);
-    s.ranges = valueRanges(splits.train, s.featureCount);
-    // The values as read: normalisation is affine with std > 0, so the extremes map back. The
-    // ranges are grouped as per-channel normalisation is (channelLayout).
-    const Normalization& n = splits.normalization;
-    for (std::size_t g = 0; g < s.ranges.size(); ++g) {
-        ValueRange& r = s.ranges[g];
-        const std::size_t k = n.perChannel ? g : 0;
-        r.minimum = n.original(r.minimum, k);
-        r.maximum = n.original(r.maximum, k);
-        r.mean = r.mean * n.std[k] + n.mean[k];
-    }
+    // The values as read: taken before normalising where the tensors were normalised since.
+    s.ranges = splits.normalized ? splits.rawRanges : valueRanges(splits.train);
+    s.featureCount = static_cast<std::int64_t>(s.ranges.size());
     if (splits.normalized)
-        s.normalization = n.describe();
+        s.normalization = splits.normalization.describe();
     std::int64_t constant = 0;
     for (const ValueRange& r : s.ranges)
         constant += r.minimum == r.maximum ? 1 : 0;

@@ -2,18 +2,13 @@
 // What a dataset holds, before any training: the figures `mantissa-cli data` prints and the
 // workbench's data panel shows, computed once here so that both say the same.
 #include "engine/data/dataset.h"
+#include "engine/data/value_ranges.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace mantissa {
-
-struct ValueRange {
-    std::string name; // "channel 1", "feature 3" or a table column's name
-    float minimum = 0, maximum = 0;
-    double mean = 0;
-};
 
 struct DataSummary {
     std::string source; // the file or folder, or the dataset's name

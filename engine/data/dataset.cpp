@@ -392,6 +392,7 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
     }
 
     if (spec.normalize) {
+        splits.rawRanges = valueRanges(splits.train);
         splits.normalized = true;
         splits.normalization =
             computeNormalization(splits.train, spec.dataset == DatasetKind::Files && spec.perChannel);

@@ -3,6 +3,7 @@
 // run trains on from its DataSpec: Fashion-MNIST, MNIST, synthetic data, text (text_corpus.h)
 // or the user's own files (file_dataset.h).
 #include "engine/config/run_config.h"
+#include "engine/data/value_ranges.h"
 #include "engine/tensor/shape.h"
 
 #include <cstdint>
@@ -72,6 +73,9 @@ struct DatasetSplits {
     std::vector<std::string> classNames; // where the source names its classes (image folders)
     std::vector<std::string> notes;      // what was done to the data that the user should know
     bool fromCache = false;              // your files: read from the decoded-data cache (data_cache.h)
+    // When normalised: the training split's values as read, per channel or feature, taken before
+    // normalising (the data summary's ranges; the tensors no longer hold those values).
+    std::vector<ValueRange> rawRanges;
 };
 
 // Builds the splits of `spec`: loads (or generates) the data, takes the first limitTrain /

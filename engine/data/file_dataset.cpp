@@ -4,13 +4,13 @@
 #include "engine/data/image_file.h"
 #include "engine/data/numpy_array.h"
 #include "engine/data/table_file.h"
+#include "engine/data/text_lines.h"
 #include "engine/util/check.h"
 #include "engine/util/format_number.h"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <unistd.h>
@@ -509,9 +509,9 @@ FileSource readImageFolder(const DataSpec& spec)
 // then it lists images rather than holding features.
 bool listsImages(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
+    TextLines in(path);
     std::string line;
-    for (int row = 0; row < 2 && std::getline(in, line); ++row) {
+    for (int row = 0; row < 2 && in.next(line); ++row) {
         const std::string first = line.substr(0, line.find(','));
         std::string name = lower(first);
         while (!name.empty() && (name.back() == ' ' || name.back() == '"' || name.back() == '\r'))
@@ -607,7 +607,9 @@ DataFormat resolveDataFormat(const std::string& path, DataFormat declared)
     if (!fs::exists(path, ec))
         throw DataError(path + ": not found");
     const std::string name = lower(fs::path(path).filename().string());
-    const std::string ext = lower(fs::path(path).extension().string());
+    // A compressed table (digits.csv.gz) goes by the extension before ".gz"; tables read through zlib.
+    const fs::path named = name.ends_with(".gz") ? fs::path(name).stem() : fs::path(name);
+    const std::string ext = named.extension().string();
     if (!fs::is_directory(path, ec)) {
         if (ext == ".csv")
             return listsImages(path) ? DataFormat::ImageCsv : DataFormat::Csv;

@@ -1,11 +1,10 @@
 #include "engine/data/table_file.h"
 
+#include "engine/data/text_lines.h"
 #include "engine/util/check.h"
 
 #include <charconv>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 
 namespace mantissa {
@@ -74,49 +73,24 @@ std::string quote(const std::string& cell)
 
 std::vector<TextRow> readTextRows(const std::string& path, char separator)
 {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-        throw DataError(path + ": " + (std::filesystem::exists(path, ec) ? "not a regular file" : "file not found"));
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw DataError(path + ": cannot be read");
+    TextLines in(path);
     std::vector<TextRow> rows;
     std::string line;
-    std::int64_t lineNumber = 0;
-    while (std::getline(in, line)) {
-        ++lineNumber;
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
-        if (lineNumber == 1 && line.starts_with("\xEF\xBB\xBF"))
-            line.erase(0, 3);
+    while (in.next(line))
         if (line.find_first_not_of(" \t") != std::string::npos)
-            rows.push_back({lineNumber, splitCells(line, separator)});
-    }
-    if (in.bad())
-        throw DataError(path + ": read error");
+            rows.push_back({in.lineNumber(), splitCells(line, separator)});
     return rows;
 }
 
 Table readTableFile(const std::string& path, char separator, TableHeader header, const TableLabels& labels)
 {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-        throw DataError(path + ": " + (std::filesystem::exists(path, ec) ? "not a regular file" : "file not found"));
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw DataError(path + ": cannot be read");
-
+    TextLines in(path);
     Table table;
     std::string line;
-    std::int64_t lineNumber = 0;
     std::size_t width = 0;
     bool first = true;
-    while (std::getline(in, line)) {
-        ++lineNumber;
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
-        if (lineNumber == 1 && line.starts_with("\xEF\xBB\xBF")) // a UTF-8 byte-order mark
-            line.erase(0, 3);
+    while (in.next(line)) {
+        const std::int64_t lineNumber = in.lineNumber();
         if (line.find_first_not_of(" \t") == std::string::npos)
             continue;
         const std::vector<std::string> cells = splitCells(line, separator);
@@ -183,8 +157,6 @@ Table readTableFile(const std::string& path, char separator, TableHeader header,
         }
         ++table.rows;
     }
-    if (in.bad())
-        throw DataError(path + ": read error");
     if (table.rows == 0)
         throw DataError(path + ": the table has no data rows");
     return table;

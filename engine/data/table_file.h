@@ -1,7 +1,7 @@
 #pragma once
 // CSV and TSV tables of numbers: one sample per row, numeric feature columns and a label
-// column (classification) or target columns (regression). Every problem is reported with the
-// file, the row and the column.
+// column (classification) or target columns (regression); gzip-compressed or not (text_lines.h).
+// Every problem is reported with the file, the row and the column.
 #include "engine/config/config_enums.h"
 
 #include <cstdint>

@@ -40,8 +40,8 @@ struct EpochRecord {
     float trainLoss = 0, trainAccuracy = 0; // over the epoch's training steps
     float testLoss = 0, testAccuracy = 0;   // accuracy in [0, 1]
     double wallSeconds = 0;                 // since the run started, evaluation included
-    // On the validation samples (data.validation_split); NaN when none are held out. Printed
-    // by the command line, not stored.
+    // On the validation samples (data.validation_split); NaN when none are held out. Stored with
+    // the epoch, shown beside the test figures.
     float validationLoss = NAN, validationAccuracy = NAN;
 };
 

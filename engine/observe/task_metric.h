@@ -71,6 +71,26 @@ inline std::string formatTaskMetric(TaskMetric metric, double value)
     return text;
 }
 
+// Which evaluation of an epoch: the test set, or the samples data.validation_split holds out.
+enum class EvaluationSet : std::uint8_t { Test, Validation };
+
+// An epoch's metric on the test set or on the validation samples (NaN where none were held out).
+inline double epochMetricValue(TaskMetric metric, const EpochRecord& e, EvaluationSet set)
+{
+    return set == EvaluationSet::Test ? taskMetricValue(metric, e.testLoss, e.testAccuracy)
+                                      : taskMetricValue(metric, e.validationLoss, e.validationAccuracy);
+}
+
+// Whether some epoch was evaluated on validation samples.
+template <typename EpochRecords>
+bool hasValidation(const EpochRecords& epochs)
+{
+    for (const EpochRecord& e : epochs)
+        if (std::isfinite(e.validationLoss))
+            return true;
+    return false;
+}
+
 // A run's metric at its last epoch and at its best (the highest accuracy, the lowest RMSE or
 // bits per character); NaN when no epoch has it.
 struct MetricFigures {
@@ -78,11 +98,11 @@ struct MetricFigures {
 };
 
 template <typename EpochRecords>
-MetricFigures metricFigures(TaskMetric metric, const EpochRecords& epochs)
+MetricFigures metricFigures(TaskMetric metric, const EpochRecords& epochs, EvaluationSet set = EvaluationSet::Test)
 {
     MetricFigures figures;
     for (const EpochRecord& e : epochs) {
-        const double value = taskMetricValue(metric, e.testLoss, e.testAccuracy);
+        const double value = epochMetricValue(metric, e, set);
         figures.final = value;
         if (std::isfinite(value) &&
             (!std::isfinite(figures.best) || (lowerIsBetter(metric) ? value < figures.best : value > figures.best)))

@@ -4,6 +4,7 @@
 // the same enum the trainer returned, so nothing maps one onto the other.
 #include "engine/observe/rank_throughput.h"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -39,6 +40,7 @@ struct RunSummary {
     // evaluation they are placeholders, and a recorder stores them as "not known".
     float trainLoss = 0; // mean over the last epoch's finite steps
     float testLoss = 0, testAccuracy = 0, bestTestAccuracy = 0;
+    float bestTestLoss = NAN; // the lowest: regression's best RMSE, a language model's best bits per character
     std::int64_t steps = 0, skippedSteps = 0;
     int epochs = 0; // completed (or partially run) epochs
     float finalLossScale = 1;

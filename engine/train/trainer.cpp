@@ -468,6 +468,8 @@ void Trainer::evaluateEpoch(RunState& run, int epoch)
     summary.testLoss = test.loss;
     summary.testAccuracy = test.accuracy;
     summary.bestTestAccuracy = regression() ? NAN : std::max(summary.bestTestAccuracy, test.accuracy);
+    if (!(summary.bestTestLoss <= test.loss)) // also the first epoch's, and a finite loss after a NaN one
+        summary.bestTestLoss = test.loss;
 }
 
 std::string Trainer::reportFailure(const RunState& run, const std::exception& e)

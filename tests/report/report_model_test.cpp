@@ -260,6 +260,44 @@ private slots:
         QVERIFY(saysWhy);
     }
 
+    // A run with validation samples has its final and best validation metric in its results and
+    // a validation loss and accuracy per epoch (report_seeds_test draws its curve); a run without
+    // has neither.
+    void aRunsValidationFiguresAreReported()
+    {
+        SyntheticRun spec;
+        spec.name = QStringLiteral("validated");
+        spec.epochs = 2;
+        spec.stepsPerEpoch = 30;
+        spec.validation = true;
+        const QString path = m_dir.filePath(QStringLiteral("validated.sqlite"));
+        const qint64 id = writeSyntheticRun(path, spec);
+        const storage::RunStore store(path);
+        const ReportData data = loadReportData(store, {id});
+        const ReportDocument document = buildReportDocument(data);
+        const float last = syntheticTestAccuracy(spec, 2) - 0.005f;
+        QStringList rows, header;
+        for (const ReportBlock& block : document.blocks) {
+            if (block.kind != ReportBlock::Kind::Table)
+                continue;
+            for (const QStringList& row : block.table.rows)
+                rows << row.join(QStringLiteral(": "));
+            if (block.table.header.contains(QStringLiteral("Validation loss")))
+                header = block.table.header;
+        }
+        QVERIFY2(rows.contains(QStringLiteral("Final validation accuracy: %1")
+                                   .arg(QString::fromStdString(formatTaskMetric(TaskMetric::Accuracy, last)))),
+                 qPrintable(rows.join("\n")));
+        QCOMPARE(header.mid(header.size() - 3), (QStringList{"Validation loss", "Validation accuracy", "Wall time"}));
+
+        const ReportData plain = loadReportData(*m_store, {m_sample.fp32});
+        for (const ReportBlock& block : buildReportDocument(plain).blocks) {
+            QVERIFY(!block.table.header.contains(QStringLiteral("Validation loss")));
+            for (const QStringList& row : block.table.rows)
+                QVERIFY2(!row.front().contains(QStringLiteral("validation")), qPrintable(row.join(": ")));
+        }
+    }
+
     // The model section carries the engine's tensor-core advice for the mixed-fp16 run (the
     // mlp's 10 classes), and none for fp32.
     void theModelSectionGivesTheTensorCoreAdviceOfSixteenBitRuns()

@@ -270,7 +270,8 @@ private slots:
         QList<QByteArray> epochs = readAll(files[1]).split('\n');
         epochs.removeAll(QByteArray());
         QCOMPARE(epochs.first(),
-                 QByteArray("run_id,run,epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds"));
+                 QByteArray("run_id,run,epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds,"
+                            "validation_loss,validation_accuracy"));
         qsizetype epochRows = 0;
         for (const RunData& run : data.runs)
             epochRows += m_store->epochs(run.info.id).size();

@@ -14,6 +14,8 @@
 
 #include <qcustomplot.h>
 
+#include <cmath>
+
 using namespace mantissa;
 using namespace mantissa::report;
 using namespace mantissa::report::test;
@@ -127,6 +129,77 @@ private slots:
             QVERIFY(std::abs((means[c]->data()->constEnd() - 1)->value - sum / 3) < 1e-4);
             QVERIFY(std::abs((highs[c]->data()->constEnd() - 1)->value - max) < 1e-4);
         }
+    }
+
+    // Language models over seeds are summarised and compared in bits per character (lower is
+    // better), the table's rows, the verdicts and the mean plot alike; not in next-byte accuracy.
+    void aLanguageModelsSeedsAreJudgedInBitsPerCharacter()
+    {
+        const QString db = m_dir.filePath("text.sqlite");
+        QList<qint64> ids;
+        for (const char* precision : {"fp32", "mixed-fp16"})
+            for (std::uint64_t seed : {0, 1, 2}) {
+                SyntheticRun run;
+                run.name = QStringLiteral("text-%1-seed%2").arg(precision).arg(seed);
+                run.precision = precision;
+                run.seed = seed;
+                run.epochs = 2;
+                run.stepsPerEpoch = 40;
+                run.text = true;
+                ids << writeSyntheticRun(db, run);
+            }
+        RunStore store(db);
+        const ReportData data = loadReportData(store, ids);
+        QVERIFY(data.seeds.has_value());
+        QCOMPARE(data.seeds->metric, TaskMetric::BitsPerCharacter);
+        // Every run ends with test loss 0.33 + 0.25 / 2 nats: (0.455 / ln 2) bits per character.
+        const double bits = double(float(0.33 + 0.25 / 2)) / std::log(2.0);
+        QStringList labels;
+        for (const QStringList& row : data.seeds->table.rows) {
+            labels << row.front();
+            if (row.front() == QStringLiteral("test bits per character"))
+                QCOMPARE(row[1], sweep::meanSdText({bits, bits, bits}, 1, 3, true));
+        }
+        QVERIFY2(labels.contains(QStringLiteral("test bits per character")), qPrintable(labels.join(", ")));
+        QVERIFY2(labels.contains(QStringLiteral("best test bits per character")), qPrintable(labels.join(", ")));
+        QVERIFY2(!labels.join(" ").contains(QStringLiteral("accuracy")), qPrintable(labels.join(", ")));
+        QVERIFY2(
+            data.seeds->sentences.front().startsWith(QStringLiteral("mixed-fp16 vs fp32: test bits per character ")),
+            qPrintable(data.seeds->sentences.join("\n")));
+        QVERIFY(
+            sweep::verdictRule({}, data.seeds->metric).contains(QStringLiteral("+/-0.01 of test bits per character")));
+
+        QCustomPlot plot;
+        fillPlot(plot, PlotKind::MeanAccuracy, QStringLiteral("bits"), data);
+        QCOMPARE(plot.yAxis->label(), QStringLiteral("test bits per character"));
+        for (int i = 0; i < plot.graphCount(); ++i)
+            if (plot.graph(i)->objectName() == QLatin1String("mean"))
+                QVERIFY(std::abs((plot.graph(i)->data()->constEnd() - 1)->value - bits) < 1e-6);
+    }
+
+    // (Here for the widgets a plot needs.) A run with validation samples has a dotted
+    // validation curve beside its test and train curves on the epoch plot.
+    void aRunsValidationCurveIsPlotted()
+    {
+        SyntheticRun spec;
+        spec.name = QStringLiteral("validated");
+        spec.epochs = 2;
+        spec.stepsPerEpoch = 30;
+        spec.validation = true;
+        const QString path = m_dir.filePath("validated.sqlite");
+        const qint64 id = writeSyntheticRun(path, spec);
+        RunStore store(path);
+        const ReportData data = loadReportData(store, {id});
+        QCustomPlot plot;
+        fillPlot(plot, PlotKind::Accuracy, QStringLiteral("accuracy"), data);
+        QCPGraph* validation = nullptr;
+        for (int i = 0; i < plot.graphCount(); ++i)
+            if (plot.graph(i)->name() == data.runs[0].label + QStringLiteral(" validation"))
+                validation = plot.graph(i);
+        QVERIFY(validation);
+        QCOMPARE(validation->dataCount(), 2);
+        QVERIFY(std::abs((validation->data()->constEnd() - 1)->value -
+                         100.0 * double(syntheticTestAccuracy(spec, 2) - 0.005f)) < 1e-4);
     }
 
     void runsOfDifferentConfigsHaveNoSeedSection()

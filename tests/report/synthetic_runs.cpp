@@ -157,6 +157,10 @@ qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run)
             e.testAccuracy = syntheticTestAccuracy(run, epoch);
             e.testLoss = float(0.33 + 0.25 / epoch);
             e.wallSeconds = elapsed + 0.4 * epoch;
+            if (run.validation) {
+                e.validationLoss = e.testLoss + 0.02f;
+                e.validationAccuracy = e.testAccuracy - 0.005f;
+            }
             writer.onEpoch(e);
             epochLoss = 0;
         }

@@ -39,6 +39,9 @@ struct SyntheticRun {
     QString dataFingerprint; // runs.data_fingerprint; empty: not known
     // Every this many steps, a shadowed step (numerics.shadow_every): syntheticShadow(step).
     int shadowEvery = 0;
+    // Validation samples held out: each epoch's validation loss is its test loss + 0.02 and
+    // its validation accuracy its test accuracy - 0.005 (syntheticValidation).
+    bool validation = false;
 };
 
 // The shadow error track of a run with shadowEvery: each of three linear layers' output and

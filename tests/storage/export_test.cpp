@@ -47,7 +47,7 @@ private slots:
         writer.onStep(step(2, 1, inf, 0.05f, 32768, true, nan, 999.5f, 0.25));
         writer.onEpoch({1, 0.75f, 0.5f, 0.8f, 0.625f, 10.5});
         writer.onStep(step(3, 2, 0.1f, 0.025f, 32768, false, 2, 1000, 0.375));
-        writer.onEpoch({2, 0.25f, 0.875f, 0.3f, 0.9f, 21});
+        writer.onEpoch({2, 0.25f, 0.875f, 0.3f, 0.9f, 21, 0.35f, 0.85f}); // with a validation split
         writer.onEvent(makeOverflow(2));
         QVERIFY(writer.finish(finishedSummary()));
     }
@@ -65,9 +65,10 @@ private slots:
                    "2,1,inf,0.05,32768,1,,999.5,0.25\n"
                    "3,2,0.1,0.025,32768,0,2,1000,0.375\n");
         QTest::newRow("epochs") << ExportTable::Epochs
-                                << QByteArray("epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds\n"
-                                              "1,0.75,0.5,0.8,0.625,10.5\n"
-                                              "2,0.25,0.875,0.3,0.9,21\n");
+                                << QByteArray("epoch,train_loss,train_accuracy,test_loss,test_accuracy,wall_seconds,"
+                                              "validation_loss,validation_accuracy\n"
+                                              "1,0.75,0.5,0.8,0.625,10.5,,\n"
+                                              "2,0.25,0.875,0.3,0.9,21,0.35,0.85\n");
     }
     void csv()
     {
@@ -92,6 +93,8 @@ private slots:
         QCOMPARE(run[QStringLiteral("config")][QStringLiteral("training")][QStringLiteral("seed")].toInt(), 42);
         QCOMPARE(run[QStringLiteral("summary")][QStringLiteral("steps")].toInteger(), 3);
         QCOMPARE(run[QStringLiteral("summary")][QStringLiteral("best_test_accuracy")].toDouble(), double(0.9f));
+        QCOMPARE(run[QStringLiteral("summary")][QStringLiteral("final_test_loss")].toDouble(), double(0.3f));
+        QCOMPARE(run[QStringLiteral("summary")][QStringLiteral("best_test_loss")].toDouble(), double(0.3f));
 
         const QJsonArray steps = root[QStringLiteral("steps")].toArray();
         QCOMPARE(steps.size(), 3);
@@ -106,6 +109,9 @@ private slots:
         QCOMPARE(epochs.size(), 2);
         QCOMPARE(epochs[1][QStringLiteral("test_accuracy")].toDouble(), 0.9);
         QCOMPARE(epochs[1][QStringLiteral("wall_seconds")].toDouble(), 21.0);
+        QVERIFY(epochs[0][QStringLiteral("validation_loss")].isNull()); // no validation split: NaN
+        QCOMPARE(epochs[1][QStringLiteral("validation_loss")].toDouble(), 0.35);
+        QCOMPARE(epochs[1][QStringLiteral("validation_accuracy")].toDouble(), 0.85);
 
         const QJsonArray events = root[QStringLiteral("events")].toArray();
         QCOMPARE(events.size(), 1);

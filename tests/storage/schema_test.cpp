@@ -145,7 +145,12 @@ const QStringList kVersion11 = {
         PRIMARY KEY (run_id, step, ordinal)) WITHOUT ROWID)"),
 };
 
-// An old database with a finished run (steps 1..50, one epoch, one event) and a run an
+const QStringList kVersion12 = {
+    QStringLiteral("ALTER TABLE runs ADD COLUMN parent_run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL"),
+    QStringLiteral("ALTER TABLE runs ADD COLUMN parent_step INTEGER"),
+};
+
+// An old database with a finished run (steps 1..50, two epochs, one event) and a run an
 // old process left running.
 void buildOldDatabase(const QString& path, int version)
 {
@@ -171,6 +176,8 @@ void buildOldDatabase(const QString& path, int version)
         statements += kVersion10;
     if (version >= 11)
         statements += kVersion11;
+    if (version >= 12)
+        statements += kVersion12;
     statements << QStringLiteral("PRAGMA user_version = %1").arg(version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, finished_at, config_json, "
                                  "preset, precision, best_test_accuracy) VALUES (1, 'old-fp32-1', 'finished', "
@@ -178,6 +185,7 @@ void buildOldDatabase(const QString& path, int version)
                << QStringLiteral("INSERT INTO runs (id, name, status, created_at, config_json) "
                                  "VALUES (2, 'old-fp32-2', 'running', '2024-01-02T10:00:00.000Z', '{}')")
                << QStringLiteral("INSERT INTO epochs VALUES (1, 1, 0.5, 0.8, 0.6, 0.875, 300)")
+               << QStringLiteral("INSERT INTO epochs VALUES (1, 2, 0.4, 0.85, 0.7, 0.86, 600)")
                << QStringLiteral("INSERT INTO events (run_id, kind, step, scale_before, scale_after, parameter) "
                                  "VALUES (1, 'overflow', 7, 65536, 32768, 'fc1.weight')");
     for (const QString& sql : statements) {
@@ -234,7 +242,7 @@ private slots:
         }
         RawDatabase db(m_path);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::schemaVersion());
-        QCOMPARE(RunStore::schemaVersion(), 12);
+        QCOMPARE(RunStore::schemaVersion(), 13);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA application_id")).toInt(), 0x4D4E5453);
         QCOMPARE(db.scalar(QStringLiteral("PRAGMA journal_mode")).toString(), QStringLiteral("wal"));
         QCOMPARE(
@@ -268,6 +276,7 @@ private slots:
         QTest::newRow("from version 9") << 9;
         QTest::newRow("from version 10") << 10;
         QTest::newRow("from version 11") << 11;
+        QTest::newRow("from version 12") << 12;
     }
     void migratesForward()
     {
@@ -278,7 +287,7 @@ private slots:
         RunStore store(m_path);
         {
             RawDatabase db(m_path);
-            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 12);
+            QCOMPARE(db.scalar(QStringLiteral("PRAGMA user_version")).toInt(), 13);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM shadow_errors")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM run_ranks")).toInt(), 0);
             QCOMPARE(db.scalar(QStringLiteral("SELECT count(*) FROM model_files")).toInt(), 0);
@@ -321,7 +330,13 @@ private slots:
         QCOMPARE(steps.size(), 50);
         QString why;
         QVERIFY2(isIntactPrefix(steps, &why), qPrintable(why));
-        QCOMPARE(store.epochs(old.id).size(), 1);
+        // The epochs read back with no validation figures, and the run's test losses come from them.
+        const QList<EpochRecord> epochs = store.epochs(old.id);
+        QCOMPARE(epochs.size(), 2);
+        QVERIFY(std::isnan(epochs[1].validationLoss) && std::isnan(epochs[1].validationAccuracy));
+        QCOMPARE(old.summary.finalTestLoss, std::optional<double>(0.7));
+        QCOMPARE(old.summary.bestTestLoss, std::optional<double>(0.6));
+        QVERIFY(!store.run(2).summary.finalTestLoss); // it had no epochs
         QCOMPARE(store.events(old.id).front().parameter, std::string("fc1.weight"));
         // An old build recorded no writer, so nothing can be writing that run any more.
         QCOMPARE(store.run(2).status, RunStatus::Interrupted);
@@ -437,8 +452,8 @@ private slots:
     {
         QTest::addColumn<int>("version");
         QTest::addColumn<bool>("wal");
-        QTest::newRow("version 13") << 13 << false;
-        QTest::newRow("version 13, WAL") << 13 << true;
+        QTest::newRow("version 14") << 14 << false;
+        QTest::newRow("version 14, WAL") << 14 << true;
         QTest::newRow("version 1000") << 1000 << false;
     }
     void refusesNewerVersion()

@@ -1,6 +1,7 @@
 // The plots' own logic: overflow markers found under the mouse, bulk appends that only add
 // what is new, the debiased moving average behind the smoothed loss, the loss plot's
 // log axis, and the epoch plot's unit (accuracy, or bits per character for text runs).
+#include "ui/comparison_table_model.h"
 #include "ui/comparison_view.h"
 #include "ui/loss_scale_plot.h"
 #include "ui/run_monitor.h"
@@ -153,6 +154,48 @@ private slots:
         // Test loss 0.04 (mean squared error) is an RMSE of 0.2.
         QCOMPARE(plot->graph(0)->data()->at(1)->value, 0.2);
         QCOMPARE(recordingStateText(*regression), QStringLiteral("finished: test RMSE 0.2"));
+    }
+
+    // A run that held out validation samples has a validation curve on both epoch plots and a
+    // Validation entry in the comparison's table; one that did not has neither.
+    void validationFiguresAreDrawnWhereSamplesWereHeldOut()
+    {
+        auto held = epochRecording(DatasetKind::FashionMnist, {0.6, 0.4}, {0.80, 0.85});
+        held->validationLoss = {0.55, 0.45};
+        held->validationAccuracy = {0.82, 0.84};
+        auto plain = epochRecording(DatasetKind::FashionMnist, {0.6, 0.4}, {0.80, 0.85});
+        plain->validationLoss = {NAN, NAN};
+        plain->validationAccuracy = {NAN, NAN};
+        const auto graphNamed = [](PlotWidget* plot, const QString& name) -> QCPGraph* {
+            for (int i = 0; i < plot->graphCount(); ++i)
+                if (plot->graph(i)->name() == name)
+                    return plot->graph(i);
+            return nullptr;
+        };
+        RunMonitor monitor;
+        monitor.setRecording(held);
+        QCPGraph* accuracy = graphNamed(monitor.accuracyPlot(), QStringLiteral("validation"));
+        QCPGraph* loss = graphNamed(monitor.lossPlot(), QStringLiteral("validation loss (per epoch)"));
+        QVERIFY(accuracy && loss);
+        QVERIFY(accuracy->visible() && loss->visible());
+        QCOMPARE(accuracy->dataCount(), 2);
+        QCOMPARE(accuracy->data()->at(1)->value, 84.0);
+        QCOMPARE(loss->data()->at(0)->key, 10.0); // at the step the epoch ended
+        QCOMPARE(loss->data()->at(0)->value, 0.55);
+        QVERIFY(monitor.accuracyPlot()->legend->hasItemWithPlottable(accuracy));
+        monitor.setRecording(plain);
+        accuracy = graphNamed(monitor.accuracyPlot(), QStringLiteral("validation"));
+        QVERIFY(accuracy && !accuracy->visible());
+        QVERIFY(!monitor.accuracyPlot()->legend->hasItemWithPlottable(accuracy));
+
+        ComparisonTableModel table;
+        table.setRuns({held, plain});
+        QCOMPARE(table.headerData(ComparisonTableModel::ValidationMetric, Qt::Horizontal).toString(),
+                 QStringLiteral("Validation"));
+        QCOMPARE(table.data(table.index(0, ComparisonTableModel::ValidationMetric)).toString(),
+                 QStringLiteral("84.00%"));
+        QCOMPARE(table.data(table.index(1, ComparisonTableModel::ValidationMetric)).toString(), QStringLiteral("—"));
+        QCOMPARE(table.data(table.index(0, ComparisonTableModel::TestAccuracy)).toString(), QStringLiteral("85.00%"));
     }
 
     // Runs that did not see the same data (their fingerprints differ) are compared with a warning.
