@@ -5,6 +5,7 @@
 #include "engine/train/training_backend.h"
 #include "engine/util/check.h"
 #include "engine/util/enum_table.h"
+#include "stats/rank_correlation.h"
 #include "ui/enum_combo.h"
 
 #include <QDir>
@@ -16,8 +17,7 @@
 namespace mantissa::ui {
 
 AdvisorJob::AdvisorJob(AdvisorJobSettings settings, QObject* parent) : QObject(parent), m_settings(std::move(settings))
-{
-}
+{}
 
 AdvisorJob::~AdvisorJob()
 {
@@ -56,7 +56,8 @@ void AdvisorJob::work()
         QTemporaryDir stateDir(QDir::tempPath() + "/mantissa-advise-XXXXXX");
         std::string checkpoint;
         if (m_settings.trainFirst) {
-            emit progress(0, 0, tr("training the baseline (%1) before the probes").arg(QString::fromStdString(config.name)));
+            emit progress(0, 0,
+                          tr("training the baseline (%1) before the probes").arg(QString::fromStdString(config.name)));
             Trainer trainer(config, *selection.backend, data);
             {
                 const std::lock_guard lock(m_trainerMutex);
@@ -84,6 +85,7 @@ void AdvisorJob::work()
         PrecisionProbe probe(config, *selection.backend, data, checkpoint, options);
         AdviceHooks hooks;
         hooks.stopRequested = [this] { return m_cancel.load(); };
+        hooks.rankCorrelation = stats::spearmanCorrelation;
         hooks.probing = [this](std::size_t index, std::size_t total, const std::string& layer, LayerPrecision format) {
             emit progress(static_cast<int>(index) - 1, static_cast<int>(total),
                           tr("probe %1 of %2: %3 in %4")

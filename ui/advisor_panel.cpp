@@ -146,7 +146,8 @@ std::vector<LayerPrecision> AdvisorPanel::checkedFormats() const
     std::vector<LayerPrecision> formats;
     for (int i = 0; i < m_formats->count(); ++i)
         if (m_formats->item(i)->checkState() == Qt::Checked)
-            formats.push_back(*parseEnum<LayerPrecision>(m_formats->item(i)->data(Qt::UserRole).toString().toStdString()));
+            formats.push_back(
+                *parseEnum<LayerPrecision>(m_formats->item(i)->data(Qt::UserRole).toString().toStdString()));
     return formats;
 }
 
@@ -266,9 +267,9 @@ void AdvisorPanel::showAdvice(const AdviceTable& table)
             }
             m_table->setItem(row, column++, cell(misfit.empty() ? number(table.scores[l][f]) : QStringLiteral("-")));
             if (!table.scoreOnly)
-                m_table->setItem(row, column++,
-                                 cell(misfit.empty() ? number(table.probes[l][f].outputRelativeError)
-                                                     : QStringLiteral("-")));
+                m_table->setItem(
+                    row, column++,
+                    cell(misfit.empty() ? number(table.probes[l][f].outputRelativeError) : QStringLiteral("-")));
         }
         const std::string chosen = chosenFormat(table, l);
         m_table->setItem(row, column,

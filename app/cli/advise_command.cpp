@@ -20,6 +20,7 @@
 #include "engine/train/training_backend.h"
 #include "engine/util/check.h"
 #include "engine/util/enum_table.h"
+#include "stats/rank_correlation.h"
 
 #include <QFileInfo>
 
@@ -279,6 +280,7 @@ int runAdviseCommand(const QStringList& arguments)
             std::fprintf(stderr, "probe %zu/%zu: %s in %s: %s (%.1f s)\n", index, total, r.layer.c_str(),
                          std::string(enumKey(r.format)).c_str(), outcome.c_str(), seconds);
         };
+        hooks.rankCorrelation = stats::spearmanCorrelation;
         const AdviceRequest request{formats, budget, *objective, scoreOnly};
         const std::optional<AdviceTable> advice =
             adviseLayers(probe, request, config.recipe, precisionModeName(config.precision), hooks);

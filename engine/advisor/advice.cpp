@@ -2,7 +2,6 @@
 
 #include "engine/util/check.h"
 #include "engine/util/enum_table.h"
-#include "stats/rank_correlation.h"
 
 #include <chrono>
 #include <cmath>
@@ -98,7 +97,7 @@ std::optional<AdviceTable> adviseLayers(PrecisionProbe& probe, const AdviceReque
         }
     table.assignment =
         assignFormats(advisorProblem(layers, costs, table.formats, recipe, request.objective, request.budget));
-    if (!table.scoreOnly)
+    if (!table.scoreOnly && hooks.rankCorrelation)
         for (std::size_t f = 0; f < table.formats.size(); ++f) {
             std::vector<double> score, measured;
             for (std::size_t l = 0; l < layers.size(); ++l)
@@ -106,7 +105,7 @@ std::optional<AdviceTable> adviseLayers(PrecisionProbe& probe, const AdviceReque
                     score.push_back(table.scores[l][f]);
                     measured.push_back(table.probes[l][f].lossIncrease);
                 }
-            table.rankCorrelations.push_back(stats::spearmanCorrelation(score, measured));
+            table.rankCorrelations.push_back(hooks.rankCorrelation(score, measured));
         }
     return table;
 }

@@ -36,8 +36,8 @@ struct AdviceTable {
     bool scoreOnly = false;
     double baselineLoss = 0;
     std::string baselineLabel; // "mixed-fp16"
-    // Per format: Spearman's correlation of score and probe over the layers measured in it
-    // (empty in score-only).
+    // Per format: the correlation of score and probe over the layers measured in it
+    // (AdviceHooks::rankCorrelation; empty in score-only or without that hook).
     std::vector<std::optional<double>> rankCorrelations;
 };
 
@@ -53,6 +53,10 @@ struct AdviceHooks {
     // After a format's scores or a probe were measured (not for known ones).
     std::function<void(LayerPrecision, const std::vector<double>&)> scoresMeasured;
     std::function<void(std::size_t index, std::size_t total, const LayerProbeResult&, double seconds)> probed;
+    // The rank correlation of the scores and the probes' loss increases (paired by layer): the
+    // callers pass stats::spearmanCorrelation, as the engine sits below stats/. Empty: none.
+    std::function<std::optional<double>(const std::vector<double>& scores, const std::vector<double>& probes)>
+        rankCorrelation;
 };
 
 // Throws ConfigError for a request without formats, a model without GEMM layers, or a

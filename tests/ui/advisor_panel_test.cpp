@@ -9,10 +9,10 @@
 #include "ui/config_document.h"
 
 #include <QCheckBox>
-#include <QPushButton>
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QListWidget>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -77,7 +77,8 @@ private slots:
         QCOMPARE(panel.table()->rowCount(), static_cast<int>(advice.layers.size()));
         const int chosenColumn = panel.table()->columnCount() - 1;
         for (int row = 0; row < panel.table()->rowCount(); ++row) {
-            QCOMPARE(panel.table()->item(row, 0)->text().toStdString(), advice.layers[static_cast<std::size_t>(row)].name);
+            QCOMPARE(panel.table()->item(row, 0)->text().toStdString(),
+                     advice.layers[static_cast<std::size_t>(row)].name);
             const std::string chosen = chosenFormat(advice, static_cast<std::size_t>(row));
             if (!chosen.empty())
                 QCOMPARE(panel.table()->item(row, chosenColumn)->text().toStdString(), chosen);
