@@ -14,9 +14,7 @@
 #include "cli/run_lookup.h"
 #include "cli/sweep_report.h"
 #include "cli/train_options.h"
-#include "engine/advisor/advisor_objective.h"
-#include "engine/advisor/format_assignment.h"
-#include "engine/advisor/precision_probe.h"
+#include "engine/advisor/advice.h"
 #include "engine/onnx/onnx_model.h"
 #include "engine/train/trainer.h"
 #include "engine/train/training_backend.h"
@@ -27,7 +25,6 @@
 #include <QFileInfo>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -254,88 +251,48 @@ int runAdviseCommand(const QStringList& arguments)
         std::fprintf(stderr, "probing %s\n", source.description.c_str());
 
         PrecisionProbe probe(config, *selection.backend, data, source.checkpoint, probeOptions);
-        const std::vector<AdvisorLayer>& layers = probe.layers();
-        if (layers.empty())
+        if (probe.layers().empty())
             throw ConfigError(config.name + " has no layer that runs GEMMs: there is nothing to advise on");
-        std::fprintf(stderr, "%zu GEMM layers x %zu formats; held-out loss on %s: %.5g\n", layers.size(),
+        std::fprintf(stderr, "%zu GEMM layers x %zu formats; held-out loss on %s: %.5g\n", probe.layers().size(),
                      formats.size(), probe.heldOutDescription().c_str(), probe.baselineLoss());
 
-        AdviceTable table;
-        table.layers = layers;
-        table.formats = formats;
-        table.budget = budget;
-        table.scoreOnly = scoreOnly;
-        table.baselineLoss = probe.baselineLoss();
-        table.baselineLabel = precisionModeName(config.precision);
-        table.scores.assign(layers.size(), std::vector<double>(formats.size(), NAN));
-        table.misfits.assign(layers.size(), std::vector<std::string>(formats.size()));
-        table.probes.assign(layers.size(), std::vector<LayerProbeResult>(formats.size()));
-        for (std::size_t f = 0; f < formats.size(); ++f) {
-            const std::string formatKey(enumKey(formats[f]));
-            if (!progress.scores.contains(formatKey)) {
-                progress.scores[formatKey] = probe.scores(formats[f]);
-                saveProgress(progressFile, progress);
-            }
-            for (std::size_t l = 0; l < layers.size(); ++l)
-                table.scores[l][f] = progress.scores[formatKey].at(l);
+        // The measurements go to the progress file as they are made, and come from it when an
+        // interrupted advise runs again.
+        AdviceHooks hooks;
+        hooks.stopRequested = [] { return InterruptHandler::interrupted(); };
+        hooks.knownScores = [&](LayerPrecision format) -> std::optional<std::vector<double>> {
+            const auto kept = progress.scores.find(std::string(enumKey(format)));
+            return kept == progress.scores.end() ? std::nullopt : std::optional(kept->second);
+        };
+        hooks.scoresMeasured = [&](LayerPrecision format, const std::vector<double>& scores) {
+            progress.scores[std::string(enumKey(format))] = scores;
+            saveProgress(progressFile, progress);
+        };
+        hooks.knownProbe = [&](const std::string& layer, LayerPrecision format) -> std::optional<LayerProbeResult> {
+            const auto kept = progress.probes.find(AdviseProgress::probeKey(layer, format));
+            return kept == progress.probes.end() ? std::nullopt : std::optional(kept->second);
+        };
+        hooks.probed = [&](std::size_t index, std::size_t total, const LayerProbeResult& r, double seconds) {
+            progress.probes[AdviseProgress::probeKey(r.layer, r.format)] = r;
+            saveProgress(progressFile, progress);
+            const std::string outcome =
+                r.misfit.empty() ? "loss increase " + std::to_string(r.lossIncrease) : "does not fit";
+            std::fprintf(stderr, "probe %zu/%zu: %s in %s: %s (%.1f s)\n", index, total, r.layer.c_str(),
+                         std::string(enumKey(r.format)).c_str(), outcome.c_str(), seconds);
+        };
+        hooks.rankCorrelation = stats::spearmanCorrelation;
+        const AdviceRequest request{formats, budget, *objective, scoreOnly};
+        const std::optional<AdviceTable> advice =
+            adviseLayers(probe, request, config.recipe, precisionModeName(config.precision), hooks);
+        if (!advice) {
+            std::fprintf(stderr,
+                         "interrupted: %zu of %zu probes measured, kept in %s; run the same command again to "
+                         "continue\n",
+                         progress.probes.size(), probe.layers().size() * formats.size(), progressFile.c_str());
+            return kExitOk;
         }
-        std::size_t done = 0;
-        const std::size_t total = layers.size() * formats.size();
-        for (std::size_t l = 0; l < layers.size(); ++l)
-            for (std::size_t f = 0; f < formats.size(); ++f) {
-                ++done;
-                if (scoreOnly) {
-                    table.misfits[l][f] = probe.misfit(layers[l].name, formats[f]);
-                    continue;
-                }
-                const std::string probeKey = AdviseProgress::probeKey(layers[l].name, formats[f]);
-                if (!progress.probes.contains(probeKey)) {
-                    if (InterruptHandler::interrupted()) {
-                        std::fprintf(stderr,
-                                     "interrupted: %zu of %zu probes measured, kept in %s; run the same command "
-                                     "again to continue\n",
-                                     progress.probes.size(), total, progressFile.c_str());
-                        return kExitOk;
-                    }
-                    const auto start = std::chrono::steady_clock::now();
-                    progress.probes[probeKey] = probe.probe(layers[l].name, formats[f]);
-                    saveProgress(progressFile, progress);
-                    const double seconds =
-                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-                    const LayerProbeResult& r = progress.probes[probeKey];
-                    const std::string outcome =
-                        r.misfit.empty() ? "loss increase " + std::to_string(r.lossIncrease) : "does not fit";
-                    std::fprintf(stderr, "probe %zu/%zu: %s in %s: %s (%.1f s)\n", done, total, layers[l].name.c_str(),
-                                 std::string(enumKey(formats[f])).c_str(), outcome.c_str(), seconds);
-                }
-                table.probes[l][f] = progress.probes[probeKey];
-                table.misfits[l][f] = table.probes[l][f].misfit;
-            }
-
-        std::vector<LayerCosts> costs(layers.size());
-        for (std::size_t l = 0; l < layers.size(); ++l)
-            for (std::size_t f = 0; f < formats.size(); ++f) {
-                // --score-only: the score stands in for the loss increase (its first-order estimate).
-                const double cost = scoreOnly ? table.scores[l][f] : table.probes[l][f].lossIncrease;
-                costs[l].lossIncrease.push_back(std::isfinite(cost) ? cost : 0.0);
-                costs[l].allowed.push_back(table.misfits[l][f].empty() && std::isfinite(cost));
-            }
-        table.assignment = assignFormats(advisorProblem(layers, costs, formats, config.recipe, *objective, budget));
-        if (!scoreOnly)
-            for (std::size_t f = 0; f < formats.size(); ++f) {
-                std::vector<double> score, measured;
-                for (std::size_t l = 0; l < layers.size(); ++l)
-                    if (costs[l].allowed[f]) {
-                        score.push_back(table.scores[l][f]);
-                        measured.push_back(table.probes[l][f].lossIncrease);
-                    }
-                table.rankCorrelations.push_back(stats::spearmanCorrelation(score, measured));
-            }
-
-        RunConfig advised = config;
-        for (std::size_t l = 0; l < layers.size(); ++l)
-            if (const std::string chosen = chosenFormat(table, l); !chosen.empty())
-                advised.model.precisionOverrides[layers[l].name] = LayerFormat(*parseEnum<LayerPrecision>(chosen));
+        const AdviceTable& table = *advice;
+        const RunConfig advised = advisedConfig(config, table);
         writeConfig(output, advised);
         printAdvice(stdout, table);
         std::printf("wrote %s\n", output.c_str());

@@ -23,20 +23,11 @@ QString signedNumber(double v)
 
 QString number(double v) { return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("nan"); }
 
-QString percent(double part, double whole)
-{
-    return whole > 0 ? QString::number(100.0 * part / whole, 'f', 1) + "%" : QStringLiteral("-");
-}
+QString percent(double share) { return QString::number(100.0 * share, 'f', 1) + "%"; }
 
 nlohmann::json jsonNumber(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 } // namespace
-
-std::string chosenFormat(const AdviceTable& table, std::size_t l)
-{
-    const int c = table.assignment.choice.at(l);
-    return c < 0 ? std::string() : std::string(enumKey(table.formats.at(static_cast<std::size_t>(c))));
-}
 
 void printAdvice(std::FILE* out, const AdviceTable& table)
 {
@@ -69,23 +60,11 @@ void printAdvice(std::FILE* out, const AdviceTable& table)
     }
     t.print(out);
 
-    double flops = 0, weights = 0;
-    for (const AdvisorLayer& layer : table.layers) {
-        flops += static_cast<double>(layer.flops);
-        weights += static_cast<double>(layer.weights);
-    }
     std::fprintf(out, "\nshare of the GEMM layers' FLOPs (weights) in each format:\n");
-    for (int c = -1; c < static_cast<int>(table.formats.size()); ++c) {
-        double f = 0, w = 0;
-        for (std::size_t l = 0; l < table.layers.size(); ++l)
-            if (table.assignment.choice[l] == c) {
-                f += static_cast<double>(table.layers[l].flops);
-                w += static_cast<double>(table.layers[l].weights);
-            }
-        const QString name =
-            c < 0 ? q(table.baselineLabel) + " (baseline)" : key(table.formats[static_cast<std::size_t>(c)]);
-        std::fprintf(out, "  %-24s %7s of FLOPs  %7s of weights\n", qPrintable(name), qPrintable(percent(f, flops)),
-                     qPrintable(percent(w, weights)));
+    for (const FormatShare& share : formatShares(table)) {
+        const QString name = share.format.empty() ? q(table.baselineLabel) + " (baseline)" : q(share.format);
+        std::fprintf(out, "  %-24s %7s of FLOPs  %7s of weights\n", qPrintable(name), qPrintable(percent(share.flops)),
+                     qPrintable(percent(share.weights)));
     }
     const char* what = table.scoreOnly ? "score" : "probe";
     if (table.assignment.withinBudget)

@@ -2,6 +2,7 @@
 
 #include "engine/util/check.h"
 #include "storage/database_path.h"
+#include "ui/advisor_panel.h"
 #include "ui/config_document.h"
 #include "ui/workbench.h"
 
@@ -10,6 +11,7 @@
 #include <QCloseEvent>
 #include <QMenuBar>
 #include <QSettings>
+#include <QToolBar>
 
 namespace mantissa::gui {
 
@@ -40,6 +42,26 @@ void MainWindow::buildMenus()
     run->addSeparator();
     run->addAction(m_workbench->compareAction());
     run->addMenu(m_workbench->comparisonPrecisions()); // the same menu as the button's arrow
+    run->addSeparator();
+    QAction* advise = new QAction(tr("Advise…"), this);
+    advise->setObjectName("adviseAction");
+    advise->setToolTip(tr("Which layers of this config can go to a lower format: probe each, choose within a loss "
+                          "budget, apply as per-layer formats"));
+    connect(advise, &QAction::triggered, this, &MainWindow::showAdvisor);
+    run->addAction(advise);
+    m_workbench->toolBar()->addAction(advise);
+}
+
+void MainWindow::showAdvisor()
+{
+    if (!m_advisor) {
+        m_advisor = new ui::AdvisorPanel(m_workbench->document(), this);
+        m_advisor->setWindowFlag(Qt::Window);
+        m_advisor->resize(900, 640);
+    }
+    m_advisor->show();
+    m_advisor->raise();
+    m_advisor->activateWindow();
 }
 
 void MainWindow::restoreSettings()

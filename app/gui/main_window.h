@@ -4,8 +4,9 @@
 #include <QMainWindow>
 
 namespace mantissa::ui {
+class AdvisorPanel;
 class Workbench;
-}
+} // namespace mantissa::ui
 
 namespace mantissa::gui {
 
@@ -26,9 +27,11 @@ protected:
 
 private:
     void buildMenus();
+    void showAdvisor();
     void saveSettings() const;
 
     ui::Workbench* m_workbench;
+    ui::AdvisorPanel* m_advisor = nullptr; // made when first asked for
 };
 
 } // namespace mantissa::gui

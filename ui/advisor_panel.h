@@ -1,0 +1,97 @@
+#pragma once
+// The Advise panel (docs/advisor.md, "In the workbench"): the precision advisor on the
+// workbench's current config. The lower formats come from the engine's format table; the
+// probe runs on a worker thread (AdvisorJob) with a progress bar and a Cancel that stops
+// between probes; the result table, the FLOP share per format and the rank correlation of
+// score and probe are shown when it ends; Apply writes the chosen per-layer formats into
+// model.precision_overrides as one undoable edit. Verification over seeds stays with
+// `mantissa-cli advise --verify`, whose command the panel shows.
+#include "engine/advisor/advice.h"
+#include "ui/advisor_job.h"
+
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QListWidget;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+
+namespace mantissa::ui {
+
+class ConfigDocument;
+
+class AdvisorPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit AdvisorPanel(ConfigDocument* document, QWidget* parent = nullptr);
+    ~AdvisorPanel() override;
+
+    // Starts the advisor on the document's current config; false (the reason in the panel) when
+    // the settings cannot run (no format chosen, a config that cannot run) or one is running.
+    bool startAdvice();
+    void cancel();
+    // Writes the advice's per-layer formats into the current config (one undo step); false when
+    // there is no advice.
+    bool applyAdvice();
+    bool isRunning() const;
+    const std::optional<AdviceTable>& advice() const { return m_advice; }
+
+    QListWidget* formats() const { return m_formats; }
+    QDoubleSpinBox* budget() const { return m_budget; }
+    QComboBox* objective() const { return m_objective; }
+    QCheckBox* scoreOnly() const { return m_scoreOnly; }
+    QCheckBox* trainFirst() const { return m_trainFirst; }
+    QSpinBox* heldOutBatches() const { return m_heldOut; }
+    QProgressBar* progressBar() const { return m_progress; }
+    QLabel* statusLabel() const { return m_status; }
+    QLabel* errorLabel() const { return m_error; }
+    QTableWidget* table() const { return m_table; }
+    QLabel* summary() const { return m_summary; }
+    QPushButton* adviseButton() const { return m_advise; }
+    QPushButton* cancelButton() const { return m_cancel; }
+    QPushButton* applyButton() const { return m_apply; }
+
+signals:
+    // The job ended: with advice, cancelled, or failed (the error label says which).
+    void finished();
+    // A job is about to start (tests hook onto its progress here).
+    void jobStarting(AdvisorJob* job);
+
+private:
+    void onProgress(int index, int total, const QString& text);
+    void onJobFinished();
+    void showError(const QString& message);
+    void showAdvice(const AdviceTable& table);
+    void updateButtons();
+    std::vector<LayerPrecision> checkedFormats() const;
+    QString verifyCommand() const;
+
+    ConfigDocument* m_document;
+    QListWidget* m_formats;
+    QDoubleSpinBox* m_budget;
+    QComboBox* m_objective;
+    QCheckBox* m_scoreOnly;
+    QCheckBox* m_trainFirst;
+    QSpinBox* m_heldOut;
+    QPushButton* m_advise;
+    QPushButton* m_cancel;
+    QPushButton* m_apply;
+    QProgressBar* m_progress;
+    QLabel* m_status;
+    QLabel* m_error;
+    QTableWidget* m_table;
+    QLabel* m_summary;
+    QLabel* m_verify;
+    std::unique_ptr<AdvisorJob> m_job;
+    std::optional<AdviceTable> m_advice;
+};
+
+} // namespace mantissa::ui
