@@ -39,8 +39,8 @@ ShadowHeatmap addShadowHeatmap(QCustomPlot& plot)
     return heatmap;
 }
 
-QStringList fillShadowHeatmap(QCustomPlot& plot, const ShadowHeatmap& heatmap,
-                              const std::vector<ShadowRecord>& records, ShadowTensor kind)
+QStringList fillShadowHeatmap(QCustomPlot& plot, const ShadowHeatmap& heatmap, const std::vector<ShadowRecord>& records,
+                              ShadowTensor kind)
 {
     QCPColorMap& map = *heatmap.map;
     QStringList rows;

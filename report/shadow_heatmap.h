@@ -25,8 +25,8 @@ ShadowHeatmap addShadowHeatmap(QCustomPlot& plot);
 
 // Shows `kind`'s tensors of `records` (steps in increasing order) on `heatmap`, with `plot`'s
 // axes fitted to them; returns the rows, top to bottom. No records: an empty map. Does not replot.
-QStringList fillShadowHeatmap(QCustomPlot& plot, const ShadowHeatmap& heatmap,
-                              const std::vector<ShadowRecord>& records, ShadowTensor kind);
+QStringList fillShadowHeatmap(QCustomPlot& plot, const ShadowHeatmap& heatmap, const std::vector<ShadowRecord>& records,
+                              ShadowTensor kind);
 
 // Whether `records` hold any tensor of `kind`.
 bool hasShadowTensors(const std::vector<ShadowRecord>& records, ShadowTensor kind);
