@@ -2,6 +2,7 @@
 
 #include "engine/util/check.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 
@@ -12,7 +13,13 @@ QString studiesDirectory()
     QStringList candidates;
     if (const QString env = qEnvironmentVariable("MANTISSA_STUDIES_DIR"); !env.isEmpty())
         return QDir(env).exists() ? QDir(env).absolutePath() : QString();
-    candidates << QDir::current().filePath(QStringLiteral("studies")) << QStringLiteral(MANTISSA_STUDIES_SOURCE_DIR);
+    // The working directory's studies/ (a checkout), the installed ones beside the program,
+    // then the source tree this was built from.
+    candidates << QDir::current().filePath(QStringLiteral("studies"));
+    if (QCoreApplication::instance())
+        candidates
+            << QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral(MANTISSA_STUDIES_INSTALL_RELDIR));
+    candidates << QStringLiteral(MANTISSA_STUDIES_SOURCE_DIR);
     for (const QString& dir : candidates)
         if (QFileInfo(dir).isDir())
             return QDir(dir).absolutePath();

@@ -32,7 +32,10 @@ namespace {
 
 constexpr std::size_t kPreviewImages = 12; // a grid of 4 x 3
 constexpr int kPreviewColumns = 4;
-constexpr int kPreviewRows = 8;    // of a table
+constexpr int kPreviewRows = 8; // of a table
+constexpr int kPreviewFeatures = 32;
+static_assert(kPreviewRows <= RawHead::kMaxSamples && kPreviewFeatures <= RawHead::kMaxValues,
+              "the table preview shows values the loader kept as read");
 constexpr int kPreviewPixels = 64; // an image's side in the grid, at least
 constexpr int kTextSampleBytes = 400;
 
@@ -44,12 +47,20 @@ QGroupBox* section(const QString& title, QWidget* content)
     return box;
 }
 
-// A sample's value g of `splits`'s training set as read (before normalisation).
+// A sample's value of `splits`'s training set mapped back through the normalisation: for the
+// image grid, whose pixels are 8-bit shades where the float rounding cannot show.
 float originalValue(const DatasetSplits& splits, std::int64_t sample, std::int64_t index, const ChannelLayout& layout)
 {
     const Normalization& n = splits.normalization;
     const float value = splits.train.sample(sample)[index];
     return splits.normalized ? n.original(value, n.groupOf(index, layout)) : value;
+}
+
+// A value of one of the first training samples exactly as the file holds it: from the head the
+// loader kept before normalising (a table's cells print as written, not mapped back in float).
+float valueAsRead(const DatasetSplits& splits, std::int64_t sample, std::int64_t index)
+{
+    return splits.normalized ? splits.rawHead.at(sample, index) : splits.train.sample(sample)[index];
 }
 
 QString className(const DatasetSplits& splits, std::int64_t label)
@@ -316,8 +327,7 @@ void DataPanel::showImages(const DatasetSplits& splits)
 void DataPanel::showRows(const DatasetSplits& splits, const DataSummary& summary)
 {
     const Dataset& train = splits.train;
-    const ChannelLayout layout = channelLayout(train.sampleShape);
-    const auto features = static_cast<int>(std::min<std::int64_t>(train.sampleSize(), 32));
+    const auto features = static_cast<int>(std::min<std::int64_t>(train.sampleSize(), kPreviewFeatures));
     const auto labels = static_cast<int>(train.labelSize());
     m_rows->clear();
     m_rows->setColumnCount(features + labels);
@@ -334,9 +344,8 @@ void DataPanel::showRows(const DatasetSplits& splits, const DataSummary& summary
     m_rows->setRowCount(rows);
     for (int r = 0; r < rows; ++r) {
         for (int f = 0; f < features; ++f)
-            m_rows->setItem(r, f,
-                            new QTableWidgetItem(
-                                QString::number(static_cast<double>(originalValue(splits, r, f, layout)), 'g', 5)));
+            m_rows->setItem(
+                r, f, new QTableWidgetItem(QString::number(static_cast<double>(valueAsRead(splits, r, f)), 'g', 7)));
         for (int l = 0; l < labels; ++l) {
             const float y = train.sampleLabels(r)[l];
             m_rows->setItem(r, features + l,

@@ -34,6 +34,27 @@ QVariant forkedFromText(const storage::RunInfo& r, bool sorting)
                            : QObject::tr("(deleted) at step %1").arg(r.parent->step);
 }
 
+// The best test figure of the run's task (the highest accuracy, the lowest RMSE or bits per
+// character) from the stored summary; unset where the run never reached an evaluation.
+std::optional<double> bestMetric(TaskMetric metric, const storage::StoredSummary& s)
+{
+    if (metric == TaskMetric::Accuracy)
+        return s.bestTestAccuracy;
+    if (!s.bestTestLoss)
+        return std::nullopt;
+    return taskMetricValue(metric, *s.bestTestLoss, NAN);
+}
+
+QString bestMetricTooltip(TaskMetric metric)
+{
+    switch (metric) {
+    case TaskMetric::Accuracy: return QObject::tr("Best test accuracy over the run's epochs");
+    case TaskMetric::Rmse: return QObject::tr("Lowest test RMSE over the run's epochs (regression)");
+    case TaskMetric::BitsPerCharacter: return QObject::tr("Lowest test bits per character over the run's epochs");
+    }
+    return {};
+}
+
 } // namespace
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -54,8 +75,12 @@ void RunListModel::reload()
             emit storeError(QString::fromLocal8Bit(e.what()));
         }
     }
+    QList<TaskMetric> metrics;
+    for (const storage::RunInfo& run : runs)
+        metrics << taskMetricOfStored(run.configJson.toStdString());
     beginResetModel();
     m_runs = std::move(runs);
+    m_metrics = std::move(metrics);
     endResetModel();
 }
 
@@ -82,7 +107,9 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
         return {};
     if (role == Qt::ToolTipRole) {
         switch (section) {
-        case BestAccuracy: return tr("Best test accuracy over the run's epochs");
+        case BestMetric:
+            return tr(
+                "Best test figure of the run's task: the highest accuracy, the lowest RMSE or bits per character");
         case Skipped: return tr("Steps skipped because a gradient overflowed");
         case Ranks: return tr("Processes that trained the run data-parallel (mpirun, srun); 1 for a single process");
         case ForkedFrom: return tr("A fork: the run whose training state it continued, and after which step");
@@ -99,7 +126,7 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
     case Ranks: return tr("Ranks");
     case ForkedFrom: return tr("Forked from");
     case Status: return tr("Status");
-    case BestAccuracy: return tr("Best acc.");
+    case BestMetric: return tr("Best");
     case Skipped: return tr("Skipped");
     case Duration: return tr("Duration");
     case Created: return tr("Created");
@@ -126,9 +153,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     const storage::RunInfo& r = m_runs[index.row()];
     if (role == RunIdRole)
         return r.id;
-    if (role == Qt::ToolTipRole && (index.column() == BestAccuracy || index.column() == Skipped)) {
-        return index.column() == BestAccuracy ? tr("Best test accuracy over the run's epochs")
-                                              : tr("Steps skipped because gradients overflowed");
+    const TaskMetric metric = m_metrics[index.row()];
+    if (role == Qt::ToolTipRole && (index.column() == BestMetric || index.column() == Skipped)) {
+        return index.column() == BestMetric ? bestMetricTooltip(metric)
+                                            : tr("Steps skipped because gradients overflowed");
     }
     if (role == Qt::ToolTipRole) {
         if (index.column() == Status && !r.errorMessage.isEmpty())
@@ -144,7 +172,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
                                    : tr("Forked at step %1 from a run no longer in this database").arg(r.parent->step);
         return {};
     }
-    if (role == Qt::TextAlignmentRole && (index.column() == BestAccuracy || index.column() == Skipped ||
+    if (role == Qt::TextAlignmentRole && (index.column() == BestMetric || index.column() == Skipped ||
                                           index.column() == Duration || index.column() == Ranks))
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     const bool sorting = role == SortRole;
@@ -157,11 +185,25 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     case Ranks: return r.worldSize;
     case ForkedFrom: return forkedFromText(r, sorting);
     case Status: return QString::fromLatin1(runStatusName(r.status));
-    case BestAccuracy:
-        if (sorting)
-            return r.summary.bestTestAccuracy.value_or(-1);
-        return r.summary.bestTestAccuracy ? QString("%1%").arg(*r.summary.bestTestAccuracy * 100, 0, 'f', 2)
-                                          : QString("—");
+    case BestMetric: {
+        const std::optional<double> best = bestMetric(metric, r.summary);
+        if (sorting) {
+            // Runs of one task sort together, best first in a descending sort: accuracies
+            // ascend, the lower-is-better figures are negated, and the task is the major key.
+            if (!best)
+                return -1e30;
+            return static_cast<double>(metric) * -1e12 + (lowerIsBetter(metric) ? -*best : *best);
+        }
+        if (!best)
+            return QString("—");
+        const QString text = QString::fromStdString(formatTaskMetric(metric, *best));
+        switch (metric) {
+        case TaskMetric::Accuracy: return text;
+        case TaskMetric::Rmse: return tr("%1 RMSE").arg(text);
+        case TaskMetric::BitsPerCharacter: return tr("%1 bpc").arg(text);
+        }
+        return text;
+    }
     case Skipped:
         if (sorting)
             return r.summary.skippedSteps.value_or(-1);
@@ -250,6 +292,7 @@ bool RunListModel::deleteRun(int row)
     }
     beginRemoveRows({}, row, row);
     m_runs.removeAt(row);
+    m_metrics.removeAt(row);
     endRemoveRows();
     return true;
 }

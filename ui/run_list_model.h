@@ -1,7 +1,10 @@
 #pragma once
 // The runs of the run database as a table: name, preset, precision, ranks (data parallel),
-// the run a fork continues and at which step, status, best test accuracy, skipped steps, duration, created, tags and notes. Names are editable in place
-// (a rename in the database); Qt::UserRole holds raw values for sorting.
+// the run a fork continues and at which step, status, the best test figure of the run's task
+// (accuracy, RMSE or bits per character: engine/observe/task_metric.h), skipped steps, duration,
+// created, tags and notes. Names are editable in place (a rename in the database); Qt::UserRole
+// holds raw values for sorting.
+#include "engine/observe/task_metric.h"
 #include "storage/run_types.h"
 
 #include <QAbstractTableModel>
@@ -22,7 +25,7 @@ public:
         Ranks,
         ForkedFrom,
         Status,
-        BestAccuracy,
+        BestMetric,
         Skipped,
         Duration,
         Created,
@@ -64,6 +67,8 @@ private:
 
     storage::RunStore* m_store = nullptr;
     QList<storage::RunInfo> m_runs;
+    // Each run's task metric, parsed once from its stored config (not at every paint).
+    QList<TaskMetric> m_metrics;
 };
 
 } // namespace mantissa::ui

@@ -336,6 +336,17 @@ void keepFirst(Dataset& data, std::int64_t limit)
     data.inputs.shrink_to_fit();
 }
 
+RawHead rawHeadOf(const Dataset& data)
+{
+    RawHead head;
+    head.samples = std::min(RawHead::kMaxSamples, data.size());
+    head.values = std::min(RawHead::kMaxValues, data.sampleSize());
+    head.data.reserve(static_cast<std::size_t>(head.samples * head.values));
+    for (std::int64_t s = 0; s < head.samples; ++s)
+        head.data.insert(head.data.end(), data.sample(s), data.sample(s) + head.values);
+    return head;
+}
+
 DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
 {
     validateDataSpec(spec);
@@ -393,6 +404,7 @@ DatasetSplits loadDatasets(const DataSpec& spec, std::uint64_t seed)
 
     if (spec.normalize) {
         splits.rawRanges = valueRanges(splits.train);
+        splits.rawHead = rawHeadOf(splits.train);
         splits.normalized = true;
         splits.normalization =
             computeNormalization(splits.train, spec.dataset == DatasetKind::Files && spec.perChannel);

@@ -56,6 +56,20 @@ struct Normalization {
     std::string describe() const;
 };
 
+// The first `samples` samples' first `values` values of a dataset, row after row.
+struct RawHead {
+    static constexpr std::int64_t kMaxSamples = 16, kMaxValues = 64;
+    std::int64_t samples = 0, values = 0;
+    std::vector<float> data;
+    float at(std::int64_t sample, std::int64_t index) const
+    {
+        return data[static_cast<std::size_t>(sample * values + index)];
+    }
+};
+
+// The head of `data` as it holds its values now (before normalising it).
+RawHead rawHeadOf(const Dataset& data);
+
 struct DatasetSplits {
     Dataset train;
     Dataset validation; // empty when DataSpec::validationSplit is 0
@@ -76,6 +90,9 @@ struct DatasetSplits {
     // When normalised: the training split's values as read, per channel or feature, taken before
     // normalising (the data summary's ranges; the tensors no longer hold those values).
     std::vector<ValueRange> rawRanges;
+    // When normalised: the first training samples' first values as read, for previews that show
+    // the numbers in the files (the data panel's table) rather than ones mapped back in float.
+    RawHead rawHead;
 };
 
 // Builds the splits of `spec`: loads (or generates) the data, takes the first limitTrain /

@@ -45,6 +45,11 @@ db=$HOME/.local/share/Mantissa/mantissa/runs.sqlite
 [[ -f $db ]] || fail "no run database at $db"
 mantissa-cli runs | grep -q before-upgrade || fail "mantissa-cli runs does not list the run"
 
+step "mantissa-cli study --list: the shipped studies, read from /usr/share/mantissa/studies"
+out=$(cd /tmp && mantissa-cli study --list)
+echo "$out"
+[[ $out == *micikevicius-2018-loss-scaling* ]] || fail "the installed program does not list the shipped studies"
+
 step "mantissa-cli train --device cuda on a machine without CUDA: a clear refusal"
 if out=$(mantissa-cli train --preset softmax --max-steps 1 --device cuda 2>&1); then
   fail "training on cuda succeeded on a machine without CUDA: $out"

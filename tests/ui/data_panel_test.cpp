@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QLabel>
 #include <QScrollArea>
+#include <QSet>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -131,6 +132,35 @@ private slots:
         // The only problem: the default model takes 1x28x28 images, not two features.
         QCOMPARE(panel.problems(),
                  QStringList{"the model takes samples of model.input [1, 28, 28] but the data's are [2]"});
+    }
+
+    // Normalised data still previews the numbers the file holds, not values mapped back through
+    // the normalisation in float (1000.123 printed as 1000.1229).
+    void aNormalisedTableShowsTheCellsAsWritten()
+    {
+        QTemporaryDir dir;
+        const QString csv = dir.filePath("t.csv");
+        QByteArray rows = "reading,offset,label\n";
+        QSet<QString> written;
+        for (int i = 0; i < 40; ++i) {
+            const QByteArray reading = QByteArray::number(1000.123 + i * 7.77, 'g', 7);
+            const QByteArray offset = QByteArray::number(100000.1 + i * 0.3, 'g', 7);
+            written << QString::fromLatin1(reading) << QString::fromLatin1(offset);
+            rows += reading + "," + offset + "," + QByteArray::number(i % 2) + "\n";
+        }
+        writeFile(csv, rows);
+        ConfigDocument document;
+        RunConfig normalised = document.config();
+        normalised.data.normalize = true;
+        document.apply(normalised, "normalise");
+        DataPanel panel(&document);
+        panel.useSource(csv);
+        QCOMPARE(panel.message(), QString());
+        QTableWidget* table = panel.rowsTable();
+        QCOMPARE(table->rowCount(), 8);
+        for (int r = 0; r < table->rowCount(); ++r)
+            for (int c = 0; c < 2; ++c)
+                QVERIFY2(written.contains(table->item(r, c)->text()), qPrintable(table->item(r, c)->text()));
     }
 
     void badDataShowsTheFileAndTheLine()

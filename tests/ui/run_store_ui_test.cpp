@@ -33,9 +33,11 @@
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
+
 #include <QTemporaryDir>
 #include <QTextEdit>
 #include <QtTest>
+#include <cmath>
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -84,7 +86,7 @@ private slots:
         QVERIFY(id > 0);
         QCOMPARE(runs->data(runs->index(0, RunListModel::Status)).toString(), QString("finished"));
         QCOMPARE(runs->data(runs->index(0, RunListModel::Precision)).toString(), QString("fp32"));
-        QVERIFY(runs->data(runs->index(0, RunListModel::BestAccuracy)).toString().endsWith('%'));
+        QVERIFY(runs->data(runs->index(0, RunListModel::BestMetric)).toString().endsWith('%'));
 
         // Opening reads it back from SQLite into the monitor.
         QVERIFY(bench.openStoredRun(id));
@@ -425,6 +427,53 @@ private slots:
         // Stored runs compared: the first one's config.
         QVERIFY(bench.compareStoredRuns({fp32Id, gptId}));
         QCOMPARE(runConfigToJson(bench.document()->config()), runConfigToJson(gptFp32));
+    }
+
+    // The runs list's "Best" column shows each run's own task metric: accuracy for a classifier,
+    // the lowest RMSE for regression, the lowest bits per character for a language model; and
+    // sorts runs of one task best first.
+    void theBestColumnShowsEachRunsTaskMetric()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        storage::RunStore store(dir.filePath("runs.sqlite"));
+        const auto record = [&](const RunConfig& c, float bestAccuracy, float bestLoss) {
+            storage::NewRun run;
+            run.configJson = QString::fromStdString(runConfigToJson(c));
+            run.preset = QString::fromStdString(c.name);
+            run.precision = "fp32";
+            const qint64 id = store.createRun(run);
+            RunSummary s;
+            s.status = RunStatus::Finished;
+            s.epochs = 1;
+            s.bestTestAccuracy = bestAccuracy;
+            s.testAccuracy = bestAccuracy;
+            s.bestTestLoss = bestLoss;
+            s.testLoss = bestLoss;
+            store.finishRun(id, s);
+            return id;
+        };
+        RunConfig regression = presetConfig("mlp");
+        regression.data.dataset = DatasetKind::Files;
+        regression.data.path = dir.filePath("table.csv").toStdString();
+        regression.data.task = DataTask::Regression;
+        const qint64 classifier = record(presetConfig("mlp"), 0.8412f, 0.45f);
+        const qint64 rmse = record(regression, 0, 0.0625f);
+        const qint64 worseRmse = record(regression, 0, 0.25f);
+        const qint64 gpt = record(presetConfig("char-gpt"), 0.3f, float(2 * std::log(2.0)));
+
+        RunListModel runs;
+        runs.setStore(&store);
+        const auto best = [&](qint64 id, int role = Qt::DisplayRole) {
+            return runs.data(runs.index(runs.rowOfRun(id), RunListModel::BestMetric), role);
+        };
+        QCOMPARE(best(classifier).toString(), QString("84.12%"));
+        QCOMPARE(best(rmse).toString(), QString("0.25 RMSE"));
+        QCOMPARE(best(gpt).toString(), QString("2.000 bpc"));
+        QVERIFY(best(rmse, Qt::ToolTipRole).toString().contains("RMSE"));
+        QVERIFY(best(gpt, Qt::ToolTipRole).toString().contains("bits per character"));
+        // Lower RMSE is better: it sorts above the higher one in a descending sort.
+        QVERIFY(best(rmse, RunListModel::SortRole).toDouble() > best(worseRmse, RunListModel::SortRole).toDouble());
     }
 
     void aOneRankAndATwoRankRunAreToldApart()
