@@ -66,6 +66,10 @@ RecipePanel::RecipePanel(ConfigDocument* document, QWidget* parent) : ConfigForm
     explainMore(m_attention, tr("Quantise the inputs of attention's two batched products too (the scores Q·Kᵀ and "
                                 "the context P·V, each blocked along its own K). auto: off for every recipe, as "
                                 "Transformer Engine keeps them in bf16 unless its FP8 attention is enabled."));
+    m_passes = addField<QComboBox>(form, "precision.recipe.passes");
+    explainMore(m_passes, tr("Which GEMMs the recipe quantises: all (the forward x·Wᵀ, the data gradient dy·W and "
+                             "the weight gradient dyᵀ·x), or backward only, the forward multiplying the layer's "
+                             "bf16 values as they are (Tseng et al.'s MXFP4 training, arXiv 2502.20586)."));
     m_weightBlocks2d = addField<QComboBox>(form, "precision.recipe.weight_blocks_2d");
     explainMore(m_weightBlocks2d, tr("nvfp4: one E4M3 scale per 16×16 tile of the weights instead of per 16 values "
                                      "along K, so that the forward and the data-gradient GEMMs read the same "
@@ -163,6 +167,8 @@ void RecipePanel::load(const RunConfig& c)
                          : rounds(false) ? tr("convolutions")
                                          : tr("none"));
     }
+    if (!quantisesPass(GemmPass::Forward, c.recipe))
+        note += tr("; the forward GEMMs multiply bf16 values, the formats below are the backward GEMMs'");
     m_note->setText(note + QStringLiteral("."));
     showCoverage(c);
     showMeasurement(c);

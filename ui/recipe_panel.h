@@ -51,6 +51,7 @@ private:
     QComboBox* m_stochastic;
     QComboBox* m_keepFirstLast;
     QComboBox* m_attention;
+    QComboBox* m_passes;
     QComboBox* m_weightBlocks2d;
     QComboBox* m_powerOfTwo;
     QComboBox* m_hadamard;

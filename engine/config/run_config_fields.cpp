@@ -403,6 +403,13 @@ const std::array kRunFields{
          .description = "Attention's two batched products quantise their inputs too; auto: off.",
          .write = WriteRule::UnlessDefault,
          .applies = hasRecipe}),
+    row<&R::recipe, &RecipeOptions::passes>(
+        {.path = "precision.recipe.passes",
+         .label = "Quantised GEMMs",
+         .description = "all: the forward and both backward GEMMs; backward: the data- and weight-gradient "
+                        "GEMMs only, the forward in bf16.",
+         .write = WriteRule::UnlessDefault,
+         .applies = hasRecipe}),
 
     row<&R::training, &TrainingSpec::batchSize>(
         {.path = "training.batch_size",

@@ -402,8 +402,11 @@ std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& 
                                                            GemmPass preparedFor, const Tensor& t, GemmPass pass,
                                                            GemmOperand operand, const KLayout& layout) const
 {
+    // A pass the recipe leaves unquantised (precision.recipe.passes) neither hands on nor takes
+    // another pass's values.
     if (m_recipes[operand] == GemmRecipe::None || call.observer || !call.backend.keepsQuantizedOperands() ||
-        prepared.values.shape() != t.shape())
+        prepared.values.shape() != t.shape() || !quantisesPass(preparedFor, m_options) ||
+        !quantisesPass(pass, m_options))
         return std::nullopt;
     if (!prepared.blocks.present()) {
         if (!samePerTensorValues(preparedFor, pass, operand, call.mayRotate))
@@ -434,7 +437,7 @@ std::optional<GemmOperandValues> GemmInputQuantizer::reuse(const GemmInputCall& 
 
 bool GemmInputQuantizer::samePerTensorValues(GemmPass from, GemmPass to, GemmOperand operand, bool mayRotate) const
 {
-    if (m_recipes[operand] == GemmRecipe::None)
+    if (m_recipes[operand] == GemmRecipe::None || !quantisesPass(from, m_options) || !quantisesPass(to, m_options))
         return false;
     const OperandFormat a = formatOf(from, operand, mayRotate);
     const OperandFormat b = formatOf(to, operand, mayRotate);
@@ -451,7 +454,7 @@ GemmOperandValues GemmInputQuantizer::prepare(const GemmInputCall& call, const T
                                               GemmOperand operand, const KLayout& layout)
 {
     const GemmOperand role = operand == GemmOperand::Weight && !call.weightIsWeight ? GemmOperand::Activation : operand;
-    if (m_recipes[role] == GemmRecipe::None)
+    if (m_recipes[role] == GemmRecipe::None || !quantisesPass(pass, m_options))
         return {t, 1.0f, {}};
     MANTISSA_ASSERT(layout.count() == t.numel());
     Backend& backend = call.backend;

@@ -28,6 +28,12 @@ constexpr std::array kSwitchNames{
     EnumEntry<RecipeSwitch>{RecipeSwitch::Off, "off", "off", "Off whatever the recipe."},
 };
 
+constexpr std::array kPassesNames{
+    EnumEntry<RecipePasses>{RecipePasses::All, "all", "all GEMMs", "The forward, data- and weight-gradient GEMMs."},
+    EnumEntry<RecipePasses>{RecipePasses::Backward, "backward", "backward GEMMs",
+                            "The data- and weight-gradient GEMMs; the forward GEMM in bf16."},
+};
+
 constexpr QuantFormat scaled(ScalingScheme scheme, MiniFloat element, std::size_t blockSize)
 {
     QuantFormat format;
@@ -106,6 +112,12 @@ template <>
 std::span<const EnumEntry<RecipeSwitch>> enumEntries<RecipeSwitch>()
 {
     return kSwitchNames;
+}
+
+template <>
+std::span<const EnumEntry<RecipePasses>> enumEntries<RecipePasses>()
+{
+    return kPassesNames;
 }
 
 GemmRecipe OperandRecipes::operator[](GemmOperand operand) const
@@ -199,6 +211,11 @@ std::string operandFormatLabel(const OperandFormat& format)
 bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options)
 {
     return recipe != GemmRecipe::None && resolve(options.keepFirstLast, row(recipe).fourBit);
+}
+
+bool quantisesPass(GemmPass pass, const RecipeOptions& options)
+{
+    return options.passes == RecipePasses::All || pass != GemmPass::Forward;
 }
 
 bool quantisesAttention(GemmRecipe recipe, const RecipeOptions& options)

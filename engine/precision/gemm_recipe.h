@@ -51,6 +51,13 @@ enum class RecipeSwitch : std::uint8_t { Auto, On, Off };
 template <>
 std::span<const EnumEntry<RecipeSwitch>> enumEntries<RecipeSwitch>();
 
+// Which of a layer's GEMMs a recipe quantises: all three, or only the backward pass's two
+// (data and weight gradient), the forward GEMM then multiplying the layer's bf16 values as they
+// are (Tseng et al.'s MXFP4 training, arXiv 2502.20586).
+enum class RecipePasses : std::uint8_t { All, Backward };
+template <>
+std::span<const EnumEntry<RecipePasses>> enumEntries<RecipePasses>();
+
 // precision.recipe in the run config (docs/config.md); ignored by the 16- and 32-bit modes.
 // precision.recipe.amax_history's range, in steps.
 inline constexpr int kMaxAmaxHistory = 65536;
@@ -77,6 +84,7 @@ struct RecipeOptions {
     // inputs too; auto: off for every recipe, as Transformer Engine keeps them in bf16 unless
     // its FP8 attention is enabled.
     RecipeSwitch attention = RecipeSwitch::Auto;
+    RecipePasses passes = RecipePasses::All;
     bool operator==(const RecipeOptions&) const = default;
 };
 
@@ -115,6 +123,8 @@ std::string operandFormatLabel(const OperandFormat& format);
 std::string gemmRecipeName(GemmRecipe recipe);
 // Whether the first and last GEMM layers stay in bf16 under `recipe` with `options`.
 bool keepsFirstAndLastLayers(GemmRecipe recipe, const RecipeOptions& options);
+// Whether the GEMMs of `pass` quantise their inputs under `options` (precision.recipe.passes).
+bool quantisesPass(GemmPass pass, const RecipeOptions& options);
 // Whether attention's batched products follow `recipe` with `options` (precision.recipe.attention).
 bool quantisesAttention(GemmRecipe recipe, const RecipeOptions& options);
 // The 1D block size of a recipe's activations and gradients (0 for per-tensor scaling).
