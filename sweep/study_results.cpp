@@ -186,29 +186,19 @@ std::vector<ForkTask> studyForkTasks(const storage::RunStore& store, const Study
                                      const std::optional<storage::SweepInfo>& sweep)
 {
     std::vector<ForkTask> tasks;
-    if (spec.forks.empty())
-        return tasks;
-    const SweepPlan plan = expandSweep(spec.sweep, spec.file);
     const QList<RunInfo> sweepRuns = sweep ? store.sweepRuns(sweep->id) : QList<RunInfo>{};
-    for (const StudyForkArm& fork : spec.forks) {
-        for (const std::uint64_t seed : spec.sweep.seeds) {
-            ForkTask task{&fork, seed, std::nullopt, std::nullopt};
-            for (const SweepRun& run : plan.runs) {
-                const SweepConfiguration& c = plan.configurations[std::size_t(run.configuration)];
-                if (run.seed != seed || spec.sweep.arms[std::size_t(c.arm)].name != fork.parent)
-                    continue;
-                for (const RunInfo& r : sweepRuns) // oldest attempt first: the latest result wins
-                    if (r.sweepIndex == run.index && isResult(r))
-                        task.parent = r;
-            }
-            storage::RunFilter filter;
-            filter.tag = QString::fromStdString(studyForkTag(spec, fork.name, seed));
-            for (const RunInfo& r : store.listRuns(filter)) { // newest first
-                if (!task.fork || (isResult(r) && !isResult(*task.fork)))
-                    task.fork = r;
-            }
-            tasks.push_back(std::move(task));
+    for (const PlannedFork& planned : plannedForks(spec)) {
+        ForkTask task{planned.arm, planned.seed, std::nullopt, std::nullopt};
+        for (const RunInfo& r : sweepRuns) // oldest attempt first: the latest result wins
+            if (r.sweepIndex == planned.parentIndex && isResult(r))
+                task.parent = r;
+        storage::RunFilter filter;
+        filter.tag = QString::fromStdString(studyForkTag(spec, planned.arm->name, planned.seed));
+        for (const RunInfo& r : store.listRuns(filter)) { // newest first
+            if (!task.fork || (isResult(r) && !isResult(*task.fork)))
+                task.fork = r;
         }
+        tasks.push_back(std::move(task));
     }
     return tasks;
 }
@@ -219,8 +209,8 @@ StudyResults collectStudyResults(const storage::RunStore& store, const StudySpec
     results.spec = spec;
     results.sweep = store.findSweepBySpec(QString::fromStdString(sweepSpecToJson(spec.sweep)));
     const SweepPlan plan = expandSweep(spec.sweep, spec.file);
-    const std::vector<ConfigurationResults> trained =
-        collectResults(plan, results.sweep ? store.sweepRuns(results.sweep->id) : QList<RunInfo>{});
+    const QList<RunInfo> sweepRuns = results.sweep ? store.sweepRuns(results.sweep->id) : QList<RunInfo>{};
+    const std::vector<ConfigurationResults> trained = collectResults(plan, sweepRuns);
     const std::vector<ForkTask> forks = studyForkTasks(store, spec, results.sweep);
     for (const std::string& arm : spec.armOrder) {
         ConfigurationResults r;
@@ -251,6 +241,21 @@ StudyResults collectStudyResults(const storage::RunStore& store, const StudySpec
                     for (const RunInfo& run : t.runs)
                         count(r, run);
                 }
+            // Once the study has begun, the seeds still without a result are named (a run that
+            // failed, or a Slurm task whose database was not imported).
+            for (const SweepRun& run : plan.runs) {
+                const int armIndex = plan.configurations[std::size_t(run.configuration)].arm;
+                if (!results.sweep || spec.sweep.arms[std::size_t(armIndex)].name != arm)
+                    continue;
+                const bool hasResult = std::any_of(sweepRuns.begin(), sweepRuns.end(), [&](const RunInfo& r) {
+                    return r.sweepIndex == run.index && isResult(r);
+                });
+                if (!hasResult)
+                    results.armNotes[arm] << QStringLiteral("seed %1: no result yet (run %2 of sweep %3)")
+                                                 .arg(run.seed)
+                                                 .arg(run.index)
+                                                 .arg(results.sweep->id);
+            }
         }
         results.arms.push_back(std::move(r));
     }

@@ -354,4 +354,20 @@ std::string studyForkTag(const StudySpec& spec, const std::string& arm, std::uin
     return "study:" + spec.name + ":" + spec.hash + ":" + arm + ":seed" + std::to_string(seed);
 }
 
+std::vector<PlannedFork> plannedForks(const StudySpec& spec)
+{
+    std::vector<PlannedFork> forks;
+    if (spec.forks.empty())
+        return forks;
+    const SweepPlan plan = expandSweep(spec.sweep, spec.file);
+    for (const StudyForkArm& fork : spec.forks)
+        for (const std::uint64_t seed : spec.sweep.seeds)
+            for (const SweepRun& run : plan.runs) {
+                const SweepConfiguration& c = plan.configurations[std::size_t(run.configuration)];
+                if (run.seed == seed && spec.sweep.arms[std::size_t(c.arm)].name == fork.parent)
+                    forks.push_back({&fork, seed, run.index});
+            }
+    return forks;
+}
+
 } // namespace mantissa::sweep

@@ -84,6 +84,16 @@ std::vector<std::string> armsThatCannotRun(const StudySpec& spec);
 // study started again finds the forks it already has.
 std::string studyForkTag(const StudySpec& spec, const std::string& arm, std::uint64_t seed);
 
+// One fork run a study plans: its fork arm, its seed, and its parent's index in the study's
+// sweep (the SweepRun::index of the parent arm's run with that seed). Every fork arm's seeds in
+// spec.forks order, seed-minor: the order of the fork tasks of a Slurm submission too.
+struct PlannedFork {
+    const StudyForkArm* arm = nullptr;
+    std::uint64_t seed = 0;
+    int parentIndex = 0;
+};
+std::vector<PlannedFork> plannedForks(const StudySpec& spec);
+
 // The config PATH=VALUE of a fork setting as `mantissa-cli fork --set` takes it.
 std::string forkSettingText(const std::pair<std::string, std::string>& setting);
 

@@ -30,4 +30,7 @@ int runDataCommand(const QStringList& arguments);        // data_command.cpp
 int runExportModelCommand(const QStringList& arguments); // export_model_command.cpp
 int runAdviseCommand(const QStringList& arguments);      // advise_command.cpp
 
+// study_fork_worker_command.cpp, not listed in the usage: the fork tasks of `study --slurm` start it.
+int runStudyForkWorkerCommand(const QStringList& arguments);
+
 } // namespace mantissa::cli

@@ -110,6 +110,8 @@ int main(int argc, char** argv)
     const QString name = arguments.takeAt(1);
     if (name == QLatin1String("sweep-worker")) // started by `sweep` and by Slurm tasks, not by people
         return mantissa::cli::runSweepWorkerCommand(arguments);
+    if (name == QLatin1String("study-fork-worker")) // started by the fork tasks of `study --slurm`
+        return mantissa::cli::runStudyForkWorkerCommand(arguments);
     for (const Command& command : kCommands) {
         if (name == QLatin1String(command.name))
             return command.run(arguments);

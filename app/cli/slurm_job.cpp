@@ -1,8 +1,10 @@
 #include "cli/slurm_job.h"
 
+#include "cli/command_line.h"
 #include "engine/util/check.h"
 #include "storage/run_store.h"
 
+#include <QCommandLineParser>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -11,9 +13,6 @@
 
 namespace mantissa::cli {
 
-namespace {
-
-// A word the shell reads back unchanged.
 QString shellQuoted(const QString& text)
 {
     QString quoted = text;
@@ -21,14 +20,77 @@ QString shellQuoted(const QString& text)
     return u'\'' + quoted + u'\'';
 }
 
-void writeFile(const QString& path, const QByteArray& contents)
+void writeJobFile(const QString& path, const QByteArray& contents)
 {
     QFile file(path);
     if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) || file.write(contents) != contents.size())
         throw IoError(path.toStdString() + ": cannot write it (" + file.errorString().toStdString() + ")");
 }
 
-} // namespace
+void addSlurmOptions(QCommandLineParser& parser, const QString& what)
+{
+    parser.addOptions({
+        {"slurm", "Write a Slurm job array for " + what + " (with --out) and submit it with sbatch."},
+        {"out", "Slurm: the directory for the job scripts and the per-task databases.", "dir"},
+        {"partition", "Slurm: partition.", "name"},
+        {"time", "Slurm: time limit per run (e.g. 0:30:00).", "time"},
+        {"mem", "Slurm: memory per run (e.g. 4G).", "size"},
+        {"gpus-per-task", "Slurm: GPUs per run.", "n"},
+        {"cpus-per-task", "Slurm: CPU cores per run (default 1; the run uses that many threads).", "n"},
+        {"max-parallel", "Slurm: at most K runs at once (--array=...%K).", "k"},
+        {"dry-run", "Slurm: write the job scripts but do not submit them."},
+    });
+}
+
+SlurmOptions slurmOptionsFrom(const QCommandLineParser& parser)
+{
+    SlurmOptions options;
+    if (!parser.isSet("out"))
+        throw ConfigError("--slurm needs --out DIR, a directory the compute nodes share");
+    options.outDir = parser.value("out");
+    options.partition = parser.value("partition");
+    options.time = parser.value("time");
+    options.mem = parser.value("mem");
+    options.gpusPerTask = parser.isSet("gpus-per-task") ? positiveOption(parser, "gpus-per-task", 0) : 0;
+    options.cpusPerTask = positiveOption(parser, "cpus-per-task", 1);
+    options.maxParallel = parser.isSet("max-parallel") ? positiveOption(parser, "max-parallel", 0) : 0;
+    return options;
+}
+
+void checkSlurmOutDir(const QString& outDir)
+{
+    // #SBATCH lines take no quoting, so a path with white space would be cut there.
+    if (outDir.isEmpty() || outDir.contains(QRegularExpression(QStringLiteral("\\s"))))
+        throw ConfigError("--out must name a directory without white space (Slurm's #SBATCH lines cannot quote it), "
+                          "got \"" +
+                          outDir.toStdString() + "\"");
+}
+
+QStringList sbatchLines(const SlurmOptions& options, const QString& jobName, const QString& array, const QString& log)
+{
+    const QString dir = QDir(options.outDir).absolutePath();
+    QStringList lines = {
+        QStringLiteral("#SBATCH --job-name=%1").arg(jobName),
+        QStringLiteral("#SBATCH --array=%1").arg(array) +
+            (options.maxParallel > 0 ? QStringLiteral("%%1").arg(options.maxParallel) : QString()),
+        QStringLiteral("#SBATCH --output=%1/logs/%2").arg(dir, log),
+        QStringLiteral("#SBATCH --cpus-per-task=%1").arg(options.cpusPerTask),
+    };
+    if (!options.partition.isEmpty())
+        lines << QStringLiteral("#SBATCH --partition=%1").arg(options.partition);
+    if (!options.time.isEmpty())
+        lines << QStringLiteral("#SBATCH --time=%1").arg(options.time);
+    if (!options.mem.isEmpty())
+        lines << QStringLiteral("#SBATCH --mem=%1").arg(options.mem);
+    if (options.gpusPerTask > 0)
+        lines << QStringLiteral("#SBATCH --gpus-per-task=%1").arg(options.gpusPerTask);
+    return lines;
+}
+
+QString sweepTaskDatabase(const QString& outDir, int index)
+{
+    return QDir(outDir).filePath(QStringLiteral("runs/run-%1.sqlite").arg(index));
+}
 
 QString arrayRanges(const std::vector<int>& indices)
 {
@@ -47,9 +109,7 @@ QString slurmScript(const SlurmOptions& options, const QString& sweepName, int r
                     const QString& cliPath, const std::vector<int>& tasks)
 {
     const QString dir = QDir(options.outDir).absolutePath();
-    QString array = tasks.empty() ? QStringLiteral("0-%1").arg(runCount - 1) : arrayRanges(tasks);
-    if (options.maxParallel > 0)
-        array += QStringLiteral("%%1").arg(options.maxParallel);
+    const QString array = tasks.empty() ? QStringLiteral("0-%1").arg(runCount - 1) : arrayRanges(tasks);
     QStringList lines = {
         QStringLiteral("#!/bin/bash"),
         QStringLiteral("# mantissa-cli sweep --slurm: \"%1\", %2 runs (sweep %3).")
@@ -58,19 +118,8 @@ QString slurmScript(const SlurmOptions& options, const QString& sweepName, int r
             .arg(sweepUid),
         QStringLiteral("# Task i trains run i of sweep.json into runs/run-i.sqlite; when all are done:"),
         QStringLiteral("#   mantissa-cli import %1").arg(shellQuoted(dir)),
-        QStringLiteral("#SBATCH --job-name=mantissa-sweep"),
-        QStringLiteral("#SBATCH --array=%1").arg(array),
-        QStringLiteral("#SBATCH --output=%1/logs/run-%a.out").arg(dir),
-        QStringLiteral("#SBATCH --cpus-per-task=%1").arg(options.cpusPerTask),
     };
-    if (!options.partition.isEmpty())
-        lines << QStringLiteral("#SBATCH --partition=%1").arg(options.partition);
-    if (!options.time.isEmpty())
-        lines << QStringLiteral("#SBATCH --time=%1").arg(options.time);
-    if (!options.mem.isEmpty())
-        lines << QStringLiteral("#SBATCH --mem=%1").arg(options.mem);
-    if (options.gpusPerTask > 0)
-        lines << QStringLiteral("#SBATCH --gpus-per-task=%1").arg(options.gpusPerTask);
+    lines << sbatchLines(options, QStringLiteral("mantissa-sweep"), array, QStringLiteral("run-%a.out"));
     lines << QStringLiteral("set -eu")
           << QStringLiteral("exec %1 sweep-worker --spec %2 --sweep-uid %3 --index \"$SLURM_ARRAY_TASK_ID\" \\")
                  .arg(shellQuoted(cliPath), shellQuoted(dir + QStringLiteral("/sweep.json")), sweepUid)
@@ -82,20 +131,17 @@ QString slurmScript(const SlurmOptions& options, const QString& sweepName, int r
 QString writeSlurmJob(const SlurmOptions& options, const SweepSpec& spec, const QString& sweepUid,
                       const QString& cliPath, const std::vector<int>& tasks)
 {
-    // #SBATCH lines take no quoting, so a path with white space would be cut there.
-    if (options.outDir.isEmpty() || options.outDir.contains(QRegularExpression(QStringLiteral("\\s"))))
-        throw ConfigError("--out must name a directory without white space (Slurm's #SBATCH lines cannot quote it), "
-                          "got \"" +
-                          options.outDir.toStdString() + "\"");
+    checkSlurmOutDir(options.outDir);
     const QDir dir(options.outDir);
     for (const QString& sub : {QStringLiteral("runs"), QStringLiteral("logs")})
         if (!dir.mkpath(sub))
             throw IoError(dir.filePath(sub).toStdString() + ": cannot create the directory");
-    writeFile(dir.filePath(QStringLiteral("sweep.json")), QByteArray::fromStdString(sweepSpecToJson(spec, 2)) + "\n");
+    writeJobFile(dir.filePath(QStringLiteral("sweep.json")),
+                 QByteArray::fromStdString(sweepSpecToJson(spec, 2)) + "\n");
     const QString script = dir.absoluteFilePath(QStringLiteral("sweep.sbatch"));
-    writeFile(script,
-              slurmScript(options, QString::fromStdString(spec.name), int(spec.runCount()), sweepUid, cliPath, tasks)
-                  .toUtf8());
+    writeJobFile(script,
+                 slurmScript(options, QString::fromStdString(spec.name), int(spec.runCount()), sweepUid, cliPath, tasks)
+                     .toUtf8());
     return script;
 }
 
@@ -119,7 +165,7 @@ std::optional<SlurmSweepState> existingSlurmSweep(const QString& outDir, const S
     SlurmSweepState state;
     state.sweepUid = uid.captured(1);
     for (int index = 0; index < int(spec.runCount()); ++index) {
-        const QString path = dir.filePath(QStringLiteral("runs/run-%1.sqlite").arg(index));
+        const QString path = sweepTaskDatabase(outDir, index);
         std::optional<storage::RunStatus> status;
         if (QFileInfo::exists(path)) {
             // Opening marks a run whose writer died as interrupted, so it is redone.
@@ -143,10 +189,13 @@ std::optional<SlurmSweepState> existingSlurmSweep(const QString& outDir, const S
     return state;
 }
 
-QString submitSlurmJob(const QString& scriptPath)
+QString submitSlurmJob(const QString& scriptPath, const QString& dependency)
 {
+    QStringList arguments{QStringLiteral("--parsable")};
+    if (!dependency.isEmpty())
+        arguments << QStringLiteral("--dependency=") + dependency;
     QProcess sbatch;
-    sbatch.start(QStringLiteral("sbatch"), {QStringLiteral("--parsable"), scriptPath});
+    sbatch.start(QStringLiteral("sbatch"), arguments << scriptPath);
     if (!sbatch.waitForStarted())
         throw Error("sbatch could not be started (" + sbatch.errorString().toStdString() +
                     "): is Slurm's client (slurm-client) installed and on PATH? The job script is " +

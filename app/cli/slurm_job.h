@@ -6,9 +6,12 @@
 #include "engine/sweep/sweep_spec.h"
 
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 #include <vector>
+
+class QCommandLineParser;
 
 namespace mantissa::cli {
 
@@ -19,6 +22,27 @@ struct SlurmOptions {
     int cpusPerTask = 1;
     int maxParallel = 0; // 0: no limit
 };
+
+// The options every command that submits to Slurm takes (--slurm, --out, --partition, --time,
+// --mem, --gpus-per-task, --cpus-per-task, --max-parallel, --dry-run), and what they say.
+// `what` names the job ("the sweep", "the study"), for --slurm's help.
+void addSlurmOptions(QCommandLineParser& parser, const QString& what);
+// Throws ConfigError when --out is missing or a number is not positive.
+SlurmOptions slurmOptionsFrom(const QCommandLineParser& parser);
+
+// The #SBATCH lines of a job array: its name, its tasks (`array`, "0-3,7"; the --max-parallel
+// limit is added here), where each task's output goes (`log`, relative to DIR/logs, with %a
+// for the task) and the resources SlurmOptions ask for. Every job script takes them from here.
+QStringList sbatchLines(const SlurmOptions& options, const QString& jobName, const QString& array, const QString& log);
+
+// A word the shell reads back unchanged.
+QString shellQuoted(const QString& text);
+
+// Writes `contents` to `path`; throws IoError naming the file.
+void writeJobFile(const QString& path, const QByteArray& contents);
+
+// Refuses an --out that #SBATCH lines cannot carry (empty, or with white space). Throws ConfigError.
+void checkSlurmOutDir(const QString& outDir);
 
 // The batch script, for a sweep of `runCount` runs whose spec is DIR/sweep.json; `tasks`
 // lists the run indices to submit (all of them when empty).
@@ -41,11 +65,14 @@ struct SlurmSweepState {
 // (its sweep.json is not `spec`), so that two sweeps never share task databases.
 std::optional<SlurmSweepState> existingSlurmSweep(const QString& outDir, const SweepSpec& spec);
 
+// Run `index`'s task database in `outDir`: runs/run-INDEX.sqlite.
+QString sweepTaskDatabase(const QString& outDir, int index);
+
 // "0-3,7,9-10": the indices as an --array list.
 QString arrayRanges(const std::vector<int>& indices);
 
-// Runs `sbatch --parsable SCRIPT` and returns the job id. Throws Error with sbatch's own
-// message when it is missing or refuses the job.
-QString submitSlurmJob(const QString& scriptPath);
+// Runs `sbatch --parsable [--dependency=DEPENDENCY] SCRIPT` and returns the job id. Throws
+// Error with sbatch's own message when it is missing or refuses the job.
+QString submitSlurmJob(const QString& scriptPath, const QString& dependency = {});
 
 } // namespace mantissa::cli

@@ -1,12 +1,14 @@
 // mantissa-cli study: a paper's claim rerun as a study (sweep/study_spec.h): its trained arms
-// as a sweep run here in worker processes (resumed: only the missing runs are trained) or on
-// Slurm, then its fork arms from their parents' saved states, then its report with the
-// verdict line the statistics give.
+// as a sweep run here in worker processes (resumed: only the missing runs are trained), then
+// its fork arms from their parents' saved states, then its report with the verdict line the
+// statistics give. On Slurm both kinds of arm run as job arrays, the forks' after the trained
+// arms' (study_slurm.h); `import` and `study --no-run` then report.
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/study_forks.h"
+#include "cli/study_slurm.h"
 #include "cli/sweep_runner.h"
 #include "engine/util/check.h"
 #include "storage/run_store.h"
@@ -14,10 +16,11 @@
 #include "sweep/study_results.h"
 #include "sweep/sweep_launch.h"
 
-#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QThread>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -50,33 +53,36 @@ int listStudies()
     return kExitOk;
 }
 
-// The trained arms on Slurm, as `mantissa-cli sweep SPEC --slurm` submits a sweep.
-int runOnSlurm(const QCommandLineParser& parser, const QStringList& arguments, const sweep::StudySpec& spec)
+// The trained arms on Slurm as `sweep --slurm` submits a sweep, then the fork arms as a second
+// job array that starts when the first has ended (study_slurm.h). Started again on the same
+// --out, both submit only what has no result.
+int runOnSlurm(const QCommandLineParser& parser, const sweep::StudySpec& spec)
 {
-    if (!parser.isSet("out"))
-        throw ConfigError("--slurm needs --out DIR, a directory the compute nodes share");
-    const QString out = parser.value("out");
-    if (!QDir().mkpath(out))
-        throw ConfigError("--out " + out.toStdString() + ": cannot create the directory");
-    const QString specFile = QDir(out).filePath(QString::fromStdString(spec.name) + QStringLiteral("-sweep.json"));
-    QFile file(specFile);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-        file.write(QByteArray::fromStdString(sweepSpecToJson(spec.sweep, 2))) < 0)
-        throw ConfigError(specFile.toStdString() + ": cannot write the study's sweep spec");
-    file.close();
-    QStringList sweepArguments{arguments.first(), specFile, QStringLiteral("--slurm")};
-    for (const char* option : {"out", "partition", "time", "mem", "gpus-per-task", "cpus-per-task", "max-parallel"})
-        if (parser.isSet(option))
-            sweepArguments << QStringLiteral("--") + QLatin1String(option) << parser.value(option);
-    if (parser.isSet("dry-run"))
-        sweepArguments << QStringLiteral("--dry-run");
-    const int exit = runSweepCommand(sweepArguments);
-    if (exit == kExitOk && !spec.forks.empty())
-        std::fprintf(stderr,
-                     "%s: the fork arms run here once the trained runs are in: mantissa-cli import %s, then "
-                     "mantissa-cli study %s again\n",
-                     spec.name.c_str(), qPrintable(out), spec.name.c_str());
-    return exit;
+    const SlurmOptions options = slurmOptionsFrom(parser);
+    const bool dryRun = parser.isSet("dry-run");
+    const SlurmSweepSubmission trained = submitSweepToSlurm(options, spec.sweep, dryRun);
+    nlohmann::json line = {{"runs", spec.sweep.runCount()},
+                           {"submitted", trained.nothingToSubmit() ? 0 : trained.tasks.size()},
+                           {"sweep_uid", trained.sweepUid.toStdString()}};
+    if (!trained.nothingToSubmit())
+        line["script"] = trained.script.toStdString();
+    if (!trained.jobId.isEmpty())
+        line["job_id"] = trained.jobId.toStdString();
+    if (!spec.forks.empty()) {
+        const StudyForkSubmission forks = submitStudyForksToSlurm(options, spec, trained, dryRun);
+        line["forks"] = forks.planned;
+        line["forks_done"] = forks.done;
+        line["forks_submitted"] = forks.tasks.size();
+        line["forks_waiting"] = forks.waiting;
+        if (!forks.script.isEmpty())
+            line["fork_script"] = forks.script.toStdString();
+        if (!forks.jobId.isEmpty())
+            line["fork_job_id"] = forks.jobId.toStdString();
+    }
+    std::fprintf(stderr, "when the jobs are done: %s, then mantissa-cli study %s --no-run for the report\n",
+                 qPrintable(slurmImportHint(options)), spec.name.c_str());
+    std::cout << line.dump() << std::endl;
+    return kExitOk;
 }
 
 void writeReport(const QString& path, const QString& markdown)
@@ -93,8 +99,9 @@ int runStudyCommand(const QStringList& arguments)
     QCommandLineParser parser;
     parser.setApplicationDescription(
         "Run a study: a paper's claim rerun as arms x seeds (studies/, docs/studies.md). The trained arms run as\n"
-        "a sweep (in parallel worker processes, or on Slurm), then the fork arms continue their parents' runs\n"
-        "from the fork step; then the report (Markdown on stdout): the claim, the setup, each arm's mean and 95%\n"
+        "a sweep (in parallel worker processes), then the fork arms continue their parents' runs from the fork\n"
+        "step (with --slurm: both as Slurm job arrays, the forks' after the trained arms'); then the report (Markdown "
+        "on stdout): the claim, the setup, each arm's mean and 95%\n"
         "interval, the verdicts between arms and whether the claim reproduces. Started again, a study runs only\n"
         "its missing runs. Exit codes: 0 every planned run has a result, 1 some run has none, 2 bad input (an\n"
         "unknown study, a bad spec, an arm that cannot run) or an unusable database.");
@@ -107,16 +114,8 @@ int runStudyCommand(const QStringList& arguments)
         {"report", "Also write the report to this file.", "file"},
         {"jobs", "Runs at once, each in its own process (default 1).", "n"},
         {"threads", "CPU threads per run (default: the cores divided by --jobs).", "n"},
-        {"slurm", "Submit the trained arms as a Slurm job array (with --out), as `sweep --slurm` does."},
-        {"out", "Slurm: the directory for the job script and the per-task databases.", "dir"},
-        {"partition", "Slurm: partition.", "name"},
-        {"time", "Slurm: time limit per run (e.g. 0:30:00).", "time"},
-        {"mem", "Slurm: memory per run (e.g. 4G).", "size"},
-        {"gpus-per-task", "Slurm: GPUs per run.", "n"},
-        {"cpus-per-task", "Slurm: CPU cores per run (default 1).", "n"},
-        {"max-parallel", "Slurm: at most K runs at once.", "k"},
-        {"dry-run", "Slurm: write the script but do not submit it."},
     });
+    addSlurmOptions(parser, QStringLiteral("the study (its trained arms, then its fork arms as a second array)"));
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
     if (parser.isSet("list"))
@@ -134,7 +133,7 @@ int runStudyCommand(const QStringList& arguments)
             return kExitBadInput;
         }
         if (parser.isSet("slurm"))
-            return runOnSlurm(parser, arguments, spec);
+            return runOnSlurm(parser, spec);
 
         const auto store = openRunStore(parser);
         if (!parser.isSet("no-run")) {

@@ -5,7 +5,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
-#include "cli/slurm_job.h"
+#include "cli/slurm_sweep.h"
 #include "cli/sweep_report.h"
 #include "cli/sweep_runner.h"
 #include "engine/util/check.h"
@@ -142,52 +142,23 @@ SweepSpec sweepSpecFromOptions(const QCommandLineParser& parser)
 
 int runOnSlurm(const QCommandLineParser& parser, const SweepSpec& spec)
 {
-    SlurmOptions options;
-    if (!parser.isSet("out"))
-        throw ConfigError("--slurm needs --out DIR, a directory the compute nodes share");
-    options.outDir = parser.value("out");
-    options.partition = parser.value("partition");
-    options.time = parser.value("time");
-    options.mem = parser.value("mem");
-    options.gpusPerTask = parser.isSet("gpus-per-task") ? positiveOption(parser, "gpus-per-task", 0) : 0;
-    options.cpusPerTask = positiveOption(parser, "cpus-per-task", 1);
-    options.maxParallel = parser.isSet("max-parallel") ? positiveOption(parser, "max-parallel", 0) : 0;
-    // Started again on the same --out, a sweep submits only the runs with no result yet.
-    const std::optional<SlurmSweepState> existing = existingSlurmSweep(options.outDir, spec);
-    const QString uid = existing ? existing->sweepUid : storage::newUid();
-    const QString importHint = QStringLiteral("mantissa-cli import ") + QFileInfo(options.outDir).absoluteFilePath();
-    if (existing) {
-        std::fprintf(stderr, "%s: resuming in %s: %zu of %zu runs done, %zu running, %zu to submit\n",
-                     spec.name.c_str(), qPrintable(options.outDir), existing->done.size(), spec.runCount(),
-                     existing->running.size(), existing->todo.size());
-        if (existing->todo.empty()) {
-            std::fprintf(stderr, "nothing to submit%s; %s\n",
-                         existing->running.empty() ? "" : " (wait for the running ones)", qPrintable(importHint));
-            std::cout << nlohmann::json{{"runs", spec.runCount()},
-                                        {"done", existing->done.size()},
-                                        {"running", existing->running.size()},
-                                        {"submitted", 0},
-                                        {"sweep_uid", uid.toStdString()}}
-                             .dump()
-                      << std::endl;
-            return kExitOk;
-        }
+    const SlurmOptions options = slurmOptionsFrom(parser);
+    const SlurmSweepSubmission submission = submitSweepToSlurm(options, spec, parser.isSet("dry-run"));
+    nlohmann::json line = {{"runs", spec.runCount()},
+                           {"submitted", submission.nothingToSubmit() ? 0 : submission.tasks.size()},
+                           {"sweep_uid", submission.sweepUid.toStdString()}};
+    if (submission.existing) {
+        line["done"] = submission.existing->done.size();
+        line["running"] = submission.existing->running.size();
     }
-    const std::vector<int> tasks = existing ? existing->todo : std::vector<int>{};
-    const QString script = writeSlurmJob(options, spec, uid, QCoreApplication::applicationFilePath(), tasks);
-    std::fprintf(stderr, "%s: %zu runs; job script %s\n", spec.name.c_str(), spec.runCount(), qPrintable(script));
-    nlohmann::json line = {{"script", script.toStdString()},
-                           {"runs", spec.runCount()},
-                           {"submitted", tasks.empty() ? spec.runCount() : tasks.size()},
-                           {"sweep_uid", uid.toStdString()}};
-    if (existing)
-        line["array"] = arrayRanges(tasks).toStdString();
-    if (parser.isSet("dry-run")) {
-        std::fputs("dry run: not submitted; submit it with sbatch\n", stderr);
-    } else {
-        const QString job = submitSlurmJob(script);
-        std::fprintf(stderr, "submitted job array %s; when it is done: %s\n", qPrintable(job), qPrintable(importHint));
-        line["job_id"] = job.toStdString();
+    if (!submission.nothingToSubmit()) {
+        line["script"] = submission.script.toStdString();
+        if (submission.existing)
+            line["array"] = arrayRanges(submission.tasks).toStdString();
+    }
+    if (!submission.jobId.isEmpty()) {
+        std::fprintf(stderr, "when it is done: %s\n", qPrintable(slurmImportHint(options)));
+        line["job_id"] = submission.jobId.toStdString();
     }
     std::cout << line.dump() << std::endl;
     return kExitOk;
@@ -224,16 +195,8 @@ int runSweepCommand(const QStringList& arguments)
         {"jobs", "Runs at once, each in its own process (default 1).", "n"},
         {"threads", "CPU threads per run (default: the cores divided by --jobs).", "n"},
         {"new", "Start a new sweep even if the database holds one with this spec."},
-        {"slurm", "Write a Slurm job array (with --out) and submit it with sbatch."},
-        {"out", "Slurm: the directory for the job script and the per-task databases.", "dir"},
-        {"partition", "Slurm: partition.", "name"},
-        {"time", "Slurm: time limit per run (e.g. 0:30:00).", "time"},
-        {"mem", "Slurm: memory per run (e.g. 4G).", "size"},
-        {"gpus-per-task", "Slurm: GPUs per run.", "n"},
-        {"cpus-per-task", "Slurm: CPU cores per run (default 1; the run uses that many threads).", "n"},
-        {"max-parallel", "Slurm: at most K runs at once (--array=...%K).", "k"},
-        {"dry-run", "Slurm: write the script but do not submit it."},
     });
+    addSlurmOptions(parser, QStringLiteral("the sweep"));
     if (const auto exit = parseCommandLine(parser, arguments, kCommand))
         return *exit;
     try {

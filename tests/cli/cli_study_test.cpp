@@ -8,6 +8,9 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
@@ -105,6 +108,52 @@ private slots:
         QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.describe()));
         QCOMPARE(plannedWork(resumed), QStringLiteral("1 of 4 runs to train, 1 fork(s) to run"));
         QCOMPARE(store.listRuns().size(), 6);
+    }
+
+    // Without a cluster: --dry-run writes both job arrays' scripts, with the same #SBATCH
+    // options, the fork tasks described in forks.json with their parents' places in the sweep.
+    void slurmDryRunWritesBothArrays()
+    {
+        const QString spec = writeStudy(m_dir->path(), kArms);
+        const QString out = m_dir->filePath(QStringLiteral("out"));
+        const CliResult dry = runCli(
+            {QStringLiteral("study"), spec, QStringLiteral("--slurm"), QStringLiteral("--out"), out,
+             QStringLiteral("--partition"), QStringLiteral("gpu"), QStringLiteral("--time"), QStringLiteral("0:10:00"),
+             QStringLiteral("--max-parallel"), QStringLiteral("3"), QStringLiteral("--dry-run")});
+        QVERIFY2(dry.exitCode == 0, qPrintable(dry.describe()));
+        QCOMPARE(dry.json().value(QStringLiteral("submitted")).toInt(), 4);
+        QCOMPARE(dry.json().value(QStringLiteral("forks_submitted")).toInt(), 2);
+        QVERIFY(!dry.json().contains(QStringLiteral("job_id")));
+        const auto read = [&](const QString& name) {
+            QFile file(QDir(out).filePath(name));
+            return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
+        };
+        const QString trained = read(QStringLiteral("sweep.sbatch")), forks = read(QStringLiteral("forks.sbatch"));
+        for (const QString& line :
+             {QStringLiteral("#SBATCH --partition=gpu\n"), QStringLiteral("#SBATCH --time=0:10:00\n"),
+              QStringLiteral("#SBATCH --cpus-per-task=1\n")}) {
+            QVERIFY2(trained.contains(line), qPrintable(trained));
+            QVERIFY2(forks.contains(line), qPrintable(forks));
+        }
+        QVERIFY2(trained.contains(QStringLiteral("#SBATCH --array=0-3%3\n")), qPrintable(trained));
+        QVERIFY2(forks.contains(QStringLiteral("#SBATCH --array=0-1%3\n")) &&
+                     forks.contains(QStringLiteral("/logs/fork-%a.out\n")) &&
+                     forks.contains(QStringLiteral(" study-fork-worker --tasks ")),
+                 qPrintable(forks));
+        // The fork arm continues "bf16", the sweep's second arm: runs 2 and 3 (seeds 0 and 1).
+        const QJsonObject json = QJsonDocument::fromJson(read(QStringLiteral("forks.json")).toUtf8()).object();
+        const QJsonArray list = json.value(QStringLiteral("forks")).toArray();
+        QCOMPARE(list.size(), 2);
+        for (int k = 0; k < 2; ++k) {
+            const QJsonObject fork = list[k].toObject();
+            QCOMPARE(fork.value(QStringLiteral("arm")).toString(), QStringLiteral("late fp32"));
+            QCOMPARE(fork.value(QStringLiteral("parent_arm")).toString(), QStringLiteral("bf16"));
+            QCOMPARE(fork.value(QStringLiteral("seed")).toInt(), k);
+            QCOMPARE(fork.value(QStringLiteral("parent_index")).toInt(), 2 + k);
+            QCOMPARE(fork.value(QStringLiteral("step")).toInt(), 2);
+        }
+        QCOMPARE(json.value(QStringLiteral("sweep_uid")).toString(),
+                 dry.json().value(QStringLiteral("sweep_uid")).toString());
     }
 
     void resultsOfAnOlderBuildAreFlagged()
