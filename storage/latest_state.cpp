@@ -24,8 +24,9 @@ LatestState latestState(const RunStore& store, const RunInfo& run)
                                .arg(run.name)
                                .arg(latest.step)
                                .arg(latest.absolutePath));
-    return {latest.absolutePath,
-            QStringLiteral("run %1 (%2), epoch %3, step %4").arg(run.id).arg(run.name).arg(latest.epoch).arg(latest.step)};
+    return {
+        latest.absolutePath,
+        QStringLiteral("run %1 (%2), epoch %3, step %4").arg(run.id).arg(run.name).arg(latest.epoch).arg(latest.step)};
 }
 
 } // namespace mantissa::storage
