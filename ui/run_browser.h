@@ -9,6 +9,7 @@
 
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QPushButton;
 class QSortFilterProxyModel;
 class QTableView;
@@ -45,7 +46,7 @@ public:
     // The table's context menu for the current selection: the buttons' actions on one run
     // (Open, Advise…, Start from its weights, Sample text…), each enabled as its button is.
     // The caller owns it.
-    class QMenu* makeContextMenu();
+    QMenu* makeContextMenu();
 
 signals:
     void openRequested(qint64 runId);
