@@ -54,8 +54,8 @@ void AdvisorJob::work()
         BackendSelection selection = selectBackend(config);
         const DatasetSplits data = loadDatasets(config.data, config.training.seed);
         QTemporaryDir stateDir(QDir::tempPath() + "/mantissa-advise-XXXXXX");
-        std::string checkpoint;
-        if (m_settings.trainFirst) {
+        std::string checkpoint = m_settings.checkpoint;
+        if (checkpoint.empty() && m_settings.trainFirst) {
             emit progress(0, 0,
                           tr("training the baseline (%1) before the probes").arg(QString::fromStdString(config.name)));
             Trainer trainer(config, *selection.backend, data);

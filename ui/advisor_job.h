@@ -26,6 +26,8 @@ struct AdvisorJobSettings {
     RunConfig config;
     AdviceRequest request;
     AdvisorProbeOptions probe;
+    // The state to probe (a stored run's checkpoint); empty: trainFirst says where it comes from.
+    std::string checkpoint;
     // Train the config (its training settings) before probing; else probe its initial weights.
     bool trainFirst = true;
 };

@@ -2,6 +2,9 @@
 
 #include "engine/util/enum_table.h"
 #include "engine/util/format_number.h"
+#include "storage/latest_state.h"
+#include "storage/run_store.h"
+#include "storage/stored_config.h"
 #include "ui/advisor_job.h"
 #include "ui/config_document.h"
 #include "ui/enum_combo.h"
@@ -77,13 +80,27 @@ AdvisorPanel::AdvisorPanel(ConfigDocument* document, QWidget* parent) : QWidget(
     m_objective->setObjectName("advisorObjective");
     m_objective->addItem(tr("FLOPs"), QStringLiteral("flops"));
     m_objective->addItem(tr("weights' memory"), QStringLiteral("memory"));
-    m_scoreOnly = new QCheckBox(tr("score only (skip the probes: one backward pass)"));
+    m_scoreOnly = new QCheckBox(tr("score only (probe 3 layers per format, estimate the others)"));
+    m_scoreOnly->setToolTip(tr("Estimate each layer's held-out loss increase from its score (the gradients and its "
+                               "weights' rounding: one pass whatever the layer count), scaled into loss units by "
+                               "probing 3 layers per format; the loss budget is then spent in those estimates"));
     m_trainFirst = new QCheckBox(tr("train the config first (else probe its initial weights)"));
     m_trainFirst->setChecked(true);
     m_heldOut = new QSpinBox;
     m_heldOut->setRange(1, 1000);
     m_heldOut->setValue(4);
     m_heldOut->setToolTip(tr("Batches of the validation (else test) split the loss is measured on"));
+
+    m_source = new QLabel;
+    m_source->setObjectName("advisorSource");
+    m_source->setWordWrap(true);
+    m_useCurrent = new QPushButton(tr("Use the current config"));
+    m_useCurrent->setObjectName("advisorUseCurrentConfig");
+    m_useCurrent->setToolTip(tr("Advise on the workbench's current config instead of the stored run"));
+    connect(m_useCurrent, &QPushButton::clicked, this, &AdvisorPanel::adviseCurrentConfig);
+    auto* source = new QHBoxLayout;
+    source->addWidget(m_source, 1);
+    source->addWidget(m_useCurrent);
 
     auto* form = new QFormLayout;
     form->addRow(tr("Lower formats:"), m_formats);
@@ -126,6 +143,7 @@ AdvisorPanel::AdvisorPanel(ConfigDocument* document, QWidget* parent) : QWidget(
     m_verify->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
     auto* layout = new QVBoxLayout(this);
+    layout->addLayout(source);
     layout->addLayout(form);
     layout->addLayout(buttons);
     layout->addWidget(m_progress);
@@ -134,10 +152,73 @@ AdvisorPanel::AdvisorPanel(ConfigDocument* document, QWidget* parent) : QWidget(
     layout->addWidget(m_table, 1);
     layout->addWidget(m_summary);
     layout->addWidget(m_verify);
+    showSource();
     updateButtons();
 }
 
 AdvisorPanel::~AdvisorPanel() = default;
+
+bool AdvisorPanel::adviseStoredRun(const storage::RunStore& store, qint64 runId)
+{
+    if (isRunning()) {
+        showError(tr("An advice is running: cancel it or let it end before choosing another run."));
+        return false;
+    }
+    StoredRunSource source;
+    try {
+        // The path `mantissa-cli advise RUN` takes: the run's stored config, its latest state.
+        const storage::RunInfo run = store.run(runId);
+        const storage::LatestState state = storage::latestState(store, run);
+        source.config = storage::storedRunConfig(store, run);
+        source.checkpoint = state.path.toStdString();
+        source.runId = run.id;
+        source.description = state.description;
+    } catch (const std::exception& e) {
+        showError(tr("Cannot advise on run %1: %2").arg(runId).arg(QString::fromLocal8Bit(e.what())));
+        return false;
+    }
+    m_storedRun = std::move(source);
+    showError({});
+    showSource();
+    return true;
+}
+
+void AdvisorPanel::adviseCurrentConfig()
+{
+    if (isRunning())
+        return;
+    m_storedRun.reset();
+    showError({});
+    showSource();
+}
+
+void AdvisorPanel::clearAdvice()
+{
+    m_advice.reset();
+    m_table->clear();
+    m_table->setRowCount(0);
+    m_table->setColumnCount(0);
+    m_summary->clear();
+    m_verify->clear();
+    updateButtons();
+}
+
+void AdvisorPanel::showSource()
+{
+    // An advice applies to what it was measured on: a new source starts without one.
+    clearAdvice();
+    if (m_storedRun)
+        m_source->setText(tr("Advising on <b>%1</b>: its config (%2, %3) at its latest saved state, probed as it "
+                             "is (no training).")
+                              .arg(m_storedRun->description.toHtmlEscaped(),
+                                   QString::fromStdString(m_storedRun->config.name).toHtmlEscaped(),
+                                   QString::fromStdString(precisionModeName(m_storedRun->config.precision))));
+    else
+        m_source->setText(tr("Advising on the workbench's current config."));
+    m_useCurrent->setVisible(m_storedRun.has_value());
+    m_trainFirst->setEnabled(!m_storedRun);
+    m_trainFirst->setToolTip(m_storedRun ? tr("A stored run is probed at its own saved state") : QString());
+}
 
 bool AdvisorPanel::isRunning() const { return m_job && m_job->isRunning(); }
 
@@ -163,13 +244,13 @@ bool AdvisorPanel::startAdvice()
         return false;
     showError({});
     AdvisorJobSettings settings;
-    settings.config = m_document->config();
+    settings.config = m_storedRun ? m_storedRun->config : m_document->config();
     settings.request.formats = checkedFormats();
     if (settings.request.formats.empty()) {
         showError(tr("Choose one lower format or more to advise on."));
         return false;
     }
-    if (const QString blocker = m_document->runBlocker(); !blocker.isEmpty()) {
+    if (const QString blocker = m_document->runBlocker(); !m_storedRun && !blocker.isEmpty()) {
         showError(tr("The config cannot run: %1").arg(blocker));
         return false;
     }
@@ -178,13 +259,10 @@ bool AdvisorPanel::startAdvice()
         parseAdvisorObjective(m_objective->currentData().toString().toStdString()).value_or(AdvisorObjective::Flops);
     settings.request.scoreOnly = m_scoreOnly->isChecked();
     settings.probe.heldOutBatches = m_heldOut->value();
-    settings.trainFirst = m_trainFirst->isChecked();
-    m_advice.reset();
-    m_table->clear();
-    m_table->setRowCount(0);
-    m_table->setColumnCount(0);
-    m_summary->clear();
-    m_verify->clear();
+    settings.trainFirst = !m_storedRun && m_trainFirst->isChecked();
+    if (m_storedRun)
+        settings.checkpoint = m_storedRun->checkpoint;
+    clearAdvice();
     m_job = std::make_unique<AdvisorJob>(std::move(settings));
     connect(m_job.get(), &AdvisorJob::progress, this, &AdvisorPanel::onProgress);
     connect(m_job.get(), &AdvisorJob::finished, this, &AdvisorPanel::onJobFinished);
@@ -245,8 +323,7 @@ void AdvisorPanel::showAdvice(const AdviceTable& table)
         if (!table.scoreOnly)
             headers << tr("probe Δloss") + suffix;
         headers << tr("score") + suffix;
-        if (!table.scoreOnly)
-            headers << tr("shadow rel. err") + suffix;
+        headers << (table.scoreOnly ? tr("est. Δloss") : tr("shadow rel. err")) + suffix;
     }
     headers << tr("chosen");
     m_table->setColumnCount(static_cast<int>(headers.size()));
@@ -266,7 +343,12 @@ void AdvisorPanel::showAdvice(const AdviceTable& table)
                 m_table->setItem(row, column++, item);
             }
             m_table->setItem(row, column++, cell(misfit.empty() ? number(table.scores[l][f]) : QStringLiteral("-")));
-            if (!table.scoreOnly)
+            if (table.scoreOnly)
+                m_table->setItem(row, column++,
+                                 cell(!misfit.empty()        ? QStringLiteral("-")
+                                      : table.measured(l, f) ? signedNumber(table.costs[l][f]) + tr(" (probe)")
+                                                             : signedNumber(table.costs[l][f])));
+            else
                 m_table->setItem(
                     row, column++,
                     cell(misfit.empty() ? number(table.probes[l][f].outputRelativeError) : QStringLiteral("-")));
@@ -285,11 +367,16 @@ void AdvisorPanel::showAdvice(const AdviceTable& table)
                       .arg(100 * share.flops, 0, 'f', 1)
                       .arg(100 * share.weights, 0, 'f', 1);
     lines << tr("Share per format — %1").arg(shares.join("; "));
-    const QString what = table.scoreOnly ? tr("score") : tr("probe");
+    if (table.scoreOnly)
+        for (std::size_t f = 0; f < table.formats.size(); ++f)
+            lines << q(scoreScaleSentence(table, f));
+    const QString what = table.scoreOnly ? tr("estimated") : tr("probe");
+    const QString model =
+        table.scoreOnly ? tr("each estimated from its score, or measured where probed") : tr("each measured alone");
     if (table.assignment.withinBudget)
-        lines << tr("Loss budget %1: the chosen layers' %2 loss increases add up to %3 (each measured alone; "
-                    "baseline held-out loss %4).")
-                     .arg(number(table.budget), what, signedNumber(table.assignment.lossIncrease))
+        lines << tr("Loss budget %1: the chosen layers' %2 loss increases add up to %3 (%4; baseline held-out loss "
+                    "%5).")
+                     .arg(number(table.budget), what, signedNumber(table.assignment.lossIncrease), model)
                      .arg(table.baselineLoss, 0, 'g', 5);
     for (std::size_t f = 0; f < table.rankCorrelations.size(); ++f) {
         const std::optional<double>& r = table.rankCorrelations[f];
@@ -311,9 +398,12 @@ void AdvisorPanel::showAdvice(const AdviceTable& table)
                                 .arg(q(table.layers[l].name), fromView(enumKey(table.formats[f])),
                                      q(table.misfits[l][f]));
     showError(problems.join("\n"));
-    m_verify->setText(tr("To verify the advice over seeds (trains it, the baseline and the rules of thumb), save "
-                         "the config and run:\n%1")
-                          .arg(verifyCommand()));
+    m_verify->setText(m_storedRun ? tr("To verify the advice over seeds (trains it, the baseline and the rules of "
+                                       "thumb), run:\n%1")
+                                        .arg(verifyCommand())
+                                  : tr("To verify the advice over seeds (trains it, the baseline and the rules of "
+                                       "thumb), save the config and run:\n%1")
+                                        .arg(verifyCommand()));
 }
 
 QString AdvisorPanel::verifyCommand() const
@@ -321,8 +411,9 @@ QString AdvisorPanel::verifyCommand() const
     QStringList formats;
     for (LayerPrecision f : m_advice->formats)
         formats << fromView(enumKey(f));
-    QString command = QStringLiteral("mantissa-cli advise CONFIG.json --format %1 --budget %2")
-                          .arg(formats.join(","), QString::number(m_advice->budget, 'g', 6));
+    const QString source = m_storedRun ? QString::number(m_storedRun->runId) : QStringLiteral("CONFIG.json");
+    QString command = QStringLiteral("mantissa-cli advise %1 --format %2 --budget %3")
+                          .arg(source, formats.join(","), QString::number(m_advice->budget, 'g', 6));
     if (m_job && m_job->settings().request.objective == AdvisorObjective::Memory)
         command += " --objective memory";
     if (m_advice->scoreOnly)
@@ -334,6 +425,15 @@ bool AdvisorPanel::applyAdvice()
 {
     if (!m_advice || isRunning())
         return false;
+    if (m_storedRun) {
+        // The run's config with the formats becomes the current config: what to train next.
+        m_document->apply(advisedConfig(m_storedRun->config, *m_advice),
+                          tr("Apply the advice on %1").arg(m_storedRun->description));
+        m_status->setText(tr("the config of %1 with the advised formats is now the current config (Undo takes it "
+                             "back)")
+                              .arg(m_storedRun->description));
+        return true;
+    }
     m_document->apply(advisedConfig(m_document->config(), *m_advice), tr("Apply the advised per-layer formats"));
     m_status->setText(tr("applied to model.precision_overrides (Undo removes them)"));
     return true;
@@ -345,6 +445,7 @@ void AdvisorPanel::updateButtons()
     m_advise->setEnabled(!running);
     m_cancel->setEnabled(running);
     m_apply->setEnabled(!running && m_advice.has_value());
+    m_useCurrent->setEnabled(!running);
 }
 
 } // namespace mantissa::ui

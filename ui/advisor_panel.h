@@ -1,6 +1,7 @@
 #pragma once
 // The Advise panel (docs/advisor.md, "In the workbench"): the precision advisor on the
-// workbench's current config. The lower formats come from the engine's format table; the
+// workbench's current config (trained first, or its initial weights), or on a stored run's
+// config and latest saved state (the Runs tab's Advise…, as `mantissa-cli advise RUN`). The lower formats come from the engine's format table; the
 // probe runs on a worker thread (AdvisorJob) with a progress bar and a Cancel that stops
 // between probes; the result table, the FLOP share per format and the rank correlation of
 // score and probe are shown when it ends; Apply writes the chosen per-layer formats into
@@ -24,6 +25,10 @@ class QPushButton;
 class QSpinBox;
 class QTableWidget;
 
+namespace mantissa::storage {
+class RunStore;
+}
+
 namespace mantissa::ui {
 
 class ConfigDocument;
@@ -34,7 +39,16 @@ public:
     explicit AdvisorPanel(ConfigDocument* document, QWidget* parent = nullptr);
     ~AdvisorPanel() override;
 
-    // Starts the advisor on the document's current config; false (the reason in the panel) when
+    // Advise on run `runId` of `store`: its stored config at its latest saved state, which the
+    // probes measure without training. False, with the reason in the panel (a run without a
+    // checkpoint, one whose file is gone, a config this version cannot read), when it cannot;
+    // the panel then stays on what it advised on before. Nothing starts until Advise.
+    bool adviseStoredRun(const storage::RunStore& store, qint64 runId);
+    // Back to the workbench's current config.
+    void adviseCurrentConfig();
+    bool isOnStoredRun() const { return m_storedRun.has_value(); }
+
+    // Starts the advisor on its source (the current config or the stored run); false (the reason in the panel) when
     // the settings cannot run (no format chosen, a config that cannot run) or one is running.
     bool startAdvice();
     void cancel();
@@ -58,6 +72,8 @@ public:
     QPushButton* adviseButton() const { return m_advise; }
     QPushButton* cancelButton() const { return m_cancel; }
     QPushButton* applyButton() const { return m_apply; }
+    QLabel* sourceLabel() const { return m_source; }
+    QPushButton* currentConfigButton() const { return m_useCurrent; }
 
 signals:
     // The job ended: with advice, cancelled, or failed (the error label says which).
@@ -74,7 +90,20 @@ private:
     std::vector<LayerPrecision> checkedFormats() const;
     QString verifyCommand() const;
 
+    // What a stored run gives the advisor: its config and the state the probes load.
+    struct StoredRunSource {
+        RunConfig config;
+        std::string checkpoint;
+        qint64 runId = 0;
+        QString description; // "run 3 (mlp-fp32-1), epoch 1, step 20"
+    };
+    void showSource();
+    void clearAdvice();
+
     ConfigDocument* m_document;
+    std::optional<StoredRunSource> m_storedRun;
+    QLabel* m_source;
+    QPushButton* m_useCurrent;
     QListWidget* m_formats;
     QDoubleSpinBox* m_budget;
     QComboBox* m_objective;

@@ -14,11 +14,14 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QVBoxLayout>
+
+#include <memory>
 
 namespace mantissa::ui {
 
@@ -68,6 +71,13 @@ RunBrowser::RunBrowser(QWidget* parent)
         if (ids.size() == 1)
             emit initFromRequested(ids.first());
     });
+    m_advise = new QPushButton(tr("Advise…"));
+    m_advise->setObjectName("adviseRun");
+    connect(m_advise, &QPushButton::clicked, this, [this] {
+        const QList<qint64> ids = selectedRunIds();
+        if (ids.size() == 1)
+            emit adviseRequested(ids.first());
+    });
     m_sample = new QPushButton(tr("Sample text…"));
     m_sample->setObjectName("sampleText");
     connect(m_sample, &QPushButton::clicked, this, &RunBrowser::openSamplingDialog);
@@ -105,8 +115,16 @@ RunBrowser::RunBrowser(QWidget* parent)
     top->addWidget(m_filter, 1);
     top->addWidget(refresh);
     auto* buttons = new QHBoxLayout;
-    for (QPushButton* b : {m_open, m_compare, m_rename, m_notes, m_tags, m_delete, m_report, m_initFrom, m_sample})
+    for (QPushButton* b :
+         {m_open, m_compare, m_rename, m_notes, m_tags, m_delete, m_report, m_initFrom, m_advise, m_sample})
         buttons->addWidget(b);
+    m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_view, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+        if (selectedRunIds().size() != 1)
+            return;
+        const std::unique_ptr<QMenu> menu(makeContextMenu());
+        menu->exec(m_view->viewport()->mapToGlobal(at));
+    });
     buttons->addStretch();
     m_where->setObjectName("databasePath");
     m_where->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -180,6 +198,13 @@ void RunBrowser::updateButtons()
     const QList<qint64> ids = selectedRunIds();
     const bool hasCheckpoint = showCheckpoints(ids);
     m_initFrom->setEnabled(hasCheckpoint);
+    m_advise->setEnabled(hasCheckpoint);
+    m_advise->setToolTip(hasCheckpoint ? tr("Which layers of this run can go to a lower format: the precision "
+                                            "advisor probes its latest checkpoint")
+                         : ids.size() == 1
+                             ? tr("This run has no checkpoint to probe (runs save one when they finish or are "
+                                  "stopped, not when they diverge or fail)")
+                             : tr("Select one finished or stopped run"));
     const QString whyNot = hasCheckpoint ? whyNotSampleable(ids) : tr("Select one finished or stopped run");
     m_sample->setEnabled(whyNot.isEmpty());
     m_sample->setToolTip(whyNot.isEmpty() ? tr("Generate text from this language model's latest checkpoint") : whyNot);
@@ -224,6 +249,19 @@ SamplingDialog* RunBrowser::openSamplingDialog()
         emit storeError(QString::fromLocal8Bit(e.what()));
         return nullptr;
     }
+}
+
+QMenu* RunBrowser::makeContextMenu()
+{
+    auto* menu = new QMenu(this);
+    for (QPushButton* b : {m_open, m_advise, m_initFrom, m_sample}) {
+        QAction* action = menu->addAction(b->text(), b, &QPushButton::click);
+        action->setEnabled(b->isEnabled());
+        action->setToolTip(b->toolTip());
+        action->setObjectName(b->objectName());
+    }
+    menu->setToolTipsVisible(true);
+    return menu;
 }
 
 bool RunBrowser::showCheckpoints(const QList<qint64>& selected)

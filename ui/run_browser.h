@@ -1,13 +1,15 @@
 #pragma once
 // The run browser: every run in the database, sortable and filterable, with open, compare,
 // rename, notes, tags, delete, and the selected run's checkpoints, whose weights the next run
-// can start from and, for a byte-level language model, sample text from (SamplingDialog). Opening, comparing and starting are the workbench's job; the browser says
+// can start from, the precision advisor can probe (Advise…) and, for a byte-level language
+// model, sample text from (SamplingDialog). Opening, comparing and starting are the workbench's job; the browser says
 // which runs.
 #include <QList>
 #include <QWidget>
 
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QPushButton;
 class QSortFilterProxyModel;
 class QTableView;
@@ -41,12 +43,18 @@ public:
     // "Sample text…": opens the sampling dialog on the selected run's latest checkpoint; null when
     // the selection is not one language-model run with a checkpoint.
     class SamplingDialog* openSamplingDialog();
+    // The table's context menu for the current selection: the buttons' actions on one run
+    // (Open, Advise…, Start from its weights, Sample text…), each enabled as its button is.
+    // The caller owns it.
+    QMenu* makeContextMenu();
 
 signals:
     void openRequested(qint64 runId);
     void compareRequested(const QList<qint64>& runIds);
     // "Start from its weights": the next run starts from this run's latest checkpoint.
     void initFromRequested(qint64 runId);
+    // "Advise…": the precision advisor on this run's config at its latest checkpoint.
+    void adviseRequested(qint64 runId);
     void storeError(const QString& message);
 
 private:
@@ -66,7 +74,8 @@ private:
     QLabel* m_where;
     QLineEdit* m_filter;
     QTableView* m_view;
-    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete, *m_report, *m_initFrom, *m_sample;
+    QPushButton *m_open, *m_compare, *m_rename, *m_notes, *m_tags, *m_delete, *m_report, *m_initFrom, *m_sample,
+        *m_advise;
     QLabel* m_checkpoints;
     storage::RunStore* m_store = nullptr;
     ReportExport* m_export;

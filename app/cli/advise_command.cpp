@@ -9,7 +9,6 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "cli/init_weights.h"
 #include "cli/interrupt.h"
 #include "cli/run_lookup.h"
 #include "cli/sweep_report.h"
@@ -21,6 +20,7 @@
 #include "engine/util/check.h"
 #include "engine/util/enum_table.h"
 #include "stats/rank_correlation.h"
+#include "storage/latest_state.h"
 
 #include <QFileInfo>
 
@@ -104,7 +104,7 @@ AdviseSource sourceFromOptions(const QCommandLineParser& parser)
         std::unique_ptr<storage::RunStore> store = openRunStore(parser);
         const storage::RunInfo run = lookUpRun(*store, positional[0]);
         source.config = runConfigFromOptions(parser, {}, storedRunConfig(*store, run));
-        const InitialWeights state = resolveInitialWeights(*store, positional[0]);
+        const storage::LatestState state = storage::latestState(*store, run);
         source.checkpoint = state.path.toStdString();
         source.description = "the latest saved state of " + state.description.toStdString();
         return source;
@@ -119,7 +119,7 @@ AdviseSource sourceFromOptions(const QCommandLineParser& parser)
 std::string measurementKey(const AdviseSource& source, const AdvisorProbeOptions& options)
 {
     return runConfigToJson(source.config, -1) + "\nstate: " + (source.trainFirst ? "trained here" : source.checkpoint) +
-           "\nheld-out batches: " + std::to_string(options.heldOutBatches) +
+           "\nscore: second-order, empirical Fisher" + "\nheld-out batches: " + std::to_string(options.heldOutBatches) +
            ", batch: " + std::to_string(options.batchSize);
 }
 
@@ -165,7 +165,8 @@ int runAdviseCommand(const QStringList& arguments)
     parser.setApplicationDescription(
         "Advise which layers can go to a lower format. For every layer that runs GEMMs, at any depth, and each\n"
         "format asked for, measure the held-out loss increase with that layer alone in the format (the probe),\n"
-        "the output's error against fp32 and a cheap gradient-times-rounding score; then choose per layer the\n"
+        "the output's error against fp32 and a cheap score (a second-order estimate of the same increase from\n"
+        "the gradients and the weights' rounding); then choose per layer the\n"
         "format that puts the most FLOPs (or weights) low while the layers' loss increases add up to at most\n"
         "the budget, and write the config with those per-layer formats. Interrupted, it continues where it\n"
         "stopped when run again with the same options (the measurements are kept in OUT.probes.json).\n"
@@ -180,7 +181,13 @@ int runAdviseCommand(const QStringList& arguments)
          QStringLiteral("The largest total held-out loss increase accepted (default %1).").arg(kDefaultBudget), "loss"},
         {"objective", "What to put in the lower formats: flops (default) or memory (the weights).", "flops|memory"},
         {"score-only",
-         "Skip the probes: rank and choose by the score alone (one backward pass, whatever the layer count)."},
+         "Skip most probes: estimate each layer's held-out loss increase from its score (up to 16 backward "
+         "passes, whatever the layer count), scaled into loss units by a few probes (--calibration-probes); "
+         "--budget is then spent in those estimates."},
+        {"calibration-probes",
+         "With --score-only: layers probed per format to scale the score into loss units (default 3; 0 probes "
+         "nothing and spends the budget in the raw score).",
+         "n"},
         {"held-out-batches", "Batches of the validation (else test) split the loss is measured on (default 4).", "n"},
         {"untrained", "Probe a config's or model's initial weights (an imported model's own) instead of training it "
                       "first."},
@@ -204,6 +211,17 @@ int runAdviseCommand(const QStringList& arguments)
             throw ConfigError("--objective is \"" + parser.value("objective").toStdString() +
                               "\"; expected flops or memory");
         const bool scoreOnly = parser.isSet("score-only");
+        std::size_t calibrationProbes = 3;
+        if (parser.isSet("calibration-probes")) {
+            if (!scoreOnly)
+                throw ConfigError("--calibration-probes applies to --score-only (without it every layer is probed)");
+            bool ok = false;
+            const int n = parser.value("calibration-probes").toInt(&ok);
+            if (!ok || n < 0)
+                throw ConfigError("--calibration-probes expects an integer >= 0, got \"" +
+                                  parser.value("calibration-probes").toStdString() + "\"");
+            calibrationProbes = static_cast<std::size_t>(n);
+        }
         AdvisorProbeOptions probeOptions;
         probeOptions.heldOutBatches = countOption(parser, "held-out-batches", 4);
         const int verifySeeds = parser.isSet("verify") ? countOption(parser, "verify", 0) : 0;
@@ -281,7 +299,7 @@ int runAdviseCommand(const QStringList& arguments)
                          std::string(enumKey(r.format)).c_str(), outcome.c_str(), seconds);
         };
         hooks.rankCorrelation = stats::spearmanCorrelation;
-        const AdviceRequest request{formats, budget, *objective, scoreOnly};
+        const AdviceRequest request{formats, budget, *objective, scoreOnly, calibrationProbes};
         const std::optional<AdviceTable> advice =
             adviseLayers(probe, request, config.recipe, precisionModeName(config.precision), hooks);
         if (!advice) {

@@ -40,7 +40,9 @@ void printAdvice(std::FILE* out, const AdviceTable& table)
         if (!table.scoreOnly)
             t.addColumn("probe dloss" + suffix, TextTable::Align::Right);
         t.addColumn("score" + suffix, TextTable::Align::Right);
-        if (!table.scoreOnly)
+        if (table.scoreOnly)
+            t.addColumn("est. dloss" + suffix, TextTable::Align::Right);
+        else
             t.addColumn("shadow rel.err" + suffix, TextTable::Align::Right);
     }
     t.addColumn("chosen");
@@ -51,7 +53,11 @@ void printAdvice(std::FILE* out, const AdviceTable& table)
             if (!table.scoreOnly)
                 row << (misfit ? QStringLiteral("does not fit") : signedNumber(table.probes[l][f].lossIncrease));
             row << (misfit ? QStringLiteral("-") : number(table.scores[l][f]));
-            if (!table.scoreOnly)
+            if (table.scoreOnly)
+                row << (misfit                 ? QStringLiteral("-")
+                        : table.measured(l, f) ? signedNumber(table.costs[l][f]) + " (probe)"
+                                               : signedNumber(table.costs[l][f]));
+            else
                 row << (misfit ? QStringLiteral("-") : number(table.probes[l][f].outputRelativeError));
         }
         const std::string chosen = chosenFormat(table, l);
@@ -66,18 +72,26 @@ void printAdvice(std::FILE* out, const AdviceTable& table)
         std::fprintf(out, "  %-24s %7s of FLOPs  %7s of weights\n", qPrintable(name), qPrintable(percent(share.flops)),
                      qPrintable(percent(share.weights)));
     }
-    const char* what = table.scoreOnly ? "score" : "probe";
+    if (table.scoreOnly)
+        for (std::size_t f = 0; f < table.formats.size(); ++f)
+            std::fprintf(out, "%s\n", scoreScaleSentence(table, f).c_str());
+    // What the budget was spent on: measured increases, or in score-only their estimates.
+    const char* what = table.scoreOnly ? "estimated" : "probe";
+    const char* model = table.scoreOnly ? "score-only: each layer's increase estimated from its score, or "
+                                          "measured where probed; additive"
+                                        : "additive model: each layer's increase measured alone";
     if (table.assignment.withinBudget)
         std::fprintf(out,
-                     "\nloss budget %s: the chosen layers' %s loss increases add up to %s (additive model: each "
-                     "layer's increase measured alone; baseline held-out loss %s)\n",
+                     "\nloss budget %s: the chosen layers' %s loss increases add up to %s (%s; baseline held-out "
+                     "loss %s)\n",
                      qPrintable(number(table.budget)), what, qPrintable(signedNumber(table.assignment.lossIncrease)),
-                     qPrintable(QString::number(table.baselineLoss, 'g', 5)));
+                     model, qPrintable(QString::number(table.baselineLoss, 'g', 5)));
     else
         std::fprintf(out,
                      "\nno assignment meets the loss budget %s: the least total %s loss increase found is %s, "
-                     "with the layers above\n",
-                     qPrintable(number(table.budget)), what, qPrintable(signedNumber(table.assignment.lossIncrease)));
+                     "with the layers above (%s)\n",
+                     qPrintable(number(table.budget)), what, qPrintable(signedNumber(table.assignment.lossIncrease)),
+                     model);
     if (!table.scoreOnly)
         for (std::size_t f = 0; f < table.formats.size(); ++f) {
             const std::optional<double>& r = table.rankCorrelations[f];
@@ -103,10 +117,12 @@ nlohmann::json adviceJson(const AdviceTable& table)
             nlohmann::json cell = {{"score", jsonNumber(table.scores[l][f])}};
             if (!table.misfits[l][f].empty())
                 cell["misfit"] = table.misfits[l][f];
-            if (!table.scoreOnly) {
+            if (table.measured(l, f)) {
                 cell["loss_increase"] = jsonNumber(table.probes[l][f].lossIncrease);
                 cell["output_relative_error"] = jsonNumber(table.probes[l][f].outputRelativeError);
             }
+            if (table.scoreOnly)
+                cell["estimated_loss_increase"] = jsonNumber(table.costs[l][f]);
             row[std::string(enumKey(table.formats[f]))] = cell;
         }
         const std::string chosen = chosenFormat(table, l);
@@ -117,7 +133,11 @@ nlohmann::json adviceJson(const AdviceTable& table)
     for (std::size_t f = 0; f < table.formats.size() && !table.scoreOnly; ++f)
         correlations[std::string(enumKey(table.formats[f]))] =
             table.rankCorrelations[f] ? nlohmann::json(*table.rankCorrelations[f]) : nlohmann::json(nullptr);
+    nlohmann::json scales = nlohmann::json::object();
+    for (std::size_t f = 0; f < table.formats.size() && table.scoreOnly; ++f)
+        scales[std::string(enumKey(table.formats[f]))] = table.scoreScale[f];
     return {{"layers", layers},
+            {"score_scale", scales},
             {"budget", table.budget},
             {"within_budget", table.assignment.withinBudget},
             {"predicted_loss_increase", table.assignment.lossIncrease},

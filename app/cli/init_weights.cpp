@@ -1,5 +1,6 @@
 #include "cli/init_weights.h"
 
+#include "storage/latest_state.h"
 #include "storage/storage_error.h"
 
 #include <QFileInfo>
@@ -30,25 +31,8 @@ InitialWeights resolveInitialWeights(const storage::RunStore& store, const QStri
                                              "file; `mantissa-cli runs` lists the runs")
                                   .arg(value));
     }
-    const QList<storage::CheckpointInfo> checkpoints = store.checkpoints(run.id);
-    if (checkpoints.isEmpty()) {
-        throw notFound(store, QStringLiteral("--init-from: run %1 (%2, %3) has no checkpoint; runs save one when they "
-                                             "finish or are stopped, not when they diverge or fail")
-                                  .arg(run.id)
-                                  .arg(run.name, QString::fromLatin1(runStatusName(run.status))));
-    }
-    const storage::CheckpointInfo& latest = checkpoints.last(); // ordered by step
-    if (!QFileInfo(latest.absolutePath).isFile()) {
-        throw notFound(store, QStringLiteral("--init-from: the checkpoint of run %1 (%2) at step %3 is missing: %4 "
-                                             "(moved or deleted?)")
-                                  .arg(run.id)
-                                  .arg(run.name)
-                                  .arg(latest.step)
-                                  .arg(latest.absolutePath));
-    }
-    return {
-        latest.absolutePath,
-        QStringLiteral("run %1 (%2), epoch %3, step %4").arg(run.id).arg(run.name).arg(latest.epoch).arg(latest.step)};
+    const storage::LatestState latest = storage::latestState(store, run);
+    return {latest.path, latest.description};
 }
 
 } // namespace mantissa::cli

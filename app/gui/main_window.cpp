@@ -4,6 +4,7 @@
 #include "storage/database_path.h"
 #include "ui/advisor_panel.h"
 #include "ui/config_document.h"
+#include "ui/run_browser.h"
 #include "ui/workbench.h"
 
 #include <QAction>
@@ -47,9 +48,20 @@ void MainWindow::buildMenus()
     advise->setObjectName("adviseAction");
     advise->setToolTip(tr("Which layers of this config can go to a lower format: probe each, choose within a loss "
                           "budget, apply as per-layer formats"));
-    connect(advise, &QAction::triggered, this, &MainWindow::showAdvisor);
+    connect(advise, &QAction::triggered, this, [this] {
+        showAdvisor();
+        m_advisor->adviseCurrentConfig();
+    });
     run->addAction(advise);
     m_workbench->toolBar()->addAction(advise);
+    connect(m_workbench->runBrowser(), &ui::RunBrowser::adviseRequested, this, &MainWindow::adviseStoredRun);
+}
+
+void MainWindow::adviseStoredRun(qint64 runId)
+{
+    showAdvisor();
+    if (m_workbench->store())
+        m_advisor->adviseStoredRun(*m_workbench->store(), runId); // a run it cannot take is said in the panel
 }
 
 void MainWindow::showAdvisor()

@@ -28,6 +28,8 @@ protected:
 private:
     void buildMenus();
     void showAdvisor();
+    // The Runs tab's Advise…: the panel on that run's config and latest state.
+    void adviseStoredRun(qint64 runId);
     void saveSettings() const;
 
     ui::Workbench* m_workbench;

@@ -20,16 +20,29 @@ struct AdviceRequest {
     std::vector<LayerPrecision> formats; // the lower formats to consider (no auto, no repeats)
     double budget = 0.01;                // the largest total loss increase accepted
     AdvisorObjective objective = AdvisorObjective::Flops;
-    // Skip the probes: the score stands in for the loss increase (its first-order estimate).
+    // Skip most probes: each layer's loss increase is estimated from its score
+    // (precision_probe.h), scaled into the probe's units by the ratios of probe to score over
+    // `calibrationProbes` layers per format (spread over the scores' range: the lowest, the
+    // highest and between), which are probed and keep their measured increase. 0 probes
+    // nothing and takes the score itself as the estimate.
     bool scoreOnly = false;
+    std::size_t calibrationProbes = 3;
 };
 
 struct AdviceTable {
     std::vector<AdvisorLayer> layers;
     std::vector<LayerPrecision> formats;
-    // [layer][format]; probes left default in score-only.
+    // [layer][format]; in score-only, only the calibration probes are measured (the others
+    // are left default: measured() says which).
     std::vector<std::vector<LayerProbeResult>> probes;
     std::vector<std::vector<double>> scores;
+    // [layer][format]: the loss increase the choice counted: the probe's where measured, else
+    // the score times the format's scoreScale.
+    std::vector<std::vector<double>> costs;
+    // Per format, in score-only: what the score is multiplied by to estimate a loss increase
+    // (the geometric mean of probe / score over the calibration probes whose loss went up, 0
+    // when none did; 1 without calibration probes). 1 when every layer was probed.
+    std::vector<double> scoreScale;
     std::vector<std::vector<std::string>> misfits;
     Assignment assignment;
     double budget = 0;
@@ -39,6 +52,8 @@ struct AdviceTable {
     // Per format: the correlation of score and probe over the layers measured in it
     // (AdviceHooks::rankCorrelation; empty in score-only or without that hook).
     std::vector<std::optional<double>> rankCorrelations;
+
+    bool measured(std::size_t l, std::size_t f) const { return !probes[l][f].layer.empty(); }
 };
 
 // Where the caller watches, stops, and keeps what was measured. Every hook may be empty.
@@ -75,6 +90,9 @@ struct FormatShare {
     double weights = 0;
 };
 std::vector<FormatShare> formatShares(const AdviceTable& table);
+// In score-only, what the estimate of format `f` is: "score-only in mxfp4: estimated loss
+// increase = score x 41.2, the ratio of ... (1.linear, 13.linear, 25.linear)".
+std::string scoreScaleSentence(const AdviceTable& table, std::size_t f);
 // `config` with the chosen formats set in model.precision_overrides (other layers' kept).
 RunConfig advisedConfig(const RunConfig& config, const AdviceTable& table);
 

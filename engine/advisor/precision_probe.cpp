@@ -16,6 +16,10 @@ namespace mantissa {
 
 namespace {
 
+// The score's gradients come from up to this many micro-batches of at least this many samples.
+constexpr std::int64_t kScoreMicroBatches = 16;
+constexpr std::int64_t kScoreMicroBatchSamples = 8;
+
 // The first `count` samples of `data`.
 Dataset firstSamples(const Dataset& data, std::int64_t count)
 {
@@ -180,45 +184,71 @@ LayerProbeResult PrecisionProbe::probe(const std::string& layer, LayerPrecision 
     return result;
 }
 
-std::vector<double> PrecisionProbe::scores(LayerPrecision format)
+void PrecisionProbe::measureGradientMoments()
 {
-    if (m_meanGradients.empty()) {
-        // The gradients of the held-out loss from the fp32 copy (no loss scale, no underflow),
-        // averaged over the batches; then the first batch's reference is measured again.
-        std::int64_t batches = 0;
-        for (std::int64_t first = 0; first < m_heldOut.size(); first += m_batchSize, ++batches) {
-            const std::int64_t count = std::min(m_batchSize, m_heldOut.size() - first);
-            const BatchTensors b = uploadBatch(m_backend, m_heldOut, first, count);
-            const ShadowReference& r = m_shadow->measure(*m_baseline, b.x, b.y, m_task, m_config.training.seed, 0);
-            for (const auto& [name, g] : r.weightGradients) {
-                std::vector<double>& sum = m_meanGradients[name];
-                sum.resize(g.size(), 0.0);
-                for (std::size_t i = 0; i < g.size(); ++i)
-                    sum[i] += static_cast<double>(g[i]);
+    // The per-sample squared gradient is what the Fisher needs, but a pass per sample costs
+    // too much; the spread of the gradients of micro-batches of c samples gives it without
+    // bias: the variance of a micro-batch's mean gradient is the samples' divided by c. The
+    // micro-batches are training passes (batch norm normalises with their statistics), so
+    // they keep a few samples each.
+    const std::int64_t samples = m_heldOut.size();
+    const std::int64_t microBatches = std::clamp<std::int64_t>(samples / kScoreMicroBatchSamples,
+                                                               std::min<std::int64_t>(2, samples), kScoreMicroBatches);
+    const std::int64_t size = (samples + microBatches - 1) / microBatches;
+    // Per parameter, sum_k c_k g_k and sum_k c_k g_k^2 over the micro-batches k of c_k samples.
+    std::int64_t batches = 0;
+    for (std::int64_t first = 0; first < samples; first += size, ++batches) {
+        const std::int64_t count = std::min(size, samples - first);
+        const BatchTensors b = uploadBatch(m_backend, m_heldOut, first, count);
+        const ShadowReference& r = m_shadow->measure(*m_baseline, b.x, b.y, m_task, m_config.training.seed, 0);
+        for (const auto& [name, g] : r.weightGradients) {
+            GradientMoments& m = m_gradients[name];
+            m.mean.resize(g.size(), 0.0);
+            m.sampleSquares.resize(g.size(), 0.0);
+            const auto c = static_cast<double>(count);
+            for (std::size_t i = 0; i < g.size(); ++i) {
+                m.mean[i] += c * g[i];
+                m.sampleSquares[i] += c * static_cast<double>(g[i]) * g[i];
             }
         }
-        for (auto& [name, sum] : m_meanGradients)
-            for (double& v : sum)
-                v /= static_cast<double>(batches);
-        measureReference();
     }
+    m_scoreMicroBatches = batches;
+    // The samples' variance is sum_k c_k (g_k - g)^2 / (K - 1) = (sum_k c_k g_k^2 - N g^2) / (K - 1),
+    // and E[g^2] per sample is g^2 plus that variance.
+    const double n = static_cast<double>(samples);
+    const double dof = std::max<double>(1.0, static_cast<double>(batches) - 1.0);
+    for (auto& [name, m] : m_gradients)
+        for (std::size_t i = 0; i < m.mean.size(); ++i) {
+            m.mean[i] /= n;
+            const double mean2 = m.mean[i] * m.mean[i];
+            m.sampleSquares[i] = mean2 + std::max(0.0, m.sampleSquares[i] - n * mean2) / dof;
+        }
+    measureReference(); // the first batch's, which the output errors compare with
+}
+
+std::vector<double> PrecisionProbe::scores(LayerPrecision format)
+{
+    if (m_gradients.empty())
+        measureGradientMoments();
     std::vector<double> out;
     const std::vector<GemmSite> sites = gemmSites(m_baseline->graph());
     for (const GemmSite& site : sites) {
-        double score = 0;
+        double secondOrder = 0;
         for (Parameter* p : site.layer->parameters()) {
             const Shape& shape = p->master.shape();
-            const auto gradient = m_meanGradients.find(p->name);
-            if (shape.rank() < 2 || gradient == m_meanGradients.end())
+            const auto gradient = m_gradients.find(p->name);
+            if (shape.rank() < 2 || gradient == m_gradients.end())
                 continue;
             std::vector<float> w(static_cast<std::size_t>(shape.numel()));
             m_backend.download(p->master, w.data());
             std::vector<float> q = w;
             roundWeights(q, static_cast<std::size_t>(shape.numel() / shape[0]), format, m_config.recipe);
-            for (std::size_t i = 0; i < w.size(); ++i)
-                score += std::abs(gradient->second[i]) * std::abs(static_cast<double>(q[i]) - w[i]);
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                const double d = static_cast<double>(q[i]) - w[i];
+                secondOrder += gradient->second.sampleSquares[i] * d * d;
+            }
         }
-        out.push_back(score);
+        out.push_back(0.5 * secondOrder);
     }
     return out;
 }

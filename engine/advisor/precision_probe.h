@@ -11,11 +11,21 @@
 // an fp32 copy of the same weights on the first held-out batch (the shadow track's comparison,
 // engine/lens/shadow_model.h).
 //
-// The score: one backward pass of the baseline over the same batches, then for each layer
-// sum_i |g_i| * |Q(w_i) - w_i| over its weights, Q the format's weight quantisation (blocks
-// along each weight row, the GEMM's K for a linear layer's [out, in] and a convolution's
-// [out, in x kh x kw]). A first-order, Fisher-style estimate: it sees the weights' rounding only,
-// not the inputs' or the gradients', and costs one pass whatever the layer count.
+// The score: an estimate of the same held-out loss increase, in the loss's units, from the
+// fp32 copy's gradients instead of a pass per layer and format. For the rounding
+// d_i = Q(w_i) - w_i of the layer's weights (Q the format's weight quantisation, blocks along
+// each weight row: the GEMM's K for a linear layer's [out, in] and a convolution's
+// [out, in x kh x kw]), the second-order term of the loss's Taylor expansion with the Hessian
+// taken as the empirical Fisher's diagonal:
+//     score = 1/2 sum_i F_ii d_i^2,
+// F_ii the per-sample mean of the squared gradient of the held-out loss, measured over the
+// held-out samples split into micro-batches (from the spread of their gradients). The
+// first-order term sum_i g_i d_i is left out: rounding errors fall on either side, so it
+// averages out, and measured it is a noisy sign that ranks the layers worse (docs/advisor.md).
+// It sees the weights' rounding only, not the inputs' or the gradients', and at a trained
+// state the empirical Fisher is smaller than the curvature: it ranks layers, and is scaled
+// to the probe's units by a few probes where it stands in for them (advice.h). It costs the
+// micro-batches' forward and backward passes whatever the layer count.
 #include "engine/backend/backend.h"
 #include "engine/config/run_config.h"
 #include "engine/data/dataset.h"
@@ -82,6 +92,8 @@ public:
     // Every layer's score for `format`, in layers()' order (0 where the format does not change
     // the weights' values, or the layer holds no weight matrix).
     std::vector<double> scores(LayerPrecision format);
+    // How many micro-batches the score's gradients are measured on (after scores()).
+    std::int64_t scoreMicroBatches() const { return m_scoreMicroBatches; }
 
 private:
     std::unique_ptr<Model> buildModel(const ModelSpec& spec);
@@ -104,8 +116,14 @@ private:
     double m_baselineLoss = 0, m_baselineOutputError = 0;
     std::unique_ptr<ShadowModel> m_shadow;
     ShadowReference* m_reference = nullptr; // the fp32 pass of the first held-out batch
-    // The fp32 copy's weight gradients of the held-out loss, by parameter (scores(): once).
-    std::map<std::string, std::vector<double>> m_meanGradients;
+    // The fp32 copy's gradients of the held-out loss, by parameter (scores(): once).
+    struct GradientMoments {
+        std::vector<double> mean;          // g_i
+        std::vector<double> sampleSquares; // F_ii: the per-sample mean of g_i^2
+    };
+    void measureGradientMoments();
+    std::map<std::string, GradientMoments> m_gradients;
+    std::int64_t m_scoreMicroBatches = 0;
 };
 
 } // namespace mantissa

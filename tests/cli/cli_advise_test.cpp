@@ -116,6 +116,38 @@ private slots:
         QVERIFY(layers[1].toObject().value(QStringLiteral("chosen")).isNull());
     }
 
+    void scoreOnlySpendsTheBudgetInEstimatedLoss()
+    {
+        // One layer is probed to scale the scores into loss units, the other is estimated; a
+        // loss budget far above what 4-bit weights cost this model then lets both go low, and
+        // the output says what the budget was spent on.
+        const CliResult r = runCli(
+            advise(QStringLiteral("s.json"), {QStringLiteral("--format"), QStringLiteral("mxfp4"),
+                                              QStringLiteral("--score-only"), QStringLiteral("--calibration-probes"),
+                                              QStringLiteral("1"), QStringLiteral("--budget"), QStringLiteral("1")}));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QVERIFY2(r.err.contains(QStringLiteral("probe 1/1: ")), qPrintable(r.err));
+        QVERIFY2(!r.err.contains(QStringLiteral("probe 2/")), qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral("est. dloss")), qPrintable(r.out));
+        QVERIFY2(r.out.contains(QStringLiteral("(probe)")), qPrintable(r.out));
+        QVERIFY2(r.out.contains(QStringLiteral("score-only in mxfp4: estimated loss increase = score x ")),
+                 qPrintable(r.out));
+        QVERIFY2(r.out.contains(QStringLiteral("the chosen layers' estimated loss increases add up to")),
+                 qPrintable(r.out));
+        const QJsonObject line = r.json();
+        QVERIFY(line.value(QStringLiteral("score_scale")).toObject().value(QStringLiteral("mxfp4")).toDouble() > 0);
+        const QJsonArray layers = line.value(QStringLiteral("layers")).toArray();
+        QCOMPARE(layers.size(), 2);
+        int measured = 0;
+        for (const QJsonValue layer : layers) {
+            const QJsonObject cell = layer.toObject().value(QStringLiteral("mxfp4")).toObject();
+            measured += cell.contains(QStringLiteral("loss_increase")) ? 1 : 0;
+            QVERIFY(cell.contains(QStringLiteral("estimated_loss_increase")));
+            QCOMPARE(layer.toObject().value(QStringLiteral("chosen")).toString(), QStringLiteral("mxfp4"));
+        }
+        QCOMPARE(measured, 1);
+    }
+
     void advisesAStoredRunFromItsSavedState()
     {
         const CliResult trained = runCli({QStringLiteral("train"), m_config, QStringLiteral("--db"), m_db});
@@ -137,6 +169,12 @@ private slots:
             {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--objective"),
               QStringLiteral("speed")},
              QStringLiteral("--objective is \"speed\"")},
+            {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--calibration-probes"),
+              QStringLiteral("2")},
+             QStringLiteral("--calibration-probes applies to --score-only")},
+            {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--score-only"),
+              QStringLiteral("--calibration-probes"), QStringLiteral("-1")},
+             QStringLiteral("--calibration-probes expects an integer >= 0")},
             {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--budget"), QStringLiteral("lots")},
              QStringLiteral("--budget expects a number")},
             {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--verify"), QStringLiteral("1")},

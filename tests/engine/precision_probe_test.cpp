@@ -2,6 +2,7 @@
 // construction: its input unit 0 is dead (the layer before writes 0 there) and every weight
 // reading it is 10^4, which multiplies 0 in fp32 but sets the E8M0 scale of each of the
 // layer's MXFP4 blocks so high that every other weight flushes to zero.
+#include "engine/advisor/advice.h"
 #include "engine/advisor/precision_probe.h"
 #include "engine/backend/backend.h"
 #include "engine/model/layer.h"
@@ -96,7 +97,58 @@ TEST_F(PrecisionProbeTest, RanksTheLayerMxfp4DestroysFirst)
     // The cheap score ranks it first as well.
     const std::vector<double> scores = probe.scores(LayerPrecision::Mxfp4);
     ASSERT_EQ(scores.size(), 3u);
+    for (std::size_t l = 0; l < scores.size(); ++l)
+        std::printf("%s: score %g\n", results[l].layer.c_str(), scores[l]);
     EXPECT_GT(scores[1], std::max(scores[0], scores[2]));
+}
+
+TEST_F(PrecisionProbeTest, ScoreOnlySpendsALossBudgetOnTheLayersThatCostLittle)
+{
+    // The raw score is far below the probe here (the weights' second-order term alone, about
+    // 1/100 of the measured increases). One calibration probe (the layer of median score)
+    // scales the scores into loss units; a budget of 0.002 in held-out loss then takes the two
+    // cheap layers and keeps the one MXFP4 destroys, whose estimate alone exceeds it. With the
+    // raw score as the estimate every layer would fit the budget; ranked wrongly, another
+    // layer would be kept.
+    PrecisionProbe probe(m_config, *m_backend, m_data, m_path.string(), {2, 32});
+    AdviceRequest request;
+    request.formats = {LayerPrecision::Mxfp4};
+    request.budget = 0.002;
+    request.scoreOnly = true;
+    request.calibrationProbes = 1;
+    const std::optional<AdviceTable> advice = adviseLayers(probe, request, m_config.recipe, "fp32");
+    ASSERT_TRUE(advice.has_value());
+    const AdviceTable& table = *advice;
+    std::size_t probed = 0;
+    for (std::size_t l = 0; l < table.layers.size(); ++l) {
+        std::printf("%s: score %g, estimate %g%s, chosen %s\n", table.layers[l].name.c_str(), table.scores[l][0],
+                    table.costs[l][0], table.measured(l, 0) ? " (probe)" : "", chosenFormat(table, l).c_str());
+        if (table.measured(l, 0)) {
+            ++probed;
+            EXPECT_EQ(table.costs[l][0], table.probes[l][0].lossIncrease);
+        } else {
+            EXPECT_DOUBLE_EQ(table.costs[l][0], table.scoreScale[0] * table.scores[l][0]);
+        }
+    }
+    EXPECT_EQ(probed, 1u);
+    EXPECT_GT(table.scoreScale[0], 0.0);
+    EXPECT_TRUE(table.assignment.withinBudget);
+    EXPECT_EQ(chosenFormat(table, 0), "mxfp4");
+    EXPECT_EQ(chosenFormat(table, 1), "");
+    EXPECT_EQ(chosenFormat(table, 2), "mxfp4");
+    EXPECT_LE(table.assignment.lossIncrease, request.budget);
+    EXPECT_NE(scoreScaleSentence(table, 0).find("layers probed"), std::string::npos);
+
+    // Uncalibrated, the raw score spends the same budget on every layer, the destroyed one too.
+    request.calibrationProbes = 0;
+    const std::optional<AdviceTable> raw = adviseLayers(probe, request, m_config.recipe, "fp32");
+    ASSERT_TRUE(raw.has_value());
+    EXPECT_EQ(raw->scoreScale[0], 1.0);
+    for (std::size_t l = 0; l < raw->layers.size(); ++l) {
+        EXPECT_FALSE(raw->measured(l, 0));
+        EXPECT_EQ(chosenFormat(*raw, l), "mxfp4");
+    }
+    EXPECT_NE(scoreScaleSentence(*raw, 0).find("no layer probed"), std::string::npos);
 }
 
 TEST_F(PrecisionProbeTest, TheBaselinesOwnFormatCostsNothing)

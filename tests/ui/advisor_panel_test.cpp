@@ -1,24 +1,34 @@
 // The Advise panel: the precision advisor on the current config, off the GUI thread, with
 // Cancel between probes, the result table, and Apply as one undoable edit of
-// model.precision_overrides.
+// model.precision_overrides; and on a stored run chosen in the Runs tab (its config at its
+// latest checkpoint), with a clear refusal for a run that has no state to probe.
+#include "engine/advisor/precision_probe.h"
+#include "engine/backend/backend.h"
 #include "engine/config/presets.h"
 #include "engine/util/enum_table.h"
+#include "storage/run_store.h"
 #include "tests/ui/quick_config.h"
 #include "ui/advisor_job.h"
 #include "ui/advisor_panel.h"
 #include "ui/config_document.h"
+#include "ui/run_browser.h"
+#include "ui/run_controller.h"
+#include "ui/workbench.h"
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenu>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <atomic>
+#include <memory>
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -33,6 +43,14 @@ void checkFormat(AdvisorPanel& panel, const QString& key)
     for (int i = 0; i < panel.formats()->count(); ++i)
         if (panel.formats()->item(i)->data(Qt::UserRole).toString() == key)
             panel.formats()->item(i)->setCheckState(Qt::Checked);
+}
+
+QAction* actionNamed(QMenu& menu, const QString& name)
+{
+    for (QAction* action : menu.actions())
+        if (action->objectName() == name)
+            return action;
+    return nullptr;
 }
 
 bool waitForEnd(AdvisorPanel& panel)
@@ -183,6 +201,127 @@ private slots:
         QVERIFY(!panel.advice()->assignment.withinBudget);
         QVERIFY(!panel.errorLabel()->isHidden());
         QVERIFY(panel.errorLabel()->text().contains("No assignment meets the loss budget"));
+    }
+
+    void advisesAStoredRunChosenInTheRunsTab()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        bench.document()->load(tinyConfig(), "tiny mlp");
+        QSignalSpy ended(bench.controller(), &RunController::sequenceEnded);
+        QVERIFY(bench.startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 120000);
+        const storage::RunInfo run = bench.store()->listRuns().first();
+        const storage::CheckpointInfo latest = bench.store()->checkpoints(run.id).last();
+        const QString checkpoint = latest.absolutePath;
+        const RunConfig runConfig = parseRunConfig(run.configJson.toStdString(), "the stored run");
+        // The current config moves on (another seed, bf16): the advice must follow the run's.
+        RunConfig later = bench.document()->config();
+        later.precision = PrecisionMode::Bf16;
+        later.training.seed += 1;
+        bench.document()->apply(later, "a later edit");
+
+        // The Runs tab offers Advise… on the selected run, as a button and in the context menu,
+        // and the main window opens the panel on it (wired here as it wires it).
+        RunBrowser* browser = bench.runBrowser();
+        browser->reload();
+        browser->selectRuns({run.id});
+        auto* button = browser->findChild<QPushButton*>("adviseRun");
+        QVERIFY(button && button->isEnabled());
+        const std::unique_ptr<QMenu> menu(browser->makeContextMenu());
+        QAction* fromMenu = actionNamed(*menu, "adviseRun");
+        QVERIFY(fromMenu && fromMenu->isEnabled());
+        QSignalSpy asked(browser, &RunBrowser::adviseRequested);
+        fromMenu->trigger();
+        QCOMPARE(asked.count(), 1);
+        QCOMPARE(asked.first().first().toLongLong(), run.id);
+
+        AdvisorPanel panel(bench.document());
+        connect(browser, &RunBrowser::adviseRequested, &panel,
+                [&](qint64 id) { panel.adviseStoredRun(*bench.store(), id); });
+        QVERIFY(!panel.isOnStoredRun());
+        button->click();
+        QVERIFY2(panel.isOnStoredRun(), qPrintable(panel.errorLabel()->text()));
+        const QString described =
+            QString("run %1 (%2), epoch %3, step %4").arg(run.id).arg(run.name).arg(latest.epoch).arg(latest.step);
+        QVERIFY2(panel.sourceLabel()->text().contains(described), qPrintable(panel.sourceLabel()->text()));
+        QVERIFY(!panel.trainFirst()->isEnabled()); // its own state is probed, nothing is trained
+        QVERIFY(!panel.currentConfigButton()->isHidden());
+
+        checkFormat(panel, "mxfp4");
+        panel.budget()->setValue(10);
+        panel.heldOutBatches()->setValue(1);
+        QVERIFY(panel.startAdvice());
+        QVERIFY(waitForEnd(panel));
+        QVERIFY2(panel.advice().has_value(), qPrintable(panel.errorLabel()->text()));
+        // Measured on the run's config at its checkpoint: the same baseline loss as a probe built
+        // from them directly, and not the loss of the run's untrained weights.
+        const DatasetSplits data = loadDatasets(runConfig.data, runConfig.training.seed);
+        const std::unique_ptr<Backend> backend = makeCpuBackend(1);
+        const AdvisorProbeOptions options{1, runConfig.training.batchSize};
+        PrecisionProbe trained(runConfig, *backend, data, checkpoint.toStdString(), options);
+        PrecisionProbe untrained(runConfig, *backend, data, "", options);
+        QCOMPARE(panel.advice()->baselineLoss, trained.baselineLoss());
+        QVERIFY(std::abs(trained.baselineLoss() - untrained.baselineLoss()) > 1e-3);
+        QCOMPARE(panel.advice()->baselineLabel, std::string("fp32"));
+
+        // Apply: the run's config with the advised formats becomes the current config.
+        QVERIFY(panel.applyAdvice());
+        const RunConfig applied = bench.document()->config();
+        QCOMPARE(applied.precision, runConfig.precision);
+        QCOMPARE(applied.training.seed, runConfig.training.seed);
+        QVERIFY(applied.model.precisionOverrides == advisedConfig(runConfig, *panel.advice()).model.precisionOverrides);
+        QVERIFY(!applied.model.precisionOverrides.empty());
+        bench.document()->undoStack()->undo();
+        QCOMPARE(bench.document()->config().precision, PrecisionMode::Bf16);
+
+        // Back to the current config: the run's advice no longer applies.
+        panel.currentConfigButton()->click();
+        QVERIFY(!panel.isOnStoredRun());
+        QVERIFY(!panel.advice().has_value());
+        QVERIFY(panel.trainFirst()->isEnabled());
+    }
+
+    void aStoredRunWithoutAStateIsRefusedClearly()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Workbench bench;
+        QVERIFY(bench.setDatabasePath(dir.filePath("runs.sqlite")));
+        storage::NewRun diverged;
+        diverged.name = "diverged-run";
+        diverged.configJson = QString::fromStdString(runConfigToJson(tinyConfig()));
+        diverged.precision = "fp32";
+        const qint64 id = bench.store()->createRun(diverged);
+        RunSummary summary;
+        summary.status = RunStatus::Diverged;
+        bench.store()->finishRun(id, summary);
+
+        // The browser does not offer it, and says why.
+        RunBrowser* browser = bench.runBrowser();
+        browser->reload();
+        browser->selectRuns({id});
+        auto* button = browser->findChild<QPushButton*>("adviseRun");
+        QVERIFY(button && !button->isEnabled());
+        QVERIFY2(button->toolTip().contains("no checkpoint"), qPrintable(button->toolTip()));
+        const std::unique_ptr<QMenu> menu(browser->makeContextMenu());
+        QAction* fromMenu = actionNamed(*menu, "adviseRun");
+        QVERIFY(fromMenu && !fromMenu->isEnabled());
+
+        // Asked anyway (a run whose state went since), the panel says which run and why, and
+        // stays on the current config.
+        AdvisorPanel panel(bench.document());
+        QVERIFY(!panel.adviseStoredRun(*bench.store(), id));
+        QVERIFY(!panel.isOnStoredRun());
+        QVERIFY(!panel.errorLabel()->isHidden());
+        QVERIFY2(
+            panel.errorLabel()->text().contains(QString("run %1 (diverged-run, diverged) has no checkpoint").arg(id)),
+            qPrintable(panel.errorLabel()->text()));
+        QVERIFY(!panel.adviseStoredRun(*bench.store(), id + 100));
+        QVERIFY2(panel.errorLabel()->text().contains(QString("Cannot advise on run %1").arg(id + 100)),
+                 qPrintable(panel.errorLabel()->text()));
     }
 };
 
