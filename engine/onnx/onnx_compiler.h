@@ -106,6 +106,10 @@ public:
     // layer keeps as [N, K]): loaded transposed, and exported back in the file's layout.
     void holdTransposed(const OnnxTensor& tensor) { m_transposed.insert(tensor.name); }
     const std::set<std::string>& transposedInitializers() const { return m_transposed; }
+    // Attention's probabilities P (an attention softmax's output): the product that reads P as
+    // its left operand writes dP in attention's dtype for it (attention_scores.h).
+    void markAttentionProbabilities(ValueId value) { m_probabilities.insert(value); }
+    bool isAttentionProbabilities(ValueId value) const { return m_probabilities.contains(value); }
     // The graph value ONNX's `name` maps to, if any node (or the input) computed it.
     const ValueId* find(const std::string& name) const;
     void bindInput(const std::string& name, ValueId value) { m_values[name] = value; }
@@ -120,6 +124,7 @@ private:
     std::map<std::string, TokenEmbedding*> m_embeddings;
     std::set<std::string> m_boundInitializers;
     std::set<std::string> m_transposed;
+    std::set<ValueId> m_probabilities;
     std::vector<ParameterBinding> m_bindings;
 };
 

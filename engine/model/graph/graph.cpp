@@ -43,9 +43,10 @@ std::vector<ValueId> Graph::addNode(GraphOpPtr op, std::vector<ValueId> inputs)
     GraphNode node;
     node.inputs = std::move(inputs);
     node.group = m_groups.size() - 1;
-    for (const Shape& shape : op->outputShapes(inputShapes)) {
+    const std::vector<Shape> outputShapes = op->outputShapes(inputShapes);
+    for (std::size_t o = 0; o < outputShapes.size(); ++o) {
         node.outputs.push_back(m_values.size());
-        m_values.push_back({perSample(shape), op->computeType(), {}});
+        m_values.push_back({perSample(outputShapes[o]), op->outputType(o), {}});
     }
     node.op = std::move(op);
     m_groups.back().lastNode = m_nodes.size();
@@ -143,10 +144,10 @@ Tensor Graph::backward(PassState& pass, const Tensor& dOutput, GraphForward& for
             continue;
         }
         std::vector<Tensor> outputGradients;
-        for (ValueId v : node.outputs) {
-            const Tensor& g = gradients[v];
-            outputGradients.push_back(g.defined() ? converted(pass.backend, g, node.op->computeType()) : g);
-            gradients[v] = Tensor();
+        for (std::size_t o = 0; o < node.outputs.size(); ++o) {
+            Tensor& g = gradients[node.outputs[o]];
+            outputGradients.push_back(g.defined() ? converted(pass.backend, g, node.op->outputGradientType(o)) : g);
+            g = Tensor();
         }
         std::vector<bool> needed;
         for (ValueId v : node.inputs)
