@@ -25,12 +25,27 @@ struct ConvGeometry {
 
 // NCHW pooling over kH x kW windows; padding counts as -inf for max. An average divides by the
 // inputs inside the image, or with `countPadding` by the whole window, the padding's zeros
-// included (ONNX's and PyTorch's count_include_pad).
+// included (ONNX's and PyTorch's count_include_pad). padH and padW pad before the first row and
+// column; the padding after is what the outH x outW windows reach: as much again for a layer
+// list's pools, more or less where ONNX pads one side more than the other.
 struct PoolGeometry {
     std::int64_t n = 0, channels = 0, inH = 0, inW = 0;
     std::int64_t kH = 2, kW = 2, strideH = 2, strideW = 2, padH = 0, padW = 0;
     std::int64_t outH = 0, outW = 0;
     bool countPadding = false;
+
+    // Whether there is a window and each holds at least one input of the image: the first ends
+    // after the padding before the image, the last starts before the image's end.
+    constexpr MANTISSA_HD bool windowsHoldInputs() const
+    {
+        return outH > 0 && outW > 0 && padH >= 0 && padW >= 0 && padH < kH && padW < kW &&
+               (outH - 1) * strideH - padH < inH && (outW - 1) * strideW - padW < inW;
+    }
+    // Whether there is one window, [0, kH) x [0, kW), inside the image (global pooling).
+    constexpr MANTISSA_HD bool oneWindowInside() const
+    {
+        return outH == 1 && outW == 1 && padH == 0 && padW == 0 && kH <= inH && kW <= inW;
+    }
 
     // The divisor of a window holding `inside` inputs of the image (the CUDA kernels' too).
     constexpr MANTISSA_HD std::int64_t averageDivisor(std::int64_t inside) const

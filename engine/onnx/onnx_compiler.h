@@ -85,9 +85,11 @@ public:
     void addLayer(const OnnxNode& node, LayerPtr layer, ValueId input, std::vector<const OnnxTensor*> initializers,
                   const BatchLayout& layout = {}, std::vector<const OnnxTensor*> buffers = {});
     // addLayer without naming the output: the value it computes, for an op of the same group to
-    // finish (appendToGroup) before bind().
+    // finish (appendToGroup) before bind(). With `inputView`, the layer reads `input` viewed in
+    // that per-sample shape (the same values in the same order), the view an op of its group.
     ValueId appendLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
-                        std::vector<const OnnxTensor*> initializers, std::vector<const OnnxTensor*> buffers = {});
+                        std::vector<const OnnxTensor*> initializers, std::vector<const OnnxTensor*> buffers = {},
+                        const std::optional<Shape>& inputView = std::nullopt);
     // A graph op in the group the last addOp or appendLayer began (the node's own), reading
     // `inputs`; returns its first output.
     ValueId appendToGroup(GraphOpPtr op, const std::vector<ValueId>& inputs);
