@@ -6,6 +6,14 @@
 
 namespace mantissa {
 
+// Output extent of a sliding window whose taps lie `dilation` apart; <= 0 means the window does
+// not fit.
+constexpr std::int64_t slidingOutput(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                                     std::int64_t dilation = 1)
+{
+    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
 // NCHW convolution: x [n, inChannels, inH, inW], w [outChannels, inChannels / groups, kH, kW],
 // y [n, outChannels, outH, outW]. With `groups` > 1 the channels split into that many groups,
 // each output channel reading only its group's inputs (groups == inChannels: depthwise); a
@@ -20,6 +28,18 @@ struct ConvGeometry {
     // The input channels each filter reads: the weight's second extent.
     constexpr std::int64_t channelsPerGroup() const { return inChannels / groups; }
     constexpr std::int64_t weightCount() const { return outChannels * channelsPerGroup() * kH * kW; }
+    // Whether the groups split both channel counts and the output extents are the sliding
+    // window's over the input (a convolution, and the one a transposed convolution transposes).
+    constexpr bool consistent() const
+    {
+        return groups > 0 && inChannels % groups == 0 && outChannels % groups == 0 && outH > 0 && outW > 0 &&
+               outH == slidingOutput(inH, kH, strideH, padH, dilationH) &&
+               outW == slidingOutput(inW, kW, strideW, padW, dilationW);
+    }
+    // The multiply-adds of one sample's forward (padding included, as an im2col GEMM computes
+    // it): every output value a dot product of channelsPerGroup() x kH x kW. A transposed
+    // convolution, this convolution's data gradient, has the same count.
+    constexpr std::int64_t multiplyAdds() const { return outChannels * outH * outW * channelsPerGroup() * kH * kW; }
     constexpr bool plain() const { return groups == 1 && dilationH == 1 && dilationW == 1; }
 };
 
@@ -53,13 +73,5 @@ struct PoolGeometry {
         return countPadding ? kH * kW : inside;
     }
 };
-
-// Output extent of a sliding window whose taps lie `dilation` apart; <= 0 means the window does
-// not fit.
-constexpr std::int64_t slidingOutput(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
-                                     std::int64_t dilation = 1)
-{
-    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-}
 
 } // namespace mantissa
