@@ -57,28 +57,39 @@ AttentionPatterns findAttentionPatterns(const OnnxGraph& onnx)
             scaled = add.inputs[1 - maskSide];
             maskTokens = mask->shape.back();
         }
+        // The scale is optional: an exporter may scale Q before the product instead.
+        std::string productOutput = scaled;
+        float alpha = 1.0f;
         const std::optional<std::size_t> mul = graph.soleProducer(scaled, "Mul");
-        if (!mul)
-            continue;
-        const auto scalar = graph.besideScalar(onnx.nodes[*mul]);
-        if (!scalar)
-            continue;
-        const std::optional<std::size_t> product = graph.soleProducer(scalar->first, "MatMul");
+        if (mul) {
+            const auto scalar = graph.besideScalar(onnx.nodes[*mul]);
+            if (!scalar)
+                continue;
+            productOutput = scalar->first;
+            alpha = scalar->second;
+        }
+        const std::optional<std::size_t> product = graph.soleProducer(productOutput, "MatMul");
         if (!product || onnx.nodes[*product].inputs.size() != 2 || !isComputed(onnx, onnx.nodes[*product].inputs[0]) ||
             !isComputed(onnx, onnx.nodes[*product].inputs[1]))
             continue;
         // The mask's planes are the scores' own, not broadcast up to them.
-        const OnnxValue* scores = onnx.value(scalar->first);
+        const OnnxValue* scores = onnx.value(productOutput);
         if (masked && (!scores || scores->shape.size() < 2 || scores->shape.back() != maskTokens ||
                        scores->shape[scores->shape.size() - 2] != maskTokens))
             continue;
-        patterns.alphaOf[*product] = scalar->second;
-        patterns.softmaxOf[i] = {scalar->first, masked.has_value()};
-        patterns.absorbed.insert(*mul);
+        patterns.alphaOf[*product] = alpha;
+        patterns.softmaxOf[i] = {productOutput, masked.has_value()};
+        if (mul)
+            patterns.absorbed.insert(*mul);
         if (masked)
             patterns.absorbed.insert(*masked);
     }
     return patterns;
+}
+
+AttentionScoreTypes importedAttentionTypes(DType compute)
+{
+    return attentionScoreTypes(InternalPrecision::Fp32, compute);
 }
 
 } // namespace mantissa::onnx_import

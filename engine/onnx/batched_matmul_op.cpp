@@ -57,7 +57,7 @@ OpForward BatchedMatMulOp::forward(PassState& pass, const std::vector<Tensor>& i
     const Tensor& b = inputs.at(1);
     const std::int64_t batch = a.shape()[0];
     const std::int64_t planes = batch * m_planes;
-    Tensor c = pass.backend.empty(outputShapes({a.shape(), b.shape()})[0], computeType());
+    Tensor c = pass.backend.empty(outputShapes({a.shape(), b.shape()})[0], m_types.output);
     m_product.multiply(pass, GemmPass::Forward, Transpose::No, Transpose::No, m_m, m_n, m_k, m_alpha, a, m_m * m_k,
                        KLayout::rows(planes * m_m, m_k), GemmOperand::Activation, b, m_k * m_n,
                        KLayout::along(planes, m_k, m_n), GemmOperand::Weight, c, planes);
@@ -80,7 +80,7 @@ std::vector<Tensor> BatchedMatMulOp::backward(PassState& pass, const std::vector
     const std::int64_t planes = dc.shape()[0] * m_planes;
     std::vector<Tensor> gradients(2);
     if (inputGradNeeded.at(0)) { // dA = dC B^T, K = n
-        gradients[0] = pass.backend.empty(saved.a.shape(), computeType());
+        gradients[0] = pass.backend.empty(saved.a.shape(), m_types.leftGradient);
         m_product.multiply(pass, GemmPass::DataGrad, Transpose::No, Transpose::Yes, m_m, m_k, m_n, m_alpha, dc,
                            m_m * m_n, KLayout::rows(planes * m_m, m_n), GemmOperand::Gradient, saved.b, m_k * m_n,
                            KLayout::rows(planes * m_k, m_n), GemmOperand::Weight, gradients[0], planes);

@@ -42,17 +42,27 @@ private:
     bool m_covered = false;
 };
 
+// The dtypes a batched product writes C in, takes C's gradient in and writes A's gradient in:
+// the compute type, but for attention's (attention_scores.h) S = Q K^T, written as the scores
+// (and its gradient dS taken as the softmax gives it), and O = P V, whose dP is written as dP.
+struct ProductTypes {
+    DType output, outputGradient, leftGradient;
+};
+
 class BatchedMatMulOp final : public GraphOp {
 public:
     // Per sample: `planes` products of [m, k] by [k, n], times `alpha` (a Mul of the product by
     // a scalar that the compilation folded: attention_pattern.h); `output` is C's per-sample shape.
     BatchedMatMulOp(BatchedProduct& product, std::int64_t planes, std::int64_t m, std::int64_t n, std::int64_t k,
-                    Shape output, float alpha = 1.0f)
-        : m_product(product), m_planes(planes), m_m(m), m_n(n), m_k(k), m_output(std::move(output)), m_alpha(alpha)
+                    Shape output, float alpha, ProductTypes types)
+        : m_product(product), m_planes(planes), m_m(m), m_n(n), m_k(k), m_output(std::move(output)), m_alpha(alpha),
+          m_types(types)
     {}
 
     std::string name() const override { return m_product.name(); }
     DType computeType() const override { return m_product.computeType(); }
+    DType outputType(std::size_t) const override { return m_types.output; }
+    DType outputGradientType(std::size_t) const override { return m_types.outputGradient; }
     std::optional<DType> inputType(std::size_t) const override { return m_product.computeType(); }
     std::vector<Shape> outputShapes(const std::vector<Shape>& inputs) const override;
     OpForward forward(PassState& pass, const std::vector<Tensor>& inputs) override;
@@ -65,6 +75,7 @@ private:
     std::int64_t m_planes, m_m, m_n, m_k;
     Shape m_output;
     float m_alpha;
+    ProductTypes m_types;
 };
 
 } // namespace mantissa::onnx_import

@@ -2,8 +2,8 @@
 // Conv as a convolution layer (groups, dilations, strides, rectangular kernels, any padding),
 // training-mode BatchNormalization, MaxPool, AveragePool and the global pools, Dropout, and the
 // pointwise functions with parameters (Clip, LeakyRelu, HardSigmoid, HardSwish). Every tensor is
-// NCHW; 1-D and 3-D forms, pools padded unequally and the attribute values the engine has no
-// kernel for are refused, each naming what it met.
+// NCHW, or NCL for the 1-D forms, which run as images of height 1 (conv_windows.h); 3-D forms
+// and the attribute values the engine has no kernel for are refused, each naming what it met.
 #include "engine/model/layers/batch_norm.h"
 #include "engine/model/layers/conv2d.h"
 #include "engine/model/layers/dropout.h"
@@ -21,33 +21,26 @@ namespace mantissa::onnx_import {
 
 namespace {
 
-// The pools' padding: one value per axis, for both sides, as the engine's pooling takes it.
-std::vector<std::int64_t> symmetricPads(OnnxCompiler& c, const OnnxNode& node, const std::vector<AxisPads>& pads)
-{
-    for (const AxisPads& axis : pads)
-        if (!axis.symmetric())
-            c.refuse(node, "it pads one side of an axis more than the other (" + std::to_string(axis.begin) +
-                               " before, " + std::to_string(axis.end) +
-                               " after), which does not compile for pooling (the engine pads both sides equally)");
-    return {pads[0].begin, pads[1].begin};
-}
-
-// The output extents of a window; ceil_mode = 1 compiles where it gives the same extents as
-// rounding down (the engine's windows always lie inside the padded image).
+// The output extents of a pool's windows, from the padding before and after each axis; a window
+// that would lie wholly in the padding is refused (its maximum or mean has no input), and
+// ceil_mode = 1 compiles where it gives the same extents as rounding down.
 std::vector<std::int64_t> windowOutput(OnnxCompiler& c, const OnnxNode& node, const Shape& image,
                                        const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
-                                       const std::vector<std::int64_t>& pads, const std::vector<std::int64_t>& dilation)
+                                       const std::vector<AxisPads>& pads)
 {
     std::vector<std::int64_t> out(2);
     for (std::size_t a = 0; a < 2; ++a) {
-        const std::int64_t span = dilation[a] * (kernel[a] - 1) + 1;
-        const std::int64_t room = image[a + 1] + 2 * pads[a] - span;
+        const std::int64_t room = image[a + 1] + pads[a].begin + pads[a].end - kernel[a];
         if (room < 0)
-            c.refuse(node, "the window of " + std::to_string(span) + " pixels is larger than the padded image " +
+            c.refuse(node, "the window of " + std::to_string(kernel[a]) + " pixels is larger than the padded image " +
                                image.toString());
         out[a] = room / stride[a] + 1;
         if (node.intAttribute("ceil_mode", 0) != 0 && room % stride[a] != 0)
             c.refuse(node, "ceil_mode = 1 adds a partial window here, which does not compile");
+        if (pads[a].begin >= kernel[a] || (out[a] - 1) * stride[a] - pads[a].begin >= image[a + 1])
+            c.refuse(node, "padding " + std::to_string(pads[a].begin) + " before and " + std::to_string(pads[a].end) +
+                               " after an axis of " + std::to_string(image[a + 1]) + " leaves a window of " +
+                               std::to_string(kernel[a]) + " wholly in the padding, with no value to pool");
     }
     return out;
 }
@@ -111,22 +104,13 @@ ConvAxis convAxis(OnnxCompiler& c, const OnnxNode& node, std::int64_t in, std::i
     return axis;
 }
 
-void compileConv(OnnxCompiler& c, const OnnxNode& node)
+void compileConv(OnnxCompiler& c, const OnnxNode& original)
 {
-    const ValueId input = c.activation(node, 0);
-    const Shape& image = imageShape(c, node, input);
-    const OnnxTensor& weight = c.parameter(node, 1);
-    const std::int64_t groups = node.intAttribute("group", 1);
-    if (groups < 1 || image[0] % groups != 0)
-        c.refuse(node, "group " + std::to_string(groups) + " does not divide the " + std::to_string(image[0]) +
-                           " input channels");
-    if (weight.shape.size() != 4 || weight.shape[1] != image[0] / groups || weight.shape[0] % groups != 0)
-        c.refuse(node, "W " + joined(weight.shape) + " must be [filters, " + std::to_string(image[0] / groups) +
-                           ", kH, kW] with filters a multiple of the group " + std::to_string(groups));
-    const std::vector<std::int64_t> kernel{weight.shape[2], weight.shape[3]};
-    if (node.attribute("kernel_shape") && node.intsAttribute("kernel_shape") != kernel)
-        c.refuse(node,
-                 "kernel_shape " + joined(node.intsAttribute("kernel_shape")) + " differs from W's " + joined(kernel));
+    const ImageNode in = imageNode(c, original);
+    const OnnxNode& node = in.node;
+    const Shape& image = in.image;
+    const ConvWeight weight = convWeight(c, in, ConvDirection::Forward);
+    const std::vector<std::int64_t>& kernel = weight.kernel;
     const std::vector<std::int64_t> stride = perAxis(c, node, "strides", 1);
     const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
     const std::vector<AxisPads> pads = windowPads(c, node, image, kernel, stride, dilation);
@@ -137,7 +121,7 @@ void compileConv(OnnxCompiler& c, const OnnxNode& node)
     g.inChannels = image[0];
     g.inH = image[1];
     g.inW = image[2];
-    g.outChannels = weight.shape[0];
+    g.outChannels = weight.dims[0];
     g.kH = kernel[0];
     g.kW = kernel[1];
     g.strideH = stride[0];
@@ -146,10 +130,10 @@ void compileConv(OnnxCompiler& c, const OnnxNode& node)
     g.padW = w.pad;
     g.dilationH = dilation[0];
     g.dilationW = dilation[1];
-    g.groups = groups;
+    g.groups = weight.groups;
     g.outH = h.crop.computed;
     g.outW = w.crop.computed;
-    std::vector<const OnnxTensor*> initializers{&weight};
+    std::vector<const OnnxTensor*> initializers{weight.tensor};
     const bool hasBias = node.inputs.size() > 2 && !node.inputs[2].empty();
     if (hasBias) {
         const OnnxTensor& bias = c.parameter(node, 2);
@@ -158,8 +142,8 @@ void compileConv(OnnxCompiler& c, const OnnxNode& node)
         initializers.push_back(&bias);
     }
     const ValueId computed =
-        c.appendLayer(node, std::make_unique<Conv2d>(g, hasBias, "", false), input, std::move(initializers));
-    c.bind(node, 0, cropImage(c, node, computed, {h.crop, w.crop}));
+        appendImageLayer(c, in, std::make_unique<Conv2d>(g, hasBias, "", false), std::move(initializers));
+    bindImage(c, in, cropImage(c, node, computed, {h.crop, w.crop}));
 }
 
 // The running statistics are buffers loaded from the file. ONNX's momentum keeps that much of
@@ -199,10 +183,14 @@ void compileBatchNormalization(OnnxCompiler& c, const OnnxNode& node)
                std::move(statistics));
 }
 
-void compilePool(OnnxCompiler& c, const OnnxNode& node, PoolKind kind)
+// Padding one side more than the other (auto_pad SAME_* with an odd total, TensorFlow's SAME
+// pools, explicit pads) is the engine's: its windows start at the padding before and run as far
+// as ONNX's output extents reach (PoolGeometry).
+void compilePool(OnnxCompiler& c, const OnnxNode& original, PoolKind kind)
 {
-    const ValueId input = c.activation(node, 0);
-    const Shape& image = imageShape(c, node, input);
+    const ImageNode in = imageNode(c, original);
+    const OnnxNode& node = in.node;
+    const Shape& image = in.image;
     refuseExtraOutputs(c, node, "Indices");
     if (!node.attribute("kernel_shape"))
         c.refuse(node, "kernel_shape is missing");
@@ -211,11 +199,8 @@ void compilePool(OnnxCompiler& c, const OnnxNode& node, PoolKind kind)
     const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
     if (dilation != std::vector<std::int64_t>{1, 1})
         c.refuse(node, "dilations " + joined(dilation) + " do not compile for pooling");
-    const std::vector<std::int64_t> pads = symmetricPads(c, node, windowPads(c, node, image, kernel, stride, dilation));
-    if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1])
-        c.refuse(node, "padding more than half the window (pads " + joined(pads) + ", kernel " + joined(kernel) +
-                           ") does not compile");
-    const std::vector<std::int64_t> out = windowOutput(c, node, image, kernel, stride, pads, dilation);
+    const std::vector<AxisPads> pads = windowPads(c, node, image, kernel, stride, dilation);
+    const std::vector<std::int64_t> out = windowOutput(c, node, image, kernel, stride, pads);
     PoolGeometry g;
     g.channels = image[0];
     g.inH = image[1];
@@ -224,12 +209,12 @@ void compilePool(OnnxCompiler& c, const OnnxNode& node, PoolKind kind)
     g.kW = kernel[1];
     g.strideH = stride[0];
     g.strideW = stride[1];
-    g.padH = pads[0];
-    g.padW = pads[1];
+    g.padH = pads[0].begin;
+    g.padW = pads[1].begin;
     g.outH = out[0];
     g.outW = out[1];
     g.countPadding = kind == PoolKind::Avg && node.intAttribute("count_include_pad", 0) != 0;
-    c.addLayer(node, std::make_unique<Pool2d>(kind, g), input, {});
+    bindImage(c, in, appendImageLayer(c, in, std::make_unique<Pool2d>(kind, g), {}));
 }
 
 void compileMaxPool(OnnxCompiler& c, const OnnxNode& node) { compilePool(c, node, PoolKind::Max); }
@@ -239,15 +224,14 @@ void compileAveragePool(OnnxCompiler& c, const OnnxNode& node) { compilePool(c, 
 template <PoolKind Kind>
 void compileGlobalPool(OnnxCompiler& c, const OnnxNode& node)
 {
-    const ValueId input = c.activation(node, 0);
-    const Shape& image = imageShape(c, node, input);
+    const ImageNode in = imageNode(c, node);
     PoolGeometry g;
-    g.channels = image[0];
-    g.inH = g.kH = image[1];
-    g.inW = g.kW = image[2];
+    g.channels = in.image[0];
+    g.inH = g.kH = in.image[1];
+    g.inW = g.kW = in.image[2];
     g.strideH = g.strideW = 1;
     g.outH = g.outW = 1;
-    c.addLayer(node, std::make_unique<Pool2d>(Kind, g), input, {});
+    bindImage(c, in, appendImageLayer(c, in, std::make_unique<Pool2d>(Kind, g), {}));
 }
 
 // The ratio (an input from opset 12, an attribute before) and whether the file drops at all

@@ -1,6 +1,6 @@
-// ConvTranspose on NCHW images as the data gradient of the convolution it transposes
-// (conv_transpose_layer.h): groups, strides, dilations, output_padding, and the padding from
-// pads, auto_pad or output_shape. ONNX's output row o is row o + begin of the full transposed
+// ConvTranspose on NCHW images (and NCL ones, as images of height 1: conv_windows.h) as the data
+// gradient of the convolution it transposes (conv_transpose_layer.h): groups, strides,
+// dilations, output_padding, and the padding from pads, auto_pad or output_shape. ONNX's output row o is row o + begin of the full transposed
 // convolution (the one without padding, stride x (in - 1) + span rows, then zeros); the engine
 // computes rows [P, P + E) of it for its symmetric padding P = begin and any E whose convolution
 // gives back the input's extent, E within a stride of the full rows less 2P. An extent ONNX asks
@@ -91,22 +91,14 @@ TransposedAxis transposedAxis(OnnxCompiler& c, const OnnxNode& node, std::int64_
     return axis;
 }
 
-void compileConvTranspose(OnnxCompiler& c, const OnnxNode& node)
+void compileConvTranspose(OnnxCompiler& c, const OnnxNode& original)
 {
-    const ValueId input = c.activation(node, 0);
-    const Shape& image = imageShape(c, node, input);
-    const OnnxTensor& weight = c.parameter(node, 1);
-    const std::int64_t groups = node.intAttribute("group", 1);
-    if (groups < 1 || image[0] % groups != 0)
-        c.refuse(node, "group " + std::to_string(groups) + " does not divide the " + std::to_string(image[0]) +
-                           " input channels");
-    if (weight.shape.size() != 4 || weight.shape[0] != image[0])
-        c.refuse(node, "W " + joined(weight.shape) + " must be [" + std::to_string(image[0]) +
-                           ", out channels / group, kH, kW]");
-    const std::vector<std::int64_t> kernel{weight.shape[2], weight.shape[3]};
-    if (node.attribute("kernel_shape") && node.intsAttribute("kernel_shape") != kernel)
-        c.refuse(node,
-                 "kernel_shape " + joined(node.intsAttribute("kernel_shape")) + " differs from W's " + joined(kernel));
+    const ImageNode in = imageNode(c, original);
+    const OnnxNode& node = in.node;
+    const Shape& image = in.image;
+    const ConvWeight weight = convWeight(c, in, ConvDirection::Transposed);
+    const std::vector<std::int64_t>& kernel = weight.kernel;
+    const std::int64_t groups = weight.groups;
     const std::vector<std::int64_t> stride = perAxis(c, node, "strides", 1);
     const std::vector<std::int64_t> dilation = perAxis(c, node, "dilations", 1);
     const std::vector<std::int64_t> outputPadding = perAxis(c, node, "output_padding", 0, 0);
@@ -118,7 +110,7 @@ void compileConvTranspose(OnnxCompiler& c, const OnnxNode& node)
 
     // The convolution this one transposes: its input is the output here, and W is its weight.
     ConvGeometry g;
-    g.inChannels = weight.shape[1] * groups;
+    g.inChannels = weight.dims[1] * groups;
     g.inH = h.crop.computed;
     g.inW = w.crop.computed;
     g.outChannels = image[0];
@@ -133,7 +125,7 @@ void compileConvTranspose(OnnxCompiler& c, const OnnxNode& node)
     g.groups = groups;
     g.outH = image[1];
     g.outW = image[2];
-    std::vector<const OnnxTensor*> initializers{&weight};
+    std::vector<const OnnxTensor*> initializers{weight.tensor};
     const bool hasBias = node.inputs.size() > 2 && !node.inputs[2].empty();
     if (hasBias) {
         const OnnxTensor& bias = c.parameter(node, 2);
@@ -142,8 +134,8 @@ void compileConvTranspose(OnnxCompiler& c, const OnnxNode& node)
         initializers.push_back(&bias);
     }
     const ValueId computed =
-        c.appendLayer(node, std::make_unique<ConvTranspose2d>(g, hasBias), input, std::move(initializers));
-    c.bind(node, 0, cropImage(c, node, computed, {h.crop, w.crop}));
+        appendImageLayer(c, in, std::make_unique<ConvTranspose2d>(g, hasBias), std::move(initializers));
+    bindImage(c, in, cropImage(c, node, computed, {h.crop, w.crop}));
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 // axes (batched_matmul_op.h), a GEMM site of its own.
 #include "engine/model/layers/linear.h"
 #include "engine/model/layers/token_embedding.h"
+#include "engine/onnx/attention_pattern.h"
 #include "engine/onnx/batched_matmul_op.h"
 #include "engine/onnx/tensor_node_families.h"
 #include "engine/util/check.h"
@@ -50,7 +51,8 @@ void compileLinearMatMul(OnnxCompiler& c, const OnnxNode& node, const ParameterV
     c.addLayer(node, std::move(linear), input, std::move(initializers), layout);
 }
 
-void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha = 1.0f)
+// `scores`: attention's S, which a softmax reads (attention_pattern.h).
+void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node, bool scores = false, float alpha = 1.0f)
 {
     const std::string &left = node.inputs[0], &right = node.inputs[1];
     const ValueId a = c.activation(node, 0), b = c.activation(node, 1);
@@ -81,7 +83,16 @@ void compileBatchedMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha = 1
     } catch (const ConfigError& e) {
         c.refuse(node, e.what());
     }
-    c.bind(node, 0, c.addOp(node, std::make_unique<BatchedMatMulOp>(*owned, planes, m, n, k, perSample, alpha), {a, b}),
+    // Attention's S and dP in the dtypes the engine's attention holds them in.
+    const DType compute = owned->computeType();
+    const AttentionScoreTypes attention = importedAttentionTypes(compute);
+    ProductTypes types{compute, compute, compute};
+    if (scores)
+        types = {attention.scores, attention.scoresGradient, compute};
+    if (c.isAttentionProbabilities(a))
+        types.leftGradient = attention.probabilitiesGradient;
+    c.bind(node, 0,
+           c.addOp(node, std::make_unique<BatchedMatMulOp>(*owned, planes, m, n, k, perSample, alpha, types), {a, b}),
            layout);
 }
 
@@ -100,11 +111,11 @@ void compileMatMul(OnnxCompiler& c, const OnnxNode& node)
 
 } // namespace
 
-void compileScaledMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha)
+void compileScoresMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha)
 {
     if (node.inputs.size() != 2 || !c.isActivation(node, 0) || !c.isActivation(node, 1))
-        c.refuse(node, "a product scaled by a constant multiplies two computed values");
-    compileBatchedMatMul(c, node, alpha);
+        c.refuse(node, "attention's scores multiply two computed values");
+    compileBatchedMatMul(c, node, true, alpha);
 }
 
 void addMatMulNodeCompilers(NodeCompilerTable& table) { table["MatMul"] = compileMatMul; }

@@ -3,6 +3,7 @@
 // LogSoftmax over the last axis (softmax_op.h) and ReduceMean (reduce_mean_op.h), each summing in
 // fp32 whatever the compute type. None reduces over the batch's axis.
 #include "engine/model/layers/row_norm.h"
+#include "engine/onnx/attention_pattern.h"
 #include "engine/onnx/index_map_op.h"
 #include "engine/onnx/reduce_mean_op.h"
 #include "engine/onnx/softmax_op.h"
@@ -48,22 +49,27 @@ void compileLayerNormalization(OnnxCompiler& c, const OnnxNode& node)
                input, std::move(initializers), c.layout(node.inputs[0]));
 }
 
+// `attention`: the softmax of attention's scores (attention_pattern.h), causal or not.
 template <bool Logarithm>
-void compileSoftmaxOf(OnnxCompiler& c, const OnnxNode& node, bool causal)
+ValueId compileSoftmaxOf(OnnxCompiler& c, const OnnxNode& node, bool attention, bool causal)
 {
     const ValueId input = c.activation(node, 0);
     if (c.onnx().opsetVersion < 13)
         c.refuse(node, "opsets before 13 flatten the axes from `axis` on, which does not compile");
     const std::int64_t width = lastAxisWidth(c, node, node.intAttribute("axis", -1));
-    const ValueId output = c.addOp(
-        node, std::make_unique<SoftmaxOp>(node.name, c.policy().layer().compute(), width, Logarithm, causal), {input});
+    const DType compute = c.policy().layer().compute();
+    const SoftmaxTypes types =
+        attention ? SoftmaxTypes::ofScores(importedAttentionTypes(compute)) : SoftmaxTypes::plain(compute);
+    const ValueId output =
+        c.addOp(node, std::make_unique<SoftmaxOp>(node.name, types, width, Logarithm, causal), {input});
     c.bind(node, 0, output, c.layout(node.inputs[0]));
+    return output;
 }
 
 template <bool Logarithm>
 void compileSoftmax(OnnxCompiler& c, const OnnxNode& node)
 {
-    compileSoftmaxOf<Logarithm>(c, node, false);
+    compileSoftmaxOf<Logarithm>(c, node, false, false);
 }
 
 void compileReduceMean(OnnxCompiler& c, const OnnxNode& node)
@@ -126,7 +132,7 @@ void compileScoresSoftmax(OnnxCompiler& c, const OnnxNode& node, const std::stri
 {
     OnnxNode reading = node;
     reading.inputs = {scores};
-    compileSoftmaxOf<false>(c, reading, causal);
+    c.markAttentionProbabilities(compileSoftmaxOf<false>(c, reading, true, causal));
 }
 
 void addNormalisationNodeCompilers(NodeCompilerTable& table)

@@ -108,7 +108,7 @@ CompiledOnnx compileOnnx(const OnnxGraph& onnx, const PrecisionPolicy& policy, B
         if (const auto gelu = gelus.inputOf.find(i); gelu != gelus.inputOf.end())
             compileGelu(compiler, node, gelu->second);
         else if (const auto scaled = attention.alphaOf.find(i); scaled != attention.alphaOf.end())
-            compileScaledMatMul(compiler, node, scaled->second);
+            compileScoresMatMul(compiler, node, scaled->second);
         else if (const auto softmax = attention.softmaxOf.find(i); softmax != attention.softmaxOf.end())
             compileScoresSoftmax(compiler, node, softmax->second.scores, softmax->second.causal);
         else

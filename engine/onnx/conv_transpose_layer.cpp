@@ -1,6 +1,7 @@
 #include "engine/onnx/conv_transpose_layer.h"
 
 #include "engine/model/init.h"
+#include "engine/model/layers/conv2d.h"
 #include "engine/util/check.h"
 
 namespace mantissa::onnx_import {
@@ -24,10 +25,7 @@ Tensor ones(Backend& backend, const Shape& shape, DType dtype)
 
 ConvTranspose2d::ConvTranspose2d(const ConvGeometry& transposed, bool bias) : m_shape(transposed), m_hasBias(bias)
 {
-    const ConvGeometry& g = m_shape;
-    MANTISSA_ASSERT(g.groups > 0 && g.inChannels % g.groups == 0 && g.outChannels % g.groups == 0);
-    MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH, g.dilationH) &&
-                    g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW, g.dilationW) && g.outH > 0 && g.outW > 0);
+    MANTISSA_ASSERT(m_shape.consistent());
 }
 
 ConvGeometry ConvTranspose2d::geometry(std::int64_t batch) const
@@ -142,21 +140,15 @@ std::int64_t ConvTranspose2d::parameterCount() const
     return m_shape.weightCount() + (m_hasBias ? m_shape.inChannels : 0);
 }
 
-std::int64_t ConvTranspose2d::flopsPerSample() const
-{
-    // The products of the convolution it transposes, one multiply-add per weight tap per pixel
-    // of this layer's input.
-    return 2 * m_shape.outChannels * m_shape.outH * m_shape.outW * m_shape.channelsPerGroup() * m_shape.kH * m_shape.kW;
-}
+// The products of the convolution it transposes: one multiply-add per weight tap per pixel of
+// this layer's input.
+std::int64_t ConvTranspose2d::flopsPerSample() const { return 2 * m_shape.multiplyAdds(); }
 
+// This layer's input channels are the transposed convolution's outputs, and its outputs its inputs.
 std::vector<std::pair<std::string, std::int64_t>> ConvTranspose2d::tensorCoreExtents() const
 {
-    const std::int64_t in = m_shape.outChannels, out = m_shape.inChannels, area = m_shape.kH * m_shape.kW;
-    if (m_shape.groups > 1)
-        return {{"in channels per group", in / m_shape.groups},
-                {"out channels per group", out / m_shape.groups},
-                {"GEMM K (in channels per group x kernel area)", in / m_shape.groups * area}};
-    return {{"in channels", in}, {"out channels", out}, {"GEMM K (in channels x kernel area)", in * area}};
+    return convolutionTensorCoreExtents(m_shape.outChannels, m_shape.inChannels, m_shape.groups,
+                                        m_shape.kH * m_shape.kW);
 }
 
 std::vector<std::pair<std::string, std::int64_t>> ConvTranspose2d::blockedWidths() const

@@ -15,8 +15,8 @@ namespace mantissa::onnx_import {
 
 class ConvTranspose2d final : public Layer {
 public:
-    // `transposed` has n = 0 and satisfies Conv2d's rule: outH, outW (this layer's input
-    // extents) are slidingOutput of inH, inW (its output extents).
+    // `transposed` has n = 0 and is a convolution's geometry (ConvGeometry::consistent): outH,
+    // outW (this layer's input extents) are the sliding window's over inH, inW (its output's).
     ConvTranspose2d(const ConvGeometry& transposed, bool bias);
 
     // A convolution, for the tables that group layers by kind.

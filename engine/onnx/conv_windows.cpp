@@ -1,6 +1,7 @@
 #include "engine/onnx/conv_windows.h"
 
 #include "engine/onnx/index_map_op.h"
+#include "engine/onnx/reshape_op.h"
 
 #include <algorithm>
 
@@ -28,12 +29,105 @@ std::vector<std::int64_t> perAxis(OnnxCompiler& c, const OnnxNode& node, const s
     return values;
 }
 
-const Shape& imageShape(OnnxCompiler& c, const OnnxNode& node, ValueId input)
+namespace {
+
+// The 2-D form of a 1-D node's per-axis attribute: `leading` for the new axis before each of
+// its `groupsOf` runs (pads hold a begin run and an end run). A count that does not fit 1-D is
+// refused.
+void lineAttributeAsImage(OnnxCompiler& c, const OnnxNode& node, OnnxAttribute& attribute, std::int64_t leading,
+                          std::size_t runs)
 {
-    const Shape& shape = c.shapeOf(input);
-    if (shape.rank() != 3)
-        c.refuse(node, "only 2-D images (N, C, H, W) compile, got " + shape.toString() + " per sample");
-    return shape;
+    std::vector<std::int64_t>& v = attribute.ints;
+    if (attribute.kind != OnnxAttribute::Kind::Ints || v.size() != runs)
+        c.refuse(node, attribute.name + " " + joined(v) + " must have " + (runs == 1 ? "one value" : "two values") +
+                           " for a 1-D image");
+    std::vector<std::int64_t> image;
+    for (std::int64_t value : v) {
+        image.push_back(leading);
+        image.push_back(value);
+    }
+    v = image;
+}
+
+} // namespace
+
+ImageNode imageNode(OnnxCompiler& c, const OnnxNode& node)
+{
+    ImageNode image;
+    image.node = node;
+    image.input = c.activation(node, 0);
+    const Shape& shape = c.shapeOf(image.input);
+    if (shape.rank() == 4)
+        c.refuse(node, "3-D images (N, C, D, H, W) do not compile: the engine has no 3-D convolution or pooling, got " +
+                           shape.toString() + " per sample");
+    if (shape.rank() != 2 && shape.rank() != 3)
+        c.refuse(node,
+                 "only 1-D (N, C, L) and 2-D (N, C, H, W) images compile, got " + shape.toString() + " per sample");
+    image.line = shape.rank() == 2;
+    image.image = image.line ? Shape{shape[0], 1, shape[1]} : shape;
+    if (!image.line)
+        return image;
+    for (OnnxAttribute& attribute : image.node.attributes) {
+        const std::string& name = attribute.name;
+        if (name == "kernel_shape" || name == "strides" || name == "dilations")
+            lineAttributeAsImage(c, node, attribute, 1, 1);
+        else if (name == "pads")
+            lineAttributeAsImage(c, node, attribute, 0, 2);
+        else if (name == "output_padding")
+            lineAttributeAsImage(c, node, attribute, 0, 1);
+        else if (name == "output_shape") // [L], or [N, C, L]
+            attribute.ints.insert(attribute.ints.end() - std::min<std::ptrdiff_t>(1, std::ssize(attribute.ints)), 1);
+    }
+    return image;
+}
+
+ValueId appendImageLayer(OnnxCompiler& c, const ImageNode& image, LayerPtr layer,
+                         std::vector<const OnnxTensor*> initializers)
+{
+    return c.appendLayer(image.node, std::move(layer), image.input, std::move(initializers), {},
+                         image.line ? std::optional<Shape>(image.image) : std::nullopt);
+}
+
+void bindImage(OnnxCompiler& c, const ImageNode& image, ValueId value)
+{
+    if (image.line) {
+        const Shape& computed = c.shapeOf(value);
+        value = c.appendToGroup(std::make_unique<ReshapeOp>(image.node.name + ".line", c.dtypeOf(value), computed,
+                                                            Shape{computed[0], computed[2]}),
+                                {value});
+    }
+    c.bind(image.node, 0, value);
+}
+
+ConvWeight convWeight(OnnxCompiler& c, const ImageNode& image, ConvDirection direction)
+{
+    const OnnxNode& node = image.node;
+    ConvWeight weight;
+    weight.tensor = &c.parameter(node, 1);
+    weight.dims = weight.tensor->shape;
+    if (image.line && weight.dims.size() == 3)
+        weight.dims.insert(weight.dims.begin() + 2, 1);
+    weight.groups = node.intAttribute("group", 1);
+    const std::int64_t channels = image.image[0], groups = weight.groups;
+    if (groups < 1 || channels % groups != 0)
+        c.refuse(node, "group " + std::to_string(groups) + " does not divide the " + std::to_string(channels) +
+                           " input channels");
+    const std::string kernelAxes = image.line ? "k" : "kH, kW";
+    const std::vector<std::int64_t>& w = weight.dims;
+    if (direction == ConvDirection::Forward) {
+        if (w.size() != 4 || w[1] != channels / groups || w[0] % groups != 0)
+            c.refuse(node, "W " + joined(weight.tensor->shape) + " must be [filters, " +
+                               std::to_string(channels / groups) + ", " + kernelAxes +
+                               "] with filters a multiple of the group " + std::to_string(groups));
+    } else if (w.size() != 4 || w[0] != channels) {
+        c.refuse(node, "W " + joined(weight.tensor->shape) + " must be [" + std::to_string(channels) +
+                           ", out channels / group, " + kernelAxes + "]");
+    }
+    weight.kernel = {w[2], w[3]};
+    if (node.attribute("kernel_shape") && node.intsAttribute("kernel_shape") != weight.kernel)
+        c.refuse(node, "kernel_shape " + joined(node.intsAttribute("kernel_shape")) + " differs from W's " +
+                           joined(weight.kernel));
+    return weight;
 }
 
 std::vector<AxisPads> windowPads(OnnxCompiler& c, const OnnxNode& node, const Shape& image,

@@ -20,10 +20,10 @@ void addTensorNodeCompilers(NodeCompilerTable& table);
 void addConvNodeCompilers(NodeCompilerTable& table);
 void addConvTransposeNodeCompiler(NodeCompilerTable& table);
 
-// The ops of a pattern the compilation runs as fewer ops (attention_pattern.h): a MatMul of two
-// computed values times `alpha`, and a Softmax reading `scores` (the product, past the Mul and
-// the mask's Add), causal where the mask was.
-void compileScaledMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha);
+// The ops of a pattern the compilation runs as fewer ops (attention_pattern.h): attention's
+// scores, a MatMul of two computed values times `alpha`, and the Softmax reading them (the
+// product, past the Mul and the mask's Add), causal where the mask was.
+void compileScoresMatMul(OnnxCompiler& c, const OnnxNode& node, float alpha);
 void compileScoresSoftmax(OnnxCompiler& c, const OnnxNode& node, const std::string& scores, bool causal);
 
 // Null where `opType` does not compile (yet).

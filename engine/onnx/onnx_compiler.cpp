@@ -1,5 +1,6 @@
 #include "engine/onnx/onnx_compiler.h"
 
+#include "engine/onnx/reshape_op.h"
 #include "engine/util/check.h"
 
 namespace mantissa::onnx_import {
@@ -130,11 +131,15 @@ void OnnxCompiler::addLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
 }
 
 ValueId OnnxCompiler::appendLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
-                                  std::vector<const OnnxTensor*> initializers, std::vector<const OnnxTensor*> buffers)
+                                  std::vector<const OnnxTensor*> initializers, std::vector<const OnnxTensor*> buffers,
+                                  const std::optional<Shape>& inputView)
 {
     layer->setName(node.name);
     layer->applyPrecision(m_policy, m_policy.layerNamed(node.name, m_policy.layer()));
     m_graph.beginGroup(node.name, layer->computeType());
+    if (inputView)
+        input = m_graph.addNode1(
+            std::make_unique<ReshapeOp>(node.name + ".view", dtypeOf(input), shapeOf(input), *inputView), {input});
     Layer* owned = m_graph.own(std::move(layer));
     const ValueId value = owned->appendTo(m_graph, input);
     if (!initializers.empty() || !buffers.empty())

@@ -85,9 +85,11 @@ public:
     void addLayer(const OnnxNode& node, LayerPtr layer, ValueId input, std::vector<const OnnxTensor*> initializers,
                   const BatchLayout& layout = {}, std::vector<const OnnxTensor*> buffers = {});
     // addLayer without naming the output: the value it computes, for an op of the same group to
-    // finish (appendToGroup) before bind().
+    // finish (appendToGroup) before bind(). With `inputView`, the layer reads `input` viewed in
+    // that per-sample shape (the same values in the same order), the view an op of its group.
     ValueId appendLayer(const OnnxNode& node, LayerPtr layer, ValueId input,
-                        std::vector<const OnnxTensor*> initializers, std::vector<const OnnxTensor*> buffers = {});
+                        std::vector<const OnnxTensor*> initializers, std::vector<const OnnxTensor*> buffers = {},
+                        const std::optional<Shape>& inputView = std::nullopt);
     // A graph op in the group the last addOp or appendLayer began (the node's own), reading
     // `inputs`; returns its first output.
     ValueId appendToGroup(GraphOpPtr op, const std::vector<ValueId>& inputs);
@@ -106,6 +108,10 @@ public:
     // layer keeps as [N, K]): loaded transposed, and exported back in the file's layout.
     void holdTransposed(const OnnxTensor& tensor) { m_transposed.insert(tensor.name); }
     const std::set<std::string>& transposedInitializers() const { return m_transposed; }
+    // Attention's probabilities P (an attention softmax's output): the product that reads P as
+    // its left operand writes dP in attention's dtype for it (attention_scores.h).
+    void markAttentionProbabilities(ValueId value) { m_probabilities.insert(value); }
+    bool isAttentionProbabilities(ValueId value) const { return m_probabilities.contains(value); }
     // The graph value ONNX's `name` maps to, if any node (or the input) computed it.
     const ValueId* find(const std::string& name) const;
     void bindInput(const std::string& name, ValueId value) { m_values[name] = value; }
@@ -120,6 +126,7 @@ private:
     std::map<std::string, TokenEmbedding*> m_embeddings;
     std::set<std::string> m_boundInitializers;
     std::set<std::string> m_transposed;
+    std::set<ValueId> m_probabilities;
     std::vector<ParameterBinding> m_bindings;
 };
 

@@ -34,6 +34,7 @@ constexpr std::array kOps = {
     OpEntry{"Gather", OpHandling::Compute},
     OpEntry{"Gemm", OpHandling::Compute},
     OpEntry{"GlobalAveragePool", OpHandling::Compute},
+    OpEntry{"GlobalMaxPool", OpHandling::Compute},
     OpEntry{"HardSigmoid", OpHandling::Compute},
     OpEntry{"HardSwish", OpHandling::Compute},
     OpEntry{"Identity", OpHandling::Compute},

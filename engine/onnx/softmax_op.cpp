@@ -26,9 +26,9 @@ std::vector<float> download(Backend& backend, const Tensor& t)
 OpForward SoftmaxOp::forward(PassState& pass, const std::vector<Tensor>& inputs)
 {
     const Tensor& x = inputs.at(0);
-    Tensor y = pass.backend.empty(x.shape(), m_type);
+    Tensor y = pass.backend.empty(x.shape(), m_types.output);
     if (!m_log) {
-        pass.backend.softmaxForward(x, y, m_causal ? m_width : 1, m_width, m_causal, DType::F32);
+        pass.backend.softmaxForward(x, y, m_causal ? m_width : 1, m_width, m_causal, m_types.arithmetic);
     } else {
         std::vector<float> values = download(pass.backend, x);
         for (std::size_t row = 0; row < values.size(); row += static_cast<std::size_t>(m_width)) {
@@ -62,7 +62,7 @@ std::vector<Tensor> SoftmaxOp::backward(PassState& pass, const std::vector<Tenso
         return {Tensor()};
     const Tensor& y = static_cast<SoftmaxContext&>(*context).output;
     const Tensor& dy = outputGradients.at(0);
-    Tensor dx = pass.backend.empty(y.shape(), m_type);
+    Tensor dx = pass.backend.empty(y.shape(), m_types.inputGradient);
     if (!m_log) {
         pass.backend.softmaxBackward(y, dy, dx, m_width);
         return {dx};

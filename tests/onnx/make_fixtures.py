@@ -87,6 +87,26 @@ class Decoder(nn.Module):
         return self.head(torch.flatten(x, 1))
 
 
+class SequenceCnn(nn.Module):
+    """The 1-D forms, which run on the 2-D kernels as images of height 1: Conv1d grouped, strided,
+    padded and dilated, MaxPool1d padded, ConvTranspose1d strided with output_padding, and
+    AvgPool1d padded (without counting the padding: PyTorch exports count_include_pad=True in 1-D
+    as a Pad node before the pool)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 8, 3, stride=2, padding=2, dilation=2, groups=2)  # 24 -> 11
+        self.pool = nn.MaxPool1d(3, stride=2, padding=1)  # -> 6
+        self.up = nn.ConvTranspose1d(8, 6, 3, stride=2, padding=1, output_padding=1)  # -> 12
+        self.average = nn.AvgPool1d(3, stride=2, padding=1, count_include_pad=False)  # -> 6
+        self.head = nn.Linear(6 * 6, CLASSES)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv(x)))
+        x = self.average(torch.tanh(self.up(x)))
+        return self.head(torch.flatten(x, 1))
+
+
 def vision_transformer():
     model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
                                                  hidden_dim=64, mlp_dim=128, num_classes=CLASSES)
@@ -110,6 +130,7 @@ MODELS = {
                      False),
     "vit": (vision_transformer, (3, 32, 32), None, 17, True),
     "decoder": (Decoder, (3, 8, 8), None, 17, False),
+    "sequence_cnn": (SequenceCnn, (4, 24), None, 17, False),
     "causal_transformer": (CausalTransformer, (16,), 50, 17, True),
 }
 

@@ -128,8 +128,9 @@ TEST_P(TorchCnn, Fp32LogitsLossAndEveryGradientLieAsCloseToFloat64AsPyTorchsFp32
 }
 
 // decoder: ConvTranspose (grouped, strided, padded, output_padding; dilated without bias) and
-// Where on a constant mask, with a constant and with both value inputs computed.
-INSTANTIATE_TEST_SUITE_P(Torchvision, TorchCnn, testing::Values("resnet18", "mobilenet_v2", "decoder"));
+// Where on a constant mask, with a constant and with both value inputs computed. sequence_cnn:
+// the 1-D Conv, MaxPool, ConvTranspose and AveragePool, run as images of height 1.
+INSTANTIATE_TEST_SUITE_P(Torchvision, TorchCnn, testing::Values("resnet18", "mobilenet_v2", "decoder", "sequence_cnn"));
 
 // --- training -----------------------------------------------------------------------------------
 
@@ -174,6 +175,7 @@ std::vector<TrainCase> trainCases()
         cases.push_back({"resnet18", mode});
         cases.push_back({"mobilenet_v2", mode});
         cases.push_back({"decoder", mode, 20, 0.2f});
+        cases.push_back({"sequence_cnn", mode, 20, 0.2f});
     }
     return cases;
 }
@@ -526,6 +528,71 @@ TEST(OnnxAveragePool, CountIncludePadDividesByTheWholeWindow)
     }
 }
 
+// Pools padded unequally (TensorFlow's SAME at stride 2 on an even image along H: nothing
+// before, one row after; more before than after along W), max and average with and without the
+// padding counted: output and input gradient against a direct computation in double. ONNX's
+// windows start at the padding before and reach the padding after; a max pool's padding is
+// -inf, an average's zeros, counted in the divisor only with count_include_pad.
+TEST(OnnxPool, UnequalPaddingMatchesADirectComputation)
+{
+    const std::int64_t n = 2, c = 2, h = 6, w = 7, kh = 3, kw = 2;
+    const Window wh{0, 1, 2, 1}, ww{1, 0, 2, 1};
+    const std::int64_t oh = (h + wh.begin + wh.end - kh) / wh.stride + 1;
+    const std::int64_t ow = (w + ww.begin + ww.end - kw) / ww.stride + 1;
+    const std::vector<float> x = ramp(static_cast<std::size_t>(n * c * h * w), 0.37f, 0.1f);
+    const std::vector<float> dy = ramp(static_cast<std::size_t>(n * c * oh * ow), 0.53f, 0.2f);
+    for (const char* op : {"MaxPool", "AveragePool"})
+        for (std::int64_t include : {0, 1}) {
+            const bool max = std::string(op) == "MaxPool";
+            if (max && include)
+                continue;
+            SCOPED_TRACE(std::string(op) + " count_include_pad " + std::to_string(include));
+            OneNode model(op, {n, c, h, w}, {n, c, oh, ow},
+                          {intsAttribute("kernel_shape", {kh, kw}), intsAttribute("strides", {wh.stride, ww.stride}),
+                           intsAttribute("pads", {wh.begin, ww.begin, wh.end, ww.end}),
+                           intAttribute("count_include_pad", include)});
+            auto backend = makeCpuBackend(1);
+            const CompiledOnnx compiled = compileOnnx(model.graph, PrecisionPolicy(PrecisionMode::Fp32), *backend);
+            PassState pass{*backend};
+            GraphForward forward = compiled.graph->forward(pass, Tensor::fromFloats({n, c, h, w}, x));
+            const Tensor dx = compiled.graph->backward(pass, Tensor::fromFloats({n, c, oh, ow}, dy), forward, true);
+
+            std::vector<double> y(dy.size()), dxRef(x.size());
+            for (std::int64_t plane = 0; plane < n * c; ++plane)
+                for (std::int64_t r = 0; r < oh; ++r)
+                    for (std::int64_t q = 0; q < ow; ++q) {
+                        const auto yi = static_cast<std::size_t>((plane * oh + r) * ow + q);
+                        std::vector<std::size_t> inside;
+                        for (std::int64_t a = 0; a < kh; ++a)
+                            for (std::int64_t b = 0; b < kw; ++b) {
+                                const std::int64_t row = r * wh.stride - wh.begin + a,
+                                                   col = q * ww.stride - ww.begin + b;
+                                if (row >= 0 && row < h && col >= 0 && col < w)
+                                    inside.push_back(static_cast<std::size_t>((plane * h + row) * w + col));
+                            }
+                        ASSERT_FALSE(inside.empty());
+                        if (max) {
+                            std::size_t best = inside.front(); // the first maximum, as PyTorch takes it
+                            for (std::size_t i : inside)
+                                best = x[i] > x[best] ? i : best;
+                            y[yi] = x[best];
+                            dxRef[best] += dy[yi];
+                            continue;
+                        }
+                        const double divisor = include ? static_cast<double>(kh * kw) : double(inside.size());
+                        for (std::size_t i : inside) {
+                            y[yi] += x[i] / divisor;
+                            dxRef[i] += dy[yi] / divisor;
+                        }
+                    }
+            const auto asFloats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+            // Means and sums of at most six fp32 values: a few ulps.
+            constexpr double kTolerance = 1e-6;
+            EXPECT_LE(relativeError(forward.output.toFloats(), asFloats(y)), kTolerance);
+            EXPECT_LE(relativeError(dx.toFloats(), asFloats(dxRef)), kTolerance);
+        }
+}
+
 // MobileNet's ReLU6 is Clip(0, 6); its gradient passes strictly inside, as PyTorch's hardtanh.
 TEST(OnnxClip, Relu6ClampsAndPassesTheGradientStrictlyInside)
 {
@@ -555,11 +622,12 @@ void expectRefused(OnnxGraph& graph, const std::string& why)
     }
 }
 
-TEST(OnnxConvRefusals, UnequalPoolPaddingAPartialCeilWindowAndIndicesAreRefusedByName)
+TEST(OnnxConvRefusals, AWindowOfPaddingAPartialCeilWindowIndicesAndVolumesAreRefusedByName)
 {
-    OneNode pool("MaxPool", {1, 2, 5, 5}, {1, 2, 5, 5},
-                 {intsAttribute("kernel_shape", {3, 3}), intsAttribute("pads", {1, 1, 2, 1})});
-    expectRefused(pool.graph, "pads one side of an axis more than the other");
+    // Padded 3 before an axis, a window of 3 lies wholly in the padding: nothing to pool.
+    OneNode pool("MaxPool", {1, 2, 5, 5}, {1, 2, 7, 5},
+                 {intsAttribute("kernel_shape", {3, 3}), intsAttribute("pads", {3, 1, 2, 1})});
+    expectRefused(pool.graph, "wholly in the padding");
 
     // ceil_mode = 1 where the windows tile the image exactly changes nothing and compiles.
     OneNode even(
@@ -586,7 +654,12 @@ TEST(OnnxConvRefusals, UnequalPoolPaddingAPartialCeilWindowAndIndicesAreRefusedB
 
     OneNode volume("Conv", {1, 2, 4, 4, 4}, {1, 2, 2, 2, 2}, {},
                    {floatTensor("W", {2, 2, 3, 3, 3}, std::vector<float>(108, 0.1f))});
-    expectRefused(volume.graph, "only 2-D images");
+    expectRefused(volume.graph, "the engine has no 3-D convolution");
+    OneNode volumePool("AveragePool", {1, 2, 4, 4, 4}, {1, 2, 2, 2, 2}, {intsAttribute("kernel_shape", {2, 2, 2})});
+    expectRefused(volumePool.graph, "the engine has no 3-D convolution or pooling");
+    OneNode lineStrides("Conv", {1, 2, 9}, {1, 2, 7}, {intsAttribute("strides", {1, 1})},
+                        {floatTensor("W", {2, 2, 3}, std::vector<float>(12, 0.1f))});
+    expectRefused(lineStrides.graph, "strides [1, 1] must have one value for a 1-D image");
 
     OneNode groups("Conv", {1, 3, 5, 5}, {1, 2, 3, 3}, {intAttribute("group", 2)},
                    {floatTensor("W", {2, 1, 3, 3}, std::vector<float>(18, 0.1f))});

@@ -58,10 +58,7 @@ void checkGeometry(const PoolGeometry& g, const Tensor& input, const Tensor& out
 {
     MANTISSA_ASSERT(input.numel() == g.n * g.channels * g.inH * g.inW);
     MANTISSA_ASSERT(output.numel() == g.n * g.channels * g.outH * g.outW);
-    MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH) &&
-                    g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW) && g.outH > 0 && g.outW > 0);
-    // Every window must hold at least one input (the layer checks padding <= kernel / 2).
-    MANTISSA_ASSERT(2 * g.padH <= g.kH && 2 * g.padW <= g.kW);
+    MANTISSA_ASSERT(g.windowsHoldInputs());
 }
 
 // --- kernels --------------------------------------------------------------------------------
@@ -337,7 +334,7 @@ void CpuBackend::maxPoolBackward(const Tensor& dy, const Tensor& argmax, Tensor&
 void CpuBackend::avgPoolForward(const Tensor& x, Tensor& y, const PoolGeometry& g)
 {
     checkGeometry(g, x, y);
-    if (g.outH == 1 && g.outW == 1 && g.padH == 0 && g.padW == 0) {
+    if (g.oneWindowInside()) {
         avgPoolSinglePlaneWindows(x, y, g);
         return;
     }
@@ -351,7 +348,7 @@ void CpuBackend::avgPoolBackward(const Tensor& dy, Tensor& dx, const PoolGeometr
 {
     checkGeometry(g, dx, dy);
     const std::int64_t planes = g.n * g.channels, in = g.inH * g.inW, out = g.outH * g.outW;
-    if (g.outH == 1 && g.outW == 1 && g.padH == 0 && g.padW == 0) {
+    if (g.oneWindowInside()) {
         forEachPlane(dy, out, dx, in, planes, 0, [&](std::int64_t, const float* pdy, float* pdx, float*) {
             avgPoolBackwardSingleWindow(pdy, g, pdx);
         });

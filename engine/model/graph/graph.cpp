@@ -2,6 +2,8 @@
 
 #include "engine/util/check.h"
 
+#include <algorithm>
+
 namespace mantissa {
 
 namespace {
@@ -43,9 +45,10 @@ std::vector<ValueId> Graph::addNode(GraphOpPtr op, std::vector<ValueId> inputs)
     GraphNode node;
     node.inputs = std::move(inputs);
     node.group = m_groups.size() - 1;
-    for (const Shape& shape : op->outputShapes(inputShapes)) {
+    const std::vector<Shape> outputShapes = op->outputShapes(inputShapes);
+    for (std::size_t o = 0; o < outputShapes.size(); ++o) {
         node.outputs.push_back(m_values.size());
-        m_values.push_back({perSample(shape), op->computeType(), {}});
+        m_values.push_back({perSample(outputShapes[o]), op->outputType(o), {}});
     }
     node.op = std::move(op);
     m_groups.back().lastNode = m_nodes.size();
@@ -130,8 +133,33 @@ Tensor Graph::backward(PassState& pass, const Tensor& dOutput, GraphForward& for
             needsGradient[v] = runs[k];
     }
 
-    std::vector<Tensor> gradients(m_values.size());
-    gradients[m_output] = dOutput;
+    // Each value's gradient as its readers give it, in the order they give it (the last reader
+    // first). A value with several readers takes their sum in its own dtype, formed when it is
+    // read, in the order the readers run forward ((g0 + g1) + g2 ...): a layer that forks a value
+    // inside itself (attention's Q, K and V projections) sums its branches in that order, so a
+    // graph of the same ops gives its bits.
+    struct Share {
+        std::size_t reader, input;
+        Tensor gradient;
+    };
+    std::vector<std::vector<Share>> shares(m_values.size());
+    const auto gradientOf = [&](ValueId v) {
+        std::vector<Share>& given = shares[v];
+        if (given.empty())
+            return Tensor();
+        std::sort(given.begin(), given.end(), [](const Share& a, const Share& b) {
+            return a.reader != b.reader ? a.reader < b.reader : a.input < b.input;
+        });
+        Tensor sum = given.front().gradient;
+        for (std::size_t k = 1; k < given.size(); ++k) {
+            Tensor total = pass.backend.empty(sum.shape(), m_values[v].dtype);
+            pass.backend.add(sum, given[k].gradient, total);
+            sum = total;
+        }
+        given.clear();
+        return sum;
+    };
+    shares[m_output].push_back({m_nodes.size(), 0, dOutput});
     const bool inputGradNeeded = pass.inputGradNeeded;
     for (std::size_t k = m_nodes.size(); k-- > 0;) {
         const GraphNode& node = m_nodes[k];
@@ -143,10 +171,9 @@ Tensor Graph::backward(PassState& pass, const Tensor& dOutput, GraphForward& for
             continue;
         }
         std::vector<Tensor> outputGradients;
-        for (ValueId v : node.outputs) {
-            const Tensor& g = gradients[v];
-            outputGradients.push_back(g.defined() ? converted(pass.backend, g, node.op->computeType()) : g);
-            gradients[v] = Tensor();
+        for (std::size_t o = 0; o < node.outputs.size(); ++o) {
+            const Tensor g = gradientOf(node.outputs[o]);
+            outputGradients.push_back(g.defined() ? converted(pass.backend, g, node.op->outputGradientType(o)) : g);
         }
         std::vector<bool> needed;
         for (ValueId v : node.inputs)
@@ -157,26 +184,16 @@ Tensor Graph::backward(PassState& pass, const Tensor& dOutput, GraphForward& for
             node.op->backward(pass, outputGradients, forward.contexts[k].get(), needed);
         forward.contexts[k].reset(); // free saved activations as early as possible
         MANTISSA_ASSERT(inputGradients.size() == node.inputs.size());
-        for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-            if (!needed[i] || !inputGradients[i].defined())
-                continue;
-            Tensor& sum = gradients[node.inputs[i]];
-            if (!sum.defined()) {
-                sum = inputGradients[i];
-                continue;
-            }
-            // A value with several readers: the gradients add up, in the value's dtype.
-            Tensor total = pass.backend.empty(sum.shape(), m_values[node.inputs[i]].dtype);
-            pass.backend.add(sum, inputGradients[i], total);
-            sum = total;
-        }
+        for (std::size_t i = 0; i < node.inputs.size(); ++i)
+            if (needed[i] && inputGradients[i].defined())
+                shares[node.inputs[i]].push_back({k, i, inputGradients[i]});
         if (taps && pass.nodeTap)
             pass.nodeTap->afterNodeBackward(k, inputGradients.empty() ? Tensor() : inputGradients.front());
         if (tapsHere)
             pass.tap->afterBackward(node.group, inputGradients.empty() ? Tensor() : inputGradients.front());
     }
     pass.inputGradNeeded = inputGradNeeded;
-    return inputGradient ? gradients[input()] : Tensor();
+    return inputGradient ? gradientOf(input()) : Tensor();
 }
 
 std::vector<Parameter*> Graph::groupParameters(std::size_t group) const

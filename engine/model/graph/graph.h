@@ -2,7 +2,8 @@
 // A model as a directed acyclic graph of ops (graph_op.h) over values with static per-sample
 // shapes and dtypes. Nodes are kept in topological order (a node reads only values made before
 // it), so forward walks them in order and backward in reverse. A value read by several nodes
-// (the fork of a skip connection) sums the gradients they return, in the value's dtype.
+// (the fork of a skip connection) sums the gradients they return, in the value's dtype and in
+// the order the readers run forward.
 //
 // Nodes belong to groups: the nodes compiled from one entry of the JSON layer list (a residual
 // block's body, projection and addition), or a single node of a graph that was not compiled from

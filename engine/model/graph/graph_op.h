@@ -23,9 +23,14 @@ public:
 
     // "3.residual.0.conv2d", "3.residual.add": what the lens, messages and the editor call it.
     virtual std::string name() const = 0;
-    // The dtype this op computes in: its outputs' dtype, and the one each output's gradient is
-    // converted to before backward reads it.
+    // The dtype this op computes in: by default its outputs' dtype, and the one each output's
+    // gradient is converted to before backward reads it.
     virtual DType computeType() const = 0;
+    // Where an output is held in another dtype than the op computes in (attention's scores in fp32
+    // under a 16-bit compute type, attention_scores.h): output `output`'s dtype, and the one its
+    // gradient is converted to before backward reads it.
+    virtual DType outputType(std::size_t) const { return computeType(); }
+    virtual DType outputGradientType(std::size_t) const { return computeType(); }
     // The dtype input `i` is converted to before forward reads it; none takes the value as it is
     // (an addition widens each operand itself).
     virtual std::optional<DType> inputType(std::size_t input) const = 0;
@@ -33,7 +38,7 @@ public:
     virtual std::vector<Shape> outputShapes(const std::vector<Shape>& inputs) const = 0;
 
     virtual OpForward forward(PassState& pass, const std::vector<Tensor>& inputs) = 0;
-    // `outputGradients[k]` is the gradient of output k in computeType(), undefined where nothing
+    // `outputGradients[k]` is the gradient of output k in outputGradientType(k), undefined where nothing
     // consumed that output. Writes the op's parameter gradients and returns one gradient per
     // input, undefined where `inputGradNeeded[i]` is false (nothing upstream needs it).
     virtual std::vector<Tensor> backward(PassState& pass, const std::vector<Tensor>& outputGradients,

@@ -39,8 +39,6 @@ Attention::Attention(std::int64_t width, std::int64_t heads, std::int64_t tokens
     MANTISSA_ASSERT(heads > 0 && width % heads == 0);
 }
 
-DType Attention::scoresType() const { return m_softmax == InternalPrecision::Fp32 ? DType::F32 : computeType(); }
-
 std::vector<Parameter*> Attention::parameters()
 {
     std::vector<Parameter*> all;
@@ -76,18 +74,18 @@ ForwardResult Attention::forward(PassState& pass, const Tensor& x)
     const float scale = 1.0f / std::sqrt(static_cast<float>(m_headDim));
     const std::int64_t headStride = tokens * m_headDim, planeStride = tokens * tokens;
     const KLayout headRows = KLayout::rows(planes * tokens, m_headDim);
-    Tensor scores = be.empty({planes, tokens, tokens}, scoresType());
+    const AttentionScoreTypes types = scoreTypes();
+    Tensor scores = be.empty({planes, tokens, tokens}, types.scores);
     m_scores.multiply(pass, GemmPass::Forward, tokens, tokens, m_headDim, scale,
                       {q, headStride, Transpose::No, headRows}, GemmOperand::Activation,
                       {k, headStride, Transpose::Yes, headRows}, GemmOperand::Weight, scores, planeStride, planes);
     if (pass.tap)
         pass.tap->insideForward(pass.layerIndex, name() + ".scores", scores);
-    // P is stored in the compute type: the P V GEMM takes its inputs in it.
-    Tensor probs = be.empty(scores.shape(), computeType());
-    be.softmaxForward(scores, probs, tokens, tokens, m_causal, scoresType());
+    Tensor probs = be.empty(scores.shape(), types.probabilities);
+    be.softmaxForward(scores, probs, tokens, tokens, m_causal, types.scores);
     Tensor dropped = probs;
     if (pass.training && m_dropout > 0.0f) {
-        dropped = be.empty(probs.shape(), computeType());
+        dropped = be.empty(probs.shape(), types.probabilities);
         context->mask = be.empty(probs.shape(), DType::F32);
         be.dropoutForward(probs, dropped, context->mask, m_dropout, pass.seed ^ nameHash(name()), pass.step);
     }
@@ -136,7 +134,8 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
     // dimension in the first, along the queries in the second.
     const KLayout headRows = KLayout::rows(planes * tokens, m_headDim);
     const KLayout alongQueries = KLayout::along(planes, tokens, m_headDim);
-    Tensor dDropped = be.empty({planes, tokens, tokens}, scoresType());
+    const AttentionScoreTypes types = scoreTypes();
+    Tensor dDropped = be.empty({planes, tokens, tokens}, types.probabilitiesGradient);
     m_context.multiply(pass, GemmPass::DataGrad, tokens, tokens, m_headDim, 1.0f,
                        {dHeads, headStride, Transpose::No, headRows}, GemmOperand::Gradient,
                        {saved.v, headStride, Transpose::Yes, headRows}, GemmOperand::Weight, dDropped, planeStride,
@@ -148,13 +147,12 @@ Tensor Attention::backward(PassState& pass, const Tensor& dy, LayerContext* cont
                        GemmOperand::Gradient, dv, headStride, planes);
     Tensor dProbs = dDropped;
     if (saved.mask.defined()) {
-        dProbs = be.empty(dDropped.shape(), scoresType());
+        dProbs = be.empty(dDropped.shape(), types.probabilitiesGradient);
         be.dropoutBackward(dDropped, saved.mask, dProbs);
     }
-    // The GEMMs take the score gradient in the compute type, as they take every input: the
-    // softmax's fp32 result is rounded straight into it (the same one rounding as a cast).
+    // The softmax's fp32 result is rounded straight into dS's type (the same one rounding as a cast).
     const Tensor dS = [&] {
-        Tensor stored = be.empty(dProbs.shape(), computeType());
+        Tensor stored = be.empty(dProbs.shape(), types.scoresGradient);
         be.softmaxBackward(saved.probs, dProbs, stored, tokens);
         return be.widenedForGemms(stored);
     }();

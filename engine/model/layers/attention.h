@@ -6,12 +6,11 @@
 //   O = P V_h, heads concatenated, y = O Wo^T + bo
 // The two batched products are sublayers of their own ("scores", "context",
 // attention_product.h), which quantise their inputs under precision.recipe.attention.
-// "softmax": "fp32" (the default) keeps S in fp32, straight from the GEMM's fp32 accumulator,
-// and computes the softmax in fp32, as fused attention kernels do; "compute" stores S in the
-// compute dtype and computes the softmax in it, as a plain fp16 implementation does: scores
-// beyond 65504 become inf in the GEMM's rounding and their rows NaN (PyTorch issues 119131,
-// 60939). P is rounded to the compute dtype for the P V GEMM either way.
+// "softmax" ("fp32", the default, or "compute") chooses the dtypes S, P and their gradients are
+// held in: attention_scores.h states that rule (scores beyond 65504 become inf in fp16 under
+// "compute" and their rows NaN, as in PyTorch issues 119131 and 60939).
 #include "engine/model/layers/attention_product.h"
+#include "engine/model/layers/attention_scores.h"
 #include "engine/model/layers/linear.h"
 
 namespace mantissa {
@@ -47,8 +46,8 @@ public:
     bool causal() const { return m_causal; }
     float dropout() const { return m_dropout; }
 
-    // The dtype S is stored in and the softmax computes in, for this layer's compute type.
-    DType scoresType() const;
+    // The dtypes S, P, dP and dS are held in for this layer's compute type (attention_scores.h).
+    AttentionScoreTypes scoreTypes() const { return attentionScoreTypes(m_softmax, computeType()); }
 
 private:
     std::int64_t m_width, m_heads, m_headDim, m_tokens;

@@ -32,10 +32,7 @@ Conv2d::Conv2d(const Shape& input, std::int64_t filters, std::int64_t kernel, st
 Conv2d::Conv2d(const ConvGeometry& perSample, bool bias, std::string init, bool xavier)
     : m_shape(perSample), m_hasBias(bias), m_init(std::move(init)), m_xavier(xavier)
 {
-    const ConvGeometry& g = m_shape;
-    MANTISSA_ASSERT(g.groups > 0 && g.inChannels % g.groups == 0 && g.outChannels % g.groups == 0);
-    MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH, g.dilationH) &&
-                    g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW, g.dilationW) && g.outH > 0 && g.outW > 0);
+    MANTISSA_ASSERT(m_shape.consistent());
 }
 
 ConvGeometry Conv2d::geometry(std::int64_t batch) const
@@ -134,22 +131,22 @@ Tensor Conv2d::backward(PassState& pass, const Tensor& dy, LayerContext* context
 
 std::int64_t Conv2d::parameterCount() const { return m_shape.weightCount() + (m_hasBias ? m_shape.outChannels : 0); }
 
-std::int64_t Conv2d::flopsPerSample() const
+std::int64_t Conv2d::flopsPerSample() const { return 2 * m_shape.multiplyAdds(); }
+
+std::vector<std::pair<std::string, std::int64_t>> convolutionTensorCoreExtents(std::int64_t in, std::int64_t out,
+                                                                               std::int64_t groups, std::int64_t area)
 {
-    // Every output value is a dot product of length (inChannels / groups) * kH * kW (padding
-    // included, as an im2col GEMM computes it).
-    return 2 * m_shape.outChannels * m_shape.outH * m_shape.outW * m_shape.channelsPerGroup() * m_shape.kH * m_shape.kW;
+    if (groups > 1)
+        return {{"in channels per group", in / groups},
+                {"out channels per group", out / groups},
+                {"GEMM K (in channels per group x kernel area)", in / groups * area}};
+    return {{"in channels", in}, {"out channels", out}, {"GEMM K (in channels x kernel area)", in * area}};
 }
 
 std::vector<std::pair<std::string, std::int64_t>> Conv2d::tensorCoreExtents() const
 {
-    if (m_shape.groups > 1)
-        return {{"in channels per group", m_shape.channelsPerGroup()},
-                {"out channels per group", m_shape.outChannels / m_shape.groups},
-                {"GEMM K (in channels per group x kernel area)", m_shape.channelsPerGroup() * m_shape.kH * m_shape.kW}};
-    return {{"in channels", m_shape.inChannels},
-            {"out channels", m_shape.outChannels},
-            {"GEMM K (in channels x kernel area)", m_shape.inChannels * m_shape.kH * m_shape.kW}};
+    return convolutionTensorCoreExtents(m_shape.inChannels, m_shape.outChannels, m_shape.groups,
+                                        m_shape.kH * m_shape.kW);
 }
 
 } // namespace mantissa

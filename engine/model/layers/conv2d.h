@@ -8,6 +8,12 @@
 
 namespace mantissa {
 
+// The extents a convolution's GEMMs want aligned, from its input and output channels, its
+// groups and its kernel area: the ones each group multiplies and the forward's K. A transposed
+// convolution has them too, with its own input and output channels.
+std::vector<std::pair<std::string, std::int64_t>> convolutionTensorCoreExtents(std::int64_t in, std::int64_t out,
+                                                                               std::int64_t groups, std::int64_t area);
+
 class Conv2d final : public Layer {
 public:
     // `input` is the validated per-sample shape {channels, height, width}; `init` as for Linear.

@@ -26,10 +26,7 @@ Pool2d::Pool2d(PoolKind kind, const Shape& input, std::int64_t kernel, std::int6
 
 Pool2d::Pool2d(PoolKind kind, const PoolGeometry& perSample) : m_kind(kind), m_shape(perSample)
 {
-    const PoolGeometry& g = m_shape;
-    MANTISSA_ASSERT(g.outH == slidingOutput(g.inH, g.kH, g.strideH, g.padH) &&
-                    g.outW == slidingOutput(g.inW, g.kW, g.strideW, g.padW) && g.outH > 0 && g.outW > 0);
-    MANTISSA_ASSERT(2 * g.padH <= g.kH && 2 * g.padW <= g.kW);
+    MANTISSA_ASSERT(m_shape.windowsHoldInputs());
 }
 
 PoolGeometry Pool2d::geometry(std::int64_t batch) const

@@ -13,9 +13,9 @@ class Pool2d final : public Layer {
 public:
     // `input` is the validated per-sample shape {channels, height, width}.
     Pool2d(PoolKind kind, const Shape& input, std::int64_t kernel, std::int64_t stride, std::int64_t padding);
-    // Any window the backends run: rectangular, with its own strides and padding per axis.
-    // `perSample` has n = 0; its output extents must match the rest, and every window must hold
-    // an input of the image (padding at most half the window).
+    // Any window the backends run: rectangular, with its own strides and padding per axis, the
+    // padding after the image what the output extents reach (geometry.h). `perSample` has n = 0;
+    // every window must hold an input of the image.
     Pool2d(PoolKind kind, const PoolGeometry& perSample);
 
     LayerKind kind() const override { return m_kind == PoolKind::Max ? LayerKind::MaxPool : LayerKind::AvgPool; }
