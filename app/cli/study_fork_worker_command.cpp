@@ -61,8 +61,9 @@ bool isResult(const storage::RunInfo& run)
 // Throws Error naming the parent, its database and its task's log when it has none, or diverged.
 storage::RunInfo parentRun(const QString& parentDb, const QString& sweepUid, int parentIndex, const QString& what)
 {
-    const QString log = QFileInfo(QFileInfo(parentDb).absolutePath() + QStringLiteral("/../logs/run-%1.out").arg(parentIndex))
-                            .absoluteFilePath();
+    const QString log =
+        QFileInfo(QFileInfo(parentDb).absolutePath() + QStringLiteral("/../logs/run-%1.out").arg(parentIndex))
+            .absoluteFilePath();
     const auto noResult = [&](const QString& why) {
         return Error((what + QStringLiteral(" has no result: ") + why +
                       QStringLiteral("; its task failed, was cancelled or did not run (see its log, %1)").arg(log))

@@ -132,12 +132,13 @@ StudyForkSubmission submitStudyForksToSlurm(const SlurmOptions& options, const s
             submission.tasks.push_back(int(k)); // its parent has a result, or its task's log says why not
         }
     }
-    std::fprintf(stderr, "%s: %zu forks: %zu done, %zu running, %zu waiting for a parent still running, %zu to submit\n",
-                 spec.name.c_str(), forks.size(), submission.done, running, submission.waiting,
-                 submission.tasks.size());
+    std::fprintf(
+        stderr, "%s: %zu forks: %zu done, %zu running, %zu waiting for a parent still running, %zu to submit\n",
+        spec.name.c_str(), forks.size(), submission.done, running, submission.waiting, submission.tasks.size());
     if (submission.waiting > 0)
-        std::fprintf(stderr, "run the study with --slurm again once the running trained runs end, for the %zu fork(s) "
-                             "that wait for them\n",
+        std::fprintf(stderr,
+                     "run the study with --slurm again once the running trained runs end, for the %zu fork(s) "
+                     "that wait for them\n",
                      submission.waiting);
     if (submission.tasks.empty())
         return submission;
@@ -147,7 +148,8 @@ StudyForkSubmission submitStudyForksToSlurm(const SlurmOptions& options, const s
             throw IoError(dir.filePath(sub).toStdString() + ": cannot create the directory");
     writeJobFile(jsonPath, json);
     submission.script = dir.absoluteFilePath(QStringLiteral("forks.sbatch"));
-    writeJobFile(submission.script, forkScript(options, spec, forks.size(), trained.sweepUid, submission.tasks).toUtf8());
+    writeJobFile(submission.script,
+                 forkScript(options, spec, forks.size(), trained.sweepUid, submission.tasks).toUtf8());
     std::fprintf(stderr, "%s: fork job script %s\n", spec.name.c_str(), qPrintable(submission.script));
     if (!trained.jobId.isEmpty())
         submission.dependency = QStringLiteral("afterany:") + trained.jobId;

@@ -50,7 +50,8 @@ QString writeStudy(const QString& dir)
 QString readFile(const QString& path)
 {
     QFile file(path);
-    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QStringLiteral("(no file %1)").arg(path);
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll())
+                                          : QStringLiteral("(no file %1)").arg(path);
 }
 
 QString squeue(const QString& job, const QString& format)
@@ -78,10 +79,10 @@ bool waitForJobs(const QStringList& jobs)
 // Each array task's "Key=value" fields from `scontrol -o show job`, one line per task.
 QList<QHash<QString, QString>> jobTasks(const QString& job)
 {
-    const QString out = runProgram(QStringLiteral("scontrol"),
-                                   {QStringLiteral("-o"), QStringLiteral("show"), QStringLiteral("job"), job},
-                                   slurmEnvironment())
-                            .out;
+    const QString out =
+        runProgram(QStringLiteral("scontrol"),
+                   {QStringLiteral("-o"), QStringLiteral("show"), QStringLiteral("job"), job}, slurmEnvironment())
+            .out;
     QList<QHash<QString, QString>> tasks;
     for (const QString& line : out.split(u'\n', Qt::SkipEmptyParts)) {
         QHash<QString, QString> fields;
@@ -196,8 +197,8 @@ private slots:
             QCOMPARE(forks, 2);
         }
 
-        const CliResult report = runCli({QStringLiteral("study"), spec, QStringLiteral("--no-run"),
-                                         QStringLiteral("--db"), db});
+        const CliResult report =
+            runCli({QStringLiteral("study"), spec, QStringLiteral("--no-run"), QStringLiteral("--db"), db});
         QVERIFY2(report.exitCode == 0, qPrintable(report.describe()));
         QVERIFY2(report.out.contains(QStringLiteral("| bf16 | 2 of 2 |")) &&
                      report.out.contains(QStringLiteral("| late fp32 | 2 of 2 |")),
@@ -260,13 +261,14 @@ private slots:
         QVERIFY2(imported.err.contains(QStringLiteral("run-1.sqlite")), qPrintable(imported.describe()));
         QCOMPARE(imported.json().value(QStringLiteral("imported")).toInt(), 2);
 
-        const CliResult report = runCli({QStringLiteral("study"), spec, QStringLiteral("--no-run"),
-                                         QStringLiteral("--db"), db});
+        const CliResult report =
+            runCli({QStringLiteral("study"), spec, QStringLiteral("--no-run"), QStringLiteral("--db"), db});
         QCOMPARE(report.exitCode, 1); // a planned run has no result: no verdict yet
         QVERIFY2(report.out.contains(QStringLiteral("| bf16 | 1 of 2 |")) &&
                      report.out.contains(QStringLiteral("| late fp32 | 1 of 2 |")) &&
                      report.out.contains(QStringLiteral("- bf16: seed 1: no result yet (run 1 of sweep ")) &&
-                     report.out.contains(QStringLiteral("- late fp32: seed 1: no fork yet, its parent (bf16) has no result")),
+                     report.out.contains(
+                         QStringLiteral("- late fp32: seed 1: no fork yet, its parent (bf16) has no result")),
                  qPrintable(report.out));
     }
 };

@@ -66,8 +66,8 @@ Pass run(const RunConfig& c)
 TEST(RecipePasses, BackwardOnlyKeepsTheForwardInBf16AndQuantisesTheBackward)
 {
     const Pass bf16 = run(passesConfig(PrecisionMode::MixedBf16, RecipePasses::All));
-    for (const PrecisionMode mode : {PrecisionMode::Mxfp4, PrecisionMode::Mxfp8, PrecisionMode::Nvfp4,
-                                     PrecisionMode::Fp8Hybrid}) {
+    for (const PrecisionMode mode :
+         {PrecisionMode::Mxfp4, PrecisionMode::Mxfp8, PrecisionMode::Nvfp4, PrecisionMode::Fp8Hybrid}) {
         SCOPED_TRACE(precisionModeName(mode));
         const Pass all = run(passesConfig(mode, RecipePasses::All));
         const Pass backward = run(passesConfig(mode, RecipePasses::Backward));
