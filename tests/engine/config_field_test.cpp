@@ -44,7 +44,7 @@ TEST(ConfigField, EveryRowHasAUniquePathALegalDefaultAndADescription)
             EXPECT_TRUE(field.hasRange()) << field.path << " has no range";
         }
     }
-    EXPECT_EQ(runConfigFields().size(), 92u) << "a field was added or lost: update docs/config.md";
+    EXPECT_EQ(runConfigFields().size(), 93u) << "a field was added or lost: update docs/config.md";
     for (const LayerSpecField& field : layerSpecFields())
         EXPECT_EQ(field.problem(LayerSpec{}), "") << field.path;
 }
