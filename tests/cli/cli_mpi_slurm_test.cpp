@@ -4,6 +4,7 @@
 // Skips, with the reason, where the build has no MPI, the cluster could not start, or this
 // Slurm has no PMIx plugin (Debian's Open MPI needs it: --mpi=pmi2 and none fail in MPI_Init).
 #include "cli_test_support.h"
+#include "slurm_test_cluster.h"
 #include "storage/run_store.h"
 
 #include <QFile>
@@ -16,12 +17,9 @@ using namespace mantissa::cli::test;
 
 namespace {
 
-const QString kClusterDir = QStringLiteral(MANTISSA_SLURM_DIR);
-
-QProcessEnvironment slurmEnvironment()
+QProcessEnvironment mpiSlurmEnvironment()
 {
-    QProcessEnvironment environment = cliEnvironment();
-    environment.insert(QStringLiteral("SLURM_CONF"), kClusterDir + QStringLiteral("/slurm.conf"));
+    QProcessEnvironment environment = slurmEnvironment();
     // Open MPI refuses root (the test containers) unless told; srun has no option for it.
     environment.insert(QStringLiteral("OMPI_ALLOW_RUN_AS_ROOT"), QStringLiteral("1"));
     environment.insert(QStringLiteral("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"), QStringLiteral("1"));
@@ -39,14 +37,10 @@ private slots:
 #ifndef MANTISSA_HAVE_MPI
         QSKIP("this build has no MPI (install libopenmpi-dev and reconfigure; scripts/setup does)");
 #endif
-        QFile reason(kClusterDir + QStringLiteral("/skip-reason"));
-        if (reason.open(QIODevice::ReadOnly))
-            QSKIP(qPrintable(QStringLiteral("no Slurm cluster: ") + QString::fromUtf8(reason.readAll()).trimmed()));
-        if (!QFile::exists(kClusterDir + QStringLiteral("/slurm.conf")))
-            QSKIP("no Slurm cluster: the fixture slurm_cluster_start did not run (ctest -R cli_mpi_slurm_test runs "
-                  "it)");
+        if (const QString why = slurmClusterMissing(QStringLiteral("cli_mpi_slurm_test")); !why.isEmpty())
+            QSKIP(qPrintable(why));
         const CliResult plugins = runProgram(QStandardPaths::findExecutable(QStringLiteral("srun")),
-                                             {QStringLiteral("--mpi=list")}, slurmEnvironment(), 30000);
+                                             {QStringLiteral("--mpi=list")}, mpiSlurmEnvironment(), 30000);
         if (!(plugins.out + plugins.err).contains(QStringLiteral("pmix")))
             QSKIP(qPrintable(QStringLiteral("this Slurm has no PMIx plugin, which Debian's Open MPI needs under "
                                             "srun (srun --mpi=list: %1)")
@@ -64,7 +58,7 @@ private slots:
                                             {QStringLiteral("--mpi=pmix"), QStringLiteral("-n"), QStringLiteral("2"),
                                              QStringLiteral("--overcommit"), cliPath(), QStringLiteral("train"), config,
                                              QStringLiteral("--db"), db},
-                                            slurmEnvironment(), 180000);
+                                            mpiSlurmEnvironment(), 180000);
         QVERIFY2(result.exitCode == 0, qPrintable(result.describe()));
         QVERIFY2(result.err.contains(QStringLiteral("rank 1 of 2 is pid")), qPrintable(result.describe()));
         const storage::RunStore store(db);

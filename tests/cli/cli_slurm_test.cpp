@@ -4,6 +4,7 @@
 // refuses (an unknown partition) shows sbatch's message. Skips, with the fixture's reason,
 // where the cluster could not start.
 #include "cli_test_support.h"
+#include "slurm_test_cluster.h"
 #include "storage/run_store.h"
 
 #include <QDeadlineTimer>
@@ -16,18 +17,7 @@
 using namespace mantissa;
 using namespace mantissa::cli::test;
 
-namespace {
-
-const QString kClusterDir = QStringLiteral(MANTISSA_SLURM_DIR);
-
-QProcessEnvironment slurmEnvironment()
-{
-    QProcessEnvironment environment = cliEnvironment();
-    environment.insert(QStringLiteral("SLURM_CONF"), kClusterDir + QStringLiteral("/slurm.conf"));
-    return environment;
-}
-
-} // namespace
+namespace {} // namespace
 
 class CliSlurmTest : public QObject {
     Q_OBJECT
@@ -35,11 +25,8 @@ class CliSlurmTest : public QObject {
 private slots:
     void initTestCase()
     {
-        QFile reason(kClusterDir + QStringLiteral("/skip-reason"));
-        if (reason.open(QIODevice::ReadOnly))
-            QSKIP(qPrintable(QStringLiteral("no Slurm cluster: ") + QString::fromUtf8(reason.readAll()).trimmed()));
-        if (!QFile::exists(kClusterDir + QStringLiteral("/slurm.conf")))
-            QSKIP("no Slurm cluster: the fixture slurm_cluster_start did not run (ctest -R cli_slurm_test runs it)");
+        if (const QString why = slurmClusterMissing(QStringLiteral("cli_slurm_test")); !why.isEmpty())
+            QSKIP(qPrintable(why));
     }
 
     void jobArrayRunsAndImports()

@@ -6,6 +6,7 @@
 // message naming the parent, and the report says which runs have no result. Skips, with the
 // fixture's reason, where the cluster could not start.
 #include "cli_test_support.h"
+#include "slurm_test_cluster.h"
 #include "storage/run_store.h"
 
 #include <QDateTime>
@@ -20,15 +21,6 @@ using namespace mantissa;
 using namespace mantissa::cli::test;
 
 namespace {
-
-const QString kClusterDir = QStringLiteral(MANTISSA_SLURM_DIR);
-
-QProcessEnvironment slurmEnvironment()
-{
-    QProcessEnvironment environment = cliEnvironment();
-    environment.insert(QStringLiteral("SLURM_CONF"), kClusterDir + QStringLiteral("/slurm.conf"));
-    return environment;
-}
 
 // One trained arm and one fork arm continuing it from half-way in fp32, 2 seeds.
 QString writeStudy(const QString& dir)
@@ -104,12 +96,8 @@ class CliStudySlurmTest : public QObject {
 private slots:
     void initTestCase()
     {
-        QFile reason(kClusterDir + QStringLiteral("/skip-reason"));
-        if (reason.open(QIODevice::ReadOnly))
-            QSKIP(qPrintable(QStringLiteral("no Slurm cluster: ") + QString::fromUtf8(reason.readAll()).trimmed()));
-        if (!QFile::exists(kClusterDir + QStringLiteral("/slurm.conf")))
-            QSKIP("no Slurm cluster: the fixture slurm_cluster_start did not run (ctest -R cli_study_slurm_test runs "
-                  "it)");
+        if (const QString why = slurmClusterMissing(QStringLiteral("cli_study_slurm_test")); !why.isEmpty())
+            QSKIP(qPrintable(why));
     }
 
     void forkArmsRunAsASecondArrayAfterTheTrainedOnes()
