@@ -133,16 +133,9 @@ void compileConv(OnnxCompiler& c, const OnnxNode& original)
     g.groups = weight.groups;
     g.outH = h.crop.computed;
     g.outW = w.crop.computed;
-    std::vector<const OnnxTensor*> initializers{weight.tensor};
-    const bool hasBias = node.inputs.size() > 2 && !node.inputs[2].empty();
-    if (hasBias) {
-        const OnnxTensor& bias = c.parameter(node, 2);
-        if (bias.shape != std::vector<std::int64_t>{g.outChannels})
-            c.refuse(node, "B " + joined(bias.shape) + " must be [" + std::to_string(g.outChannels) + "]");
-        initializers.push_back(&bias);
-    }
-    const ValueId computed =
-        appendImageLayer(c, in, std::make_unique<Conv2d>(g, hasBias, "", false), std::move(initializers));
+    ConvInitializers initializers = convInitializers(c, node, weight, g.outChannels);
+    const ValueId computed = appendImageLayer(c, in, std::make_unique<Conv2d>(g, initializers.hasBias, "", false),
+                                              std::move(initializers.tensors));
     bindImage(c, in, cropImage(c, node, computed, {h.crop, w.crop}));
 }
 

@@ -125,16 +125,9 @@ void compileConvTranspose(OnnxCompiler& c, const OnnxNode& original)
     g.groups = groups;
     g.outH = image[1];
     g.outW = image[2];
-    std::vector<const OnnxTensor*> initializers{weight.tensor};
-    const bool hasBias = node.inputs.size() > 2 && !node.inputs[2].empty();
-    if (hasBias) {
-        const OnnxTensor& bias = c.parameter(node, 2);
-        if (bias.shape != std::vector<std::int64_t>{g.inChannels})
-            c.refuse(node, "B " + joined(bias.shape) + " must be [" + std::to_string(g.inChannels) + "]");
-        initializers.push_back(&bias);
-    }
-    const ValueId computed =
-        appendImageLayer(c, in, std::make_unique<ConvTranspose2d>(g, hasBias), std::move(initializers));
+    ConvInitializers initializers = convInitializers(c, node, weight, g.inChannels);
+    const ValueId computed = appendImageLayer(c, in, std::make_unique<ConvTranspose2d>(g, initializers.hasBias),
+                                              std::move(initializers.tensors));
     bindImage(c, in, cropImage(c, node, computed, {h.crop, w.crop}));
 }
 

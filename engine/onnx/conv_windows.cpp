@@ -99,6 +99,19 @@ void bindImage(OnnxCompiler& c, const ImageNode& image, ValueId value)
     c.bind(image.node, 0, value);
 }
 
+ConvInitializers convInitializers(OnnxCompiler& c, const OnnxNode& node, const ConvWeight& weight,
+                                  std::int64_t outputChannels)
+{
+    ConvInitializers out{{weight.tensor}, node.inputs.size() > 2 && !node.inputs[2].empty()};
+    if (out.hasBias) {
+        const OnnxTensor& bias = c.parameter(node, 2);
+        if (bias.shape != std::vector<std::int64_t>{outputChannels})
+            c.refuse(node, "B " + joined(bias.shape) + " must be [" + std::to_string(outputChannels) + "]");
+        out.tensors.push_back(&bias);
+    }
+    return out;
+}
+
 ConvWeight convWeight(OnnxCompiler& c, const ImageNode& image, ConvDirection direction)
 {
     const OnnxNode& node = image.node;

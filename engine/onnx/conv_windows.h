@@ -58,6 +58,15 @@ struct ConvWeight {
 };
 ConvWeight convWeight(OnnxCompiler& c, const ImageNode& image, ConvDirection direction);
 
+// The initializers a Conv's or ConvTranspose's layer takes: W, then B where the node has one,
+// checked to be [outputChannels] (the layer's output channels, whichever way it runs).
+struct ConvInitializers {
+    std::vector<const OnnxTensor*> tensors;
+    bool hasBias = false;
+};
+ConvInitializers convInitializers(OnnxCompiler& c, const OnnxNode& node, const ConvWeight& weight,
+                                  std::int64_t outputChannels);
+
 // The padding before and after one axis.
 struct AxisPads {
     std::int64_t begin = 0, end = 0;
