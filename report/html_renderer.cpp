@@ -28,7 +28,7 @@ QByteArray renderHtml(const ReportDocument& document, const ReportData& data)
     for (const ReportBlock& block : document.blocks) {
         QString source;
         if (block.kind == ReportBlock::Kind::Plot) {
-            const QByteArray png = renderPlotPng(block, data, kPlotSize, kPlotScale);
+            const QByteArray png = renderPlotPng(block, data, scaledPlotSize(block, kPlotSize), kPlotScale);
             source = QStringLiteral("data:image/png;base64,") + QString::fromLatin1(png.toBase64());
         }
         html += blockHtml(block, HtmlDialect::Browser, source) + QLatin1Char('\n');

@@ -82,7 +82,7 @@ QStringList writeMarkdown(const ReportDocument& document, const ReportData& data
         case Kind::Plot: {
             const QString name = QStringLiteral("%1-%2.png").arg(info.completeBaseName(), plotSlug(block));
             const QString file = directory.filePath(name);
-            writeReportFile(file, renderPlotPng(block, data, kPlotSize, 2.0));
+            writeReportFile(file, renderPlotPng(block, data, scaledPlotSize(block, kPlotSize), 2.0));
             written << file;
             text += QStringLiteral("![%1](%2)\n\n")
                         .arg(escapeMarkdown(block.text), QString::fromLatin1(QUrl::toPercentEncoding(name)));
@@ -90,7 +90,12 @@ QStringList writeMarkdown(const ReportDocument& document, const ReportData& data
                 text += QStringLiteral("*%1*\n\n").arg(escapeMarkdown(block.caption));
             break;
         }
-        case Kind::Code: text += QStringLiteral("```json\n%1\n```\n\n").arg(block.text); break;
+        case Kind::Code: {
+            // A config is JSON; a command line is shell.
+            const bool json = block.text.startsWith(QLatin1Char('{'));
+            text += QStringLiteral("```%1\n%2\n```\n\n").arg(json ? "json" : "sh", block.text);
+            break;
+        }
         }
     }
     writeReportFile(info.absoluteFilePath(), text.toUtf8());

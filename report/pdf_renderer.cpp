@@ -15,6 +15,8 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 namespace mantissa::report {
@@ -102,7 +104,11 @@ public:
     {
         std::unique_ptr<QTextDocument> before = unit.before.isEmpty() ? nullptr : document(unit.before);
         std::unique_ptr<QTextDocument> after = unit.after.isEmpty() ? nullptr : document(unit.after);
-        const double plotHeight = unit.hasPlot ? std::round(m_page.width() * kPlotHeightRatio) : 0;
+        // A tall plot (a row per layer) keeps a caption's room on its page.
+        const double plotHeight = unit.hasPlot
+                                      ? std::round(std::min(m_page.width() * kPlotHeightRatio * unit.plot.heightScale,
+                                                            m_page.height() * 0.85))
+                                      : 0;
         const double height = heightOf(before.get()) + plotHeight + heightOf(after.get());
         if (m_y > 0)
             m_y += unit.gapAbove; // dropped at the top of a page

@@ -81,6 +81,7 @@ QString plotSlug(const ReportBlock& block)
     case PlotKind::Throughput: return QStringLiteral("throughput");
     case PlotKind::MeanLoss: return QStringLiteral("mean-loss");
     case PlotKind::MeanAccuracy: return QStringLiteral("mean-accuracy");
+    case PlotKind::AdviceSensitivity: return QStringLiteral("advice-sensitivity");
     case PlotKind::ShadowHeatmap:
         return QStringLiteral("shadow-%1-run-%2")
             .arg(QString::fromLatin1(shadowTensorName(block.shadowKind)).replace(u'_', u'-'))
@@ -110,6 +111,8 @@ void appendAppendix(ReportDocument& document, const ReportData& data)
 
 ReportDocument buildReportDocument(const ReportData& data)
 {
+    if (data.advice)
+        return buildAdviceDocument(data);
     ReportDocument document;
     appendOverview(document, data);
     appendMachine(document, data);

@@ -159,6 +159,8 @@ QString RunData::precision() const
 
 QString ReportData::title() const
 {
+    if (advice) // its runs are the verification's, often dozens
+        return QStringLiteral("%1 in %2").arg(advice->subject, advice->formats.join(QStringLiteral(", ")));
     QStringList names;
     for (const RunData& run : runs)
         names << run.info.name;

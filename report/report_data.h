@@ -5,6 +5,7 @@
 #include "engine/config/run_config.h"
 #include "engine/model/model_validation.h"
 #include "engine/observe/task_metric.h"
+#include "report/advice_summary.h"
 #include "report/machine_info.h"
 #include "report/storage_names.h"
 #include "sweep/sweep_statistics.h"
@@ -76,6 +77,9 @@ struct SeedStatistics {
 struct ReportData {
     QList<RunData> runs;
     std::optional<SeedStatistics> seeds;
+    // A precision advice's report (mantissa-cli advise --report): its findings, and `runs` and
+    // `seeds` are its verification sweep's (empty when it was not verified).
+    std::optional<AdviceSummary> advice;
     int baseline = 0; // index in runs of the run the others are measured against
     MachineInfo machine;
     QDateTime generatedAt; // UTC
@@ -90,7 +94,7 @@ struct ReportData {
     TaskMetric metric() const;
     QString lossName() const; // "loss (cross-entropy)", "loss (mean squared error)"
     const RunData& baselineRun() const { return runs[baseline]; }
-    // "mlp-fp32-1" or "mlp-fp32-1 vs mlp-mixed-fp16-2"
+    // "mlp-fp32-1" or "mlp-fp32-1 vs mlp-mixed-fp16-2"; an advice's subject and formats
     QString title() const;
 };
 

@@ -15,9 +15,10 @@ enum class PlotKind {
     Accuracy,
     LossScale,
     Throughput,
-    MeanLoss,      // per configuration over its seeds, with a band (ReportData::seeds)
-    MeanAccuracy,  // the same for the test metric per epoch (accuracy, RMSE or bits per character)
-    ShadowHeatmap, // one run's shadow error per layer and step, for one kind of tensor
+    MeanLoss,          // per configuration over its seeds, with a band (ReportData::seeds)
+    MeanAccuracy,      // the same for the test metric per epoch (accuracy, RMSE or bits per character)
+    ShadowHeatmap,     // one run's shadow error per layer and step, for one kind of tensor
+    AdviceSensitivity, // the precision advice's loss increase per layer and format (ReportData::advice)
 };
 
 struct ReportTable {
@@ -47,6 +48,8 @@ struct ReportBlock {
     // A plot of one run (ShadowHeatmap): its index in ReportData::runs, and the tensor kind.
     int run = -1;
     ShadowTensor shadowKind = ShadowTensor::Output;
+    // A plot's height against the standard one: a chart with a row per layer grows with them.
+    double heightScale = 1.0;
 };
 
 struct ReportDocument {

@@ -16,13 +16,11 @@
 
 namespace mantissa::report {
 
-namespace {
-
 // Overflow markers beyond this many per run are sampled evenly: a pure-fp16 run can skip
 // every step, and ten thousand markers draw as one smear anyway.
 constexpr int kMaxMarkers = 1000;
 
-QFont plotFont(double pointSize, bool bold = false)
+QFont plotFont(double pointSize, bool bold)
 {
     QFont font = QFontDatabase::systemFont(QFontDatabase::GeneralFont);
     font.setPointSizeF(pointSize);
@@ -30,6 +28,8 @@ QFont plotFont(double pointSize, bool bold = false)
     font.setStyleStrategy(QFont::PreferNoShaping); // no ligatures: PDF text stays searchable
     return font;
 }
+
+namespace {
 
 // Loss scales are powers of two: label them 2⁴, 2¹⁶, 2⁻³ rather than 16, 65536, 0.125.
 class Log2Ticker : public QCPAxisTickerLog {
@@ -66,6 +66,8 @@ void styleAxis(QCPAxis* axis, const QString& label)
     axis->setTickPen(QPen(QColor(90, 90, 90), 0));
     axis->setSubTickPen(QPen(QColor(90, 90, 90), 0));
 }
+
+} // namespace
 
 // The title on top and the legend under the axes, in rows of four, so that no curve is
 // ever hidden behind the legend.
@@ -105,6 +107,8 @@ void frame(QCustomPlot& plot, const QString& title, const QString& xLabel, const
     plot.plotLayout()->setRowStretchFactor(0, 0.001);
     plot.plotLayout()->setRowStretchFactor(2, 0.001);
 }
+
+namespace {
 
 QCPGraph* addGraph(QCustomPlot& plot, const QString& name, const QPen& pen, const XySeries& series)
 {
@@ -418,7 +422,13 @@ void fillPlot(QCustomPlot& plot, const ReportBlock& block, const ReportData& dat
         fillMeanPlot(plot, kind, data);
         break;
     case PlotKind::ShadowHeatmap: fillShadowPlot(plot, block, data); break;
+    case PlotKind::AdviceSensitivity: fillAdvicePlot(plot, title, data); break;
     }
+}
+
+QSize scaledPlotSize(const ReportBlock& block, QSize standard)
+{
+    return {standard.width(), int(std::lround(standard.height() * block.heightScale))};
 }
 
 QByteArray renderPlotPng(const ReportBlock& block, const ReportData& data, QSize size, double scale)

@@ -9,6 +9,7 @@
 #include <QSize>
 
 class QCPPainter;
+class QFont;
 class QCustomPlot;
 
 namespace mantissa::report {
@@ -30,6 +31,17 @@ void fillMeanPlot(QCustomPlot& plot, PlotKind kind, const ReportData& data);
 void fillPlot(QCustomPlot& plot, const ReportBlock& block, const ReportData& data);
 // The same for a plot of every run: `kind` titled `title`.
 void fillPlot(QCustomPlot& plot, PlotKind kind, const QString& title, const ReportData& data);
+
+// `standard` with its height times the block's heightScale.
+QSize scaledPlotSize(const ReportBlock& block, QSize standard);
+
+// The report's frame around a plot: the title on top, labelled axes, the legend under the axes.
+void frame(QCustomPlot& plot, const QString& title, const QString& xLabel, const QString& yLabel);
+// The report's plot font.
+QFont plotFont(double pointSize, bool bold = false);
+
+// The advice's sensitivity chart (ReportData::advice; advice_plot.cpp).
+void fillAdvicePlot(QCustomPlot& plot, const QString& title, const ReportData& data);
 
 // PNG of the plot at `size` logical pixels, `scale` device pixels per logical pixel.
 QByteArray renderPlotPng(const ReportBlock& block, const ReportData& data, QSize size, double scale = 2.0);

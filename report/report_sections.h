@@ -29,7 +29,15 @@ void appendShadowErrors(ReportDocument& document, const ReportData& data);
 // Appendix: each run's full config JSON.
 void appendAppendix(ReportDocument& document, const ReportData& data);
 
-// All of the above.
+// A precision advice (ReportData::advice): what was advised, the per-layer sensitivity chart and
+// table, the share of the FLOPs in each format; when verified, each configuration's gap to the
+// baseline with its interval and the advice against each rule of thumb (section_advice.cpp).
+void appendAdvice(ReportDocument& document, const ReportData& data);
+// An advice's whole report: the advice, the verification's statistics over the seeds, the
+// machine, and the advised config.
+ReportDocument buildAdviceDocument(const ReportData& data);
+
+// All of the above; an advice's report when ReportData::advice is set.
 ReportDocument buildReportDocument(const ReportData& data);
 
 } // namespace mantissa::report

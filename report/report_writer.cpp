@@ -1,5 +1,6 @@
 #include "report/report_writer.h"
 
+#include "engine/util/check.h"
 #include "report/csv_renderer.h"
 #include "report/html_renderer.h"
 #include "report/markdown_renderer.h"
@@ -27,12 +28,19 @@ std::optional<ReportFormat> reportFormatForPath(const QString& path)
 
 QStringList writeReport(const RunStore& store, const ReportData& data, const QString& path, ReportFormat format)
 {
+    if (format == ReportFormat::Csv)
+        return writeCsv(store, data, QFileInfo(path).absoluteFilePath());
+    return writeReport(data, path, format);
+}
+
+QStringList writeReport(const ReportData& data, const QString& path, ReportFormat format)
+{
     const QString absolute = QFileInfo(path).absoluteFilePath();
     switch (format) {
     case ReportFormat::Pdf: writePdf(buildReportDocument(data), data, absolute); return {absolute};
     case ReportFormat::Html: writeReportFile(absolute, renderHtml(buildReportDocument(data), data)); return {absolute};
     case ReportFormat::Markdown: return writeMarkdown(buildReportDocument(data), data, absolute);
-    case ReportFormat::Csv: return writeCsv(store, data, absolute);
+    case ReportFormat::Csv: throw ConfigError("a CSV report reads the run store: writeReport(store, ...)");
     }
     return {};
 }

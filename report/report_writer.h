@@ -22,5 +22,8 @@ std::optional<ReportFormat> reportFormatForPath(const QString& path);
 // (Markdown adds its PNG files, CSV its epochs file). `store` is read again only for CSV.
 // Throws IoError when a file cannot be written, StorageError when the store fails.
 QStringList writeReport(const RunStore& store, const ReportData& data, const QString& path, ReportFormat format);
+// The same for the formats that read nothing more than `data` (PDF, HTML, Markdown); throws
+// ConfigError for CSV.
+QStringList writeReport(const ReportData& data, const QString& path, ReportFormat format);
 
 } // namespace mantissa::report

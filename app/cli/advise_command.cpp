@@ -5,6 +5,7 @@
 // per-layer formats; --verify trains it over seeds against the baseline and the rules of thumb.
 #include "cli/advise_progress.h"
 #include "cli/advise_report.h"
+#include "cli/advise_report_file.h"
 #include "cli/advise_verify.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
@@ -149,6 +150,15 @@ std::string outputPath(const QCommandLineParser& parser, const RunConfig& config
     return config.name + "-advised.json";
 }
 
+// The command as typed, for the report: "mantissa-cli advise --preset char-gpt --format mxfp4".
+QString commandLine(const QStringList& arguments)
+{
+    QStringList words{QStringLiteral("mantissa-cli advise")};
+    for (const QString& word : arguments.mid(1))
+        words << (word.contains(QLatin1Char(' ')) ? QLatin1Char('\'') + word + QLatin1Char('\'') : word);
+    return words.join(QLatin1Char(' '));
+}
+
 void writeConfig(const std::string& path, const RunConfig& config)
 {
     std::ofstream out(path, std::ios::trunc);
@@ -196,6 +206,11 @@ int runAdviseCommand(const QStringList& arguments)
          "Train the advised config, the baseline and the rules of thumb over this many seeds and print "
          "the equivalence verdicts.",
          "seeds"},
+        {"report",
+         "Also write the advice as a report (.pdf, .html or .md): the per-layer sensitivity chart and table, the "
+         "share of FLOPs in each format and, with --verify, each configuration's gap to the baseline with its "
+         "interval and the advice against the rules of thumb.",
+         "file"},
     });
     addTrainOptions(parser);
     addMarginOptions(parser);
@@ -227,7 +242,10 @@ int runAdviseCommand(const QStringList& arguments)
         const int verifySeeds = parser.isSet("verify") ? countOption(parser, "verify", 0) : 0;
         if (verifySeeds == 1)
             throw ConfigError("--verify needs 2 seeds or more: the verdicts compare spreads over seeds");
-        marginsFromOptions(parser); // checked before any training
+        const sweep::EquivalenceMargins margins = marginsFromOptions(parser); // checked before any training
+        const QString reportPath = parser.value("report");
+        if (!reportPath.isEmpty())
+            adviceReportFormat(reportPath);
 
         AdviseSource source = sourceFromOptions(parser);
         const RunConfig& config = source.config;
@@ -314,12 +332,27 @@ int runAdviseCommand(const QStringList& arguments)
         writeConfig(output, advised);
         printAdvice(stdout, table);
         std::printf("wrote %s\n", output.c_str());
-        if (verifySeeds > 0)
-            return verifyAdvice(parser, config, advised, table, verifySeeds, output);
-        nlohmann::json line = adviceJson(table);
-        line["config"] = output;
-        std::cout << line.dump() << std::endl;
-        return kExitOk;
+        std::optional<AdviceVerification> verification;
+        if (verifySeeds > 0) {
+            verification = verifyAdvice(parser, config, advised, table, verifySeeds, output);
+        } else {
+            nlohmann::json line = adviceJson(table);
+            line["config"] = output;
+            std::cout << line.dump() << std::endl;
+        }
+        if (!reportPath.isEmpty()) {
+            AdviceReportInput input;
+            input.subject = QStringLiteral("%1 (%2)").arg(QString::fromStdString(config.name),
+                                                          QString::fromStdString(source.description));
+            input.command = commandLine(arguments);
+            input.advisedConfigJson = QString::fromStdString(runConfigToJson(advised));
+            input.verification = verification ? &*verification : nullptr;
+            input.margins = margins;
+            const std::unique_ptr<storage::RunStore> store = verification ? openRunStore(parser) : nullptr;
+            for (const QString& file : writeAdviceReport(reportPath, table, input, store.get()))
+                std::fprintf(stderr, "wrote %s\n", qPrintable(file));
+        }
+        return verification ? verification->exitCode : kExitOk;
     } catch (const std::exception& error) {
         return reportError(kCommand, error);
     }

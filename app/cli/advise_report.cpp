@@ -29,23 +29,24 @@ nlohmann::json jsonNumber(double v) { return std::isfinite(v) ? nlohmann::json(v
 
 } // namespace
 
-void printAdvice(std::FILE* out, const AdviceTable& table)
+AdviceText adviceText(const AdviceTable& table)
 {
+    AdviceText text;
     const bool several = table.formats.size() > 1;
-    TextTable t;
-    t.addColumn("layer");
-    t.addColumn("FLOPs", TextTable::Align::Right);
+    const auto column = [&](const QString& title, bool right) {
+        text.header << title;
+        text.rightAligned << right;
+    };
+    column(QStringLiteral("layer"), false);
+    column(QStringLiteral("FLOPs"), true);
     for (LayerPrecision f : table.formats) {
         const QString suffix = several ? " " + key(f) : QString();
         if (!table.scoreOnly)
-            t.addColumn("probe dloss" + suffix, TextTable::Align::Right);
-        t.addColumn("score" + suffix, TextTable::Align::Right);
-        if (table.scoreOnly)
-            t.addColumn("est. dloss" + suffix, TextTable::Align::Right);
-        else
-            t.addColumn("shadow rel.err" + suffix, TextTable::Align::Right);
+            column("probe dloss" + suffix, true);
+        column("score" + suffix, true);
+        column((table.scoreOnly ? "est. dloss" : "shadow rel.err") + suffix, true);
     }
-    t.addColumn("chosen");
+    column(QStringLiteral("chosen"), false);
     for (std::size_t l = 0; l < table.layers.size(); ++l) {
         QStringList row{q(table.layers[l].name), q(formatSi(static_cast<double>(table.layers[l].flops)))};
         for (std::size_t f = 0; f < table.formats.size(); ++f) {
@@ -62,49 +63,65 @@ void printAdvice(std::FILE* out, const AdviceTable& table)
         }
         const std::string chosen = chosenFormat(table, l);
         row << (chosen.empty() ? q(table.baselineLabel) + " (baseline)" : q(chosen));
-        t.addRow(row);
+        text.rows << row;
     }
-    t.print(out);
 
-    std::fprintf(out, "\nshare of the GEMM layers' FLOPs (weights) in each format:\n");
     for (const FormatShare& share : formatShares(table)) {
         const QString name = share.format.empty() ? q(table.baselineLabel) + " (baseline)" : q(share.format);
-        std::fprintf(out, "  %-24s %7s of FLOPs  %7s of weights\n", qPrintable(name), qPrintable(percent(share.flops)),
-                     qPrintable(percent(share.weights)));
+        text.shares << QStringList{name, percent(share.flops), percent(share.weights)};
     }
     if (table.scoreOnly)
         for (std::size_t f = 0; f < table.formats.size(); ++f)
-            std::fprintf(out, "%s\n", scoreScaleSentence(table, f).c_str());
+            text.scoreScales << q(scoreScaleSentence(table, f));
     // What the budget was spent on: measured increases, or in score-only their estimates.
-    const char* what = table.scoreOnly ? "estimated" : "probe";
-    const char* model = table.scoreOnly ? "score-only: each layer's increase estimated from its score, or "
-                                          "measured where probed; additive"
-                                        : "additive model: each layer's increase measured alone";
+    const QString what = table.scoreOnly ? QStringLiteral("estimated") : QStringLiteral("probe");
+    const QString model = table.scoreOnly ? QStringLiteral("score-only: each layer's increase estimated from its "
+                                                           "score, or measured where probed; additive")
+                                          : QStringLiteral("additive model: each layer's increase measured alone");
     if (table.assignment.withinBudget)
-        std::fprintf(out,
-                     "\nloss budget %s: the chosen layers' %s loss increases add up to %s (%s; baseline held-out "
-                     "loss %s)\n",
-                     qPrintable(number(table.budget)), what, qPrintable(signedNumber(table.assignment.lossIncrease)),
-                     model, qPrintable(QString::number(table.baselineLoss, 'g', 5)));
+        text.budget = QStringLiteral("loss budget %1: the chosen layers' %2 loss increases add up to %3 (%4; baseline "
+                                     "held-out loss %5)")
+                          .arg(number(table.budget), what, signedNumber(table.assignment.lossIncrease), model,
+                               QString::number(table.baselineLoss, 'g', 5));
     else
-        std::fprintf(out,
-                     "\nno assignment meets the loss budget %s: the least total %s loss increase found is %s, "
-                     "with the layers above (%s)\n",
-                     qPrintable(number(table.budget)), what, qPrintable(signedNumber(table.assignment.lossIncrease)),
-                     model);
+        text.budget = QStringLiteral("no assignment meets the loss budget %1: the least total %2 loss increase found "
+                                     "is %3, with the layers above (%4)")
+                          .arg(number(table.budget), what, signedNumber(table.assignment.lossIncrease), model);
     if (!table.scoreOnly)
         for (std::size_t f = 0; f < table.formats.size(); ++f) {
             const std::optional<double>& r = table.rankCorrelations[f];
-            std::fprintf(out, "rank correlation of score and probe (Spearman)%s: %s\n",
-                         several ? qPrintable(" in " + key(table.formats[f])) : "",
-                         r ? qPrintable(QString::number(*r, 'f', 3))
-                           : "undefined (fewer than 2 layers measured, or no spread)");
+            text.correlations << QStringLiteral("rank correlation of score and probe (Spearman)%1: %2")
+                                     .arg(several ? " in " + key(table.formats[f]) : QString(),
+                                          r ? QString::number(*r, 'f', 3)
+                                            : QStringLiteral("undefined (fewer than 2 layers measured, or no spread)"));
         }
     for (std::size_t l = 0; l < table.layers.size(); ++l)
         for (std::size_t f = 0; f < table.formats.size(); ++f)
             if (!table.misfits[l][f].empty())
-                std::fprintf(out, "%s cannot take %s: %s\n", table.layers[l].name.c_str(),
-                             qPrintable(key(table.formats[f])), table.misfits[l][f].c_str());
+                text.misfits << QStringLiteral("%1 cannot take %2: %3")
+                                    .arg(q(table.layers[l].name), key(table.formats[f]), q(table.misfits[l][f]));
+    return text;
+}
+
+void printAdvice(std::FILE* out, const AdviceTable& table)
+{
+    const AdviceText text = adviceText(table);
+    TextTable t;
+    for (qsizetype c = 0; c < text.header.size(); ++c)
+        t.addColumn(text.header[c], text.rightAligned[c] ? TextTable::Align::Right : TextTable::Align::Left);
+    for (const QStringList& row : text.rows)
+        t.addRow(row);
+    t.print(out);
+
+    std::fprintf(out, "\nshare of the GEMM layers' FLOPs (weights) in each format:\n");
+    for (const QStringList& share : text.shares)
+        std::fprintf(out, "  %-24s %7s of FLOPs  %7s of weights\n", qPrintable(share[0]), qPrintable(share[1]),
+                     qPrintable(share[2]));
+    for (const QString& line : text.scoreScales)
+        std::fprintf(out, "%s\n", qPrintable(line));
+    std::fprintf(out, "\n%s\n", qPrintable(text.budget));
+    for (const QString& line : text.correlations + text.misfits)
+        std::fprintf(out, "%s\n", qPrintable(line));
 }
 
 nlohmann::json adviceJson(const AdviceTable& table)

@@ -49,8 +49,8 @@ double flopShare(const AdviceTable& table, const std::vector<std::string>& low)
 
 } // namespace
 
-int verifyAdvice(const QCommandLineParser& parser, const RunConfig& baseline, const RunConfig& advised,
-                 const AdviceTable& table, int seeds, const std::string& output)
+AdviceVerification verifyAdvice(const QCommandLineParser& parser, const RunConfig& baseline, const RunConfig& advised,
+                                const AdviceTable& table, int seeds, const std::string& output)
 {
     const LayerPrecision format = table.formats.front();
     std::vector<bool> fits;
@@ -144,10 +144,15 @@ int verifyAdvice(const QCommandLineParser& parser, const RunConfig& baseline, co
     line["verification"]["sweep_id"] = launched.info.id;
     line["verification"]["not_started"] = outcome.notStarted;
     std::cout << line.dump() << std::endl;
+    AdviceVerification verification;
+    verification.sweepId = launched.info.id;
+    for (const Candidate& c : candidates)
+        verification.candidates << report::AdviceCandidate{QString::fromStdString(c.name), c.flopShare};
     bool complete = true;
     for (const ConfigurationResults& r : results)
         complete = complete && r.finished + r.diverged == r.planned;
-    return complete ? kExitOk : kExitRunFailed;
+    verification.exitCode = complete ? kExitOk : kExitRunFailed;
+    return verification;
 }
 
 } // namespace mantissa::cli

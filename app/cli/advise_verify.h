@@ -7,6 +7,7 @@
 // equivalence verdicts, with the configurations named "baseline", "advised" and each rule.
 #include "cli/advise_report.h"
 #include "engine/config/run_config.h"
+#include "report/advice_summary.h"
 
 #include <QCommandLineParser>
 
@@ -14,10 +15,17 @@
 
 namespace mantissa::cli {
 
+struct AdviceVerification {
+    int exitCode = 0; // 0 when every run finished or diverged, else 1 (a run failed or was interrupted)
+    qint64 sweepId = 0;
+    // The sweep's configurations in its order: baseline, advised, then each rule of thumb that
+    // differs from them.
+    QList<report::AdviceCandidate> candidates;
+};
+
 // The rules of thumb put the layers in the first format of table.formats. Prints the table and
-// the JSON line (the advice's with the sweep's statistics); returns 0 when every run finished
-// or diverged, else 1 (a run failed or was interrupted).
-int verifyAdvice(const QCommandLineParser& parser, const RunConfig& baseline, const RunConfig& advised,
-                 const AdviceTable& table, int seeds, const std::string& output);
+// the JSON line (the advice's with the sweep's statistics).
+AdviceVerification verifyAdvice(const QCommandLineParser& parser, const RunConfig& baseline, const RunConfig& advised,
+                                const AdviceTable& table, int seeds, const std::string& output);
 
 } // namespace mantissa::cli

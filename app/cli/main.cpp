@@ -5,10 +5,12 @@
 #include "engine/backend/cpu/openmp_wait_policy.h"
 #include "engine/onnx/onnx_model.h"
 
+#include <QApplication>
 #include <QCoreApplication>
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace {
 
@@ -62,7 +64,7 @@ constexpr Command kCommands[] = {
      "every config field: default, legal values, meaning, command-line option"},
     {"advise", mantissa::cli::runAdviseCommand,
      "(RUN | CONFIG.json | MODEL.onnx | --preset NAME) --format F[,F2] [--budget LOSS] [--objective flops|memory] "
-     "[--score-only] [-o CONFIG.json] [--verify SEEDS]",
+     "[--score-only] [-o CONFIG.json] [--verify SEEDS] [--report FILE]",
      "which layers can go to a lower format: per-layer probes, a choice within a loss budget, its config"},
     {"quantize", mantissa::cli::runQuantizeCommand,
      "--format F [--rounding rne|stochastic] [--saturate] [--block N --scale-rule R] (VALUES... | --input FILE)",
@@ -94,7 +96,11 @@ int main(int argc, char** argv)
     mantissa::onnx_import::installOnnxModelSupport();    // runs whose model.onnx names a file
     if (argc > 1 && std::strcmp(argv[1], "report") == 0) // needs a QApplication, not a QCoreApplication
         return mantissa::cli::runReportCommand(argc, argv);
-    QCoreApplication app(argc, argv);
+    const bool drawsPlots = mantissa::cli::commandDrawsPlots(argc, argv);
+    if (drawsPlots)
+        mantissa::cli::useOffscreenPlatformUnlessSet();
+    const std::unique_ptr<QCoreApplication> app =
+        drawsPlots ? std::make_unique<QApplication>(argc, argv) : std::make_unique<QCoreApplication>(argc, argv);
     QCoreApplication::setOrganizationName("Mantissa");
     QCoreApplication::setApplicationName("mantissa");
     QCoreApplication::setApplicationVersion(MANTISSA_VERSION);

@@ -8,6 +8,7 @@
 #include <QCommandLineParser>
 
 #include <cstdio>
+#include <cstring>
 
 namespace mantissa::cli {
 
@@ -26,13 +27,25 @@ int fail(const QString& message)
 
 } // namespace
 
-int runReportCommand(int argc, char** argv)
+void useOffscreenPlatformUnlessSet()
 {
-    // A report never shows a window: the offscreen platform renders the same fonts and
-    // pixels without a display, so the command works over ssh and in CI. An explicit
-    // QT_QPA_PLATFORM still wins.
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+}
+
+bool commandDrawsPlots(int argc, char** argv)
+{
+    if (argc < 2 || std::strcmp(argv[1], "advise") != 0)
+        return false;
+    for (int i = 2; i < argc; ++i)
+        if (std::strncmp(argv[i], "--report", 8) == 0)
+            return true;
+    return false;
+}
+
+int runReportCommand(int argc, char** argv)
+{
+    useOffscreenPlatformUnlessSet();
     QApplication app(argc, argv);
     QApplication::setOrganizationName("Mantissa");
     QApplication::setApplicationName("mantissa");

@@ -9,4 +9,13 @@ namespace mantissa::cli {
 // 0 written, 2 bad input (unknown run, unusable database, unwritable file).
 int runReportCommand(int argc, char** argv);
 
+// Reports never show a window: the offscreen platform renders the same fonts and pixels without
+// a display, so commands that draw plots work over ssh and in CI. An explicit QT_QPA_PLATFORM
+// still wins. Call before the QApplication exists.
+void useOffscreenPlatformUnlessSet();
+
+// Whether the command line asks for plots besides `report` (advise --report): main() then makes
+// a QApplication rather than a QCoreApplication.
+bool commandDrawsPlots(int argc, char** argv);
+
 } // namespace mantissa::cli

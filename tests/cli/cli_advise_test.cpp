@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -161,6 +162,61 @@ private slots:
         QVERIFY2(!r.err.contains(QStringLiteral("training the baseline")), qPrintable(r.err));
     }
 
+    // --verify trains the advice against the baseline and the rules of thumb; --report writes
+    // the advice with them: each layer's row as printed, the chart, and each configuration the
+    // command printed, with the verification's gap to the baseline.
+    void writesTheAdviceAndItsVerificationAsAReport()
+    {
+        const QString report = m_dir.filePath(QStringLiteral("advice.md"));
+        const CliResult r = runCli(advise(QStringLiteral("v.json"),
+                                          {QStringLiteral("--format"), QStringLiteral("mxfp4"),
+                                           QStringLiteral("--budget"), QStringLiteral("1"), QStringLiteral("--verify"),
+                                           QStringLiteral("2"), QStringLiteral("--report"), report}));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QVERIFY2(r.err.contains(QStringLiteral("wrote ") + report), qPrintable(r.err));
+        QFile file(report);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(file.readAll());
+        QVERIFY(text.startsWith(QStringLiteral("# Mantissa precision advice")));
+        QVERIFY(text.contains(QStringLiteral("![Loss increase per layer and format](advice-advice-sensitivity.png)")));
+        QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("advice-advice-sensitivity.png"))));
+        const QJsonObject line = r.json();
+        for (const QJsonValue layer : line.value(QStringLiteral("layers")).toArray()) {
+            const QString name = layer.toObject().value(QStringLiteral("layer")).toString();
+            const QString chosen = layer.toObject().value(QStringLiteral("chosen")).toString();
+            QVERIFY2(
+                text.contains(QRegularExpression(
+                    QStringLiteral("\\| %1 \\|[^\\n]*\\| %2 \\|\\n").arg(QRegularExpression::escape(name), chosen))),
+                qPrintable(name + " " + chosen + "\n" + text));
+        }
+        QVERIFY(text.contains(QStringLiteral("## Verified over seeds")));
+        // Each configuration the command printed is a row of the verification's table.
+        const QStringList printed = r.out.section(QStringLiteral("verification over 2 seeds:"), 1)
+                                        .section(QStringLiteral("sweep spec:"), 0, 0)
+                                        .split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QVERIFY(printed.size() >= 2);
+        for (const QString& row : printed) {
+            const QString name = row.trimmed().section(QStringLiteral("  "), 0, 0);
+            QVERIFY2(text.contains(QStringLiteral("| ") + name + QStringLiteral(" |")) ||
+                         text.contains(QStringLiteral("| **") + name + QStringLiteral("** |")),
+                     qPrintable(name));
+        }
+        // The advised row's train-loss gap is the verification's difference with its interval.
+        QJsonObject advisedLoss;
+        for (const QJsonValue v : line.value(QStringLiteral("verification")).toObject().value("verdicts").toArray())
+            if (v.toObject().value("metric").toString() == QStringLiteral("final_train_loss") &&
+                v.toObject().value("baseline").toString().startsWith(QStringLiteral("baseline")) &&
+                v.toObject().value("configuration").toString().startsWith(QStringLiteral("advised")))
+                advisedLoss = v.toObject();
+        QVERIFY2(!advisedLoss.isEmpty(), qPrintable(r.out));
+        const auto number = [](double v) { return (v > 0 ? "+" : "") + QString::number(v, 'f', 5); };
+        const QJsonArray ci = advisedLoss.value("ci95").toArray();
+        const QString gap = QStringLiteral("%1 \\[%2, %3\\]")
+                                .arg(number(advisedLoss.value("difference").toDouble()), number(ci[0].toDouble()),
+                                     number(ci[1].toDouble()));
+        QVERIFY2(text.contains(gap), qPrintable(gap + "\n" + text));
+    }
+
     void refusesBadInputWithExitCodeTwo()
     {
         const QList<std::pair<QStringList, QString>> cases = {
@@ -179,6 +235,8 @@ private slots:
              QStringLiteral("--budget expects a number")},
             {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--verify"), QStringLiteral("1")},
              QStringLiteral("--verify needs 2 seeds or more")},
+            {{QStringLiteral("--format"), QStringLiteral("mxfp4"), QStringLiteral("--report"), QStringLiteral("a.csv")},
+             QStringLiteral("an advice's report is a .pdf, .html or .md file")},
         };
         for (const auto& [options, message] : cases) {
             const CliResult r = runCli(advise(QStringLiteral("bad.json"), options));
