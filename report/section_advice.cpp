@@ -97,13 +97,14 @@ void appendVerification(ReportDocument& document, const ReportData& data)
     for (std::size_t c = 0; c < count; ++c) {
         const AdviceCandidate& candidate = advice.candidates[qsizetype(c)];
         if (c == 0) {
-            table.rows << QStringList{candidate.name, percent(candidate.flopShare), QStringLiteral("(baseline)"),
-                                      QString(), QString(), QString()};
+            table.rows << QStringList{
+                candidate.name, percent(candidate.flopShare), QStringLiteral("(baseline)"), QString(), QString(),
+                QString()};
             continue;
         }
         const auto* loss = findRecord(records, 0, c, trainLoss);
         const auto* metric = findRecord(records, 0, c, test.key);
-        table.rows << QStringList{candidate.name,   percent(candidate.flopShare), gapText(loss), verdictText(loss),
+        table.rows << QStringList{candidate.name,  percent(candidate.flopShare), gapText(loss), verdictText(loss),
                                   gapText(metric), verdictText(metric)};
     }
     table.boldRow = count > 1 ? 1 : -1;
@@ -120,12 +121,10 @@ void appendVerification(ReportDocument& document, const ReportData& data)
     for (std::size_t c = 2; c < count; ++c) {
         const AdviceCandidate& rule = advice.candidates[qsizetype(c)];
         const auto* record = findRecord(records, 1, c, trainLoss);
-        rules.rows << QStringList{rule.name,
-                                  percent(rule.flopShare) + QStringLiteral(" / ") + percent(advised.flopShare),
-                                  gapText(record),
-                                  adviceAgainstRuleText(advised.flopShare, rule.flopShare,
-                                                        record ? QString::fromLatin1(sweep::verdictName(*record))
-                                                               : QString())};
+        rules.rows << QStringList{
+            rule.name, percent(rule.flopShare) + QStringLiteral(" / ") + percent(advised.flopShare), gapText(record),
+            adviceAgainstRuleText(advised.flopShare, rule.flopShare,
+                                  record ? QString::fromLatin1(sweep::verdictName(*record)) : QString())};
     }
     document.table(rules,
                    QStringLiteral("For the same budget, the advice is better than a rule when it puts more FLOPs "

@@ -119,6 +119,8 @@ void appendMachine(ReportDocument& document, const ReportData& data)
                  {QStringLiteral("Cores"), cores},
                  {QStringLiteral("System"), machine.operatingSystem}};
     document.table(host, QStringLiteral("The machine that wrote this report."));
+    if (data.runs.isEmpty()) // an advice that was not verified trained no run
+        return;
 
     bool anyCuda = false;
     for (const RunData& run : data.runs)

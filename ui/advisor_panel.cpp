@@ -1,7 +1,8 @@
 #include "ui/advisor_panel.h"
 
 #include "engine/util/enum_table.h"
-#include "engine/util/format_number.h"
+#include "report/advice_text.h"
+#include "report/report_writer.h"
 #include "storage/latest_state.h"
 #include "storage/run_store.h"
 #include "storage/stored_config.h"
@@ -11,7 +12,10 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
+#include <QDateTime>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -30,15 +34,6 @@ namespace mantissa::ui {
 namespace {
 
 QString q(const std::string& text) { return QString::fromStdString(text); }
-
-QString signedNumber(double v)
-{
-    if (!std::isfinite(v))
-        return QStringLiteral("nan");
-    return (v > 0 ? QStringLiteral("+") : QString()) + QString::number(v, 'g', 4);
-}
-
-QString number(double v) { return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("nan"); }
 
 QTableWidgetItem* cell(const QString& text, bool right = true)
 {
@@ -114,6 +109,11 @@ AdvisorPanel::AdvisorPanel(ConfigDocument* document, QWidget* parent) : QWidget(
     m_cancel = new QPushButton(tr("Cancel"));
     m_apply = new QPushButton(tr("Apply to config"));
     m_apply->setToolTip(tr("Set the chosen formats in model.precision_overrides (one undo step)"));
+    m_export = new QPushButton(tr("Export report…"));
+    m_export->setObjectName("advisorExportReport");
+    m_export->setToolTip(tr("The advice as a PDF, HTML or Markdown report: the per-layer sensitivity chart, the "
+                            "table and the share of FLOPs in each format"));
+    connect(m_export, &QPushButton::clicked, this, &AdvisorPanel::chooseReportFile);
     connect(m_advise, &QPushButton::clicked, this, &AdvisorPanel::startAdvice);
     connect(m_cancel, &QPushButton::clicked, this, &AdvisorPanel::cancel);
     connect(m_apply, &QPushButton::clicked, this, &AdvisorPanel::applyAdvice);
@@ -121,6 +121,7 @@ AdvisorPanel::AdvisorPanel(ConfigDocument* document, QWidget* parent) : QWidget(
     buttons->addWidget(m_advise);
     buttons->addWidget(m_cancel);
     buttons->addStretch();
+    buttons->addWidget(m_export);
     buttons->addWidget(m_apply);
 
     m_progress = new QProgressBar;
@@ -316,87 +317,35 @@ void AdvisorPanel::onJobFinished()
 
 void AdvisorPanel::showAdvice(const AdviceTable& table)
 {
-    const bool several = table.formats.size() > 1;
-    QStringList headers{tr("layer"), tr("FLOPs")};
-    for (LayerPrecision f : table.formats) {
-        const QString suffix = several ? " " + fromView(enumKey(f)) : QString();
-        if (!table.scoreOnly)
-            headers << tr("probe Δloss") + suffix;
-        headers << tr("score") + suffix;
-        headers << (table.scoreOnly ? tr("est. Δloss") : tr("shadow rel. err")) + suffix;
-    }
-    headers << tr("chosen");
-    m_table->setColumnCount(static_cast<int>(headers.size()));
-    m_table->setHorizontalHeaderLabels(headers);
-    m_table->setRowCount(static_cast<int>(table.layers.size()));
-    for (std::size_t l = 0; l < table.layers.size(); ++l) {
-        const int row = static_cast<int>(l);
-        int column = 0;
-        m_table->setItem(row, column++, cell(q(table.layers[l].name), false));
-        m_table->setItem(row, column++, cell(q(formatSi(static_cast<double>(table.layers[l].flops)))));
-        for (std::size_t f = 0; f < table.formats.size(); ++f) {
-            const std::string& misfit = table.misfits[l][f];
-            if (!table.scoreOnly) {
-                QTableWidgetItem* item =
-                    cell(misfit.empty() ? signedNumber(table.probes[l][f].lossIncrease) : tr("does not fit"));
-                item->setToolTip(q(misfit));
-                m_table->setItem(row, column++, item);
-            }
-            m_table->setItem(row, column++, cell(misfit.empty() ? number(table.scores[l][f]) : QStringLiteral("-")));
-            if (table.scoreOnly)
-                m_table->setItem(row, column++,
-                                 cell(!misfit.empty()        ? QStringLiteral("-")
-                                      : table.measured(l, f) ? signedNumber(table.costs[l][f]) + tr(" (probe)")
-                                                             : signedNumber(table.costs[l][f])));
-            else
-                m_table->setItem(
-                    row, column++,
-                    cell(misfit.empty() ? number(table.probes[l][f].outputRelativeError) : QStringLiteral("-")));
+    // The command's table and sentences (report/advice_text.h), so that the panel, the command
+    // and the report say the same.
+    const report::AdviceText text = report::adviceText(table);
+    m_table->setColumnCount(static_cast<int>(text.header.size()));
+    m_table->setHorizontalHeaderLabels(text.header);
+    m_table->setRowCount(static_cast<int>(text.rows.size()));
+    for (qsizetype row = 0; row < text.rows.size(); ++row)
+        for (qsizetype column = 0; column < text.rows[row].size(); ++column) {
+            QTableWidgetItem* item = cell(text.rows[row][column], text.rightAligned.value(column));
+            if (text.rows[row][column] == QLatin1String("does not fit"))
+                item->setToolTip(tr("%1 cannot take this format").arg(text.rows[row].front()));
+            m_table->setItem(int(row), int(column), item);
         }
-        const std::string chosen = chosenFormat(table, l);
-        m_table->setItem(row, column,
-                         cell(chosen.empty() ? q(table.baselineLabel) + tr(" (baseline)") : q(chosen), false));
-    }
     m_table->resizeColumnsToContents();
 
-    QStringList lines;
     QStringList shares;
-    for (const FormatShare& share : formatShares(table))
-        shares << tr("%1: %2% of FLOPs (%3% of weights)")
-                      .arg(share.format.empty() ? q(table.baselineLabel) + tr(" (baseline)") : q(share.format))
-                      .arg(100 * share.flops, 0, 'f', 1)
-                      .arg(100 * share.weights, 0, 'f', 1);
-    lines << tr("Share per format — %1").arg(shares.join("; "));
-    if (table.scoreOnly)
-        for (std::size_t f = 0; f < table.formats.size(); ++f)
-            lines << q(scoreScaleSentence(table, f));
-    const QString what = table.scoreOnly ? tr("estimated") : tr("probe");
-    const QString model =
-        table.scoreOnly ? tr("each estimated from its score, or measured where probed") : tr("each measured alone");
+    for (const QStringList& share : text.shares)
+        shares << tr("%1: %2 of FLOPs (%3 of weights)").arg(share[0], share[1], share[2]);
+    QStringList lines{tr("Share per format — %1").arg(shares.join("; "))};
+    lines << text.scoreScales;
     if (table.assignment.withinBudget)
-        lines << tr("Loss budget %1: the chosen layers' %2 loss increases add up to %3 (%4; baseline held-out loss "
-                    "%5).")
-                     .arg(number(table.budget), what, signedNumber(table.assignment.lossIncrease), model)
-                     .arg(table.baselineLoss, 0, 'g', 5);
-    for (std::size_t f = 0; f < table.rankCorrelations.size(); ++f) {
-        const std::optional<double>& r = table.rankCorrelations[f];
-        lines << tr("Rank correlation of score and probe in %1 (Spearman): %2")
-                     .arg(fromView(enumKey(table.formats[f])),
-                          r ? QString::number(*r, 'f', 3) : tr("undefined (fewer than 2 layers, or no spread)"));
-    }
+        lines << text.budget;
+    lines << text.correlations;
     m_summary->setText(lines.join("\n"));
 
     QStringList problems;
     if (!table.assignment.withinBudget)
-        problems << tr("No assignment meets the loss budget %1: the least total %2 loss increase found is %3, with "
-                       "the layers above.")
-                        .arg(number(table.budget), what, signedNumber(table.assignment.lossIncrease));
-    for (std::size_t l = 0; l < table.layers.size(); ++l)
-        for (std::size_t f = 0; f < table.formats.size(); ++f)
-            if (!table.misfits[l][f].empty())
-                problems << tr("%1 cannot take %2: %3")
-                                .arg(q(table.layers[l].name), fromView(enumKey(table.formats[f])),
-                                     q(table.misfits[l][f]));
+        problems << text.budget;
+    problems << text.misfits;
     showError(problems.join("\n"));
     m_verify->setText(m_storedRun ? tr("To verify the advice over seeds (trains it, the baseline and the rules of "
                                        "thumb), run:\n%1")
@@ -404,6 +353,44 @@ void AdvisorPanel::showAdvice(const AdviceTable& table)
                                   : tr("To verify the advice over seeds (trains it, the baseline and the rules of "
                                        "thumb), save the config and run:\n%1")
                                         .arg(verifyCommand()));
+}
+
+QStringList AdvisorPanel::exportReport(const QString& path)
+{
+    if (!m_advice || isRunning())
+        return {};
+    const std::optional<report::ReportFormat> format = report::reportFormatForPath(path);
+    if (!format || *format == report::ReportFormat::Csv) {
+        showError(tr("%1: an advice's report is a .pdf, .html or .md file").arg(path));
+        return {};
+    }
+    const RunConfig& config = m_storedRun ? m_storedRun->config : m_job->settings().config;
+    const QString subject = m_storedRun ? tr("%1 (%2)").arg(q(config.name), m_storedRun->description)
+                                        : tr("%1 (%2)").arg(q(config.name), m_job->settings().trainFirst
+                                                                                ? tr("the config trained here first")
+                                                                                : tr("the model's initial weights"));
+    report::ReportData data;
+    data.machine = report::localMachineInfo();
+    data.generatedAt = QDateTime::currentDateTimeUtc();
+    data.mantissaVersion = QCoreApplication::applicationVersion();
+    data.advice = report::adviceSummary(*m_advice, subject, q(runConfigToJson(advisedConfig(config, *m_advice))));
+    try {
+        const QStringList files = report::writeReport(data, path, *format);
+        m_status->setText(tr("wrote %1").arg(files.join(", ")));
+        return files;
+    } catch (const std::exception& e) {
+        showError(tr("Could not write the report: %1").arg(QString::fromUtf8(e.what())));
+        return {};
+    }
+}
+
+void AdvisorPanel::chooseReportFile()
+{
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export the advice as a report"), q(m_advice ? "advice.pdf" : ""),
+                                     tr("PDF (*.pdf);;HTML (*.html);;Markdown (*.md)"));
+    if (!path.isEmpty())
+        exportReport(path);
 }
 
 QString AdvisorPanel::verifyCommand() const
@@ -445,6 +432,7 @@ void AdvisorPanel::updateButtons()
     m_advise->setEnabled(!running);
     m_cancel->setEnabled(running);
     m_apply->setEnabled(!running && m_advice.has_value());
+    m_export->setEnabled(!running && m_advice.has_value());
     m_useCurrent->setEnabled(!running);
 }
 

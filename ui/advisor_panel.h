@@ -55,6 +55,10 @@ public:
     // Writes the advice's per-layer formats into the current config (one undo step); false when
     // there is no advice.
     bool applyAdvice();
+    // Writes the advice as a report (.pdf, .html or .md: the sensitivity chart, the table, the
+    // shares); returns the files written, empty (the reason in the panel) when there is no advice
+    // or the file cannot be written. Export report… asks for the file and calls this.
+    QStringList exportReport(const QString& path);
     bool isRunning() const;
     const std::optional<AdviceTable>& advice() const { return m_advice; }
 
@@ -72,6 +76,7 @@ public:
     QPushButton* adviseButton() const { return m_advise; }
     QPushButton* cancelButton() const { return m_cancel; }
     QPushButton* applyButton() const { return m_apply; }
+    QPushButton* exportButton() const { return m_export; }
     QLabel* sourceLabel() const { return m_source; }
     QPushButton* currentConfigButton() const { return m_useCurrent; }
 
@@ -87,6 +92,7 @@ private:
     void showError(const QString& message);
     void showAdvice(const AdviceTable& table);
     void updateButtons();
+    void chooseReportFile();
     std::vector<LayerPrecision> checkedFormats() const;
     QString verifyCommand() const;
 
@@ -113,6 +119,7 @@ private:
     QPushButton* m_advise;
     QPushButton* m_cancel;
     QPushButton* m_apply;
+    QPushButton* m_export;
     QProgressBar* m_progress;
     QLabel* m_status;
     QLabel* m_error;

@@ -28,9 +28,6 @@ struct AdviceReportInput {
     sweep::EquivalenceMargins margins;
 };
 
-// The advice in the report's terms (the table and sentences as the command prints them).
-report::AdviceSummary adviceSummary(const AdviceTable& table, const AdviceReportInput& input);
-
 // Writes the report; returns the files written (the report first). `store` is read for the
 // verification sweep's runs (may be null without verification).
 QStringList writeAdviceReport(const QString& path, const AdviceTable& table, const AdviceReportInput& input,

@@ -46,8 +46,8 @@ AdviceSummary sampleAdvice(int layers)
         advice.costs << QList<double>{fits ? 0.001 * (l + 1) : std::numeric_limits<double>::quiet_NaN()};
         advice.probed << QList<bool>{fits};
         advice.chosen << (fits && l % 2 == 0 ? 0 : -1);
-        advice.layerRows << QStringList{name, "1 k", fits ? QString::number(0.001 * (l + 1)) : "does not fit", "0.1",
-                                        "0.01", advice.chosen.back() == 0 ? "mxfp4" : "mixed-bf16 (baseline)"};
+        advice.layerRows << QStringList{name,  "1 k",  fits ? QString::number(0.001 * (l + 1)) : "does not fit",
+                                        "0.1", "0.01", advice.chosen.back() == 0 ? "mxfp4" : "mixed-bf16 (baseline)"};
     }
     advice.shareHeader = {"Format", "FLOPs", "Weights"};
     advice.shareRows = {{"mixed-bf16 (baseline)", "50.0%", "50.0%"}, {"mxfp4", "50.0%", "50.0%"}};
@@ -177,7 +177,8 @@ private slots:
         data.advice = sampleAdvice(3);
         data.advice->candidates = {{QStringLiteral("baseline"), 0.0}, {QStringLiteral("advised"), 0.6}};
         const ReportDocument document = buildReportDocument(data);
-        const std::vector<sweep::PairVerdictRecord> records = sweep::pairVerdicts(data.seeds->results, sweep::EquivalenceMargins{});
+        const std::vector<sweep::PairVerdictRecord> records =
+            sweep::pairVerdicts(data.seeds->results, sweep::EquivalenceMargins{});
         const sweep::PairVerdictRecord* loss = nullptr;
         for (const sweep::PairVerdictRecord& r : records)
             if (QLatin1String(r.metric->key) == QLatin1String("final_train_loss"))

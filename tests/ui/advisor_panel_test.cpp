@@ -17,6 +17,7 @@
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenu>
@@ -103,8 +104,25 @@ private slots:
             // The probe's loss increase, as measured.
             QCOMPARE(panel.table()->item(row, 2)->text().isEmpty(), false);
         }
-        QVERIFY(panel.summary()->text().contains("Rank correlation"));
+        QVERIFY(panel.summary()->text().contains("rank correlation of score and probe"));
         QVERIFY(panel.applyButton()->isEnabled());
+
+        // Export report…: the advice as the command's report, each layer's row and its chosen format.
+        QVERIFY(panel.exportButton()->isEnabled());
+        QTemporaryDir reports;
+        const QStringList files = panel.exportReport(reports.filePath("advice.md"));
+        QCOMPARE(files.size(), 2); // the report and its sensitivity chart
+        QFile markdown(files.front());
+        QVERIFY(markdown.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(markdown.readAll());
+        QVERIFY(text.contains(QString::fromStdString(document.config().name) + " (the config trained here first)"));
+        QVERIFY(text.contains("Not verified over seeds"));
+        for (int row = 0; row < panel.table()->rowCount(); ++row)
+            QVERIFY2(text.contains("| " + panel.table()->item(row, 0)->text() + " | " +
+                                   panel.table()->item(row, 1)->text() + " |"),
+                     qPrintable(text));
+        QVERIFY(panel.exportReport(reports.filePath("advice.csv")).isEmpty());
+        QVERIFY(panel.errorLabel()->text().contains("an advice's report is a .pdf, .html or .md file"));
 
         QVERIFY(panel.applyAdvice());
         const PrecisionOverrides& applied = document.config().model.precisionOverrides;
@@ -200,7 +218,7 @@ private slots:
         QVERIFY(panel.advice().has_value());
         QVERIFY(!panel.advice()->assignment.withinBudget);
         QVERIFY(!panel.errorLabel()->isHidden());
-        QVERIFY(panel.errorLabel()->text().contains("No assignment meets the loss budget"));
+        QVERIFY(panel.errorLabel()->text().contains("no assignment meets the loss budget"));
     }
 
     void advisesAStoredRunChosenInTheRunsTab()
