@@ -22,12 +22,6 @@ using namespace mantissa::report::test;
 
 namespace {
 
-QString readAll(const QString& path)
-{
-    QFile file(path);
-    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
-}
-
 // An advice on `layers` layers in mxfp4: every even layer chosen, the last one unable to take it.
 AdviceSummary sampleAdvice(int layers)
 {
@@ -150,7 +144,7 @@ private slots:
         const QImage chart(dir.filePath("advice-advice-sensitivity.png"));
         QCOMPARE(chart.width(), 860 * 2);
         QCOMPARE(chart.height(), int(std::lround(340 * 42.0 / 14.0)) * 2);
-        const QString markdown = readAll(files.front());
+        const QString markdown = readTextFile(files.front());
         QVERIFY(markdown.contains(QStringLiteral("```sh\nmantissa-cli advise --preset sample --format mxfp4\n```")));
         QVERIFY(markdown.contains(QStringLiteral("| 39.linear | 1 k | does not fit |")));
         QVERIFY_THROWS_EXCEPTION(ConfigError, writeReport(many, dir.filePath("advice.csv"), ReportFormat::Csv));
@@ -161,16 +155,7 @@ private slots:
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");
         QList<qint64> ids;
-        for (const char* precision : {"fp32", "mixed-fp16"})
-            for (std::uint64_t seed : {0, 1, 2}) {
-                SyntheticRun run;
-                run.name = QStringLiteral("%1-seed%2").arg(precision).arg(seed);
-                run.precision = precision;
-                run.seed = seed;
-                run.epochs = 2;
-                run.stepsPerEpoch = 40;
-                ids << writeSyntheticRun(db, run);
-            }
+        writeSeededRuns(db, ids);
         RunStore store(db);
         ReportData data = loadReportData(store, ids);
         QVERIFY(data.seeds.has_value());

@@ -20,16 +20,6 @@ using namespace mantissa;
 using namespace mantissa::report;
 using namespace mantissa::report::test;
 
-namespace {
-
-QString readAll(const QString& path)
-{
-    QFile file(path);
-    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
-}
-
-} // namespace
-
 class ReportSeedsTest : public QObject {
     Q_OBJECT
 
@@ -38,17 +28,7 @@ private slots:
     {
         QVERIFY(m_dir.isValid());
         m_db = m_dir.filePath("runs.sqlite");
-        for (const char* precision : {"fp32", "mixed-fp16"})
-            for (std::uint64_t seed : {0, 1, 2}) {
-                SyntheticRun run;
-                run.name = QStringLiteral("%1-seed%2").arg(precision).arg(seed);
-                run.precision = precision;
-                run.seed = seed;
-                run.epochs = 2;
-                run.stepsPerEpoch = 40;
-                m_specs << run;
-                m_ids << writeSyntheticRun(m_db, run);
-            }
+        m_specs = writeSeededRuns(m_db, m_ids);
     }
 
     void statisticsAndSentencesAreTheStatsLibrarys()
@@ -88,7 +68,7 @@ private slots:
 
         // Markdown and HTML say the same, with both mean plots.
         const QStringList markdown = writeReport(store, data, m_dir.filePath("seeds.md"), ReportFormat::Markdown);
-        const QString text = readAll(markdown.front());
+        const QString text = readTextFile(markdown.front());
         QVERIFY(text.contains(QStringLiteral("## Over the seeds")));
         QVERIFY(text.contains(QString::fromStdString(expected).replace("[", "\\[").replace("]", "\\]")));
         QVERIFY(text.contains(QStringLiteral("Holm-corrected over the pairs")));
@@ -96,7 +76,7 @@ private slots:
         QVERIFY(markdown.contains(m_dir.filePath("seeds-mean-loss.png")));
         QVERIFY(markdown.contains(m_dir.filePath("seeds-mean-accuracy.png")));
         const QString html =
-            readAll(writeReport(store, data, m_dir.filePath("seeds.html"), ReportFormat::Html).front());
+            readTextFile(writeReport(store, data, m_dir.filePath("seeds.html"), ReportFormat::Html).front());
         QVERIFY(html.contains(QStringLiteral("Over the seeds")));
         QVERIFY(html.contains(cell));
         QVERIFY(!writeReport(store, data, m_dir.filePath("seeds.pdf"), ReportFormat::Pdf).isEmpty());
@@ -137,17 +117,7 @@ private slots:
     {
         const QString db = m_dir.filePath("text.sqlite");
         QList<qint64> ids;
-        for (const char* precision : {"fp32", "mixed-fp16"})
-            for (std::uint64_t seed : {0, 1, 2}) {
-                SyntheticRun run;
-                run.name = QStringLiteral("text-%1-seed%2").arg(precision).arg(seed);
-                run.precision = precision;
-                run.seed = seed;
-                run.epochs = 2;
-                run.stepsPerEpoch = 40;
-                run.text = true;
-                ids << writeSyntheticRun(db, run);
-            }
+        writeSeededRuns(db, ids, true);
         RunStore store(db);
         const ReportData data = loadReportData(store, ids);
         QVERIFY(data.seeds.has_value());

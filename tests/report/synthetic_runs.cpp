@@ -3,6 +3,8 @@
 #include "engine/config/presets.h"
 #include "storage/run_writer.h"
 
+#include <QFile>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -230,6 +232,30 @@ SampleDatabase writeSampleDatabase(const QString& path)
     sample.mixed = writeSyntheticRun(path, sample.mixedSpec);
     sample.interrupted = writeSyntheticRun(path, sample.interruptedSpec);
     return sample;
+}
+
+QList<SyntheticRun> writeSeededRuns(const QString& databasePath, QList<qint64>& ids, bool text)
+{
+    QList<SyntheticRun> specs;
+    for (const char* precision : {"fp32", "mixed-fp16"})
+        for (std::uint64_t seed : {0, 1, 2}) {
+            SyntheticRun run;
+            run.name = QStringLiteral("%1%2-seed%3").arg(text ? "text-" : "", precision).arg(seed);
+            run.precision = precision;
+            run.seed = seed;
+            run.epochs = 2;
+            run.stepsPerEpoch = 40;
+            run.text = text;
+            specs << run;
+            ids << writeSyntheticRun(databasePath, run);
+        }
+    return specs;
+}
+
+QString readTextFile(const QString& path)
+{
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
 }
 
 } // namespace mantissa::report::test

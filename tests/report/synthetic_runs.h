@@ -6,6 +6,7 @@
 // knows what the report must say.
 #include "storage/run_store.h"
 
+#include <QList>
 #include <QString>
 
 #include <cstdint>
@@ -64,6 +65,14 @@ bool isSyntheticOverflow(const SyntheticRun& run, qint64 step);
 
 // Writes the run into the database at `databasePath`; returns its id.
 qint64 writeSyntheticRun(const QString& databasePath, const SyntheticRun& run);
+
+// fp32 and mixed-fp16 over seeds 0, 1 and 2 (two epochs of 40 steps each), in that order: two
+// configurations repeated over three seeds, the shape of a small sweep. Returns the specs
+// written; their ids go to `ids`. `text`: char-gpt runs on text, named "text-...".
+QList<SyntheticRun> writeSeededRuns(const QString& databasePath, QList<qint64>& ids, bool text = false);
+
+// A text file's contents; empty when it cannot be read.
+QString readTextFile(const QString& path);
 
 struct SampleDatabase {
     QString path;
