@@ -6,6 +6,7 @@
 #include "ui/gemm_input_panel.h"
 #include "ui/gemm_input_table_model.h"
 #include "ui/numerics_view.h"
+#include "ui/recipe_panel.h"
 #include "ui/run_browser.h"
 #include "ui/run_controller.h"
 #include "ui/run_monitor.h"
@@ -15,7 +16,9 @@
 #include <QComboBox>
 #include <QDir>
 #include <QPixmap>
+#include <QScrollArea>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTimer>
 
 #include <algorithm>
@@ -62,9 +65,16 @@ void ScreenshotSession::startRecipeNumerics(PrecisionMode precision)
             }
             QTimer::singleShot(300, this, [this, name, wb] {
                 grab(name);
-                // The Precision tab beside it: the recipe's formats and the range this run measured.
+                // The Precision tab beside it: the recipe's formats and the range this run measured,
+                // scrolled to that table (the tab is longer than the window).
                 if (auto* tabs = wb->findChild<QTabWidget*>("leftTabs"))
                     tabs->setCurrentIndex(1);
+                if (auto* recipe = wb->findChild<ui::RecipePanel*>())
+                    for (QWidget* parent = recipe->parentWidget(); parent; parent = parent->parentWidget())
+                        if (auto* area = qobject_cast<QScrollArea*>(parent)) {
+                            area->ensureWidgetVisible(recipe->formatTable(), 0, 8);
+                            break;
+                        }
                 QTimer::singleShot(300, this, [this, name] {
                     grab(QString(name).replace("numerics-", "precision-"));
                     QApplication::quit();
