@@ -70,21 +70,26 @@ std::string describeVerdict(const std::string& otherLabel, const std::string& ba
         return format(pattern, v * metric.scale, metric.decimals);
     };
     const std::string marginText = "+/-" + value(margin, "%.*f") + unit;
-    const std::string counts = sampleSizes(baselineCount, otherCount);
     if (verdict.verdict == Verdict::CannotTest)
-        return head + "cannot be decided: " + counts + ", and a verdict needs at least 2 runs of each";
+        return head + "cannot be decided: " + sampleSizes(baselineCount, otherCount) +
+               ", and a verdict needs at least 2 runs of each";
     const EquivalenceTest& t = *verdict.test;
+    // A paired test says over how many seeds; its tests are the paired ones.
+    const std::string counts =
+        t.paired ? "paired over " + std::to_string(t.nA) + " seeds" : sampleSizes(baselineCount, otherCount);
+    const std::string tost = t.paired ? "paired TOST" : "TOST";
+    const std::string tTest = t.paired ? "paired t-test" : "Welch's t-test";
     switch (verdict.verdict) {
     case Verdict::Equivalent:
         return head + "equivalent within " + marginText + " (difference " + value(t.difference, "%+.*f") + " [" +
-               value(t.equivalenceLow, "%+.*f") + ", " + value(t.equivalenceHigh, "%+.*f") +
-               "], TOST with Holm's correction, " + formatP(verdict.pEquivalentAdjusted) + ", " + counts + ")";
+               value(t.equivalenceLow, "%+.*f") + ", " + value(t.equivalenceHigh, "%+.*f") + "], " + tost +
+               " with Holm's correction, " + formatP(verdict.pEquivalentAdjusted) + ", " + counts + ")";
     case Verdict::Different: {
         const bool better = (t.difference > 0) == metric.higherIsBetter;
         return head + (better ? "better" : "worse") + " by " + value(std::fabs(t.difference), "%.*f") + unit + " [" +
                value(std::fabs(t.difference) - (t.differenceHigh - t.difference), "%.*f") + ", " +
-               value(std::fabs(t.difference) + (t.differenceHigh - t.difference), "%.*f") +
-               "] (Welch's t-test with Holm's correction, " + formatP(verdict.pDifferentAdjusted) + ", " + counts + ")";
+               value(std::fabs(t.difference) + (t.differenceHigh - t.difference), "%.*f") + "] (" + tTest +
+               " with Holm's correction, " + formatP(verdict.pDifferentAdjusted) + ", " + counts + ")";
     }
     case Verdict::Inconclusive:
         return head + "inconclusive: about " + std::to_string(verdict.seedsToDecide) +

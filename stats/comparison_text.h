@@ -33,6 +33,8 @@ std::string describeDifference(const std::string& otherLabel, const std::string&
 //   "... worse by 0.83 points [0.56, 1.10] (Welch's t-test with Holm's correction, p < 0.001, ...)"
 //   "... inconclusive: about 14 seeds per arm would decide it (difference -0.31 [-0.9, +0.3],
 //    margin +/-0.5 points, n = 4 each)"
+// A paired test (EquivalenceTest::paired) says "paired TOST", "paired t-test" and "paired over
+// 5 seeds" instead.
 std::string describeVerdict(const std::string& otherLabel, const std::string& baselineLabel, const MetricFormat& metric,
                             const PairVerdict& verdict, double margin, std::size_t baselineCount,
                             std::size_t otherCount);

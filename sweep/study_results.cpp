@@ -331,8 +331,9 @@ QString studyReportMarkdown(const StudyResults& results)
                                         ? QString()
                                         : QStringLiteral(" ") + QString::fromStdString(metric.format.unit));
     md += QStringLiteral("Equivalent: two one-sided tests (TOST) put the difference within the margin (%1); better "
-                         "or worse: Welch's t-test finds a difference; else inconclusive. p-values Holm-corrected "
-                         "over the pairs of each metric, at the 5% level.\n\n")
+                         "or worse: a t-test finds a difference; else inconclusive. Every arm runs the same seeds, "
+                         "so both tests are paired seed by seed (a fork continues its parent's seed); p-values "
+                         "Holm-corrected over the pairs of each metric, at the 5% level.\n\n")
               .arg(margins.join(QStringLiteral(", ")));
     for (const PairVerdictRecord& r : results.verdicts)
         md += QStringLiteral("- ") +

@@ -149,16 +149,23 @@ std::vector<ConfigurationResults> groupBySeed(const QList<RunInfo>& runs)
     return groups;
 }
 
+std::optional<long long> runSeed(const RunInfo& run)
+{
+    const nlohmann::json config = nlohmann::json::parse(run.configJson.toStdString(), nullptr, false);
+    if (!config.is_object() || !config.contains("training") || !config["training"].is_object())
+        return std::nullopt;
+    const nlohmann::json& seed = config["training"].value("seed", nlohmann::json());
+    if (!seed.is_number_integer())
+        return std::nullopt;
+    return seed.get<long long>();
+}
+
 bool hasSeveralSeeds(const std::vector<ConfigurationResults>& results)
 {
     for (const ConfigurationResults& r : results) {
-        std::set<std::string> seeds;
-        for (const RunInfo& run : r.runs) {
-            const nlohmann::json config = nlohmann::json::parse(run.configJson.toStdString(), nullptr, false);
-            const bool hasSeed = config.is_object() && config.contains("training") && config["training"].is_object() &&
-                                 config["training"].contains("seed");
-            seeds.insert(hasSeed ? config["training"]["seed"].dump() : std::string());
-        }
+        std::set<std::optional<long long>> seeds;
+        for (const RunInfo& run : r.runs)
+            seeds.insert(runSeed(run));
         if (seeds.size() > 1)
             return true;
     }

@@ -5,6 +5,7 @@
 #include "engine/sweep/sweep_spec.h"
 #include "storage/run_types.h"
 
+#include <optional>
 #include <vector>
 
 namespace mantissa::storage {
@@ -34,6 +35,10 @@ std::vector<int> missingRuns(const SweepPlan& plan, const QList<storage::RunInfo
 // mode=fp16" for several, "base" when none does). Each run is taken as it is (its status is
 // its outcome); `planned` is the group's size.
 std::vector<ConfigurationResults> groupBySeed(const QList<storage::RunInfo>& runs);
+// A run's training.seed as its stored config says; nullopt where the config has none or does not
+// parse.
+std::optional<long long> runSeed(const storage::RunInfo& run);
+
 // Whether some configuration holds runs of at least two different seeds: then statistics over
 // seeds mean something (two runs with the same seed repeat one another).
 bool hasSeveralSeeds(const std::vector<ConfigurationResults>& results);

@@ -3,6 +3,7 @@
 #include "engine/util/check.h"
 #include "stats/sample_statistics.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mantissa::sweep {
@@ -150,6 +151,27 @@ std::vector<double> metricValues(const ConfigurationResults& results, const Swee
     return values;
 }
 
+stats::KeyedSample keyedMetricValues(const ConfigurationResults& results, const SweepMetric& metric)
+{
+    stats::KeyedSample sample;
+    bool keyed = true;
+    for (const RunInfo& run : results.runs) {
+        if (run.status != RunStatus::Finished)
+            continue;
+        const auto value = metric.value(run);
+        if (!value || !std::isfinite(*value))
+            continue;
+        const std::optional<long long> seed = runSeed(run);
+        keyed = keyed && seed && std::find(sample.keys.begin(), sample.keys.end(), *seed) == sample.keys.end();
+        if (keyed)
+            sample.keys.push_back(*seed);
+        sample.values.push_back(*value);
+    }
+    if (!keyed)
+        sample.keys.clear();
+    return sample;
+}
+
 QString meanSdText(const std::vector<double>& values, double scale, int decimals, bool withInterval)
 {
     if (values.empty())
@@ -207,8 +229,10 @@ QString verdictRule(const EquivalenceMargins& margins, TaskMetric metric)
 {
     const stats::MetricFormat& test = finalTestMetric(metric).format;
     return QStringLiteral("A pair is equivalent when two one-sided tests (TOST) put the difference within +/-%1%2 "
-                          "of %3 or +/-%4 of train loss, better or worse when Welch's t-test finds a "
-                          "difference, else inconclusive; p-values are Holm-corrected over the pairs, at the 5% level.")
+                          "of %3 or +/-%4 of train loss, better or worse when a t-test finds a difference, else "
+                          "inconclusive; both tests are paired seed by seed where the two configurations ran the "
+                          "same seeds (Welch's otherwise); p-values are Holm-corrected over the pairs, at the 5% "
+                          "level.")
         .arg(margins.testMetric(metric) * test.scale, 0, 'g', 3)
         .arg(test.unit.empty() ? QString() : QStringLiteral(" ") + QString::fromStdString(test.unit))
         .arg(QString::fromStdString(test.name))
@@ -236,19 +260,23 @@ std::vector<PairVerdictRecord> pairVerdicts(const std::vector<ConfigurationResul
     std::vector<std::vector<PairVerdictRecord>> perMetric;
     for (const auto& [metricPointer, margin] : metrics) {
         const SweepMetric& metric = *metricPointer;
-        std::vector<std::vector<double>> values;
+        std::vector<stats::KeyedSample> values;
         for (const ConfigurationResults& r : results)
-            values.push_back(metricValues(r, metric));
+            values.push_back(keyedMetricValues(r, metric));
         // Holm's family: the pairs where both arms have the metric at all.
         std::vector<std::pair<int, int>> present;
         for (const auto& [i, j] : pairs)
-            if (!values[static_cast<std::size_t>(i)].empty() && !values[static_cast<std::size_t>(j)].empty())
+            if (!values[static_cast<std::size_t>(i)].values.empty() &&
+                !values[static_cast<std::size_t>(j)].values.empty())
                 present.emplace_back(i, j);
         const std::vector<stats::PairVerdict> verdicts = stats::pairVerdicts(values, present, margin);
         std::vector<PairVerdictRecord> list;
         for (std::size_t k = 0; k < present.size(); ++k) {
             const auto i = static_cast<std::size_t>(present[k].first), j = static_cast<std::size_t>(present[k].second);
-            list.push_back({i, j, &metric, margin, values[i].size(), values[j].size(), verdicts[k]});
+            const auto& test = verdicts[k].test;
+            const bool paired = test && test->paired;
+            list.push_back({i, j, &metric, margin, paired ? std::size_t(test->nA) : values[i].values.size(),
+                            paired ? std::size_t(test->nB) : values[j].values.size(), verdicts[k]});
         }
         perMetric.push_back(std::move(list));
     }

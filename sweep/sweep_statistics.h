@@ -41,6 +41,10 @@ const SweepMetric& sweepMetric(std::string_view key);
 
 // The metric over the configuration's finished runs (finite values only).
 std::vector<double> metricValues(const ConfigurationResults& results, const SweepMetric& metric);
+// The same, each value with its run's seed: what pairs two configurations' runs seed by seed.
+// A run without a seed in its config, or a seed that repeats in the configuration, leaves the
+// keys empty: that configuration is then compared unpaired.
+stats::KeyedSample keyedMetricValues(const ConfigurationResults& results, const SweepMetric& metric);
 
 // "78.1 +/- 4.2 [74.6, 81.6]": mean, sd and (withInterval) the 95% interval of the mean, in
 // the metric's scale; the mean alone for one value, "-" for none.
@@ -69,7 +73,9 @@ struct EquivalenceMargins {
     double& testMetric(TaskMetric metric);
 };
 
-// One pair's verdict on one metric: configurations [baseline] and [other] of the results.
+// One pair's verdict on one metric: configurations [baseline] and [other] of the results. Where
+// both ran at least two of the same seeds, the test is paired over those seeds (equivalence.h),
+// and the counts are the pairs.
 struct PairVerdictRecord {
     std::size_t baseline = 0, other = 0;
     const SweepMetric* metric = nullptr;

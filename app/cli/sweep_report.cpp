@@ -159,6 +159,8 @@ nlohmann::json sweepStatisticsJson(const std::vector<ConfigurationResults>& resu
                                {"verdict", sweep::verdictName(r)}};
         if (const auto& t = r.verdict.test) {
             item["difference"] = t->difference;
+            item["paired"] = t->paired; // seed by seed
+            item["n"] = {t->nA, t->nB};
             item["ci95"] = {t->differenceLow, t->differenceHigh};
             item["ci90"] = {t->equivalenceLow, t->equivalenceHigh};
             item["p_equivalent_holm"] = r.verdict.pEquivalentAdjusted;

@@ -150,7 +150,7 @@ private slots:
         const QStringList sentences = sweep::pairSentences(stored.results);
         QCOMPARE(view->sentences()->text(), sentences.join("\n"));
         QVERIFY(sentences.front().startsWith("mixed-fp16 vs fp32: test accuracy "));
-        QVERIFY(sentences.front().contains("n = 3 each"));
+        QVERIFY(sentences.front().contains("paired over 3 seeds")); // each precision ran the same 3 seeds
         QVERIFY(view->findChild<QLabel*>("sweepVerdictRule")->text().contains("within +/-0.5 points"));
 
         // The margins are the user's: wide enough, every pair's accuracy is equivalent, and the
