@@ -139,15 +139,29 @@ double& EquivalenceMargins::testMetric(TaskMetric metric)
     return testAccuracy;
 }
 
-std::vector<double> metricValues(const ConfigurationResults& results, const SweepMetric& metric)
+namespace {
+
+// The finished runs whose metric is finite, each with its value: what every statistic is over.
+std::vector<std::pair<const RunInfo*, double>> finishedValues(const ConfigurationResults& results,
+                                                              const SweepMetric& metric)
 {
-    std::vector<double> values;
+    std::vector<std::pair<const RunInfo*, double>> values;
     for (const RunInfo& run : results.runs) {
         if (run.status != RunStatus::Finished)
             continue;
         if (const auto value = metric.value(run); value && std::isfinite(*value))
-            values.push_back(*value);
+            values.emplace_back(&run, *value);
     }
+    return values;
+}
+
+} // namespace
+
+std::vector<double> metricValues(const ConfigurationResults& results, const SweepMetric& metric)
+{
+    std::vector<double> values;
+    for (const auto& [run, value] : finishedValues(results, metric))
+        values.push_back(value);
     return values;
 }
 
@@ -155,17 +169,12 @@ stats::KeyedSample keyedMetricValues(const ConfigurationResults& results, const 
 {
     stats::KeyedSample sample;
     bool keyed = true;
-    for (const RunInfo& run : results.runs) {
-        if (run.status != RunStatus::Finished)
-            continue;
-        const auto value = metric.value(run);
-        if (!value || !std::isfinite(*value))
-            continue;
-        const std::optional<long long> seed = runSeed(run);
+    for (const auto& [run, value] : finishedValues(results, metric)) {
+        const std::optional<long long> seed = runSeed(*run);
         keyed = keyed && seed && std::find(sample.keys.begin(), sample.keys.end(), *seed) == sample.keys.end();
         if (keyed)
             sample.keys.push_back(*seed);
-        sample.values.push_back(*value);
+        sample.values.push_back(value);
     }
     if (!keyed)
         sample.keys.clear();
