@@ -2,6 +2,7 @@
 
 #include "engine/numerics/fast_quantizer_simd.h"
 #include "engine/numerics/fast_rounding.h"
+#include "engine/numerics/stochastic_bits.h"
 
 #include <algorithm>
 #include <bit>
@@ -37,7 +38,10 @@ class Kernel {
 public:
     Kernel(const FastOperand& in, const FastOperandOutput& out, const QuantFormat& format)
         : m_op(in), m_out(out.data), m_blockScales(out.blockScales), m_format(format),
-          m_rounding(fastq::roundingOf(format.element)), m_ops(fastq::simdOps(in.bf16, out.bf16)), m_outBf16(out.bf16)
+          m_rounding(fastq::roundingOf(format.element)), m_ops(fastq::simdOps(in.bf16, out.bf16)),
+          m_stochasticOps(fastq::stochasticOps(in.bf16, out.bf16)), m_outBf16(out.bf16),
+          m_stochastic(format.encoding.rounding == Rounding::Stochastic),
+          m_stream(stochasticStream(format.encoding.seed))
     {}
 
     // NVFP4's per-tensor level, before its blocks: false when the operand is not all finite.
@@ -82,8 +86,10 @@ public:
             const Plan plan = elementsOnly(fastq::fp32Plan(std::bit_cast<float>(amax), m_format), decodeScale);
 #pragma omp parallel for schedule(static) reduction(| : lost) if (n >= kParallelFrom)
             for (std::int64_t c = 0; c < chunks; ++c) {
-                const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
-                lost |= m_ops.round(m_op.data, m_out, begin, std::min(kChunk, n - begin), plan, m_rounding);
+                const std::size_t begin = static_cast<std::size_t>(c) * kChunk, length = std::min(kChunk, n - begin);
+                lost |= m_stochastic ? m_stochasticOps.runs(m_op.data, m_out, begin, length, length, &plan.multiplier,
+                                                            &plan.scale, m_rounding, draws(begin, 1))
+                                     : m_ops.round(m_op.data, m_out, begin, length, plan, m_rounding);
             }
         }
         if (tensorAmax)
@@ -108,7 +114,7 @@ public:
             const std::size_t b0 = static_cast<std::size_t>(item) % itemsPerRow * perItem;
             const std::size_t blocks = std::min(perItem, perRow - b0);
             const std::size_t begin = r * row + b0 * block, length = std::min(blocks * block, row - b0 * block);
-            lost |= blockRun(m_op.data, m_out, begin, length, r * perRow + b0, largest);
+            lost |= blockRun(m_op.data, m_out, begin, length, r * perRow + b0, begin, largest);
         }
         return outcome(largest < kInfinityBits, lost);
     }
@@ -134,9 +140,13 @@ public:
                 m_ops.amaxLanes(m_op.data, (o * k + kk) * inner + i0, lanes, amax);
             float multiplier[kLanes], scale[kLanes];
             largest = std::max(largest, plans(amax, lanes, (o * kBlocks + k0 / block) * inner + i0, multiplier, scale));
-            for (std::size_t kk = k0; kk < k1; ++kk)
-                lost |=
-                    m_ops.roundLanes(m_op.data, m_out, (o * k + kk) * inner + i0, lanes, multiplier, scale, m_rounding);
+            // The gathered [outer, inner, k] numbers value (o, i, kk) (o * inner + i) * k + kk.
+            for (std::size_t kk = k0; kk < k1; ++kk) {
+                const std::size_t at = (o * k + kk) * inner + i0;
+                lost |= m_stochastic ? m_stochasticOps.lanes(m_op.data, m_out, at, lanes, multiplier, scale, m_rounding,
+                                                             draws((o * inner + i0) * k + kk, k))
+                                     : m_ops.roundLanes(m_op.data, m_out, at, lanes, multiplier, scale, m_rounding);
+            }
         }
         return outcome(largest < kInfinityBits, lost);
     }
@@ -186,7 +196,7 @@ public:
             runs([&](std::size_t at, std::size_t local, std::size_t n) {
                 std::memcpy(gathered.data() + local * inBytes, in + at * inBytes, n * inBytes);
             });
-            lost |= blockRun(gathered.data(), rounded.data(), 0, j1 - j0, r * perRow + b0, largest);
+            lost |= blockRun(gathered.data(), rounded.data(), 0, j1 - j0, r * perRow + b0, r * length + j0, largest);
             auto* out = static_cast<unsigned char*>(m_out);
             runs([&](std::size_t at, std::size_t local, std::size_t n) {
                 std::memcpy(out + at * outBytes, rounded.data() + local * outBytes, n * outBytes);
@@ -216,7 +226,13 @@ public:
                 emitted(m_format.scheme == ScalingScheme::Nvfp4 ? blockPlan(amax)
                                                                 : fastq::fp32Plan(std::bit_cast<float>(amax), m_format),
                         static_cast<std::size_t>(item));
-            lost |= m_ops.roundRows(m_op.data, m_out, r0 * cols + c0, width, r1 - r0, cols, plan, m_rounding);
+            if (!m_stochastic) {
+                lost |= m_ops.roundRows(m_op.data, m_out, r0 * cols + c0, width, r1 - r0, cols, plan, m_rounding);
+                continue;
+            }
+            for (std::size_t row = r0; row < r1; ++row) // NVFP4's tiles: the counter is the buffer's index
+                lost |= m_stochasticOps.runs(m_op.data, m_out, row * cols + c0, width, width, &plan.multiplier,
+                                             &plan.scale, m_rounding, draws(row * cols + c0, 1));
         }
         return outcome(largest < kInfinityBits, lost);
     }
@@ -224,10 +240,11 @@ public:
 private:
     // Quantises the consecutive blocks of in[begin, begin + length) into out at the same
     // offsets (the last block short where the block size does not divide length), the first
-    // of them the operand's block `firstBlock`: their amaxes, plans and rounding one call
+    // of them the operand's block `firstBlock` and its first value the gathered span's
+    // `firstValue` (stochastic rounding's counter): their amaxes, plans and rounding one call
     // each. Raises `largest` to their largest amax bits; returns the bits a bf16 output lost.
     std::uint32_t blockRun(const void* in, void* out, std::size_t begin, std::size_t length, std::size_t firstBlock,
-                           std::uint32_t& largest) const
+                           std::size_t firstValue, std::uint32_t& largest) const
     {
         const std::size_t block = m_format.blockSize, blocks = (length + block - 1) / block;
         thread_local std::vector<std::uint32_t> amax;
@@ -239,6 +256,9 @@ private:
         }
         m_ops.amaxBlocks(in, begin, length, block, amax.data());
         largest = std::max(largest, plans(amax.data(), blocks, firstBlock, multiplier.data(), scale.data()));
+        if (m_stochastic)
+            return m_stochasticOps.runs(in, out, begin, length, block, multiplier.data(), scale.data(), m_rounding,
+                                        draws(firstValue, 1));
         return m_ops.roundBlocks(in, out, begin, length, block, multiplier.data(), scale.data(), m_rounding);
     }
 
@@ -281,6 +301,12 @@ private:
         return largest;
     }
 
+    // Stochastic rounding's draws from the gathered span's value `first` on, `stride` apart.
+    fastq::Draws draws(std::size_t first, std::size_t stride) const
+    {
+        return {m_stream, m_op.firstCounter + first, stride};
+    }
+
     // With `decodeScale` the values are written undecoded (the elements) and the decode
     // multiplier is handed back instead.
     static Plan elementsOnly(Plan plan, float* decodeScale)
@@ -321,7 +347,10 @@ private:
     const QuantFormat& m_format;
     fastq::ElementRounding m_rounding;
     const fastq::SimdOps& m_ops;
+    const fastq::StochasticOps& m_stochasticOps;
     bool m_outBf16;
+    bool m_stochastic;
+    std::uint64_t m_stream;
     fastq::ElementRounding m_blockScaleRounding = fastq::roundingOf(MiniFloat::E4M3);
     float m_tensorAmax = 0.0f, m_tensorEncodeScale = 1.0f;
 };
@@ -331,8 +360,13 @@ bool applies(const FastOperand& in, const FastOperandOutput& out, const QuantFor
 {
     const bool scheme = format.scheme == ScalingScheme::PerTensor || format.scheme == ScalingScheme::Fp32Blocks ||
                         format.scheme == ScalingScheme::Mx || format.scheme == ScalingScheme::Nvfp4;
-    if (!scheme || format.element == MiniFloat::E8M0 || format.encoding.rounding != Rounding::NearestEven ||
-        in.count() == 0 || !in.data)
+    if (!scheme || format.element == MiniFloat::E8M0 || in.count() == 0 || !in.data)
+        return false;
+    const bool stochastic = format.encoding.rounding == Rounding::Stochastic;
+    // Delayed scaling rounds to nearest whatever the format says (operand_quantization.cpp) and
+    // a per-tensor format's 128x128 tiles number their draws tile by tile: the slow path's.
+    if (stochastic &&
+        (fixedScale || (in.layout == FastOperand::Layout::Tiles && format.scheme == ScalingScheme::PerTensor)))
         return false;
     if (in.layout == FastOperand::Layout::Tiles) {
         const bool nvfp4Tiles =

@@ -26,7 +26,8 @@ namespace mantissa {
 //          each for a per-tensor format (DeepSeek-V3's 128x128), one E4M3 scale each under the
 //          tensor's fp32 scale for NVFP4 (its 16x16 weight tiles; tile = blockSize = blockRows).
 // Per-tensor formats ignore the layout. Schemes: per tensor (current or a given scale), fp32
-// blocks, MX and NVFP4, all rounded to nearest even.
+// blocks, MX and NVFP4, rounded to nearest even or stochastically (not with a given scale,
+// which rounds to nearest, nor a per-tensor format's 128x128 tiles).
 struct FastOperand {
     enum class Layout : std::uint8_t { Along, Around, Tiles };
     const void* data = nullptr;
@@ -34,6 +35,10 @@ struct FastOperand {
     Layout layout = Layout::Along;
     std::size_t outer = 1, k = 0, inner = 1;
     std::size_t tile = 0;
+    // Stochastic rounding draws value v's bits at counter firstCounter + v's index in the span
+    // the slow path gathers (K along rows: [outer, inner, k]; Around: [k, outer x inner]),
+    // from the stream of the format's seed, so that the two paths give the same bits.
+    std::uint64_t firstCounter = 0;
     std::size_t count() const { return outer * k * inner; }
 };
 
@@ -55,7 +60,7 @@ struct FastOperandOutput {
 
 enum class FastResult : std::uint8_t {
     Done,
-    SlowPath,  // not for the fast path: stochastic rounding, E8M0 or unscaled elements, a NaN or an
+    SlowPath,  // not for the fast path: E8M0 or unscaled elements, a NaN or an
                // Inf in the operand, a partial block the format refuses; nothing useful written
     NeedsFp32, // bf16 output asked for, but a value is not exactly a bf16: ask again for fp32
 };

@@ -4,6 +4,7 @@
 #include "engine/numerics/fast_quantizer_simd.h"
 
 #include "engine/numerics/fast_operand_quantizer.h"
+#include "engine/numerics/stochastic_bits.h"
 
 #include <algorithm>
 #include <atomic>
@@ -118,6 +119,38 @@ constexpr SimdOps kOps{
     amaxBits<InBf16>, amaxLanes<InBf16>,          round<InBf16, OutBf16>, roundLanes<InBf16, OutBf16>,
     amaxRows<InBf16>, roundRows<InBf16, OutBf16>, amaxBlocks<InBf16>,     roundBlocks<InBf16, OutBf16>};
 
+template <bool InBf16, bool OutBf16>
+std::uint32_t stochasticRuns(const void* in, void* out, std::size_t begin, std::size_t n, std::size_t run,
+                             const float* multiplier, const float* scale, const ElementRounding& r, Draws d)
+{
+    std::uint32_t lost = 0;
+    for (std::size_t j = 0, at = 0; at < n; ++j, at += run) {
+        const std::size_t end = std::min(n, at + run);
+        for (std::size_t i = at; i < end; ++i) {
+            const std::uint64_t random = stochasticBits(d.stream, d.first + i * d.stride);
+            lost |= store<OutBf16>(out, begin + i,
+                                   roundOneStochastic(load<InBf16>(in, begin + i), multiplier[j], scale[j], r, random));
+        }
+    }
+    return lost;
+}
+
+template <bool InBf16, bool OutBf16>
+std::uint32_t stochasticLanes(const void* in, void* out, std::size_t begin, std::size_t n, const float* multiplier,
+                              const float* scale, const ElementRounding& r, Draws d)
+{
+    std::uint32_t lost = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t random = stochasticBits(d.stream, d.first + i * d.stride);
+        lost |= store<OutBf16>(out, begin + i,
+                               roundOneStochastic(load<InBf16>(in, begin + i), multiplier[i], scale[i], r, random));
+    }
+    return lost;
+}
+
+template <bool InBf16, bool OutBf16>
+constexpr StochasticOps kStochasticOps{stochasticRuns<InBf16, OutBf16>, stochasticLanes<InBf16, OutBf16>};
+
 std::atomic<bool> g_avx512Allowed{true};
 
 } // namespace
@@ -127,6 +160,16 @@ const SimdOps& portableOps(bool inBf16, bool outBf16)
     if (inBf16)
         return outBf16 ? kOps<true, true> : kOps<true, false>;
     return outBf16 ? kOps<false, true> : kOps<false, false>;
+}
+
+const StochasticOps& stochasticOps(bool inBf16, bool outBf16)
+{
+    if (g_avx512Allowed.load(std::memory_order_relaxed))
+        if (const StochasticOps* ops = avx512StochasticOps(inBf16, outBf16))
+            return *ops;
+    if (inBf16)
+        return outBf16 ? kStochasticOps<true, true> : kStochasticOps<true, false>;
+    return outBf16 ? kStochasticOps<false, true> : kStochasticOps<false, false>;
 }
 
 const SimdOps& simdOps(bool inBf16, bool outBf16)

@@ -39,6 +39,28 @@ struct SimdOps {
                                  const float* multiplier, const float* scale, const ElementRounding& r);
 };
 
+// Where stochastic rounding draws the random bits of value i of a call: stochasticBits(stream,
+// first + i * stride), the counter the slow path gives that value (its index in the gathered span).
+struct Draws {
+    std::uint64_t stream = 0, first = 0, stride = 1;
+};
+
+// The stochastically rounded loops (roundOneStochastic), on AVX-512 (F, BW, VL, DQ: 64-bit
+// multiplies for the random bits) where the CPU has it, else portable loops. Each returns the
+// bits a bf16 output lost.
+struct StochasticOps {
+    // out = in rounded over n values in runs of `run` (the last one short), run j with
+    // multiplier[j] and scale[j]: a row of blocks, or one run of n values with one plan.
+    std::uint32_t (*runs)(const void* in, void* out, std::size_t begin, std::size_t n, std::size_t run,
+                          const float* multiplier, const float* scale, const ElementRounding& r, Draws draws);
+    // out = in rounded over n values, value i with multiplier[i] and scale[i] (roundLanes).
+    std::uint32_t (*lanes)(const void* in, void* out, std::size_t begin, std::size_t n, const float* multiplier,
+                           const float* scale, const ElementRounding& r, Draws draws);
+};
+const StochasticOps& stochasticOps(bool inBf16, bool outBf16);
+// nullptr where the CPU lacks AVX-512 F/BW/VL/DQ (fast_quantizer_avx512.cpp).
+const StochasticOps* avx512StochasticOps(bool inBf16, bool outBf16);
+
 // The loops for bf16 or fp32 input and output, AVX-512 when the CPU has it and it is allowed.
 const SimdOps& simdOps(bool inBf16, bool outBf16);
 // nullptr where the CPU lacks AVX-512 F/BW/VL (fast_quantizer_avx512.cpp).

@@ -18,13 +18,19 @@ struct ElementRounding {
     float minNormal;      // below: the subnormal rounding
     float subnormalMagic; // 2^(emin - M + 23): a + magic - magic rounds a to the subnormal grid
     float maxFinite;      // saturation
+    int mantissaBits;     // M, for stochastic rounding's ulp
+    int minExponent;      // emin: the subnormal binade
 };
 
 inline ElementRounding roundingOf(MiniFloat element)
 {
     const MiniFloatFormat& f = miniFloatFormat(element);
-    return {static_cast<std::uint32_t>(23 - f.mantissaBits), f.minNormal(), std::ldexp(f.minSubnormal(), 23),
-            f.maxFinite()};
+    return {static_cast<std::uint32_t>(23 - f.mantissaBits),
+            f.minNormal(),
+            std::ldexp(f.minSubnormal(), 23),
+            f.maxFinite(),
+            f.mantissaBits,
+            f.minExponent()};
 }
 
 // One value scaled by `multiplier`, rounded to the element format (normal range: add half an
@@ -44,17 +50,39 @@ inline float roundOne(float x, float multiplier, float scale, const ElementRound
     return std::copysign(rounded, y) * scale;
 }
 
-// The encode multiplier and decode scale of a block, as block_quantizer.cpp plans them.
-struct Plan {
-    float multiplier, scale;
-};
-
 // 2^e for e in [-149, 127], built from its bits (std::ldexp is a library call per block).
 inline float powerOfTwo(int e)
 {
     return e >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23)
                      : std::bit_cast<float>(1u << (e + 149));
 }
+
+// roundOne with stochastic rounding against the 64 random bits `random` (stochastic_bits.h):
+// quant_arithmetic.h's encodeSaturating then decodeCode, bit for bit, computed on floats. In
+// units of the element's ulp at the value's binade, t = |y| / ulp is exact (a scaling by a power
+// of two) and so is its fraction f = t - floor(t). The codec rounds up when the top `shift`
+// random bits, as an integer, are below the `shift` discarded bits; that is random < f * 2^64
+// for every shift, past 64 discarded bits too, so one 64-bit comparison decides. Saturation
+// to the largest finite value, as the scaled schemes do.
+inline float roundOneStochastic(float x, float multiplier, float scale, const ElementRounding& r, std::uint64_t random)
+{
+    const float y = x * multiplier;
+    const float a = std::fabs(y);
+    const int binade = std::max(static_cast<int>(std::bit_cast<std::uint32_t>(a) >> 23) - 127, r.minExponent);
+    const float t = a * powerOfTwo(r.mantissaBits - binade);
+    const float whole = std::floor(t);
+    // f * 2^64 is below 2^64 for any f < 1; a NaN (from an Inf, which the callers refuse anyway)
+    // compares false and draws no round-up rather than an undefined conversion.
+    const float threshold = (t - whole) * 0x1p64f;
+    const bool up = threshold < 0x1p64f && random < static_cast<std::uint64_t>(threshold);
+    const float rounded = std::min((whole + (up ? 1.0f : 0.0f)) * powerOfTwo(binade - r.mantissaBits), r.maxFinite);
+    return std::copysign(rounded, y) * scale;
+}
+
+// The encode multiplier and decode scale of a block, as block_quantizer.cpp plans them.
+struct Plan {
+    float multiplier, scale;
+};
 
 inline Plan fp32Plan(float amax, const QuantFormat& format)
 {

@@ -47,8 +47,9 @@ bool needsTensorAmax(const OperandQuantization& q);
 
 // The request run on the host by the arithmetic the device runs, its blocks spread over the
 // OpenMP team: `in` and `out` hold the operand in its buffer's order. It is the device kernels'
-// reference in the tests, and the CPU's path for what the fast quantiser leaves (stochastic
-// rounding, non-finite values, a convolution's 2D tiles) on steps the lens does not sample:
+// reference in the tests, and the CPU's path for what the fast quantiser leaves (non-finite
+// values, a convolution's 2D tiles, a per-tensor format's stochastic 128x128 tiles) on steps
+// the lens does not sample:
 // it reads the operand where it lies, with no gather into rows and no codes kept.
 OperandQuantizationResult quantizeOperandOnHost(const OperandQuantization& q, std::span<const float> in,
                                                 std::span<float> out);

@@ -2,9 +2,10 @@
 // it stands in for in training (quantizeGemmOperand with statistics, which gathers K, runs the
 // block quantiser's codes and scatters back), bit for bit: every layout (K along rows, down
 // columns, across a convolution's batch and pixels, 128x128 tiles), every scheme and element,
-// bf16 and fp32 in and out, on AVX-512 and on the portable loops; bf16 output is refused
-// exactly where a value is not a bf16; and what it leaves to the slow path (stochastic
-// rounding, non-finite values, a partial block the format refuses).
+// bf16 and fp32 in and out, rounded to nearest even and stochastically, on AVX-512 and on the
+// portable loops; bf16 output is refused exactly where a value is not a bf16; and what it
+// leaves to the slow path (non-finite values, a partial block the format refuses, a delayed
+// scale with stochastic rounding).
 #include "engine/model/gemm_inputs.h"
 #include "engine/numerics/conversions.h"
 #include "engine/numerics/fast_operand_quantizer.h"
@@ -68,22 +69,22 @@ struct SlowOperand {
     float scale = 1.0f;
 };
 SlowOperand slowOperand(const std::vector<float>& values, const KLayout& layout, const OperandFormat& f,
-                        std::int64_t weightRows = 1, float delayedScale = 1.0f)
+                        std::int64_t weightRows = 1, float delayedScale = 1.0f, std::uint64_t firstCounter = 0)
 {
     SlowOperand o{std::vector<float>(values.size())};
     QuantStats stats;
     o.scale = quantizeGemmOperand(values, o.values, layout, f,
                                   Shape({weightRows, static_cast<std::int64_t>(values.size()) / weightRows}),
-                                  delayedScale, 0, &stats);
+                                  delayedScale, firstCounter, &stats);
     return o;
 }
 
 // The slow path's values: the elements times the decode scale for per-tensor formats (what
 // the fast path writes without FastOperandOutput::decodeScale), the dequantised values else.
 std::vector<float> slowPath(const std::vector<float>& values, const KLayout& layout, const OperandFormat& f,
-                            std::int64_t weightRows = 1, float delayedScale = 1.0f)
+                            std::int64_t weightRows = 1, float delayedScale = 1.0f, std::uint64_t firstCounter = 0)
 {
-    SlowOperand o = slowOperand(values, layout, f, weightRows, delayedScale);
+    SlowOperand o = slowOperand(values, layout, f, weightRows, delayedScale, firstCounter);
     for (float& v : o.values)
         v *= o.scale;
     return o.values;
@@ -175,6 +176,86 @@ TEST_P(FastOperandQuantizer, EveryLayoutSchemeAndElementMatchesTheSlowPath)
                                   f.format.scheme == ScalingScheme::Mx);
             }
         }
+    }
+}
+
+// Stochastic rounding draws each value's bits by its place in the span the slow path gathers:
+// the same bits on every layout, from any first counter, with MX's values still bf16 numbers.
+TEST_P(FastOperandQuantizer, StochasticRoundingMatchesTheSlowPathOnEveryLayout)
+{
+    constexpr std::uint64_t kFirstCounter = 1000003;
+    for (const Case& c : kCases) {
+        const std::vector<float> values = heavyTailed(static_cast<std::size_t>(c.layout.count()), 21);
+        FastOperand op = operandOf(values, {}, false, c);
+        op.firstCounter = kFirstCounter;
+        for (const MiniFloat element : kElements) {
+            std::vector<OperandFormat> formats{scaledFormat(ScalingScheme::PerTensor, element, 0, {}, true),
+                                               scaledFormat(ScalingScheme::Fp32Blocks, element, 128, {}, true),
+                                               scaledFormat(ScalingScheme::Mx, element, 32, MxScaleRule::Floor, true),
+                                               scaledFormat(ScalingScheme::Mx, element, 32, MxScaleRule::RCeil, true)};
+            if (element == MiniFloat::E2M1)
+                formats.push_back(scaledFormat(ScalingScheme::Nvfp4, element, 16, {}, true));
+            for (const OperandFormat& f : formats) {
+                const std::string what = std::string(c.name) + ", stochastic " + describeQuantFormat(f.format);
+                const std::vector<float> want = slowPath(values, c.layout, f, 1, 1.0f, kFirstCounter);
+                // Stochastic rounding really ran: nearest even gives other values somewhere.
+                OperandFormat nearest = f;
+                nearest.format.encoding.rounding = Rounding::NearestEven;
+                ASSERT_NE(want, slowPath(values, c.layout, nearest)) << what;
+                expectFastMatches(values, op, f, want, what, f.format.scheme == ScalingScheme::Mx);
+            }
+        }
+    }
+}
+
+// NVFP4's 16x16 weight tiles, stochastically: the counter is the weight's own index.
+TEST_P(FastOperandQuantizer, StochasticNvfp4WeightTilesMatchTheSlowPath)
+{
+    OperandFormat f = scaledFormat(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16, {}, true);
+    f.format.blockRows = 16;
+    for (const auto& [rows, cols] : {std::pair{48, 64}, std::pair{40, 72}}) { // whole tiles, and padded ones
+        const std::vector<float> values = heavyTailed(static_cast<std::size_t>(rows * cols), 22);
+        FastOperand op;
+        op.layout = FastOperand::Layout::Tiles;
+        op.outer = static_cast<std::size_t>(rows);
+        op.k = static_cast<std::size_t>(cols);
+        op.tile = 16;
+        op.firstCounter = 77;
+        expectFastMatches(values, op, f, slowPath(values, KLayout::rows(rows, cols), f, rows, 1.0f, 77),
+                          "stochastic NVFP4 16x16 tiles " + std::to_string(rows) + "x" + std::to_string(cols), false);
+    }
+}
+
+// Around every code and midpoint, and below the smallest subnormal (where the slow path's
+// shift passes 32 and 64 bits), the stochastic rounding of each element format: many draws
+// of each value, so that both directions are taken.
+TEST_P(FastOperandQuantizer, StochasticRoundingMatchesAtEveryCodeAndFarBelowTheSubnormals)
+{
+    for (const MiniFloat element : kElements) {
+        const MiniFloatFormat& mf = miniFloatFormat(element);
+        std::vector<float> v;
+        for (std::uint32_t code = 0; code <= mf.maxFiniteMagnitudeCode(); ++code) {
+            const float x = decodeMiniFloat(static_cast<std::uint8_t>(code), element);
+            const float next = code < mf.maxFiniteMagnitudeCode()
+                                   ? decodeMiniFloat(static_cast<std::uint8_t>(code + 1), element)
+                                   : x * 1.25f;
+            for (const float y : {x, (3 * x + next) / 4, (x + next) / 2, std::nextafter(next, 0.0f)})
+                for (int draw = 0; draw < 8; ++draw) {
+                    v.push_back(y);
+                    v.push_back(-y);
+                }
+        }
+        const float smallest = mf.minSubnormal();
+        for (const float y : {smallest / 3, std::ldexp(smallest, -20), std::ldexp(smallest, -40),
+                              std::ldexp(smallest, -70), std::numeric_limits<float>::denorm_min()})
+            for (int draw = 0; draw < 64; ++draw)
+                v.push_back(draw % 2 ? y : -y);
+        // The per-tensor scale maps the amax onto the format's largest value: 1 here.
+        v.push_back(mf.maxFinite());
+        const Case c{KLayout::rows(1, static_cast<std::int64_t>(v.size())), FastOperand::Layout::Along, "codes"};
+        const OperandFormat f = scaledFormat(ScalingScheme::PerTensor, element, 0, {}, true);
+        expectFastMatches(v, operandOf(v, {}, false, c), f, slowPath(v, c.layout, f),
+                          std::string("stochastic ") + std::string(enumKey(element)), false);
     }
 }
 
@@ -323,12 +404,9 @@ TEST_P(FastOperandQuantizer, LeavesTheOtherCasesToTheSlowPath)
     op.outer = 1;
     op.k = 64;
     const OperandFormat mx = scaledFormat(ScalingScheme::Mx, MiniFloat::E4M3, 32);
-    OperandFormat stochastic = mx;
-    stochastic.format.encoding.rounding = Rounding::Stochastic;
-    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, stochastic.format), FastResult::SlowPath);
-    OperandFormat nvfp4Stochastic = scaledFormat(ScalingScheme::Nvfp4, MiniFloat::E2M1, 16);
-    nvfp4Stochastic.format.encoding.rounding = Rounding::Stochastic;
-    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, nvfp4Stochastic.format), FastResult::SlowPath);
+    // Stochastic rounding with a given (delayed) scale rounds to nearest in the slow path.
+    const OperandFormat stochastic = scaledFormat(ScalingScheme::PerTensor, MiniFloat::E4M3, 0, {}, true);
+    EXPECT_EQ(quantizeOperandFast(op, {out.data(), false}, stochastic.format, 2.0f), FastResult::SlowPath);
     OperandFormat refuse = mx;
     refuse.format.partialBlocks = PartialBlock::Refuse;
     op.k = 48;

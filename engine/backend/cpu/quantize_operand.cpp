@@ -1,7 +1,7 @@
 // CpuBackend::quantizeOperand and quantizeOperandBlocks: the sub-16-bit recipes' GEMM operands
 // quantised where they lie. The fast quantiser (fast_operand_quantizer.h) reads the operand's
 // own bf16 or fp32 buffer in its layout and writes bf16 where every value is one; what it
-// leaves (stochastic rounding, a NaN or an Inf, a convolution's 2D tiles, an fp16 operand) runs
+// leaves (a NaN or an Inf, a convolution's 2D tiles, an fp16 operand) runs
 // on quantizeOperandOnHost, the arithmetic the device kernels run, with the same values.
 #include "engine/backend/cpu/cpu_backend.h"
 
@@ -33,6 +33,7 @@ FastOperand fastOperand(const Tensor& t, const OperandQuantization& q)
     op.outer = static_cast<std::size_t>(q.view.outer);
     op.k = static_cast<std::size_t>(q.view.k);
     op.inner = static_cast<std::size_t>(q.view.inner);
+    op.firstCounter = q.firstCounter;
     if (op.layout == FastOperand::Layout::Tiles)
         op.tile = static_cast<std::size_t>(q.grid.blockCols);
     return op;
