@@ -394,15 +394,16 @@ TEST(ConvBackward, WhatTheForwardKeptGivesTheBitsOfTheInputAlone)
 
 // A whole mixed-bf16 training of a convolutional network (conv, batch norm, a residual block,
 // max pooling) on both paths: the same steps and loss curves that drift apart only as
-// accumulation order allows (run_comparison.h). Two epochs: on the machine the bound was
-// measured on, the runs are bit-identical for 21 steps and differ from step 22 on, so the
-// second epoch exercises the bound.
+// accumulation order allows (run_comparison.h). Two epochs: on an AMD EPYC (Zen 5) the runs
+// are bit-identical for 21 steps and differ from step 22 on, so the second epoch exercises the
+// bound; with AMX they differ from step 10.
 TEST(NativeBf16Training, ConvolutionalRunFollowsTheEmulatedRunWithinTolerance)
 {
     SKIP_WITHOUT_NATIVE_BF16();
     RunConfig config = test_support::smallConvConfig(PrecisionMode::MixedBf16);
     config.training.epochs = 2;
-    test_support::expectNativeRunFollowsEmulated(config, "bf16 conv backward weights", 32);
+    test_support::expectNativeRunFollowsEmulated(config, "bf16 conv backward weights", 32,
+                                                 test_support::kNativeConvLossDrift);
 }
 
 } // namespace

@@ -99,8 +99,18 @@ inline void expectIdentical(const TrainedRun& tested, const TrainedRun& referenc
 // is the scale: a drift's size follows the problem's losses, and the loss relative to itself
 // is ill-conditioned once training drives it towards 0 (the 512-wide MLP's last losses, near
 // 1e-6, differ by 18% of themselves and 6e-8 of its first loss). A kernel that computes
-// something else misses from the first step by a fraction of the loss itself.
+// something else misses from the first step by a fraction of the loss itself, which the first
+// step's own bound (kNativeFirstStepDrift) catches before any drift could build up.
 inline constexpr double kNativeLossDrift = 1e-3;
+// The convolutional network's runs drift further where oneDNN's convolutions block their sums
+// differently from the fp32 kernels': on an Intel Xeon with AMX (family 6 model 207, oneDNN
+// avx512_core_amx, 2 threads) the runs are bit-identical for 9 steps, then drift to 1.3e-3
+// within 32 steps, growing as two trainings one rounding apart do (2.7e-5 at step 10, 4.7e-4
+// at 13, 1.1e-3 at 19). About four times that.
+inline constexpr double kNativeConvLossDrift = 5e-3;
+// The first step's loss: the same weights and data on both paths, so only the order of one
+// forward pass's sums differs (0 measured on both machines: the first losses were bit-identical).
+inline constexpr double kNativeFirstStepDrift = 1e-6;
 
 struct NativeAgainstEmulated {
     std::size_t skippedSteps = 0;   // the same on both paths, or the comparison failed
@@ -109,12 +119,12 @@ struct NativeAgainstEmulated {
 };
 
 // Trains `config` on native and on emulated 16-bit kernels and holds the native run to the
-// emulated one: the same steps skipped, each step's loss within kNativeLossDrift of the
-// emulated run's first loss, test accuracy within 5 points; the native run's kernel log must
+// emulated one: the same steps skipped, the first step's loss within kNativeFirstStepDrift and
+// each step's within `driftBound` of the emulated run's first loss, test accuracy within 5 points; the native run's kernel log must
 // name `nativeKernel` ("bf16 matmul") and the emulated one's must not. Records the largest
 // drift and how many steps differed at all.
 inline NativeAgainstEmulated expectNativeRunFollowsEmulated(const RunConfig& config, const std::string& nativeKernel,
-                                                            std::size_t minSteps)
+                                                            std::size_t minSteps, double driftBound = kNativeLossDrift)
 {
     const auto trainWith = [&](CpuKernels kernels) {
         RunConfig c = config;
@@ -142,7 +152,7 @@ inline NativeAgainstEmulated expectNativeRunFollowsEmulated(const RunConfig& con
         EXPECT_EQ(nativeSteps[i].skipped, emulatedSteps[i].skipped);
         result.skippedSteps += emulatedSteps[i].skipped ? 1 : 0;
         const double drift = std::fabs(double(nativeSteps[i].loss) - emulatedSteps[i].loss) / scale;
-        EXPECT_LE(drift, kNativeLossDrift)
+        EXPECT_LE(drift, i == 0 ? kNativeFirstStepDrift : driftBound)
             << "native " << nativeSteps[i].loss << ", emulated " << emulatedSteps[i].loss;
         result.largestLossDrift = std::max(result.largestLossDrift, drift);
         result.differingSteps += bits(nativeSteps[i].loss) != bits(emulatedSteps[i].loss) ? 1 : 0;
