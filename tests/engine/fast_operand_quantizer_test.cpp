@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -147,6 +148,27 @@ const Case kCases[] = {
     {KLayout::along(2, 40, 600), FastOperand::Layout::Along, "columns 2x40x600"}, // 256 + 256 + 88 columns
 };
 
+// For every finite code of `element`, with its value x and the next code's (1.25 x after the
+// largest), the values points(x, next), each `copies` times with both signs.
+template <typename Points>
+std::vector<float> aroundEveryCode(MiniFloat element, Points points, int copies)
+{
+    const MiniFloatFormat& mf = miniFloatFormat(element);
+    std::vector<float> v;
+    for (std::uint32_t code = 0; code <= mf.maxFiniteMagnitudeCode(); ++code) {
+        const float x = decodeMiniFloat(static_cast<std::uint8_t>(code), element);
+        const float next = code < mf.maxFiniteMagnitudeCode()
+                               ? decodeMiniFloat(static_cast<std::uint8_t>(code + 1), element)
+                               : x * 1.25f;
+        for (const float y : points(x, next))
+            for (int copy = 0; copy < copies; ++copy) {
+                v.push_back(y);
+                v.push_back(-y);
+            }
+    }
+    return v;
+}
+
 class FastOperandQuantizer : public ::testing::TestWithParam<bool> {
 protected:
     void SetUp() override { m_previous = allowAvx512FastQuantizer(GetParam()); }
@@ -233,18 +255,12 @@ TEST_P(FastOperandQuantizer, StochasticRoundingMatchesAtEveryCodeAndFarBelowTheS
 {
     for (const MiniFloat element : kElements) {
         const MiniFloatFormat& mf = miniFloatFormat(element);
-        std::vector<float> v;
-        for (std::uint32_t code = 0; code <= mf.maxFiniteMagnitudeCode(); ++code) {
-            const float x = decodeMiniFloat(static_cast<std::uint8_t>(code), element);
-            const float next = code < mf.maxFiniteMagnitudeCode()
-                                   ? decodeMiniFloat(static_cast<std::uint8_t>(code + 1), element)
-                                   : x * 1.25f;
-            for (const float y : {x, (3 * x + next) / 4, (x + next) / 2, std::nextafter(next, 0.0f)})
-                for (int draw = 0; draw < 8; ++draw) {
-                    v.push_back(y);
-                    v.push_back(-y);
-                }
-        }
+        std::vector<float> v = aroundEveryCode(
+            element,
+            [](float x, float next) {
+                return std::array{x, (3 * x + next) / 4, (x + next) / 2, std::nextafter(next, 0.0f)};
+            },
+            8);
         const float smallest = mf.minSubnormal();
         for (const float y : {smallest / 3, std::ldexp(smallest, -20), std::ldexp(smallest, -40),
                               std::ldexp(smallest, -70), std::numeric_limits<float>::denorm_min()})
@@ -276,19 +292,13 @@ TEST_P(FastOperandQuantizer, WeightTilesMatchTheSlowPath)
 TEST_P(FastOperandQuantizer, EveryCodeAndMidpointMatches)
 {
     for (const MiniFloat element : kElements) {
-        const MiniFloatFormat& mf = miniFloatFormat(element);
-        std::vector<float> v;
-        for (std::uint32_t code = 0; code <= mf.maxFiniteMagnitudeCode(); ++code) {
-            const float x = decodeMiniFloat(static_cast<std::uint8_t>(code), element);
-            const float next = code < mf.maxFiniteMagnitudeCode()
-                                   ? decodeMiniFloat(static_cast<std::uint8_t>(code + 1), element)
-                                   : x * 1.25f;
-            const float mid = (x + next) / 2;
-            for (const float y : {x, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) {
-                v.push_back(y);
-                v.push_back(-y);
-            }
-        }
+        const std::vector<float> v = aroundEveryCode(
+            element,
+            [](float x, float next) {
+                const float mid = (x + next) / 2;
+                return std::array{x, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)};
+            },
+            1);
         const Case c{KLayout::rows(1, static_cast<std::int64_t>(v.size())), FastOperand::Layout::Along, "codes"};
         const OperandFormat f = scaledFormat(ScalingScheme::PerTensor, element, 0);
         expectFastMatches(v, operandOf(v, {}, false, c), f, slowPath(v, c.layout, f), std::string(enumKey(element)),
