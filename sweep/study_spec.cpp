@@ -93,9 +93,7 @@ std::string hashOf(const std::string& text)
 const std::vector<std::string>& studyMetricKeys()
 {
     static const std::vector<std::string> keys = [] {
-        std::vector<std::string> list;
-        for (const SweepMetric& m : sweepMetrics())
-            list.emplace_back(m.key);
+        std::vector<std::string> list = everySweepMetricKey(); // a language model's bits per character too
         list.emplace_back(kWeightGradUnderflowMetric);
         return list;
     }();

@@ -124,6 +124,19 @@ const SweepMetric& sweepMetric(std::string_view key)
     std::abort();
 }
 
+const std::vector<std::string>& everySweepMetricKey()
+{
+    static const std::vector<std::string> keys = [] {
+        std::vector<std::string> list;
+        for (TaskMetric task : kTaskMetrics)
+            for (const SweepMetric& m : sweepMetrics(task))
+                if (std::find(list.begin(), list.end(), m.key) == list.end())
+                    list.emplace_back(m.key);
+        return list;
+    }();
+    return keys;
+}
+
 double EquivalenceMargins::testMetric(TaskMetric metric) const
 {
     return const_cast<EquivalenceMargins&>(*this).testMetric(metric);

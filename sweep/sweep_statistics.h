@@ -38,6 +38,9 @@ const std::vector<SweepMetric>& sweepMetrics(TaskMetric metric = TaskMetric::Acc
 const SweepMetric& finalTestMetric(TaskMetric metric);
 // Asserts that `key` is one of the sweepMetrics() of some task.
 const SweepMetric& sweepMetric(std::string_view key);
+// The keys of every task's sweepMetrics(), each once, in that order (accuracy's first): what a
+// study may compare.
+const std::vector<std::string>& everySweepMetricKey();
 
 // The metric over the configuration's finished runs (finite values only).
 std::vector<double> metricValues(const ConfigurationResults& results, const SweepMetric& metric);

@@ -145,6 +145,24 @@ TEST(StudySpec, BadArmsExpectationsAndSeedsAreRefused)
               std::string::npos);
 }
 
+// A language model's and a regression's test metrics are study metrics too: the end-of-training
+// measure, where a run shorter than an epoch makes the train loss a mean over the whole run.
+TEST(StudySpec, EveryTasksTestMetricIsAStudyMetric)
+{
+    const StudySpec spec =
+        parseStudySpec(study(R"(, "metrics": ["final_train_loss", "final_test_bits_per_character", "best_test_rmse"],
+                  "margins": {"final_train_loss": 0.05, "final_test_bits_per_character": 0.01})"),
+                       "studies/tiny.json", "", false);
+    EXPECT_EQ(spec.metrics,
+              (std::vector<std::string>{"final_train_loss", "final_test_bits_per_character", "best_test_rmse"}));
+    ASSERT_EQ(spec.margins.size(), 2u);
+    for (const StudyMargin& m : spec.margins)
+        EXPECT_EQ(m.margin, m.metric == "final_test_bits_per_character" ? 0.01 : 0.05) << m.metric;
+    const std::string refused = errorOf(study(R"(, "metrics": ["final_test_bpc"])"));
+    EXPECT_NE(refused.find("final_test_bits_per_character"), std::string::npos) << refused;
+    EXPECT_NE(refused.find("best_test_rmse"), std::string::npos) << refused;
+}
+
 TEST(StudySpec, ArmsThatCannotRunAreAllNamedWithTheirReason)
 {
     const StudySpec spec = parseStudySpec(study("", R"([{"name": "fp32", "set": {"precision.mode": "fp32"}},
