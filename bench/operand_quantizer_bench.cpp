@@ -5,6 +5,9 @@
 // the portable loops where the CPU has AVX-512; the two are alternated so that a busy shared
 // machine slows both alike.
 //
+// The MX formats run under each of their block-scale rules (floor, ceil, rceil), since the
+// rule decides how each block's plan is computed.
+//
 // A second table times stochastic rounding (the gradients of the MXFP4 and NVFP4 recipes): the
 // fast path against the per-value path training took before (widen to fp32,
 // quantizeOperandOnHost, narrow to bf16), alternated round by round, with their ratio.
@@ -14,6 +17,7 @@
 #include "engine/numerics/fast_operand_quantizer.h"
 #include "engine/numerics/operand_quantization.h"
 #include "engine/numerics/quant_format.h"
+#include "engine/util/enum_table.h"
 
 #include <algorithm>
 #include <bit>
@@ -22,6 +26,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace mantissa;
@@ -106,7 +111,18 @@ int main(int argc, char** argv)
         {"x 128x1024, blocks along rows", 128, 1024, 1},
         {"x 128x1024, blocks down columns", 1, 128, 1024},
     };
-    const char* formats[] = {"fp8-tensor", "fp8-block", "mxfp8", "mxfp6-e2m3", "mxfp4"};
+    std::vector<std::pair<std::string, QuantFormat>> formats;
+    for (const char* name : {"fp8-tensor", "fp8-block", "mxfp8", "mxfp6-e2m3", "mxfp4"}) {
+        QuantFormat format = *quantFormatNamed(name);
+        if (format.scheme != ScalingScheme::Mx) {
+            formats.emplace_back(name, format);
+            continue;
+        }
+        for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::Ceil, MxScaleRule::RCeil}) {
+            format.scaleRule = rule;
+            formats.emplace_back(std::string(name) + " " + std::string(enumKey(rule)), format);
+        }
+    }
     const std::vector<std::uint16_t> input = randomBf16(1024 * 1024);
     std::vector<std::uint16_t> output(input.size());
     std::vector<float> blockScales(input.size());
@@ -115,8 +131,8 @@ int main(int argc, char** argv)
         "AVX-512 loops: %s\n\n| format | operand | AVX-512 (ns/value) | portable (ns/value) |\n| --- | --- | --- | "
         "--- |\n",
         avx512 ? "yes" : "no (this CPU lacks AVX-512 F/BW/VL)");
-    for (const char* name : formats) {
-        QuantFormat format = *quantFormatNamed(name);
+    for (auto [label, format] : formats) {
+        const char* name = label.c_str();
         format.partialBlocks = PartialBlock::Pad;
         for (const Operand& op : operands) {
             const FastOperand in{input.data(), true, FastOperand::Layout::Along, op.outer, op.k, op.inner, 0};

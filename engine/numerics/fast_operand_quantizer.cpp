@@ -264,16 +264,16 @@ private:
 
     // The plans of `count` blocks from their amax bits, block b's at multiplier[b] and scale[b]
     // (its index among the operand's blocks firstIndex + b, for emitted()); returns the largest
-    // amax bits. MX's floor and ceil rules run as one loop the compiler vectorises, the integer
-    // steps of fastq::mxPlan on the amax's exponent field: a zero or subnormal amax (field 0)
-    // gives an exponent below -127 under every element format there as in mxPlan, clamped to
-    // the same -127. A block of 32 values is too short for a call and a branchy plan each.
+    // amax bits. MX's three rules run as one loop the compiler vectorises, integer steps on the
+    // amax's fields (fastq::mxScaleSteps); a zero or subnormal amax (exponent field 0) gives an
+    // exponent below -127 under every element format there as in mxPlan, clamped to the same
+    // -127. A block of 32 values is too short for a call and a branchy plan each: rceil's
+    // division and libm calls per block were a quarter of a vit-tiny mxfp8 step.
     std::uint32_t plans(const std::uint32_t* amax, std::size_t count, std::size_t firstIndex, float* multiplier,
                         float* scale) const
     {
         std::uint32_t largest = 0;
-        const bool vectorMx =
-            m_format.scheme == ScalingScheme::Mx && m_format.scaleRule != MxScaleRule::RCeil && !m_blockScales;
+        const bool vectorMx = m_format.scheme == ScalingScheme::Mx && !m_blockScales;
         if (!vectorMx) {
             for (std::size_t b = 0; b < count; ++b) {
                 largest = std::max(largest, amax[b]);
@@ -283,14 +283,13 @@ private:
             }
             return largest;
         }
-        const int maxExponent = miniFloatFormat(m_format.element).maxExponent();
-        const std::uint32_t ceil = m_format.scaleRule == MxScaleRule::Ceil ? 1u : 0u;
+        const fastq::MxScaleSteps steps = fastq::mxScaleSteps(m_format);
         for (std::size_t b = 0; b < count; ++b) {
             const std::uint32_t bits = amax[b];
             largest = std::max(largest, bits);
             const int floorLog = static_cast<int>(bits >> 23) - 127;
-            const int up = static_cast<int>(ceil & ((bits & 0x7fffffu) != 0 ? 1u : 0u)); // not a power of two
-            const int exponent = std::clamp(floorLog + up - maxExponent, -127, 127);
+            const int up = (bits & 0x7fffffu) > steps.upAbove ? 1 : 0;
+            const int exponent = std::clamp(floorLog + up - steps.below, -127, 127);
             // powerOfTwo(e) for e in [-127, 127]: only 2^-127 is subnormal.
             const auto power = [](int e) {
                 return std::bit_cast<float>(e >= -126 ? static_cast<std::uint32_t>(e + 127) << 23 : 1u << 22);

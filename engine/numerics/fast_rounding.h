@@ -123,6 +123,31 @@ inline Plan mxPlan(float amax, const QuantFormat& format)
     return {powerOfTwo(-exponent), powerOfTwo(exponent)};
 }
 
+// An MX rule as two integers, for a normal amax with exponent field E and mantissa field F:
+// the block's scale exponent is (E - 127) - below, plus 1 where F > upAbove. Floor never adds
+// one (no field exceeds 0x7fffff); ceil adds one unless amax is a power of two (F > 0); rceil,
+// ceil(log2(amax / max)), adds one where amax's significand exceeds max's: with both
+// significands in [1, 2), their quotient lies in (1/2, 1) below, is 1 at equality and in
+// (1, 2) above, so log2 of the ratio is rounded up exactly by that comparison.
+struct MxScaleSteps {
+    int below;
+    std::uint32_t upAbove;
+};
+
+inline MxScaleSteps mxScaleSteps(const QuantFormat& format)
+{
+    const MiniFloatFormat& element = miniFloatFormat(format.element);
+    switch (format.scaleRule) {
+    case MxScaleRule::Floor: return {element.maxExponent(), 0x7fffffu};
+    case MxScaleRule::Ceil: return {element.maxExponent(), 0u};
+    case MxScaleRule::RCeil: {
+        const auto max = std::bit_cast<std::uint32_t>(element.maxFinite());
+        return {static_cast<int>(max >> 23) - 127, max & 0x7fffffu};
+    }
+    }
+    return {element.maxExponent(), 0x7fffffu};
+}
+
 inline Plan blockPlan(float amax, const QuantFormat& format)
 {
     return format.scheme == ScalingScheme::Mx ? mxPlan(amax, format) : fp32Plan(amax, format);

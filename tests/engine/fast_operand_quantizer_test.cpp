@@ -306,6 +306,42 @@ TEST_P(FastOperandQuantizer, EveryCodeAndMidpointMatches)
     }
 }
 
+// Each MX rule decides the block scale's exponent from the amax's bits alone. Where it can go
+// wrong is at a block whose amax lies at, just below or just above the element's largest value
+// times a power of two (rceil's boundary) or at a power of two (ceil's): one block each, the
+// neighbours fp32's and bf16's, each block's other values a third and a seventh of its amax.
+TEST_P(FastOperandQuantizer, MxScaleRulesMatchTheSlowPathAtTheirBoundaries)
+{
+    for (const MiniFloat element : kElements) {
+        const float max = miniFloatFormat(element).maxFinite();
+        for (const bool bf16Grid : {false, true}) {
+            std::vector<float> v;
+            for (const int k : {-20, -3, 0, 1, 7, 20})
+                for (const float edge : {std::ldexp(max, k), std::ldexp(1.0f, k)}) {
+                    const float step = bf16Grid ? std::ldexp(edge, -7) : 0.0f;
+                    for (const float amax : {bf16Grid ? edge - step / 2 : std::nextafter(edge, 0.0f), edge,
+                                             bf16Grid ? edge + step : std::nextafter(edge, 1e30f)}) {
+                        std::vector<float> block(32, 0.0f);
+                        block[0] = amax;
+                        block[5] = -amax / 3.0f;
+                        block[17] = amax / 7.0f;
+                        if (bf16Grid)
+                            for (float& x : block)
+                                x = roundToDType(x, DType::BF16);
+                        v.insert(v.end(), block.begin(), block.end());
+                    }
+                }
+            const Case c{KLayout::rows(1, static_cast<std::int64_t>(v.size())), FastOperand::Layout::Along,
+                         bf16Grid ? "bf16 boundaries" : "fp32 boundaries"};
+            for (const MxScaleRule rule : {MxScaleRule::Floor, MxScaleRule::Ceil, MxScaleRule::RCeil}) {
+                const OperandFormat f = scaledFormat(ScalingScheme::Mx, element, 32, rule);
+                expectFastMatches(v, operandOf(v, {}, false, c), f, slowPath(v, c.layout, f),
+                                  std::string(c.name) + ", " + describeQuantFormat(f.format), false);
+            }
+        }
+    }
+}
+
 TEST_P(FastOperandQuantizer, MxValuesBelowBf16sRangeAskForFp32)
 {
     // A block whose amax 2^-119 clamps the E8M0 scale at 2^-127: an E4M3 subnormal 2^-9 times it
