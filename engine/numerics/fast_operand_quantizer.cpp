@@ -264,11 +264,10 @@ private:
 
     // The plans of `count` blocks from their amax bits, block b's at multiplier[b] and scale[b]
     // (its index among the operand's blocks firstIndex + b, for emitted()); returns the largest
-    // amax bits. MX's three rules run as one loop the compiler vectorises, integer steps on the
-    // amax's fields (fastq::mxScaleSteps); a zero or subnormal amax (exponent field 0) gives an
-    // exponent below -127 under every element format there as in mxPlan, clamped to the same
-    // -127. A block of 32 values is too short for a call and a branchy plan each: rceil's
-    // division and libm calls per block were a quarter of a vit-tiny mxfp8 step.
+    // amax bits. MX's three rules run as one loop the compiler vectorises (fastq::mxExponent,
+    // integer steps on the amax's fields). A block of 32 values is too short for a call and a
+    // branchy plan each: rceil's division and libm calls per block were a quarter of a
+    // vit-tiny mxfp8 step.
     std::uint32_t plans(const std::uint32_t* amax, std::size_t count, std::size_t firstIndex, float* multiplier,
                         float* scale) const
     {
@@ -287,9 +286,7 @@ private:
         for (std::size_t b = 0; b < count; ++b) {
             const std::uint32_t bits = amax[b];
             largest = std::max(largest, bits);
-            const int floorLog = static_cast<int>(bits >> 23) - 127;
-            const int up = (bits & 0x7fffffu) > steps.upAbove ? 1 : 0;
-            const int exponent = std::clamp(floorLog + up - steps.below, -127, 127);
+            const int exponent = fastq::mxExponent(bits, steps);
             // powerOfTwo(e) for e in [-127, 127]: only 2^-127 is subnormal.
             const auto power = [](int e) {
                 return std::bit_cast<float>(e >= -126 ? static_cast<std::uint32_t>(e + 127) << 23 : 1u << 22);

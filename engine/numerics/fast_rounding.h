@@ -97,32 +97,6 @@ inline Plan fp32Plan(float amax, const QuantFormat& format)
     return {s, 1.0f / s};
 }
 
-inline Plan mxPlan(float amax, const QuantFormat& format)
-{
-    int exponent = -127;
-    if (amax != 0.0f) {
-        const MiniFloatFormat& element = miniFloatFormat(format.element);
-        // floor(log2 amax) and whether amax is a power of two, from the bits of a normal amax
-        // (amax > 0 here); the library's ilogb for a subnormal one.
-        const auto bits = std::bit_cast<std::uint32_t>(amax);
-        const int biased = static_cast<int>(bits >> 23);
-        const int floorLog = biased != 0 ? biased - 127 : std::ilogb(amax);
-        const bool exactPower = biased != 0 ? (bits & 0x7fffffu) == 0 : amax == powerOfTwo(floorLog);
-        switch (format.scaleRule) {
-        case MxScaleRule::Floor: exponent = floorLog - element.maxExponent(); break;
-        case MxScaleRule::Ceil: exponent = floorLog + (exactPower ? 0 : 1) - element.maxExponent(); break;
-        case MxScaleRule::RCeil: {
-            const double ratio = static_cast<double>(amax) / static_cast<double>(element.maxFinite());
-            const int k = std::ilogb(ratio);
-            exponent = ratio == std::ldexp(1.0, k) ? k : k + 1;
-            break;
-        }
-        }
-        exponent = std::clamp(exponent, -127, 127);
-    }
-    return {powerOfTwo(-exponent), powerOfTwo(exponent)};
-}
-
 // An MX rule as two integers, for a normal amax with exponent field E and mantissa field F:
 // the block's scale exponent is (E - 127) - below, plus 1 where F > upAbove. Floor never adds
 // one (no field exceeds 0x7fffff); ceil adds one unless amax is a power of two (F > 0); rceil,
@@ -146,6 +120,22 @@ inline MxScaleSteps mxScaleSteps(const QuantFormat& format)
     }
     }
     return {element.maxExponent(), 0x7fffffu};
+}
+
+// The E8M0 exponent of a block whose amax has these bits (amax >= 0). A zero or subnormal amax
+// (exponent field 0) reads as 2^-127 and gives an exponent below -127 under every element
+// format, whose largest values are at least 2^2, so it clamps to -127 as an exact log would.
+inline int mxExponent(std::uint32_t amaxBits, MxScaleSteps steps)
+{
+    const int floorLog = static_cast<int>(amaxBits >> 23) - 127;
+    const int up = (amaxBits & 0x7fffffu) > steps.upAbove ? 1 : 0;
+    return std::clamp(floorLog + up - steps.below, -127, 127);
+}
+
+inline Plan mxPlan(float amax, const QuantFormat& format)
+{
+    const int exponent = mxExponent(std::bit_cast<std::uint32_t>(amax), mxScaleSteps(format));
+    return {powerOfTwo(-exponent), powerOfTwo(exponent)};
 }
 
 inline Plan blockPlan(float amax, const QuantFormat& format)
