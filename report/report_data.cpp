@@ -3,6 +3,7 @@
 #include "engine/model/model_file.h"
 #include "engine/observe/bits_per_character.h"
 #include "engine/precision/loss_scaler.h"
+#include "engine/util/build_identity.h"
 #include "report/report_format.h"
 
 #include <QHash>
@@ -186,7 +187,7 @@ ReportData loadReportData(const RunStore& store, const QList<qint64>& runIds, st
     data.machine = localMachineInfo();
     data.generatedAt = QDateTime::currentDateTimeUtc();
     data.databasePath = store.path();
-    data.mantissaVersion = QStringLiteral(MANTISSA_VERSION);
+    data.mantissaVersion = QString::fromStdString(mantissa::buildIdentity());
     return data;
 }
 

@@ -4,6 +4,7 @@
 // Statuses and the summary a run ends with are the engine's (engine/train/run_summary.h).
 #include "engine/numerics/tensor_stats.h"
 #include "engine/train/run_summary.h"
+#include "engine/util/build_identity.h"
 
 #include <QDateTime>
 #include <QList>
@@ -51,7 +52,7 @@ struct NewRun {
     QString precision;  // "fp32", "mixed-fp16", ... (precisionModeName)
     QString device;     // "cpu: <model>" or "cuda: <gpu>, driver, CUDA and cuDNN versions"
     QString kernels;    // Backend::kernelPaths(): "bf16: native, oneDNN ...\nfp16: emulated ..."
-    QString engineVersion = QStringLiteral(MANTISSA_VERSION);
+    QString engineVersion = QString::fromStdString(buildIdentity()); // the build that records the run
     QStringList tags;
     QString notes;
     std::optional<qint64> groupId; // comparison group (RunStore::createGroup)

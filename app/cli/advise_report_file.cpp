@@ -1,5 +1,6 @@
 #include "cli/advise_report_file.h"
 
+#include "engine/util/build_identity.h"
 #include "engine/util/check.h"
 #include "report/advice_text.h"
 #include "storage/run_store.h"
@@ -42,7 +43,7 @@ QStringList writeAdviceReport(const QString& path, const AdviceTable& table, con
     } else {
         data.machine = report::localMachineInfo();
         data.generatedAt = QDateTime::currentDateTimeUtc();
-        data.mantissaVersion = QStringLiteral(MANTISSA_VERSION);
+        data.mantissaVersion = QString::fromStdString(mantissa::buildIdentity());
     }
     data.advice = report::adviceSummary(table, input.subject, input.advisedConfigJson);
     data.advice->command = input.command;

@@ -4,6 +4,7 @@
 #include "cli/report_command.h"
 #include "engine/backend/cpu/openmp_wait_policy.h"
 #include "engine/onnx/onnx_model.h"
+#include "engine/util/build_identity.h"
 
 #include <QApplication>
 #include <QCoreApplication>
@@ -103,14 +104,14 @@ int main(int argc, char** argv)
         drawsPlots ? std::make_unique<QApplication>(argc, argv) : std::make_unique<QCoreApplication>(argc, argv);
     QCoreApplication::setOrganizationName("Mantissa");
     QCoreApplication::setApplicationName("mantissa");
-    QCoreApplication::setApplicationVersion(MANTISSA_VERSION);
+    QCoreApplication::setApplicationVersion(QString::fromStdString(mantissa::buildIdentity()));
     QStringList arguments = QCoreApplication::arguments();
     if (arguments.size() < 2 || arguments[1] == "--help" || arguments[1] == "-h") {
         printUsage(arguments.size() < 2 ? stderr : stdout);
         return arguments.size() < 2 ? mantissa::cli::kExitBadInput : mantissa::cli::kExitOk;
     }
     if (arguments[1] == "--version") {
-        std::printf("mantissa-cli %s\n", MANTISSA_VERSION);
+        std::printf("mantissa-cli %s\n", mantissa::buildIdentity().c_str());
         return mantissa::cli::kExitOk;
     }
     const QString name = arguments.takeAt(1);

@@ -1,5 +1,6 @@
 #include "cli/report_command.h"
 
+#include "engine/util/build_identity.h"
 #include "report/report_writer.h"
 #include "storage/database_path.h"
 #include "sweep/sweep_results.h"
@@ -49,7 +50,7 @@ int runReportCommand(int argc, char** argv)
     QApplication app(argc, argv);
     QApplication::setOrganizationName("Mantissa");
     QApplication::setApplicationName("mantissa");
-    QApplication::setApplicationVersion(MANTISSA_VERSION);
+    QApplication::setApplicationVersion(QString::fromStdString(mantissa::buildIdentity()));
     QStringList arguments = QApplication::arguments();
     arguments.removeAt(1); // "report"
 

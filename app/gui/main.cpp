@@ -1,6 +1,7 @@
 // mantissa: the GUI. Thin on purpose: the window is the Workbench widget from Mantissa::ui.
 #include "engine/backend/cpu/openmp_wait_policy.h"
 #include "engine/onnx/onnx_model.h"
+#include "engine/util/build_identity.h"
 #include "engine/util/enum_table.h"
 #include "gui/main_window.h"
 #include "gui/screenshot_session.h"
@@ -20,7 +21,7 @@ int main(int argc, char** argv)
     QApplication app(argc, argv);
     QApplication::setOrganizationName("Mantissa");
     QApplication::setApplicationName("mantissa");
-    QApplication::setApplicationVersion(MANTISSA_VERSION);
+    QApplication::setApplicationVersion(QString::fromStdString(mantissa::buildIdentity()));
     // Lets Wayland compositors and docks match the window to its desktop entry and icon.
     QGuiApplication::setDesktopFileName(QStringLiteral("io.mantissa.Mantissa"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/io.mantissa.Mantissa.png")));

@@ -67,7 +67,7 @@ private slots:
         QCOMPARE(run.name, QStringLiteral("tiny-fp32-1"));
         QCOMPARE(run.preset, QStringLiteral("tiny"));
         QCOMPARE(run.precision, QStringLiteral("fp32"));
-        QCOMPARE(run.engineVersion, QStringLiteral(MANTISSA_VERSION));
+        QCOMPARE(run.engineVersion, QString::fromStdString(mantissa::buildIdentity()));
         QVERIFY2(run.device.startsWith(QStringLiteral("cpu")), qPrintable(run.device));
         QVERIFY(run.peakMemoryBytes.value_or(0) > 0);
         QVERIFY(run.wallSeconds.value_or(0) > 0);

@@ -32,12 +32,14 @@ apt_get install /tmp/debs/"$(basename "$app_deb")" /tmp/debs/"$(basename "$dev_d
 [[ $(dpkg-query -W -f '${Version}' mantissa) == "$version" ]] || fail "mantissa $version is not installed"
 
 step "mantissa-cli --version, mantissa --version"
+# The release version, then the commit a build from a git checkout was made from.
+build="${upstream//./\\.}(\\+git\\.[0-9a-f]{12}(\\.modified)?)?"
 out=$(mantissa-cli --version)
 echo "$out"
-[[ $out == "mantissa-cli $upstream" ]] || fail "expected 'mantissa-cli $upstream'"
+[[ $out =~ ^mantissa-cli\ $build$ ]] || fail "expected 'mantissa-cli $upstream[+git.COMMIT]'"
 out=$(mantissa --version)
 echo "$out"
-[[ $out == "mantissa $upstream" ]] || fail "expected 'mantissa $upstream' from the workbench"
+[[ $out =~ ^mantissa\ $build$ ]] || fail "expected 'mantissa $upstream[+git.COMMIT]' from the workbench"
 
 step "mantissa-cli train (a few steps, recorded in the user's run database)"
 mantissa-cli train --preset softmax --max-steps 5 --limit-train 2000 --limit-test 500 --threads 2 --name before-upgrade

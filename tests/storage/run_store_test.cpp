@@ -145,7 +145,7 @@ private slots:
         QCOMPARE(info.preset, QStringLiteral("mlp"));
         QCOMPARE(info.precision, QStringLiteral("mixed-fp16"));
         QCOMPARE(info.device, run.device);
-        QCOMPARE(info.engineVersion, QStringLiteral(MANTISSA_VERSION));
+        QCOMPARE(info.engineVersion, QString::fromStdString(buildIdentity()));
         QCOMPARE(info.tags, (QStringList{QStringLiteral("alpha"), QStringLiteral("zeta")}));
         QCOMPARE(info.notes, run.notes);
         QCOMPARE(info.writerPid, QCoreApplication::applicationPid());
