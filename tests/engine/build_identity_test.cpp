@@ -37,7 +37,8 @@ TEST(BuildIdentity, IsTheVersionAndTheCommitOfTheCheckout)
 {
     const std::string identity = mantissa::buildIdentity();
     std::smatch m;
-    ASSERT_TRUE(std::regex_match(identity, m, std::regex(R"(([0-9]+\.[0-9]+\.[0-9]+)(\+git\.([0-9a-f]{12})(\.modified)?)?)")))
+    ASSERT_TRUE(
+        std::regex_match(identity, m, std::regex(R"(([0-9]+\.[0-9]+\.[0-9]+)(\+git\.([0-9a-f]{12})(\.modified)?)?)")))
         << identity;
     EXPECT_EQ(m[1].str(), MANTISSA_VERSION);
     const std::string source = MANTISSA_SOURCE_DIR;
